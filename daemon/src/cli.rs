@@ -1,0 +1,122 @@
+//! Command-line surface of `openhumand-mcp` (SPEC §1), parsed with clap. Only shapes live here;
+//! `lib.rs` turns a parsed command into work.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "openhumand-mcp",
+    version,
+    about = "openhuman-mcp daemon: personal memory, agents and web search for MCP clients",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Root every file under DIR (config.toml, data/, run/mcp.sock, logs/).
+    #[arg(long, global = true, env = "OPENHUMAN_HOME", value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Read this config file instead of the default one.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Log at debug level (RUST_LOG, when set, always wins).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon in the foreground: the local socket always, HTTP when enabled.
+    Serve(ServeArgs),
+    /// Serve one MCP session on stdin/stdout, in process, without a daemon.
+    Stdio,
+    /// Report whether a daemon answers on the socket (exit 0 when up, 1 when not).
+    Status(StatusArgs),
+    /// Ask the running daemon to shut down gracefully.
+    Stop(SocketArg),
+    /// Inspect the configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Install or remove the login service (systemd user unit / launchd agent).
+    Service {
+        #[command(subcommand)]
+        action: ServiceAction,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SocketArg {
+    /// Use this socket path instead of the default.
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub socket: SocketArg,
+    /// Print the status as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub socket: SocketArg,
+    /// Also serve Streamable HTTP (same as [mcp.http].enabled = true).
+    #[arg(long)]
+    pub http: bool,
+    /// HTTP bind host (default from [mcp.http].host, 127.0.0.1).
+    #[arg(long, value_name = "H")]
+    pub host: Option<String>,
+    /// HTTP bind port (default from [mcp.http].port, 9300).
+    #[arg(long, value_name = "P")]
+    pub port: Option<u16>,
+    /// HTTP bearer token. Prefer OPENHUMAN_MCP_AUTH_TOKEN: arguments are visible in `ps`.
+    #[arg(long, value_name = "T")]
+    pub auth_token: Option<String>,
+    /// Stop after SECS seconds with no session (the shim sets this when it autostarts).
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<u64>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print the config file's path.
+    Path,
+    /// Print the effective configuration (file + environment) as TOML.
+    Show,
+    /// Validate the configuration; exit 1 with the offending key when it is invalid.
+    Check,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ServiceAction {
+    /// Write and enable the systemd user units (Linux) or launchd agent (macOS).
+    Install(ServiceInstallArgs),
+    /// Disable and remove them.
+    Uninstall,
+}
+
+#[derive(Debug, Args)]
+pub struct ServiceInstallArgs {
+    /// Print the unit files instead of installing them.
+    #[arg(long)]
+    pub print: bool,
+    /// systemd only: install socket activation (`openhuman-mcp.socket`) as well.
+    #[arg(long, value_enum, default_value_t = Activation::Socket)]
+    pub activation: Activation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Activation {
+    /// Start the daemon on the first connection (systemd socket unit).
+    Socket,
+    /// Start the daemon at login.
+    Login,
+}

@@ -1,0 +1,608 @@
+//! Typed configuration (SPEC §3): `config.toml` plus `OPENHUMAN_<SECTION>_<KEY>` environment
+//! overrides, loaded and validated once. A reload yields a new value; the old one stays in force
+//! when the new one is invalid. Unknown keys and bad values are errors naming the key and where
+//! it came from, never silent defaults.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Environment variables that start with `OPENHUMAN_` but are not config keys.
+const NON_CONFIG_ENV: &[&str] = &["OPENHUMAN_HOME", "OPENHUMAN_MCP_AUTH_TOKEN"];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub autonomy: AutonomyConfig,
+    pub mcp: McpConfig,
+    pub memory: MemoryConfig,
+    pub llm: LlmConfig,
+    pub searxng: SearxngConfig,
+    pub search: SearchConfig,
+    pub capability_providers: Vec<CapabilityProvider>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AutonomyLevel {
+    Readonly,
+    #[default]
+    Supervised,
+    Full,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AutonomyConfig {
+    pub level: AutonomyLevel,
+    /// Act-class calls allowed in any sliding hour, across all sessions and transports.
+    pub max_actions_per_hour: u32,
+}
+
+impl Default for AutonomyConfig {
+    fn default() -> Self {
+        AutonomyConfig {
+            level: AutonomyLevel::Supervised,
+            max_actions_per_hour: 120,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// Longest accepted protocol line on the socket and stdio, in bytes.
+    pub max_line_bytes: usize,
+    /// Seconds that in-flight calls get to finish on shutdown.
+    pub shutdown_grace_secs: u64,
+    pub http: HttpConfig,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        McpConfig {
+            max_line_bytes: 8 * 1024 * 1024,
+            shutdown_grace_secs: 10,
+            http: HttpConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    pub enabled: bool,
+    pub host: String,
+    pub port: u16,
+    /// File holding the bearer token (OPENHUMAN_MCP_AUTH_TOKEN wins over it).
+    pub auth_token_file: Option<PathBuf>,
+    /// Extra origins allowed besides loopback ones, e.g. "https://app.example".
+    pub allowed_origins: Vec<String>,
+    pub session_idle_secs: u64,
+    pub max_sessions: usize,
+    pub max_body_bytes: usize,
+    pub sse_keepalive_secs: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            enabled: false,
+            host: "127.0.0.1".to_string(),
+            port: 9300,
+            auth_token_file: None,
+            allowed_origins: Vec::new(),
+            session_idle_secs: 86_400,
+            max_sessions: 1024,
+            max_body_bytes: 8 * 1024 * 1024,
+            sse_keepalive_secs: 15,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MemoryEngineKind {
+    #[default]
+    Embedded,
+    Off,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    pub engine: MemoryEngineKind,
+    pub embeddings: EmbeddingsConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingProvider {
+    #[default]
+    Builtin,
+    Ollama,
+    Openai,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingsConfig {
+    pub provider: EmbeddingProvider,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmProvider {
+    #[default]
+    None,
+    Openai,
+    Anthropic,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    pub provider: LlmProvider,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+    pub timeout_secs: u64,
+    pub max_retries: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            provider: LlmProvider::None,
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            timeout_secs: 60,
+            max_retries: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearxngConfig {
+    pub enabled: bool,
+    pub base_url: String,
+    pub max_results: u32,
+    pub default_language: String,
+    pub timeout_seconds: u64,
+}
+
+impl Default for SearxngConfig {
+    fn default() -> Self {
+        SearxngConfig {
+            enabled: false,
+            base_url: "http://localhost:8080".to_string(),
+            max_results: 10,
+            default_language: "en".to_string(),
+            timeout_seconds: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchConfig {
+    pub providers: SearchProviders,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchProviders {
+    pub searxng: SearchProviderConfig,
+    pub brave: SearchProviderConfig,
+    pub tavily: SearchProviderConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchProviderConfig {
+    pub enabled: bool,
+    /// "direct" (call the provider from this machine); kept for config compatibility.
+    pub route: Option<String>,
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TrustState {
+    #[default]
+    Untrusted,
+    Trusted,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityProvider {
+    pub id: String,
+    #[serde(default)]
+    pub display_name: Option<String>,
+    #[serde(default)]
+    pub source_uri: Option<String>,
+    #[serde(default)]
+    pub source_digest: Option<String>,
+    #[serde(default)]
+    pub trust_state: TrustState,
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+impl CapabilityProvider {
+    /// Eligible for admission only when both enabled and trusted.
+    pub fn eligible(&self) -> bool {
+        self.enabled && self.trust_state == TrustState::Trusted
+    }
+}
+
+/// A loaded config and where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    pub file: PathBuf,
+    pub file_exists: bool,
+    /// Env variables that overrode keys, by name (values are not kept: they may be secrets).
+    pub env_overrides: Vec<String>,
+}
+
+/// Loads `file` (missing = defaults) with the process environment's overrides.
+pub fn load(file: &Path) -> Result<Loaded> {
+    let env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("OPENHUMAN_"))
+        .collect();
+    load_with_env(file, &env)
+}
+
+/// Loads with an explicit environment, so tests need not touch the process's.
+pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
+    let shown = file.display();
+    let (text, file_exists) = match std::fs::read_to_string(file) {
+        Ok(text) => (text, true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
+        Err(e) => return Err(anyhow!("cannot read config file {shown}: {e}")),
+    };
+    let table: toml::Table =
+        toml::from_str(&text).map_err(|e| anyhow!("config file {shown} is not valid TOML: {e}"))?;
+    let mut value = serde_json::to_value(&table).context("config to JSON")?;
+
+    let defaults = serde_json::to_value(Config::default()).context("default config to JSON")?;
+    let mut leaves = Vec::new();
+    collect_leaves(&defaults, &mut Vec::new(), &mut leaves);
+    let mut env_paths = Vec::new();
+    let mut env_overrides = Vec::new();
+    for (name, raw) in env {
+        if NON_CONFIG_ENV.contains(&name.as_str()) {
+            continue;
+        }
+        let Some((path, default)) = leaves.iter().find(|(p, _)| env_name(p) == *name) else {
+            tracing::warn!(variable = %name, "ignoring OPENHUMAN_ environment variable that names no config key");
+            continue;
+        };
+        let parsed = parse_env_value(default, raw).map_err(|e| {
+            anyhow!(
+                "environment variable {name} (key `{}`): {e}",
+                path.join(".")
+            )
+        })?;
+        set_path(&mut value, path, parsed);
+        env_paths.push((path.join("."), name.clone()));
+        env_overrides.push(name.clone());
+    }
+
+    let config: Config = serde_path_to_error::deserialize(&value).map_err(|e| {
+        let key = e.path().to_string();
+        let origin = env_paths
+            .iter()
+            .find(|(p, _)| *p == key)
+            .map(|(_, var)| format!("environment variable {var}"))
+            .unwrap_or_else(|| format!("config file {shown}"));
+        anyhow!("invalid config: key `{key}` in {origin}: {}", e.inner())
+    })?;
+    validate(&config).map_err(|e| anyhow!("invalid config in {shown}: {e}"))?;
+    Ok(Loaded {
+        config,
+        file: file.to_path_buf(),
+        file_exists,
+        env_overrides,
+    })
+}
+
+/// Checks values serde cannot: ranges, URLs, provider ids.
+fn validate(c: &Config) -> Result<()> {
+    if c.mcp.max_line_bytes < 1024 {
+        bail!(
+            "key `mcp.max_line_bytes` must be at least 1024 (got {})",
+            c.mcp.max_line_bytes
+        );
+    }
+    if c.mcp.http.host.trim().is_empty() {
+        bail!("key `mcp.http.host` must not be blank");
+    }
+    if c.mcp.http.max_sessions == 0 {
+        bail!("key `mcp.http.max_sessions` must be at least 1");
+    }
+    if c.mcp.http.session_idle_secs == 0 {
+        bail!("key `mcp.http.session_idle_secs` must be at least 1");
+    }
+    for origin in &c.mcp.http.allowed_origins {
+        if !(origin.starts_with("http://") || origin.starts_with("https://")) {
+            bail!("key `mcp.http.allowed_origins`: `{origin}` must start with http:// or https://");
+        }
+    }
+    if !(1..=50).contains(&c.searxng.max_results) {
+        bail!(
+            "key `searxng.max_results` must be between 1 and 50 (got {})",
+            c.searxng.max_results
+        );
+    }
+    if c.searxng.timeout_seconds == 0 {
+        bail!("key `searxng.timeout_seconds` must be at least 1");
+    }
+    check_url("searxng.base_url", &c.searxng.base_url)?;
+    if let Some(url) = &c.llm.base_url {
+        check_url("llm.base_url", url)?;
+    }
+    if let Some(url) = &c.memory.embeddings.base_url {
+        check_url("memory.embeddings.base_url", url)?;
+    }
+    for (name, key) in [
+        ("llm.api_key_env", &c.llm.api_key_env),
+        (
+            "memory.embeddings.api_key_env",
+            &c.memory.embeddings.api_key_env,
+        ),
+    ] {
+        if let Some(var) = key {
+            check_env_var_name(name, var)?;
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (i, p) in c.capability_providers.iter().enumerate() {
+        let id = normalize_id(&p.id);
+        if id.is_empty() {
+            bail!(
+                "key `capability_providers[{i}].id` must contain a letter or digit (got {:?})",
+                p.id
+            );
+        }
+        if !seen.insert(id.clone()) {
+            bail!(
+                "key `capability_providers[{i}].id`: {:?} duplicates another provider after normalisation to `{id}`",
+                p.id
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_url(key: &str, url: &str) -> Result<()> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "https://".len()
+    {
+        bail!("key `{key}` must be an http:// or https:// URL (got {url:?})");
+    }
+    Ok(())
+}
+
+fn check_env_var_name(key: &str, var: &str) -> Result<()> {
+    let ok = !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        bail!(
+            "key `{key}` names an environment variable, not a secret: use a name like OPENAI_API_KEY (got a value that is not a variable name)"
+        );
+    }
+    Ok(())
+}
+
+/// Normalises a client or provider name (SPEC §6): lowercase ASCII letters and digits are kept,
+/// every run of anything else becomes one `-`, and `-` is trimmed from both ends.
+pub fn normalize_id(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut pending_dash = false;
+    for c in name.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            if pending_dash && !out.is_empty() {
+                out.push('-');
+            }
+            pending_dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            pending_dash = true;
+        }
+    }
+    out
+}
+
+fn collect_leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                path.push(k.clone());
+                collect_leaves(child, path, out);
+                path.pop();
+            }
+        }
+        // Arrays of tables (capability_providers) cannot be expressed as one variable.
+        Value::Array(items) if items.iter().any(Value::is_object) => {}
+        Value::Array(_) if path.first().is_some_and(|p| p == "capability_providers") => {}
+        other => out.push((path.clone(), other.clone())),
+    }
+}
+
+fn env_name(path: &[String]) -> String {
+    format!("OPENHUMAN_{}", path.join("_").to_ascii_uppercase())
+}
+
+fn parse_env_value(default: &Value, raw: &str) -> Result<Value> {
+    let raw = raw.trim();
+    Ok(match default {
+        Value::Bool(_) => match raw.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Value::Bool(true),
+            "false" | "0" | "no" | "off" => Value::Bool(false),
+            _ => bail!("expected true or false, got {raw:?}"),
+        },
+        Value::Number(_) => {
+            if let Ok(n) = raw.parse::<i64>() {
+                Value::from(n)
+            } else if let Ok(f) = raw.parse::<f64>() {
+                Value::from(f)
+            } else {
+                bail!("expected a number, got {raw:?}")
+            }
+        }
+        Value::Array(_) => Value::Array(
+            raw.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(Value::from)
+                .collect(),
+        ),
+        _ => Value::String(raw.to_string()),
+    })
+}
+
+fn set_path(root: &mut Value, path: &[String], leaf: Value) {
+    let mut cur = root;
+    for (i, key) in path.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Default::default());
+        }
+        let map = cur.as_object_mut().expect("just made an object");
+        if i + 1 == path.len() {
+            map.insert(key.clone(), leaf);
+            return;
+        }
+        cur = map
+            .entry(key.clone())
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+}
+
+/// The effective config as TOML, for `config show`.
+pub fn to_toml(c: &Config) -> Result<String> {
+    toml::to_string_pretty(c).context("render config as TOML")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str, env: &[(&str, &str)]) -> Result<Config> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(&file, text).unwrap();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        load_with_env(&file, &env).map(|l| l.config)
+    }
+
+    #[test]
+    fn missing_file_is_defaults() {
+        let loaded = load_with_env(Path::new("/nonexistent/openhuman/config.toml"), &[]).unwrap();
+        assert_eq!(loaded.config, Config::default());
+        assert!(!loaded.file_exists);
+    }
+
+    #[test]
+    fn unknown_key_names_key_and_file() {
+        let err = load_text("[mcp.http]\nprot = 1\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("prot") && err.contains("config.toml"), "{err}");
+    }
+
+    #[test]
+    fn bad_value_names_key() {
+        let err = load_text("[autonomy]\nlevel = \"yolo\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("autonomy.level") && err.contains("yolo"),
+            "{err}"
+        );
+        let err = load_text("[searxng]\nmax_results = 80\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("searxng.max_results") && err.contains("80"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn env_overrides_keys_and_bad_env_values_name_the_variable() {
+        let c = load_text(
+            "",
+            &[
+                ("OPENHUMAN_SEARXNG_ENABLED", "true"),
+                ("OPENHUMAN_SEARXNG_BASE_URL", "http://127.0.0.1:9"),
+                ("OPENHUMAN_SEARXNG_MAX_RESULTS", "7"),
+                ("OPENHUMAN_MCP_HTTP_PORT", "9555"),
+                (
+                    "OPENHUMAN_MCP_HTTP_ALLOWED_ORIGINS",
+                    "https://a.example, https://b.example",
+                ),
+            ],
+        )
+        .unwrap();
+        assert!(c.searxng.enabled);
+        assert_eq!(c.searxng.base_url, "http://127.0.0.1:9");
+        assert_eq!(c.searxng.max_results, 7);
+        assert_eq!(c.mcp.http.port, 9555);
+        assert_eq!(c.mcp.http.allowed_origins.len(), 2);
+        let err = load_text("", &[("OPENHUMAN_SEARXNG_ENABLED", "maybe")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("OPENHUMAN_SEARXNG_ENABLED"), "{err}");
+        let err = load_text("", &[("OPENHUMAN_MCP_HTTP_PORT", "99999")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("OPENHUMAN_MCP_HTTP_PORT"), "{err}");
+    }
+
+    #[test]
+    fn normalisation_examples() {
+        assert_eq!(normalize_id("Claude Desktop"), "claude-desktop");
+        assert_eq!(normalize_id("  Zed: Nightly  "), "zed-nightly");
+        assert_eq!(normalize_id("会议记录"), "");
+        assert_eq!(normalize_id("Acme Tools"), "acme-tools");
+        assert_eq!(normalize_id("--Cursor--"), "cursor");
+        assert_eq!(normalize_id("a__b  c"), "a-b-c");
+    }
+
+    #[test]
+    fn duplicate_providers_after_normalisation_are_rejected() {
+        let text = "[[capability_providers]]\nid = \"Acme Tools\"\n[[capability_providers]]\nid = \"acme-tools\"\n";
+        let err = load_text(text, &[]).unwrap_err().to_string();
+        assert!(
+            err.contains("capability_providers[1].id") && err.contains("acme-tools"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn secrets_in_api_key_env_are_refused() {
+        let err = load_text("[llm]\napi_key_env = \"sk-abc def\"\n", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("llm.api_key_env") && !err.contains("sk-abc"),
+            "{err}"
+        );
+    }
+}

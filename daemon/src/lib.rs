@@ -1,0 +1,250 @@
+//! openhumand-mcp: the daemon behind openhuman-mcp. Map of the crate:
+//!
+//! - `cli`        command-line shapes (clap)
+//! - `config`     typed config: TOML + env overrides, validated once, reloadable
+//! - `state`      `AppState`, the cloneable handle to everything warm
+//! - `mcp/`       the one dispatcher: protocol, sessions, lifecycle, resources, tools
+//! - `transport/` socket and stdio: bytes <-> messages, nothing else
+//! - `server`     `serve`: accept loop, signals, idle timeout, graceful drain
+//! - `control`    `openhuman.*` core methods on the socket (status, shutdown, reload)
+//! - `agents/`    the subagent registry (built-in + user agents)
+//! - `resources`  the compiled-in prompt catalog
+//! - `client`     the tiny socket client used by `status` and `stop`
+//! - `service`    systemd/launchd install
+//! - `logging`    stderr + rolling file
+
+pub mod agents;
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod control;
+pub mod logging;
+pub mod mcp;
+pub mod resources;
+pub mod server;
+pub mod service;
+pub mod state;
+pub mod transport;
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use openhuman_common::Paths;
+
+use cli::{Cli, Command, ConfigAction, ServiceAction};
+use state::AppState;
+
+/// Process exit codes (SPEC §1).
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILURE: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+
+/// Writes command output (not protocol) to stdout. Never used by `stdio` or `serve`.
+fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}");
+}
+
+/// Runs a parsed command; returns the exit code.
+pub fn main_with(cli: Cli) -> i32 {
+    let result = match &cli.command {
+        Command::Serve(_) | Command::Stdio => run_server(&cli),
+        _ => {
+            logging::init_stderr("warn", cli.verbose);
+            run_command(&cli)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            // Also say it plainly on stderr in case logging is filtered.
+            let _ = writeln!(std::io::stderr(), "openhumand-mcp: {e:#}");
+            EXIT_FAILURE
+        }
+    }
+}
+
+fn resolve_paths(cli: &Cli, socket: Option<&std::path::Path>) -> Result<Paths> {
+    Ok(Paths::resolve(cli.home.as_deref())?
+        .with_config_file(cli.config.as_deref())?
+        .with_socket(socket)?)
+}
+
+fn runtime(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
+    let mut b = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = threads {
+        b.worker_threads(n);
+    }
+    b.enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+fn run_server(cli: &Cli) -> Result<i32> {
+    match &cli.command {
+        Command::Stdio => {
+            logging::init_stderr("warn", cli.verbose);
+            let paths = resolve_paths(cli, None)?;
+            let loaded = config::load(&paths.config_file)?;
+            let state = AppState::new(paths, loaded.config);
+            let rt = runtime(Some(2))?;
+            rt.block_on(async {
+                let dispatcher = mcp::Dispatcher::new(state.clone());
+                transport::stdio::serve(dispatcher, state.shutdown_token().clone()).await;
+            });
+            rt.shutdown_timeout(Duration::from_secs(1));
+            Ok(EXIT_OK)
+        }
+        Command::Serve(args) => {
+            let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
+            let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
+            let loaded = config::load(&paths.config_file)?;
+            if args.http
+                || loaded.config.mcp.http.enabled
+                || args.host.is_some()
+                || args.port.is_some()
+            {
+                anyhow::bail!(
+                    "the Streamable HTTP transport is not in this build yet; run without --http and unset [mcp.http].enabled"
+                );
+            }
+            if args.auth_token.is_some() {
+                tracing::warn!(
+                    "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN"
+                );
+            }
+            let rt = runtime(None)?;
+            let state = AppState::new(paths.clone(), loaded.config);
+            rt.block_on(async {
+                let listener = match transport::socket::activated()? {
+                    Some(l) => {
+                        tracing::info!("using the socket passed by the service manager");
+                        l
+                    }
+                    None => transport::socket::bind(&paths.socket)?,
+                };
+                let opts = server::ServeOptions {
+                    idle_timeout: args
+                        .idle_timeout
+                        .filter(|s| *s > 0)
+                        .map(Duration::from_secs),
+                };
+                server::run(state, listener, opts).await
+            })?;
+            rt.shutdown_timeout(Duration::from_secs(2));
+            Ok(EXIT_OK)
+        }
+        _ => unreachable!("run_server only handles serve and stdio"),
+    }
+}
+
+fn run_command(cli: &Cli) -> Result<i32> {
+    match &cli.command {
+        Command::Status(args) => {
+            let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
+            let rt = runtime(Some(1))?;
+            match rt.block_on(client::call(&paths.socket, "openhuman.daemon_status")) {
+                Ok(status) if args.json => {
+                    out(&status.to_string());
+                    Ok(EXIT_OK)
+                }
+                Ok(s) => {
+                    out(&format!(
+                        "openhumand-mcp {} is running: pid {}, up {} s, {} session(s), socket {}",
+                        s["version"].as_str().unwrap_or("?"),
+                        s["pid"],
+                        s["uptime_ms"].as_u64().unwrap_or(0) / 1000,
+                        s["sessions"],
+                        paths.socket.display()
+                    ));
+                    Ok(EXIT_OK)
+                }
+                Err(e) => {
+                    if args.json {
+                        out(&serde_json::json!({ "running": false, "socket": paths.socket.display().to_string() }).to_string());
+                    } else {
+                        out(&format!(
+                            "openhumand-mcp is not running ({e:#}); start it with `openhumand-mcp serve`"
+                        ));
+                    }
+                    Ok(EXIT_FAILURE)
+                }
+            }
+        }
+        Command::Stop(sock) => {
+            let paths = resolve_paths(cli, sock.socket.as_deref())?;
+            let rt = runtime(Some(1))?;
+            let reply = rt.block_on(client::call(&paths.socket, "openhuman.daemon_shutdown"))?;
+            out(&format!(
+                "asked openhumand-mcp (pid {}) to stop",
+                reply["pid"]
+            ));
+            Ok(EXIT_OK)
+        }
+        Command::Config { action } => {
+            let paths = resolve_paths(cli, None)?;
+            match action {
+                ConfigAction::Path => out(&paths.config_file.display().to_string()),
+                ConfigAction::Show => {
+                    let loaded = config::load(&paths.config_file)?;
+                    out(&format!(
+                        "# effective config: {} (file {})",
+                        paths.config_file.display(),
+                        if loaded.file_exists {
+                            "present"
+                        } else {
+                            "absent: defaults"
+                        }
+                    ));
+                    if !loaded.env_overrides.is_empty() {
+                        out(&format!(
+                            "# overridden by environment: {}",
+                            loaded.env_overrides.join(", ")
+                        ));
+                    }
+                    out(&config::to_toml(&loaded.config)?);
+                }
+                ConfigAction::Check => {
+                    let loaded = config::load(&paths.config_file)?;
+                    let agents = agents::Registry::load(&paths.config_dir);
+                    if !agents.load_errors.is_empty() {
+                        for e in &agents.load_errors {
+                            out(&format!("agent error: {e}"));
+                        }
+                        return Ok(EXIT_FAILURE);
+                    }
+                    out(&format!(
+                        "config OK: {} ({}), {} agents",
+                        paths.config_file.display(),
+                        if loaded.file_exists {
+                            "file present"
+                        } else {
+                            "no file: defaults"
+                        },
+                        agents.agents.len()
+                    ));
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        Command::Service { action } => {
+            let paths = resolve_paths(cli, None)?;
+            let home = cli.home.as_deref();
+            match action {
+                ServiceAction::Install(args) if args.print => {
+                    for u in service::render(&paths, home, args.activation)? {
+                        out(&format!("# {}\n{}", u.path.display(), u.text));
+                    }
+                }
+                ServiceAction::Install(args) => {
+                    out(&service::install(&paths, home, args.activation)?)
+                }
+                ServiceAction::Uninstall => out(&service::uninstall(&paths, home)?),
+            }
+            Ok(EXIT_OK)
+        }
+        Command::Serve(_) | Command::Stdio => unreachable!("handled by run_server"),
+    }
+}

@@ -1,0 +1,74 @@
+//! Logging setup. Logs never touch stdout (it carries protocol in `stdio` mode): they go to
+//! stderr, and for the daemon also to a size-bounded rolling file in the logs dir.
+//! Level: `RUST_LOG` when set, else `debug` with `-v`, else the mode's default.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt;
+use tracing_subscriber::prelude::*;
+
+/// Each log file's size cap and how many rotated files are kept.
+pub const LOG_FILE_BYTES: usize = 10 * 1024 * 1024;
+pub const LOG_FILES_KEPT: usize = 5;
+pub const LOG_FILE_NAME: &str = "openhumand-mcp.log";
+
+fn filter(default: &str, verbose: bool) -> EnvFilter {
+    match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => EnvFilter::new(v),
+        _ => EnvFilter::new(if verbose { "debug" } else { default }),
+    }
+}
+
+/// stderr only (stdio mode and one-shot commands).
+pub fn init_stderr(default: &str, verbose: bool) {
+    let _ = tracing_subscriber::registry()
+        .with(
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_target(false)
+                .with_filter(filter(default, verbose)),
+        )
+        .try_init();
+}
+
+/// stderr plus a rolling file under `log_dir` (the daemon). Keep the guard alive until exit so
+/// buffered lines are written.
+pub fn init_daemon(log_dir: &Path, verbose: bool) -> Result<WorkerGuard> {
+    std::fs::create_dir_all(log_dir)
+        .with_context(|| format!("cannot create log dir {}", log_dir.display()))?;
+    let rotate = file_rotate::FileRotate::new(
+        log_dir.join(LOG_FILE_NAME),
+        file_rotate::suffix::AppendCount::new(LOG_FILES_KEPT - 1),
+        file_rotate::ContentLimit::BytesSurpassed(LOG_FILE_BYTES),
+        file_rotate::compression::Compression::None,
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut o = std::fs::OpenOptions::new();
+            o.mode(0o600);
+            Some(o)
+        },
+    );
+    let (writer, guard) = tracing_appender::non_blocking(rotate);
+    let _ = tracing_subscriber::registry()
+        .with(
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_target(false)
+                .with_filter(filter("info", verbose)),
+        )
+        .with(
+            fmt::layer()
+                .with_writer(writer)
+                .with_ansi(false)
+                .with_filter(filter("info", verbose)),
+        )
+        .try_init();
+    Ok(guard)
+}

@@ -1,0 +1,20 @@
+//! Entry point of `openhumand-mcp`: parse the command line and hand over to the library.
+
+use clap::Parser;
+
+fn main() {
+    let cli = match openhuman_daemon::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let code = if e.use_stderr() {
+                openhuman_daemon::EXIT_USAGE
+            } else {
+                openhuman_daemon::EXIT_OK
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    std::process::exit(openhuman_daemon::main_with(cli));
+}

@@ -1,0 +1,65 @@
+//! What a running request can see and do besides its arguments: its cancellation token, the
+//! caller's provenance, and the way back to the client for progress and log notifications.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::protocol::{Era, notification};
+use super::session::{LOG_LEVELS, Session};
+
+#[derive(Clone)]
+pub struct RequestCtx {
+    pub session: Arc<Session>,
+    pub era: Era,
+    /// Cancelled by `notifications/cancelled`, a vanished client, or shutdown.
+    pub cancel: CancellationToken,
+    pub progress_token: Option<Value>,
+    /// `mcp:<client>` or `mcp`.
+    pub source: String,
+    pub client_info: Option<Value>,
+    /// Minimum level of log notifications this request may emit (None: none).
+    pub log_level: Option<usize>,
+    pub notify: mpsc::Sender<String>,
+}
+
+impl RequestCtx {
+    /// Sends `notifications/progress` when the caller asked for it with `_meta.progressToken`.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let Some(t) = total {
+            params["total"] = Value::from(t);
+        }
+        if let Some(m) = message {
+            params["message"] = Value::from(m);
+        }
+        let _ = self
+            .notify
+            .send(notification("notifications/progress", params).to_string())
+            .await;
+    }
+
+    /// Sends `notifications/message` when the level passes the session's (or request's) filter.
+    pub async fn log(&self, level: &str, data: Value) {
+        let Some(min) = self.log_level else { return };
+        let Some(rank) = LOG_LEVELS.iter().position(|l| *l == level) else {
+            return;
+        };
+        if rank < min || self.cancel.is_cancelled() {
+            return;
+        }
+        let params = json!({ "level": level, "logger": "openhuman", "data": data });
+        let _ = self
+            .notify
+            .send(notification("notifications/message", params).to_string())
+            .await;
+    }
+}

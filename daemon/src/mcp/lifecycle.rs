@@ -1,0 +1,87 @@
+//! Session lifecycle methods: `initialize` (handshake era), `server/discover` (stateless era,
+//! answered at any time), and `logging/setLevel`.
+
+use std::sync::Arc;
+
+use openhuman_common::VERSION;
+use serde_json::{Map, Value, json};
+
+use super::protocol::{META_SERVER_INFO, RpcError, SERVER_NAME, SUPPORTED, negotiate};
+use super::session::{LOG_LEVELS, Session};
+use crate::state::AppState;
+
+/// Shown to the client's model: what this server is for and how to use it well.
+pub const INSTRUCTIONS: &str = "OpenHuman is the user's personal memory and agent server. Use the memory tools to \
+search and recall what the user has stored (notes, e-mail, chats, learnings) and cite chunks by id; \
+use agent.list_subagents to see the specialist subagents. Writes are audited and may be refused by \
+the user's security policy; a refusal message says why.";
+
+pub fn initialize(
+    state: &AppState,
+    session: &Arc<Session>,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let requested = match params.get("protocolVersion") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(v)) => Some(v.as_str()),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "`protocolVersion` must be a string such as \"2025-11-25\"",
+            ));
+        }
+    };
+    let client_info = match params.get("clientInfo") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(v),
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "`clientInfo` must be an object with a `name`",
+            ));
+        }
+    };
+    let version = negotiate(requested);
+    session.set_negotiated(version);
+    session.observe_client(client_info);
+    let _ = state;
+    tracing::info!(session = session.id, version, source = %session.source(), "session initialised");
+    Ok(json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": { "listChanged": true },
+            "resources": { "subscribe": false, "listChanged": false },
+            "logging": {}
+        },
+        "serverInfo": { "name": SERVER_NAME, "title": "OpenHuman", "version": VERSION },
+        "instructions": INSTRUCTIONS
+    }))
+}
+
+pub fn discover(state: &AppState) -> Value {
+    let _ = state;
+    json!({
+        "resultType": "complete",
+        "supportedVersions": SUPPORTED,
+        "capabilities": {
+            "tools": {},
+            "resources": {},
+            "logging": {}
+        },
+        "_meta": { META_SERVER_INFO: { "name": SERVER_NAME, "title": "OpenHuman", "version": VERSION } },
+        "instructions": INSTRUCTIONS,
+        "ttlMs": super::protocol::TOOLS_TTL_MS,
+        "cacheScope": "private"
+    })
+}
+
+pub fn set_level(session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
+    let level = params.get("level").and_then(Value::as_str).ok_or_else(|| {
+        RpcError::invalid_params(format!("missing `level`: one of {}", LOG_LEVELS.join(", ")))
+    })?;
+    if !session.set_log_level(level) {
+        return Err(RpcError::invalid_params(format!(
+            "unknown log level {level:?}: use one of {}",
+            LOG_LEVELS.join(", ")
+        )));
+    }
+    Ok(json!({}))
+}

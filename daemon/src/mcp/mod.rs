@@ -1,0 +1,396 @@
+//! The one MCP dispatcher. Every transport (socket, stdio, HTTP) hands it decoded messages; it
+//! alone knows MCP method names. Map of this module:
+//!
+//! - `protocol`  versions, `RpcError`, envelopes
+//! - `session`   per-connection state: handshake, provenance, in-flight requests
+//! - `context`   what a running request may use (cancel token, progress, logs)
+//! - `lifecycle` `initialize`, `server/discover`, `ping`, `logging/setLevel`
+//! - `resources` `resources/*`
+//! - `tools/`    the tool catalog and `tools/call`, one file per tool family
+
+pub mod context;
+mod lifecycle;
+pub mod protocol;
+mod resources;
+pub mod session;
+pub mod tools;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use openhuman_common::codes;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+pub use context::RequestCtx;
+use protocol::{
+    Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, RpcError, error_envelope,
+    result_envelope,
+};
+use session::{LOG_LEVELS, id_key, source_label};
+pub use session::{Session, Transport};
+
+use crate::state::AppState;
+
+#[derive(Clone)]
+pub struct Dispatcher {
+    state: AppState,
+}
+
+impl Dispatcher {
+    pub fn new(state: AppState) -> Dispatcher {
+        Dispatcher { state }
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// For line transports: one received line. Handshake and notifications are handled in order,
+    /// before the next line is read; other requests run as tasks and may answer out of order.
+    pub async fn on_line(&self, session: &Arc<Session>, line: &[u8]) {
+        let line = trim_line(line);
+        if line.is_empty() {
+            return;
+        }
+        let msg: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                let what = if std::str::from_utf8(line).is_err() {
+                    "message is not valid UTF-8"
+                } else {
+                    "message is not valid JSON"
+                };
+                let err = RpcError::new(
+                    codes::PARSE_ERROR,
+                    format!("parse error: {what} ({e}); send one JSON-RPC object per line"),
+                );
+                session
+                    .send(error_envelope(&Value::Null, &err).to_string())
+                    .await;
+                return;
+            }
+        };
+        let inline = match &msg {
+            Value::Object(o) => {
+                o.get("id").is_none()
+                    || o.get("method").and_then(Value::as_str) == Some("initialize")
+            }
+            _ => false,
+        };
+        if inline {
+            if let Some(reply) = self.handle(session, msg, session_sink(session)).await {
+                session.send(reply.to_string()).await;
+            }
+            return;
+        }
+        let this = self.clone();
+        let s = session.clone();
+        session.tracker.spawn(async move {
+            if let Some(reply) = this.handle(&s, msg, session_sink(&s)).await {
+                s.send(reply.to_string()).await;
+            }
+        });
+    }
+
+    /// For line transports: a line longer than the limit was skipped.
+    pub async fn on_overlong(&self, session: &Arc<Session>, limit: usize) {
+        let err = RpcError::new(
+            codes::PARSE_ERROR,
+            format!("parse error: message longer than the {limit}-byte line limit was discarded; send smaller messages"),
+        )
+        .with_data(json!({ "max_line_bytes": limit }));
+        session
+            .send(error_envelope(&Value::Null, &err).to_string())
+            .await;
+    }
+
+    /// Handles one decoded message (object or batch). Returns the reply, if any. `notify` carries
+    /// progress and log notifications of the requests in it.
+    pub async fn handle(
+        &self,
+        session: &Arc<Session>,
+        msg: Value,
+        notify: mpsc::Sender<String>,
+    ) -> Option<Value> {
+        match msg {
+            Value::Array(items) => self.handle_batch(session, items, notify).await,
+            other => self.handle_one(session, other, notify).await,
+        }
+    }
+
+    async fn handle_batch(
+        &self,
+        session: &Arc<Session>,
+        items: Vec<Value>,
+        notify: mpsc::Sender<String>,
+    ) -> Option<Value> {
+        if items.is_empty() {
+            return Some(error_envelope(
+                &Value::Null,
+                &RpcError::invalid_request("empty batch: send at least one message"),
+            ));
+        }
+        // `initialize` must take effect before the rest of the batch is served.
+        let mut replies: Vec<Option<Value>> = vec![None; items.len()];
+        let mut rest = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            if item.get("method").and_then(Value::as_str) == Some("initialize") {
+                replies[i] = self.handle_one(session, item, notify.clone()).await;
+            } else {
+                rest.push((i, item));
+            }
+        }
+        let futs = rest.into_iter().map(|(i, item)| {
+            let notify = notify.clone();
+            async move { (i, self.handle_one(session, item, notify).await) }
+        });
+        for (i, reply) in futures::future::join_all(futs).await {
+            replies[i] = reply;
+        }
+        let replies: Vec<Value> = replies.into_iter().flatten().collect();
+        if replies.is_empty() {
+            None
+        } else {
+            Some(Value::Array(replies))
+        }
+    }
+
+    async fn handle_one(
+        &self,
+        session: &Arc<Session>,
+        msg: Value,
+        notify: mpsc::Sender<String>,
+    ) -> Option<Value> {
+        let Value::Object(obj) = msg else {
+            return Some(error_envelope(
+                &Value::Null,
+                &RpcError::invalid_request("a JSON-RPC message must be an object"),
+            ));
+        };
+        let id = obj.get("id").cloned();
+        let id_ok = matches!(id, Some(Value::String(_)) | Some(Value::Number(_)));
+        let reply_id = if id_ok {
+            id.clone().unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Some(error_envelope(
+                &reply_id,
+                &RpcError::invalid_request("`jsonrpc` must be \"2.0\""),
+            ));
+        }
+        let method = match obj.get("method") {
+            Some(Value::String(m)) => m.clone(),
+            Some(_) => {
+                return Some(error_envelope(
+                    &reply_id,
+                    &RpcError::invalid_request("`method` must be a string"),
+                ));
+            }
+            // A response from the client: we never send requests, so there is nothing to match it to.
+            None if obj.contains_key("result") || obj.contains_key("error") => return None,
+            None => {
+                return Some(error_envelope(
+                    &reply_id,
+                    &RpcError::invalid_request("missing `method`"),
+                ));
+            }
+        };
+        let params = match obj.get("params") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(p)) => p.clone(),
+            Some(_) => {
+                id.as_ref()?;
+                return Some(error_envelope(
+                    &reply_id,
+                    &RpcError::invalid_params("`params` must be an object"),
+                ));
+            }
+        };
+        let Some(id) = id else {
+            self.on_notification(session, &method, &params);
+            return None;
+        };
+        if !id_ok {
+            return Some(error_envelope(
+                &Value::Null,
+                &RpcError::invalid_request("`id` must be a string or a number"),
+            ));
+        }
+        let key = id_key(&id);
+        let cancel = session.cancel.child_token();
+        if !session.begin(&key, cancel.clone()) {
+            return Some(error_envelope(
+                &id,
+                &RpcError::invalid_request(format!(
+                    "request id {key} is already in flight; use a new id"
+                )),
+            ));
+        }
+        let routed = AssertUnwindSafe(self.route(session, &method, params, cancel.clone(), notify))
+            .catch_unwind();
+        let outcome = tokio::select! {
+            r = routed => Some(r),
+            _ = cancel.cancelled() => None,
+        };
+        session.finish(&key);
+        match outcome? {
+            Ok(Ok(result)) => Some(result_envelope(&id, result)),
+            Ok(Err(err)) => Some(error_envelope(&id, &err)),
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(method = %method, panic = %what, "handler panicked");
+                Some(error_envelope(
+                    &id,
+                    &RpcError::internal(format!(
+                        "internal error while handling {method}; the daemon logged the details and keeps running"
+                    )),
+                ))
+            }
+        }
+    }
+
+    fn on_notification(&self, session: &Arc<Session>, method: &str, params: &Map<String, Value>) {
+        match method {
+            "notifications/initialized" => session.mark_initialized(),
+            "notifications/cancelled" => {
+                if let Some(id) = params.get("requestId")
+                    && session.cancel_request(&id_key(id))
+                {
+                    tracing::debug!(request = %id, "request cancelled by client");
+                }
+            }
+            other => tracing::debug!(method = %other, "ignoring notification"),
+        }
+    }
+
+    async fn route(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        params: Map<String, Value>,
+        cancel: tokio_util::sync::CancellationToken,
+        notify: mpsc::Sender<String>,
+    ) -> Result<Value, RpcError> {
+        let meta = params.get("_meta").and_then(Value::as_object);
+        let meta_version = meta
+            .and_then(|m| m.get(META_VERSION))
+            .and_then(Value::as_str);
+        match method {
+            "initialize" => return lifecycle::initialize(&self.state, session, &params),
+            "server/discover" => return Ok(lifecycle::discover(&self.state)),
+            _ => {}
+        }
+        if method.starts_with("openhuman.") {
+            if session.transport != Transport::Socket {
+                return Err(RpcError::method_not_found(method));
+            }
+            return crate::control::call(&self.state, session.id, method, &params).await;
+        }
+        let known_legacy = |v: &str| protocol::LEGACY_VERSIONS.contains(&v);
+        let era = match (meta_version, session.negotiated()) {
+            (Some(MODERN), _) => Era::Modern,
+            (Some(v), _) if !known_legacy(v) => return Err(RpcError::unsupported_version(v)),
+            (_, Some(v)) => Era::Legacy(v),
+            (None, None) if method == "ping" => Era::Legacy(protocol::LATEST_LEGACY.to_string()),
+            (None, None) => return Err(RpcError::not_initialized()),
+            (Some(v), None) => {
+                return Err(RpcError::invalid_request(format!(
+                    "not initialized: protocol {v} needs `initialize` first; per-request versions are for {MODERN}"
+                )));
+            }
+        };
+        let (source, client_info, log_level) = if era.is_modern() {
+            let info = meta.and_then(|m| m.get(META_CLIENT_INFO)).cloned();
+            let name = info
+                .as_ref()
+                .and_then(|i| i.get("name"))
+                .and_then(Value::as_str);
+            let level = meta
+                .and_then(|m| m.get(META_LOG_LEVEL))
+                .and_then(Value::as_str)
+                .and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
+            (source_label(name), info, level)
+        } else {
+            (session.source(), session.client_info(), session.log_level())
+        };
+        let ctx = RequestCtx {
+            session: session.clone(),
+            era: era.clone(),
+            cancel,
+            progress_token: meta.and_then(|m| m.get("progressToken")).cloned(),
+            source,
+            client_info,
+            log_level,
+            notify,
+        };
+        let mut result = match method {
+            "ping" => json!({}),
+            "tools/list" => tools::list(&self.state, &params)?,
+            "tools/call" => tools::call(self.state.clone(), params, ctx).await?,
+            "resources/list" => resources::list(&self.state, &params)?,
+            "resources/templates/list" => resources::templates(&params)?,
+            "resources/read" => resources::read(&self.state, &params, &era)?,
+            "logging/setLevel" => lifecycle::set_level(session, &params)?,
+            "prompts/list" | "completion/complete" | "sampling/createMessage" => {
+                return Err(RpcError::method_not_found(method));
+            }
+            other => return Err(RpcError::method_not_found(other)),
+        };
+        if era.is_modern() {
+            modernise(method, &mut result);
+        }
+        Ok(result)
+    }
+}
+
+/// 2026-07-28 results carry `resultType`; cacheable ones carry `ttlMs` and `cacheScope`.
+fn modernise(method: &str, result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    obj.insert("resultType".into(), Value::from("complete"));
+    let ttl = match method {
+        "tools/list" => Some(protocol::TOOLS_TTL_MS),
+        "resources/list" | "resources/templates/list" | "resources/read" => {
+            Some(protocol::RESOURCES_TTL_MS)
+        }
+        _ => None,
+    };
+    if let Some(ttl) = ttl {
+        obj.insert("ttlMs".into(), Value::from(ttl));
+        obj.insert("cacheScope".into(), Value::from("private"));
+    }
+}
+
+/// Lists are one page; we never hand out cursors, so any cursor is one we did not issue.
+pub(crate) fn reject_cursor(params: &Map<String, Value>) -> Result<(), RpcError> {
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(()),
+        Some(c) => Err(RpcError::invalid_params(format!(
+            "invalid cursor {c}: this list has a single page; omit `cursor`"
+        ))),
+    }
+}
+
+fn session_sink(session: &Arc<Session>) -> mpsc::Sender<String> {
+    session.outbound()
+}
+
+fn trim_line(line: &[u8]) -> &[u8] {
+    let mut l = line;
+    while let [rest @ .., b'\r' | b'\n' | b' ' | b'\t'] = l {
+        l = rest;
+    }
+    while let [b' ' | b'\t', rest @ ..] = l {
+        l = rest;
+    }
+    l
+}

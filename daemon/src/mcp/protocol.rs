@@ -1,0 +1,141 @@
+//! Protocol vocabulary: the versions we speak, the error type every handler returns, and the
+//! helpers that build JSON-RPC envelopes. Handlers never build envelopes themselves.
+
+use openhuman_common::codes;
+use serde_json::{Value, json};
+
+/// Handshake-era versions, oldest first.
+pub const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// The newest handshake-era version: the answer to an unknown or missing requested version.
+pub const LATEST_LEGACY: &str = "2025-11-25";
+/// The stateless era: version travels in every request's `_meta`.
+pub const MODERN: &str = "2026-07-28";
+/// Every version, newest first, as advertised by `server/discover` and -32022 errors.
+pub const SUPPORTED: &[&str] = &[
+    MODERN,
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+pub const SERVER_NAME: &str = "openhuman-core";
+
+/// How long clients may cache list results in the stateless era.
+pub const TOOLS_TTL_MS: u64 = 60_000;
+pub const RESOURCES_TTL_MS: u64 = 300_000;
+
+/// Which rules a request is served under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Era {
+    /// After `initialize`, with the negotiated version.
+    Legacy(String),
+    /// 2026-07-28: per-request `_meta`, results carry `resultType`.
+    Modern,
+}
+
+impl Era {
+    pub fn is_modern(&self) -> bool {
+        matches!(self, Era::Modern)
+    }
+}
+
+/// A JSON-RPC error a handler returns; converted to an envelope at the dispatch boundary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+    pub fn with_data(mut self, data: Value) -> RpcError {
+        self.data = Some(data);
+        self
+    }
+    pub fn invalid_request(message: impl Into<String>) -> RpcError {
+        RpcError::new(codes::INVALID_REQUEST, message)
+    }
+    pub fn invalid_params(message: impl Into<String>) -> RpcError {
+        RpcError::new(codes::INVALID_PARAMS, message)
+    }
+    pub fn method_not_found(method: &str) -> RpcError {
+        RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+        )
+        .with_data(json!({ "method": method }))
+    }
+    pub fn internal(message: impl Into<String>) -> RpcError {
+        RpcError::new(codes::INTERNAL_ERROR, message)
+    }
+    pub fn not_initialized() -> RpcError {
+        RpcError::invalid_request(
+            "not initialized: send `initialize` first (or, for protocol 2026-07-28, put \
+             `io.modelcontextprotocol/protocolVersion` in the request's params._meta)",
+        )
+    }
+    pub fn unsupported_version(requested: &str) -> RpcError {
+        RpcError::new(
+            codes::UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+        )
+        .with_data(json!({ "supported": SUPPORTED, "requested": requested }))
+    }
+}
+
+/// `{"jsonrpc":"2.0","id":..,"result":..}`
+pub fn result_envelope(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+/// `{"jsonrpc":"2.0","id":..,"error":{..}}`; `id` is `null` when it could not be read.
+pub fn error_envelope(id: &Value, err: &RpcError) -> Value {
+    let mut error = json!({ "code": err.code, "message": err.message });
+    if let Some(data) = &err.data {
+        error["data"] = data.clone();
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
+
+/// A notification envelope.
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params })
+}
+
+/// The version an `initialize` request gets: the one it asked for when we know it, else the
+/// newest handshake-era version.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested
+        .and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r))
+        .copied()
+        .unwrap_or(LATEST_LEGACY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_echoes_known_and_defaults_unknown() {
+        for v in LEGACY_VERSIONS {
+            assert_eq!(negotiate(Some(v)), *v);
+        }
+        assert_eq!(negotiate(Some("1999-01-01")), LATEST_LEGACY);
+        assert_eq!(negotiate(None), LATEST_LEGACY);
+        // The stateless era has no handshake: asking for it in `initialize` gets the newest legacy one.
+        assert_eq!(negotiate(Some(MODERN)), LATEST_LEGACY);
+    }
+}

@@ -1,0 +1,216 @@
+//! One MCP session: its handshake state, provenance label, log level, in-flight requests (each
+//! with its own cancellation token) and the channel its messages leave by. Every transport makes
+//! one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::normalize_id;
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    Socket,
+    Stdio,
+    Http,
+}
+
+/// Syslog-style levels of MCP logging, least severe first.
+pub const LOG_LEVELS: &[&str] = &[
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+const LEVEL_UNSET: u8 = u8::MAX;
+
+pub struct Session {
+    pub id: u64,
+    pub transport: Transport,
+    negotiated: Mutex<Option<String>>,
+    initialized: AtomicBool,
+    source: OnceLock<String>,
+    client_info: OnceLock<Value>,
+    log_level: AtomicU8,
+    inflight: Mutex<HashMap<String, CancellationToken>>,
+    /// Cancelled when the connection ends or the daemon shuts down.
+    pub cancel: CancellationToken,
+    /// Every request task of this session, so the transport can drain them.
+    pub tracker: TaskTracker,
+    out: mpsc::Sender<String>,
+}
+
+impl Session {
+    pub fn new(
+        transport: Transport,
+        parent: &CancellationToken,
+        out: mpsc::Sender<String>,
+    ) -> Session {
+        Session {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            transport,
+            negotiated: Mutex::new(None),
+            initialized: AtomicBool::new(false),
+            source: OnceLock::new(),
+            client_info: OnceLock::new(),
+            log_level: AtomicU8::new(LEVEL_UNSET),
+            inflight: Mutex::new(HashMap::new()),
+            cancel: parent.child_token(),
+            tracker: TaskTracker::new(),
+            out,
+        }
+    }
+
+    /// The version agreed by `initialize`, if it happened.
+    pub fn negotiated(&self) -> Option<String> {
+        self.negotiated.lock().expect("session lock").clone()
+    }
+
+    pub fn set_negotiated(&self, version: &str) {
+        *self.negotiated.lock().expect("session lock") = Some(version.to_string());
+    }
+
+    pub fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// True once the client sent `notifications/initialized` (it may now receive notifications).
+    pub fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Relaxed)
+    }
+
+    /// Records the client's name from `initialize`; the first observation wins for the session.
+    pub fn observe_client(&self, client_info: Option<&Value>) {
+        let name = client_info
+            .and_then(|c| c.get("name"))
+            .and_then(Value::as_str);
+        let _ = self.source.set(source_label(name));
+        if let Some(info) = client_info {
+            let _ = self.client_info.set(info.clone());
+        }
+    }
+
+    /// `mcp:<client>` or `mcp`: the provenance label of this session's writes.
+    pub fn source(&self) -> String {
+        self.source
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "mcp".to_string())
+    }
+
+    pub fn client_info(&self) -> Option<Value> {
+        self.client_info.get().cloned()
+    }
+
+    pub fn set_log_level(&self, level: &str) -> bool {
+        match LOG_LEVELS.iter().position(|l| *l == level) {
+            Some(i) => {
+                self.log_level.store(i as u8, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The minimum level of `notifications/message` this session wants (None: not asked).
+    pub fn log_level(&self) -> Option<usize> {
+        match self.log_level.load(Ordering::Relaxed) {
+            LEVEL_UNSET => None,
+            i => Some(i as usize),
+        }
+    }
+
+    /// Registers a request as in flight; false when the id is already in use.
+    pub fn begin(&self, key: &str, token: CancellationToken) -> bool {
+        let mut map = self.inflight.lock().expect("inflight lock");
+        if map.contains_key(key) {
+            return false;
+        }
+        map.insert(key.to_string(), token);
+        true
+    }
+
+    pub fn finish(&self, key: &str) {
+        self.inflight.lock().expect("inflight lock").remove(key);
+    }
+
+    /// Cancels an in-flight request (from `notifications/cancelled`).
+    pub fn cancel_request(&self, key: &str) -> bool {
+        match self.inflight.lock().expect("inflight lock").get(key) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn inflight_count(&self) -> usize {
+        self.inflight.lock().expect("inflight lock").len()
+    }
+
+    /// Queues one outgoing line; waits when the client reads slowly. False once the peer is gone.
+    pub async fn send(&self, line: String) -> bool {
+        self.out.send(line).await.is_ok()
+    }
+
+    /// The channel this session's messages leave by (for request contexts).
+    pub fn outbound(&self) -> mpsc::Sender<String> {
+        self.out.clone()
+    }
+
+    /// Queues a message without waiting (notifications from synchronous contexts); drops it when
+    /// the client is not reading.
+    pub fn try_send(&self, line: String) -> bool {
+        self.out.try_send(line).is_ok()
+    }
+}
+
+/// The key an id is tracked under: its JSON text, so `1` and `"1"` stay distinct.
+pub fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// SPEC §6: `mcp:<normalised name>`, or `mcp` when nothing usable remains.
+pub fn source_label(name: Option<&str>) -> String {
+    match name.map(normalize_id) {
+        Some(n) if !n.is_empty() => format!("mcp:{n}"),
+        _ => "mcp".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provenance_examples() {
+        assert_eq!(source_label(Some("Claude Desktop")), "mcp:claude-desktop");
+        assert_eq!(source_label(Some("  Zed: Nightly  ")), "mcp:zed-nightly");
+        assert_eq!(source_label(Some("会议记录")), "mcp");
+        assert_eq!(source_label(Some("Cursor")), "mcp:cursor");
+        assert_eq!(source_label(Some("")), "mcp");
+        assert_eq!(source_label(None), "mcp");
+        assert_eq!(source_label(Some("Café—Client 2")), "mcp:caf-client-2");
+    }
+
+    #[test]
+    fn first_observation_is_locked() {
+        let (tx, _rx) = mpsc::channel(1);
+        let s = Session::new(Transport::Stdio, &CancellationToken::new(), tx);
+        s.observe_client(Some(&serde_json::json!({"name": "Cursor"})));
+        s.observe_client(Some(&serde_json::json!({"name": "Windsurf"})));
+        assert_eq!(s.source(), "mcp:cursor");
+    }
+}

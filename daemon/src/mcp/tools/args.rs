@@ -1,0 +1,576 @@
+//! Argument schemas for tools, declared once and used twice: rendered as the JSON Schema in
+//! `tools/list` and applied as the validator in `tools/call`. Validation rejects rather than
+//! clamps (SPEC §7): unknown names, blank strings, out-of-range numbers, over-long or over-count
+//! arrays are all errors that name the argument and the bound.
+
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Str {
+        max_bytes: usize,
+        one_of: Option<&'static [&'static str]>,
+    },
+    Int {
+        min: i64,
+        max: i64,
+        default: Option<i64>,
+    },
+    Num {
+        min: f64,
+        max: f64,
+    },
+    Bool,
+    StrList {
+        min_items: usize,
+        max_items: usize,
+        max_item_bytes: usize,
+        one_of: Option<&'static [&'static str]>,
+    },
+    Object(ArgSpec),
+}
+
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub required: bool,
+    pub kind: Kind,
+}
+
+/// Default cap on a free-text argument: large enough for documents, small enough to bound memory.
+pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
+
+impl Field {
+    pub fn string(name: &'static str, description: &'static str) -> Field {
+        Field {
+            name,
+            description,
+            required: false,
+            kind: Kind::Str {
+                max_bytes: DEFAULT_MAX_BYTES,
+                one_of: None,
+            },
+        }
+    }
+    pub fn one_of(
+        name: &'static str,
+        description: &'static str,
+        values: &'static [&'static str],
+    ) -> Field {
+        Field {
+            name,
+            description,
+            required: false,
+            kind: Kind::Str {
+                max_bytes: 256,
+                one_of: Some(values),
+            },
+        }
+    }
+    pub fn int(name: &'static str, description: &'static str, min: i64, max: i64) -> Field {
+        Field {
+            name,
+            description,
+            required: false,
+            kind: Kind::Int {
+                min,
+                max,
+                default: None,
+            },
+        }
+    }
+    pub fn number(name: &'static str, description: &'static str, min: f64, max: f64) -> Field {
+        Field {
+            name,
+            description,
+            required: false,
+            kind: Kind::Num { min, max },
+        }
+    }
+    pub fn boolean(name: &'static str, description: &'static str) -> Field {
+        Field {
+            name,
+            description,
+            required: false,
+            kind: Kind::Bool,
+        }
+    }
+    pub fn list(
+        name: &'static str,
+        description: &'static str,
+        max_items: usize,
+        max_item_bytes: usize,
+    ) -> Field {
+        Field {
+            name,
+            description,
+            required: false,
+            kind: Kind::StrList {
+                min_items: 0,
+                max_items,
+                max_item_bytes,
+                one_of: None,
+            },
+        }
+    }
+    pub fn object(name: &'static str, description: &'static str, spec: ArgSpec) -> Field {
+        Field {
+            name,
+            description,
+            required: false,
+            kind: Kind::Object(spec),
+        }
+    }
+    pub fn required(mut self) -> Field {
+        self.required = true;
+        self
+    }
+    pub fn max_bytes(mut self, n: usize) -> Field {
+        if let Kind::Str { max_bytes, .. } = &mut self.kind {
+            *max_bytes = n;
+        }
+        self
+    }
+    pub fn default_int(mut self, d: i64) -> Field {
+        if let Kind::Int { default, .. } = &mut self.kind {
+            *default = Some(d);
+        }
+        self
+    }
+    pub fn min_items(mut self, n: usize) -> Field {
+        if let Kind::StrList { min_items, .. } = &mut self.kind {
+            *min_items = n;
+        }
+        self
+    }
+    pub fn items_one_of(mut self, values: &'static [&'static str]) -> Field {
+        if let Kind::StrList { one_of, .. } = &mut self.kind {
+            *one_of = Some(values);
+        }
+        self
+    }
+}
+
+/// An object's fields. Order is the order of `properties` in the rendered schema.
+#[derive(Debug, Clone, Default)]
+pub struct ArgSpec {
+    pub fields: Vec<Field>,
+}
+
+impl ArgSpec {
+    pub fn new(fields: Vec<Field>) -> ArgSpec {
+        ArgSpec { fields }
+    }
+
+    pub fn none() -> ArgSpec {
+        ArgSpec::default()
+    }
+
+    /// The JSON Schema for `inputSchema`: `type: object`, `additionalProperties: false`.
+    pub fn json_schema(&self) -> Value {
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        for f in &self.fields {
+            props.insert(f.name.to_string(), field_schema(f));
+            if f.required {
+                required.push(Value::from(f.name));
+            }
+        }
+        let mut schema =
+            json!({ "type": "object", "properties": props, "additionalProperties": false });
+        if !required.is_empty() {
+            schema["required"] = Value::Array(required);
+        }
+        schema
+    }
+
+    /// Validates `args` (absent or null = `{}`), filling integer defaults.
+    pub fn validate(&self, args: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+        self.validate_at("", args)
+    }
+
+    fn validate_at(
+        &self,
+        prefix: &str,
+        args: &Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        let mut unknown: Vec<&str> = args
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !self.fields.iter().any(|f| f.name == *k))
+            .collect();
+        if !unknown.is_empty() {
+            unknown.sort_unstable();
+            let mut accepted: Vec<&str> = self.fields.iter().map(|f| f.name).collect();
+            accepted.sort_unstable();
+            let place = if prefix.is_empty() {
+                String::new()
+            } else {
+                format!(" in `{}`", &prefix[..prefix.len() - 1])
+            };
+            let accepted = if accepted.is_empty() {
+                "it takes no arguments".to_string()
+            } else {
+                format!(
+                    "accepted: {}",
+                    accepted
+                        .iter()
+                        .map(|a| format!("`{a}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            return Err(format!(
+                "unknown argument{}{place}: {}; {accepted}",
+                if unknown.len() > 1 { "s" } else { "" },
+                unknown
+                    .iter()
+                    .map(|a| format!("`{a}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ));
+        }
+        let mut out = Map::new();
+        for f in &self.fields {
+            let path = format!("{prefix}{}", f.name);
+            match args.get(f.name) {
+                None | Some(Value::Null) => {
+                    if f.required {
+                        return Err(format!("missing required argument `{path}`"));
+                    }
+                    if let Kind::Int {
+                        default: Some(d), ..
+                    } = f.kind
+                    {
+                        out.insert(f.name.to_string(), Value::from(d));
+                    }
+                }
+                Some(v) => {
+                    out.insert(f.name.to_string(), check(&path, &f.kind, v)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn check(path: &str, kind: &Kind, v: &Value) -> Result<Value, String> {
+    match kind {
+        Kind::Str { max_bytes, one_of } => {
+            let s = v.as_str().ok_or_else(|| {
+                format!("argument `{path}` must be a string (got {})", type_name(v))
+            })?;
+            check_str(path, s, *max_bytes, *one_of)?;
+            Ok(v.clone())
+        }
+        Kind::Int { min, max, .. } => {
+            let n = match v {
+                Value::Number(n) => n.as_i64().or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
+                        .map(|f| f as i64)
+                }),
+                _ => None,
+            }
+            .ok_or_else(|| format!("argument `{path}` must be an integer (got {})", short(v)))?;
+            if n < *min || n > *max {
+                return Err(range_msg(path, *min as f64, *max as f64, &n.to_string()));
+            }
+            Ok(Value::from(n))
+        }
+        Kind::Num { min, max } => {
+            let n = v
+                .as_f64()
+                .ok_or_else(|| format!("argument `{path}` must be a number (got {})", short(v)))?;
+            if !n.is_finite() || n < *min || n > *max {
+                return Err(range_msg(path, *min, *max, &n.to_string()));
+            }
+            Ok(v.clone())
+        }
+        Kind::Bool => {
+            v.as_bool().ok_or_else(|| {
+                format!("argument `{path}` must be true or false (got {})", short(v))
+            })?;
+            Ok(v.clone())
+        }
+        Kind::StrList {
+            min_items,
+            max_items,
+            max_item_bytes,
+            one_of,
+        } => {
+            let items = v.as_array().ok_or_else(|| {
+                format!(
+                    "argument `{path}` must be an array of strings (got {})",
+                    type_name(v)
+                )
+            })?;
+            if items.len() > *max_items {
+                return Err(format!(
+                    "argument `{path}` has {} items; the limit is {max_items}",
+                    items.len()
+                ));
+            }
+            if items.len() < *min_items {
+                return Err(format!(
+                    "argument `{path}` needs at least {min_items} item{} (got {})",
+                    if *min_items == 1 { "" } else { "s" },
+                    items.len()
+                ));
+            }
+            for (i, item) in items.iter().enumerate() {
+                let p = format!("{path}[{i}]");
+                let s = item.as_str().ok_or_else(|| {
+                    format!("argument `{p}` must be a string (got {})", type_name(item))
+                })?;
+                check_str(&p, s, *max_item_bytes, *one_of)?;
+            }
+            Ok(v.clone())
+        }
+        Kind::Object(spec) => {
+            let map = v.as_object().ok_or_else(|| {
+                format!("argument `{path}` must be an object (got {})", type_name(v))
+            })?;
+            Ok(Value::Object(spec.validate_at(&format!("{path}."), map)?))
+        }
+    }
+}
+
+fn check_str(path: &str, s: &str, max_bytes: usize, one_of: Option<&[&str]>) -> Result<(), String> {
+    if s.trim().is_empty() {
+        return Err(format!("argument `{path}` must not be blank"));
+    }
+    if s.len() > max_bytes {
+        return Err(format!(
+            "argument `{path}` is {} bytes; the limit is {max_bytes}",
+            s.len()
+        ));
+    }
+    if let Some(values) = one_of
+        && !values.contains(&s)
+    {
+        return Err(format!(
+            "argument `{path}` must be one of {} (got {:?})",
+            values.join(", "),
+            truncate(s, 64)
+        ));
+    }
+    Ok(())
+}
+
+fn range_msg(path: &str, min: f64, max: f64, got: &str) -> String {
+    if max >= i64::MAX as f64 {
+        format!("argument `{path}` must be at least {min} (got {got})")
+    } else {
+        format!("argument `{path}` must be between {min} and {max} (got {got})")
+    }
+}
+
+fn short(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("the string {:?}", truncate(s, 32)),
+        other => type_name(other).to_string(),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn field_schema(f: &Field) -> Value {
+    let mut s = match &f.kind {
+        Kind::Str { max_bytes, one_of } => {
+            let mut s = json!({ "type": "string", "minLength": 1 });
+            if *max_bytes != DEFAULT_MAX_BYTES {
+                s["maxLength"] = Value::from(*max_bytes);
+            }
+            if let Some(values) = one_of {
+                s["enum"] = json!(values);
+            }
+            s
+        }
+        Kind::Int { min, max, default } => {
+            let mut s = json!({ "type": "integer", "minimum": min });
+            if *max < i64::MAX {
+                s["maximum"] = Value::from(*max);
+            }
+            if let Some(d) = default {
+                s["default"] = Value::from(*d);
+            }
+            s
+        }
+        Kind::Num { min, max } => json!({ "type": "number", "minimum": min, "maximum": max }),
+        Kind::Bool => json!({ "type": "boolean" }),
+        Kind::StrList {
+            min_items,
+            max_items,
+            max_item_bytes,
+            one_of,
+        } => {
+            let mut item = json!({ "type": "string", "minLength": 1, "maxLength": max_item_bytes });
+            if let Some(values) = one_of {
+                item["enum"] = json!(values);
+            }
+            let mut s = json!({ "type": "array", "items": item, "maxItems": max_items });
+            if *min_items > 0 {
+                s["minItems"] = Value::from(*min_items);
+            }
+            s
+        }
+        Kind::Object(spec) => spec.json_schema(),
+    };
+    s["description"] = Value::from(f.description);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> ArgSpec {
+        ArgSpec::new(vec![
+            Field::string("query", "q").required(),
+            Field::int("k", "k", 1, 50).default_int(10),
+            Field::one_of("mode", "m", &["keyword", "vector", "hybrid"]),
+            Field::number("confidence", "c", 0.0, 1.0),
+            Field::list("tags", "t", 50, 128),
+            Field::object(
+                "filter",
+                "f",
+                ArgSpec::new(vec![
+                    Field::list("kinds", "k", 6, 32).items_one_of(&["document", "note"]),
+                ]),
+            ),
+        ])
+    }
+
+    fn err(args: Value) -> String {
+        spec().validate(args.as_object().unwrap()).unwrap_err()
+    }
+
+    /// Each rejection names the argument and the bound; nothing is clamped or dropped.
+    #[test]
+    fn rejections_name_argument_and_bound() {
+        let cases = [
+            (json!({}), "missing required argument `query`"),
+            (json!({"query": "  "}), "argument `query` must not be blank"),
+            (
+                json!({"query": "x", "zeta": 1, "alpha": 2}),
+                "unknown arguments: `alpha`, `zeta`; accepted: `confidence`, `filter`, `k`, `mode`, `query`, `tags`",
+            ),
+            (
+                json!({"query": "x", "k": 80}),
+                "argument `k` must be between 1 and 50 (got 80)",
+            ),
+            (
+                json!({"query": "x", "k": 0}),
+                "argument `k` must be between 1 and 50 (got 0)",
+            ),
+            (
+                json!({"query": "x", "k": "5"}),
+                "argument `k` must be an integer (got the string \"5\")",
+            ),
+            (
+                json!({"query": "x", "k": 2.5}),
+                "argument `k` must be an integer (got number)",
+            ),
+            (
+                json!({"query": "x", "mode": "fuzzy"}),
+                "argument `mode` must be one of keyword, vector, hybrid (got \"fuzzy\")",
+            ),
+            (
+                json!({"query": "x", "mode": ""}),
+                "argument `mode` must not be blank",
+            ),
+            (
+                json!({"query": "x", "confidence": 1.5}),
+                "argument `confidence` must be between 0 and 1 (got 1.5)",
+            ),
+            (
+                json!({"query": "x", "tags": vec!["a"; 51]}),
+                "argument `tags` has 51 items; the limit is 50",
+            ),
+            (
+                json!({"query": "x", "tags": ["ok", "x".repeat(129)]}),
+                "argument `tags[1]` is 129 bytes; the limit is 128",
+            ),
+            (
+                json!({"query": "x", "tags": ["ok", 3]}),
+                "argument `tags[1]` must be a string (got integer)",
+            ),
+            (
+                json!({"query": "x", "filter": {"kinds": ["mail"]}}),
+                "argument `filter.kinds[0]` must be one of document, note (got \"mail\")",
+            ),
+            (
+                json!({"query": "x", "filter": {"nope": 1}}),
+                "unknown argument in `filter`: `nope`; accepted: `kinds`",
+            ),
+            (
+                json!({"query": 7}),
+                "argument `query` must be a string (got integer)",
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(err(args.clone()), want, "args: {args}");
+        }
+    }
+
+    #[test]
+    fn defaults_are_filled_and_valid_input_passes() {
+        let out = spec()
+            .validate(json!({"query": "x"}).as_object().unwrap())
+            .unwrap();
+        assert_eq!(out["k"], 10);
+        let out = spec()
+            .validate(
+                json!({"query": "x", "k": 50, "confidence": 0})
+                    .as_object()
+                    .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(out["k"], 50);
+    }
+
+    #[test]
+    fn schema_is_closed_object_with_required() {
+        let s = spec().json_schema();
+        assert_eq!(s["type"], "object");
+        assert_eq!(s["additionalProperties"], false);
+        assert_eq!(s["required"], json!(["query"]));
+        assert_eq!(s["properties"]["k"]["maximum"], 50);
+        assert_eq!(s["properties"]["filter"]["additionalProperties"], false);
+        assert_eq!(
+            ArgSpec::none().json_schema(),
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
+        );
+    }
+
+    #[test]
+    fn no_argument_tool_rejects_any_argument() {
+        let e = ArgSpec::none()
+            .validate(json!({"x": 1}).as_object().unwrap())
+            .unwrap_err();
+        assert_eq!(e, "unknown argument: `x`; it takes no arguments");
+    }
+}

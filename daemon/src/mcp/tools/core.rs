@@ -1,0 +1,94 @@
+//! `core.list_tools` and `core.tool_instructions`: the catalog of tools a subagent gets (the
+//! read tools usable right now) as JSON, and the same catalog rendered as the markdown block that
+//! is injected into prompt-guided agents that have no native tool calling.
+
+use futures::FutureExt;
+use serde_json::{Value, json};
+
+use super::args::ArgSpec;
+use super::{Annotations, Policy, ToolDef, ToolOutcome, always};
+use crate::agents::AGENT_TOOLS;
+use crate::config::Config;
+
+pub fn tools() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "core.list_tools",
+            title: "List agent tools",
+            description: "List the tools that OpenHuman's subagents can call right now (read tools only), \
+                          with their descriptions and JSON input schemas.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: ArgSpec::none(),
+            output_schema: Some(json!({
+                "type": "object",
+                "properties": {
+                    "count": { "type": "integer" },
+                    "tools": { "type": "array", "items": { "type": "object", "properties": {
+                        "name": { "type": "string" }, "description": { "type": "string" }, "parameters": { "type": "object" }
+                    }, "required": ["name", "description", "parameters"] } }
+                },
+                "required": ["count", "tools"]
+            })),
+            available: always,
+            handler: |state, _args, _ctx| async move { list_tools(&state.config()) }.boxed(),
+        },
+        ToolDef {
+            name: "core.tool_instructions",
+            title: "Tool-use instructions",
+            description: "The markdown tool-use block that OpenHuman injects into prompt-guided agents: \
+                          the calling convention and every available agent tool with its parameters.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: ArgSpec::none(),
+            output_schema: Some(json!({
+                "type": "object",
+                "properties": { "markdown": { "type": "string" }, "tool_count": { "type": "integer" } },
+                "required": ["markdown", "tool_count"]
+            })),
+            available: always,
+            handler: |state, _args, _ctx| async move { instructions(&state.config()) }.boxed(),
+        },
+    ]
+}
+
+/// The agent tool catalog: the read tools subagents may use that are listed under `config`.
+pub fn agent_catalog(config: &Config) -> Vec<&'static ToolDef> {
+    super::listed(config)
+        .into_iter()
+        .filter(|t| t.policy == Policy::Read && AGENT_TOOLS.contains(&t.name))
+        .collect()
+}
+
+fn list_tools(config: &Config) -> ToolOutcome {
+    let _ = config;
+    let tools: Vec<Value> = agent_catalog(config)
+        .into_iter()
+        .map(|t| json!({ "name": t.name, "description": t.description, "parameters": t.args.json_schema() }))
+        .collect();
+    Ok(json!({ "count": tools.len(), "tools": tools }))
+}
+
+fn instructions(config: &Config) -> ToolOutcome {
+    let tools = agent_catalog(config);
+    let mut md = String::from(
+        "## Tool use\n\n\
+         You can call tools to look things up before you answer. To call one, reply with exactly one \
+         block of this form and nothing after it:\n\n\
+         <tool_call>\n{\"name\": \"<tool name>\", \"arguments\": { ... }}\n</tool_call>\n\n\
+         The result comes back in a <tool_result> block. Call one tool at a time, only with the \
+         arguments listed for it, and stop calling tools once you can answer. Cite what you use: \
+         memory chunks as [chunk:<id>], web pages by URL.\n\n### Available tools\n",
+    );
+    if tools.is_empty() {
+        md.push_str("\nNo tools are available right now; answer from the conversation alone.\n");
+    }
+    for t in &tools {
+        let schema = serde_json::to_string_pretty(&t.args.json_schema()).unwrap_or_default();
+        md.push_str(&format!(
+            "\n#### `{}`\n\n{}\n\nArguments (JSON Schema):\n\n```json\n{}\n```\n",
+            t.name, t.description, schema
+        ));
+    }
+    Ok(json!({ "markdown": md, "tool_count": tools.len() }))
+}

@@ -1,0 +1,75 @@
+//! The `mcp_audit` table: one row per write-tool attempt (SPEC §10). Successful writes
+//! insert their row inside their own transaction; rejections arrive in batches from the
+//! daemon's audit writer through `MemoryEngine::record_audit`.
+
+use rusqlite::{Connection, ToSql, params, params_from_iter};
+use serde_json::Value;
+
+use super::types::{AuditQuery, AuditRow};
+use super::util::truncate_bytes;
+
+/// Longest error message kept, in bytes.
+pub(crate) const MAX_ERROR_BYTES: usize = 1024;
+
+pub(crate) fn insert(conn: &Connection, r: &AuditRow) -> rusqlite::Result<()> {
+    let client = if r.client_info.is_null() { None } else { Some(r.client_info.to_string()) };
+    let summary = if r.args_summary.is_null() { "{}".to_string() } else { r.args_summary.to_string() };
+    conn.prepare_cached(
+        "INSERT INTO mcp_audit (ts_ms, tool, source, client_info, success, error, result_id, args_summary)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        r.ts_ms,
+        r.tool,
+        r.source,
+        client,
+        r.success,
+        r.error.as_deref().map(|e| truncate_bytes(e, MAX_ERROR_BYTES)),
+        r.result_id,
+        summary
+    ])?;
+    Ok(())
+}
+
+pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> anyhow::Result<Vec<AuditRow>> {
+    let mut sql = String::from(
+        "SELECT ts_ms, tool, source, client_info, success, error, result_id, args_summary FROM mcp_audit WHERE 1",
+    );
+    let mut args: Vec<Box<dyn ToSql>> = Vec::new();
+    if let Some(t) = &q.tool {
+        args.push(Box::new(t.clone()));
+        sql.push_str(&format!(" AND tool = ?{}", args.len()));
+    }
+    if let Some(c) = &q.client {
+        args.push(Box::new(c.clone()));
+        args.push(Box::new(format!("mcp:{c}")));
+        sql.push_str(&format!(" AND (source = ?{} OR source = ?{})", args.len() - 1, args.len()));
+    }
+    if let Some(s) = q.since_ms {
+        args.push(Box::new(s));
+        sql.push_str(&format!(" AND ts_ms >= ?{}", args.len()));
+    }
+    if q.failed_only {
+        sql.push_str(" AND success = 0");
+    }
+    args.push(Box::new(q.limit.unwrap_or(50) as i64));
+    sql.push_str(&format!(" ORDER BY ts_ms DESC, id DESC LIMIT ?{}", args.len()));
+    let rows = conn
+        .prepare(&sql)?
+        .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
+            let client: Option<String> = r.get(3)?;
+            let summary: String = r.get(7)?;
+            Ok(AuditRow {
+                ts_ms: r.get(0)?,
+                tool: r.get(1)?,
+                source: r.get(2)?,
+                client_info: client.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or(Value::Null),
+                success: r.get(4)?,
+                error: r.get(5)?,
+                result_id: r.get(6)?,
+                args_summary: serde_json::from_str(&summary).unwrap_or(Value::Null),
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
+}

@@ -1,0 +1,26 @@
+//! Text embedders for the memory engine.
+//!
+//! Every stored vector keeps the [`Embedder::signature`] of the model that
+//! produced it, so vectors from a different model (or a regenerated table) can
+//! be detected and re-embedded instead of being compared with new ones.
+
+mod static_model;
+mod unicode_tables;
+mod wordpiece;
+
+pub use static_model::{MODEL_ID as STATIC_MODEL_ID, StaticModel};
+pub use wordpiece::WordPiece;
+
+/// Turns texts into fixed-size vectors whose dot product is a similarity.
+pub trait Embedder: Send + Sync {
+    /// Identifies the model: model id, dimensions and a prefix of the
+    /// weights' sha256, e.g. `minilm-l6-v2-static/256/0123456789ab`.
+    fn signature(&self) -> &str;
+
+    /// Length of every vector returned by [`Embedder::embed`].
+    fn dims(&self) -> usize;
+
+    /// One vector per text, in order. Vectors are L2-normalised, except for
+    /// texts with no known token (e.g. empty), which get the zero vector.
+    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>>;
+}

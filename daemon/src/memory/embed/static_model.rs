@@ -1,0 +1,395 @@
+//! The built-in offline embedder: a static token-embedding table distilled
+//! from all-MiniLM-L6-v2 (see `tools/distill-embedder/`).
+//!
+//! Embedding a text is: BERT uncased WordPiece tokenisation, look up one row
+//! per token, sum, L2-normalise. No network, no runtime model files: the table
+//! and the vocabulary are compiled into the binary.
+//!
+//! Table format (little-endian): a 32-byte header — magic `OHSE`, u32
+//! version (1), u32 rows, u32 dims, u32 quantisation (1 = int8 with one scale
+//! per row), 12 reserved bytes — then `rows` f32 scales, then `rows * dims`
+//! int8 values. Row `i` is `int8[i] * scale[i]`.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use anyhow::{Context, Result, anyhow, ensure};
+use sha2::{Digest, Sha256};
+
+use super::Embedder;
+use super::wordpiece::WordPiece;
+
+/// Model id written into the signature of every vector.
+pub const MODEL_ID: &str = "minilm-l6-v2-static";
+
+static TABLE: &[u8] = include_bytes!("../../../assets/embedder/table.bin");
+static VOCAB: &str = include_str!("../../../assets/embedder/vocab.txt");
+
+const MAGIC: &[u8; 4] = b"OHSE";
+const VERSION: u32 = 1;
+const QUANT_INT8_ROW_SCALE: u32 = 1;
+const HEADER_LEN: usize = 32;
+/// Hex digits of the table's sha256 kept in the signature.
+const SHA_PREFIX: usize = 12;
+
+/// A static (per-token) embedding model.
+pub struct StaticModel {
+    tokenizer: WordPiece,
+    dims: usize,
+    scales: Vec<f32>,
+    /// `rows * dims` int8 values, stored as bytes.
+    weights: Cow<'static, [u8]>,
+    /// Rows never pooled (`[UNK]`, and any all-zero row such as `[PAD]`).
+    skip: Vec<bool>,
+    sha256: String,
+    signature: String,
+}
+
+impl StaticModel {
+    /// The model compiled into this binary. Parsed once, on first use.
+    pub fn builtin() -> Result<&'static StaticModel> {
+        static BUILTIN: OnceLock<std::result::Result<StaticModel, String>> = OnceLock::new();
+        BUILTIN
+            .get_or_init(|| {
+                StaticModel::from_parts(MODEL_ID, Cow::Borrowed(TABLE), VOCAB)
+                    .map_err(|e| format!("{e:#}"))
+            })
+            .as_ref()
+            .map_err(|e| anyhow!("built-in embedder: {e}"))
+    }
+
+    /// Builds a model from a table in the format above and its `vocab.txt`.
+    pub fn from_parts(model_id: &str, table: Cow<'static, [u8]>, vocab: &str) -> Result<Self> {
+        ensure!(table.len() >= HEADER_LEN, "embedding table too short");
+        ensure!(&table[..4] == MAGIC, "embedding table: bad magic");
+        let word = |i: usize| {
+            let at = 4 + 4 * i;
+            u32::from_le_bytes([table[at], table[at + 1], table[at + 2], table[at + 3]])
+        };
+        let (version, rows, dims, quant) = (word(0), word(1), word(2), word(3));
+        ensure!(version == VERSION, "embedding table: unsupported version {version}");
+        ensure!(quant == QUANT_INT8_ROW_SCALE, "embedding table: unsupported quantisation {quant}");
+        let rows = usize::try_from(rows)?;
+        let dims = usize::try_from(dims)?;
+        ensure!(dims > 0, "embedding table: zero dimensions");
+        let scales_len = rows.checked_mul(4).context("embedding table: size overflow")?;
+        let weights_len = rows.checked_mul(dims).context("embedding table: size overflow")?;
+        ensure!(
+            table.len() == HEADER_LEN + scales_len + weights_len,
+            "embedding table: {} bytes, expected {}",
+            table.len(),
+            HEADER_LEN + scales_len + weights_len
+        );
+
+        let tokenizer = WordPiece::from_vocab(vocab)?;
+        ensure!(
+            tokenizer.len() == rows,
+            "vocabulary has {} tokens, embedding table {rows} rows",
+            tokenizer.len()
+        );
+
+        let sha256 = hex::encode(Sha256::digest(&table[..]));
+        let signature = format!("{model_id}/{dims}/{}", &sha256[..SHA_PREFIX]);
+        let scales: Vec<f32> = table[HEADER_LEN..HEADER_LEN + scales_len]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        ensure!(
+            scales.iter().all(|s| s.is_finite()),
+            "embedding table: non-finite scale"
+        );
+        let start = HEADER_LEN + scales_len;
+        let weights = match table {
+            Cow::Borrowed(t) => Cow::Borrowed(&t[start..]),
+            Cow::Owned(mut t) => {
+                t.drain(..start);
+                Cow::Owned(t)
+            }
+        };
+        let unk = usize::try_from(tokenizer.unk())?;
+        let skip = (0..rows)
+            .map(|r| r == unk || scales[r] == 0.0 || weights[r * dims..(r + 1) * dims].iter().all(|&b| b == 0))
+            .collect();
+        Ok(Self {
+            tokenizer,
+            dims,
+            scales,
+            weights,
+            skip,
+            sha256,
+            signature,
+        })
+    }
+
+    /// Full sha256 (hex) of the embedding table.
+    pub fn table_sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// The tokeniser, e.g. to count tokens.
+    pub fn tokenizer(&self) -> &WordPiece {
+        &self.tokenizer
+    }
+
+    /// Embeds one text. Infallible: a text without any known token (empty,
+    /// whitespace, only unknown symbols) gets the zero vector.
+    pub fn embed_one(&self, text: &str) -> Vec<f32> {
+        let mut ids = Vec::new();
+        let mut out = vec![0.0; self.dims];
+        self.embed_into(text, &mut ids, &mut out);
+        out
+    }
+
+    fn embed_into(&self, text: &str, ids: &mut Vec<u32>, acc: &mut [f32]) {
+        ids.clear();
+        self.tokenizer.encode_into(text, ids);
+        acc.fill(0.0);
+        let dims = self.dims;
+        for &id in ids.iter() {
+            let id = id as usize;
+            if self.skip.get(id).copied().unwrap_or(true) {
+                continue;
+            }
+            let scale = self.scales[id];
+            let row = &self.weights[id * dims..(id + 1) * dims];
+            for (a, &q) in acc.iter_mut().zip(row) {
+                *a += scale * f32::from(q as i8);
+            }
+        }
+        // The mean and the sum have the same direction: normalise the sum.
+        let norm = acc.iter().map(|v| v * v).sum::<f32>().sqrt();
+        if norm > 0.0 && norm.is_finite() {
+            let inv = 1.0 / norm;
+            acc.iter_mut().for_each(|v| *v *= inv);
+        } else {
+            acc.fill(0.0);
+        }
+    }
+}
+
+impl Embedder for StaticModel {
+    fn signature(&self) -> &str {
+        &self.signature
+    }
+
+    fn dims(&self) -> usize {
+        self.dims
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let mut ids = Vec::new();
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0; self.dims];
+                self.embed_into(t, &mut ids, &mut v);
+                v
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> &'static StaticModel {
+        StaticModel::builtin().unwrap()
+    }
+
+    fn cos(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    fn sim(a: &str, b: &str) -> f32 {
+        let m = model();
+        cos(&m.embed_one(a), &m.embed_one(b))
+    }
+
+    #[test]
+    fn dims_and_signature() {
+        let m = model();
+        assert_eq!(m.dims(), 256);
+        let v = m.embed(&["hello world", "another text"]).unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(v.iter().all(|x| x.len() == 256));
+        let sig = m.signature();
+        assert!(sig.starts_with("minilm-l6-v2-static/256/"), "{sig}");
+        assert_eq!(sig.len(), "minilm-l6-v2-static/256/".len() + SHA_PREFIX);
+    }
+
+    #[test]
+    fn table_matches_manifest() {
+        let manifest: serde_json::Value =
+            serde_json::from_str(include_str!("../../../assets/embedder/manifest.json")).unwrap();
+        let m = model();
+        assert_eq!(manifest["table_sha256"].as_str(), Some(m.table_sha256()));
+        assert_eq!(manifest["dims"].as_u64(), Some(m.dims() as u64));
+        assert_eq!(manifest["vocab_size"].as_u64(), Some(m.tokenizer().len() as u64));
+        assert_eq!(manifest["model_id"].as_str(), Some(MODEL_ID));
+    }
+
+    #[test]
+    fn deterministic() {
+        let m = model();
+        let text = "The quick brown fox jumps over the lazy dog.";
+        let a = m.embed(&[text, text]).unwrap();
+        assert_eq!(a[0], a[1]);
+        assert_eq!(a[0], m.embed_one(text));
+    }
+
+    #[test]
+    fn normalised() {
+        let m = model();
+        for t in ["a", "car", "Ünïcödé façade — naïve café", "你好世界", &"word ".repeat(2000)] {
+            let v = m.embed_one(t);
+            let n = cos(&v, &v).sqrt();
+            assert!((n - 1.0).abs() < 1e-4, "{t:?}: norm {n}");
+        }
+    }
+
+    #[test]
+    fn empty_and_unknown_text_is_zero() {
+        let m = model();
+        let v = m.embed(&["", "   \n\t", "\u{1f600}\u{1f600}"]).unwrap();
+        for x in &v {
+            assert_eq!(x.len(), 256);
+            assert!(x.iter().all(|&f| f == 0.0));
+        }
+        assert!(m.embed(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn synonyms_closer_than_unrelated_words() {
+        let near = sim("car", "automobile");
+        let far = sim("car", "banana");
+        assert!(near > far + 0.2, "car/automobile {near}, car/banana {far}");
+    }
+
+    #[test]
+    fn paraphrases_closer_than_unrelated_sentences() {
+        let para = sim("How do I reset my password?", "What are the steps to change a forgotten password?");
+        let unrel = sim("How do I reset my password?", "Bananas are rich in potassium.");
+        assert!(para > unrel + 0.2, "paraphrase {para}, unrelated {unrel}");
+        let para = sim("The cat is sleeping on the sofa.", "A kitten naps on the couch.");
+        let unrel = sim("The cat is sleeping on the sofa.", "The compiler rejected the generic type parameter.");
+        assert!(para > unrel + 0.2, "paraphrase {para}, unrelated {unrel}");
+    }
+
+    #[test]
+    fn matches_reference_tokenizer() {
+        // Ids from the model's own tokenizer.json (Hugging Face tokenizers),
+        // without [CLS]/[SEP].
+        let t = model().tokenizer();
+        for (text, want) in REFERENCE_IDS {
+            assert_eq!(t.encode(text), *want, "{text:?}");
+        }
+    }
+
+    const REFERENCE_IDS: &[(&str, &[u32])] = &[
+    ("Hello, World!", &[7592, 1010, 2088, 999]),
+    ("unaffable", &[14477, 20961, 3468]),
+    ("H\u{e9}llo w\u{f6}rld \u{2014} na\u{ef}ve caf\u{e9} fa\u{e7}ade", &[7592, 2088, 1517, 15743, 7668, 8508]),
+    ("\u{4f60}\u{597d}\u{ff0c}\u{4e16}\u{754c}", &[100, 100, 1989, 1745, 100]),
+    ("\u{3a3}\u{38a}\u{3a3}\u{3a5}\u{3a6}\u{39f}\u{3a3}", &[1173, 18199, 29733, 29735, 29736, 29730, 29733]),
+    ("\u{130}stanbul", &[9960]),
+    ("l'\u{e9}t\u{e9} dernier", &[1048, 1005, 3802, 2063, 4315, 14862]),
+    ("self-driving cars (2024)", &[2969, 1011, 4439, 3765, 1006, 16798, 2549, 1007]),
+    ("Gr\u{f6}\u{df}e stra\u{df}e", &[24665, 2080, 17499, 2358, 27807]),
+    ("e\u{301}clair", &[14925, 19771, 2099]),
+    ("don't", &[2123, 1005, 1056]),
+    ("$100.50 + 20%", &[1002, 2531, 1012, 2753, 1009, 2322, 1003]),
+    ("\u{65e5}\u{672c}\u{8a9e}\u{306e}\u{30c6}\u{30ad}\u{30b9}\u{30c8}", &[1864, 1876, 1950, 1671, 30239, 30227, 30233, 30240]),
+    ("\u{d55c}\u{ad6d}\u{c5b4}", &[1469, 30006, 30021, 29991, 30014, 30020, 29999, 30008]),
+    ("\u{37e};", &[1025, 1025]),
+    ("a\u{2028}b", &[1037, 1038]),
+    ("a\u{a0}b\u{200b}c", &[1037, 4647]),
+    ("r\u{e9}sum\u{e9}.pdf", &[13746, 1012, 11135]),
+    ];
+
+    /// Throughput on one core. Run with
+    /// `cargo test --release -p openhumand-mcp static_model::tests::throughput -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "benchmark"]
+    #[allow(clippy::print_stderr)]
+    fn throughput() {
+        let m = model();
+        // ~300-word chunks of frequent English words, with punctuation and
+        // capitals, from a fixed pseudo-random sequence.
+        let words: Vec<&str> = VOCAB
+            .lines()
+            .skip(1996)
+            .take(8000)
+            .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+            .collect();
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let chunks: Vec<String> = (0..2000)
+            .map(|_| {
+                let mut c = String::new();
+                for i in 0..300 {
+                    let r = next();
+                    let w = words[(r % words.len() as u64) as usize];
+                    if i % 12 == 0 {
+                        let mut cs = w.chars();
+                        if let Some(f) = cs.next() {
+                            c.extend(f.to_uppercase());
+                            c.push_str(cs.as_str());
+                        }
+                    } else {
+                        c.push_str(w);
+                    }
+                    c.push_str(if i % 12 == 11 { ". " } else if r % 9 == 0 { ", " } else { " " });
+                }
+                c
+            })
+            .collect();
+        let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
+        let tokens: usize = refs.iter().map(|t| m.tokenizer().encode(t).len()).sum();
+        let start = std::time::Instant::now();
+        let out = m.embed(&refs).unwrap();
+        let secs = start.elapsed().as_secs_f64();
+        assert_eq!(out.len(), refs.len());
+        eprintln!(
+            "{} chunks of 300 words ({} tokens) in {:.3}s: {:.0} chunks/s, {:.1} M tokens/s",
+            refs.len(),
+            tokens,
+            secs,
+            refs.len() as f64 / secs,
+            tokens as f64 / secs / 1e6
+        );
+    }
+
+    #[test]
+    fn rejects_bad_tables() {
+        let vocab = "[PAD]\n[UNK]\nhello\n";
+        let mut table = Vec::new();
+        table.extend_from_slice(MAGIC);
+        for w in [VERSION, 3, 2, QUANT_INT8_ROW_SCALE] {
+            table.extend_from_slice(&w.to_le_bytes());
+        }
+        table.resize(HEADER_LEN, 0);
+        for s in [0.0f32, 0.5, 0.25] {
+            table.extend_from_slice(&s.to_le_bytes());
+        }
+        table.extend_from_slice(&[0, 0, 9, 9, 4, 0u8.wrapping_sub(4)]);
+        let m = StaticModel::from_parts("tiny", Cow::Owned(table.clone()), vocab).unwrap();
+        assert_eq!(m.dims(), 2);
+        assert!(m.signature().starts_with("tiny/2/"));
+        let v = m.embed_one("hello");
+        assert!((v[0] - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert!((v[1] + std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert!(m.embed_one("[UNK] unknown").iter().all(|&f| f == 0.0));
+
+        assert!(StaticModel::from_parts("t", Cow::Owned(table[..table.len() - 1].to_vec()), vocab).is_err());
+        assert!(StaticModel::from_parts("t", Cow::Owned(table.clone()), "[UNK]\nhello\n").is_err());
+        let mut bad = table.clone();
+        bad[0] = b'X';
+        assert!(StaticModel::from_parts("t", Cow::Owned(bad), vocab).is_err());
+    }
+}

@@ -1,0 +1,187 @@
+//! The `filter` object of recall/fetch/list (SPEC §7) and the listing filters of
+//! `tree.browse`, compiled to one SQL predicate over `chunks c` so every search mode
+//! filters with the same semantics. Time bounds are inclusive.
+
+use std::collections::HashSet;
+
+use rusqlite::{Connection, ToSql, params_from_iter};
+use serde_json::Value;
+
+use super::MemoryError;
+use super::params::{check_keys, invalid, type_name};
+use super::store::{FILTER_META_KEYS, rarray};
+use super::types::Kind;
+use super::util::rfc3339_to_ms;
+
+const LIST_KEYS: &[&str] = &["kinds", "sources", "source_ids", "tags_any"];
+const TIME_KEYS: &[&str] = &["observed_after", "observed_before"];
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    pub kinds: Vec<&'static str>,
+    pub sources: Vec<String>,
+    pub source_ids: Vec<String>,
+    pub tags_any: Vec<String>,
+    pub entity_ids: Vec<String>,
+    pub after_ms: Option<i64>,
+    pub before_ms: Option<i64>,
+    pub meta: Vec<(String, String)>,
+    /// Only these rowids (e.g. the chunks matching a listing's `query`).
+    pub rowids: Option<Vec<i64>>,
+}
+
+fn str_list(key: &str, v: &Value) -> Result<Vec<String>, MemoryError> {
+    let Value::Array(items) = v else {
+        return Err(invalid(format!("filter.{key} must be an array of strings, not {}", type_name(v))));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, x)| match x {
+            Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
+            Value::String(_) => Err(invalid(format!("filter.{key}[{i}] must not be blank"))),
+            other => Err(invalid(format!("filter.{key}[{i}] must be a string, not {}", type_name(other)))),
+        })
+        .collect()
+}
+
+fn string(key: &str, v: &Value) -> Result<String, MemoryError> {
+    match v {
+        Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
+        Value::String(_) => Err(invalid(format!("filter.{key} must not be blank"))),
+        other => Err(invalid(format!("filter.{key} must be a string, not {}", type_name(other)))),
+    }
+}
+
+pub(crate) fn parse_kinds(name: &str, kinds: &[String]) -> Result<Vec<&'static str>, MemoryError> {
+    let mut out = Vec::new();
+    for k in kinds {
+        let kind = Kind::parse(k).ok_or_else(|| {
+            invalid(format!("{name}: unknown kind `{k}` (use document, conversation, chat, email, note or learning)"))
+        })?;
+        if !out.contains(&kind.as_str()) {
+            out.push(kind.as_str());
+        }
+    }
+    Ok(out)
+}
+
+impl Filter {
+    /// Parses the SPEC §7 filter object; `None`/null is no filter.
+    pub fn parse(v: Option<&Value>) -> Result<Filter, MemoryError> {
+        let mut f = Filter::default();
+        let Some(v) = v else { return Ok(f) };
+        let allowed: Vec<&str> = LIST_KEYS.iter().chain(TIME_KEYS).chain(FILTER_META_KEYS).copied().collect();
+        let Some(obj) = check_keys(v, &allowed, "filter")? else { return Ok(f) };
+        for (key, val) in obj {
+            match key.as_str() {
+                "kinds" => f.kinds = parse_kinds("filter.kinds", &str_list(key, val)?)?,
+                "sources" => f.sources = str_list(key, val)?,
+                "source_ids" => f.source_ids = str_list(key, val)?,
+                "tags_any" => f.tags_any = str_list(key, val)?,
+                "observed_after" | "observed_before" => {
+                    let s = string(key, val)?;
+                    let ms = rfc3339_to_ms(&s).ok_or_else(|| {
+                        invalid(format!("filter.{key} must be an RFC 3339 time such as 2024-05-01T00:00:00Z, got `{s}`"))
+                    })?;
+                    if key == "observed_after" {
+                        f.after_ms = Some(ms);
+                    } else {
+                        f.before_ms = Some(ms);
+                    }
+                }
+                meta => f.meta.push((meta.to_string(), string(key, val)?)),
+            }
+        }
+        Ok(f)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+            && self.sources.is_empty()
+            && self.source_ids.is_empty()
+            && self.tags_any.is_empty()
+            && self.entity_ids.is_empty()
+            && self.after_ms.is_none()
+            && self.before_ms.is_none()
+            && self.meta.is_empty()
+            && self.rowids.is_none()
+    }
+
+    /// A stable text form, for cursor fingerprints.
+    pub fn canonical(&self) -> String {
+        let mut meta = self.meta.clone();
+        meta.sort();
+        format!(
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            self.kinds, self.sources, self.source_ids, self.tags_any, self.entity_ids, self.after_ms, self.before_ms, meta
+        )
+    }
+
+    /// The predicate (over alias `c`) and its parameters, numbered from `?1`; callers
+    /// append their own parameters after these.
+    pub fn sql(&self) -> (String, Vec<Box<dyn ToSql>>) {
+        let mut clauses: Vec<String> = vec!["1".into()];
+        let mut params: Vec<Box<dyn ToSql>> = Vec::new();
+        let kinds: Vec<String> = self.kinds.iter().map(|s| s.to_string()).collect();
+        for (sql, values) in [
+            ("c.source_kind IN rarray(?N)", &kinds),
+            ("c.provenance IN rarray(?N)", &self.sources),
+            ("c.source_id IN rarray(?N)", &self.source_ids),
+            ("c.rowid IN (SELECT chunk_rowid FROM chunk_tags WHERE tag IN rarray(?N))", &self.tags_any),
+            ("c.rowid IN (SELECT chunk_rowid FROM chunk_entities WHERE entity_id IN rarray(?N))", &self.entity_ids),
+        ] {
+            if !values.is_empty() {
+                params.push(Box::new(rarray(values)));
+                clauses.push(sql.replace("?N", &format!("?{}", params.len())));
+            }
+        }
+        if let Some(rows) = &self.rowids {
+            params.push(Box::new(rarray(rows)));
+            clauses.push(format!("c.rowid IN rarray(?{})", params.len()));
+        }
+        if let Some(ms) = self.after_ms {
+            params.push(Box::new(ms));
+            clauses.push(format!("c.timestamp_ms >= ?{}", params.len()));
+        }
+        if let Some(ms) = self.before_ms {
+            params.push(Box::new(ms));
+            clauses.push(format!("c.timestamp_ms <= ?{}", params.len()));
+        }
+        for (k, v) in &self.meta {
+            params.push(Box::new(k.clone()));
+            params.push(Box::new(v.clone()));
+            clauses.push(format!(
+                "c.rowid IN (SELECT chunk_rowid FROM chunk_meta WHERE key = ?{} AND value = ?{})",
+                params.len() - 1,
+                params.len()
+            ));
+        }
+        (clauses.join(" AND "), params)
+    }
+
+    /// All matching rowids if there are at most `cap` of them, else `None` (the filter
+    /// is then better applied to ranked candidates).
+    pub fn matching_if_few(&self, conn: &Connection, cap: usize) -> anyhow::Result<Option<Vec<i64>>> {
+        let (pred, mut params) = self.sql();
+        params.push(Box::new(cap as i64 + 1));
+        let sql = format!("SELECT c.rowid FROM chunks c WHERE {pred} LIMIT ?{}", params.len());
+        let rows: Vec<i64> = conn
+            .prepare_cached(&sql)?
+            .query_map(params_from_iter(params.iter().map(|p| p.as_ref())), |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok((rows.len() <= cap).then_some(rows))
+    }
+
+    /// Those of `candidates` that match.
+    pub fn retain(&self, conn: &Connection, candidates: &[i64]) -> anyhow::Result<HashSet<i64>> {
+        let (pred, mut params) = self.sql();
+        params.push(Box::new(rarray(candidates)));
+        let sql = format!("SELECT c.rowid FROM chunks c WHERE c.rowid IN rarray(?{}) AND {pred}", params.len());
+        let rows = conn
+            .prepare_cached(&sql)?
+            .query_map(params_from_iter(params.iter().map(|p| p.as_ref())), |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+}

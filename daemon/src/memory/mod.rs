@@ -1,0 +1,194 @@
+//! The memory engine: a personal store of chunks (documents, e-mail, chat, notes,
+//! learnings) with keyword, semantic and hybrid search (SPEC §9).
+//!
+//! SQLite (`data_dir/memory.db`) is the source of truth. Two derived indexes follow it:
+//! tantivy for BM25 (`data_dir/fts/`) and an exact-scan vector matrix
+//! (`data_dir/vectors/`). Every change to chunks happens in one SQLite transaction that
+//! takes a new change sequence number; the indexes record the last sequence they
+//! applied, so after a crash `open()` replays what they missed, and `reindex()` rebuilds
+//! them from scratch. Writes are serialised through one writer connection; reads use a
+//! small pool of connections and never wait for a writer (WAL).
+//!
+//! Map: `schema` (tables, migrations), `store` (write-side SQL), `sync` (index catch-up,
+//! rebuild, background re-embedding), `fts`, `vectors` + `vecfile` (derived indexes),
+//! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
+//! methods), `audit`, `ingest/` (files, mail, chat), `chunker`, `entities`, `snippet`.
+
+pub mod embed;
+
+mod audit;
+mod chunker;
+mod entities;
+mod filter;
+mod fts;
+mod ingest;
+mod params;
+mod read_api;
+mod schema;
+mod search;
+mod snippet;
+mod store;
+mod sync;
+mod types;
+mod util;
+mod vecfile;
+mod vectors;
+mod write_api;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+use rusqlite::Connection;
+
+pub use types::{AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, Kind, PutDocument, ReindexSummary};
+
+/// Where the engine keeps its files and which embedder it uses.
+pub struct MemoryOptions {
+    pub data_dir: PathBuf,
+    pub embedder: Arc<dyn embed::Embedder>,
+}
+
+/// Errors the JSON methods return; the dispatcher maps them to tool errors.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// The caller's parameters are wrong; the message names the parameter.
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<rusqlite::Error> for MemoryError {
+    fn from(e: rusqlite::Error) -> Self {
+        MemoryError::Internal(e.into())
+    }
+}
+
+/// A cloneable handle to one open memory store.
+#[derive(Clone)]
+pub struct MemoryEngine {
+    inner: Arc<Inner>,
+}
+
+/// State shared by all handles.
+pub(crate) struct Inner {
+    data_dir: PathBuf,
+    embedder: Arc<dyn embed::Embedder>,
+    /// The only connection that writes, with the index writers; held for the whole of
+    /// a write so the indexes apply changes in commit order.
+    writer: Mutex<sync::WriteState>,
+    readers: Mutex<Vec<Connection>>,
+    fts: fts::Fts,
+    vectors: RwLock<vectors::VectorIndex>,
+    background: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Set when some chunks were left without vectors (backlog or embedder failure).
+    needs_fill: std::sync::atomic::AtomicBool,
+}
+
+/// A pooled read connection, returned to the pool when dropped.
+pub(crate) struct ReadConn<'a> {
+    conn: Option<Connection>,
+    pool: &'a Mutex<Vec<Connection>>,
+}
+
+impl std::ops::Deref for ReadConn<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("connection present until drop")
+    }
+}
+
+impl Drop for ReadConn<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            let mut pool = lock(self.pool);
+            if pool.len() < 8 {
+                pool.push(c);
+            }
+        }
+    }
+}
+
+/// Locks a mutex, recovering from poisoning: every critical section here either
+/// completes its SQLite transaction or rolls it back, so the data stays consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Inner {
+    fn db_path(&self) -> PathBuf {
+        self.data_dir.join("memory.db")
+    }
+
+    pub(crate) fn read_conn(&self) -> anyhow::Result<ReadConn<'_>> {
+        let pooled = lock(&self.readers).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = schema::open_connection(&self.db_path())?;
+                c.pragma_update(None, "query_only", true)?;
+                c
+            }
+        };
+        Ok(ReadConn { conn: Some(conn), pool: &self.readers })
+    }
+}
+
+impl MemoryEngine {
+    /// Opens (creating if needed) the store in `opts.data_dir`, migrates the schema and
+    /// brings both indexes up to date with the database. Vectors of another embedder are
+    /// recomputed on a background thread; until then recall uses BM25 for those chunks.
+    pub fn open(opts: MemoryOptions) -> anyhow::Result<Self> {
+        let inner = sync::open(opts)?;
+        let engine = MemoryEngine { inner: Arc::new(inner) };
+        sync::start_background_fill(&engine.inner);
+        Ok(engine)
+    }
+
+    /// Blocks until background re-embedding has finished (used by tests and by the
+    /// command line before it exits).
+    pub fn wait_background(&self) {
+        let handle = lock(&self.inner.background).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    /// Rebuilds the full-text and vector indexes from the database.
+    pub fn reindex(&self) -> anyhow::Result<ReindexSummary> {
+        sync::reindex(&self.inner)
+    }
+
+    /// Counts and index positions, for `status` and diagnostics.
+    pub fn stats(&self) -> anyhow::Result<serde_json::Value> {
+        read_api::stats(&self.inner)
+    }
+
+    pub fn record_audit(&self, rows: &[AuditRow]) -> anyhow::Result<()> {
+        let mut ws = lock(&self.inner.writer);
+        let tx = ws.conn.transaction()?;
+        for r in rows {
+            audit::insert(&tx, r)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn query_audit(&self, q: AuditQuery) -> anyhow::Result<Vec<AuditRow>> {
+        audit::query(&self.inner.read_conn()?, &q)
+    }
+
+    pub fn ingest_paths(
+        &self,
+        paths: &[PathBuf],
+        kind: Option<&str>,
+        progress: &dyn Fn(&IngestProgress),
+    ) -> anyhow::Result<IngestSummary> {
+        ingest::ingest_paths(&self.inner, paths, kind, progress)
+    }
+}

@@ -1,0 +1,123 @@
+//! Snippets: the ~200-character window of a chunk with the most query-term matches,
+//! matched words wrapped in `**…**` (Markdown bold, readable by people and models, no
+//! HTML escaping). Words are compared the way the full-text index tokenizes them:
+//! alphanumeric runs, lowercased.
+
+pub(crate) const SNIPPET_CHARS: usize = 200;
+
+/// Byte ranges of the words of `text` that equal one of `terms`.
+fn matches(text: &str, terms: &[String]) -> Vec<(usize, usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let mut lower = String::new();
+    let mut check = |s: usize, e: usize, out: &mut Vec<(usize, usize, usize)>| {
+        lower.clear();
+        lower.extend(text[s..e].chars().flat_map(char::to_lowercase));
+        if let Some(t) = terms.iter().position(|t| *t == lower) {
+            out.push((s, e, t));
+        }
+    };
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            check(s, i, &mut out);
+        }
+    }
+    if let Some(s) = start {
+        check(s, text.len(), &mut out);
+    }
+    out
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Moves `i` back to the start of the word it falls in.
+fn word_start(s: &str, i: usize) -> usize {
+    let i = floor_boundary(s, i);
+    s[..i].rfind(char::is_whitespace).map(|p| p + 1).unwrap_or(0)
+}
+
+/// Moves `i` forward to the end of the word it falls in.
+fn word_end(s: &str, i: usize) -> usize {
+    if i >= s.len() {
+        return s.len();
+    }
+    let i = floor_boundary(s, i);
+    s[i..].find(char::is_whitespace).map(|p| p + i).unwrap_or(s.len())
+}
+
+pub(crate) fn snippet(text: &str, terms: &[String]) -> String {
+    let text = text.trim();
+    let budget = SNIPPET_CHARS;
+    let found = matches(text, terms);
+    // Choose the window (of `budget` bytes, roughly characters for prose) that covers
+    // the most distinct terms, then the most matches.
+    let mut best = (0usize, 0usize, 0usize);
+    for (i, &(s, _, _)) in found.iter().enumerate() {
+        let window: Vec<_> = found[i..].iter().take_while(|m| m.1 <= s + budget).collect();
+        let mut distinct: Vec<usize> = window.iter().map(|m| m.2).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let score = (distinct.len(), window.len());
+        if score > (best.1, best.2) {
+            best = (s, score.0, score.1);
+        }
+    }
+    let (mut from, mut to) = if found.is_empty() {
+        (0, word_end(text, budget))
+    } else {
+        // Lead in with some context before the first match.
+        let from = word_start(text, best.0.saturating_sub(budget / 4));
+        (from, word_end(text, from + budget))
+    };
+    if to - from > budget + 40 {
+        to = floor_boundary(text, from + budget);
+    }
+    from = floor_boundary(text, from);
+    let mut out = String::with_capacity(to - from + 16);
+    if from > 0 {
+        out.push('…');
+    }
+    let mut pos = from;
+    for &(s, e, _) in found.iter().filter(|m| m.0 >= from && m.1 <= to) {
+        out.push_str(&text[pos..s]);
+        out.push_str("**");
+        out.push_str(&text[s..e]);
+        out.push_str("**");
+        pos = e;
+    }
+    out.push_str(&text[pos..to]);
+    if to < text.len() {
+        out.push('…');
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn highlights_best_window() {
+        let terms = vec!["tantivy".to_string(), "bm25".to_string()];
+        let text = format!("{} Tantivy ranks with BM25. {}", "filler words here. ".repeat(30), "more filler. ".repeat(30));
+        let s = snippet(&text, &terms);
+        assert!(s.contains("**Tantivy** ranks with **BM25**"), "{s}");
+        assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+        assert!(s.chars().count() <= SNIPPET_CHARS + 60, "{}", s.len());
+    }
+
+    #[test]
+    fn without_matches_takes_the_start_and_is_utf8_safe() {
+        let text = "é".repeat(500);
+        let s = snippet(&text, &["zzz".to_string()]);
+        assert!(s.ends_with('…'));
+        assert_eq!(snippet("short text", &[]), "short text");
+    }
+}

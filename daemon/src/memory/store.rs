@@ -1,0 +1,197 @@
+//! Write-side SQL: inserting chunks with their tags, filter metadata and entities, and
+//! deleting them with tombstones, all inside the caller's transaction. Every function
+//! here takes the transaction's `db_seq` so the derived indexes can follow the change.
+
+use rusqlite::{Connection, OptionalExtension, params, types::Value as SqlValue};
+use serde_json::{Map, Value};
+use std::rc::Rc;
+
+use super::entities;
+use super::types::Kind;
+use super::util::{chunk_id, estimate_tokens};
+
+/// Metadata keys that filters match exactly; copied into `chunk_meta` for indexed lookups.
+pub(crate) const FILTER_META_KEYS: &[&str] =
+    &["workspace", "folder", "file_path", "language", "repo", "commit", "url", "thread_id", "agent_id"];
+
+/// A chunk about to be written. Its id is derived from kind, source, sequence and content.
+#[derive(Debug, Clone)]
+pub(crate) struct NewChunk {
+    pub kind: Kind,
+    pub source_id: String,
+    pub source_ref: String,
+    /// What the chunk was written from: `file:<path>`, a document/note/learning item id.
+    /// Re-ingest and upserts replace chunks by origin.
+    pub origin: String,
+    pub owner: Option<String>,
+    pub provenance: String,
+    pub timestamp_ms: i64,
+    pub seq: i64,
+    pub title: Option<String>,
+    pub content: String,
+    pub metadata: Map<String, Value>,
+    pub tags: Vec<String>,
+}
+
+impl NewChunk {
+    pub fn id(&self) -> String {
+        chunk_id(self.kind, &self.source_id, &self.source_ref, self.seq, &self.content)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct NewSource {
+    pub source_id: String,
+    pub kind: Kind,
+    pub display_name: String,
+    pub metadata: Map<String, Value>,
+}
+
+/// Starts a new change sequence number for the current transaction.
+pub(crate) fn bump_seq(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("UPDATE meta SET value = value + 1 WHERE name = 'db_seq' RETURNING value", [], |r| r.get(0))
+}
+
+pub(crate) fn db_seq(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT value FROM meta WHERE name = 'db_seq'", [], |r| r.get(0))
+}
+
+pub(crate) fn rarray<T: Into<SqlValue> + Clone>(items: &[T]) -> Rc<Vec<SqlValue>> {
+    Rc::new(items.iter().cloned().map(Into::into).collect())
+}
+
+fn meta_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Inserts chunks; returns `(rowid, id)` of each chunk actually written. A chunk whose
+/// id already exists is skipped (same kind, source, sequence and content = same chunk).
+pub(crate) fn insert_chunks(conn: &Connection, seq: i64, chunks: &[NewChunk], now: i64) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut ins = conn.prepare_cached(
+        "INSERT OR IGNORE INTO chunks (id, source_kind, source_id, source_ref, origin, owner, provenance, timestamp_ms,
+            seq_in_source, title, content, token_count, metadata, created_at_ms, change_seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    )?;
+    let mut tag = conn.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')")?;
+    let mut meta = conn.prepare_cached("INSERT OR IGNORE INTO chunk_meta (key, value, chunk_rowid) VALUES (?1, ?2, ?3)")?;
+    let mut ent = conn.prepare_cached(
+        "INSERT INTO entities (id, kind, display_name, mention_count, chunk_count) VALUES (?1, ?2, ?3, ?4, 1)
+         ON CONFLICT(id) DO UPDATE SET mention_count = mention_count + excluded.mention_count, chunk_count = chunk_count + 1",
+    )?;
+    let mut chunk_ent = conn.prepare_cached("INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)")?;
+    let mut written = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        let id = c.id();
+        let metadata = Value::Object(c.metadata.clone()).to_string();
+        let n = ins.execute(params![
+            id,
+            c.kind.as_str(),
+            c.source_id,
+            c.source_ref,
+            c.origin,
+            c.owner,
+            c.provenance,
+            c.timestamp_ms,
+            c.seq,
+            c.title,
+            c.content,
+            estimate_tokens(&c.content) as i64,
+            metadata,
+            now,
+            seq
+        ])?;
+        if n == 0 {
+            continue;
+        }
+        let rowid = conn.last_insert_rowid();
+        for t in &c.tags {
+            tag.execute(params![rowid, t])?;
+        }
+        for key in FILTER_META_KEYS {
+            if let Some(v) = c.metadata.get(*key).and_then(meta_string) {
+                meta.execute(params![key, v, rowid])?;
+            }
+        }
+        let mut text = String::with_capacity(c.content.len() + 64);
+        if let Some(t) = &c.title {
+            text.push_str(t);
+            text.push('\n');
+        }
+        text.push_str(&c.content);
+        for e in entities::extract(&text) {
+            ent.execute(params![e.id, e.kind, e.display, e.mentions])?;
+            chunk_ent.execute(params![rowid, e.id, e.mentions])?;
+        }
+        written.push((rowid, id));
+    }
+    Ok(written)
+}
+
+/// Deletes the given chunks with everything hanging off them, leaving a tombstone per
+/// chunk for the derived indexes. Sources left without chunks are removed.
+pub(crate) fn delete_chunks(conn: &Connection, seq: i64, rowids: &[i64]) -> rusqlite::Result<usize> {
+    if rowids.is_empty() {
+        return Ok(0);
+    }
+    let ids = rarray(rowids);
+    let sources: Vec<String> = conn
+        .prepare_cached("SELECT DISTINCT source_id FROM chunks WHERE rowid IN rarray(?1)")?
+        .query_map([&ids], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let ents: Vec<String> = conn
+        .prepare_cached("SELECT DISTINCT entity_id FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?
+        .query_map([&ids], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    conn.prepare_cached(
+        "UPDATE entities SET mention_count = mention_count - d.m, chunk_count = chunk_count - d.c
+         FROM (SELECT entity_id, SUM(mentions) AS m, COUNT(*) AS c FROM chunk_entities
+               WHERE chunk_rowid IN rarray(?1) GROUP BY entity_id) AS d
+         WHERE entities.id = d.entity_id",
+    )?
+    .execute([&ids])?;
+    conn.prepare_cached("DELETE FROM entities WHERE id IN rarray(?1) AND chunk_count <= 0")?.execute([rarray(&ents)])?;
+    conn.prepare_cached("DELETE FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached("DELETE FROM chunk_meta WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached("INSERT INTO tombstones (seq, chunk_rowid) SELECT ?1, rowid FROM chunks WHERE rowid IN rarray(?2)")?
+        .execute(params![seq, &ids])?;
+    let n = conn.prepare_cached("DELETE FROM chunks WHERE rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached(
+        "DELETE FROM sources WHERE source_id IN rarray(?1)
+         AND NOT EXISTS (SELECT 1 FROM chunks WHERE chunks.source_id = sources.source_id)",
+    )?
+    .execute([rarray(&sources)])?;
+    Ok(n)
+}
+
+/// Rowids of the chunks written from `origin`.
+pub(crate) fn rowids_by_origin(conn: &Connection, origin: &str) -> rusqlite::Result<Vec<i64>> {
+    conn.prepare_cached("SELECT rowid FROM chunks WHERE origin = ?1")?.query_map([origin], |r| r.get(0))?.collect()
+}
+
+pub(crate) fn upsert_source(conn: &Connection, s: &NewSource, now: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO sources (source_id, source_kind, display_name, metadata, created_at_ms, updated_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+         ON CONFLICT(source_id) DO UPDATE SET display_name = excluded.display_name,
+            metadata = excluded.metadata, updated_at_ms = excluded.updated_at_ms",
+    )?
+    .execute(params![s.source_id, s.kind.as_str(), s.display_name, Value::Object(s.metadata.clone()).to_string(), now])?;
+    Ok(())
+}
+
+pub(crate) fn source_metadata(conn: &Connection, source_id: &str) -> rusqlite::Result<Option<Map<String, Value>>> {
+    let s: Option<String> = conn
+        .prepare_cached("SELECT metadata FROM sources WHERE source_id = ?1")?
+        .query_row([source_id], |r| r.get(0))
+        .optional()?;
+    Ok(s.and_then(|s| serde_json::from_str::<Value>(&s).ok()).and_then(|v| match v {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }))
+}

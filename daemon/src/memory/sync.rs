@@ -1,0 +1,381 @@
+//! Keeps the derived indexes in step with SQLite: opening (with catch-up after a crash
+//! or a deleted index directory), applying each committed write, full rebuilds, and the
+//! background thread that embeds chunks that have no vector yet (after a change of
+//! embedder, a large catch-up, or an embedder failure).
+//!
+//! Protocol: a transaction that changes chunks takes `db_seq + 1`; inserted chunks carry
+//! it in `change_seq`, deleted ones leave a tombstone with it. An index that has applied
+//! sequence `s` catches up by deleting tombstoned rowids with `seq > s` and adding chunks
+//! with `change_seq > s`. Rowids are never reused, so replays are idempotent.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Instant;
+
+use anyhow::Context;
+use rusqlite::{Connection, OptionalExtension, params};
+use tantivy::IndexWriter;
+
+use super::fts::Fts;
+use super::store::{db_seq, rarray};
+use super::types::ReindexSummary;
+use super::util::now_ms;
+use super::vecfile::VecFile;
+use super::vectors::{VectorIndex, normalize};
+use super::{Inner, MemoryOptions, lock, schema};
+
+/// Above this many chunks to embed, `open()` leaves embedding to the background thread
+/// so that start-up stays fast.
+const OPEN_EMBED_LIMIT: usize = 20_000;
+const EMBED_BATCH: usize = 128;
+
+pub(crate) struct WriteState {
+    pub conn: Connection,
+    pub fts_writer: IndexWriter,
+    /// Highest sequence added to the tantivy writer (possibly not yet committed).
+    pub fts_applied: i64,
+    /// Sequence of the last tantivy commit.
+    pub fts_committed: i64,
+    pub vec_file: VecFile,
+    pub vec_applied: i64,
+}
+
+fn read_state(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
+    conn.query_row("SELECT seq FROM index_state WHERE name = ?1", [name], |r| r.get(0)).optional()
+}
+
+fn write_state(conn: &Connection, name: &str, seq: i64, detail: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO index_state (name, seq, updated_at_ms, detail) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT(name) DO UPDATE SET seq = excluded.seq, updated_at_ms = excluded.updated_at_ms, detail = excluded.detail",
+    )?
+    .execute(params![name, seq, now_ms(), detail])?;
+    Ok(())
+}
+
+pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
+    let dir = &opts.data_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut conn = schema::open_connection(&dir.join("memory.db"))?;
+    schema::migrate(&mut conn)?;
+    let seq = db_seq(&conn)?;
+
+    let (fts, mut fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
+    let signature = opts.embedder.signature().to_string();
+    let dims = opts.embedder.dims();
+    let (vectors, vec_file, vec_durable) = VecFile::load(&dir.join("vectors"), &signature, dims)?;
+
+    // An index ahead of the database belongs to another (restored or replaced)
+    // database: start it over.
+    let mut fts_applied = fts_durable.min(read_state(&conn, "fts")?.unwrap_or(0));
+    if fts_durable > seq {
+        tracing::warn!(index = fts_durable, db = seq, "full-text index is ahead of the database; rebuilding it");
+        fts_writer.delete_all_documents()?;
+        fts_applied = 0;
+    }
+    let mut vectors = vectors;
+    let mut vec_applied = vec_durable.min(read_state(&conn, "vectors")?.unwrap_or(0));
+    if vec_durable > seq {
+        tracing::warn!(index = vec_durable, db = seq, "vector index is ahead of the database; rebuilding it");
+        vectors.clear();
+        vec_applied = 0;
+    }
+    let ws = WriteState { conn, fts_writer, fts_applied, fts_committed: fts_durable, vec_file, vec_applied };
+    let inner = Inner {
+        data_dir: dir.clone(),
+        embedder: opts.embedder,
+        writer: Mutex::new(ws),
+        readers: Mutex::new(Vec::new()),
+        fts,
+        vectors: RwLock::new(vectors),
+        background: Mutex::new(None),
+        needs_fill: AtomicBool::new(false),
+    };
+    {
+        let mut ws = lock(&inner.writer);
+        let behind = (seq - ws.fts_applied, seq - ws.vec_applied);
+        if behind != (0, 0) {
+            tracing::info!(fts_behind = behind.0, vectors_behind = behind.1, "catching indexes up with the database");
+        }
+        // The fts commit must happen even at seq 0 when documents were wiped above.
+        sync_fts(&inner, &mut ws, true)?;
+        if ws.fts_committed != ws.fts_applied || fts_durable > seq {
+            let applied = ws.fts_applied;
+            inner.fts.commit(&mut ws.fts_writer, applied)?;
+            ws.fts_committed = applied;
+        }
+        sync_vectors(&inner, &mut ws, Some(OPEN_EMBED_LIMIT))?;
+        if ws.vec_file.should_compact() || vec_durable > seq {
+            let applied = ws.vec_applied;
+            ws.vec_file.compact(&read(&inner.vectors), applied)?;
+        }
+        prune_tombstones(&mut ws)?;
+    }
+    Ok(inner)
+}
+
+pub(crate) fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds to tantivy what the database committed after `fts_applied`; commits (and makes
+/// it searchable) when `commit` is set.
+pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> anyhow::Result<()> {
+    let target = db_seq(&ws.conn)?;
+    let from = ws.fts_applied;
+    if target > from {
+        // Rows at or below the last durable commit may already be in the index.
+        let dedupe_until = ws.fts_committed;
+        let mut tomb = ws.conn.prepare_cached("SELECT chunk_rowid FROM tombstones WHERE seq > ?1")?;
+        let rows = tomb.query_map([from], |r| r.get::<_, i64>(0))?;
+        for r in rows {
+            inner.fts.delete(&ws.fts_writer, r?);
+        }
+        let mut stmt = ws.conn.prepare_cached(
+            "SELECT rowid, title, json_extract(metadata, '$.heading'), content, change_seq FROM chunks WHERE change_seq > ?1",
+        )?;
+        let mut rows = stmt.query([from])?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            let title: Option<String> = r.get(1)?;
+            let heading: Option<String> = r.get(2)?;
+            let content: String = r.get(3)?;
+            let change_seq: i64 = r.get(4)?;
+            if change_seq <= dedupe_until {
+                inner.fts.delete(&ws.fts_writer, rowid);
+            }
+            let title = match (title, heading) {
+                (Some(t), Some(h)) => Some(format!("{t}\n{h}")),
+                (t, h) => t.or(h),
+            };
+            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), &content)?;
+        }
+        ws.fts_applied = target;
+    }
+    if commit && ws.fts_committed != ws.fts_applied {
+        let applied = ws.fts_applied;
+        inner.fts.commit(&mut ws.fts_writer, applied)?;
+        ws.fts_committed = applied;
+        write_state(&ws.conn, "fts", applied, "")?;
+    }
+    Ok(())
+}
+
+/// Text that represents a chunk to the embedder.
+pub(crate) fn embed_text(title: Option<&str>, content: &str) -> String {
+    match title {
+        Some(t) if !t.is_empty() => format!("{t}\n{content}"),
+        _ => content.to_string(),
+    }
+}
+
+/// Embeds `(rowid, text)` pairs and stores the vectors; on embedder failure the rows are
+/// left without vectors for the background thread to retry.
+fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> anyhow::Result<bool> {
+    for batch in rows.chunks(EMBED_BATCH) {
+        let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
+        let vecs = match inner.embedder.embed(&texts) {
+            Ok(v) if v.len() == batch.len() => v,
+            Ok(v) => anyhow::bail!("embedder returned {} vectors for {} texts", v.len(), batch.len()),
+            Err(e) => {
+                tracing::warn!(error = %format!("{e:#}"), "embedding failed; chunks stay keyword-only until retried");
+                return Ok(false);
+            }
+        };
+        let dims = inner.embedder.dims();
+        let mut ix = write(&inner.vectors);
+        for ((rowid, _), mut v) in batch.iter().zip(vecs) {
+            v.resize(dims, 0.0);
+            normalize(&mut v);
+            ix.upsert_normalized(*rowid, &v);
+            ws.vec_file.upsert(*rowid, &v)?;
+        }
+    }
+    Ok(true)
+}
+
+/// Applies database changes after `vec_applied` to the vector index and commits them to
+/// the vector log. With `embed_limit`, a larger backlog is left to the background thread.
+pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Option<usize>) -> anyhow::Result<()> {
+    let target = db_seq(&ws.conn)?;
+    let from = ws.vec_applied;
+    if target <= from {
+        return Ok(());
+    }
+    let tombs: Vec<i64> = ws
+        .conn
+        .prepare_cached("SELECT chunk_rowid FROM tombstones WHERE seq > ?1")?
+        .query_map([from], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    {
+        let mut ix = write(&inner.vectors);
+        for r in &tombs {
+            if ix.remove(*r) {
+                ws.vec_file.delete(*r)?;
+            }
+        }
+    }
+    let pending: i64 =
+        ws.conn.prepare_cached("SELECT count(*) FROM chunks WHERE change_seq > ?1")?.query_row([from], |r| r.get(0))?;
+    let complete = if embed_limit.is_none_or(|l| pending as usize <= l) {
+        let rows: Vec<(i64, String)> = ws
+            .conn
+            .prepare_cached("SELECT rowid, title, content FROM chunks WHERE change_seq > ?1")?
+            .query_map([from], |r| {
+                Ok((r.get(0)?, embed_text(r.get::<_, Option<String>>(1)?.as_deref(), &r.get::<_, String>(2)?)))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        embed_rows(inner, ws, &rows)?
+    } else {
+        false
+    };
+    ws.vec_file.commit(target)?;
+    ws.vec_applied = target;
+    write_state(&ws.conn, "vectors", target, inner.embedder.signature())?;
+    if !complete {
+        inner.needs_fill.store(true, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// Drops tombstones every index has applied.
+pub(crate) fn prune_tombstones(ws: &mut WriteState) -> rusqlite::Result<()> {
+    let upto = ws.fts_committed.min(ws.vec_applied);
+    ws.conn.prepare_cached("DELETE FROM tombstones WHERE seq <= ?1")?.execute([upto])?;
+    Ok(())
+}
+
+/// Brings both indexes up to date after a committed write and makes it searchable.
+/// Index failures are logged, not returned: the write itself is durable, and the next
+/// write or open replays what the indexes missed.
+pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
+    if let Err(e) = sync_fts(inner, ws, true) {
+        tracing::warn!(error = %format!("{e:#}"), "full-text index update failed; it will be retried");
+        let _ = ws.fts_writer.rollback();
+        ws.fts_applied = ws.fts_committed;
+    }
+    if let Err(e) = sync_vectors(inner, ws, None) {
+        tracing::warn!(error = %format!("{e:#}"), "vector index update failed; it will be retried");
+    }
+    if let Err(e) = prune_tombstones(ws) {
+        tracing::warn!(error = %e, "pruning tombstones failed");
+    }
+    if inner.needs_fill.swap(false, Ordering::Relaxed) {
+        start_background_fill(inner);
+    }
+}
+
+/// Rowids of chunks that have no vector.
+fn missing_vectors(inner: &Inner) -> anyhow::Result<Vec<i64>> {
+    let conn = inner.read_conn()?;
+    let mut stmt = conn.prepare_cached("SELECT rowid FROM chunks")?;
+    let ix = read(&inner.vectors);
+    let mut out = Vec::new();
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        let rowid: i64 = r.get(0)?;
+        if !ix.contains(rowid) {
+            out.push(rowid);
+        }
+    }
+    Ok(out)
+}
+
+/// Starts (unless running) the thread that embeds chunks without vectors. It holds only
+/// a weak reference, so it ends when the engine is dropped.
+pub(crate) fn start_background_fill(inner: &Arc<Inner>) {
+    let mut slot = lock(&inner.background);
+    if slot.as_ref().is_some_and(|h| !h.is_finished()) {
+        return;
+    }
+    if let Some(h) = slot.take() {
+        let _ = h.join();
+    }
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let spawned = std::thread::Builder::new().name("memory-embed".into()).spawn(move || {
+        if let Err(e) = background_fill(&weak) {
+            tracing::warn!(error = %format!("{e:#}"), "background embedding stopped");
+        }
+    });
+    match spawned {
+        Ok(h) => *slot = Some(h),
+        Err(e) => tracing::warn!(error = %e, "could not start the background embedding thread"),
+    }
+}
+
+fn background_fill(weak: &Weak<Inner>) -> anyhow::Result<()> {
+    let Some(inner) = weak.upgrade() else { return Ok(()) };
+    let missing = missing_vectors(&inner)?;
+    if missing.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(chunks = missing.len(), signature = inner.embedder.signature(), "embedding chunks in the background");
+    drop(inner);
+    let started = Instant::now();
+    for batch in missing.chunks(EMBED_BATCH * 4) {
+        let Some(inner) = weak.upgrade() else { return Ok(()) };
+        let mut ws = lock(&inner.writer);
+        // Re-read under the writer lock: a chunk deleted meanwhile must not get a vector.
+        let rows: Vec<(i64, String)> = ws
+            .conn
+            .prepare_cached("SELECT rowid, title, content FROM chunks WHERE rowid IN rarray(?1)")?
+            .query_map([rarray(batch)], |r| {
+                Ok((r.get(0)?, embed_text(r.get::<_, Option<String>>(1)?.as_deref(), &r.get::<_, String>(2)?)))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let ok = embed_rows(&inner, &mut ws, &rows)?;
+        let applied = ws.vec_applied;
+        ws.vec_file.commit(applied)?;
+        if !ok {
+            return Ok(());
+        }
+    }
+    if let Some(inner) = weak.upgrade() {
+        let mut ws = lock(&inner.writer);
+        if ws.vec_file.should_compact() {
+            let applied = ws.vec_applied;
+            ws.vec_file.compact(&read(&inner.vectors), applied)?;
+        }
+        tracing::info!(chunks = missing.len(), secs = started.elapsed().as_secs_f64(), "background embedding done");
+    }
+    Ok(())
+}
+
+/// Rebuilds both indexes from the database under the writer lock.
+pub(crate) fn reindex(inner: &Inner) -> anyhow::Result<ReindexSummary> {
+    let started = Instant::now();
+    let mut ws = lock(&inner.writer);
+    ws.fts_writer.delete_all_documents()?;
+    // Treat everything as new: nothing is left in the writer to de-duplicate against.
+    ws.fts_applied = 0;
+    ws.fts_committed = 0;
+    write(&inner.vectors).clear();
+    ws.vec_applied = 0;
+    sync_fts(inner, &mut ws, false)?;
+    let applied = ws.fts_applied;
+    inner.fts.commit(&mut ws.fts_writer, applied)?;
+    ws.fts_committed = applied;
+    write_state(&ws.conn, "fts", applied, "")?;
+    sync_vectors(inner, &mut ws, None)?;
+    let applied = ws.vec_applied;
+    ws.vec_file.compact(&read(&inner.vectors), applied)?;
+    prune_tombstones(&mut ws)?;
+    let chunks: i64 = ws.conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+    Ok(ReindexSummary {
+        chunks: chunks as usize,
+        fts_docs: inner.fts.num_docs(),
+        vectors: read(&inner.vectors).len(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// Index positions for `stats`.
+pub(crate) fn positions(inner: &Inner) -> (i64, i64, i64) {
+    let ws = lock(&inner.writer);
+    let seq = db_seq(&ws.conn).unwrap_or(-1);
+    (seq, ws.fts_committed, ws.vec_applied)
+}

@@ -1,0 +1,142 @@
+//! Public data types of the memory engine that are not JSON-in/JSON-out: write
+//! requests, audit rows, ingest progress and summaries.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The kind of source a chunk came from (the `source_kind` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Document,
+    Email,
+    Chat,
+    Note,
+    Learning,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [Kind::Document, Kind::Email, Kind::Chat, Kind::Note, Kind::Learning];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Document => "document",
+            Kind::Email => "email",
+            Kind::Chat => "chat",
+            Kind::Note => "note",
+            Kind::Learning => "learning",
+        }
+    }
+
+    /// Parses a kind name as clients write it; `conversation` is the SPEC §7 alias of `chat`.
+    pub fn parse(s: &str) -> Option<Kind> {
+        match s {
+            "document" => Some(Kind::Document),
+            "email" => Some(Kind::Email),
+            "chat" | "conversation" => Some(Kind::Chat),
+            "note" => Some(Kind::Note),
+            "learning" => Some(Kind::Learning),
+            _ => None,
+        }
+    }
+}
+
+/// An upsert of one document keyed by `(namespace, key)` (what `memory.store` sends).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutDocument {
+    /// Defaults to `default`.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub key: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    pub content: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Exact-match metadata (workspace, folder, file_path, language, repo, commit, url,
+    /// thread_id, agent_id, …); stored with every chunk of the document.
+    #[serde(default)]
+    pub metadata: serde_json::Map<String, Value>,
+    /// When the document was observed; defaults to now.
+    #[serde(default)]
+    pub timestamp_ms: Option<i64>,
+    /// Provenance label of the writer, e.g. `mcp:cursor`.
+    pub source: String,
+}
+
+/// One row of the `mcp_audit` table: one write-tool attempt.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AuditRow {
+    pub ts_ms: i64,
+    pub tool: String,
+    /// Provenance label (`mcp:<client>`).
+    pub source: String,
+    /// The client's `clientInfo` as it sent it (or null).
+    #[serde(default)]
+    pub client_info: Value,
+    pub success: bool,
+    /// At most 1024 bytes are stored.
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub result_id: Option<String>,
+    /// Argument summary without bodies (lengths and counts instead of content).
+    #[serde(default)]
+    pub args_summary: Value,
+}
+
+/// Selection for [`super::MemoryEngine::query_audit`]; newest rows first.
+#[derive(Debug, Clone, Default)]
+pub struct AuditQuery {
+    /// Defaults to 50.
+    pub limit: Option<usize>,
+    pub tool: Option<String>,
+    /// Matches the source label exactly, or the client name inside it (`cursor` matches
+    /// `mcp:cursor`).
+    pub client: Option<String>,
+    pub since_ms: Option<i64>,
+    pub failed_only: bool,
+}
+
+/// Reported to the ingest caller after every file.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestProgress {
+    pub files_total: usize,
+    pub files_done: usize,
+    pub chunks_written: usize,
+    pub current: Option<PathBuf>,
+}
+
+/// A file that could not be ingested, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileError {
+    pub path: PathBuf,
+    pub error: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct IngestSummary {
+    pub files_seen: usize,
+    pub files_ingested: usize,
+    /// Files whose content hash had not changed since the last ingest.
+    pub files_unchanged: usize,
+    /// Files with an extension the ingester does not handle (and no `kind` given).
+    pub files_unsupported: usize,
+    pub files_failed: Vec<FileError>,
+    pub chunks_added: usize,
+    pub chunks_removed: usize,
+    /// Lines of chat exports that were not `{ts, from, text, channel}` objects.
+    pub lines_skipped: usize,
+    pub duration_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReindexSummary {
+    pub chunks: usize,
+    pub fts_docs: u64,
+    pub vectors: usize,
+    pub duration_ms: u64,
+}

@@ -1,0 +1,98 @@
+//! Small helpers shared by the memory engine: chunk ids, hashing, token estimates, time
+//! conversions and byte-bounded truncation.
+
+use sha2::{Digest, Sha256};
+
+use super::types::Kind;
+
+/// Chunk id: the first 32 hex digits of sha256 over kind, source (id and ref), sequence
+/// and content. Fields are separated by a unit separator so that no two field tuples
+/// hash the same bytes; the id is therefore stable across re-ingests of the same input.
+pub(crate) fn chunk_id(kind: Kind, source_id: &str, source_ref: &str, seq: i64, content: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(kind.as_str().as_bytes());
+    h.update([0x1f]);
+    h.update(source_id.as_bytes());
+    h.update([0x1f]);
+    h.update(source_ref.as_bytes());
+    h.update([0x1f]);
+    h.update(seq.to_string().as_bytes());
+    h.update([0x1f]);
+    h.update(content.as_bytes());
+    let digest = h.finalize();
+    hex::encode(&digest[..16])
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// True for strings shaped like a chunk id (32 lowercase hex digits).
+pub(crate) fn looks_like_chunk_id(s: &str) -> bool {
+    s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Token estimate used for chunk sizing and `token_count`: whitespace-separated words
+/// times 1.3, rounded up. Cheap, tokenizer-independent and close enough to BPE counts
+/// for English prose to size chunks at 300–500 tokens.
+pub(crate) fn estimate_tokens(text: &str) -> usize {
+    words_to_tokens(text.split_whitespace().count())
+}
+
+pub(crate) fn words_to_tokens(words: usize) -> usize {
+    (words * 13).div_ceil(10)
+}
+
+pub(crate) fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+pub(crate) fn ms_to_rfc3339(ms: i64) -> String {
+    chrono::DateTime::<chrono::Utc>::from_timestamp_millis(ms)
+        .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default()
+}
+
+pub(crate) fn rfc3339_to_ms(s: &str) -> Option<i64> {
+    chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_millis())
+}
+
+/// Cuts `s` to at most `max` bytes at a character boundary.
+pub(crate) fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Cuts `s` to at most `max` characters, appending `…` when something was cut.
+pub(crate) fn preview(s: &str, max_chars: usize) -> String {
+    let mut out: String = s.chars().take(max_chars).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Lowercase slug for canonical entity ids: ASCII letters and digits kept, runs of
+/// anything else become one `-`.
+pub(crate) fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut dash = false;
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            dash = true;
+        }
+    }
+    out
+}

@@ -1,0 +1,190 @@
+//! The in-memory vector index: one contiguous row-major f32 matrix of unit-length
+//! embeddings keyed by chunk rowid, searched by an exact scan (cosine = dot product of
+//! normalised vectors). Exact search keeps recall perfect and costs ~12 ms per 100k
+//! 384-d rows on one core; ANN graphs were measured to take 7–115 s to build per
+//! 20–100k vectors, which ingest cannot afford.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+pub(crate) struct VectorIndex {
+    dims: usize,
+    data: Vec<f32>,
+    rowids: Vec<i64>,
+    pos: HashMap<i64, usize>,
+}
+
+/// Dot product with eight independent accumulators: the compiler turns this into SIMD
+/// code, ~4x faster than a plain iterator sum (which is one serial dependency chain).
+#[inline]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0f32; 8];
+    let mut ca = a.chunks_exact(8);
+    let mut cb = b.chunks_exact(8);
+    for (x, y) in (&mut ca).zip(&mut cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut s = (acc[0] + acc[4]) + (acc[1] + acc[5]) + (acc[2] + acc[6]) + (acc[3] + acc[7]);
+    for (x, y) in ca.remainder().iter().zip(cb.remainder()) {
+        s += x * y;
+    }
+    s
+}
+
+/// Scales `v` to unit length (a zero vector stays zero and never matches).
+pub(crate) fn normalize(v: &mut [f32]) {
+    let norm = dot(v, v).sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        for x in v.iter_mut() {
+            *x /= norm;
+        }
+    } else {
+        v.iter_mut().for_each(|x| *x = 0.0);
+    }
+}
+
+/// Min-heap entry: the smallest score of the current top-k sits on top.
+#[derive(PartialEq)]
+struct Entry(f32, usize);
+
+impl Eq for Entry {}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.0.total_cmp(&self.0).then_with(|| self.1.cmp(&other.1))
+    }
+}
+
+impl VectorIndex {
+    pub fn new(dims: usize) -> Self {
+        VectorIndex { dims, data: Vec::new(), rowids: Vec::new(), pos: HashMap::new() }
+    }
+
+    pub fn dims(&self) -> usize {
+        self.dims
+    }
+
+    pub fn len(&self) -> usize {
+        self.rowids.len()
+    }
+
+    pub fn contains(&self, rowid: i64) -> bool {
+        self.pos.contains_key(&rowid)
+    }
+
+    /// Inserts or replaces the vector of `rowid` (normalised on the way in).
+    pub fn upsert(&mut self, rowid: i64, v: &[f32]) {
+        debug_assert_eq!(v.len(), self.dims);
+        let mut v = v.to_vec();
+        v.resize(self.dims, 0.0);
+        normalize(&mut v);
+        self.upsert_normalized(rowid, &v);
+    }
+
+    /// Inserts a vector that is already unit length (as read back from disk).
+    pub fn upsert_normalized(&mut self, rowid: i64, v: &[f32]) {
+        match self.pos.get(&rowid) {
+            Some(&i) => self.data[i * self.dims..(i + 1) * self.dims].copy_from_slice(v),
+            None => {
+                self.pos.insert(rowid, self.rowids.len());
+                self.rowids.push(rowid);
+                self.data.extend_from_slice(v);
+            }
+        }
+    }
+
+    /// Removes `rowid`; the last row moves into its slot so the matrix stays dense.
+    pub fn remove(&mut self, rowid: i64) -> bool {
+        let Some(i) = self.pos.remove(&rowid) else { return false };
+        let last = self.rowids.len() - 1;
+        if i != last {
+            let moved = self.rowids[last];
+            self.rowids[i] = moved;
+            self.pos.insert(moved, i);
+            self.data.copy_within(last * self.dims..(last + 1) * self.dims, i * self.dims);
+        }
+        self.rowids.pop();
+        self.data.truncate(last * self.dims);
+        true
+    }
+
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.rowids.clear();
+        self.pos.clear();
+    }
+
+    /// Rows as `(rowid, unit vector)`, for persistence.
+    pub fn rows(&self) -> impl Iterator<Item = (i64, &[f32])> {
+        self.rowids.iter().copied().zip(self.data.chunks_exact(self.dims.max(1)))
+    }
+
+    /// The `limit` most similar rows to `query` as `(rowid, cosine)`, best first;
+    /// only among `restrict` when given.
+    pub fn search(&self, query: &[f32], limit: usize, restrict: Option<&[i64]>) -> Vec<(i64, f32)> {
+        if limit == 0 || self.dims == 0 || query.len() != self.dims {
+            return Vec::new();
+        }
+        let mut q = query.to_vec();
+        normalize(&mut q);
+        let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(limit + 1);
+        let mut consider = |i: usize, heap: &mut BinaryHeap<Entry>| {
+            let s = dot(&q, &self.data[i * self.dims..(i + 1) * self.dims]);
+            if heap.len() < limit {
+                heap.push(Entry(s, i));
+            } else if heap.peek().is_some_and(|m| s > m.0) {
+                heap.pop();
+                heap.push(Entry(s, i));
+            }
+        };
+        match restrict {
+            Some(rows) => rows.iter().filter_map(|r| self.pos.get(r)).for_each(|&i| consider(i, &mut heap)),
+            None => (0..self.rowids.len()).for_each(|i| consider(i, &mut heap)),
+        }
+        let mut out: Vec<(i64, f32)> = heap.into_iter().map(|Entry(s, i)| (self.rowids[i], s)).collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_naive_for_all_tail_lengths() {
+        for n in 0..40 {
+            let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 3.0).collect();
+            let b: Vec<f32> = (0..n).map(|i| 1.0 + (i % 7) as f32).collect();
+            let naive: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - naive).abs() < 1e-3, "n={n}");
+        }
+    }
+
+    #[test]
+    fn search_remove_and_restrict() {
+        let mut ix = VectorIndex::new(3);
+        ix.upsert(1, &[1.0, 0.0, 0.0]);
+        ix.upsert(2, &[0.0, 1.0, 0.0]);
+        ix.upsert(3, &[0.7, 0.7, 0.0]);
+        let hits = ix.search(&[1.0, 0.1, 0.0], 2, None);
+        assert_eq!(hits.iter().map(|h| h.0).collect::<Vec<_>>(), vec![1, 3]);
+        assert!(ix.remove(1));
+        assert!(!ix.remove(1));
+        assert_eq!(ix.search(&[1.0, 0.0, 0.0], 5, None)[0].0, 3);
+        assert_eq!(ix.search(&[1.0, 0.0, 0.0], 5, Some(&[2])).len(), 1);
+        ix.upsert(2, &[1.0, 0.0, 0.0]);
+        assert_eq!(ix.search(&[1.0, 0.0, 0.0], 1, None)[0].0, 2);
+        assert_eq!(ix.len(), 2);
+    }
+}

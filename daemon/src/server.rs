@@ -1,0 +1,138 @@
+//! `serve`: the long-running daemon. `run` takes its listener and lives until the shutdown token
+//! fires (signal, `stop`, idle timeout); then it stops accepting, lets in-flight calls finish
+//! within the grace period, abandons the rest, and removes its socket.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use tokio_util::task::TaskTracker;
+
+use crate::mcp::Dispatcher;
+use crate::mcp::protocol::notification;
+use crate::state::AppState;
+use crate::transport::socket::{self, SocketListener};
+
+pub struct ServeOptions {
+    /// Stop after this long with no session.
+    pub idle_timeout: Option<Duration>,
+}
+
+pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) -> Result<()> {
+    let shutdown = state.shutdown_token().clone();
+    let dispatcher = Dispatcher::new(state.clone());
+    let conns = TaskTracker::new();
+    let owned_path = listener.owned_path().map(|p| p.to_path_buf());
+    tracing::info!(
+        pid = std::process::id(),
+        version = openhuman_common::VERSION,
+        socket = %state.paths().socket.display(),
+        "daemon ready"
+    );
+    let accept = tokio::spawn(socket::accept_loop(
+        listener,
+        dispatcher,
+        shutdown.clone(),
+        conns.clone(),
+    ));
+    spawn_signal_handlers(&state);
+    if let Some(idle) = opts.idle_timeout {
+        tokio::spawn(idle_watch(state.clone(), idle));
+    }
+
+    shutdown.cancelled().await;
+    tracing::info!("shutting down: no new connections; finishing in-flight calls");
+    let _ = accept.await;
+    conns.close();
+    let grace = Duration::from_secs(state.config().mcp.shutdown_grace_secs);
+    if tokio::time::timeout(grace, conns.wait()).await.is_err() {
+        tracing::warn!(
+            grace_secs = grace.as_secs(),
+            "in-flight calls did not finish in time; abandoning them"
+        );
+        state.abort_token().cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(2), conns.wait()).await;
+    }
+    if let Some(path) = owned_path {
+        let _ = std::fs::remove_file(&path);
+    }
+    tracing::info!("daemon stopped");
+    Ok(())
+}
+
+/// Sends `notifications/tools/list_changed` to every initialised handshake-era session.
+pub fn notify_tools_changed(state: &AppState) {
+    let line = notification("notifications/tools/list_changed", serde_json::json!({})).to_string();
+    for s in state.sessions() {
+        if s.is_initialized() {
+            s.try_send(line.clone());
+        }
+    }
+}
+
+fn spawn_signal_handlers(state: &AppState) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let st = state.clone();
+        tokio::spawn(async move {
+            let (Ok(mut term), Ok(mut int)) = (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) else {
+                tracing::error!("cannot install SIGTERM/SIGINT handlers");
+                return;
+            };
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM received"),
+                _ = int.recv() => tracing::info!("SIGINT received"),
+            }
+            st.shutdown_token().cancel();
+        });
+        let st = state.clone();
+        tokio::spawn(async move {
+            let Ok(mut hup) = signal(SignalKind::hangup()) else {
+                return;
+            };
+            while hup.recv().await.is_some() {
+                match st.reload() {
+                    Ok(changed) => {
+                        tracing::info!(tools_changed = changed, "config reloaded");
+                        if changed {
+                            notify_tools_changed(&st);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!("config reload failed; keeping the previous config: {e:#}")
+                    }
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    {
+        let st = state.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            st.shutdown_token().cancel();
+        });
+    }
+}
+
+/// Fires shutdown once no session has been open for `idle`.
+async fn idle_watch(state: AppState, idle: Duration) {
+    let mut count = state.session_count();
+    loop {
+        if *count.borrow_and_update() == 0 {
+            tokio::select! {
+                _ = tokio::time::sleep(idle) => {
+                    tracing::info!(idle_secs = idle.as_secs(), "no sessions for the idle timeout; stopping");
+                    state.shutdown_token().cancel();
+                    return;
+                }
+                changed = count.changed() => if changed.is_err() { return },
+            }
+        } else if count.changed().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! Daemon-wide state behind one cloneable handle: paths, the current config and agent registry
+//! (both swapped whole on reload), live sessions, and the shutdown signals. Back-ends added by
+//! later features (memory, policy, audit) hang off the same handle.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Instant;
+
+use anyhow::Result;
+use openhuman_common::Paths;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::Registry;
+use crate::config::{self, Config};
+use crate::mcp::Session;
+
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    paths: Paths,
+    config: RwLock<Arc<Config>>,
+    agents: RwLock<Arc<Registry>>,
+    started: Instant,
+    sessions: Mutex<HashMap<u64, Weak<Session>>>,
+    session_count: watch::Sender<usize>,
+    /// Stop accepting and reading; in-flight calls may finish.
+    shutdown: CancellationToken,
+    /// Abandon in-flight calls (after the grace period).
+    abort: CancellationToken,
+}
+
+impl AppState {
+    pub fn new(paths: Paths, config: Config) -> AppState {
+        let agents = Registry::load(&paths.config_dir);
+        AppState {
+            inner: Arc::new(Inner {
+                paths,
+                config: RwLock::new(Arc::new(config)),
+                agents: RwLock::new(Arc::new(agents)),
+                started: Instant::now(),
+                sessions: Mutex::new(HashMap::new()),
+                session_count: watch::Sender::new(0),
+                shutdown: CancellationToken::new(),
+                abort: CancellationToken::new(),
+            }),
+        }
+    }
+
+    pub fn paths(&self) -> &Paths {
+        &self.inner.paths
+    }
+
+    pub fn config(&self) -> Arc<Config> {
+        self.inner.config.read().expect("config lock").clone()
+    }
+
+    pub fn agents(&self) -> Arc<Registry> {
+        self.inner.agents.read().expect("agents lock").clone()
+    }
+
+    pub fn uptime_ms(&self) -> u128 {
+        self.inner.started.elapsed().as_millis()
+    }
+
+    pub fn shutdown_token(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    pub fn abort_token(&self) -> &CancellationToken {
+        &self.inner.abort
+    }
+
+    /// Re-reads config and user agents. On error the old values stay and the error is returned.
+    /// Returns true when the set of listed tools changed.
+    pub fn reload(&self) -> Result<bool> {
+        let loaded = config::load(&self.inner.paths.config_file)?;
+        let before = crate::mcp::tools::listed_names(&self.config());
+        let after = crate::mcp::tools::listed_names(&loaded.config);
+        *self.inner.config.write().expect("config lock") = Arc::new(loaded.config);
+        *self.inner.agents.write().expect("agents lock") =
+            Arc::new(Registry::load(&self.inner.paths.config_dir));
+        Ok(before != after)
+    }
+
+    /// Tracks a session for status and notifications; the guard unregisters it on drop.
+    pub fn register_session(&self, session: &Arc<Session>) -> SessionGuard {
+        let mut map = self.inner.sessions.lock().expect("sessions lock");
+        map.insert(session.id, Arc::downgrade(session));
+        self.inner.session_count.send_replace(map.len());
+        SessionGuard {
+            state: self.clone(),
+            id: session.id,
+        }
+    }
+
+    pub fn sessions(&self) -> Vec<Arc<Session>> {
+        self.inner
+            .sessions
+            .lock()
+            .expect("sessions lock")
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
+    pub fn session_count(&self) -> watch::Receiver<usize> {
+        self.inner.session_count.subscribe()
+    }
+}
+
+pub struct SessionGuard {
+    state: AppState,
+    id: u64,
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        let mut map = self.state.inner.sessions.lock().expect("sessions lock");
+        map.remove(&self.id);
+        self.state.inner.session_count.send_replace(map.len());
+    }
+}

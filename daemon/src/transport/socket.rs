@@ -1,0 +1,232 @@
+//! The daemon's local socket (SPEC §2, §5.1): a 0600 socket in a 0700 directory, a stale socket
+//! removed only when a connect is refused, a live one refused with a clear error, peers of
+//! another uid turned away, and one session per connection. Under systemd socket activation the
+//! inherited listener is used instead of binding.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use interprocess::local_socket::ListenerOptions;
+use interprocess::local_socket::tokio::{Listener as IpcListener, prelude::*};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{OnEof, serve_lines};
+use crate::mcp::{Dispatcher, Transport};
+
+pub enum SocketListener {
+    Bound {
+        listener: IpcListener,
+        path: PathBuf,
+    },
+    #[cfg(unix)]
+    Activated(tokio::net::UnixListener),
+}
+
+impl SocketListener {
+    /// The socket path to remove on exit (None when systemd owns it).
+    pub fn owned_path(&self) -> Option<&Path> {
+        match self {
+            SocketListener::Bound { path, .. } => Some(path),
+            #[cfg(unix)]
+            SocketListener::Activated(_) => None,
+        }
+    }
+}
+
+/// Takes a listener passed by systemd (`LISTEN_FDS`), if any.
+#[cfg(unix)]
+pub fn activated() -> Result<Option<SocketListener>> {
+    let mut fds = listenfd::ListenFd::from_env();
+    if fds.len() == 0 {
+        return Ok(None);
+    }
+    let std_listener = fds
+        .take_unix_listener(0)
+        .context("socket activation: fd 3 is not a unix listener")?;
+    let Some(std_listener) = std_listener else {
+        return Ok(None);
+    };
+    std_listener.set_nonblocking(true)?;
+    Ok(Some(SocketListener::Activated(
+        tokio::net::UnixListener::from_std(std_listener)?,
+    )))
+}
+
+#[cfg(not(unix))]
+pub fn activated() -> Result<Option<SocketListener>> {
+    Ok(None)
+}
+
+/// Binds the socket at `path`, handling stale and live sockets. Must run inside the runtime.
+pub fn bind(path: &Path) -> Result<SocketListener> {
+    let dir = path.parent().context("socket path has no directory")?;
+    make_private_dir(dir)?;
+    for attempt in 0..2 {
+        let name = openhuman_common::paths::socket_name(path)?;
+        let mut opts = ListenerOptions::new().name(name);
+        #[cfg(unix)]
+        {
+            use interprocess::os::unix::local_socket::ListenerOptionsExt;
+            opts = opts.mode(0o600);
+        }
+        match opts.create_tokio() {
+            Ok(listener) => {
+                return Ok(SocketListener::Bound {
+                    listener,
+                    path: path.to_path_buf(),
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse && attempt == 0 => match probe(path) {
+                Probe::Live => bail!(
+                    "another openhumand-mcp is already serving on {}; use `openhumand-mcp status` to see it or `openhumand-mcp stop` to stop it",
+                    path.display()
+                ),
+                Probe::Stale => {
+                    tracing::info!(socket = %path.display(), "removing stale socket left by a daemon that is gone");
+                    std::fs::remove_file(path).with_context(|| {
+                        format!("cannot remove stale socket {}", path.display())
+                    })?;
+                }
+            },
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot listen on {}", path.display()));
+            }
+        }
+    }
+    bail!(
+        "cannot listen on {}: the address stays in use",
+        path.display()
+    )
+}
+
+enum Probe {
+    Live,
+    Stale,
+}
+
+fn probe(path: &Path) -> Probe {
+    #[cfg(unix)]
+    {
+        match std::os::unix::net::UnixStream::connect(path) {
+            Ok(_) => Probe::Live,
+            // Only a refused (or vanished) socket is stale; anything else may be a live daemon.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound
+                ) =>
+            {
+                Probe::Stale
+            }
+            Err(_) => Probe::Live,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Probe::Live
+    }
+}
+
+fn make_private_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create socket directory {}", dir.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Accepts connections until `shutdown`, one session task each (tracked by `conns`).
+pub async fn accept_loop(
+    listener: SocketListener,
+    dispatcher: Dispatcher,
+    shutdown: CancellationToken,
+    conns: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            a = accept(&listener) => a,
+            _ = shutdown.cancelled() => break,
+        };
+        match accepted {
+            Ok(Some(conn)) => {
+                let d = dispatcher.clone();
+                let s = shutdown.clone();
+                conns.spawn(async move {
+                    match conn {
+                        Conn::Ipc(stream) => {
+                            let (r, w) = tokio::io::split(stream);
+                            serve_lines(d, Transport::Socket, r, w, s, OnEof::Cancel).await
+                        }
+                        #[cfg(unix)]
+                        Conn::Unix(stream) => {
+                            let (r, w) = stream.into_split();
+                            serve_lines(d, Transport::Socket, r, w, s, OnEof::Cancel).await
+                        }
+                    }
+                });
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                // Out of fds and similar: back off briefly instead of spinning.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+enum Conn {
+    Ipc(interprocess::local_socket::tokio::Stream),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
+
+/// Accepts one connection; Ok(None) when the peer was refused.
+async fn accept(listener: &SocketListener) -> io::Result<Option<Conn>> {
+    match listener {
+        SocketListener::Bound { listener, .. } => {
+            let stream = listener.accept().await?;
+            #[cfg(unix)]
+            if let Ok(creds) = stream.peer_creds()
+                && let Some(uid) = creds.euid()
+                && !same_uid(uid)
+            {
+                return Ok(None);
+            }
+            Ok(Some(Conn::Ipc(stream)))
+        }
+        #[cfg(unix)]
+        SocketListener::Activated(l) => {
+            let (stream, _) = l.accept().await?;
+            if let Ok(cred) = stream.peer_cred()
+                && !same_uid(cred.uid())
+            {
+                return Ok(None);
+            }
+            Ok(Some(Conn::Unix(stream)))
+        }
+    }
+}
+
+#[cfg(unix)]
+fn same_uid(peer: u32) -> bool {
+    if peer != euid() {
+        tracing::warn!(peer_uid = peer, "refused a connection from another user");
+        return false;
+    }
+    true
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn euid() -> u32 {
+    // SAFETY: geteuid(2) takes no arguments, has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

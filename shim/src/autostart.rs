@@ -1,0 +1,159 @@
+//! Getting a daemon connection: probe the socket; if nobody answers, take the start-up lock,
+//! probe again (another shim may have won the race), spawn `openhumand-mcp serve` from the shim's
+//! own directory, detached, with its output in the log dir, and wait (bounded) until it answers.
+//! The lock makes N shims started together produce exactly one daemon.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use interprocess::local_socket::Stream;
+use interprocess::local_socket::prelude::*;
+
+use crate::Options;
+
+/// How long a freshly spawned daemon gets to start answering.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long an autostarted daemon lingers with no session before exiting.
+const IDLE_TIMEOUT_SECS: u64 = 900;
+
+/// Connects to the daemon, starting it first when allowed. The error says what to do.
+pub fn connect(opts: &Options) -> Result<Stream, String> {
+    match try_connect(opts) {
+        Ok(s) => return Ok(s),
+        Err(e) if !opts.autostart => {
+            return Err(format!(
+                "no openhumand-mcp daemon answers on {} ({e}); start one with `openhumand-mcp serve` \
+                 (autostart is off because of --no-autostart)",
+                opts.paths.socket.display()
+            ));
+        }
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(&opts.paths.run_dir)
+        .map_err(|e| format!("cannot create {}: {e}", opts.paths.run_dir.display()))?;
+    restrict_dir(&opts.paths.run_dir);
+    let lock = lock_file(opts.paths.autostart_lock())
+        .map_err(|e| format!("cannot take the start-up lock: {e}"))?;
+    // Whoever held the lock before us may have started the daemon already.
+    if let Ok(s) = try_connect(opts) {
+        drop(lock);
+        return Ok(s);
+    }
+    let result = spawn_and_wait(opts);
+    drop(lock);
+    result
+}
+
+pub fn try_connect(opts: &Options) -> io::Result<Stream> {
+    let name = openhuman_common::paths::socket_name(&opts.paths.socket)?;
+    Stream::connect(name)
+}
+
+fn lock_file(path: PathBuf) -> io::Result<File> {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    f.lock()?;
+    Ok(f)
+}
+
+fn daemon_exe() -> Result<PathBuf, String> {
+    let me =
+        std::env::current_exe().map_err(|e| format!("cannot find the shim's own path: {e}"))?;
+    let dir = me.parent().ok_or("the shim's path has no directory")?;
+    let exe = dir.join(format!("openhumand-mcp{}", std::env::consts::EXE_SUFFIX));
+    if !exe.exists() {
+        return Err(format!(
+            "cannot autostart: {} not found next to the shim; install both binaries in the same directory or start the daemon yourself",
+            exe.display()
+        ));
+    }
+    Ok(exe)
+}
+
+fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
+    let exe = daemon_exe()?;
+    std::fs::create_dir_all(&opts.paths.log_dir)
+        .map_err(|e| format!("cannot create {}: {e}", opts.paths.log_dir.display()))?;
+    let log_path = opts.paths.log_dir.join("daemon-autostart.log");
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+    let log2 = log.try_clone().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&exe);
+    if let Some(home) = &opts.home {
+        cmd.arg("--home").arg(home);
+    }
+    cmd.arg("serve")
+        .arg("--socket")
+        .arg(&opts.paths.socket)
+        .arg("--idle-timeout")
+        .arg(IDLE_TIMEOUT_SECS.to_string());
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::from(log))
+        .stderr(Stdio::from(log2));
+    detach(&mut cmd);
+    if opts.verbose {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("openhuman-mcp-shim: starting {}\n", exe.display()).as_bytes(),
+        );
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        if let Ok(s) = try_connect(opts) {
+            return Ok(s);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!(
+                "the daemon exited during start-up ({status}); see {}",
+                log_path.display()
+            ));
+        }
+        if started.elapsed() > START_TIMEOUT {
+            return Err(format!(
+                "the daemon did not answer within {} s of starting; see {}",
+                START_TIMEOUT.as_secs(),
+                log_path.display()
+            ));
+        }
+        // Readiness poll of a just-spawned process: short, growing pauses.
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(25));
+    }
+}
+
+#[cfg(unix)]
+fn detach(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // A process group of its own: the client's Ctrl-C or process-group kill does not reach it.
+    cmd.process_group(0);
+}
+
+#[cfg(windows)]
+fn detach(cmd: &mut Command) {
+    use std::os::windows::process::CommandExt;
+    const DETACHED_PROCESS: u32 = 0x0000_0008;
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+    cmd.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
+}
+
+#[cfg(unix)]
+fn restrict_dir(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+}
+
+#[cfg(not(unix))]
+fn restrict_dir(_dir: &std::path::Path) {}

@@ -1,0 +1,350 @@
+//! The stdio <-> socket bridge. State it keeps, and nothing more: the client's `initialize`
+//! request and `notifications/initialized` (to replay after a reconnect), and the ids of requests
+//! in flight (to answer them with an error if the daemon goes away).
+//!
+//! Threads: the main thread reads stdin and writes to the daemon; one reader thread per
+//! connection copies daemon lines to stdout. Each connection has a generation number; when it
+//! ends, every request sent on it and still unanswered gets a -32603 error, and the bridge
+//! reconnects (autostarting if allowed), replays the handshake silently and carries on.
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Write};
+use std::process::ExitCode;
+use std::sync::{Arc, Condvar, Mutex};
+
+use interprocess::local_socket::Stream;
+use openhuman_common::codes;
+use serde_json::{Value, json};
+
+use crate::{Options, autostart};
+
+/// Ids of the shim's own replayed `initialize` requests start with this; their replies are eaten.
+const REPLAY_PREFIX: &str = "openhuman-shim-replay-";
+
+struct Conn {
+    stream: Option<Arc<Stream>>,
+    generation: u64,
+}
+
+#[derive(Default)]
+struct Inflight {
+    /// Request id (as JSON text) -> generation of the connection it was sent on.
+    ids: HashMap<String, u64>,
+    /// Generations whose connection has ended (ids sent on them can no longer be answered).
+    closed_upto: u64,
+}
+
+struct Handshake {
+    initialize: Option<Value>,
+    initialized: Option<String>,
+}
+
+struct Bridge {
+    opts: Options,
+    conn: Mutex<Conn>,
+    inflight: Mutex<Inflight>,
+    drained: Condvar,
+    handshake: Mutex<Handshake>,
+    stdout: Mutex<io::Stdout>,
+    /// Set once a request had to be answered with "daemon unreachable".
+    unreachable: Mutex<bool>,
+}
+
+pub fn run(opts: Options) -> ExitCode {
+    let bridge = Arc::new(Bridge {
+        opts,
+        conn: Mutex::new(Conn {
+            stream: None,
+            generation: 0,
+        }),
+        inflight: Mutex::new(Inflight::default()),
+        drained: Condvar::new(),
+        handshake: Mutex::new(Handshake {
+            initialize: None,
+            initialized: None,
+        }),
+        stdout: Mutex::new(io::stdout()),
+        unreachable: Mutex::new(false),
+    });
+    {
+        let mut conn = bridge.conn.lock().expect("conn lock");
+        if let Err(e) = bridge.reconnect(&mut conn) {
+            bridge.log(&e);
+        }
+    }
+    let stdin = io::stdin();
+    let mut reader = BufReader::with_capacity(64 * 1024, stdin.lock());
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => bridge.forward(&line),
+            Err(e) => {
+                bridge.log(&format!("stdin read failed: {e}"));
+                break;
+            }
+        }
+    }
+    // EOF: wait until every request in flight has been answered (or errored).
+    {
+        let mut inflight = bridge.inflight.lock().expect("inflight lock");
+        while !inflight.ids.is_empty() {
+            inflight = bridge.drained.wait(inflight).expect("inflight lock");
+        }
+    }
+    let _ = bridge.stdout.lock().expect("stdout lock").flush();
+    if *bridge.unreachable.lock().expect("flag lock") {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+impl Bridge {
+    fn log(&self, msg: &str) {
+        let _ = writeln!(io::stderr(), "openhuman-mcp-shim: {msg}");
+    }
+
+    fn debug(&self, msg: &str) {
+        if self.opts.verbose {
+            self.log(msg);
+        }
+    }
+
+    fn emit(&self, line: &[u8]) {
+        let mut out = self.stdout.lock().expect("stdout lock");
+        let _ = out.write_all(line);
+        if !line.ends_with(b"\n") {
+            let _ = out.write_all(b"\n");
+        }
+        let _ = out.flush();
+    }
+
+    fn emit_error(&self, id: &Value, code: i64, message: &str) {
+        let v =
+            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+        self.emit(v.to_string().as_bytes());
+    }
+
+    /// One line from the client: note what the handshake replay and in-flight tracking need,
+    /// then send it to the daemon (reconnecting first when the connection is gone).
+    fn forward(self: &Arc<Self>, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let parsed: Option<Value> = serde_json::from_slice(line).ok();
+        let ids = request_ids(parsed.as_ref());
+        if let Some(Value::Object(o)) = &parsed {
+            match o.get("method").and_then(Value::as_str) {
+                Some("initialize") if o.contains_key("id") => {
+                    self.handshake.lock().expect("handshake lock").initialize = parsed.clone();
+                }
+                Some("notifications/initialized") => {
+                    self.handshake.lock().expect("handshake lock").initialized =
+                        Some(String::from_utf8_lossy(line).trim_end().to_string());
+                }
+                // A cancelled request gets no reply: stop waiting for one.
+                Some("notifications/cancelled") => {
+                    if let Some(id) = o.get("params").and_then(|p| p.get("requestId")) {
+                        let mut inflight = self.inflight.lock().expect("inflight lock");
+                        inflight.ids.remove(&id.to_string());
+                        if inflight.ids.is_empty() {
+                            self.drained.notify_all();
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut conn = self.conn.lock().expect("conn lock");
+        for _attempt in 0..3 {
+            if conn.stream.is_none()
+                && let Err(e) = self.reconnect(&mut conn)
+            {
+                drop(conn);
+                self.unreachable_reply(&ids, &e);
+                return;
+            }
+            let generation = conn.generation;
+            {
+                let mut inflight = self.inflight.lock().expect("inflight lock");
+                if inflight.closed_upto >= generation {
+                    // The reader saw this connection end; get a new one before sending.
+                    drop(inflight);
+                    conn.stream = None;
+                    continue;
+                }
+                for id in &ids {
+                    inflight.ids.insert(id.clone(), generation);
+                }
+            }
+            let stream = conn.stream.clone().expect("connected above");
+            let mut w: &Stream = &stream;
+            let sent = w.write_all(line).and_then(|_| {
+                if line.ends_with(b"\n") {
+                    Ok(())
+                } else {
+                    w.write_all(b"\n")
+                }
+            });
+            match sent {
+                Ok(()) => return,
+                Err(e) => {
+                    // The reader will answer these ids with an error when it sees the end of this
+                    // connection; the line itself is not resent (it may have been partly read).
+                    self.debug(&format!("write to daemon failed: {e}"));
+                    conn.stream = None;
+                    return;
+                }
+            }
+        }
+        drop(conn);
+        self.unreachable_reply(&ids, "the daemon connection keeps closing");
+    }
+
+    fn unreachable_reply(&self, ids: &[String], why: &str) {
+        *self.unreachable.lock().expect("flag lock") = true;
+        let msg = format!(
+            "openhuman-mcp daemon unavailable: {why}. Start it with `openhumand-mcp serve`, or install the login \
+             service with `openhumand-mcp service install`"
+        );
+        for id in ids {
+            let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+            self.emit_error(&id, codes::INTERNAL_ERROR, &msg);
+        }
+    }
+
+    /// Connects (autostarting when allowed), replays the handshake and starts a reader thread.
+    /// Called with the connection lock held.
+    fn reconnect(self: &Arc<Self>, conn: &mut Conn) -> Result<(), String> {
+        let stream = Arc::new(autostart::connect(&self.opts)?);
+        conn.generation += 1;
+        let generation = conn.generation;
+        let (init, initialized) = {
+            let h = self.handshake.lock().expect("handshake lock");
+            (h.initialize.clone(), h.initialized.clone())
+        };
+        if let Some(mut init) = init {
+            init["id"] = Value::from(format!("{REPLAY_PREFIX}{generation}"));
+            let mut w: &Stream = &stream;
+            w.write_all(format!("{init}\n").as_bytes())
+                .map_err(|e| format!("handshake replay failed: {e}"))?;
+            if let Some(note) = initialized {
+                w.write_all(format!("{note}\n").as_bytes())
+                    .map_err(|e| format!("handshake replay failed: {e}"))?;
+            }
+            self.debug(&format!(
+                "reconnected (connection {generation}); handshake replayed"
+            ));
+        }
+        conn.stream = Some(stream.clone());
+        let bridge = self.clone();
+        std::thread::Builder::new()
+            .name(format!("daemon-reader-{generation}"))
+            .spawn(move || bridge.read_daemon(stream, generation))
+            .map_err(|e| format!("cannot start reader thread: {e}"))?;
+        Ok(())
+    }
+
+    /// Copies daemon lines to stdout until the connection ends, then fails what was in flight
+    /// on it and reconnects.
+    fn read_daemon(self: Arc<Self>, stream: Arc<Stream>, generation: u64) {
+        let mut reader = BufReader::with_capacity(64 * 1024, &*stream);
+        let mut line = Vec::with_capacity(4096);
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if !line.ends_with(b"\n") {
+                break; // a torn last line: the daemon died mid-write
+            }
+            let ids = response_ids(&line);
+            if ids
+                .first()
+                .is_some_and(|id| id.starts_with(&format!("\"{REPLAY_PREFIX}")))
+            {
+                continue;
+            }
+            self.emit(&line);
+            if !ids.is_empty() {
+                let mut inflight = self.inflight.lock().expect("inflight lock");
+                for id in &ids {
+                    inflight.ids.remove(id);
+                }
+                if inflight.ids.is_empty() {
+                    self.drained.notify_all();
+                }
+            }
+        }
+        self.debug(&format!("daemon connection {generation} ended"));
+        let orphans: Vec<String> = {
+            let mut inflight = self.inflight.lock().expect("inflight lock");
+            inflight.closed_upto = inflight.closed_upto.max(generation);
+            let orphans: Vec<String> = inflight
+                .ids
+                .iter()
+                .filter(|(_, g)| **g <= generation)
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &orphans {
+                inflight.ids.remove(id);
+            }
+            orphans
+        };
+        for id in &orphans {
+            let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+            self.emit_error(
+                &id,
+                codes::INTERNAL_ERROR,
+                "daemon restarted; request not completed",
+            );
+        }
+        self.drained.notify_all();
+        let mut conn = self.conn.lock().expect("conn lock");
+        if conn.generation == generation {
+            conn.stream = None;
+            if let Err(e) = self.reconnect(&mut conn) {
+                self.log(&format!("cannot reconnect to the daemon: {e}"));
+            }
+        }
+    }
+}
+
+/// Ids of the requests in a client message (one, or several in a batch), as JSON text.
+fn request_ids(msg: Option<&Value>) -> Vec<String> {
+    let is_request = |v: &Value| {
+        v.get("method").is_some()
+            && v.get("id")
+                .is_some_and(|id| id.is_string() || id.is_number())
+    };
+    match msg {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter(|v| is_request(v))
+            .map(|v| v["id"].to_string())
+            .collect(),
+        Some(v) if is_request(v) => vec![v["id"].to_string()],
+        _ => Vec::new(),
+    }
+}
+
+/// The ids a daemon message answers (JSON text): one for a response, several for a batch reply,
+/// none for a notification.
+fn response_ids(line: &[u8]) -> Vec<String> {
+    let Ok(v) = serde_json::from_slice::<Value>(line) else {
+        return Vec::new();
+    };
+    let one = |m: &Value| -> Option<String> {
+        if m.get("method").is_some() {
+            return None;
+        }
+        m.get("id").filter(|id| !id.is_null()).map(Value::to_string)
+    };
+    match &v {
+        Value::Array(items) => items.iter().filter_map(one).collect(),
+        other => one(other).into_iter().collect(),
+    }
+}
