@@ -8,7 +8,7 @@
 //! reconnects (autostarting if allowed), replays the handshake silently and carries on.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -189,7 +189,12 @@ impl Bridge {
                 }
             });
             match sent {
-                Ok(()) => return,
+                Ok(()) => {
+                    if self.opts.verbose && !ids.is_empty() {
+                        self.log(&format!("forwarded request {} on connection {generation}", ids.join(", ")));
+                    }
+                    return;
+                }
                 Err(e) => {
                     // The reader will answer these ids with an error when it sees the end of this
                     // connection; the line itself is not resent (it may have been partly read).
@@ -215,42 +220,75 @@ impl Bridge {
         }
     }
 
-    /// Connects (autostarting when allowed), replays the handshake and starts a reader thread.
-    /// Called with the connection lock held.
+    /// Connects (autostarting when allowed), proves the connection live by replaying the
+    /// handshake (or a ping, for clients without one) and reading its reply, then starts a
+    /// reader thread. Called with the connection lock held.
     fn reconnect(self: &Arc<Self>, conn: &mut Conn) -> Result<(), String> {
-        let stream = Arc::new(autostart::connect(&self.opts)?);
-        conn.generation += 1;
-        let generation = conn.generation;
+        let mut why = String::new();
+        // A daemon killed a moment ago can still accept a connection that then closes at once.
+        for _ in 0..5 {
+            let stream = Arc::new(autostart::connect(&self.opts)?);
+            conn.generation += 1;
+            let generation = conn.generation;
+            let mut reader = BufReader::with_capacity(64 * 1024, ArcRead(stream.clone()));
+            match self.probe(&stream, &mut reader, generation) {
+                Ok(()) => {
+                    conn.stream = Some(stream);
+                    let bridge = self.clone();
+                    std::thread::Builder::new()
+                        .name(format!("daemon-reader-{generation}"))
+                        .spawn(move || bridge.read_daemon(reader, generation))
+                        .map_err(|e| format!("cannot start reader thread: {e}"))?;
+                    return Ok(());
+                }
+                Err(e) => {
+                    self.debug(&format!("connection {generation} failed its handshake: {e}"));
+                    why = e;
+                }
+            }
+        }
+        Err(format!("the daemon keeps closing new connections ({why})"))
+    }
+
+    fn probe(&self, stream: &Stream, reader: &mut BufReader<ArcRead>, generation: u64) -> Result<(), String> {
+        let probe_id = Value::from(format!("{REPLAY_PREFIX}{generation}"));
         let (init, initialized) = {
             let h = self.handshake.lock().expect("handshake lock");
             (h.initialize.clone(), h.initialized.clone())
         };
-        if let Some(mut init) = init {
-            init["id"] = Value::from(format!("{REPLAY_PREFIX}{generation}"));
-            let mut w: &Stream = &stream;
-            w.write_all(format!("{init}\n").as_bytes())
-                .map_err(|e| format!("handshake replay failed: {e}"))?;
-            if let Some(note) = initialized {
-                w.write_all(format!("{note}\n").as_bytes())
-                    .map_err(|e| format!("handshake replay failed: {e}"))?;
+        let mut out = String::new();
+        match init {
+            Some(mut init) => {
+                init["id"] = probe_id.clone();
+                out.push_str(&format!("{init}\n"));
+                if let Some(note) = initialized {
+                    out.push_str(&format!("{note}\n"));
+                }
             }
-            self.debug(&format!(
-                "reconnected (connection {generation}); handshake replayed"
-            ));
+            None => out.push_str(&format!("{}\n", json!({"jsonrpc": "2.0", "id": probe_id, "method": "ping"}))),
         }
-        conn.stream = Some(stream.clone());
-        let bridge = self.clone();
-        std::thread::Builder::new()
-            .name(format!("daemon-reader-{generation}"))
-            .spawn(move || bridge.read_daemon(stream, generation))
-            .map_err(|e| format!("cannot start reader thread: {e}"))?;
-        Ok(())
+        let mut w: &Stream = stream;
+        w.write_all(out.as_bytes()).map_err(|e| format!("write failed: {e}"))?;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line) {
+                Ok(0) => return Err("connection closed".into()),
+                Err(e) => return Err(format!("read failed: {e}")),
+                Ok(_) => {}
+            }
+            if response_ids(&line).first() == Some(&probe_id.to_string()) {
+                self.debug(&format!("connected (connection {generation})"));
+                return Ok(());
+            }
+            // Anything else (a notification) belongs to the client.
+            self.emit(&line);
+        }
     }
 
     /// Copies daemon lines to stdout until the connection ends, then fails what was in flight
     /// on it and reconnects.
-    fn read_daemon(self: Arc<Self>, stream: Arc<Stream>, generation: u64) {
-        let mut reader = BufReader::with_capacity(64 * 1024, &*stream);
+    fn read_daemon(self: Arc<Self>, mut reader: BufReader<ArcRead>, generation: u64) {
         let mut line = Vec::with_capacity(4096);
         loop {
             line.clear();
@@ -310,6 +348,15 @@ impl Bridge {
                 self.log(&format!("cannot reconnect to the daemon: {e}"));
             }
         }
+    }
+}
+
+/// Reads through a shared stream handle, so the buffered reader can move between threads.
+struct ArcRead(Arc<Stream>);
+
+impl Read for ArcRead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
     }
 }
 

@@ -1,1 +1,359 @@
-//! Test support crate.
+//! Test support for driving the real binaries: a temp `OPENHUMAN_HOME`, a daemon started and
+//! stopped by the test, and line-protocol clients over a child's stdio or the daemon socket.
+//! Every wait is bounded (a hang fails the test instead of blocking CI), and when a test fails
+//! the daemon's log is printed.
+#![allow(clippy::print_stderr, unsafe_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// Upper bound for any single wait in the tests.
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// Directory holding the binaries under test (`OPENHUMAN_BIN_DIR`, else `target/debug`).
+pub fn bin_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("OPENHUMAN_BIN_DIR") {
+        return PathBuf::from(dir);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    target.join("debug")
+}
+
+pub fn bin(name: &str) -> PathBuf {
+    let p = bin_dir().join(name);
+    assert!(p.exists(), "{} is missing: run `cargo build --workspace` first (or set OPENHUMAN_BIN_DIR)", p.display());
+    p
+}
+
+pub fn daemon_bin() -> PathBuf {
+    bin("openhumand-mcp")
+}
+
+pub fn shim_bin() -> PathBuf {
+    bin("openhuman-mcp-shim")
+}
+
+/// A fresh OPENHUMAN_HOME. Stops any daemon still running in it when dropped.
+pub struct Home {
+    pub dir: tempfile::TempDir,
+}
+
+impl Default for Home {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Home {
+    pub fn new() -> Home {
+        // Short paths: the socket path must fit in sun_path.
+        let dir = tempfile::Builder::new().prefix("oh-").tempdir_in("/tmp").expect("tempdir");
+        Home { dir }
+    }
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.path().join("run/mcp.sock")
+    }
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(self.path().join("config.toml"), text).expect("write config");
+    }
+    pub fn log(&self) -> String {
+        let mut out = String::new();
+        for name in ["logs/openhumand-mcp.log", "logs/daemon-autostart.log"] {
+            if let Ok(t) = std::fs::read_to_string(self.path().join(name)) {
+                out.push_str(&format!("--- {name}\n{t}"));
+            }
+        }
+        out
+    }
+    /// A command for the daemon binary with this home.
+    pub fn daemon_cmd(&self) -> Command {
+        let mut c = Command::new(daemon_bin());
+        c.env("OPENHUMAN_HOME", self.path()).env_remove("RUST_LOG");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("OPENHUMAN_") && k != "OPENHUMAN_HOME" && k != "OPENHUMAN_BIN_DIR" {
+                c.env_remove(k);
+            }
+        }
+        c
+    }
+    pub fn shim_cmd(&self) -> Command {
+        let mut c = Command::new(shim_bin());
+        c.env("OPENHUMAN_HOME", self.path()).env_remove("RUST_LOG");
+        c
+    }
+    /// pid of the daemon answering in this home, if any.
+    pub fn daemon_pid(&self) -> Option<u32> {
+        let out = self.daemon_cmd().args(["status", "--json"]).output().ok()?;
+        let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+        v["pid"].as_u64().map(|p| p as u32)
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("==== daemon logs for failed test ====\n{}", self.log());
+        }
+        if let Some(pid) = self.daemon_pid() {
+            kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+pub fn kill(pid: u32, sig: i32) {
+    // SAFETY: kill(2) with a pid we own and a valid signal number.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+/// Waits (bounded) for a child to exit.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(start.elapsed() < limit, "process {} did not exit within {limit:?}", child.id());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Lines from a reader, delivered through a channel so reads can time out.
+pub struct Lines {
+    rx: Receiver<String>,
+}
+
+impl Lines {
+    pub fn spawn<R: Read + Send + 'static>(r: R) -> Lines {
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(r);
+            loop {
+                let mut line = String::new();
+                match reader.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(line.trim_end().to_string()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Lines { rx }
+    }
+    /// The next line; panics after `WAIT`. None at EOF.
+    pub fn next(&self) -> Option<String> {
+        match self.rx.recv_timeout(WAIT) {
+            Ok(l) => Some(l),
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => panic!("no line within {WAIT:?}"),
+        }
+    }
+    pub fn next_json(&self) -> Value {
+        let line = self.next().expect("stream ended while waiting for a message");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    }
+    /// Every remaining line until EOF.
+    pub fn rest(&self) -> Vec<String> {
+        std::iter::from_fn(|| self.next()).collect()
+    }
+}
+
+/// A JSON-RPC peer over some writer + line reader (a child's stdio or a socket).
+pub struct Peer {
+    w: Box<dyn Write + Send>,
+    pub lines: Lines,
+    next_id: i64,
+    /// Notifications seen while waiting for responses.
+    pub notifications: Vec<Value>,
+}
+
+impl Peer {
+    pub fn new(w: Box<dyn Write + Send>, lines: Lines) -> Peer {
+        Peer { w, lines, next_id: 100, notifications: Vec::new() }
+    }
+    pub fn socket(path: &Path) -> Peer {
+        let s = UnixStream::connect(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
+        let r = s.try_clone().expect("clone");
+        Peer::new(Box::new(s), Lines::spawn(r))
+    }
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.w.write_all(bytes).expect("write");
+        self.w.flush().expect("flush");
+    }
+    pub fn send(&mut self, v: &Value) {
+        self.send_raw(format!("{v}\n").as_bytes());
+    }
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+    /// Sends a request and returns its id.
+    pub fn start(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+    /// Waits for the response with `id`, keeping notifications aside.
+    pub fn wait(&mut self, id: &Value) -> Value {
+        loop {
+            let msg = self.lines.next_json();
+            if msg.get("id") == Some(id) && msg.get("method").is_none() {
+                return msg;
+            }
+            if msg.get("method").is_some() {
+                self.notifications.push(msg);
+            } else {
+                panic!("unexpected message while waiting for {id}: {msg}");
+            }
+        }
+    }
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.start(method, params);
+        self.wait(&id)
+    }
+    /// `result` of a request, panicking on an error response.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let r = self.request(method, params);
+        assert!(r.get("error").is_none(), "{method} failed: {r}");
+        r["result"].clone()
+    }
+    pub fn initialize(&mut self, client: &str) -> Value {
+        let r = self.call(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}),
+        );
+        self.notify("notifications/initialized", json!({}));
+        r
+    }
+    pub fn tool(&mut self, name: &str, args: Value) -> Value {
+        self.call("tools/call", json!({"name": name, "arguments": args}))
+    }
+    /// Closes the writing side (EOF for the peer).
+    pub fn close_write(&mut self) {
+        self.w = Box::new(std::io::sink());
+    }
+}
+
+/// A child process speaking the protocol on its stdio (shim or `stdio` mode).
+pub struct ChildPeer {
+    pub child: Child,
+    pub peer: Peer,
+    pub stderr: Lines,
+}
+
+impl ChildPeer {
+    pub fn spawn(mut cmd: Command) -> ChildPeer {
+        let mut child =
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+        let stdin: ChildStdin = child.stdin.take().expect("stdin");
+        let lines = Lines::spawn(child.stdout.take().expect("stdout"));
+        let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
+        ChildPeer { child, peer: Peer::new(Box::new(stdin), lines), stderr }
+    }
+    /// Closes stdin and waits for exit; returns the status and any stdout lines left.
+    pub fn finish(mut self) -> (ExitStatus, Vec<String>) {
+        self.peer.close_write();
+        let rest = self.peer.lines.rest();
+        let status = wait_exit(&mut self.child, WAIT);
+        (status, rest)
+    }
+}
+
+impl Drop for ChildPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A daemon started by the test in the foreground (`serve`), killed on drop.
+pub struct Daemon {
+    pub child: Child,
+    pub stderr: Lines,
+}
+
+impl Daemon {
+    pub fn start(home: &Home) -> Daemon {
+        Daemon::start_with(home, &[])
+    }
+    /// Starts `serve` with extra args and waits until it reports ready.
+    pub fn start_with(home: &Home, args: &[&str]) -> Daemon {
+        let mut child = home
+            .daemon_cmd()
+            .arg("serve")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn daemon");
+        let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
+        loop {
+            let line = stderr.next().unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}", home.log()));
+            if line.contains("daemon ready") {
+                break;
+            }
+        }
+        Daemon { child, stderr }
+    }
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Processes whose command line contains every one of `needles` (Linux /proc scan).
+pub fn processes_matching(needles: &[&str]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if needles.iter().all(|n| cmdline.contains(n)) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Stops a process (SIGSTOP) and waits until every one of its threads is really stopped:
+/// `kill` returns before the signal has taken effect.
+pub fn freeze(pid: u32) {
+    kill(pid, libc::SIGSTOP);
+    let start = Instant::now();
+    loop {
+        let all_stopped = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks.flatten().all(|t| {
+                    let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                    // The state follows the parenthesised command name.
+                    stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('T')).unwrap_or(false)
+                })
+            })
+            .unwrap_or(false);
+        if all_stopped {
+            return;
+        }
+        assert!(start.elapsed() < WAIT, "process {pid} did not stop");
+        std::thread::yield_now();
+    }
+}

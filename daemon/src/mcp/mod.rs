@@ -394,3 +394,121 @@ fn trim_line(line: &[u8]) -> &[u8] {
     }
     l
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::Config;
+
+    struct Rig {
+        dispatcher: Dispatcher,
+        session: Arc<Session>,
+        rx: mpsc::Receiver<String>,
+        _home: tempfile::TempDir,
+    }
+
+    fn rig() -> Rig {
+        let home = tempfile::tempdir().unwrap();
+        let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
+        let (tx, rx) = mpsc::channel(64);
+        let session = Arc::new(Session::new(Transport::Stdio, state.abort_token(), tx));
+        Rig { dispatcher: Dispatcher::new(state), session, rx, _home: home }
+    }
+
+    impl Rig {
+        async fn line(&self, v: Value) {
+            self.dispatcher.on_line(&self.session, v.to_string().as_bytes()).await;
+        }
+        async fn next(&mut self) -> Value {
+            let line = tokio::time::timeout(Duration::from_secs(10), self.rx.recv()).await.expect("reply in time").expect("open");
+            serde_json::from_str(&line).unwrap()
+        }
+        async fn init(&mut self) {
+            self.line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}})).await;
+            assert_eq!(self.next().await["id"], 0);
+            self.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        }
+    }
+
+    fn sleep_call(id: i64, steps: i64, progress: Option<&str>) -> Value {
+        let mut params = json!({"name": "test.sleep", "arguments": {"steps": steps}});
+        if let Some(token) = progress {
+            params["_meta"] = json!({"progressToken": token});
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    }
+
+    #[tokio::test]
+    async fn a_slow_call_does_not_block_ping_and_replies_come_out_of_order() {
+        let mut r = rig();
+        r.init().await;
+        r.line(sleep_call(1, 20, None)).await;
+        r.line(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await;
+        assert_eq!(r.next().await["id"], 2, "ping answered while the slow call runs");
+        let slow = r.next().await;
+        assert_eq!(slow["id"], 1);
+        assert_eq!(slow["result"]["structuredContent"]["slept_steps"], 20);
+    }
+
+    #[tokio::test]
+    async fn cancelled_request_stops_its_handler_and_gets_no_reply() {
+        let mut r = rig();
+        r.init().await;
+        let before = tools::test_tools::DROPPED.load(Ordering::SeqCst);
+        r.line(sleep_call(7, 100_000, Some("tok"))).await;
+        // The first progress notification proves the handler is running.
+        let p = r.next().await;
+        assert_eq!(p["method"], "notifications/progress");
+        assert_eq!(p["params"]["progressToken"], "tok");
+        r.line(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})).await;
+        r.line(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).await;
+        loop {
+            let m = r.next().await;
+            if m["method"] == "notifications/progress" {
+                continue;
+            }
+            assert_eq!(m["id"], 8, "no reply for the cancelled request: {m}");
+            break;
+        }
+        assert_eq!(r.session.inflight_count(), 0);
+        assert!(tools::test_tools::DROPPED.load(Ordering::SeqCst) > before, "the handler was dropped");
+        // The id is free again.
+        r.line(sleep_call(7, 1, None)).await;
+        loop {
+            let m = r.next().await;
+            if m["id"] == 7 {
+                assert_eq!(m["result"]["isError"], false);
+                break;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn duplicate_inflight_id_is_an_error() {
+        let mut r = rig();
+        r.init().await;
+        r.line(sleep_call(5, 30, None)).await;
+        r.line(sleep_call(5, 1, None)).await;
+        let dup = r.next().await;
+        assert_eq!(dup["error"]["code"], -32600);
+        assert!(dup["error"]["message"].as_str().unwrap().contains("already in flight"));
+        assert_eq!(r.next().await["result"]["structuredContent"]["slept_steps"], 30);
+    }
+
+    #[tokio::test]
+    async fn log_level_and_list_changed_are_delivered() {
+        let mut r = rig();
+        r.init().await;
+        r.line(json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}})).await;
+        assert_eq!(r.next().await["result"], json!({}));
+        assert_eq!(r.session.log_level(), Some(0));
+        crate::server::notify_tools_changed(r.dispatcher.state());
+        // The rig's session is not registered with the state, so it hears nothing; registered ones do.
+        let _g = r.dispatcher.state().register_session(&r.session);
+        crate::server::notify_tools_changed(r.dispatcher.state());
+        assert_eq!(r.next().await["method"], "notifications/tools/list_changed");
+    }
+}

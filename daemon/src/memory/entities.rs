@@ -50,7 +50,7 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
     };
     // A run of capitalised words, ended by any other word or by punctuation.
     let mut run: Vec<&str> = Vec::new();
-    let mut end_run = |run: &mut Vec<&str>, add: &mut dyn FnMut(String, &'static str, &str)| {
+    let end_run = |run: &mut Vec<&str>, add: &mut dyn FnMut(String, &'static str, &str)| {
         if let Some((id, kind, display)) = name_entity(run) {
             add(id, kind, &display);
         }

@@ -22,6 +22,7 @@ mod entities;
 mod filter;
 mod fts;
 mod ingest;
+mod items_api;
 mod params;
 mod read_api;
 mod schema;
@@ -180,7 +181,7 @@ impl MemoryEngine {
     }
 
     pub fn query_audit(&self, q: AuditQuery) -> anyhow::Result<Vec<AuditRow>> {
-        audit::query(&self.inner.read_conn()?, &q)
+        audit::query(&*self.inner.read_conn()?, &q)
     }
 
     pub fn ingest_paths(

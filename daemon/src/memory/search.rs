@@ -58,7 +58,8 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)]) -> Vec<Hit> {
             _ => 1.0 / (RRF_K + (i + 1) as f64),
         };
     }
-    for (i, &(rowid, score)) in vs.iter().enumerate() {
+    // A vector at or below zero similarity is unrelated, whatever its rank.
+    for (i, &(rowid, score)) in vs.iter().enumerate().filter(|(_, v)| v.1 > 0.0) {
         let h = hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None });
         h.vector_score = Some(score);
         h.score += match mode {
@@ -202,4 +203,13 @@ pub(crate) fn load_chunks(conn: &Connection, rowids: &[i64]) -> anyhow::Result<V
     let mut out: Vec<ChunkRow> = rowids.iter().filter_map(|r| by_id.remove(r)).collect();
     attach_tags(conn, &mut out)?;
     Ok(out)
+}
+
+/// Loads the rows of ranked hits, keeping the ranking order and dropping hits whose
+/// chunk was deleted in the meantime.
+pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> anyhow::Result<Vec<(ChunkRow, Hit)>> {
+    let ids: Vec<i64> = hits.iter().map(|h| h.rowid).collect();
+    let rows = load_chunks(conn, &ids)?;
+    let mut by_row: HashMap<i64, Hit> = hits.into_iter().map(|h| (h.rowid, h)).collect();
+    Ok(rows.into_iter().filter_map(|r| by_row.remove(&r.rowid).map(|h| (r, h))).collect())
 }

@@ -21,7 +21,7 @@ use super::store::{db_seq, rarray};
 use super::types::ReindexSummary;
 use super::util::now_ms;
 use super::vecfile::VecFile;
-use super::vectors::{VectorIndex, normalize};
+use super::vectors::normalize;
 use super::{Inner, MemoryOptions, lock, schema};
 
 /// Above this many chunks to embed, `open()` leaves embedding to the background thread
@@ -60,7 +60,7 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
     schema::migrate(&mut conn)?;
     let seq = db_seq(&conn)?;
 
-    let (fts, mut fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
+    let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
     let signature = opts.embedder.signature().to_string();
     let dims = opts.embedder.dims();
     let (vectors, vec_file, vec_durable) = VecFile::load(&dir.join("vectors"), &signature, dims)?;

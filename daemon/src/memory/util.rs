@@ -27,10 +27,6 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// True for strings shaped like a chunk id (32 lowercase hex digits).
-pub(crate) fn looks_like_chunk_id(s: &str) -> bool {
-    s.len() == 32 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
 
 /// Token estimate used for chunk sizing and `token_count`: whitespace-separated words
 /// times 1.3, rounded up. Cheap, tokenizer-independent and close enough to BPE counts

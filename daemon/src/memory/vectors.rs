@@ -138,7 +138,7 @@ impl VectorIndex {
         let mut q = query.to_vec();
         normalize(&mut q);
         let mut heap: BinaryHeap<Entry> = BinaryHeap::with_capacity(limit + 1);
-        let mut consider = |i: usize, heap: &mut BinaryHeap<Entry>| {
+        let consider = |i: usize, heap: &mut BinaryHeap<Entry>| {
             let s = dot(&q, &self.data[i * self.dims..(i + 1) * self.dims]);
             if heap.len() < limit {
                 heap.push(Entry(s, i));

@@ -109,6 +109,8 @@ static ALL: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
     let mut all = Vec::new();
     all.extend(core::tools());
     all.extend(agent::tools());
+    #[cfg(test)]
+    all.extend(test_tools::tools());
     all
 });
 
@@ -200,6 +202,57 @@ pub fn tool_result(value: Value) -> Value {
 /// A tool-level failure the client's model can read and act on.
 pub fn tool_error(message: &str) -> Value {
     json!({ "content": [{ "type": "text", "text": message }], "isError": true })
+}
+
+/// A slow tool that exists only in unit-test builds, to exercise concurrency, progress and
+/// cancellation in the dispatcher. It is never compiled into the binaries.
+#[cfg(test)]
+pub mod test_tools {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::FutureExt;
+    use serde_json::json;
+
+    use super::args::{ArgSpec, Field};
+    use super::{Annotations, Policy, ToolDef, always};
+
+    /// How many `test.sleep` runs were dropped before finishing (i.e. cancelled).
+    pub static DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+    struct DropCounter(bool);
+    impl Drop for DropCounter {
+        fn drop(&mut self) {
+            if !self.0 {
+                DROPPED.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    }
+
+    pub fn tools() -> Vec<ToolDef> {
+        vec![ToolDef {
+            name: "test.sleep",
+            title: "Sleep (tests only)",
+            description: "Sleeps, reporting progress every step.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: ArgSpec::new(vec![Field::int("steps", "steps of 10 ms", 1, 100_000).required()]),
+            output_schema: None,
+            available: always,
+            handler: |_state, args, ctx| {
+                async move {
+                    let mut guard = DropCounter(false);
+                    let steps = args["steps"].as_i64().unwrap_or(1);
+                    for i in 0..steps {
+                        ctx.progress(i as f64, Some(steps as f64), Some("sleeping")).await;
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                    guard.0 = true;
+                    Ok(json!({ "slept_steps": steps }))
+                }
+                .boxed()
+            },
+        }]
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! be detected and re-embedded instead of being compared with new ones.
 
 mod static_model;
+#[rustfmt::skip]
 mod unicode_tables;
 mod wordpiece;
 

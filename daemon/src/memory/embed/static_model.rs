@@ -39,7 +39,7 @@ pub struct StaticModel {
     scales: Vec<f32>,
     /// `rows * dims` int8 values, stored as bytes.
     weights: Cow<'static, [u8]>,
-    /// Rows never pooled (`[UNK]`, and any all-zero row such as `[PAD]`).
+    /// Rows never pooled: `[UNK]`, and any all-zero row.
     skip: Vec<bool>,
     sha256: String,
     signature: String,
@@ -67,13 +67,23 @@ impl StaticModel {
             u32::from_le_bytes([table[at], table[at + 1], table[at + 2], table[at + 3]])
         };
         let (version, rows, dims, quant) = (word(0), word(1), word(2), word(3));
-        ensure!(version == VERSION, "embedding table: unsupported version {version}");
-        ensure!(quant == QUANT_INT8_ROW_SCALE, "embedding table: unsupported quantisation {quant}");
+        ensure!(
+            version == VERSION,
+            "embedding table: unsupported version {version}"
+        );
+        ensure!(
+            quant == QUANT_INT8_ROW_SCALE,
+            "embedding table: unsupported quantisation {quant}"
+        );
         let rows = usize::try_from(rows)?;
         let dims = usize::try_from(dims)?;
         ensure!(dims > 0, "embedding table: zero dimensions");
-        let scales_len = rows.checked_mul(4).context("embedding table: size overflow")?;
-        let weights_len = rows.checked_mul(dims).context("embedding table: size overflow")?;
+        let scales_len = rows
+            .checked_mul(4)
+            .context("embedding table: size overflow")?;
+        let weights_len = rows
+            .checked_mul(dims)
+            .context("embedding table: size overflow")?;
         ensure!(
             table.len() == HEADER_LEN + scales_len + weights_len,
             "embedding table: {} bytes, expected {}",
@@ -83,9 +93,9 @@ impl StaticModel {
 
         let tokenizer = WordPiece::from_vocab(vocab)?;
         ensure!(
-            tokenizer.len() == rows,
+            tokenizer.vocab_size() == rows,
             "vocabulary has {} tokens, embedding table {rows} rows",
-            tokenizer.len()
+            tokenizer.vocab_size()
         );
 
         let sha256 = hex::encode(Sha256::digest(&table[..]));
@@ -108,7 +118,11 @@ impl StaticModel {
         };
         let unk = usize::try_from(tokenizer.unk())?;
         let skip = (0..rows)
-            .map(|r| r == unk || scales[r] == 0.0 || weights[r * dims..(r + 1) * dims].iter().all(|&b| b == 0))
+            .map(|r| {
+                r == unk
+                    || scales[r] == 0.0
+                    || weights[r * dims..(r + 1) * dims].iter().all(|&b| b == 0)
+            })
             .collect();
         Ok(Self {
             tokenizer,
@@ -225,7 +239,10 @@ mod tests {
         let m = model();
         assert_eq!(manifest["table_sha256"].as_str(), Some(m.table_sha256()));
         assert_eq!(manifest["dims"].as_u64(), Some(m.dims() as u64));
-        assert_eq!(manifest["vocab_size"].as_u64(), Some(m.tokenizer().len() as u64));
+        assert_eq!(
+            manifest["vocab_size"].as_u64(),
+            Some(m.tokenizer().vocab_size() as u64)
+        );
         assert_eq!(manifest["model_id"].as_str(), Some(MODEL_ID));
     }
 
@@ -241,7 +258,13 @@ mod tests {
     #[test]
     fn normalised() {
         let m = model();
-        for t in ["a", "car", "Ünïcödé façade — naïve café", "你好世界", &"word ".repeat(2000)] {
+        for t in [
+            "a",
+            "car",
+            "Ünïcödé façade — naïve café",
+            "你好世界",
+            &"word ".repeat(2000),
+        ] {
             let v = m.embed_one(t);
             let n = cos(&v, &v).sqrt();
             assert!((n - 1.0).abs() < 1e-4, "{t:?}: norm {n}");
@@ -268,11 +291,23 @@ mod tests {
 
     #[test]
     fn paraphrases_closer_than_unrelated_sentences() {
-        let para = sim("How do I reset my password?", "What are the steps to change a forgotten password?");
-        let unrel = sim("How do I reset my password?", "Bananas are rich in potassium.");
+        let para = sim(
+            "How do I reset my password?",
+            "What are the steps to change a forgotten password?",
+        );
+        let unrel = sim(
+            "How do I reset my password?",
+            "Bananas are rich in potassium.",
+        );
         assert!(para > unrel + 0.2, "paraphrase {para}, unrelated {unrel}");
-        let para = sim("The cat is sleeping on the sofa.", "A kitten naps on the couch.");
-        let unrel = sim("The cat is sleeping on the sofa.", "The compiler rejected the generic type parameter.");
+        let para = sim(
+            "The cat is sleeping on the sofa.",
+            "A kitten naps on the couch.",
+        );
+        let unrel = sim(
+            "The cat is sleeping on the sofa.",
+            "The compiler rejected the generic type parameter.",
+        );
         assert!(para > unrel + 0.2, "paraphrase {para}, unrelated {unrel}");
     }
 
@@ -287,24 +322,48 @@ mod tests {
     }
 
     const REFERENCE_IDS: &[(&str, &[u32])] = &[
-    ("Hello, World!", &[7592, 1010, 2088, 999]),
-    ("unaffable", &[14477, 20961, 3468]),
-    ("H\u{e9}llo w\u{f6}rld \u{2014} na\u{ef}ve caf\u{e9} fa\u{e7}ade", &[7592, 2088, 1517, 15743, 7668, 8508]),
-    ("\u{4f60}\u{597d}\u{ff0c}\u{4e16}\u{754c}", &[100, 100, 1989, 1745, 100]),
-    ("\u{3a3}\u{38a}\u{3a3}\u{3a5}\u{3a6}\u{39f}\u{3a3}", &[1173, 18199, 29733, 29735, 29736, 29730, 29733]),
-    ("\u{130}stanbul", &[9960]),
-    ("l'\u{e9}t\u{e9} dernier", &[1048, 1005, 3802, 2063, 4315, 14862]),
-    ("self-driving cars (2024)", &[2969, 1011, 4439, 3765, 1006, 16798, 2549, 1007]),
-    ("Gr\u{f6}\u{df}e stra\u{df}e", &[24665, 2080, 17499, 2358, 27807]),
-    ("e\u{301}clair", &[14925, 19771, 2099]),
-    ("don't", &[2123, 1005, 1056]),
-    ("$100.50 + 20%", &[1002, 2531, 1012, 2753, 1009, 2322, 1003]),
-    ("\u{65e5}\u{672c}\u{8a9e}\u{306e}\u{30c6}\u{30ad}\u{30b9}\u{30c8}", &[1864, 1876, 1950, 1671, 30239, 30227, 30233, 30240]),
-    ("\u{d55c}\u{ad6d}\u{c5b4}", &[1469, 30006, 30021, 29991, 30014, 30020, 29999, 30008]),
-    ("\u{37e};", &[1025, 1025]),
-    ("a\u{2028}b", &[1037, 1038]),
-    ("a\u{a0}b\u{200b}c", &[1037, 4647]),
-    ("r\u{e9}sum\u{e9}.pdf", &[13746, 1012, 11135]),
+        ("Hello, World!", &[7592, 1010, 2088, 999]),
+        ("unaffable", &[14477, 20961, 3468]),
+        (
+            "H\u{e9}llo w\u{f6}rld \u{2014} na\u{ef}ve caf\u{e9} fa\u{e7}ade",
+            &[7592, 2088, 1517, 15743, 7668, 8508],
+        ),
+        (
+            "\u{4f60}\u{597d}\u{ff0c}\u{4e16}\u{754c}",
+            &[100, 100, 1989, 1745, 100],
+        ),
+        (
+            "\u{3a3}\u{38a}\u{3a3}\u{3a5}\u{3a6}\u{39f}\u{3a3}",
+            &[1173, 18199, 29733, 29735, 29736, 29730, 29733],
+        ),
+        ("\u{130}stanbul", &[9960]),
+        (
+            "l'\u{e9}t\u{e9} dernier",
+            &[1048, 1005, 3802, 2063, 4315, 14862],
+        ),
+        (
+            "self-driving cars (2024)",
+            &[2969, 1011, 4439, 3765, 1006, 16798, 2549, 1007],
+        ),
+        (
+            "Gr\u{f6}\u{df}e stra\u{df}e",
+            &[24665, 2080, 17499, 2358, 27807],
+        ),
+        ("e\u{301}clair", &[14925, 19771, 2099]),
+        ("don't", &[2123, 1005, 1056]),
+        ("$100.50 + 20%", &[1002, 2531, 1012, 2753, 1009, 2322, 1003]),
+        (
+            "\u{65e5}\u{672c}\u{8a9e}\u{306e}\u{30c6}\u{30ad}\u{30b9}\u{30c8}",
+            &[1864, 1876, 1950, 1671, 30239, 30227, 30233, 30240],
+        ),
+        (
+            "\u{d55c}\u{ad6d}\u{c5b4}",
+            &[1469, 30006, 30021, 29991, 30014, 30020, 29999, 30008],
+        ),
+        ("\u{37e};", &[1025, 1025]),
+        ("a\u{2028}b", &[1037, 1038]),
+        ("a\u{a0}b\u{200b}c", &[1037, 4647]),
+        ("r\u{e9}sum\u{e9}.pdf", &[13746, 1012, 11135]),
     ];
 
     /// Throughput on one core. Run with
@@ -344,7 +403,13 @@ mod tests {
                     } else {
                         c.push_str(w);
                     }
-                    c.push_str(if i % 12 == 11 { ". " } else if r % 9 == 0 { ", " } else { " " });
+                    c.push_str(if i % 12 == 11 {
+                        ". "
+                    } else if r % 9 == 0 {
+                        ", "
+                    } else {
+                        " "
+                    });
                 }
                 c
             })
@@ -386,7 +451,10 @@ mod tests {
         assert!((v[1] + std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
         assert!(m.embed_one("[UNK] unknown").iter().all(|&f| f == 0.0));
 
-        assert!(StaticModel::from_parts("t", Cow::Owned(table[..table.len() - 1].to_vec()), vocab).is_err());
+        assert!(
+            StaticModel::from_parts("t", Cow::Owned(table[..table.len() - 1].to_vec()), vocab)
+                .is_err()
+        );
         assert!(StaticModel::from_parts("t", Cow::Owned(table.clone()), "[UNK]\nhello\n").is_err());
         let mut bad = table.clone();
         bad[0] = b'X';

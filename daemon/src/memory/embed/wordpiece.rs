@@ -64,8 +64,8 @@ impl WordPiece {
         })
     }
 
-    /// Number of entries in the vocabulary.
-    pub fn len(&self) -> usize {
+    /// Number of entries in the vocabulary (the highest id + 1).
+    pub fn vocab_size(&self) -> usize {
         self.len
     }
 
@@ -235,7 +235,11 @@ fn hangul_jamo(cp: u32) -> [Option<char>; 3] {
     [
         char::from_u32(l),
         char::from_u32(v),
-        if t == 0 { None } else { char::from_u32(T_BASE + t) },
+        if t == 0 {
+            None
+        } else {
+            char::from_u32(T_BASE + t)
+        },
     ]
 }
 

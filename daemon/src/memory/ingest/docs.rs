@@ -1,0 +1,70 @@
+//! Markdown and plain-text files → document chunks (one source per file).
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use crate::memory::chunker::{Format, chunk_text};
+use crate::memory::store::{NewChunk, NewSource};
+use crate::memory::types::Kind;
+
+/// The first level-one heading, else the file name.
+fn title_of(text: &str, path: &Path, format: Format) -> String {
+    if format == Format::Markdown {
+        let mut in_fence = false;
+        for line in text.lines() {
+            let t = line.trim_start();
+            if t.starts_with("```") || t.starts_with("~~~") {
+                in_fence = !in_fence;
+            }
+            if !in_fence {
+                if let Some(h) = line.strip_prefix("# ") {
+                    let h = h.trim().trim_end_matches('#').trim();
+                    if !h.is_empty() {
+                        return h.to_string();
+                    }
+                }
+            }
+        }
+    }
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+pub(crate) fn parse(text: &str, path: &Path, markdown: bool, mtime_ms: i64, origin: &str) -> (Vec<NewChunk>, Vec<NewSource>) {
+    let format = if markdown { Format::Markdown } else { Format::Plain };
+    let title = title_of(text, path, format);
+    let path_str = path.to_string_lossy().into_owned();
+    let folder = path.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let source_id = origin.to_string();
+    let chunks = chunk_text(text, format)
+        .into_iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            let mut metadata: Map<String, Value> = Map::new();
+            metadata.insert("file_path".into(), json!(path_str));
+            metadata.insert("folder".into(), json!(folder));
+            metadata.insert("title".into(), json!(title));
+            if let Some(h) = piece.heading {
+                metadata.insert("heading".into(), json!(h));
+            }
+            NewChunk {
+                kind: Kind::Document,
+                source_id: source_id.clone(),
+                source_ref: path_str.clone(),
+                origin: origin.to_string(),
+                owner: None,
+                provenance: "ingest".into(),
+                timestamp_ms: mtime_ms,
+                seq: i as i64,
+                title: Some(title.clone()),
+                content: piece.content,
+                metadata,
+                tags: Vec::new(),
+            }
+        })
+        .collect();
+    let mut meta = Map::new();
+    meta.insert("file_path".into(), json!(path_str));
+    let source = NewSource { source_id, kind: Kind::Document, display_name: title, metadata: meta };
+    (chunks, vec![source])
+}

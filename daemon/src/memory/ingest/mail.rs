@@ -1,0 +1,300 @@
+//! E-mail: `.eml` files and mbox mailboxes → email chunks, one source per thread.
+//!
+//! Threads: a message joins the thread of any message it references that is already
+//! known (References, then In-Reply-To); otherwise the thread is named after the first
+//! References entry (the root), the In-Reply-To id, or — for a reply (`Re:`) without
+//! ids — an earlier thread with the same normalised subject; a new conversation is
+//! named after its own Message-ID. `email_messages` remembers Message-ID → thread so
+//! replies in later files and later ingests join the same thread.
+
+use std::collections::HashMap;
+use std::io::BufReader;
+use std::path::Path;
+
+use mail_parser::{Address, HeaderValue, MessageParser};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Map, Value, json};
+
+use crate::memory::chunker::{Format, chunk_text};
+use crate::memory::store::{self, NewChunk, NewSource};
+use crate::memory::types::Kind;
+use crate::memory::util::{ms_to_rfc3339, sha256_hex};
+
+#[derive(Debug, Clone)]
+pub(crate) struct MailMessage {
+    pub message_id: String,
+    pub in_reply_to: Vec<String>,
+    pub references: Vec<String>,
+    pub subject: String,
+    pub is_reply: bool,
+    pub from: Option<(String, String)>,
+    pub to: Vec<(String, String)>,
+    pub timestamp_ms: i64,
+    pub body: String,
+}
+
+fn id_list(v: &HeaderValue<'_>) -> Vec<String> {
+    v.as_text_list().map(|l| l.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
+}
+
+fn addresses(a: Option<&Address<'_>>) -> Vec<(String, String)> {
+    a.map(|a| {
+        a.iter()
+            .filter_map(|x| {
+                let email = x.address()?.trim().to_ascii_lowercase();
+                Some((x.name().unwrap_or("").trim().to_string(), email))
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Lowercased subject without reply/forward prefixes.
+pub(crate) fn normalize_subject(s: &str) -> (String, bool) {
+    let mut rest = s.trim();
+    let mut reply = false;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        let cut = ["re:", "fwd:", "fw:", "aw:", "sv:", "re :"].iter().find(|p| lower.starts_with(**p)).map(|p| p.len());
+        match cut {
+            Some(n) => {
+                reply = true;
+                rest = rest[n..].trim_start();
+            }
+            None => break,
+        }
+    }
+    (rest.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase(), reply)
+}
+
+/// Drops quoted lines and the "On … wrote:" line that introduces them: the quoted text
+/// is already stored with the message it came from.
+fn strip_quotes(body: &str) -> String {
+    let lines: Vec<&str> = body.lines().collect();
+    let mut out = Vec::with_capacity(lines.len());
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        if t.starts_with('>') {
+            continue;
+        }
+        let next_quoted = lines.get(i + 1).is_some_and(|n| n.trim_start().starts_with('>'));
+        if next_quoted && t.ends_with("wrote:") {
+            continue;
+        }
+        out.push(*l);
+    }
+    out.join("\n").trim().to_string()
+}
+
+fn parse_one(bytes: &[u8], fallback_ts: i64, fallback_id: String) -> Option<MailMessage> {
+    let msg = MessageParser::default().parse(bytes)?;
+    let subject = msg.subject().unwrap_or("").trim().to_string();
+    let (_, is_reply) = normalize_subject(&subject);
+    let body = msg.body_text(0).map(|b| strip_quotes(&b)).unwrap_or_default();
+    let mut to = addresses(msg.to());
+    to.extend(addresses(msg.cc()));
+    Some(MailMessage {
+        message_id: msg.message_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).unwrap_or(fallback_id),
+        in_reply_to: id_list(msg.in_reply_to()),
+        references: id_list(msg.references()),
+        subject,
+        is_reply,
+        from: addresses(msg.from()).into_iter().next(),
+        to,
+        timestamp_ms: msg.date().map(|d| d.to_timestamp() * 1000).unwrap_or(fallback_ts),
+        body,
+    })
+}
+
+/// Parses an `.eml` file (one message) or an mbox (many).
+pub(crate) fn parse_file(bytes: &[u8], path: &Path, mtime_ms: i64) -> anyhow::Result<Vec<MailMessage>> {
+    let synthetic = |i: usize| format!("{}#{i}", sha256_hex(path.to_string_lossy().as_bytes())[..16].to_owned());
+    if bytes.starts_with(b"From ") {
+        let mut out = Vec::new();
+        for (i, m) in mail_parser::mailbox::mbox::MessageIterator::new(BufReader::new(bytes)).enumerate() {
+            let m = m?;
+            let ts = if m.internal_date() > 0 { m.internal_date() as i64 * 1000 } else { mtime_ms };
+            if let Some(msg) = parse_one(m.contents(), ts, synthetic(i)) {
+                out.push(msg);
+            }
+        }
+        return Ok(out);
+    }
+    let msg = parse_one(bytes, mtime_ms, synthetic(0)).ok_or_else(|| anyhow::anyhow!("not an e-mail message"))?;
+    anyhow::ensure!(
+        msg.from.is_some() || !msg.subject.is_empty() || !msg.references.is_empty(),
+        "no e-mail headers found"
+    );
+    Ok(vec![msg])
+}
+
+/// Thread resolution with the database and the messages seen earlier in this batch.
+pub(crate) struct Threads<'a> {
+    conn: &'a Connection,
+    local: HashMap<String, String>,
+    subjects: HashMap<String, String>,
+}
+
+impl<'a> Threads<'a> {
+    pub fn new(conn: &'a Connection) -> Self {
+        Threads { conn, local: HashMap::new(), subjects: HashMap::new() }
+    }
+
+    fn known(&self, id: &str) -> rusqlite::Result<Option<String>> {
+        if let Some(t) = self.local.get(id) {
+            return Ok(Some(t.clone()));
+        }
+        self.conn
+            .prepare_cached("SELECT thread_id FROM email_messages WHERE message_id = ?1")?
+            .query_row([id], |r| r.get(0))
+            .optional()
+    }
+
+    fn by_subject(&self, subject: &str) -> rusqlite::Result<Option<String>> {
+        if let Some(t) = self.subjects.get(subject) {
+            return Ok(Some(t.clone()));
+        }
+        self.conn
+            .prepare_cached("SELECT thread_id FROM email_messages WHERE subject_norm = ?1 LIMIT 1")?
+            .query_row([subject], |r| r.get(0))
+            .optional()
+    }
+
+    pub fn resolve(&mut self, m: &MailMessage) -> rusqlite::Result<String> {
+        let (subject, _) = normalize_subject(&m.subject);
+        let mut thread = None;
+        for r in m.references.iter().chain(&m.in_reply_to) {
+            if let Some(t) = self.known(r)? {
+                thread = Some(t);
+                break;
+            }
+        }
+        if thread.is_none() {
+            thread = m.references.first().or(m.in_reply_to.first()).map(|r| format!("thread:{r}"));
+        }
+        if thread.is_none() && m.is_reply && !subject.is_empty() {
+            thread = self.by_subject(&subject)?;
+        }
+        let thread = match thread {
+            Some(t) => t,
+            None => match self.known(&m.message_id)? {
+                Some(t) => t,
+                None => format!("thread:{}", m.message_id),
+            },
+        };
+        self.local.insert(m.message_id.clone(), thread.clone());
+        if !subject.is_empty() {
+            self.subjects.entry(subject.clone()).or_insert_with(|| thread.clone());
+        }
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO email_messages (message_id, thread_id, subject_norm) VALUES (?1, ?2, ?3)")?
+            .execute(params![m.message_id, thread, subject])?;
+        Ok(thread)
+    }
+}
+
+fn person(p: &(String, String)) -> String {
+    if p.0.is_empty() { p.1.clone() } else { format!("{} <{}>", p.0, p.1) }
+}
+
+/// Chunks of one message in thread `thread`; the header block opens the first chunk and
+/// the subject is every chunk's title.
+pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin: &str) -> Vec<NewChunk> {
+    let path_str = path.to_string_lossy().into_owned();
+    let mut header = String::new();
+    if !m.subject.is_empty() {
+        header.push_str(&format!("Subject: {}\n", m.subject));
+    }
+    if let Some(f) = &m.from {
+        header.push_str(&format!("From: {}\n", person(f)));
+    }
+    if !m.to.is_empty() {
+        header.push_str(&format!("To: {}\n", m.to.iter().map(person).collect::<Vec<_>>().join(", ")));
+    }
+    header.push_str(&format!("Date: {}", ms_to_rfc3339(m.timestamp_ms)));
+    let mut pieces: Vec<String> = chunk_text(&m.body, Format::Plain).into_iter().map(|c| c.content).collect();
+    match pieces.first_mut() {
+        Some(first) => *first = format!("{header}\n\n{first}"),
+        None => pieces.push(header),
+    }
+    pieces
+        .into_iter()
+        .enumerate()
+        .map(|(i, content)| {
+            let mut metadata = Map::new();
+            metadata.insert("thread_id".into(), json!(thread));
+            metadata.insert("message_id".into(), json!(m.message_id));
+            metadata.insert("subject".into(), json!(m.subject));
+            metadata.insert("from".into(), json!(m.from.as_ref().map(|f| &f.1)));
+            metadata.insert("to".into(), json!(m.to.iter().map(|t| &t.1).collect::<Vec<_>>()));
+            metadata.insert("file_path".into(), json!(path_str));
+            NewChunk {
+                kind: Kind::Email,
+                source_id: thread.to_string(),
+                source_ref: m.message_id.clone(),
+                origin: origin.to_string(),
+                owner: m.from.as_ref().map(|f| f.1.clone()),
+                provenance: "ingest".into(),
+                timestamp_ms: m.timestamp_ms,
+                seq: i as i64,
+                title: (!m.subject.is_empty()).then(|| m.subject.clone()),
+                content,
+                metadata,
+                tags: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// The thread's source row, with participants merged into what is already stored.
+pub(crate) fn thread_source(conn: &Connection, thread: &str, msgs: &[&MailMessage]) -> rusqlite::Result<NewSource> {
+    let mut meta = store::source_metadata(conn, thread)?.unwrap_or_default();
+    let mut people: Vec<Value> = meta.get("participants").and_then(Value::as_array).cloned().unwrap_or_default();
+    for m in msgs {
+        for p in m.from.iter().chain(&m.to) {
+            let present = people.iter().any(|x| x.get("email").and_then(Value::as_str) == Some(p.1.as_str()));
+            if !present {
+                people.push(json!({ "name": p.0, "email": p.1 }));
+            }
+        }
+    }
+    if !meta.contains_key("subject") {
+        let subject = msgs.iter().map(|m| m.subject.as_str()).find(|s| !s.is_empty()).unwrap_or("");
+        meta.insert("subject".into(), json!(normalize_subject_display(subject)));
+    }
+    meta.insert("participants".into(), Value::Array(people.clone()));
+    let first = people.first().map(|p| {
+        let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() { p.get("email").and_then(Value::as_str).unwrap_or("").to_string() } else { name.to_string() }
+    });
+    let display = first.unwrap_or_else(|| meta.get("subject").and_then(Value::as_str).unwrap_or("").to_string());
+    Ok(NewSource { source_id: thread.to_string(), kind: Kind::Email, display_name: display, metadata: meta })
+}
+
+/// The subject as people wrote it, minus reply prefixes.
+fn normalize_subject_display(s: &str) -> String {
+    let mut rest = s.trim();
+    while let Some(i) = rest.find(':').filter(|&i| i <= 4 && ["re", "fwd", "fw", "aw", "sv"].contains(&rest[..i].trim().to_ascii_lowercase().as_str())) {
+        rest = rest[i + 1..].trim_start();
+    }
+    rest.to_string()
+}
+
+/// Messages to write for a file, grouped by thread after resolution.
+pub(crate) fn build(conn: &Connection, threads: &mut Threads<'_>, msgs: &[MailMessage], path: &Path, origin: &str) -> rusqlite::Result<(Vec<NewChunk>, Vec<NewSource>)> {
+    let mut chunks = Vec::new();
+    let mut by_thread: Vec<(String, Vec<&MailMessage>)> = Vec::new();
+    for m in msgs {
+        let t = threads.resolve(m)?;
+        chunks.extend(message_chunks(m, &t, path, origin));
+        match by_thread.iter_mut().find(|(x, _)| *x == t) {
+            Some((_, v)) => v.push(m),
+            None => by_thread.push((t, vec![m])),
+        }
+    }
+    let mut sources = Vec::new();
+    for (t, ms) in &by_thread {
+        sources.push(thread_source(conn, t, ms)?);
+    }
+    Ok((chunks, sources))
+}

@@ -1,0 +1,275 @@
+//! Importing files and folders: Markdown/text documents, e-mail (`.eml`, mbox) and chat
+//! exports (`.jsonl`). Folders are walked recursively (hidden entries skipped, in name
+//! order). A file whose content hash matches its last ingest is skipped; a changed file
+//! replaces its chunks. Files are parsed outside the writer lock and written in batches
+//! of about `BATCH_CHUNKS` chunks, one transaction per batch; the full-text index is
+//! committed every `FTS_COMMIT_CHUNKS` chunks and at the end.
+
+mod chat;
+mod docs;
+mod mail;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context;
+use rusqlite::{OptionalExtension, params};
+
+use super::store::{self, NewChunk, NewSource};
+use super::sync::{self, read};
+use super::types::{FileError, IngestProgress, IngestSummary};
+use super::util::{now_ms, sha256_hex};
+use super::{Inner, lock};
+
+const BATCH_CHUNKS: usize = 2_000;
+const FTS_COMMIT_CHUNKS: usize = 100_000;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum FileKind {
+    Markdown,
+    Text,
+    Email,
+    Chat,
+}
+
+impl FileKind {
+    fn name(self) -> &'static str {
+        match self {
+            FileKind::Markdown | FileKind::Text => "document",
+            FileKind::Email => "email",
+            FileKind::Chat => "chat",
+        }
+    }
+
+    fn from_path(p: &Path) -> Option<FileKind> {
+        let ext = p.extension()?.to_string_lossy().to_ascii_lowercase();
+        match ext.as_str() {
+            "md" | "markdown" => Some(FileKind::Markdown),
+            "txt" => Some(FileKind::Text),
+            "eml" | "mbox" => Some(FileKind::Email),
+            "jsonl" => Some(FileKind::Chat),
+            _ => None,
+        }
+    }
+
+    /// The kind a `--kind` override gives a file.
+    fn forced(kind: &str, p: &Path) -> FileKind {
+        match kind {
+            "email" => FileKind::Email,
+            "chat" => FileKind::Chat,
+            _ if FileKind::from_path(p) == Some(FileKind::Markdown) => FileKind::Markdown,
+            _ => FileKind::Text,
+        }
+    }
+}
+
+/// What a parsed file will write.
+enum Parsed {
+    Chunks(Vec<NewChunk>, Vec<NewSource>),
+    Mail(Vec<mail::MailMessage>),
+}
+
+struct Pending {
+    path: PathBuf,
+    origin: String,
+    hash: String,
+    size: u64,
+    kind: FileKind,
+    parsed: Parsed,
+}
+
+/// Collects the files under `paths`, each with the kind it will be read as.
+fn collect(paths: &[PathBuf], kind: Option<&str>, summary: &mut IngestSummary) -> Vec<(PathBuf, FileKind)> {
+    fn walk(dir: &Path, kind: Option<&str>, out: &mut Vec<(PathBuf, FileKind)>, summary: &mut IngestSummary) {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                summary.files_failed.push(FileError { path: dir.to_path_buf(), error: e.to_string() });
+                return;
+            }
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            if e.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let p = e.path();
+            // Symlinked folders are not followed: they can loop.
+            let Ok(ft) = e.file_type() else { continue };
+            if ft.is_dir() {
+                walk(&p, kind, out, summary);
+            } else if p.is_file() {
+                summary.files_seen += 1;
+                match FileKind::from_path(&p).or(kind.map(|k| FileKind::forced(k, &p))) {
+                    Some(k) => out.push((p, k)),
+                    None => summary.files_unsupported += 1,
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for p in paths {
+        let p = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        if p.is_dir() {
+            walk(&p, kind, &mut out, summary);
+        } else if p.is_file() {
+            summary.files_seen += 1;
+            match kind.map(|k| FileKind::forced(k, &p)).or(FileKind::from_path(&p)) {
+                Some(k) => out.push((p, k)),
+                None => summary.files_unsupported += 1,
+            }
+        } else {
+            summary.files_seen += 1;
+            summary.files_failed.push(FileError { path: p, error: "no such file or folder".into() });
+        }
+    }
+    out
+}
+
+fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_else(now_ms)
+}
+
+/// Reads and parses one file; `Ok(None)` when it is unchanged since the last ingest.
+fn prepare(inner: &Inner, path: &Path, kind: FileKind, skipped_lines: &mut usize) -> anyhow::Result<Option<Pending>> {
+    let meta = std::fs::metadata(path)?;
+    let bytes = std::fs::read(path)?;
+    let hash = sha256_hex(&bytes);
+    let path_str = path.to_string_lossy().into_owned();
+    let origin = format!("file:{path_str}");
+    let old: Option<String> = inner
+        .read_conn()?
+        .prepare_cached("SELECT content_hash FROM files WHERE path = ?1")?
+        .query_row([&path_str], |r| r.get(0))
+        .optional()?;
+    if old.as_deref() == Some(hash.as_str()) {
+        return Ok(None);
+    }
+    let mtime = mtime_ms(&meta);
+    let parsed = match kind {
+        FileKind::Markdown | FileKind::Text => {
+            let text = String::from_utf8(bytes).context("not UTF-8 text")?;
+            let (c, s) = docs::parse(&text, path, kind == FileKind::Markdown, mtime, &origin);
+            Parsed::Chunks(c, s)
+        }
+        FileKind::Chat => {
+            let text = String::from_utf8(bytes).context("not UTF-8 text")?;
+            let (c, s, skipped) = chat::parse(&text, path, &origin);
+            *skipped_lines += skipped;
+            Parsed::Chunks(c, s)
+        }
+        FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime)?),
+    };
+    Ok(Some(Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed }))
+}
+
+fn pending_chunks(p: &Pending) -> usize {
+    match &p.parsed {
+        Parsed::Chunks(c, _) => c.len(),
+        Parsed::Mail(m) => m.len(),
+    }
+}
+
+/// Writes a batch of files in one transaction and applies it to the indexes.
+fn write_batch(inner: &Arc<Inner>, batch: Vec<Pending>, summary: &mut IngestSummary, commit_fts: bool) -> anyhow::Result<usize> {
+    let mut guard = lock(&inner.writer);
+    let ws = &mut *guard;
+    let tx = ws.conn.transaction()?;
+    let seq = store::bump_seq(&tx)?;
+    let now = now_ms();
+    let mut written = 0;
+    let mut threads = mail::Threads::new(&tx);
+    for p in &batch {
+        let old = store::rowids_by_origin(&tx, &p.origin)?;
+        summary.chunks_removed += store::delete_chunks(&tx, seq, &old)?;
+        let (chunks, sources) = match &p.parsed {
+            Parsed::Chunks(c, s) => (c.clone(), s.clone()),
+            Parsed::Mail(msgs) => mail::build(&tx, &mut threads, msgs, &p.path, &p.origin)?,
+        };
+        for s in &sources {
+            store::upsert_source(&tx, s, now)?;
+        }
+        let n = store::insert_chunks(&tx, seq, &chunks, now)?.len();
+        tx.prepare_cached(
+            "INSERT INTO files (path, content_hash, size, kind, chunk_count, ingested_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(path) DO UPDATE SET content_hash = excluded.content_hash, size = excluded.size,
+                kind = excluded.kind, chunk_count = excluded.chunk_count, ingested_at_ms = excluded.ingested_at_ms",
+        )?
+        .execute(params![p.path.to_string_lossy(), p.hash, p.size as i64, p.kind.name(), n as i64, now])?;
+        written += n;
+        summary.files_ingested += 1;
+    }
+    drop(threads);
+    tx.commit()?;
+    summary.chunks_added += written;
+    sync::sync_fts(inner, ws, commit_fts)?;
+    sync::sync_vectors(inner, ws, None)?;
+    Ok(written)
+}
+
+pub(crate) fn ingest_paths(
+    inner: &Arc<Inner>,
+    paths: &[PathBuf],
+    kind: Option<&str>,
+    progress: &dyn Fn(&IngestProgress),
+) -> anyhow::Result<IngestSummary> {
+    if let Some(k) = kind {
+        anyhow::ensure!(["document", "email", "chat"].contains(&k), "unknown kind `{k}`: use document, email or chat");
+    }
+    let started = Instant::now();
+    let mut summary = IngestSummary::default();
+    let files = collect(paths, kind, &mut summary);
+    let mut state = IngestProgress { files_total: files.len(), ..IngestProgress::default() };
+    let mut batch: Vec<Pending> = Vec::new();
+    let mut batch_chunks = 0;
+    let mut since_commit = 0;
+    let mut skipped_lines = 0;
+    for (path, fk) in files {
+        match prepare(inner, &path, fk, &mut skipped_lines) {
+            Ok(Some(p)) => {
+                batch_chunks += pending_chunks(&p);
+                batch.push(p);
+            }
+            Ok(None) => summary.files_unchanged += 1,
+            Err(e) => summary.files_failed.push(FileError { path: path.clone(), error: format!("{e:#}") }),
+        }
+        if batch_chunks >= BATCH_CHUNKS {
+            let commit = since_commit + batch_chunks >= FTS_COMMIT_CHUNKS;
+            let n = write_batch(inner, std::mem::take(&mut batch), &mut summary, commit)?;
+            since_commit = if commit { 0 } else { since_commit + n };
+            state.chunks_written += n;
+            batch_chunks = 0;
+        }
+        state.files_done += 1;
+        state.current = Some(path);
+        progress(&state);
+    }
+    if !batch.is_empty() {
+        state.chunks_written += write_batch(inner, batch, &mut summary, true)?;
+    }
+    {
+        let mut ws = lock(&inner.writer);
+        sync::sync_fts(inner, &mut ws, true)?;
+        sync::prune_tombstones(&mut ws)?;
+        if ws.vec_file.should_compact() {
+            let applied = ws.vec_applied;
+            ws.vec_file.compact(&read(&inner.vectors), applied)?;
+        }
+    }
+    if inner.needs_fill.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        sync::start_background_fill(inner);
+    }
+    summary.lines_skipped = skipped_lines;
+    summary.duration_ms = started.elapsed().as_millis() as u64;
+    tracing::info!(
+        files = summary.files_ingested, unchanged = summary.files_unchanged, failed = summary.files_failed.len(),
+        chunks = summary.chunks_added, ms = summary.duration_ms, "ingest finished"
+    );
+    Ok(summary)
+}

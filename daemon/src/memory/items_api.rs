@@ -1,0 +1,158 @@
+//! `memory.fetch` (raw hits in keyword/vector/hybrid mode) and `memory.list` (stored
+//! items, newest first), both with opaque cursors. A cursor is base64url of a small JSON
+//! object holding the position and a fingerprint of the query, mode and filter, so a
+//! cursor from another query is rejected instead of silently paging something else.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rusqlite::params_from_iter;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::filter::Filter;
+use super::params::{bounded, invalid, parse, required};
+use super::search::{self, CHUNK_COLUMNS, ChunkRow, Mode, chunk_from_row};
+use super::util::{ms_to_rfc3339, sha256_hex};
+use super::{MemoryEngine, MemoryError};
+
+/// Ranked results beyond this position are not paged (each ranker contributes this many
+/// candidates, which also keeps every page of one query ranked from the same lists).
+const FETCH_WINDOW: usize = 1000;
+const MAX_LIMIT: usize = 100;
+
+#[derive(Deserialize)]
+struct FetchParams {
+    query: String,
+    mode: Option<String>,
+    filter: Option<Value>,
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListParams {
+    filter: Option<Value>,
+    limit: Option<i64>,
+    cursor: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+struct Cursor {
+    /// Fingerprint of what is being paged.
+    h: String,
+    /// Offset into a ranked list (fetch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    o: Option<usize>,
+    /// Last (timestamp_ms, rowid) returned (list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    t: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    r: Option<i64>,
+}
+
+fn fingerprint(parts: &[&str]) -> String {
+    sha256_hex(parts.join("\u{1f}").as_bytes())[..16].to_string()
+}
+
+fn encode(c: &Cursor) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(c).unwrap_or_default())
+}
+
+fn decode(s: &Option<String>, expect: &str) -> Result<Option<Cursor>, MemoryError> {
+    let Some(s) = s else { return Ok(None) };
+    let bad = || invalid("cursor is not valid; pass next_cursor from the previous page unchanged");
+    let bytes = URL_SAFE_NO_PAD.decode(s.trim()).map_err(|_| bad())?;
+    let c: Cursor = serde_json::from_slice(&bytes).map_err(|_| bad())?;
+    if c.h != expect {
+        return Err(invalid("cursor belongs to a different query, mode or filter; start again without a cursor"));
+    }
+    Ok(Some(c))
+}
+
+fn item_json(c: &ChunkRow, score: Option<f64>) -> Value {
+    let mut meta = c.metadata.clone();
+    meta.insert("source_id".into(), json!(c.source_id));
+    meta.insert("source_ref".into(), json!(c.source_ref));
+    meta.insert("item_id".into(), json!(c.origin));
+    meta.insert("tags".into(), json!(c.tags));
+    if let Some(o) = &c.owner {
+        meta.insert("owner".into(), json!(o));
+    }
+    let mut m = serde_json::Map::new();
+    m.insert("id".into(), json!(c.id));
+    m.insert("kind".into(), json!(c.kind));
+    m.insert("source".into(), json!(c.provenance));
+    if let Some(t) = &c.title {
+        m.insert("title".into(), json!(t));
+    }
+    m.insert("content".into(), json!(c.content));
+    m.insert("score".into(), json!(score));
+    m.insert("metadata".into(), Value::Object(meta));
+    m.insert("observed_at".into(), json!(ms_to_rfc3339(c.timestamp_ms)));
+    Value::Object(m)
+}
+
+impl MemoryEngine {
+    /// `{query, mode?, filter?, limit?, cursor?}` → `{items, next_cursor?}`.
+    pub fn fetch(&self, p: Value) -> Result<Value, MemoryError> {
+        let p: FetchParams = parse(p, &["query", "mode", "filter", "limit", "cursor"], "params")?;
+        let query = required("query", &p.query)?;
+        let mode_name = p.mode.as_deref().unwrap_or("hybrid");
+        let mode = Mode::parse(mode_name)
+            .ok_or_else(|| invalid(format!("mode must be keyword, vector or hybrid, got `{mode_name}`")))?;
+        let filter = Filter::parse(p.filter.as_ref())?;
+        let limit = bounded("limit", p.limit, 10, 1, MAX_LIMIT)?;
+        let fp = fingerprint(&["fetch", query, mode_name, &filter.canonical()]);
+        let offset = decode(&p.cursor, &fp)?.and_then(|c| c.o).unwrap_or(0);
+        if offset >= FETCH_WINDOW {
+            return Ok(json!({ "items": [] }));
+        }
+        let want = (offset + limit + 1).min(FETCH_WINDOW);
+        let inner = &self.inner;
+        let conn = inner.read_conn()?;
+        let hits = search::rank(inner, &conn, query, mode, &filter, want, FETCH_WINDOW)?;
+        let more = hits.len() > offset + limit;
+        let page: Vec<_> = hits.into_iter().skip(offset).take(limit).collect();
+        let items: Vec<Value> =
+            search::load_hits(&conn, page)?.iter().map(|(c, h)| item_json(c, Some(h.score))).collect();
+        let mut out = json!({ "items": items });
+        if more {
+            out["next_cursor"] = json!(encode(&Cursor { h: fp, o: Some(offset + limit), ..Cursor::default() }));
+        }
+        Ok(out)
+    }
+
+    /// `{filter?, limit?, cursor?}` → stored items, newest first.
+    pub fn items_list(&self, p: Value) -> Result<Value, MemoryError> {
+        let p: ListParams = parse(p, &["filter", "limit", "cursor"], "params")?;
+        let filter = Filter::parse(p.filter.as_ref())?;
+        let limit = bounded("limit", p.limit, 10, 1, MAX_LIMIT)?;
+        let fp = fingerprint(&["list", &filter.canonical()]);
+        let after = decode(&p.cursor, &fp)?;
+        let conn = self.inner.read_conn()?;
+        let (pred, mut args) = filter.sql();
+        let mut sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE {pred}");
+        if let Some(Cursor { t: Some(t), r: Some(r), .. }) = after {
+            args.push(Box::new(t));
+            args.push(Box::new(r));
+            let (a, b) = (args.len() - 1, args.len());
+            sql.push_str(&format!(" AND (c.timestamp_ms < ?{a} OR (c.timestamp_ms = ?{a} AND c.rowid < ?{b}))"));
+        }
+        args.push(Box::new(limit as i64 + 1));
+        sql.push_str(&format!(" ORDER BY c.timestamp_ms DESC, c.rowid DESC LIMIT ?{}", args.len()));
+        let mut rows: Vec<ChunkRow> = conn
+            .prepare_cached(&sql)?
+            .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), chunk_from_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        let more = rows.len() > limit;
+        rows.truncate(limit);
+        search::attach_tags(&conn, &mut rows)?;
+        let items: Vec<Value> = rows.iter().map(|c| item_json(c, None)).collect();
+        let mut out = json!({ "items": items });
+        if let (true, Some(last)) = (more, rows.last()) {
+            let c = Cursor { h: fp, t: Some(last.timestamp_ms), r: Some(last.rowid), ..Cursor::default() };
+            out["next_cursor"] = json!(encode(&c));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,335 @@
+//! The tree-shaped read methods (`memory.search`, `memory.recall`, `tree.*`) and
+//! `stats`: JSON parameters in, JSON results out.
+
+use rusqlite::{OptionalExtension, params_from_iter};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::filter::{Filter, parse_kinds};
+use super::params::{bounded, invalid, optional, parse, required, string_list};
+use super::search::{self, CHUNK_COLUMNS, ChunkRow, Mode, chunk_from_row};
+use super::snippet::snippet;
+use super::sync::{positions, read};
+use super::util::{ms_to_rfc3339, preview};
+use super::{Inner, MemoryEngine, MemoryError, schema};
+
+const MAX_K: usize = 50;
+const ENTITY_KINDS: &[&str] = &["email", "url", "handle", "topic", "person", "org"];
+
+/// Message for a chunk id that does not exist.
+pub(crate) fn no_chunk(id: &str) -> MemoryError {
+    MemoryError::NotFound(format!("no chunk with id {id}; ids come from memory.search/recall/tree.browse"))
+}
+
+fn hit_json(c: &ChunkRow, terms: &[String]) -> serde_json::Map<String, Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("chunk_id".into(), json!(c.id));
+    m.insert("snippet".into(), json!(snippet(&c.content, terms)));
+    m.insert("source_kind".into(), json!(c.kind));
+    m.insert("source_id".into(), json!(c.source_id));
+    m.insert("source_ref".into(), json!(c.source_ref));
+    m.insert("title".into(), json!(c.title));
+    m.insert("timestamp_ms".into(), json!(c.timestamp_ms));
+    m.insert("tags".into(), json!(c.tags));
+    m
+}
+
+#[derive(Deserialize)]
+struct SearchParams {
+    query: String,
+    k: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct RecallParams {
+    query: String,
+    k: Option<i64>,
+    filter: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct GetChunkParams {
+    chunk_id: String,
+}
+
+#[derive(Deserialize)]
+struct ListChunksParams {
+    source_kinds: Option<Vec<String>>,
+    source_ids: Option<Vec<String>>,
+    entity_ids: Option<Vec<String>>,
+    since_ms: Option<i64>,
+    until_ms: Option<i64>,
+    query: Option<String>,
+    k: Option<i64>,
+    offset: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct TopEntitiesParams {
+    kind: Option<String>,
+    k: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct ListSourcesParams {
+    user_email_hint: Option<String>,
+    limit: Option<i64>,
+}
+
+impl MemoryEngine {
+    /// `{query, k?}` → BM25 hits with highlighted snippets.
+    pub fn tree_search(&self, p: Value) -> Result<Value, MemoryError> {
+        let p: SearchParams = parse(p, &["query", "k"], "params")?;
+        let query = required("query", &p.query)?;
+        let k = bounded("k", p.k, 10, 1, MAX_K)?;
+        let inner = &self.inner;
+        let conn = inner.read_conn()?;
+        let hits = search::rank(inner, &conn, query, Mode::Keyword, &Filter::default(), k, k)?;
+        let terms = inner.fts.query_terms(query);
+        let out: Vec<Value> = search::load_hits(&conn, hits)?
+            .iter()
+            .map(|(c, h)| {
+                let mut m = hit_json(c, &terms);
+                m.insert("score".into(), json!(h.score));
+                Value::Object(m)
+            })
+            .collect();
+        Ok(json!({ "query": query, "hits": out }))
+    }
+
+    /// `{query, k?, filter?}` → hybrid recall: chunks with fused score, cosine and BM25
+    /// rank, plus citations.
+    pub fn tree_recall(&self, p: Value) -> Result<Value, MemoryError> {
+        let p: RecallParams = parse(p, &["query", "k", "filter"], "params")?;
+        let query = required("query", &p.query)?;
+        let k = bounded("k", p.k, 10, 1, MAX_K)?;
+        let filter = Filter::parse(p.filter.as_ref())?;
+        let inner = &self.inner;
+        let conn = inner.read_conn()?;
+        let hits = search::rank(inner, &conn, query, Mode::Hybrid, &filter, k, (k * 4).max(100))?;
+        let terms = inner.fts.query_terms(query);
+        let mut chunks = Vec::new();
+        let mut citations = Vec::new();
+        for (c, h) in search::load_hits(&conn, hits)? {
+            let c = &c;
+            let mut m = hit_json(c, &terms);
+            m.insert("score".into(), json!(h.score));
+            m.insert("vector_score".into(), json!(h.vector_score));
+            m.insert("bm25_rank".into(), json!(h.bm25_rank));
+            m.insert("token_count".into(), json!(c.token_count));
+            chunks.push(Value::Object(m));
+            citations.push(json!({
+                "chunk_id": c.id, "source_kind": c.kind, "source_id": c.source_id, "source_ref": c.source_ref,
+            }));
+        }
+        Ok(json!({ "query": query, "chunks": chunks, "citations": citations }))
+    }
+
+    /// `{chunk_id}` → the whole chunk with metadata, tags, entity ids and notes.
+    pub fn tree_get_chunk(&self, p: Value) -> Result<Value, MemoryError> {
+        let p: GetChunkParams = parse(p, &["chunk_id"], "params")?;
+        let id = required("chunk_id", &p.chunk_id)?.trim();
+        let conn = self.inner.read_conn()?;
+        let sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id = ?1");
+        let mut c = conn.prepare_cached(&sql)?.query_row([id], chunk_from_row).optional()?.ok_or_else(|| no_chunk(id))?;
+        search::attach_tags(&conn, std::slice::from_mut(&mut c))?;
+        let entities: Vec<String> = conn
+            .prepare_cached("SELECT entity_id FROM chunk_entities WHERE chunk_rowid = ?1 ORDER BY entity_id")?
+            .query_map([c.rowid], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let notes: Vec<Value> = conn
+            .prepare_cached(
+                "SELECT item_id, text, key, provenance, created_at_ms, updated_at_ms FROM notes WHERE chunk_id = ?1
+                 ORDER BY created_at_ms",
+            )?
+            .query_map([&c.id], |r| {
+                Ok(json!({
+                    "id": r.get::<_, String>(0)?, "text": r.get::<_, String>(1)?, "key": r.get::<_, String>(2)?,
+                    "source": r.get::<_, String>(3)?, "created_at_ms": r.get::<_, i64>(4)?,
+                    "updated_at_ms": r.get::<_, i64>(5)?,
+                }))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(json!({
+            "chunk_id": c.id, "source_kind": c.kind, "source_id": c.source_id, "source_ref": c.source_ref,
+            "item_id": c.origin, "owner": c.owner, "source": c.provenance, "timestamp_ms": c.timestamp_ms,
+            "observed_at": ms_to_rfc3339(c.timestamp_ms), "seq_in_source": c.seq_in_source, "title": c.title,
+            "content": c.content, "token_count": c.token_count, "tags": c.tags, "metadata": c.metadata,
+            "entity_ids": entities, "notes": notes, "created_at_ms": c.created_at_ms,
+        }))
+    }
+
+    /// Filtered, paginated listing, newest first, with the total count.
+    pub fn tree_list_chunks(&self, p: Value) -> Result<Value, MemoryError> {
+        let allowed =
+            ["source_kinds", "source_ids", "entity_ids", "since_ms", "until_ms", "query", "k", "offset"];
+        let p: ListChunksParams = parse(p, &allowed, "params")?;
+        let k = bounded("k", p.k, 10, 1, MAX_K)?;
+        let offset = bounded("offset", p.offset, 0, 0, i64::MAX as usize)?;
+        for (name, v) in [("since_ms", p.since_ms), ("until_ms", p.until_ms)] {
+            if v.is_some_and(|v| v < 0) {
+                return Err(invalid(format!("{name} must be >= 0")));
+            }
+        }
+        let mut filter = Filter {
+            kinds: parse_kinds("source_kinds", &string_list("source_kinds", &p.source_kinds, 16)?)?,
+            source_ids: string_list("source_ids", &p.source_ids, 1000)?,
+            entity_ids: string_list("entity_ids", &p.entity_ids, 1000)?,
+            after_ms: p.since_ms,
+            before_ms: p.until_ms,
+            ..Filter::default()
+        };
+        let inner = &self.inner;
+        let mut terms = Vec::new();
+        if let Some(q) = optional("query", &p.query)? {
+            terms = inner.fts.query_terms(q);
+            filter.rowids = Some(inner.fts.matching_rowids(&terms)?);
+        }
+        let conn = inner.read_conn()?;
+        let (pred, mut args) = filter.sql();
+        let total: i64 = conn
+            .prepare_cached(&format!("SELECT count(*) FROM chunks c WHERE {pred}"))?
+            .query_row(params_from_iter(args.iter().map(|a| a.as_ref())), |r| r.get(0))?;
+        args.push(Box::new(k as i64));
+        args.push(Box::new(offset as i64));
+        let sql = format!(
+            "SELECT {CHUNK_COLUMNS} FROM chunks c WHERE {pred} ORDER BY c.timestamp_ms DESC, c.rowid DESC LIMIT ?{} OFFSET ?{}",
+            args.len() - 1,
+            args.len()
+        );
+        let mut rows: Vec<ChunkRow> = conn
+            .prepare_cached(&sql)?
+            .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), chunk_from_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        search::attach_tags(&conn, &mut rows)?;
+        let chunks: Vec<Value> = rows
+            .iter()
+            .map(|c| {
+                let mut m = hit_json(c, &terms);
+                if terms.is_empty() {
+                    m.remove("snippet");
+                    m.insert("preview".into(), json!(preview(c.content.trim(), 200)));
+                }
+                m.insert("token_count".into(), json!(c.token_count));
+                Value::Object(m)
+            })
+            .collect();
+        Ok(json!({ "chunks": chunks, "total": total, "offset": offset, "k": k }))
+    }
+
+    /// Most-mentioned canonical entities, optionally of one kind.
+    pub fn tree_top_entities(&self, p: Value) -> Result<Value, MemoryError> {
+        let p: TopEntitiesParams = parse(p, &["kind", "k"], "params")?;
+        let k = bounded("k", p.k, 10, 1, MAX_K)?;
+        let kind = optional("kind", &p.kind)?;
+        if let Some(kind) = kind {
+            if !ENTITY_KINDS.contains(&kind) {
+                return Err(invalid(format!("kind must be one of {}, got `{kind}`", ENTITY_KINDS.join(", "))));
+            }
+        }
+        let conn = self.inner.read_conn()?;
+        let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Value> {
+            Ok(json!({
+                "entity_id": r.get::<_, String>(0)?, "kind": r.get::<_, String>(1)?,
+                "display_name": r.get::<_, String>(2)?, "mention_count": r.get::<_, i64>(3)?,
+                "chunk_count": r.get::<_, i64>(4)?,
+            }))
+        };
+        let cols = "id, kind, display_name, mention_count, chunk_count";
+        let entities: Vec<Value> = match kind {
+            Some(kind) => conn
+                .prepare_cached(&format!(
+                    "SELECT {cols} FROM entities WHERE kind = ?1 AND chunk_count > 0 ORDER BY mention_count DESC, id LIMIT ?2"
+                ))?
+                .query_map(rusqlite::params![kind, k as i64], map)?
+                .collect::<rusqlite::Result<_>>()?,
+            None => conn
+                .prepare_cached(&format!(
+                    "SELECT {cols} FROM entities WHERE chunk_count > 0 ORDER BY mention_count DESC, id LIMIT ?1"
+                ))?
+                .query_map([k as i64], map)?
+                .collect::<rusqlite::Result<_>>()?,
+        };
+        Ok(json!({ "entities": entities }))
+    }
+
+    /// Sources with chunk counts and last activity, most recent first. For e-mail
+    /// threads the display name is the first participant who is not the user.
+    pub fn tree_list_sources(&self, p: Value) -> Result<Value, MemoryError> {
+        let p: ListSourcesParams = parse(p, &["user_email_hint", "limit"], "params")?;
+        let hint = optional("user_email_hint", &p.user_email_hint)?.map(|h| h.trim().to_ascii_lowercase());
+        let limit = bounded("limit", p.limit, 200, 1, 10_000)?;
+        let conn = self.inner.read_conn()?;
+        let sources: Vec<Value> = conn
+            .prepare_cached(
+                "SELECT s.source_id, s.source_kind, s.display_name, s.metadata, a.n, a.last
+                 FROM (SELECT source_id, count(*) AS n, max(timestamp_ms) AS last FROM chunks GROUP BY source_id) AS a
+                 JOIN sources s ON s.source_id = a.source_id
+                 ORDER BY a.last DESC, s.source_id LIMIT ?1",
+            )?
+            .query_map([limit as i64], |r| {
+                let kind: String = r.get(1)?;
+                let mut display: String = r.get(2)?;
+                let meta: Value = serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or(Value::Null);
+                let mut extra = serde_json::Map::new();
+                if kind == "email" {
+                    if let Some(name) = other_party(&meta, hint.as_deref()) {
+                        display = name;
+                    }
+                    extra.insert("subject".into(), meta.get("subject").cloned().unwrap_or(Value::Null));
+                    extra.insert("participants".into(), meta.get("participants").cloned().unwrap_or(json!([])));
+                }
+                let mut m = serde_json::Map::new();
+                m.insert("source_id".into(), json!(r.get::<_, String>(0)?));
+                m.insert("source_kind".into(), json!(kind));
+                m.insert("display_name".into(), json!(display));
+                m.insert("chunk_count".into(), json!(r.get::<_, i64>(4)?));
+                m.insert("last_activity_ms".into(), json!(r.get::<_, i64>(5)?));
+                m.extend(extra);
+                Ok(Value::Object(m))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(json!({ "sources": sources }))
+    }
+}
+
+/// The first thread participant whose address is not `hint` (name, else address).
+fn other_party(meta: &Value, hint: Option<&str>) -> Option<String> {
+    let people = meta.get("participants")?.as_array()?;
+    people
+        .iter()
+        .find(|p| {
+            let email = p.get("email").and_then(Value::as_str).unwrap_or("");
+            hint.is_none_or(|h| !email.eq_ignore_ascii_case(h))
+        })
+        .and_then(|p| {
+            p.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()).or_else(|| p.get("email").and_then(Value::as_str))
+        })
+        .map(str::to_string)
+}
+
+pub(crate) fn stats(inner: &Inner) -> anyhow::Result<Value> {
+    let conn = inner.read_conn()?;
+    let count = |sql: &str| -> anyhow::Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
+    let mut by_kind = serde_json::Map::new();
+    let mut stmt = conn.prepare_cached("SELECT source_kind, count(*) FROM chunks GROUP BY source_kind ORDER BY 1")?;
+    let mut rows = stmt.query([])?;
+    while let Some(r) = rows.next()? {
+        by_kind.insert(r.get(0)?, json!(r.get::<_, i64>(1)?));
+    }
+    let (db_seq, fts_seq, vec_seq) = positions(inner);
+    let vectors = read(&inner.vectors).len();
+    Ok(json!({
+        "schema_version": schema::SCHEMA_VERSION,
+        "chunks": count("SELECT count(*) FROM chunks")?,
+        "chunks_by_kind": by_kind,
+        "sources": count("SELECT count(*) FROM sources")?,
+        "entities": count("SELECT count(*) FROM entities WHERE chunk_count > 0")?,
+        "files": count("SELECT count(*) FROM files")?,
+        "audit_rows": count("SELECT count(*) FROM mcp_audit")?,
+        "db_seq": db_seq,
+        "fts": { "seq": fts_seq, "docs": inner.fts.num_docs() },
+        "vectors": { "seq": vec_seq, "count": vectors, "dims": inner.embedder.dims(),
+                     "signature": inner.embedder.signature() },
+    }))
+}

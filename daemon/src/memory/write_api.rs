@@ -1,0 +1,367 @@
+//! The write methods: document upserts, notes, tags, learnings and forgetting. Each
+//! runs in one SQLite transaction together with its audit row (SPEC §10), then brings
+//! the indexes up to date before returning, so the change is searchable at once.
+//! Failed writes roll back and write no audit row: the caller records the rejection.
+
+use std::sync::Arc;
+
+use rusqlite::{OptionalExtension, Transaction, params};
+use serde_json::{Map, Value, json};
+
+use super::chunker::{Format, chunk_text};
+use super::params::{invalid, required};
+use super::read_api::no_chunk;
+use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
+use super::sync::{WriteState, after_write};
+use super::types::{AuditRow, Kind, PutDocument};
+use super::util::{now_ms, sha256_hex};
+use super::{Inner, MemoryEngine, MemoryError, audit, lock};
+
+const MAX_TAGS: usize = 50;
+const MAX_TAG_BYTES: usize = 128;
+const LEARNING_KINDS: &[&str] = &["preference", "fact", "procedure", "correction", "other"];
+
+fn check_tags(tags: &[String]) -> Result<Vec<String>, MemoryError> {
+    if tags.len() > MAX_TAGS {
+        return Err(invalid(format!("tags has {} entries; at most {MAX_TAGS} are allowed", tags.len())));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for (i, t) in tags.iter().enumerate() {
+        let t = t.trim();
+        if t.is_empty() {
+            return Err(invalid(format!("tags[{i}] must not be blank")));
+        }
+        if t.len() > MAX_TAG_BYTES {
+            return Err(invalid(format!("tags[{i}] is {} bytes; at most {MAX_TAG_BYTES} are allowed", t.len())));
+        }
+        if !out.iter().any(|x| x == t) {
+            out.push(t.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `f` in a transaction with a new change sequence, commits it with the audit row
+/// (success, `result_id` from `f`), then updates the indexes.
+fn write_tx<T>(
+    inner: &Arc<Inner>,
+    mut audit_row: AuditRow,
+    f: impl FnOnce(&Transaction<'_>, i64, i64) -> Result<(T, String), MemoryError>,
+) -> Result<T, MemoryError> {
+    let mut guard = lock(&inner.writer);
+    let ws: &mut WriteState = &mut guard;
+    let tx = ws.conn.transaction()?;
+    let seq = store::bump_seq(&tx)?;
+    let (out, result_id) = f(&tx, seq, now_ms())?;
+    audit_row.success = true;
+    audit_row.error = None;
+    audit_row.result_id = Some(result_id);
+    if audit_row.ts_ms == 0 {
+        audit_row.ts_ms = now_ms();
+    }
+    audit::insert(&tx, &audit_row)?;
+    tx.commit()?;
+    after_write(inner, ws);
+    Ok(out)
+}
+
+fn chunk_rowid(tx: &Transaction<'_>, chunk_id: &str) -> Result<i64, MemoryError> {
+    tx.prepare_cached("SELECT rowid FROM chunks WHERE id = ?1")?
+        .query_row([chunk_id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| no_chunk(chunk_id))
+}
+
+fn upsert_kv(tx: &Transaction<'_>, kind: &str, ns: &str, key: &str, item: &str, hash: &str, prov: &str, now: i64) -> rusqlite::Result<bool> {
+    let existed: bool = tx
+        .prepare_cached("SELECT 1 FROM kv WHERE kind = ?1 AND namespace = ?2 AND key = ?3")?
+        .exists(params![kind, ns, key])?;
+    tx.prepare_cached(
+        "INSERT INTO kv (kind, namespace, key, item_id, content_hash, provenance, created_at_ms, updated_at_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
+         ON CONFLICT(kind, namespace, key) DO UPDATE SET item_id = excluded.item_id,
+            content_hash = excluded.content_hash, provenance = excluded.provenance, updated_at_ms = excluded.updated_at_ms",
+    )?
+    .execute(params![kind, ns, key, item, hash, prov, now])?;
+    Ok(existed)
+}
+
+impl MemoryEngine {
+    /// Upserts a document by `(namespace, key)`, replacing its previous chunks.
+    /// Returns `{id, key, namespace, chunk_ids, status: created|updated|unchanged}`.
+    pub fn put_document(&self, w: PutDocument, audit: AuditRow) -> Result<Value, MemoryError> {
+        let key = required("key", &w.key)?.trim().to_string();
+        required("content", &w.content)?;
+        let source = required("source", &w.source)?.to_string();
+        let namespace = match &w.namespace {
+            Some(ns) => required("namespace", ns)?.trim().to_string(),
+            None => "default".to_string(),
+        };
+        let title = w.title.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        let tags = check_tags(&w.tags)?;
+        for k in FILTER_META_KEYS {
+            if let Some(v) = w.metadata.get(*k) {
+                if !(v.is_string() || v.is_number()) {
+                    return Err(invalid(format!("metadata.{k} must be a string")));
+                }
+            }
+        }
+        let item_id = format!("doc:{namespace}/{key}");
+        let hash = sha256_hex(
+            serde_json::to_string(&json!([title, w.content, tags, w.metadata, w.timestamp_ms])).unwrap_or_default().as_bytes(),
+        );
+        let ts = w.timestamp_ms.unwrap_or_else(now_ms);
+        write_tx(&self.inner, audit, |tx, seq, now| {
+            let old_hash: Option<String> = tx
+                .prepare_cached("SELECT content_hash FROM kv WHERE kind = 'document' AND namespace = ?1 AND key = ?2")?
+                .query_row(params![namespace, key], |r| r.get(0))
+                .optional()?;
+            let status = match &old_hash {
+                Some(h) if *h == hash => "unchanged",
+                Some(_) => "updated",
+                None => "created",
+            };
+            if status != "unchanged" {
+                let old = store::rowids_by_origin(tx, &item_id)?;
+                store::delete_chunks(tx, seq, &old)?;
+                let mut chunks = Vec::new();
+                for (i, piece) in chunk_text(&w.content, Format::Markdown).into_iter().enumerate() {
+                    let mut metadata: Map<String, Value> = w.metadata.clone();
+                    metadata.insert("namespace".into(), json!(namespace));
+                    metadata.insert("key".into(), json!(key));
+                    if let Some(t) = &title {
+                        metadata.insert("title".into(), json!(t));
+                    }
+                    if let Some(h) = piece.heading {
+                        metadata.insert("heading".into(), json!(h));
+                    }
+                    chunks.push(NewChunk {
+                        kind: Kind::Document,
+                        source_id: item_id.clone(),
+                        source_ref: key.clone(),
+                        origin: item_id.clone(),
+                        owner: None,
+                        provenance: source.clone(),
+                        timestamp_ms: ts,
+                        seq: i as i64,
+                        title: title.clone(),
+                        content: piece.content,
+                        metadata,
+                        tags: tags.clone(),
+                    });
+                }
+                store::insert_chunks(tx, seq, &chunks, now)?;
+                let display = title.clone().unwrap_or_else(|| key.clone());
+                let src = NewSource { source_id: item_id.clone(), kind: Kind::Document, display_name: display, metadata: Map::new() };
+                store::upsert_source(tx, &src, now)?;
+                upsert_kv(tx, "document", &namespace, &key, &item_id, &hash, &source, now)?;
+            }
+            let chunk_ids: Vec<String> = tx
+                .prepare_cached("SELECT id FROM chunks WHERE origin = ?1 ORDER BY seq_in_source")?
+                .query_map([&item_id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let out = json!({ "id": item_id, "key": key, "namespace": namespace, "chunk_ids": chunk_ids, "status": status });
+            Ok((out, item_id.clone()))
+        })
+    }
+
+    /// Attaches a note to a chunk (one note per key: a second call replaces it). The note
+    /// is itself a searchable chunk of kind `note`.
+    pub fn add_note(&self, chunk_id: &str, note: &str, key: &str, source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+        let chunk_id = required("chunk_id", chunk_id)?.trim();
+        let note = required("note_text", note)?.trim();
+        let key = required("key", key)?.trim();
+        let source = required("source", source)?;
+        let item_id = format!("note:{key}");
+        write_tx(&self.inner, audit, |tx, seq, now| {
+            chunk_rowid(tx, chunk_id)?;
+            let old = store::rowids_by_origin(tx, &item_id)?;
+            let updated = !old.is_empty();
+            store::delete_chunks(tx, seq, &old)?;
+            let mut metadata = Map::new();
+            metadata.insert("chunk_id".into(), json!(chunk_id));
+            metadata.insert("key".into(), json!(key));
+            let chunk = NewChunk {
+                kind: Kind::Note,
+                source_id: item_id.clone(),
+                source_ref: chunk_id.to_string(),
+                origin: item_id.clone(),
+                owner: None,
+                provenance: source.to_string(),
+                timestamp_ms: now,
+                seq: 0,
+                title: None,
+                content: note.to_string(),
+                metadata,
+                tags: Vec::new(),
+            };
+            let note_chunk_id = chunk.id();
+            store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
+            let src = NewSource {
+                source_id: item_id.clone(),
+                kind: Kind::Note,
+                display_name: format!("Note on {chunk_id}"),
+                metadata: Map::new(),
+            };
+            store::upsert_source(tx, &src, now)?;
+            upsert_kv(tx, "note", "", key, &item_id, &sha256_hex(note.as_bytes()), source, now)?;
+            tx.prepare_cached(
+                "INSERT INTO notes (item_id, chunk_id, text, key, provenance, created_at_ms, updated_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                 ON CONFLICT(item_id) DO UPDATE SET chunk_id = excluded.chunk_id, text = excluded.text,
+                    provenance = excluded.provenance, updated_at_ms = excluded.updated_at_ms",
+            )?
+            .execute(params![item_id, chunk_id, note, key, source, now])?;
+            let out = json!({
+                "id": item_id, "note_chunk_id": note_chunk_id, "chunk_id": chunk_id, "key": key,
+                "status": if updated { "updated" } else { "created" },
+            });
+            Ok((out, item_id.clone()))
+        })
+    }
+
+    /// Sets the tags written under `key` on a chunk (replacing that key's earlier tags;
+    /// the chunk's own tags and other keys' tags stay). Returns the chunk's tags.
+    pub fn tag_chunk(&self, chunk_id: &str, tags: &[String], key: &str, source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+        let chunk_id = required("chunk_id", chunk_id)?.trim();
+        let key = required("key", key)?.trim();
+        let source = required("source", source)?;
+        if tags.is_empty() {
+            return Err(invalid("tags must have at least one entry"));
+        }
+        let tags = check_tags(tags)?;
+        write_tx(&self.inner, audit, |tx, _seq, now| {
+            let rowid = chunk_rowid(tx, chunk_id)?;
+            tx.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid = ?1 AND origin_key = ?2")?.execute(params![rowid, key])?;
+            for t in &tags {
+                tx.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, ?3)")?
+                    .execute(params![rowid, t, key])?;
+            }
+            upsert_kv(tx, "tag", "", key, chunk_id, &sha256_hex(tags.join("\n").as_bytes()), source, now)?;
+            let all: Vec<String> = tx
+                .prepare_cached("SELECT DISTINCT tag FROM chunk_tags WHERE chunk_rowid = ?1 ORDER BY tag")?
+                .query_map([rowid], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok((json!({ "chunk_id": chunk_id, "key": key, "tags": all }), chunk_id.to_string()))
+        })
+    }
+
+    /// Stores one learning (always a new item).
+    pub fn learn(&self, text: &str, kind: &str, confidence: Option<f64>, source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+        let text = required("text", text)?.trim();
+        let source = required("source", source)?;
+        if !LEARNING_KINDS.contains(&kind) {
+            return Err(invalid(format!("kind must be one of {}, got `{kind}`", LEARNING_KINDS.join(", "))));
+        }
+        if let Some(c) = confidence {
+            if !(0.0..=1.0).contains(&c) {
+                return Err(invalid(format!("confidence must be between 0 and 1, got {c}")));
+            }
+        }
+        let item_id = format!("learning:{}", uuid::Uuid::new_v4().simple());
+        write_tx(&self.inner, audit, |tx, seq, now| {
+            let mut metadata = Map::new();
+            metadata.insert("learning_kind".into(), json!(kind));
+            metadata.insert("confidence".into(), json!(confidence));
+            let chunk = NewChunk {
+                kind: Kind::Learning,
+                source_id: "learnings".into(),
+                source_ref: item_id.clone(),
+                origin: item_id.clone(),
+                owner: None,
+                provenance: source.to_string(),
+                timestamp_ms: now,
+                seq: 0,
+                title: None,
+                content: text.to_string(),
+                metadata,
+                tags: Vec::new(),
+            };
+            let chunk_id = chunk.id();
+            store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
+            let src = NewSource { source_id: "learnings".into(), kind: Kind::Learning, display_name: "Learnings".into(), metadata: Map::new() };
+            store::upsert_source(tx, &src, now)?;
+            tx.prepare_cached(
+                "INSERT INTO learnings (item_id, kind, confidence, text, provenance, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![item_id, kind, confidence, text, source, now])?;
+            let out = json!({ "id": item_id, "chunk_id": chunk_id, "kind": kind, "confidence": confidence });
+            Ok((out, item_id.clone()))
+        })
+    }
+
+    /// Deletes for good. Each id may be a chunk id, an item id (`doc:…`, `note:…`,
+    /// `learning:…`, `file:…`) or a source id; notes on forgotten chunks go with them.
+    pub fn forget(&self, ids: &[String], source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+        required("source", source)?;
+        if ids.is_empty() || ids.len() > 100 {
+            return Err(invalid(format!("ids must have 1 to 100 entries, got {}", ids.len())));
+        }
+        for (i, id) in ids.iter().enumerate() {
+            required(&format!("ids[{i}]"), id)?;
+        }
+        write_tx(&self.inner, audit, |tx, seq, _now| {
+            let mut deleted = Vec::new();
+            let mut not_found = Vec::new();
+            for id in ids {
+                let id = id.trim();
+                let n = forget_one(tx, seq, id)?;
+                if n > 0 { deleted.push(id.to_string()) } else { not_found.push(id.to_string()) }
+            }
+            let result = deleted.join(",");
+            Ok((json!({ "deleted": deleted, "not_found": not_found }), result))
+        })
+    }
+}
+
+/// Deletes what `id` names; returns how many things went (chunks or bare records).
+fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryError> {
+    let by_chunk: Vec<i64> = tx.prepare_cached("SELECT rowid FROM chunks WHERE id = ?1")?.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let rowids = if !by_chunk.is_empty() {
+        by_chunk
+    } else {
+        let by_origin = store::rowids_by_origin(tx, id)?;
+        if !by_origin.is_empty() {
+            by_origin
+        } else {
+            tx.prepare_cached("SELECT rowid FROM chunks WHERE source_id = ?1")?.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+        }
+    };
+    // Collect what hangs off the chunks before they go.
+    let gone: Vec<(String, String)> = tx
+        .prepare_cached("SELECT id, origin FROM chunks WHERE rowid IN rarray(?1)")?
+        .query_map([store::rarray(&rowids)], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut n = store::delete_chunks(tx, seq, &rowids)?;
+    let mut origins: Vec<String> = gone.iter().map(|g| g.1.clone()).collect();
+    origins.push(id.to_string());
+    origins.sort();
+    origins.dedup();
+    for (chunk_id, _) in &gone {
+        // Notes about a forgotten chunk would keep what it said.
+        let notes: Vec<String> = tx.prepare_cached("SELECT item_id FROM notes WHERE chunk_id = ?1")?.query_map([chunk_id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        for note in notes {
+            let rows = store::rowids_by_origin(tx, &note)?;
+            store::delete_chunks(tx, seq, &rows)?;
+            origins.push(note);
+        }
+        tx.prepare_cached("DELETE FROM kv WHERE kind = 'tag' AND item_id = ?1")?.execute([chunk_id])?;
+    }
+    for origin in &origins {
+        let left: bool = tx.prepare_cached("SELECT 1 FROM chunks WHERE origin = ?1")?.exists([origin])?;
+        if left {
+            continue;
+        }
+        let mut bare = 0;
+        bare += tx.prepare_cached("DELETE FROM kv WHERE item_id = ?1 AND kind != 'tag'")?.execute([origin])?;
+        bare += tx.prepare_cached("DELETE FROM notes WHERE item_id = ?1")?.execute([origin])?;
+        bare += tx.prepare_cached("DELETE FROM learnings WHERE item_id = ?1")?.execute([origin])?;
+        if let Some(path) = origin.strip_prefix("file:") {
+            bare += tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
+        }
+        if origin == id && n == 0 {
+            n = bare;
+        }
+    }
+    Ok(n)
+}

@@ -1,0 +1,330 @@
+#!/usr/bin/env node
+// Interop test: the official TypeScript MCP SDK (@modelcontextprotocol/sdk, pinned in
+// package-lock.json) as a client of openhuman-mcp.
+//
+//   node tests/interop/node/ts_client.mjs --bin-dir target/debug [--node-dir DIR]
+//
+// For each server command (the shim `openhuman-mcp-shim`, and `openhumand-mcp stdio`) it launches
+// the server with the SDK's `StdioClientTransport`, OPENHUMAN_HOME set to a fresh temporary
+// directory, connects a `Client` (the `initialize` handshake: SDK 1.x speaks only that era) and runs
+// the same checks as py_client.py. The SDK is loaded from DIR/node_modules (DIR: --node-dir, else
+// $OPENHUMAN_INTEROP_DIR/node, else target/interop/node, else this directory).
+//
+// Prints `ok - <name>` / `not ok - <name>: <reason>` per check and `# ...` diagnostics; exits 1 when
+// anything failed. Every step is bounded by a timeout.
+
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '..', '..', '..');
+
+const CONNECT_TIMEOUT_MS = 30_000;
+const CHECK_TIMEOUT_MS = 20_000;
+const CLOSE_TIMEOUT_MS = 15_000;
+const CLEAN_EXIT_MS = 1_900; // under the SDK's 2 s grace: the server exited on stdin EOF by itself
+
+const REQUIRED_TOOLS = ['core.list_tools', 'core.tool_instructions', 'agent.list_subagents'];
+const REQUIRED_RESOURCES = [
+  'openhuman://prompts/identity',
+  'openhuman://prompts/soul',
+  'openhuman://prompts/user',
+  'openhuman://prompts/agents/orchestrator',
+];
+const HANDSHAKE_VERSIONS = new Set(['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']);
+
+function parseArgs(argv) {
+  const opts = { binDir: process.env.OPENHUMAN_BIN_DIR || 'target/debug', nodeDir: null, server: 'all' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--bin-dir') opts.binDir = argv[++i];
+    else if (a === '--node-dir') opts.nodeDir = argv[++i];
+    else if (a === '--server') opts.server = argv[++i];
+    else throw new Error(`unknown argument ${a}`);
+  }
+  return opts;
+}
+
+function loadSdk(nodeDir) {
+  const candidates = [
+    nodeDir,
+    process.env.OPENHUMAN_INTEROP_DIR && path.join(process.env.OPENHUMAN_INTEROP_DIR, 'node'),
+    path.join(ROOT, 'target', 'interop', 'node'),
+    HERE,
+  ].filter(Boolean);
+  for (const dir of candidates) {
+    const pkg = path.join(path.resolve(dir), 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json');
+    if (!fs.existsSync(pkg)) continue;
+    const require = createRequire(path.join(path.resolve(dir), 'package.json'));
+    return {
+      version: JSON.parse(fs.readFileSync(pkg, 'utf8')).version,
+      ...require('@modelcontextprotocol/sdk/client/index.js'),
+      ...require('@modelcontextprotocol/sdk/client/stdio.js'),
+      ...require('@modelcontextprotocol/sdk/types.js'),
+    };
+  }
+  throw new Error(`@modelcontextprotocol/sdk not installed in any of: ${candidates.join(', ')} (run tests/interop/setup.sh)`);
+}
+
+let passed = 0;
+let failed = 0;
+
+function report(name, ok, reason = '') {
+  if (ok) {
+    passed++;
+    console.log(`ok - ${name}`);
+  } else {
+    failed++;
+    const why = String(reason).split(/\s+/).join(' ').slice(0, 600) || 'failed';
+    console.log(`not ok - ${name}: ${why}`);
+  }
+}
+
+const note = (text) => console.log(`# ${text}`);
+
+function describe(err) {
+  if (err && typeof err === 'object' && 'code' in err && err.constructor?.name === 'McpError') {
+    return `McpError code=${err.code} message=${JSON.stringify(err.message)} data=${JSON.stringify(err.data)}`;
+  }
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function expect(cond, why) {
+  if (!cond) throw new Error(why);
+}
+
+const textOf = (res) => (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join(' ');
+const opts = { timeout: CHECK_TIMEOUT_MS };
+
+const CHECKS = [
+  ['tools/list has core.list_tools, core.tool_instructions, agent.list_subagents', async (c) => {
+    const names = (await c.listTools(undefined, opts)).tools.map((t) => t.name);
+    const missing = REQUIRED_TOOLS.filter((n) => !names.includes(n));
+    expect(missing.length === 0, `missing ${missing}; got ${names}`);
+  }],
+  ['agent.list_subagents: >= 12 agents with orchestrator and dispatchable_over_mcp', async (c) => {
+    const res = await c.callTool({ name: 'agent.list_subagents', arguments: {} }, undefined, opts);
+    expect(!res.isError, `isError: ${textOf(res)}`);
+    const sc = res.structuredContent;
+    expect(sc && typeof sc === 'object', `no structuredContent: ${JSON.stringify(res).slice(0, 300)}`);
+    expect(Array.isArray(sc.agents), `structuredContent has no agents list: ${Object.keys(sc)}`);
+    const ids = sc.agents.map((a) => a.id);
+    expect(sc.agents.length >= 12, `${sc.agents.length} agents, want >= 12: ${ids}`);
+    expect(ids.includes('orchestrator'), `no orchestrator in ${ids}`);
+    const bad = sc.agents.filter((a) => typeof a.dispatchable_over_mcp !== 'boolean').map((a) => a.id);
+    expect(bad.length === 0, `agents without a boolean dispatchable_over_mcp: ${bad}`);
+  }],
+  ['core.list_tools returns its tool list', async (c) => {
+    const res = await c.callTool({ name: 'core.list_tools', arguments: {} }, undefined, opts);
+    expect(!res.isError, `isError: ${textOf(res)}`);
+    const sc = res.structuredContent || {};
+    expect(Array.isArray(sc.tools), `structuredContent.tools missing: ${JSON.stringify(res).slice(0, 300)}`);
+    expect(sc.count === sc.tools.length, `count ${sc.count} != ${sc.tools.length} tools`);
+  }],
+  ['core.tool_instructions returns markdown', async (c) => {
+    const res = await c.callTool({ name: 'core.tool_instructions', arguments: {} }, undefined, opts);
+    expect(!res.isError, `isError: ${textOf(res)}`);
+    const md = res.structuredContent?.markdown;
+    expect(typeof md === 'string' && md.trim() !== '', `no markdown: ${JSON.stringify(res).slice(0, 300)}`);
+  }],
+  ['core.list_tools with an unknown argument: isError naming it', async (c) => {
+    let res;
+    try {
+      res = await c.callTool({ name: 'core.list_tools', arguments: { bogus_arg: 1 } }, undefined, opts);
+    } catch (e) {
+      throw new Error(`threw instead of returning an isError result: ${describe(e)}`);
+    }
+    expect(res.isError === true, `isError is ${res.isError}: ${JSON.stringify(res).slice(0, 300)}`);
+    expect(textOf(res).includes('bogus_arg'), `text does not name the argument: ${textOf(res).slice(0, 300)}`);
+  }],
+  ['unknown tool: error', async (c) => {
+    let res;
+    try {
+      res = await c.callTool({ name: 'no.such_tool', arguments: {} }, undefined, opts);
+    } catch (e) {
+      expect(describe(e).includes('no.such_tool'), `error does not name the tool: ${describe(e)}`);
+      return;
+    }
+    expect(res.isError === true, `unknown tool succeeded: ${JSON.stringify(res).slice(0, 300)}`);
+  }],
+  ['resources/list has identity, soul, user, agents/orchestrator', async (c) => {
+    const uris = (await c.listResources(undefined, opts)).resources.map((r) => r.uri);
+    const missing = REQUIRED_RESOURCES.filter((u) => !uris.includes(u));
+    expect(missing.length === 0, `missing ${missing}; got ${uris}`);
+  }],
+  ['resources/read identity: markdown text', async (c) => {
+    const res = await c.readResource({ uri: 'openhuman://prompts/identity' }, opts);
+    const first = (res.contents || [])[0];
+    expect(first, `no contents: ${JSON.stringify(res).slice(0, 300)}`);
+    expect(first.uri === 'openhuman://prompts/identity', `uri ${first.uri}`);
+    expect(first.mimeType === 'text/markdown', `mimeType ${first.mimeType}`);
+    expect(typeof first.text === 'string' && first.text.trimStart().startsWith('#'),
+      `not markdown text: ${String(first.text).slice(0, 120)}`);
+  }],
+];
+
+function daemonEnv(home) {
+  return { ...process.env, OPENHUMAN_HOME: home };
+}
+
+function pidAlive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+  // An exited daemon is a zombie until its parent (init, once the shim detached it) reaps it, and a
+  // zombie still answers signal 0: on Linux, look at its state.
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[0] !== 'Z';
+  } catch {
+    return true;
+  }
+}
+
+// Bounded wait for a process that is not our child (the shim detaches the daemon) to exit.
+async function waitPidExit(pid, ms) {
+  const deadline = Date.now() + ms;
+  while (pidAlive(pid)) {
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return true;
+}
+
+async function stopDaemon(daemon, home) {
+  const st = spawnSync(daemon, ['status', '--json'], { env: daemonEnv(home), encoding: 'utf8', timeout: 10_000 });
+  let status = null;
+  try {
+    status = JSON.parse(st.stdout || 'null');
+  } catch {
+    status = null;
+  }
+  if (!status || !status.pid) return [false, `no daemon running (status: ${JSON.stringify(status)})`];
+  const pid = status.pid;
+  spawnSync(daemon, ['stop'], { env: daemonEnv(home), encoding: 'utf8', timeout: 10_000 });
+  if (await waitPidExit(pid, 10_000)) return [true, `pid ${pid} exited after \`openhumand-mcp stop\``];
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone
+  }
+  await waitPidExit(pid, 5_000);
+  return [false, `pid ${pid} still running 10 s after \`openhumand-mcp stop\`; killed it`];
+}
+
+async function runCase(sdk, prefix, server, binDir) {
+  const daemon = path.join(binDir, 'openhumand-mcp');
+  let command = server === 'shim' ? path.join(binDir, 'openhuman-mcp-shim') : daemon;
+  let args = server === 'shim' ? [] : ['stdio'];
+  const label = `${prefix} ${server}`;
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'openhuman-interop-'));
+  const home = path.join(scratch, 'home');
+  fs.mkdirSync(home);
+  const traceDir = process.env.OPENHUMAN_INTEROP_TRACE;
+  if (traceDir) {
+    fs.mkdirSync(traceDir, { recursive: true });
+    const log = path.join(path.resolve(traceDir), `${label.replaceAll(' ', '_').replaceAll('/', '_')}.log`);
+    fs.rmSync(log, { force: true });
+    args = [path.join(HERE, '..', 'wiretap.py'), log, '--', command, ...args];
+    command = process.env.PYTHON || 'python3';
+  }
+  let stderr = '';
+  const transport = new sdk.StdioClientTransport({
+    command,
+    args,
+    env: { OPENHUMAN_HOME: home, PATH: process.env.PATH || '/usr/bin:/bin' },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (d) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  // The Client hands the negotiated version to transports that take it (HTTP); stdio does not, so
+  // give this one the hook to learn it.
+  let negotiated;
+  transport.setProtocolVersion = (v) => {
+    negotiated = v;
+  };
+  const client = new sdk.Client({ name: 'openhuman-interop-ts', version: '0.0.0' });
+  const done = new Set();
+  try {
+    const started = Date.now();
+    await withTimeout(client.connect(transport, { timeout: CONNECT_TIMEOUT_MS }), CONNECT_TIMEOUT_MS + 1000, 'connect');
+    note(`${label}: connected in ${((Date.now() - started) / 1000).toFixed(2)} s, protocol ${negotiated}, server ${JSON.stringify(client.getServerVersion())}`);
+    report(`${label}: session initialises`,
+      HANDSHAKE_VERSIONS.has(negotiated) && client.getServerVersion()?.name === 'openhuman-core',
+      `negotiated ${negotiated}, serverInfo ${JSON.stringify(client.getServerVersion())}`);
+    done.add('init');
+    for (const [name, fn] of CHECKS) {
+      try {
+        await withTimeout(fn(client), CHECK_TIMEOUT_MS + 1000, name);
+        report(`${label}: ${name}`, true);
+      } catch (e) {
+        report(`${label}: ${name}`, false, describe(e));
+      }
+      done.add(name);
+    }
+    const closing = Date.now();
+    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close');
+    const closedIn = Date.now() - closing;
+    report(`${label}: server exits on stdin EOF`, closedIn < CLEAN_EXIT_MS,
+      `closing took ${(closedIn / 1000).toFixed(2)} s: the SDK had to signal the server after its 2 s grace`);
+    done.add('close');
+  } catch (e) {
+    const why = describe(e);
+    if (stderr.trim()) note(`${label}: server stderr tail:\n${stderr.trim().split('\n').slice(-15).map((l) => `#   ${l}`).join('\n')}`);
+    if (!done.has('init')) report(`${label}: session initialises`, false, why);
+    for (const [name] of CHECKS) if (!done.has(name)) report(`${label}: ${name}`, false, `not run: ${why}`);
+    if (!done.has('close')) report(`${label}: server exits on stdin EOF`, false, why);
+    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close').catch(() => {});
+  } finally {
+    const [stopped, what] = await stopDaemon(daemon, home);
+    if (server === 'shim') report(`${label}: autostarted daemon stops on \`openhumand-mcp stop\``, stopped, what);
+    else if (stopped || what.includes('still running')) report(`${label}: no daemon left behind`, false, what);
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const binDir = path.resolve(opts.binDir);
+  for (const exe of ['openhuman-mcp-shim', 'openhumand-mcp']) {
+    try {
+      fs.accessSync(path.join(binDir, exe), fs.constants.X_OK);
+    } catch {
+      console.log(`not ok - ts-sdk: ${exe} not found in the bin dir (build first)`);
+      return 1;
+    }
+  }
+  let sdk;
+  try {
+    sdk = loadSdk(opts.nodeDir);
+  } catch (e) {
+    console.log(`not ok - ts-sdk: ${describe(e)}`);
+    return 1;
+  }
+  const prefix = `ts-sdk${sdk.version}`;
+  note(`@modelcontextprotocol/sdk ${sdk.version}`);
+  const servers = opts.server === 'all' ? ['shim', 'stdio'] : [opts.server];
+  for (const server of servers) await runCase(sdk, prefix, server, binDir);
+  note(`${prefix}: ${passed} passed, ${failed} failed`);
+  return failed ? 1 : 0;
+}
+
+main().then((code) => process.exit(code), (e) => {
+  console.log(`not ok - ts-sdk: ${describe(e)}`);
+  process.exit(1);
+});

@@ -1,0 +1,452 @@
+#!/usr/bin/env python3
+"""Interop test: the official Python MCP SDK (`mcp`, 1.x or 2.x) as a client of openhuman-mcp.
+
+Run with the Python of a venv that has `mcp` installed (tests/interop/setup.sh makes two):
+
+    py2/bin/python tests/interop/py_client.py --bin-dir target/debug
+
+For every server command (the shim `openhuman-mcp-shim`, and `openhumand-mcp stdio`) and every
+connection mode the installed SDK offers, it launches the server through the SDK's own
+`stdio_client` / `StdioServerParameters`, with OPENHUMAN_HOME set to a fresh temporary directory,
+and runs the same checks. Modes:
+
+  2.x  auto        `Client(params)`: the SDK default; probes `server/discover`, then speaks 2026-07-28
+       legacy      `Client(params, mode="legacy")`: the `initialize` handshake
+       2026-07-28  `Client(params, mode="2026-07-28")`: pinned modern version, no probe
+       session     low-level `ClientSession(read, write)` + `initialize()`
+  1.x  session     `ClientSession(read, write)` + `initialize()` (the only 1.x way)
+
+Every check prints `ok - <name>` or `not ok - <name>: <reason>`; `# ...` lines are diagnostics.
+Exit status: 0 when every check passed, 1 otherwise. Every step is bounded by a timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import anyio
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+try:  # 2.x
+    from mcp.shared.exceptions import MCPError as SdkError
+except ImportError:  # 1.x
+    from mcp.shared.exceptions import McpError as SdkError
+
+SDK_VERSION = importlib.metadata.version("mcp")
+SDK_MAJOR = int(SDK_VERSION.split(".")[0])
+if SDK_MAJOR >= 2:
+    from mcp.client.client import Client
+
+MODERN = "2026-07-28"
+HANDSHAKE_VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+REQUIRED_TOOLS = ["core.list_tools", "core.tool_instructions", "agent.list_subagents"]
+REQUIRED_RESOURCES = [
+    "openhuman://prompts/identity",
+    "openhuman://prompts/soul",
+    "openhuman://prompts/user",
+    "openhuman://prompts/agents/orchestrator",
+]
+
+CONNECT_TIMEOUT = 30.0  # the 2.x discover probe alone may wait 10 s on a silent server
+CHECK_TIMEOUT = 20.0
+CLOSE_TIMEOUT = 15.0  # the SDK closes stdin, waits 2 s, then kills the process tree
+CLEAN_EXIT_SECONDS = 1.9  # under the SDK's 2 s grace: the server exited on stdin EOF by itself
+
+failures = 0
+passes = 0
+
+
+def report(name: str, ok: bool, reason: str = "") -> None:
+    global failures, passes
+    if ok:
+        passes += 1
+        print(f"ok - {name}", flush=True)
+    else:
+        failures += 1
+        reason = " ".join(str(reason).split()) or "failed"
+        print(f"not ok - {name}: {reason[:600]}", flush=True)
+
+
+def note(text: str) -> None:
+    print(f"# {text}", flush=True)
+
+
+def dump(model: Any) -> dict[str, Any]:
+    """An SDK result as the camelCase JSON dict of the wire (same for 1.x and 2.x models)."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, SdkError):
+        err = getattr(exc, "error", None)
+        if err is not None:
+            return f"{type(exc).__name__} code={err.code} message={err.message!r} data={err.data!r}"
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(e) for e in exc.exceptions)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Api:
+    """The calls the checks make, over either the 2.x `Client` or a `ClientSession`."""
+
+    def __init__(self, target: Any, session: Any) -> None:
+        self.target = target
+        self.session = session
+
+    @property
+    def protocol_version(self) -> str | None:
+        if SDK_MAJOR >= 2:
+            return self.session.protocol_version
+        return getattr(self, "init_version", None)
+
+    async def list_tools(self) -> dict[str, Any]:
+        return dump(await self.target.list_tools())
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return dump(await self.target.call_tool(name, arguments))
+
+    async def list_resources(self) -> dict[str, Any]:
+        return dump(await self.target.list_resources())
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        return dump(await self.target.read_resource(uri))
+
+
+@asynccontextmanager
+async def connect(mode: str, params: StdioServerParameters, errlog: Any) -> AsyncIterator[Api]:
+    if mode == "session":
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                result = await session.initialize()
+                api = Api(session, session)
+                api.init_version = result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version
+                yield api
+        return
+    # 2.x high-level client; `Client(StdioServerParameters)` launches it with `stdio_client`.
+    kwargs: dict[str, Any] = {} if mode == "auto" else {"mode": mode}
+    client = Client(stdio_client(params, errlog=errlog), **kwargs)
+    async with client:
+        yield Api(client, client.session)
+
+
+def server_env(home: str) -> dict[str, str]:
+    return {"OPENHUMAN_HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def daemon_status(daemon: str, home: str) -> dict[str, Any] | None:
+    try:
+        out = subprocess.run(
+            [daemon, "status", "--json"],
+            env={**os.environ, "OPENHUMAN_HOME": home},
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return json.loads(out.stdout or "null")
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # An exited daemon is a zombie until its parent (init, once the shim detached it) reaps it, and a
+    # zombie still answers signal 0: on Linux, look at its state.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def wait_pid_exit(pid: int, timeout: float) -> bool:
+    """Bounded wait for a process that is not our child to exit (pidfd where available)."""
+    deadline = time.monotonic() + timeout
+    if hasattr(os, "pidfd_open"):
+        import select
+
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            fd = None
+        if fd is not None:
+            try:
+                ready, _, _ = select.select([fd], [], [], timeout)
+                return bool(ready)
+            finally:
+                os.close(fd)
+    while pid_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def stop_daemon(daemon: str, home: str) -> tuple[bool, str]:
+    """Stops a daemon running under `home`. Returns (was it stopped cleanly, what happened)."""
+    status = daemon_status(daemon, home)
+    if not status or not status.get("pid"):
+        return False, f"no daemon running (status: {status})"
+    pid = int(status["pid"])
+    try:
+        subprocess.run(
+            [daemon, "stop"],
+            env={**os.environ, "OPENHUMAN_HOME": home},
+            capture_output=True,
+            timeout=10,
+        )
+    except subprocess.TimeoutExpired:
+        pass
+    if wait_pid_exit(pid, 10.0):
+        return True, f"pid {pid} exited after `openhumand-mcp stop`"
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    wait_pid_exit(pid, 5.0)
+    return False, f"pid {pid} still running 10 s after `openhumand-mcp stop`; killed it"
+
+
+def tail(path: str, lines: int = 15) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks. Each takes the Api and raises (AssertionError or anything) to fail.
+
+
+def expect(cond: bool, why: str) -> None:
+    if not cond:
+        raise AssertionError(why)
+
+
+async def check_tools_list(api: Api) -> None:
+    tools = (await api.list_tools()).get("tools", [])
+    names = [t.get("name") for t in tools]
+    missing = [n for n in REQUIRED_TOOLS if n not in names]
+    expect(not missing, f"missing {missing}; got {names}")
+
+
+async def check_list_subagents(api: Api) -> None:
+    res = await api.call_tool("agent.list_subagents", {})
+    expect(not res.get("isError"), f"isError: {res.get('content')}")
+    sc = res.get("structuredContent")
+    expect(isinstance(sc, dict), f"no structuredContent: {json.dumps(res)[:300]}")
+    agents = sc.get("agents")
+    expect(isinstance(agents, list), f"structuredContent has no agents list: {list(sc)}")
+    ids = [a.get("id") for a in agents]
+    expect(len(agents) >= 12, f"{len(agents)} agents, want >= 12: {ids}")
+    expect("orchestrator" in ids, f"no orchestrator in {ids}")
+    bad = [a.get("id") for a in agents if not isinstance(a.get("dispatchable_over_mcp"), bool)]
+    expect(not bad, f"agents without a boolean dispatchable_over_mcp: {bad}")
+
+
+async def check_core_list_tools(api: Api) -> None:
+    res = await api.call_tool("core.list_tools", {})
+    expect(not res.get("isError"), f"isError: {res.get('content')}")
+    sc = res.get("structuredContent") or {}
+    expect(isinstance(sc.get("tools"), list), f"structuredContent.tools missing: {json.dumps(res)[:300]}")
+    expect(sc.get("count") == len(sc["tools"]), f"count {sc.get('count')} != {len(sc['tools'])} tools")
+
+
+async def check_tool_instructions(api: Api) -> None:
+    res = await api.call_tool("core.tool_instructions", {})
+    expect(not res.get("isError"), f"isError: {res.get('content')}")
+    md = (res.get("structuredContent") or {}).get("markdown")
+    expect(isinstance(md, str) and md.strip() != "", f"no markdown: {json.dumps(res)[:300]}")
+
+
+async def check_unknown_argument(api: Api) -> None:
+    try:
+        res = await api.call_tool("core.list_tools", {"bogus_arg": 1})
+    except SdkError as e:
+        raise AssertionError(f"raised instead of returning an isError result: {describe(e)}") from None
+    expect(res.get("isError") is True, f"isError is {res.get('isError')!r}: {json.dumps(res)[:300]}")
+    texts = " ".join(c.get("text", "") for c in res.get("content", []) if c.get("type") == "text")
+    expect("bogus_arg" in texts, f"text does not name the argument: {texts[:300]!r}")
+
+
+async def check_unknown_tool(api: Api) -> None:
+    try:
+        res = await api.call_tool("no.such_tool", {})
+    except SdkError as e:
+        expect("no.such_tool" in describe(e), f"error does not name the tool: {describe(e)}")
+        return
+    # Some SDKs turn a tool error into a result; that is acceptable when it is flagged.
+    expect(res.get("isError") is True, f"unknown tool succeeded: {json.dumps(res)[:300]}")
+
+
+async def check_resources_list(api: Api) -> None:
+    resources = (await api.list_resources()).get("resources", [])
+    uris = [str(r.get("uri")) for r in resources]
+    missing = [u for u in REQUIRED_RESOURCES if u not in uris]
+    expect(not missing, f"missing {missing}; got {uris}")
+
+
+async def check_read_identity(api: Api) -> None:
+    res = await api.read_resource("openhuman://prompts/identity")
+    contents = res.get("contents", [])
+    expect(len(contents) >= 1, f"no contents: {json.dumps(res)[:300]}")
+    c = contents[0]
+    expect(str(c.get("uri")) == "openhuman://prompts/identity", f"uri {c.get('uri')!r}")
+    expect(c.get("mimeType") == "text/markdown", f"mimeType {c.get('mimeType')!r}")
+    text = c.get("text")
+    expect(isinstance(text, str) and text.lstrip().startswith("#"), f"not markdown text: {str(text)[:120]!r}")
+
+
+CHECKS = [
+    ("tools/list has core.list_tools, core.tool_instructions, agent.list_subagents", check_tools_list),
+    ("agent.list_subagents: >= 12 agents with orchestrator and dispatchable_over_mcp", check_list_subagents),
+    ("core.list_tools returns its tool list", check_core_list_tools),
+    ("core.tool_instructions returns markdown", check_tool_instructions),
+    ("core.list_tools with an unknown argument: isError naming it", check_unknown_argument),
+    ("unknown tool: error", check_unknown_tool),
+    ("resources/list has identity, soul, user, agents/orchestrator", check_resources_list),
+    ("resources/read identity: markdown text", check_read_identity),
+]
+
+
+async def run_case(prefix: str, mode: str, server: str, bin_dir: str) -> None:
+    daemon = os.path.join(bin_dir, "openhumand-mcp")
+    if server == "shim":
+        command, args = os.path.join(bin_dir, "openhuman-mcp-shim"), []
+    else:
+        command, args = daemon, ["stdio"]
+    label = f"{prefix} {mode} {server}"
+    scratch = tempfile.mkdtemp(prefix="openhuman-interop-")
+    home = os.path.join(scratch, "home")
+    os.mkdir(home)
+    errlog_path = os.path.join(scratch, "server-stderr.log")
+    trace_dir = os.environ.get("OPENHUMAN_INTEROP_TRACE")
+    if trace_dir:
+        os.makedirs(trace_dir, exist_ok=True)
+        log = os.path.join(os.path.abspath(trace_dir), label.replace(" ", "_").replace("/", "_") + ".log")
+        if os.path.exists(log):
+            os.remove(log)
+        wiretap = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wiretap.py")
+        command, args = sys.executable, [wiretap, log, "--", command, *args]
+    params = StdioServerParameters(command=command, args=args, env=server_env(home))
+    done: set[str] = set()
+    closing_started = 0.0
+    phase = "connect"
+    try:
+        with open(errlog_path, "w") as errlog:
+            # One cancel scope bounds every phase: its deadline moves from the connect budget to
+            # the close budget; each check has its own nested timeout.
+            with anyio.CancelScope(deadline=anyio.current_time() + CONNECT_TIMEOUT) as scope:
+                started = time.monotonic()
+                async with connect(mode, params, errlog) as api:
+                    scope.deadline = math.inf
+                    phase = "checks"
+                    elapsed = time.monotonic() - started
+                    version = api.protocol_version
+                    note(f"{label}: connected in {elapsed:.2f} s, protocol {version}")
+                    if mode in ("auto", MODERN):
+                        ok = version == MODERN
+                        why = f"negotiated {version}, want {MODERN} (the server advertises it in server/discover)"
+                    else:
+                        ok = version in HANDSHAKE_VERSIONS
+                        why = f"negotiated {version!r}, not a handshake-era version"
+                    report(f"{label}: session initialises", ok, why)
+                    done.add("init")
+                    for name, fn in CHECKS:
+                        try:
+                            with anyio.fail_after(CHECK_TIMEOUT):
+                                await fn(api)
+                            report(f"{label}: {name}", True)
+                        except TimeoutError:
+                            report(f"{label}: {name}", False, f"no answer within {CHECK_TIMEOUT:.0f} s")
+                        except Exception as e:  # noqa: BLE001 - every failure is a finding
+                            report(f"{label}: {name}", False, describe(e))
+                        done.add(name)
+                    phase = "close"
+                    scope.deadline = anyio.current_time() + CLOSE_TIMEOUT
+                    closing_started = time.monotonic()
+            if scope.cancelled_caught:
+                raise TimeoutError(f"{phase} timed out")
+            closed_in = time.monotonic() - closing_started
+            report(
+                f"{label}: server exits on stdin EOF",
+                closed_in < CLEAN_EXIT_SECONDS,
+                f"closing took {closed_in:.2f} s: the SDK had to signal the server after its 2 s grace",
+            )
+            done.add("close")
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        why = describe(e)
+        if isinstance(e, TimeoutError):
+            why = str(e) or "timed out"
+        if os.environ.get("OPENHUMAN_INTEROP_DEBUG"):
+            traceback.print_exc()
+        err_tail = tail(errlog_path)
+        if err_tail:
+            note(f"{label}: server stderr tail:\n" + "\n".join("#   " + l for l in err_tail.splitlines()))
+        if "init" not in done:
+            report(f"{label}: session initialises", False, why)
+        for name, _ in CHECKS:
+            if name not in done:
+                report(f"{label}: {name}", False, f"not run: {why}")
+        if "close" not in done:
+            report(f"{label}: server exits on stdin EOF", False, why)
+    finally:
+        stopped, what = stop_daemon(daemon, home)
+        if server == "shim":
+            report(f"{label}: autostarted daemon stops on `openhumand-mcp stop`", stopped, what)
+        elif stopped or "still running" in what:
+            report(f"{label}: no daemon left behind", False, what)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin-dir", default=os.environ.get("OPENHUMAN_BIN_DIR", "target/debug"))
+    ap.add_argument("--server", choices=["shim", "stdio", "all"], default="all")
+    ap.add_argument("--mode", action="append", help="run only these modes (repeatable)")
+    opts = ap.parse_args()
+    bin_dir = os.path.abspath(opts.bin_dir)
+    for exe in ("openhuman-mcp-shim", "openhumand-mcp"):
+        if not os.access(os.path.join(bin_dir, exe), os.X_OK):
+            print(f"not ok - py{SDK_VERSION}: {exe} not found in the bin dir (build first)", flush=True)
+            return 1
+    modes = ["auto", "legacy", MODERN, "session"] if SDK_MAJOR >= 2 else ["session"]
+    if opts.mode:
+        modes = [m for m in modes if m in opts.mode]
+    servers = ["shim", "stdio"] if opts.server == "all" else [opts.server]
+    note(f"python mcp {SDK_VERSION}, modes {modes}")
+    prefix = f"py-mcp{SDK_VERSION}"
+    for server in servers:
+        for mode in modes:
+            anyio.run(run_case, prefix, mode, server, bin_dir)
+    note(f"py-mcp{SDK_VERSION}: {passes} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

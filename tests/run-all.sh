@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The project's one test command (README "Test"): formatting, lints, unit and integration tests
+# against the real binaries, then the interop suites with the official MCP clients.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo build"
+cargo build --workspace --locked
+echo "== cargo test"
+cargo test --workspace --locked
+if [ -f tests/interop/run.sh ]; then
+    echo "== interop (official MCP clients)"
+    bash tests/interop/run.sh
+fi

@@ -1,0 +1,8 @@
+//! Integration tests: the real `openhumand-mcp` and `openhuman-mcp-shim` binaries in a temp
+//! `OPENHUMAN_HOME`. Build them first (`cargo build --workspace`); the README's test command does.
+#![allow(clippy::print_stderr)]
+
+mod cli;
+mod shim;
+mod smoke;
+mod socket;

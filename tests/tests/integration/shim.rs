@@ -1,0 +1,136 @@
+//! The shim against real daemons: sessions, autostart under a lock, surviving a daemon killed
+//! mid-request, EOF handling, and clear errors when no daemon can be had.
+
+use openhuman_tests::{ChildPeer, Daemon, Home, freeze, kill, processes_matching};
+use serde_json::json;
+
+#[test]
+fn session_through_shim_lists_calls_and_reads() {
+    let home = Home::new();
+    let daemon = Daemon::start(&home);
+    let mut shim = ChildPeer::spawn(home.shim_cmd());
+    let init = shim.peer.initialize("Claude Desktop");
+    assert_eq!(init["capabilities"]["tools"]["listChanged"], true);
+    let tools = shim.peer.call("tools/list", json!({}));
+    assert!(tools["tools"].as_array().unwrap().iter().all(|t| t["inputSchema"]["additionalProperties"] == false));
+    let agents = shim.peer.tool("agent.list_subagents", json!({}));
+    assert_eq!(agents["isError"], false);
+    let list = agents["structuredContent"]["agents"].as_array().unwrap();
+    assert!(list.len() >= 12);
+    let orchestrator = list.iter().find(|a| a["id"] == "orchestrator").expect("orchestrator");
+    assert_eq!(orchestrator["dispatchable_over_mcp"], false);
+    assert!(orchestrator["reason"].as_str().unwrap().contains("[llm]"), "{orchestrator}");
+    let integrations = list.iter().find(|a| a["id"] == "integrations").expect("integrations");
+    assert!(integrations["reason"].as_str().unwrap().contains("toolkit"));
+    let text = shim.peer.call("resources/read", json!({"uri": "openhuman://prompts/agents/planner"}));
+    assert!(text["contents"][0]["text"].as_str().unwrap().len() > 200);
+    let (status, rest) = shim.finish();
+    assert!(status.success());
+    assert!(rest.is_empty(), "{rest:?}");
+    // The daemon the test started is still the one serving.
+    assert_eq!(home.daemon_pid(), Some(daemon.pid()));
+}
+
+#[test]
+fn killed_daemon_fails_inflight_request_then_shim_continues_on_a_new_one() {
+    let home = Home::new();
+    let mut cmd = home.shim_cmd();
+    cmd.arg("-v");
+    let mut shim = ChildPeer::spawn(cmd);
+    shim.peer.initialize("Cursor");
+    let first = home.daemon_pid().expect("shim autostarted a daemon");
+    // Freeze the daemon, then wait for the shim to report the request forwarded: it is then
+    // certainly in flight when the daemon dies.
+    freeze(first);
+    let id = shim.peer.start("tools/list", json!({}));
+    let marker = format!("forwarded request {id} ");
+    loop {
+        let line = shim.stderr.next().expect("shim stderr ended");
+        if line.contains(&marker) {
+            break;
+        }
+    }
+    kill(first, libc::SIGKILL);
+    let reply = shim.peer.wait(&id);
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    assert_eq!(reply["error"]["message"], "daemon restarted; request not completed");
+    // The shim reconnects to a fresh daemon and replays the handshake without telling the client.
+    let tools = shim.peer.call("tools/list", json!({}));
+    assert!(tools["tools"].is_array());
+    let second = home.daemon_pid().expect("a new daemon");
+    assert_ne!(first, second);
+    let (status, rest) = shim.finish();
+    assert!(status.success());
+    assert!(rest.is_empty(), "the replayed initialize must not reach the client: {rest:?}");
+}
+
+#[test]
+fn twenty_shims_started_together_make_exactly_one_daemon() {
+    let home = Home::new();
+    let shims: Vec<ChildPeer> = (0..20).map(|_| ChildPeer::spawn(home.shim_cmd())).collect();
+    let handles: Vec<_> = shims
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            std::thread::spawn(move || {
+                let r = s.peer.initialize(&format!("client {i}"));
+                assert_eq!(r["serverInfo"]["name"], "openhuman-core");
+                s.peer.call("ping", json!({}));
+                s
+            })
+        })
+        .collect();
+    let shims: Vec<ChildPeer> = handles.into_iter().map(|h| h.join().expect("shim thread")).collect();
+    let home_str = home.path().to_string_lossy().to_string();
+    let daemons = processes_matching(&["openhumand-mcp", &home_str, "serve"]);
+    assert_eq!(daemons.len(), 1, "daemons: {daemons:?}");
+    assert_eq!(home.daemon_pid(), Some(daemons[0]));
+    for s in shims {
+        let (status, _) = s.finish();
+        assert!(status.success());
+    }
+}
+
+#[test]
+fn eof_waits_for_inflight_responses() {
+    let home = Home::new();
+    let _daemon = Daemon::start(&home);
+    let mut shim = ChildPeer::spawn(home.shim_cmd());
+    shim.peer.initialize("eof-test");
+    let ids: Vec<_> = (0..50).map(|_| shim.peer.start("tools/call", json!({"name": "core.tool_instructions"}))).collect();
+    let (status, rest) = shim.finish();
+    assert!(status.success());
+    assert_eq!(rest.len(), ids.len(), "every request answered before exit");
+    for line in rest {
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["result"]["isError"], false, "{v}");
+    }
+}
+
+#[test]
+fn without_daemon_and_autostart_each_request_gets_advice_and_exit_is_nonzero() {
+    let home = Home::new();
+    let mut cmd = home.shim_cmd();
+    cmd.arg("--no-autostart");
+    let mut shim = ChildPeer::spawn(cmd);
+    let r = shim.peer.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}));
+    assert_eq!(r["error"]["code"], -32603);
+    let msg = r["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("openhumand-mcp serve"), "{msg}");
+    let r = shim.peer.request("ping", json!({}));
+    assert!(r["error"]["message"].as_str().unwrap().contains("openhumand-mcp serve"));
+    let (status, _) = shim.finish();
+    assert!(!status.success());
+    assert!(home.daemon_pid().is_none(), "--no-autostart must not start a daemon");
+}
+
+#[test]
+fn shim_help_goes_to_stdout_and_bad_flags_exit_2() {
+    let home = Home::new();
+    let out = home.shim_cmd().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--no-autostart"));
+    let out = home.shim_cmd().arg("--bogus").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bogus"));
+}

@@ -1,0 +1,211 @@
+//! The daemon socket: permissions, stale and live sockets, bad input of every kind (the daemon
+//! answers, keeps the session and keeps serving others), protocol errors, and graceful stop.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use openhuman_tests::{Daemon, Home, Peer, WAIT, kill, wait_exit};
+use serde_json::{Value, json};
+
+fn line(s: &str) -> Vec<u8> {
+    format!("{s}\n").into_bytes()
+}
+
+fn initialized(home: &Home) -> Peer {
+    let mut p = Peer::socket(&home.socket());
+    p.initialize("socket-test");
+    p
+}
+
+#[test]
+fn socket_is_private() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let sock = std::fs::metadata(home.socket()).unwrap().permissions().mode() & 0o777;
+    let dir = std::fs::metadata(home.path().join("run")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(sock, 0o600, "socket mode {sock:o}");
+    assert_eq!(dir, 0o700, "dir mode {dir:o}");
+}
+
+#[test]
+fn stale_socket_is_replaced_and_live_one_refused() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join("run")).unwrap();
+    // A socket file nobody listens on: what a crashed daemon leaves behind.
+    drop(std::os::unix::net::UnixListener::bind(home.socket()).unwrap());
+    assert!(home.socket().exists());
+    let _d = Daemon::start(&home);
+    Peer::socket(&home.socket()).call("ping", json!({}));
+    let out = home.daemon_cmd().arg("serve").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already serving"), "{err}");
+    // The live daemon was not displaced.
+    Peer::socket(&home.socket()).call("ping", json!({}));
+}
+
+#[test]
+fn bad_input_gets_clear_errors_and_the_session_goes_on() {
+    let home = Home::new();
+    home.write_config("[mcp]\nmax_line_bytes = 4096\n");
+    let _d = Daemon::start(&home);
+    let mut p = initialized(&home);
+    let cases: Vec<(Vec<u8>, i64)> = vec![
+        (b"{not json\n".to_vec(), -32700),
+        (b"\xff\xfe\x00garbage\n".to_vec(), -32700),
+        ([b"{\"a\":\"".to_vec(), vec![b'x'; 10_000], b"\"}\n".to_vec()].concat(), -32700),
+        // Nested deeper than the parser allows.
+        ([vec![b'['; 2000], vec![b']'; 2000], b"\n".to_vec()].concat(), -32700),
+        (b"[]\n".to_vec(), -32600),
+        (b"42\n".to_vec(), -32600),
+        (line(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), -32600),
+        (line(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#), -32600),
+        (line(r#"{"jsonrpc":"2.0","id":2,"method":7}"#), -32600),
+        (line(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":5}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":3}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope"}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"core.list_tools","arguments":[1]}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#), -32601),
+        (line(r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"openhuman://nope"}}"#), -32002),
+        (line(r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":" "}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"cursor":"zzz"}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":11,"method":"logging/setLevel","params":{"level":"loud"}}"#), -32602),
+    ];
+    for (bytes, code) in cases {
+        p.send_raw(&bytes);
+        let reply = p.lines.next_json();
+        assert_eq!(reply["error"]["code"], code, "input {:?} -> {reply}", String::from_utf8_lossy(&bytes[..bytes.len().min(80)]));
+        assert!(!reply["error"]["message"].as_str().unwrap().is_empty());
+        // The session is still usable after every bad message.
+        assert_eq!(p.call("ping", json!({})), json!({}));
+    }
+}
+
+#[test]
+fn requests_before_initialize_are_refused_but_ping_and_discover_work() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    let r = p.request("tools/list", json!({}));
+    assert_eq!(r["error"]["code"], -32600);
+    assert!(r["error"]["message"].as_str().unwrap().contains("not initialized"));
+    assert_eq!(p.call("ping", json!({})), json!({}));
+    let d = p.call("server/discover", json!({}));
+    assert_eq!(d["supportedVersions"], json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]));
+    assert_eq!(d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "openhuman-core");
+    // Then fall back to the handshake on the same connection.
+    let init = p.call("initialize", json!({"protocolVersion": "2099-01-01", "capabilities": {}}));
+    assert_eq!(init["protocolVersion"], "2025-11-25");
+    assert!(p.call("tools/list", json!({}))["tools"].is_array());
+}
+
+#[test]
+fn stateless_2026_requests_need_no_handshake() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "Modern App", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": {}});
+    let tools = p.call("tools/list", json!({"_meta": meta}));
+    assert_eq!(tools["resultType"], "complete");
+    assert_eq!(tools["cacheScope"], "private");
+    assert!(tools["ttlMs"].as_u64().unwrap() > 0);
+    let call = p.call("tools/call", json!({"_meta": meta, "name": "core.list_tools", "arguments": {}}));
+    assert_eq!(call["resultType"], "complete");
+    assert_eq!(call["isError"], false);
+    let res = p.request("resources/read", json!({"_meta": meta, "uri": "openhuman://nope"}));
+    assert_eq!(res["error"]["code"], -32602, "2026-07-28 reports unknown resources as invalid params");
+    let bad = p.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}}));
+    assert_eq!(bad["error"]["code"], -32022);
+    assert_eq!(bad["error"]["data"]["requested"], "2030-01-01");
+    assert!(bad["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")));
+}
+
+#[test]
+fn batches_answer_in_order_and_skip_notifications() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    p.send(&json!([
+        {"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": {"protocolVersion": "2025-03-26", "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": "b", "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": "c", "method": "bogus"}
+    ]));
+    let reply = p.lines.next_json();
+    let ids: Vec<&Value> = reply.as_array().unwrap().iter().map(|m| &m["id"]).collect();
+    assert_eq!(ids, vec!["a", "b", "c"]);
+    assert_eq!(reply[2]["error"]["code"], -32601);
+    // Only notifications: no reply at all (the next line is the ping's).
+    p.send(&json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}]));
+    assert_eq!(p.call("ping", json!({})), json!({}));
+}
+
+#[test]
+fn vanished_clients_and_many_sessions_do_not_disturb_others() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut steady = initialized(&home);
+    for _ in 0..20 {
+        let mut s = UnixStream::connect(home.socket()).unwrap();
+        // Half a message, a full request, then gone.
+        s.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).unwrap();
+        s.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"core.tool_instructions\"}}\n{\"jsonr").unwrap();
+        drop(s);
+    }
+    let sessions: Vec<Peer> = (0..30).map(|_| initialized(&home)).collect();
+    assert_eq!(steady.call("ping", json!({})), json!({}));
+    for mut s in sessions {
+        assert!(s.call("tools/list", json!({}))["tools"].is_array());
+    }
+}
+
+#[test]
+fn duplicate_inflight_id_is_rejected_and_cancel_of_unknown_id_is_harmless() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = initialized(&home);
+    p.notify("notifications/cancelled", json!({"requestId": 12345, "reason": "test"}));
+    p.notify("notifications/unknown", json!({}));
+    assert_eq!(p.call("ping", json!({})), json!({}));
+}
+
+#[test]
+fn sigterm_drains_removes_socket_and_exits_zero() {
+    let home = Home::new();
+    let mut d = Daemon::start(&home);
+    let mut p = initialized(&home);
+    p.call("ping", json!({}));
+    kill(d.pid(), libc::SIGTERM);
+    let status = wait_exit(&mut d.child, WAIT);
+    assert_eq!(status.code(), Some(0));
+    assert!(!home.socket().exists(), "socket left behind");
+}
+
+#[test]
+fn idle_timeout_stops_an_unused_daemon() {
+    let home = Home::new();
+    let mut d = Daemon::start_with(&home, &["--idle-timeout", "1"]);
+    let status = wait_exit(&mut d.child, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0));
+    assert!(!home.socket().exists());
+}
+
+#[test]
+fn status_and_stop_control_the_daemon() {
+    let home = Home::new();
+    let mut d = Daemon::start(&home);
+    let _p = initialized(&home);
+    let out = home.daemon_cmd().args(["status", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["pid"], d.pid());
+    assert_eq!(v["sessions"], 1, "the status connection itself is not counted: {v}");
+    let out = home.daemon_cmd().arg("stop").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(wait_exit(&mut d.child, WAIT).code(), Some(0));
+    let out = home.daemon_cmd().arg("status").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("openhumand-mcp serve"));
+}
