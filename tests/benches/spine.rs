@@ -41,8 +41,8 @@ const SPAWN_RUNS: usize = 200;
 const SPAWN_WARMUP: usize = 10;
 /// Sequential pings: warm-up per session, then `PING_ROUNDS` interleaved rounds of `PING_BATCH`.
 const PING_WARMUP: usize = 1_000;
-const PING_ROUNDS: usize = 10;
-const PING_BATCH: usize = 500;
+const PING_ROUNDS: usize = 50;
+const PING_BATCH: usize = 100;
 /// Pipelined requests per run, and runs per method (alternating; the median run is reported).
 const PIPELINE_CALLS: usize = 50_000;
 const PIPELINE_RUNS: usize = 3;
@@ -308,7 +308,7 @@ fn pipelined(socket: &Path, daemon_pid: u32) -> Result<()> {
         "## 3. pipelined requests on one socket session: {PIPELINE_CALLS} per run, median of {PIPELINE_RUNS} runs"
     );
     println!(
-        "{:<34}{:>12}{:>12}{:>14}{:>12}",
+        "{:<34}{:>10}{:>10}{:>13}{:>20}",
         "", "calls/s", "us/call", "reply bytes", "daemon CPU"
     );
     let mut rates = Vec::new();
@@ -323,7 +323,7 @@ fn pipelined(socket: &Path, daemon_pid: u32) -> Result<()> {
             )
         });
         println!(
-            "{name:<34}{:>12}{:>12.1}{:>14}{:>12}",
+            "{name:<34}{:>10}{:>10.1}{:>13}{:>20}",
             thousands(rate as u64),
             1e6 / rate,
             thousands(r.bytes / PIPELINE_CALLS as u64),

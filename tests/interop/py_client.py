@@ -62,7 +62,7 @@ REQUIRED_RESOURCES = [
     "openhuman://prompts/agents/orchestrator",
 ]
 
-CONNECT_TIMEOUT = 30.0  # the 2.x discover probe alone may wait 10 s on a silent server
+CONNECT_TIMEOUT = float(os.environ.get("OPENHUMAN_INTEROP_CONNECT_TIMEOUT", "30"))  # the 2.x discover probe alone may wait 10 s
 CHECK_TIMEOUT = 20.0
 CLOSE_TIMEOUT = 15.0  # the SDK closes stdin, waits 2 s, then kills the process tree
 CLEAN_EXIT_SECONDS = 1.9  # under the SDK's 2 s grace: the server exited on stdin EOF by itself
@@ -220,6 +220,11 @@ def stop_daemon(daemon: str, home: str) -> tuple[bool, str]:
     except subprocess.TimeoutExpired:
         pass
     if wait_pid_exit(pid, 10.0):
+        after = daemon_status(daemon, home)
+        if after and after.get("pid"):
+            # Something (a shim still connected) autostarted a new daemon: stop that one too.
+            stop_daemon(daemon, home)
+            return False, f"pid {pid} exited but another daemon (pid {after['pid']}) answers now"
         return True, f"pid {pid} exited after `openhumand-mcp stop`"
     try:
         os.kill(pid, signal.SIGKILL)

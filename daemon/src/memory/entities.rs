@@ -56,44 +56,49 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
         }
         run.clear();
     };
-    for raw in text.split_whitespace() {
-        let word = raw.trim_start_matches(['(', '<', '[', '"', '\'', '*', '_', '`', '{']);
-        let word_trimmed = word.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '>', ']', '"', '\'', '*', '_', '`', '}']);
-        let punct_after = word_trimmed.len() < word.len();
-        let word = word_trimmed;
-        if word.is_empty() {
-            end_run(&mut run, &mut add);
-            continue;
-        }
-        if let Some(url) = url(word) {
-            end_run(&mut run, &mut add);
-            add(format!("url:{url}"), "url", word);
-            continue;
-        }
-        let w = word.strip_prefix("mailto:").unwrap_or(word);
-        if let Some(email) = email(w) {
-            end_run(&mut run, &mut add);
-            add(format!("email:{email}"), "email", w);
-            continue;
-        }
-        if let Some(name) = word.strip_prefix('@').filter(|n| is_handle(n)) {
-            end_run(&mut run, &mut add);
-            add(format!("handle:@{}", name.to_ascii_lowercase()), "handle", word);
-            continue;
-        }
-        if let Some(tag) = word.strip_prefix('#').filter(|t| is_hashtag(t)) {
-            end_run(&mut run, &mut add);
-            add(format!("topic:{}", slug(tag)), "topic", tag);
-            continue;
-        }
-        if is_capitalised(word) {
-            run.push(word);
-            if punct_after {
+    // A line break ends a name: a title line and the first words of the text are
+    // not one name.
+    for line in text.lines() {
+        for raw in line.split_whitespace() {
+            let word = raw.trim_start_matches(['(', '<', '[', '"', '\'', '*', '_', '`', '{']);
+            let word_trimmed = word.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '>', ']', '"', '\'', '*', '_', '`', '}']);
+            let punct_after = word_trimmed.len() < word.len();
+            let word = word_trimmed;
+            if word.is_empty() {
+                end_run(&mut run, &mut add);
+                continue;
+            }
+            if let Some(url) = url(word) {
+                end_run(&mut run, &mut add);
+                add(format!("url:{url}"), "url", word);
+                continue;
+            }
+            let w = word.strip_prefix("mailto:").unwrap_or(word);
+            if let Some(email) = email(w) {
+                end_run(&mut run, &mut add);
+                add(format!("email:{email}"), "email", w);
+                continue;
+            }
+            if let Some(name) = word.strip_prefix('@').filter(|n| is_handle(n)) {
+                end_run(&mut run, &mut add);
+                add(format!("handle:@{}", name.to_ascii_lowercase()), "handle", word);
+                continue;
+            }
+            if let Some(tag) = word.strip_prefix('#').filter(|t| is_hashtag(t)) {
+                end_run(&mut run, &mut add);
+                add(format!("topic:{}", slug(tag)), "topic", tag);
+                continue;
+            }
+            if is_capitalised(word) {
+                run.push(word);
+                if punct_after {
+                    end_run(&mut run, &mut add);
+                }
+            } else {
                 end_run(&mut run, &mut add);
             }
-        } else {
-            end_run(&mut run, &mut add);
         }
+        end_run(&mut run, &mut add);
     }
     end_run(&mut run, &mut add);
     out

@@ -23,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '..', '..', '..');
 
-const CONNECT_TIMEOUT_MS = 30_000;
+const CONNECT_TIMEOUT_MS = 1000 * Number(process.env.OPENHUMAN_INTEROP_CONNECT_TIMEOUT || 30);
 const CHECK_TIMEOUT_MS = 20_000;
 const CLOSE_TIMEOUT_MS = 15_000;
 const CLEAN_EXIT_MS = 1_900; // under the SDK's 2 s grace: the server exited on stdin EOF by itself
@@ -179,6 +179,15 @@ function daemonEnv(home) {
   return { ...process.env, OPENHUMAN_HOME: home };
 }
 
+function daemonStatus(daemon, home) {
+  const st = spawnSync(daemon, ['status', '--json'], { env: daemonEnv(home), encoding: 'utf8', timeout: 10_000 });
+  try {
+    return JSON.parse(st.stdout || 'null');
+  } catch {
+    return null;
+  }
+}
+
 function pidAlive(pid) {
   try {
     process.kill(pid, 0);
@@ -206,17 +215,19 @@ async function waitPidExit(pid, ms) {
 }
 
 async function stopDaemon(daemon, home) {
-  const st = spawnSync(daemon, ['status', '--json'], { env: daemonEnv(home), encoding: 'utf8', timeout: 10_000 });
-  let status = null;
-  try {
-    status = JSON.parse(st.stdout || 'null');
-  } catch {
-    status = null;
-  }
+  const status = daemonStatus(daemon, home);
   if (!status || !status.pid) return [false, `no daemon running (status: ${JSON.stringify(status)})`];
   const pid = status.pid;
   spawnSync(daemon, ['stop'], { env: daemonEnv(home), encoding: 'utf8', timeout: 10_000 });
-  if (await waitPidExit(pid, 10_000)) return [true, `pid ${pid} exited after \`openhumand-mcp stop\``];
+  if (await waitPidExit(pid, 10_000)) {
+    const after = daemonStatus(daemon, home);
+    if (after && after.pid) {
+      // Something (a shim still connected) autostarted a new daemon: stop that one too.
+      await stopDaemon(daemon, home);
+      return [false, `pid ${pid} exited but another daemon (pid ${after.pid}) answers now`];
+    }
+    return [true, `pid ${pid} exited after \`openhumand-mcp stop\``];
+  }
   try {
     process.kill(pid, 'SIGKILL');
   } catch {

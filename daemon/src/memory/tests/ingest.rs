@@ -76,10 +76,15 @@ fn unreadable_files_are_reported_and_the_rest_continue() {
     let m = open(data.path());
     let s = ingest(&m, &[src.path(), &missing], None);
     assert_eq!(s.files_ingested, 1);
-    let failed: Vec<String> =
-        s.files_failed.iter().map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert_eq!(failed, ["bad.md", "junk.eml", "missing.md"], "{:?}", s.files_failed);
-    assert!(s.files_failed[0].error.contains("UTF-8"));
+    let mut failed: Vec<(String, String)> = s
+        .files_failed
+        .iter()
+        .map(|f| (f.path.file_name().unwrap().to_string_lossy().into_owned(), f.error.clone()))
+        .collect();
+    failed.sort();
+    let names: Vec<&str> = failed.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(names, ["bad.md", "junk.eml", "missing.md"], "{failed:?}");
+    assert!(failed[0].1.contains("UTF-8"), "{failed:?}");
     assert!(m.ingest_paths(&[], Some("video"), &|_| {}).is_err());
 }
 

