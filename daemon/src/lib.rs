@@ -101,20 +101,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
             let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
             let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
             let loaded = config::load(&paths.config_file)?;
-            if args.http
-                || loaded.config.mcp.http.enabled
-                || args.host.is_some()
-                || args.port.is_some()
-            {
-                anyhow::bail!(
-                    "the Streamable HTTP transport is not in this build yet; run without --http and unset [mcp.http].enabled"
-                );
-            }
-            if args.auth_token.is_some() {
-                tracing::warn!(
-                    "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN"
-                );
-            }
+            let http = http_options(args, &loaded.config)?;
             let rt = runtime(None)?;
             let state = AppState::new(paths.clone(), loaded.config);
             rt.block_on(async {
@@ -125,11 +112,19 @@ fn run_server(cli: &Cli) -> Result<i32> {
                     }
                     None => transport::socket::bind(&paths.socket)?,
                 };
+                let http = match http {
+                    Some(h) => {
+                        let tcp = tokio::net::TcpListener::bind((h.host.as_str(), h.port))
+                            .await
+                            .with_context(|| format!("cannot listen for HTTP on {}:{}", h.host, h.port))?;
+                        tracing::info!(addr = %tcp.local_addr()?, auth = h.token.is_some(), "HTTP transport listening");
+                        Some((tcp, h))
+                    }
+                    None => None,
+                };
                 let opts = server::ServeOptions {
-                    idle_timeout: args
-                        .idle_timeout
-                        .filter(|s| *s > 0)
-                        .map(Duration::from_secs),
+                    idle_timeout: args.idle_timeout.filter(|s| *s > 0).map(Duration::from_secs),
+                    http,
                 };
                 server::run(state, listener, opts).await
             })?;
@@ -138,6 +133,59 @@ fn run_server(cli: &Cli) -> Result<i32> {
         }
         _ => unreachable!("run_server only handles serve and stdio"),
     }
+}
+
+/// HTTP settings from flags, environment and config; None when HTTP is off. Refuses a
+/// non-loopback bind without a token.
+fn http_options(
+    args: &cli::ServeArgs,
+    config: &config::Config,
+) -> Result<Option<transport::http::HttpOptions>> {
+    let h = &config.mcp.http;
+    if !(args.http || h.enabled) {
+        if args.host.is_some() || args.port.is_some() || args.auth_token.is_some() {
+            anyhow::bail!(
+                "--host/--port/--auth-token apply to HTTP: add --http or set [mcp.http].enabled = true"
+            );
+        }
+        return Ok(None);
+    }
+    let env_token = std::env::var("OPENHUMAN_MCP_AUTH_TOKEN")
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let file_token = match &h.auth_token_file {
+        Some(f) => Some(
+            std::fs::read_to_string(f)
+                .with_context(|| format!("cannot read [mcp.http].auth_token_file {}", f.display()))?
+                .trim()
+                .to_string(),
+        )
+        .filter(|t| !t.is_empty()),
+        None => None,
+    };
+    if args.auth_token.is_some() {
+        tracing::warn!(
+            "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
+        );
+    }
+    let token = env_token.or(file_token).or_else(|| args.auth_token.clone());
+    let host = args.host.clone().unwrap_or_else(|| h.host.clone());
+    let port = args.port.unwrap_or(h.port);
+    if !is_loopback_host(&host) && token.is_none() {
+        anyhow::bail!(
+            "refusing to serve HTTP on non-loopback address {host} without a token: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
+        );
+    }
+    Ok(Some(transport::http::HttpOptions { host, port, token }))
+}
+
+/// True for 127.0.0.0/8, ::1 and `localhost`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    h.eq_ignore_ascii_case("localhost")
+        || h.parse::<std::net::IpAddr>()
+            .map(|ip| ip.is_loopback())
+            .unwrap_or(false)
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {

@@ -15,6 +15,8 @@ use crate::transport::socket::{self, SocketListener};
 pub struct ServeOptions {
     /// Stop after this long with no session.
     pub idle_timeout: Option<Duration>,
+    /// Serve Streamable HTTP too, on this already-bound listener.
+    pub http: Option<(tokio::net::TcpListener, crate::transport::http::HttpOptions)>,
 }
 
 pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) -> Result<()> {

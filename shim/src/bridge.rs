@@ -191,7 +191,10 @@ impl Bridge {
             match sent {
                 Ok(()) => {
                     if self.opts.verbose && !ids.is_empty() {
-                        self.log(&format!("forwarded request {} on connection {generation}", ids.join(", ")));
+                        self.log(&format!(
+                            "forwarded request {} on connection {generation}",
+                            ids.join(", ")
+                        ));
                     }
                     return;
                 }
@@ -242,7 +245,9 @@ impl Bridge {
                     return Ok(());
                 }
                 Err(e) => {
-                    self.debug(&format!("connection {generation} failed its handshake: {e}"));
+                    self.debug(&format!(
+                        "connection {generation} failed its handshake: {e}"
+                    ));
                     why = e;
                 }
             }
@@ -250,7 +255,12 @@ impl Bridge {
         Err(format!("the daemon keeps closing new connections ({why})"))
     }
 
-    fn probe(&self, stream: &Stream, reader: &mut BufReader<ArcRead>, generation: u64) -> Result<(), String> {
+    fn probe(
+        &self,
+        stream: &Stream,
+        reader: &mut BufReader<ArcRead>,
+        generation: u64,
+    ) -> Result<(), String> {
         let probe_id = Value::from(format!("{REPLAY_PREFIX}{generation}"));
         let (init, initialized) = {
             let h = self.handshake.lock().expect("handshake lock");
@@ -265,10 +275,14 @@ impl Bridge {
                     out.push_str(&format!("{note}\n"));
                 }
             }
-            None => out.push_str(&format!("{}\n", json!({"jsonrpc": "2.0", "id": probe_id, "method": "ping"}))),
+            None => out.push_str(&format!(
+                "{}\n",
+                json!({"jsonrpc": "2.0", "id": probe_id, "method": "ping"})
+            )),
         }
         let mut w: &Stream = stream;
-        w.write_all(out.as_bytes()).map_err(|e| format!("write failed: {e}"))?;
+        w.write_all(out.as_bytes())
+            .map_err(|e| format!("write failed: {e}"))?;
         let mut line = Vec::new();
         loop {
             line.clear();

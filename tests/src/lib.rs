@@ -21,14 +21,23 @@ pub fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("OPENHUMAN_BIN_DIR") {
         return PathBuf::from(dir);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
     target.join("debug")
 }
 
 pub fn bin(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
-    assert!(p.exists(), "{} is missing: run `cargo build --workspace` first (or set OPENHUMAN_BIN_DIR)", p.display());
+    assert!(
+        p.exists(),
+        "{} is missing: run `cargo build --workspace` first (or set OPENHUMAN_BIN_DIR)",
+        p.display()
+    );
     p
 }
 
@@ -54,7 +63,10 @@ impl Default for Home {
 impl Home {
     pub fn new() -> Home {
         // Short paths: the socket path must fit in sun_path.
-        let dir = tempfile::Builder::new().prefix("oh-").tempdir_in("/tmp").expect("tempdir");
+        let dir = tempfile::Builder::new()
+            .prefix("oh-")
+            .tempdir_in("/tmp")
+            .expect("tempdir");
         Home { dir }
     }
     pub fn path(&self) -> &Path {
@@ -124,7 +136,11 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
         if let Some(status) = child.try_wait().expect("try_wait") {
             return status;
         }
-        assert!(start.elapsed() < limit, "process {} did not exit within {limit:?}", child.id());
+        assert!(
+            start.elapsed() < limit,
+            "process {} did not exit within {limit:?}",
+            child.id()
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -162,7 +178,9 @@ impl Lines {
         }
     }
     pub fn next_json(&self) -> Value {
-        let line = self.next().expect("stream ended while waiting for a message");
+        let line = self
+            .next()
+            .expect("stream ended while waiting for a message");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     }
     /// Every remaining line until EOF.
@@ -182,10 +200,16 @@ pub struct Peer {
 
 impl Peer {
     pub fn new(w: Box<dyn Write + Send>, lines: Lines) -> Peer {
-        Peer { w, lines, next_id: 100, notifications: Vec::new() }
+        Peer {
+            w,
+            lines,
+            next_id: 100,
+            notifications: Vec::new(),
+        }
     }
     pub fn socket(path: &Path) -> Peer {
-        let s = UnixStream::connect(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
+        let s =
+            UnixStream::connect(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
         let r = s.try_clone().expect("clone");
         Peer::new(Box::new(s), Lines::spawn(r))
     }
@@ -256,12 +280,20 @@ pub struct ChildPeer {
 
 impl ChildPeer {
     pub fn spawn(mut cmd: Command) -> ChildPeer {
-        let mut child =
-            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
         let stdin: ChildStdin = child.stdin.take().expect("stdin");
         let lines = Lines::spawn(child.stdout.take().expect("stdout"));
         let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
-        ChildPeer { child, peer: Peer::new(Box::new(stdin), lines), stderr }
+        ChildPeer {
+            child,
+            peer: Peer::new(Box::new(stdin), lines),
+            stderr,
+        }
     }
     /// Closes stdin and waits for exit; returns the status and any stdout lines left.
     pub fn finish(mut self) -> (ExitStatus, Vec<String>) {
@@ -302,7 +334,9 @@ impl Daemon {
             .expect("spawn daemon");
         let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
         loop {
-            let line = stderr.next().unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}", home.log()));
+            let line = stderr
+                .next()
+                .unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}", home.log()));
             if line.contains("daemon ready") {
                 break;
             }
@@ -325,8 +359,12 @@ impl Drop for Daemon {
 pub fn processes_matching(needles: &[&str]) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         if needles.iter().all(|n| cmdline.contains(n)) {
             out.push(pid);
@@ -346,7 +384,9 @@ pub fn freeze(pid: u32) {
                 tasks.flatten().all(|t| {
                     let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
                     // The state follows the parenthesised command name.
-                    stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('T')).unwrap_or(false)
+                    stat.rsplit_once(')')
+                        .map(|(_, rest)| rest.trim_start().starts_with('T'))
+                        .unwrap_or(false)
                 })
             })
             .unwrap_or(false);

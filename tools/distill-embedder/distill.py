@@ -48,9 +48,10 @@ QUANT_INT8_ROW_SCALE = 1
 HEADER_LEN = 32
 
 # --------------------------------------------------------------------------
-# Tokeniser (BERT uncased basic tokenisation + WordPiece). Used here for the
-# forward-pass checks and for evaluating the static table; the Rust side has
-# its own implementation of the same algorithm.
+# Tokeniser (BERT uncased basic tokenisation + WordPiece). Used here only for
+# the forward-pass checks and the evaluation; the table itself is built from
+# vocabulary ids. The Rust side has its own implementation, which follows the
+# model's tokenizer.json where the two BERT implementations differ.
 # --------------------------------------------------------------------------
 
 
@@ -61,7 +62,7 @@ def _is_cjk(cp: int) -> bool:
         or 0x20000 <= cp <= 0x2A6DF
         or 0x2A700 <= cp <= 0x2B73F
         or 0x2B740 <= cp <= 0x2B81F
-        or 0x2B820 <= cp <= 0x2CEAF
+        or 0x2B920 <= cp <= 0x2CEAF  # as in Hugging Face tokenizers (BERT's code: 0x2B820)
         or 0xF900 <= cp <= 0xFAFF
         or 0x2F800 <= cp <= 0x2FA1F
     )

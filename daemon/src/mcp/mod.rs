@@ -230,13 +230,15 @@ impl Dispatcher {
                 )),
             ));
         }
+        // Unregisters the id however this future ends, including being dropped (an HTTP client
+        // that hangs up).
+        let _inflight = InflightGuard { session, key: &key };
         let routed = AssertUnwindSafe(self.route(session, &method, params, cancel.clone(), notify))
             .catch_unwind();
         let outcome = tokio::select! {
             r = routed => Some(r),
             _ = cancel.cancelled() => None,
         };
-        session.finish(&key);
         match outcome? {
             Ok(Ok(result)) => Some(result_envelope(&id, result)),
             Ok(Err(err)) => Some(error_envelope(&id, &err)),
@@ -351,6 +353,17 @@ impl Dispatcher {
     }
 }
 
+struct InflightGuard<'a> {
+    session: &'a Session,
+    key: &'a str,
+}
+
+impl Drop for InflightGuard<'_> {
+    fn drop(&mut self) {
+        self.session.finish(self.key);
+    }
+}
+
 /// 2026-07-28 results carry `resultType`; cacheable ones carry `ttlMs` and `cacheScope`.
 fn modernise(method: &str, result: &mut Value) {
     let Some(obj) = result.as_object_mut() else {
@@ -412,24 +425,38 @@ mod tests {
 
     fn rig() -> Rig {
         let home = tempfile::tempdir().unwrap();
-        let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
+        let state = AppState::new(
+            openhuman_common::Paths::under_home(home.path()),
+            Config::default(),
+        );
         let (tx, rx) = mpsc::channel(64);
         let session = Arc::new(Session::new(Transport::Stdio, state.abort_token(), tx));
-        Rig { dispatcher: Dispatcher::new(state), session, rx, _home: home }
+        Rig {
+            dispatcher: Dispatcher::new(state),
+            session,
+            rx,
+            _home: home,
+        }
     }
 
     impl Rig {
         async fn line(&self, v: Value) {
-            self.dispatcher.on_line(&self.session, v.to_string().as_bytes()).await;
+            self.dispatcher
+                .on_line(&self.session, v.to_string().as_bytes())
+                .await;
         }
         async fn next(&mut self) -> Value {
-            let line = tokio::time::timeout(Duration::from_secs(10), self.rx.recv()).await.expect("reply in time").expect("open");
+            let line = tokio::time::timeout(Duration::from_secs(10), self.rx.recv())
+                .await
+                .expect("reply in time")
+                .expect("open");
             serde_json::from_str(&line).unwrap()
         }
         async fn init(&mut self) {
             self.line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}})).await;
             assert_eq!(self.next().await["id"], 0);
-            self.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+            self.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+                .await;
         }
     }
 
@@ -446,8 +473,13 @@ mod tests {
         let mut r = rig();
         r.init().await;
         r.line(sleep_call(1, 20, None)).await;
-        r.line(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await;
-        assert_eq!(r.next().await["id"], 2, "ping answered while the slow call runs");
+        r.line(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+            .await;
+        assert_eq!(
+            r.next().await["id"],
+            2,
+            "ping answered while the slow call runs"
+        );
         let slow = r.next().await;
         assert_eq!(slow["id"], 1);
         assert_eq!(slow["result"]["structuredContent"]["slept_steps"], 20);
@@ -464,7 +496,8 @@ mod tests {
         assert_eq!(p["method"], "notifications/progress");
         assert_eq!(p["params"]["progressToken"], "tok");
         r.line(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})).await;
-        r.line(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).await;
+        r.line(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}))
+            .await;
         loop {
             let m = r.next().await;
             if m["method"] == "notifications/progress" {
@@ -474,7 +507,10 @@ mod tests {
             break;
         }
         assert_eq!(r.session.inflight_count(), 0);
-        assert!(tools::test_tools::DROPPED.load(Ordering::SeqCst) > before, "the handler was dropped");
+        assert!(
+            tools::test_tools::DROPPED.load(Ordering::SeqCst) > before,
+            "the handler was dropped"
+        );
         // The id is free again.
         r.line(sleep_call(7, 1, None)).await;
         loop {
@@ -494,8 +530,16 @@ mod tests {
         r.line(sleep_call(5, 1, None)).await;
         let dup = r.next().await;
         assert_eq!(dup["error"]["code"], -32600);
-        assert!(dup["error"]["message"].as_str().unwrap().contains("already in flight"));
-        assert_eq!(r.next().await["result"]["structuredContent"]["slept_steps"], 30);
+        assert!(
+            dup["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("already in flight")
+        );
+        assert_eq!(
+            r.next().await["result"]["structuredContent"]["slept_steps"],
+            30
+        );
     }
 
     #[tokio::test]

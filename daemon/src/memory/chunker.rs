@@ -282,3 +282,74 @@ pub(crate) fn chunk_text(text: &str, format: Format) -> Vec<TextChunk> {
     p.flush();
     p.chunks
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(n: usize, w: &str) -> String {
+        vec![w; n].join(" ")
+    }
+
+    #[test]
+    fn small_markdown_is_one_chunk_with_its_heading() {
+        let c = chunk_text("# Title\n\nHello there.\n\n## Sub\n\nMore.", Format::Markdown);
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].heading.as_deref(), Some("Title"));
+        assert_eq!(c[0].content, "# Title\n\nHello there.\n\n## Sub\n\nMore.");
+        assert!(chunk_text("  \n\n ", Format::Markdown).is_empty());
+    }
+
+    #[test]
+    fn sections_pack_into_target_sizes_at_heading_boundaries() {
+        // Twelve sections of ~130 tokens each.
+        let text: String = (0..12).map(|i| format!("## S{i}\n\n{}\n\n", words(100, "w"))).collect();
+        let chunks = chunk_text(&text, Format::Markdown);
+        for c in &chunks {
+            assert!(c.tokens <= MAX_TOKENS, "{}", c.tokens);
+            assert!(c.content.starts_with("## S"), "chunk does not start at a heading: {}", &c.content[..20]);
+        }
+        assert!(chunks[..chunks.len() - 1].iter().all(|c| c.tokens >= MIN_TOKENS), "{:?}", chunks.iter().map(|c| c.tokens).collect::<Vec<_>>());
+        assert_eq!(chunks[1].heading.as_deref(), Some("S3"));
+    }
+
+    #[test]
+    fn long_paragraphs_split_at_sentences() {
+        let sentence = format!("{}.", words(30, "word"));
+        let para = vec![sentence.as_str(); 40].join(" ");
+        let chunks = chunk_text(&para, Format::Plain);
+        assert!(chunks.len() >= 3);
+        for c in &chunks {
+            assert!(c.tokens <= MAX_TOKENS && c.content.ends_with('.'), "{} {}", c.tokens, c.content.len());
+        }
+        // One enormous sentence still gets cut, by words.
+        let chunks = chunk_text(&words(2000, "x"), Format::Plain);
+        assert!(chunks.iter().all(|c| c.tokens <= MAX_TOKENS) && chunks.len() >= 5);
+    }
+
+    #[test]
+    fn code_fences_stay_whole_unless_huge() {
+        let code: String = (0..100).map(|i| format!("let x{i} = compute(a, b, c);\n")).collect();
+        let text = format!("Intro text.\n\n```rust\n{code}```\n\nAfter.");
+        let chunks = chunk_text(&text, Format::Markdown);
+        let fenced: Vec<_> = chunks.iter().filter(|c| c.content.contains("```")).collect();
+        assert_eq!(fenced.len(), 1, "a ~780-token fence must not be split");
+        assert!(fenced[0].content.starts_with("```rust\n") && fenced[0].content.ends_with("```"));
+        // A '#' inside a fence is not a heading.
+        let c = chunk_text("```\n# not a heading\n```", Format::Markdown);
+        assert_eq!(c[0].heading, None);
+        let huge: String = (0..400).map(|i| format!("let y{i} = compute(a, b, c);\n")).collect();
+        let chunks = chunk_text(&format!("~~~\n{huge}~~~"), Format::Markdown);
+        assert!(chunks.len() >= 3);
+        for c in &chunks {
+            assert!(c.content.starts_with("~~~\n") && c.content.ends_with("\n~~~"), "{}", c.content);
+            assert!(c.tokens <= MAX_TOKENS + 10);
+        }
+    }
+
+    #[test]
+    fn plain_text_has_no_headings() {
+        let c = chunk_text("# not a heading\n\ntext", Format::Plain);
+        assert_eq!((c.len(), c[0].heading.clone()), (1, None));
+    }
+}

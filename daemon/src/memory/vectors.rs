@@ -82,15 +82,6 @@ impl VectorIndex {
         self.pos.contains_key(&rowid)
     }
 
-    /// Inserts or replaces the vector of `rowid` (normalised on the way in).
-    pub fn upsert(&mut self, rowid: i64, v: &[f32]) {
-        debug_assert_eq!(v.len(), self.dims);
-        let mut v = v.to_vec();
-        v.resize(self.dims, 0.0);
-        normalize(&mut v);
-        self.upsert_normalized(rowid, &v);
-    }
-
     /// Inserts a vector that is already unit length (as read back from disk).
     pub fn upsert_normalized(&mut self, rowid: i64, v: &[f32]) {
         match self.pos.get(&rowid) {
@@ -173,7 +164,21 @@ mod tests {
 
     #[test]
     fn search_remove_and_restrict() {
-        let mut ix = VectorIndex::new(3);
+        struct Ix(VectorIndex);
+        impl Ix {
+            fn upsert(&mut self, rowid: i64, v: &[f32]) {
+                let mut v = v.to_vec();
+                normalize(&mut v);
+                self.0.upsert_normalized(rowid, &v);
+            }
+            fn remove(&mut self, rowid: i64) -> bool {
+                self.0.remove(rowid)
+            }
+            fn search(&self, q: &[f32], limit: usize, restrict: Option<&[i64]>) -> Vec<(i64, f32)> {
+                self.0.search(q, limit, restrict)
+            }
+        }
+        let mut ix = Ix(VectorIndex::new(3));
         ix.upsert(1, &[1.0, 0.0, 0.0]);
         ix.upsert(2, &[0.0, 1.0, 0.0]);
         ix.upsert(3, &[0.7, 0.7, 0.0]);
@@ -185,6 +190,6 @@ mod tests {
         assert_eq!(ix.search(&[1.0, 0.0, 0.0], 5, Some(&[2])).len(), 1);
         ix.upsert(2, &[1.0, 0.0, 0.0]);
         assert_eq!(ix.search(&[1.0, 0.0, 0.0], 1, None)[0].0, 2);
-        assert_eq!(ix.len(), 2);
+        assert_eq!(ix.0.len(), 2);
     }
 }

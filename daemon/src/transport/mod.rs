@@ -2,6 +2,7 @@
 //! hand each message to the dispatcher. None of them knows an MCP method name.
 
 pub mod framing;
+pub mod http;
 pub mod socket;
 pub mod stdio;
 

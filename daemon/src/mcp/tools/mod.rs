@@ -235,7 +235,9 @@ pub mod test_tools {
             description: "Sleeps, reporting progress every step.",
             policy: Policy::Read,
             annotations: Annotations::READ,
-            args: ArgSpec::new(vec![Field::int("steps", "steps of 10 ms", 1, 100_000).required()]),
+            args: ArgSpec::new(vec![
+                Field::int("steps", "steps of 10 ms", 1, 100_000).required(),
+            ]),
             output_schema: None,
             available: always,
             handler: |_state, args, ctx| {
@@ -243,7 +245,8 @@ pub mod test_tools {
                     let mut guard = DropCounter(false);
                     let steps = args["steps"].as_i64().unwrap_or(1);
                     for i in 0..steps {
-                        ctx.progress(i as f64, Some(steps as f64), Some("sleeping")).await;
+                        ctx.progress(i as f64, Some(steps as f64), Some("sleeping"))
+                            .await;
                         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     }
                     guard.0 = true;
