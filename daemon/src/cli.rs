@@ -36,6 +36,14 @@ pub enum Command {
     Status(StatusArgs),
     /// Ask the running daemon to shut down gracefully.
     Stop(SocketArg),
+    /// Import files into memory: Markdown/text files and folders, .eml and mbox mail, chat
+    /// exports (JSON Lines of {ts, from, text, channel}). Goes through the running daemon when
+    /// there is one; unchanged files are skipped, changed ones replaced.
+    Ingest(IngestArgs),
+    /// Show the write-audit log, newest first.
+    Audit(AuditArgs),
+    /// Rebuild the full-text and vector indexes from the database.
+    Reindex(SocketArg),
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -53,6 +61,59 @@ pub struct SocketArg {
     /// Use this socket path instead of the default.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// Files or folders to import.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Treat every file as this kind instead of guessing from its extension.
+    #[arg(long, value_enum)]
+    pub kind: Option<IngestKind>,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// How many rows (default 50).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    /// Only this tool, e.g. memory.store.
+    #[arg(long, value_name = "T")]
+    pub tool: Option<String>,
+    /// Only this client: a source label (mcp:cursor) or client name (cursor).
+    #[arg(long, value_name = "C")]
+    pub client: Option<String>,
+    /// Only rows at or after this time (RFC 3339, e.g. 2026-11-30T00:00:00Z).
+    #[arg(long, value_name = "RFC3339")]
+    pub since: Option<String>,
+    /// Only failed attempts (rejections, denials, backend failures).
+    #[arg(long)]
+    pub failed: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IngestKind {
+    Document,
+    Email,
+    Chat,
+}
+
+impl IngestKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IngestKind::Document => "document",
+            IngestKind::Email => "email",
+            IngestKind::Chat => "chat",
+        }
+    }
 }
 
 #[derive(Debug, Args)]

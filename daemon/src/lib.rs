@@ -14,12 +14,17 @@
 //! - `logging`    stderr + rolling file
 
 pub mod agents;
+pub mod audit;
+pub mod backends;
 pub mod cli;
 pub mod client;
 pub mod config;
 pub mod control;
+pub mod core_rpc;
 pub mod logging;
 pub mod mcp;
+pub mod memory;
+pub mod policy;
 pub mod resources;
 pub mod server;
 pub mod service;
@@ -88,11 +93,13 @@ fn run_server(cli: &Cli) -> Result<i32> {
             logging::init_stderr("warn", cli.verbose);
             let paths = resolve_paths(cli, None)?;
             let loaded = config::load(&paths.config_file)?;
-            let state = AppState::new(paths, loaded.config);
+            let memory = backends::open_memory(&paths, &loaded.config);
+            let state = AppState::with_memory(paths, loaded.config, memory);
             let rt = runtime(Some(2))?;
             rt.block_on(async {
                 let dispatcher = mcp::Dispatcher::new(state.clone());
                 transport::stdio::serve(dispatcher, state.shutdown_token().clone()).await;
+                state.audit().flush().await;
             });
             rt.shutdown_timeout(Duration::from_secs(1));
             Ok(EXIT_OK)
@@ -103,7 +110,8 @@ fn run_server(cli: &Cli) -> Result<i32> {
             let loaded = config::load(&paths.config_file)?;
             let http = http_options(args, &loaded.config)?;
             let rt = runtime(None)?;
-            let state = AppState::new(paths.clone(), loaded.config);
+            let memory = backends::open_memory(&paths, &loaded.config);
+            let state = AppState::with_memory(paths.clone(), loaded.config, memory);
             rt.block_on(async {
                 let listener = match transport::socket::activated()? {
                     Some(l) => {
@@ -133,6 +141,110 @@ fn run_server(cli: &Cli) -> Result<i32> {
         }
         _ => unreachable!("run_server only handles serve and stdio"),
     }
+}
+
+/// `audit`: read the write-audit log (through the daemon when one is up).
+fn audit(cli: &Cli, args: &cli::AuditArgs) -> Result<i32> {
+    let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
+    let params = serde_json::json!({
+        "limit": args.limit, "tool": args.tool, "client": args.client, "since": args.since, "failed": args.failed,
+    });
+    let rt = runtime(Some(2))?;
+    let rows = if rt.block_on(client::daemon_up(&paths.socket)) {
+        rt.block_on(client::call_with(&paths.socket, "openhuman.audit_query", params, Some(Duration::from_secs(30)), |_| {}))?["rows"]
+            .clone()
+    } else {
+        let loaded = config::load(&paths.config_file)?;
+        let engine = backends::open_memory(&paths, &loaded.config).map_err(anyhow::Error::msg)?;
+        let q = control::audit_query(params.as_object().expect("object")).map_err(|e| anyhow::anyhow!(e.message))?;
+        serde_json::to_value(engine.query_audit(q)?)?
+    };
+    let rows = rows.as_array().cloned().unwrap_or_default();
+    for r in &rows {
+        if args.json {
+            out(&r.to_string());
+            continue;
+        }
+        let ts = chrono::DateTime::from_timestamp_millis(r["ts_ms"].as_i64().unwrap_or(0))
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+            .unwrap_or_default();
+        let outcome = if r["success"] == true {
+            format!("ok {}", r["result_id"].as_str().unwrap_or(""))
+        } else {
+            format!("FAILED {}", r["error"].as_str().unwrap_or(""))
+        };
+        out(&format!("{ts} {:<14} {:<20} {outcome} {}", r["tool"].as_str().unwrap_or("?"), r["source"].as_str().unwrap_or("?"), r["args_summary"]));
+    }
+    if rows.is_empty() && !args.json {
+        out("no audit rows match");
+    }
+    Ok(EXIT_OK)
+}
+
+/// `ingest`: through the daemon when one is up (it is the single writer), else directly.
+fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
+    use std::io::IsTerminal;
+    let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
+    let mut files = Vec::new();
+    for p in &args.paths {
+        let abs = std::fs::canonicalize(p).with_context(|| format!("cannot read {}", p.display()))?;
+        files.push(abs);
+    }
+    let kind = args.kind.map(cli::IngestKind::as_str);
+    let bar = if std::io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new(0);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} files, {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let show = |done: u64, total: u64, msg: String| {
+        if let Some(b) = &bar {
+            b.set_length(total);
+            b.set_position(done);
+            b.set_message(msg);
+        }
+    };
+    let rt = runtime(Some(2))?;
+    let summary: serde_json::Value = if rt.block_on(client::daemon_up(&paths.socket)) {
+        let params = serde_json::json!({ "paths": files, "kind": kind });
+        rt.block_on(client::call_with(&paths.socket, "openhuman.memory_ingest", params, None, |p| {
+            show(
+                p["progress"].as_u64().unwrap_or(0),
+                p["total"].as_u64().unwrap_or(0),
+                p["message"].as_str().unwrap_or("").to_string(),
+            )
+        }))?
+    } else {
+        let loaded = config::load(&paths.config_file)?;
+        let engine = backends::open_memory(&paths, &loaded.config).map_err(anyhow::Error::msg)?;
+        let s = engine.ingest_paths(&files, kind, &|p: &memory::IngestProgress| {
+            show(p.files_done as u64, p.files_total as u64, format!("{} chunks", p.chunks_written))
+        })?;
+        engine.wait_background();
+        serde_json::to_value(s)?
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let failed = summary["files_failed"].as_array().cloned().unwrap_or_default();
+    for f in &failed {
+        let _ = writeln!(std::io::stderr(), "error: {}: {}", f["path"].as_str().unwrap_or("?"), f["error"].as_str().unwrap_or("?"));
+    }
+    out(&format!(
+        "ingested {} file(s), {} unchanged, {} unsupported, {} failed; {} chunks added, {} removed in {} ms",
+        summary["files_ingested"],
+        summary["files_unchanged"],
+        summary["files_unsupported"],
+        failed.len(),
+        summary["chunks_added"],
+        summary["chunks_removed"],
+        summary["duration_ms"]
+    ));
+    Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 
 /// HTTP settings from flags, environment and config; None when HTTP is off. Refuses a
@@ -228,6 +340,24 @@ fn run_command(cli: &Cli) -> Result<i32> {
             out(&format!(
                 "asked openhumand-mcp (pid {}) to stop",
                 reply["pid"]
+            ));
+            Ok(EXIT_OK)
+        }
+        Command::Ingest(args) => ingest(cli, args),
+        Command::Audit(args) => audit(cli, args),
+        Command::Reindex(sock) => {
+            let paths = resolve_paths(cli, sock.socket.as_deref())?;
+            let rt = runtime(Some(2))?;
+            let summary = if rt.block_on(client::daemon_up(&paths.socket)) {
+                rt.block_on(client::call_with(&paths.socket, "openhuman.memory_reindex", serde_json::json!({}), None, |_| {}))?
+            } else {
+                let loaded = config::load(&paths.config_file)?;
+                let engine = backends::open_memory(&paths, &loaded.config).map_err(anyhow::Error::msg)?;
+                serde_json::to_value(engine.reindex()?)?
+            };
+            out(&format!(
+                "reindexed {} chunks ({} full-text documents, {} vectors) in {} ms",
+                summary["chunks"], summary["fts_docs"], summary["vectors"], summary["duration_ms"]
             ));
             Ok(EXIT_OK)
         }

@@ -30,6 +30,16 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
         socket = %state.paths().socket.display(),
         "daemon ready"
     );
+    if let Some((tcp, http_opts)) = opts.http {
+        // Tracked with the socket sessions, so the same grace period bounds its drain.
+        let (d, st) = (dispatcher.clone(), state.clone());
+        conns.spawn(async move {
+            if let Err(e) = crate::transport::http::serve(tcp, d, http_opts, st.shutdown_token().clone()).await {
+                tracing::error!("HTTP transport failed; stopping: {e:#}");
+                st.shutdown_token().cancel();
+            }
+        });
+    }
     let accept = tokio::spawn(socket::accept_loop(
         listener,
         dispatcher,
@@ -54,6 +64,8 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
         state.abort_token().cancel();
         let _ = tokio::time::timeout(Duration::from_secs(2), conns.wait()).await;
     }
+    // Every queued audit row is on disk before we exit.
+    state.audit().flush().await;
     if let Some(path) = owned_path {
         let _ = std::fs::remove_file(&path);
     }

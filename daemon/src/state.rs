@@ -14,6 +14,14 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::Registry;
 use crate::config::{self, Config};
 use crate::mcp::Session;
+use crate::audit::AuditWriter;
+use crate::memory::MemoryEngine;
+use crate::policy::ActLimiter;
+
+/// Why memory tools fail when the engine is switched off.
+pub const MEMORY_OFF: &str = "MEMORY_OFF: the memory engine is off; set [memory].engine = \"embedded\" in config.toml \
+(or OPENHUMAN_MEMORY_ENGINE=embedded) and restart the daemon";
+const MEMORY_NOT_OPEN: &str = "the memory engine was not opened in this process";
 
 #[derive(Clone)]
 pub struct AppState {
@@ -24,6 +32,11 @@ struct Inner {
     paths: Paths,
     config: RwLock<Arc<Config>>,
     agents: RwLock<Arc<Registry>>,
+    /// The memory engine, or why there is none (a message naming the key to set).
+    memory: Result<MemoryEngine, String>,
+    /// Act calls in the sliding hour, across sessions, transports and reloads.
+    limiter: ActLimiter,
+    audit: AuditWriter,
     started: Instant,
     sessions: Mutex<HashMap<u64, Weak<Session>>>,
     session_count: watch::Sender<usize>,
@@ -34,13 +47,22 @@ struct Inner {
 }
 
 impl AppState {
+    /// State without a memory engine (tests, tools that need none).
     pub fn new(paths: Paths, config: Config) -> AppState {
+        AppState::with_memory(paths, config, Err(MEMORY_NOT_OPEN.to_string()))
+    }
+
+    pub fn with_memory(paths: Paths, config: Config, memory: Result<MemoryEngine, String>) -> AppState {
         let agents = Registry::load(&paths.config_dir);
+        let audit = AuditWriter::start(memory.clone());
         AppState {
             inner: Arc::new(Inner {
                 paths,
                 config: RwLock::new(Arc::new(config)),
                 agents: RwLock::new(Arc::new(agents)),
+                memory,
+                limiter: ActLimiter::default(),
+                audit,
                 started: Instant::now(),
                 sessions: Mutex::new(HashMap::new()),
                 session_count: watch::Sender::new(0),
@@ -60,6 +82,19 @@ impl AppState {
 
     pub fn agents(&self) -> Arc<Registry> {
         self.inner.agents.read().expect("agents lock").clone()
+    }
+
+    /// The memory engine, or a message saying why it is unavailable and what to set.
+    pub fn memory(&self) -> Result<MemoryEngine, String> {
+        self.inner.memory.clone()
+    }
+
+    pub fn limiter(&self) -> &ActLimiter {
+        &self.inner.limiter
+    }
+
+    pub fn audit(&self) -> &AuditWriter {
+        &self.inner.audit
     }
 
     pub fn uptime_ms(&self) -> u128 {

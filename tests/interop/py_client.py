@@ -52,6 +52,16 @@ SDK_MAJOR = int(SDK_VERSION.split(".")[0])
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
 
+try:  # builtin from Python 3.11; anyio brings the backport on 3.10
+    _EXCEPTION_GROUPS: tuple[type, ...] = (BaseExceptionGroup,)
+except NameError:
+    try:
+        from exceptiongroup import BaseExceptionGroup as _BEG
+
+        _EXCEPTION_GROUPS = (_BEG,)
+    except ImportError:
+        _EXCEPTION_GROUPS = ()
+
 MODERN = "2026-07-28"
 HANDSHAKE_VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 REQUIRED_TOOLS = ["core.list_tools", "core.tool_instructions", "agent.list_subagents"]
@@ -96,7 +106,7 @@ def describe(exc: BaseException) -> str:
         err = getattr(exc, "error", None)
         if err is not None:
             return f"{type(exc).__name__} code={err.code} message={err.message!r} data={err.data!r}"
-    if isinstance(exc, BaseExceptionGroup):
+    if isinstance(exc, _EXCEPTION_GROUPS):
         return "; ".join(describe(e) for e in exc.exceptions)
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -380,13 +390,19 @@ async def run_case(prefix: str, mode: str, server: str, bin_dir: str) -> None:
                         why = f"negotiated {version!r}, not a handshake-era version"
                     report(f"{label}: session initialises", ok, why)
                     done.add("init")
+                    hung = None
                     for name, fn in CHECKS:
+                        if hung:
+                            report(f"{label}: {name}", False, f"not run: {hung}")
+                            done.add(name)
+                            continue
                         try:
                             with anyio.fail_after(CHECK_TIMEOUT):
                                 await fn(api)
                             report(f"{label}: {name}", True)
                         except TimeoutError:
                             report(f"{label}: {name}", False, f"no answer within {CHECK_TIMEOUT:.0f} s")
+                            hung = f"the server stopped answering ({name})"
                         except Exception as e:  # noqa: BLE001 - every failure is a finding
                             report(f"{label}: {name}", False, describe(e))
                         done.add(name)

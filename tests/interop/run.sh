@@ -93,11 +93,11 @@ missing=0
 for exe in openhuman-mcp-shim openhumand-mcp; do
     if [[ ! -x "$BIN_DIR/$exe" ]]; then
         echo "not ok - binaries: $exe not found in the bin dir; run \`cargo build\` first"
-        missing=1
+        missing=$((missing + 1))
     fi
 done
-if [[ "$missing" == 1 ]]; then
-    echo "0 passed, 1 failed"
+if [[ "$missing" != 0 ]]; then
+    echo "0 passed, $missing failed"
     exit 1
 fi
 

@@ -445,8 +445,9 @@ def find_model_dir(args: argparse.Namespace, tmp: Path) -> Path:
 
 
 def _rounded(obj, nd: int = 4):
+    """Floats to nd significant digits, for readable JSON."""
     if isinstance(obj, float):
-        return round(obj, nd)
+        return float(f"{obj:.{nd}g}")
     if isinstance(obj, dict):
         return {k: _rounded(v, nd) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -294,7 +294,10 @@ impl Dispatcher {
             if session.transport != Transport::Socket {
                 return Err(RpcError::method_not_found(method));
             }
-            return crate::control::call(&self.state, session.id, method, &params).await;
+            let progress = meta
+                .and_then(|m| m.get("progressToken"))
+                .map(|token| crate::control::Progress { notify: notify.clone(), token: token.clone() });
+            return crate::control::call_ctx(&self.state, session.id, method, &params, progress).await;
         }
         let known_legacy = |v: &str| protocol::LEGACY_VERSIONS.contains(&v);
         let era = match (meta_version, session.negotiated()) {

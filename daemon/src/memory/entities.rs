@@ -17,25 +17,198 @@ pub(crate) struct Entity {
 }
 
 const ORG_SUFFIXES: &[&str] = &[
-    "Inc", "Corp", "Corporation", "Ltd", "Llc", "LLC", "GmbH", "Labs", "Foundation", "University", "Company", "Co",
-    "Group", "Technologies", "Systems", "Software", "Institute", "AG", "SA", "PLC", "Plc",
+    "Inc",
+    "Corp",
+    "Corporation",
+    "Ltd",
+    "Llc",
+    "LLC",
+    "GmbH",
+    "Labs",
+    "Foundation",
+    "University",
+    "Company",
+    "Co",
+    "Group",
+    "Technologies",
+    "Systems",
+    "Software",
+    "Institute",
+    "AG",
+    "SA",
+    "PLC",
+    "Plc",
 ];
 
 /// Capitalised words that start sentences or name things that are not people.
 const NOT_NAMES: &[&str] = &[
-    "A", "An", "The", "This", "That", "These", "Those", "There", "Then", "Than", "Here", "It", "Its", "I", "We", "You",
-    "He", "She", "They", "Our", "Your", "My", "His", "Her", "Their", "If", "When", "While", "Where", "What", "Why",
-    "How", "Who", "Which", "And", "But", "Or", "So", "Yet", "For", "Nor", "In", "On", "At", "By", "To", "Of", "From",
-    "With", "Without", "As", "Is", "Are", "Was", "Were", "Be", "Do", "Does", "Did", "Not", "No", "Yes", "All", "Any",
-    "Some", "Each", "Every", "Both", "Also", "Just", "Please", "Thanks", "Thank", "Hi", "Hello", "Hey", "Dear",
-    "Regards", "Best", "Cheers", "Re", "Fwd", "Fw", "Subject", "Date", "Cc", "Bcc", "Sent", "Monday", "Tuesday",
-    "Wednesday", "Thursday", "Friday", "Saturday", "Sunday", "January", "February", "March", "April", "May",
-    "June", "July", "August", "September", "October", "November", "December", "Today", "Tomorrow", "Yesterday",
-    "Meeting", "Notes", "Note", "Project", "Team", "Update", "Summary", "Agenda", "Action", "Items", "Next",
-    "Steps", "Introduction", "Overview", "Conclusion", "Chapter", "Section", "Table", "Figure", "Appendix",
-    "New", "Old", "First", "Last", "After", "Before", "During", "Since", "Until", "Can", "Could", "Will",
-    "Would", "Should", "Must", "May", "Might", "Let", "Lets", "Let's", "Ok", "Okay", "Sure", "Good", "Great",
-    "Morning", "Afternoon", "Evening", "Mr", "Mrs", "Ms", "Dr", "Prof", "Sir", "Team", "Users", "User",
+    "A",
+    "An",
+    "The",
+    "This",
+    "That",
+    "These",
+    "Those",
+    "There",
+    "Then",
+    "Than",
+    "Here",
+    "It",
+    "Its",
+    "I",
+    "We",
+    "You",
+    "He",
+    "She",
+    "They",
+    "Our",
+    "Your",
+    "My",
+    "His",
+    "Her",
+    "Their",
+    "If",
+    "When",
+    "While",
+    "Where",
+    "What",
+    "Why",
+    "How",
+    "Who",
+    "Which",
+    "And",
+    "But",
+    "Or",
+    "So",
+    "Yet",
+    "For",
+    "Nor",
+    "In",
+    "On",
+    "At",
+    "By",
+    "To",
+    "Of",
+    "From",
+    "With",
+    "Without",
+    "As",
+    "Is",
+    "Are",
+    "Was",
+    "Were",
+    "Be",
+    "Do",
+    "Does",
+    "Did",
+    "Not",
+    "No",
+    "Yes",
+    "All",
+    "Any",
+    "Some",
+    "Each",
+    "Every",
+    "Both",
+    "Also",
+    "Just",
+    "Please",
+    "Thanks",
+    "Thank",
+    "Hi",
+    "Hello",
+    "Hey",
+    "Dear",
+    "Regards",
+    "Best",
+    "Cheers",
+    "Re",
+    "Fwd",
+    "Fw",
+    "Subject",
+    "Date",
+    "Cc",
+    "Bcc",
+    "Sent",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+    "Today",
+    "Tomorrow",
+    "Yesterday",
+    "Meeting",
+    "Notes",
+    "Note",
+    "Project",
+    "Team",
+    "Update",
+    "Summary",
+    "Agenda",
+    "Action",
+    "Items",
+    "Next",
+    "Steps",
+    "Introduction",
+    "Overview",
+    "Conclusion",
+    "Chapter",
+    "Section",
+    "Table",
+    "Figure",
+    "Appendix",
+    "New",
+    "Old",
+    "First",
+    "Last",
+    "After",
+    "Before",
+    "During",
+    "Since",
+    "Until",
+    "Can",
+    "Could",
+    "Will",
+    "Would",
+    "Should",
+    "Must",
+    "May",
+    "Might",
+    "Let",
+    "Lets",
+    "Let's",
+    "Ok",
+    "Okay",
+    "Sure",
+    "Good",
+    "Great",
+    "Morning",
+    "Afternoon",
+    "Evening",
+    "Mr",
+    "Mrs",
+    "Ms",
+    "Dr",
+    "Prof",
+    "Sir",
+    "Team",
+    "Users",
+    "User",
 ];
 
 /// Extracts entities from `text`, aggregated by id in first-seen order.
@@ -45,7 +218,12 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
         if let Some(e) = out.iter_mut().find(|e| e.id == id) {
             e.mentions += 1;
         } else {
-            out.push(Entity { id, kind, display: display.to_string(), mentions: 1 });
+            out.push(Entity {
+                id,
+                kind,
+                display: display.to_string(),
+                mentions: 1,
+            });
         }
     };
     // A run of capitalised words, ended by any other word or by punctuation.
@@ -61,7 +239,9 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
     for line in text.lines() {
         for raw in line.split_whitespace() {
             let word = raw.trim_start_matches(['(', '<', '[', '"', '\'', '*', '_', '`', '{']);
-            let word_trimmed = word.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '>', ']', '"', '\'', '*', '_', '`', '}']);
+            let word_trimmed = word.trim_end_matches([
+                '.', ',', ';', ':', '!', '?', ')', '>', ']', '"', '\'', '*', '_', '`', '}',
+            ]);
             let punct_after = word_trimmed.len() < word.len();
             let word = word_trimmed;
             if word.is_empty() {
@@ -81,7 +261,11 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
             }
             if let Some(name) = word.strip_prefix('@').filter(|n| is_handle(n)) {
                 end_run(&mut run, &mut add);
-                add(format!("handle:@{}", name.to_ascii_lowercase()), "handle", word);
+                add(
+                    format!("handle:@{}", name.to_ascii_lowercase()),
+                    "handle",
+                    word,
+                );
                 continue;
             }
             if let Some(tag) = word.strip_prefix('#').filter(|t| is_hashtag(t)) {
@@ -109,19 +293,31 @@ fn name_entity(run: &[&str]) -> Option<(String, &'static str, String)> {
         return None;
     }
     // An organisation: the run's tail is a company suffix; take up to three words before it.
-    if let Some(pos) = run.iter().rposition(|w| ORG_SUFFIXES.contains(w)) {
-        if pos >= 1 {
-            let start = pos.saturating_sub(3);
-            let words: Vec<&str> = run[start..=pos].iter().copied().skip_while(|w| NOT_NAMES.contains(w)).collect();
-            if words.len() >= 2 {
-                let display = words.join(" ");
-                return Some((format!("org:{}", slug(&display)), "org", display));
-            }
+    if let Some(pos) = run.iter().rposition(|w| ORG_SUFFIXES.contains(w))
+        && pos >= 1
+    {
+        let start = pos.saturating_sub(3);
+        let words: Vec<&str> = run[start..=pos]
+            .iter()
+            .copied()
+            .skip_while(|w| NOT_NAMES.contains(w))
+            .collect();
+        if words.len() >= 2 {
+            let display = words.join(" ");
+            return Some((format!("org:{}", slug(&display)), "org", display));
         }
     }
     // A person: two or three words, none of them a common capitalised word.
-    let words: Vec<&str> = run.iter().copied().skip_while(|w| NOT_NAMES.contains(w)).collect();
-    if (2..=3).contains(&words.len()) && words.iter().all(|w| !NOT_NAMES.contains(w) && !ORG_SUFFIXES.contains(w)) {
+    let words: Vec<&str> = run
+        .iter()
+        .copied()
+        .skip_while(|w| NOT_NAMES.contains(w))
+        .collect();
+    if (2..=3).contains(&words.len())
+        && words
+            .iter()
+            .all(|w| !NOT_NAMES.contains(w) && !ORG_SUFFIXES.contains(w))
+    {
         let display = words.join(" ");
         return Some((format!("person:{}", slug(&display)), "person", display));
     }
@@ -131,7 +327,9 @@ fn name_entity(run: &[&str]) -> Option<(String, &'static str, String)> {
 /// `Alice`, `O'Brien`, `Jean-Luc`: an uppercase letter then lowercase letters.
 fn is_capitalised(w: &str) -> bool {
     let mut chars = w.chars();
-    let Some(first) = chars.next() else { return false };
+    let Some(first) = chars.next() else {
+        return false;
+    };
     if !first.is_uppercase() || w.chars().count() < 2 {
         return false;
     }
@@ -140,7 +338,9 @@ fn is_capitalised(w: &str) -> bool {
     if ORG_SUFFIXES.contains(&w) {
         return true;
     }
-    rest.iter().all(|c| c.is_lowercase() || *c == '-' || *c == '\'') && rest.iter().any(|c| c.is_alphabetic())
+    rest.iter()
+        .all(|c| c.is_lowercase() || *c == '-' || *c == '\'')
+        && rest.iter().any(|c| c.is_alphabetic())
 }
 
 fn url(w: &str) -> Option<String> {
@@ -152,7 +352,11 @@ fn url(w: &str) -> Option<String> {
     } else {
         return None;
     };
-    let scheme = if lower_prefix.starts_with("https://") { "https" } else { "http" };
+    let scheme = if lower_prefix.starts_with("https://") {
+        "https"
+    } else {
+        "http"
+    };
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
@@ -169,11 +373,17 @@ fn email(w: &str) -> Option<String> {
     if local.is_empty() || domain.contains('@') {
         return None;
     }
-    let local_ok = local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._%+-".contains(&b));
+    let local_ok = local
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._%+-".contains(&b));
     let labels: Vec<&str> = domain.split('.').collect();
     let domain_ok = labels.len() >= 2
-        && labels.iter().all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
-        && labels.last().is_some_and(|t| t.len() >= 2 && t.bytes().all(|b| b.is_ascii_alphabetic()));
+        && labels
+            .iter()
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        && labels
+            .last()
+            .is_some_and(|t| t.len() >= 2 && t.bytes().all(|b| b.is_ascii_alphabetic()));
     (local_ok && domain_ok).then(|| w.to_ascii_lowercase())
 }
 
@@ -184,7 +394,8 @@ fn is_handle(n: &str) -> bool {
 fn is_hashtag(t: &str) -> bool {
     t.chars().next().is_some_and(|c| c.is_alphabetic())
         && t.len() <= 64
-        && t.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
 #[cfg(test)]
@@ -199,19 +410,35 @@ mod tests {
     fn extraction_examples() {
         let cases: &[(&str, &[&str])] = &[
             ("mail alice@example.com today", &["email:alice@example.com"]),
-            ("From: Alice Smith <Alice@Example.COM>", &["person:alice-smith", "email:alice@example.com"]),
-            ("see https://Example.com/a/b/. now", &["url:https://example.com/a/b"]),
+            (
+                "From: Alice Smith <Alice@Example.COM>",
+                &["person:alice-smith", "email:alice@example.com"],
+            ),
+            (
+                "see https://Example.com/a/b/. now",
+                &["url:https://example.com/a/b"],
+            ),
             ("ping @Bob_99 about it", &["handle:@bob_99"]),
-            ("learning #Rust and #rust-lang", &["topic:rust", "topic:rust-lang"]),
+            (
+                "learning #Rust and #rust-lang",
+                &["topic:rust", "topic:rust-lang"],
+            ),
             ("# Heading not a tag", &[]),
-            ("We met Alice Smith and Bob Jones at Acme Corp.", &["person:alice-smith", "person:bob-jones", "org:acme-corp"]),
+            (
+                "We met Alice Smith and Bob Jones at Acme Corp.",
+                &["person:alice-smith", "person:bob-jones", "org:acme-corp"],
+            ),
             ("The Meeting Notes were short", &[]),
             ("issue #42 is open", &[]),
             ("mailto:x@y.org", &["email:x@y.org"]),
             ("not an email: a@b or @ alone", &[]),
         ];
         for (text, want) in cases {
-            assert_eq!(ids(text), want.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "text: {text}");
+            assert_eq!(
+                ids(text),
+                want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                "text: {text}"
+            );
         }
     }
 

@@ -10,13 +10,16 @@
 //! small pool of connections and never wait for a writer (WAL).
 //!
 //! Map: `schema` (tables, migrations), `store` (write-side SQL), `sync` (index catch-up,
-//! rebuild, background re-embedding), `fts`, `vectors` + `vecfile` (derived indexes),
+//! rebuild), `backfill` (background embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
 //! methods), `audit`, `ingest/` (files, mail, chat), `chunker`, `entities`, `snippet`.
 
 pub mod embed;
 
 mod audit;
+mod backfill;
+#[doc(hidden)]
+pub mod bench;
 mod chunker;
 mod entities;
 mod filter;
@@ -44,7 +47,10 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use rusqlite::Connection;
 
-pub use types::{AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, Kind, PutDocument, ReindexSummary};
+pub use types::{
+    AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, Kind, PutDocument,
+    ReindexSummary,
+};
 
 /// Where the engine keeps its files and which embedder it uses.
 pub struct MemoryOptions {
@@ -86,7 +92,7 @@ pub(crate) struct Inner {
     readers: Mutex<Vec<Connection>>,
     fts: fts::Fts,
     vectors: RwLock<vectors::VectorIndex>,
-    background: Mutex<Option<std::thread::JoinHandle<()>>>,
+    background: Mutex<backfill::Background>,
     /// Set when some chunks were left without vectors (backlog or embedder failure).
     needs_fill: std::sync::atomic::AtomicBool,
 }
@@ -136,7 +142,10 @@ impl Inner {
                 c
             }
         };
-        Ok(ReadConn { conn: Some(conn), pool: &self.readers })
+        Ok(ReadConn {
+            conn: Some(conn),
+            pool: &self.readers,
+        })
     }
 }
 
@@ -146,18 +155,17 @@ impl MemoryEngine {
     /// recomputed on a background thread; until then recall uses BM25 for those chunks.
     pub fn open(opts: MemoryOptions) -> anyhow::Result<Self> {
         let inner = sync::open(opts)?;
-        let engine = MemoryEngine { inner: Arc::new(inner) };
-        sync::start_background_fill(&engine.inner);
+        let engine = MemoryEngine {
+            inner: Arc::new(inner),
+        };
+        backfill::start(&engine.inner);
         Ok(engine)
     }
 
     /// Blocks until background re-embedding has finished (used by tests and by the
     /// command line before it exits).
     pub fn wait_background(&self) {
-        let handle = lock(&self.inner.background).take();
-        if let Some(h) = handle {
-            let _ = h.join();
-        }
+        backfill::wait(&self.inner);
     }
 
     /// Rebuilds the full-text and vector indexes from the database.

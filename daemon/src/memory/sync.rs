@@ -1,7 +1,7 @@
 //! Keeps the derived indexes in step with SQLite: opening (with catch-up after a crash
-//! or a deleted index directory), applying each committed write, full rebuilds, and the
-//! background thread that embeds chunks that have no vector yet (after a change of
-//! embedder, a large catch-up, or an embedder failure).
+//! or a deleted index directory), applying each committed write, and full rebuilds.
+//! Chunks left without a vector (bulk ingest, a large catch-up, a new embedder, an
+//! embedder failure) are embedded by `backfill`.
 //!
 //! Protocol: a transaction that changes chunks takes `db_seq + 1`; inserted chunks carry
 //! it in `change_seq`, deleted ones leave a tombstone with it. An index that has applied
@@ -9,15 +9,16 @@
 //! with `change_seq > s`. Rowids are never reused, so replays are idempotent.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, params};
 use tantivy::IndexWriter;
 
+use super::backfill;
 use super::fts::Fts;
-use super::store::{db_seq, rarray};
+use super::store::db_seq;
 use super::types::ReindexSummary;
 use super::util::now_ms;
 use super::vecfile::VecFile;
@@ -27,7 +28,7 @@ use super::{Inner, MemoryOptions, lock, schema};
 /// Above this many chunks to embed, `open()` leaves embedding to the background thread
 /// so that start-up stays fast.
 const OPEN_EMBED_LIMIT: usize = 20_000;
-const EMBED_BATCH: usize = 128;
+pub(crate) const EMBED_BATCH: usize = 128;
 
 pub(crate) struct WriteState {
     pub conn: Connection,
@@ -41,7 +42,10 @@ pub(crate) struct WriteState {
 }
 
 fn read_state(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
-    conn.query_row("SELECT seq FROM index_state WHERE name = ?1", [name], |r| r.get(0)).optional()
+    conn.query_row("SELECT seq FROM index_state WHERE name = ?1", [name], |r| {
+        r.get(0)
+    })
+    .optional()
 }
 
 fn write_state(conn: &Connection, name: &str, seq: i64, detail: &str) -> rusqlite::Result<()> {
@@ -69,18 +73,33 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
     // database: start it over.
     let mut fts_applied = fts_durable.min(read_state(&conn, "fts")?.unwrap_or(0));
     if fts_durable > seq {
-        tracing::warn!(index = fts_durable, db = seq, "full-text index is ahead of the database; rebuilding it");
+        tracing::warn!(
+            index = fts_durable,
+            db = seq,
+            "full-text index is ahead of the database; rebuilding it"
+        );
         fts_writer.delete_all_documents()?;
         fts_applied = 0;
     }
     let mut vectors = vectors;
     let mut vec_applied = vec_durable.min(read_state(&conn, "vectors")?.unwrap_or(0));
     if vec_durable > seq {
-        tracing::warn!(index = vec_durable, db = seq, "vector index is ahead of the database; rebuilding it");
+        tracing::warn!(
+            index = vec_durable,
+            db = seq,
+            "vector index is ahead of the database; rebuilding it"
+        );
         vectors.clear();
         vec_applied = 0;
     }
-    let ws = WriteState { conn, fts_writer, fts_applied, fts_committed: fts_durable, vec_file, vec_applied };
+    let ws = WriteState {
+        conn,
+        fts_writer,
+        fts_applied,
+        fts_committed: fts_durable,
+        vec_file,
+        vec_applied,
+    };
     let inner = Inner {
         data_dir: dir.clone(),
         embedder: opts.embedder,
@@ -88,14 +107,18 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
         readers: Mutex::new(Vec::new()),
         fts,
         vectors: RwLock::new(vectors),
-        background: Mutex::new(None),
+        background: Mutex::new(backfill::Background::default()),
         needs_fill: AtomicBool::new(false),
     };
     {
         let mut ws = lock(&inner.writer);
         let behind = (seq - ws.fts_applied, seq - ws.vec_applied);
         if behind != (0, 0) {
-            tracing::info!(fts_behind = behind.0, vectors_behind = behind.1, "catching indexes up with the database");
+            tracing::info!(
+                fts_behind = behind.0,
+                vectors_behind = behind.1,
+                "catching indexes up with the database"
+            );
         }
         // The fts commit must happen even at seq 0 when documents were wiped above.
         sync_fts(&inner, &mut ws, true)?;
@@ -130,7 +153,9 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> anyh
     if target > from {
         // Rows at or below the last durable commit may already be in the index.
         let dedupe_until = ws.fts_committed;
-        let mut tomb = ws.conn.prepare_cached("SELECT chunk_rowid FROM tombstones WHERE seq > ?1")?;
+        let mut tomb = ws
+            .conn
+            .prepare_cached("SELECT chunk_rowid FROM tombstones WHERE seq > ?1")?;
         let rows = tomb.query_map([from], |r| r.get::<_, i64>(0))?;
         for r in rows {
             inner.fts.delete(&ws.fts_writer, r?);
@@ -152,7 +177,9 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> anyh
                 (Some(t), Some(h)) => Some(format!("{t}\n{h}")),
                 (t, h) => t.or(h),
             };
-            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), &content)?;
+            inner
+                .fts
+                .add(&ws.fts_writer, rowid, title.as_deref(), &content)?;
         }
         ws.fts_applied = target;
     }
@@ -180,7 +207,11 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> any
         let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
         let vecs = match inner.embedder.embed(&texts) {
             Ok(v) if v.len() == batch.len() => v,
-            Ok(v) => anyhow::bail!("embedder returned {} vectors for {} texts", v.len(), batch.len()),
+            Ok(v) => anyhow::bail!(
+                "embedder returned {} vectors for {} texts",
+                v.len(),
+                batch.len()
+            ),
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), "embedding failed; chunks stay keyword-only until retried");
                 return Ok(false);
@@ -200,7 +231,11 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> any
 
 /// Applies database changes after `vec_applied` to the vector index and commits them to
 /// the vector log. With `embed_limit`, a larger backlog is left to the background thread.
-pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Option<usize>) -> anyhow::Result<()> {
+pub(crate) fn sync_vectors(
+    inner: &Inner,
+    ws: &mut WriteState,
+    embed_limit: Option<usize>,
+) -> anyhow::Result<()> {
     let target = db_seq(&ws.conn)?;
     let from = ws.vec_applied;
     if target <= from {
@@ -219,14 +254,22 @@ pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Opti
             }
         }
     }
-    let pending: i64 =
-        ws.conn.prepare_cached("SELECT count(*) FROM chunks WHERE change_seq > ?1")?.query_row([from], |r| r.get(0))?;
+    let pending: i64 = ws
+        .conn
+        .prepare_cached("SELECT count(*) FROM chunks WHERE change_seq > ?1")?
+        .query_row([from], |r| r.get(0))?;
     let complete = if embed_limit.is_none_or(|l| pending as usize <= l) {
         let rows: Vec<(i64, String)> = ws
             .conn
             .prepare_cached("SELECT rowid, title, content FROM chunks WHERE change_seq > ?1")?
             .query_map([from], |r| {
-                Ok((r.get(0)?, embed_text(r.get::<_, Option<String>>(1)?.as_deref(), &r.get::<_, String>(2)?)))
+                Ok((
+                    r.get(0)?,
+                    embed_text(
+                        r.get::<_, Option<String>>(1)?.as_deref(),
+                        &r.get::<_, String>(2)?,
+                    ),
+                ))
             })?
             .collect::<rusqlite::Result<_>>()?;
         embed_rows(inner, ws, &rows)?
@@ -245,7 +288,9 @@ pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Opti
 /// Drops tombstones every index has applied.
 pub(crate) fn prune_tombstones(ws: &mut WriteState) -> rusqlite::Result<()> {
     let upto = ws.fts_committed.min(ws.vec_applied);
-    ws.conn.prepare_cached("DELETE FROM tombstones WHERE seq <= ?1")?.execute([upto])?;
+    ws.conn
+        .prepare_cached("DELETE FROM tombstones WHERE seq <= ?1")?
+        .execute([upto])?;
     Ok(())
 }
 
@@ -264,85 +309,9 @@ pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
     if let Err(e) = prune_tombstones(ws) {
         tracing::warn!(error = %e, "pruning tombstones failed");
     }
-    if inner.needs_fill.swap(false, Ordering::Relaxed) {
-        start_background_fill(inner);
+    if inner.needs_fill.load(Ordering::Relaxed) {
+        backfill::start(inner);
     }
-}
-
-/// Rowids of chunks that have no vector.
-fn missing_vectors(inner: &Inner) -> anyhow::Result<Vec<i64>> {
-    let conn = inner.read_conn()?;
-    let mut stmt = conn.prepare_cached("SELECT rowid FROM chunks")?;
-    let ix = read(&inner.vectors);
-    let mut out = Vec::new();
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        let rowid: i64 = r.get(0)?;
-        if !ix.contains(rowid) {
-            out.push(rowid);
-        }
-    }
-    Ok(out)
-}
-
-/// Starts (unless running) the thread that embeds chunks without vectors. It holds only
-/// a weak reference, so it ends when the engine is dropped.
-pub(crate) fn start_background_fill(inner: &Arc<Inner>) {
-    let mut slot = lock(&inner.background);
-    if slot.as_ref().is_some_and(|h| !h.is_finished()) {
-        return;
-    }
-    if let Some(h) = slot.take() {
-        let _ = h.join();
-    }
-    let weak: Weak<Inner> = Arc::downgrade(inner);
-    let spawned = std::thread::Builder::new().name("memory-embed".into()).spawn(move || {
-        if let Err(e) = background_fill(&weak) {
-            tracing::warn!(error = %format!("{e:#}"), "background embedding stopped");
-        }
-    });
-    match spawned {
-        Ok(h) => *slot = Some(h),
-        Err(e) => tracing::warn!(error = %e, "could not start the background embedding thread"),
-    }
-}
-
-fn background_fill(weak: &Weak<Inner>) -> anyhow::Result<()> {
-    let Some(inner) = weak.upgrade() else { return Ok(()) };
-    let missing = missing_vectors(&inner)?;
-    if missing.is_empty() {
-        return Ok(());
-    }
-    tracing::info!(chunks = missing.len(), signature = inner.embedder.signature(), "embedding chunks in the background");
-    drop(inner);
-    let started = Instant::now();
-    for batch in missing.chunks(EMBED_BATCH * 4) {
-        let Some(inner) = weak.upgrade() else { return Ok(()) };
-        let mut ws = lock(&inner.writer);
-        // Re-read under the writer lock: a chunk deleted meanwhile must not get a vector.
-        let rows: Vec<(i64, String)> = ws
-            .conn
-            .prepare_cached("SELECT rowid, title, content FROM chunks WHERE rowid IN rarray(?1)")?
-            .query_map([rarray(batch)], |r| {
-                Ok((r.get(0)?, embed_text(r.get::<_, Option<String>>(1)?.as_deref(), &r.get::<_, String>(2)?)))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        let ok = embed_rows(&inner, &mut ws, &rows)?;
-        let applied = ws.vec_applied;
-        ws.vec_file.commit(applied)?;
-        if !ok {
-            return Ok(());
-        }
-    }
-    if let Some(inner) = weak.upgrade() {
-        let mut ws = lock(&inner.writer);
-        if ws.vec_file.should_compact() {
-            let applied = ws.vec_applied;
-            ws.vec_file.compact(&read(&inner.vectors), applied)?;
-        }
-        tracing::info!(chunks = missing.len(), secs = started.elapsed().as_secs_f64(), "background embedding done");
-    }
-    Ok(())
 }
 
 /// Rebuilds both indexes from the database under the writer lock.
@@ -364,7 +333,9 @@ pub(crate) fn reindex(inner: &Inner) -> anyhow::Result<ReindexSummary> {
     let applied = ws.vec_applied;
     ws.vec_file.compact(&read(&inner.vectors), applied)?;
     prune_tombstones(&mut ws)?;
-    let chunks: i64 = ws.conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+    let chunks: i64 = ws
+        .conn
+        .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
     Ok(ReindexSummary {
         chunks: chunks as usize,
         fts_docs: inner.fts.num_docs(),

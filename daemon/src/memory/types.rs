@@ -18,7 +18,13 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Document, Kind::Email, Kind::Chat, Kind::Note, Kind::Learning];
+    pub const ALL: [Kind; 5] = [
+        Kind::Document,
+        Kind::Email,
+        Kind::Chat,
+        Kind::Note,
+        Kind::Learning,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -130,6 +136,9 @@ pub struct IngestSummary {
     pub chunks_removed: usize,
     /// Lines of chat exports that were not `{ts, from, text, channel}` objects.
     pub lines_skipped: usize,
+    /// Chunks still waiting for their vector when ingest returned; the background
+    /// thread embeds them (recall uses keywords for them until then).
+    pub vectors_pending: usize,
     pub duration_ms: u64,
 }
 

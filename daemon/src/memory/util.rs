@@ -8,7 +8,13 @@ use super::types::Kind;
 /// Chunk id: the first 32 hex digits of sha256 over kind, source (id and ref), sequence
 /// and content. Fields are separated by a unit separator so that no two field tuples
 /// hash the same bytes; the id is therefore stable across re-ingests of the same input.
-pub(crate) fn chunk_id(kind: Kind, source_id: &str, source_ref: &str, seq: i64, content: &str) -> String {
+pub(crate) fn chunk_id(
+    kind: Kind,
+    source_id: &str,
+    source_ref: &str,
+    seq: i64,
+    content: &str,
+) -> String {
     let mut h = Sha256::new();
     h.update(kind.as_str().as_bytes());
     h.update([0x1f]);
@@ -26,7 +32,6 @@ pub(crate) fn chunk_id(kind: Kind, source_id: &str, source_ref: &str, seq: i64, 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
-
 
 /// Token estimate used for chunk sizing and `token_count`: whitespace-separated words
 /// times 1.3, rounded up. Cheap, tokenizer-independent and close enough to BPE counts
@@ -50,7 +55,9 @@ pub(crate) fn ms_to_rfc3339(ms: i64) -> String {
 }
 
 pub(crate) fn rfc3339_to_ms(s: &str) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_millis())
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|d| d.timestamp_millis())
 }
 
 /// Cuts `s` to at most `max` bytes at a character boundary.

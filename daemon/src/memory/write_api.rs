@@ -23,7 +23,10 @@ const LEARNING_KINDS: &[&str] = &["preference", "fact", "procedure", "correction
 
 fn check_tags(tags: &[String]) -> Result<Vec<String>, MemoryError> {
     if tags.len() > MAX_TAGS {
-        return Err(invalid(format!("tags has {} entries; at most {MAX_TAGS} are allowed", tags.len())));
+        return Err(invalid(format!(
+            "tags has {} entries; at most {MAX_TAGS} are allowed",
+            tags.len()
+        )));
     }
     let mut out: Vec<String> = Vec::with_capacity(tags.len());
     for (i, t) in tags.iter().enumerate() {
@@ -32,7 +35,10 @@ fn check_tags(tags: &[String]) -> Result<Vec<String>, MemoryError> {
             return Err(invalid(format!("tags[{i}] must not be blank")));
         }
         if t.len() > MAX_TAG_BYTES {
-            return Err(invalid(format!("tags[{i}] is {} bytes; at most {MAX_TAG_BYTES} are allowed", t.len())));
+            return Err(invalid(format!(
+                "tags[{i}] is {} bytes; at most {MAX_TAG_BYTES} are allowed",
+                t.len()
+            )));
         }
         if !out.iter().any(|x| x == t) {
             out.push(t.to_string());
@@ -72,10 +78,25 @@ fn chunk_rowid(tx: &Transaction<'_>, chunk_id: &str) -> Result<i64, MemoryError>
         .ok_or_else(|| no_chunk(chunk_id))
 }
 
-fn upsert_kv(tx: &Transaction<'_>, kind: &str, ns: &str, key: &str, item: &str, hash: &str, prov: &str, now: i64) -> rusqlite::Result<bool> {
-    let existed: bool = tx
-        .prepare_cached("SELECT 1 FROM kv WHERE kind = ?1 AND namespace = ?2 AND key = ?3")?
-        .exists(params![kind, ns, key])?;
+/// One `(kind, namespace, key)` → item mapping of an upsert.
+struct Kv<'a> {
+    kind: &'a str,
+    namespace: &'a str,
+    key: &'a str,
+    item: &'a str,
+    hash: &'a str,
+    provenance: &'a str,
+}
+
+fn upsert_kv(tx: &Transaction<'_>, kv: Kv<'_>, now: i64) -> rusqlite::Result<()> {
+    let Kv {
+        kind,
+        namespace: ns,
+        key,
+        item,
+        hash,
+        provenance: prov,
+    } = kv;
     tx.prepare_cached(
         "INSERT INTO kv (kind, namespace, key, item_id, content_hash, provenance, created_at_ms, updated_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
@@ -83,7 +104,7 @@ fn upsert_kv(tx: &Transaction<'_>, kind: &str, ns: &str, key: &str, item: &str, 
             content_hash = excluded.content_hash, provenance = excluded.provenance, updated_at_ms = excluded.updated_at_ms",
     )?
     .execute(params![kind, ns, key, item, hash, prov, now])?;
-    Ok(existed)
+    Ok(())
 }
 
 impl MemoryEngine {
@@ -97,18 +118,25 @@ impl MemoryEngine {
             Some(ns) => required("namespace", ns)?.trim().to_string(),
             None => "default".to_string(),
         };
-        let title = w.title.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
+        let title = w
+            .title
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(str::to_string);
         let tags = check_tags(&w.tags)?;
         for k in FILTER_META_KEYS {
-            if let Some(v) = w.metadata.get(*k) {
-                if !(v.is_string() || v.is_number()) {
-                    return Err(invalid(format!("metadata.{k} must be a string")));
-                }
+            if let Some(v) = w.metadata.get(*k)
+                && !(v.is_string() || v.is_number())
+            {
+                return Err(invalid(format!("metadata.{k} must be a string")));
             }
         }
         let item_id = format!("doc:{namespace}/{key}");
         let hash = sha256_hex(
-            serde_json::to_string(&json!([title, w.content, tags, w.metadata, w.timestamp_ms])).unwrap_or_default().as_bytes(),
+            serde_json::to_string(&json!([title, w.content, tags, w.metadata, w.timestamp_ms]))
+                .unwrap_or_default()
+                .as_bytes(),
         );
         let ts = w.timestamp_ms.unwrap_or_else(now_ms);
         write_tx(&self.inner, audit, |tx, seq, now| {
@@ -125,7 +153,10 @@ impl MemoryEngine {
                 let old = store::rowids_by_origin(tx, &item_id)?;
                 store::delete_chunks(tx, seq, &old)?;
                 let mut chunks = Vec::new();
-                for (i, piece) in chunk_text(&w.content, Format::Markdown).into_iter().enumerate() {
+                for (i, piece) in chunk_text(&w.content, Format::Markdown)
+                    .into_iter()
+                    .enumerate()
+                {
                     let mut metadata: Map<String, Value> = w.metadata.clone();
                     metadata.insert("namespace".into(), json!(namespace));
                     metadata.insert("key".into(), json!(key));
@@ -152,9 +183,22 @@ impl MemoryEngine {
                 }
                 store::insert_chunks(tx, seq, &chunks, now)?;
                 let display = title.clone().unwrap_or_else(|| key.clone());
-                let src = NewSource { source_id: item_id.clone(), kind: Kind::Document, display_name: display, metadata: Map::new() };
+                let src = NewSource {
+                    source_id: item_id.clone(),
+                    kind: Kind::Document,
+                    display_name: display,
+                    metadata: Map::new(),
+                };
                 store::upsert_source(tx, &src, now)?;
-                upsert_kv(tx, "document", &namespace, &key, &item_id, &hash, &source, now)?;
+                let kv = Kv {
+                    kind: "document",
+                    namespace: &namespace,
+                    key: &key,
+                    item: &item_id,
+                    hash: &hash,
+                    provenance: &source,
+                };
+                upsert_kv(tx, kv, now)?;
             }
             let chunk_ids: Vec<String> = tx
                 .prepare_cached("SELECT id FROM chunks WHERE origin = ?1 ORDER BY seq_in_source")?
@@ -167,7 +211,14 @@ impl MemoryEngine {
 
     /// Attaches a note to a chunk (one note per key: a second call replaces it). The note
     /// is itself a searchable chunk of kind `note`.
-    pub fn add_note(&self, chunk_id: &str, note: &str, key: &str, source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+    pub fn add_note(
+        &self,
+        chunk_id: &str,
+        note: &str,
+        key: &str,
+        source: &str,
+        audit: AuditRow,
+    ) -> Result<Value, MemoryError> {
         let chunk_id = required("chunk_id", chunk_id)?.trim();
         let note = required("note_text", note)?.trim();
         let key = required("key", key)?.trim();
@@ -204,7 +255,19 @@ impl MemoryEngine {
                 metadata: Map::new(),
             };
             store::upsert_source(tx, &src, now)?;
-            upsert_kv(tx, "note", "", key, &item_id, &sha256_hex(note.as_bytes()), source, now)?;
+            let hash = sha256_hex(note.as_bytes());
+            upsert_kv(
+                tx,
+                Kv {
+                    kind: "note",
+                    namespace: "",
+                    key,
+                    item: &item_id,
+                    hash: &hash,
+                    provenance: source,
+                },
+                now,
+            )?;
             tx.prepare_cached(
                 "INSERT INTO notes (item_id, chunk_id, text, key, provenance, created_at_ms, updated_at_ms)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
@@ -222,7 +285,14 @@ impl MemoryEngine {
 
     /// Sets the tags written under `key` on a chunk (replacing that key's earlier tags;
     /// the chunk's own tags and other keys' tags stay). Returns the chunk's tags.
-    pub fn tag_chunk(&self, chunk_id: &str, tags: &[String], key: &str, source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+    pub fn tag_chunk(
+        &self,
+        chunk_id: &str,
+        tags: &[String],
+        key: &str,
+        source: &str,
+        audit: AuditRow,
+    ) -> Result<Value, MemoryError> {
         let chunk_id = required("chunk_id", chunk_id)?.trim();
         let key = required("key", key)?.trim();
         let source = required("source", source)?;
@@ -232,31 +302,61 @@ impl MemoryEngine {
         let tags = check_tags(tags)?;
         write_tx(&self.inner, audit, |tx, _seq, now| {
             let rowid = chunk_rowid(tx, chunk_id)?;
-            tx.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid = ?1 AND origin_key = ?2")?.execute(params![rowid, key])?;
+            tx.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid = ?1 AND origin_key = ?2")?
+                .execute(params![rowid, key])?;
             for t in &tags {
                 tx.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, ?3)")?
                     .execute(params![rowid, t, key])?;
             }
-            upsert_kv(tx, "tag", "", key, chunk_id, &sha256_hex(tags.join("\n").as_bytes()), source, now)?;
+            let hash = sha256_hex(tags.join("\n").as_bytes());
+            upsert_kv(
+                tx,
+                Kv {
+                    kind: "tag",
+                    namespace: "",
+                    key,
+                    item: chunk_id,
+                    hash: &hash,
+                    provenance: source,
+                },
+                now,
+            )?;
             let all: Vec<String> = tx
-                .prepare_cached("SELECT DISTINCT tag FROM chunk_tags WHERE chunk_rowid = ?1 ORDER BY tag")?
+                .prepare_cached(
+                    "SELECT DISTINCT tag FROM chunk_tags WHERE chunk_rowid = ?1 ORDER BY tag",
+                )?
                 .query_map([rowid], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok((json!({ "chunk_id": chunk_id, "key": key, "tags": all }), chunk_id.to_string()))
+            Ok((
+                json!({ "chunk_id": chunk_id, "key": key, "tags": all }),
+                chunk_id.to_string(),
+            ))
         })
     }
 
     /// Stores one learning (always a new item).
-    pub fn learn(&self, text: &str, kind: &str, confidence: Option<f64>, source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+    pub fn learn(
+        &self,
+        text: &str,
+        kind: &str,
+        confidence: Option<f64>,
+        source: &str,
+        audit: AuditRow,
+    ) -> Result<Value, MemoryError> {
         let text = required("text", text)?.trim();
         let source = required("source", source)?;
         if !LEARNING_KINDS.contains(&kind) {
-            return Err(invalid(format!("kind must be one of {}, got `{kind}`", LEARNING_KINDS.join(", "))));
+            return Err(invalid(format!(
+                "kind must be one of {}, got `{kind}`",
+                LEARNING_KINDS.join(", ")
+            )));
         }
-        if let Some(c) = confidence {
-            if !(0.0..=1.0).contains(&c) {
-                return Err(invalid(format!("confidence must be between 0 and 1, got {c}")));
-            }
+        if let Some(c) = confidence
+            && !(0.0..=1.0).contains(&c)
+        {
+            return Err(invalid(format!(
+                "confidence must be between 0 and 1, got {c}"
+            )));
         }
         let item_id = format!("learning:{}", uuid::Uuid::new_v4().simple());
         write_tx(&self.inner, audit, |tx, seq, now| {
@@ -279,7 +379,12 @@ impl MemoryEngine {
             };
             let chunk_id = chunk.id();
             store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
-            let src = NewSource { source_id: "learnings".into(), kind: Kind::Learning, display_name: "Learnings".into(), metadata: Map::new() };
+            let src = NewSource {
+                source_id: "learnings".into(),
+                kind: Kind::Learning,
+                display_name: "Learnings".into(),
+                metadata: Map::new(),
+            };
             store::upsert_source(tx, &src, now)?;
             tx.prepare_cached(
                 "INSERT INTO learnings (item_id, kind, confidence, text, provenance, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -292,10 +397,18 @@ impl MemoryEngine {
 
     /// Deletes for good. Each id may be a chunk id, an item id (`doc:…`, `note:…`,
     /// `learning:…`, `file:…`) or a source id; notes on forgotten chunks go with them.
-    pub fn forget(&self, ids: &[String], source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+    pub fn forget(
+        &self,
+        ids: &[String],
+        source: &str,
+        audit: AuditRow,
+    ) -> Result<Value, MemoryError> {
         required("source", source)?;
         if ids.is_empty() || ids.len() > 100 {
-            return Err(invalid(format!("ids must have 1 to 100 entries, got {}", ids.len())));
+            return Err(invalid(format!(
+                "ids must have 1 to 100 entries, got {}",
+                ids.len()
+            )));
         }
         for (i, id) in ids.iter().enumerate() {
             required(&format!("ids[{i}]"), id)?;
@@ -306,17 +419,27 @@ impl MemoryEngine {
             for id in ids {
                 let id = id.trim();
                 let n = forget_one(tx, seq, id)?;
-                if n > 0 { deleted.push(id.to_string()) } else { not_found.push(id.to_string()) }
+                if n > 0 {
+                    deleted.push(id.to_string())
+                } else {
+                    not_found.push(id.to_string())
+                }
             }
             let result = deleted.join(",");
-            Ok((json!({ "deleted": deleted, "not_found": not_found }), result))
+            Ok((
+                json!({ "deleted": deleted, "not_found": not_found }),
+                result,
+            ))
         })
     }
 }
 
 /// Deletes what `id` names; returns how many things went (chunks or bare records).
 fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryError> {
-    let by_chunk: Vec<i64> = tx.prepare_cached("SELECT rowid FROM chunks WHERE id = ?1")?.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let by_chunk: Vec<i64> = tx
+        .prepare_cached("SELECT rowid FROM chunks WHERE id = ?1")?
+        .query_map([id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     let rowids = if !by_chunk.is_empty() {
         by_chunk
     } else {
@@ -324,7 +447,9 @@ fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryE
         if !by_origin.is_empty() {
             by_origin
         } else {
-            tx.prepare_cached("SELECT rowid FROM chunks WHERE source_id = ?1")?.query_map([id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+            tx.prepare_cached("SELECT rowid FROM chunks WHERE source_id = ?1")?
+                .query_map([id], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?
         }
     };
     // Collect what hangs off the chunks before they go.
@@ -339,25 +464,39 @@ fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryE
     origins.dedup();
     for (chunk_id, _) in &gone {
         // Notes about a forgotten chunk would keep what it said.
-        let notes: Vec<String> = tx.prepare_cached("SELECT item_id FROM notes WHERE chunk_id = ?1")?.query_map([chunk_id], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        let notes: Vec<String> = tx
+            .prepare_cached("SELECT item_id FROM notes WHERE chunk_id = ?1")?
+            .query_map([chunk_id], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
         for note in notes {
             let rows = store::rowids_by_origin(tx, &note)?;
             store::delete_chunks(tx, seq, &rows)?;
             origins.push(note);
         }
-        tx.prepare_cached("DELETE FROM kv WHERE kind = 'tag' AND item_id = ?1")?.execute([chunk_id])?;
+        tx.prepare_cached("DELETE FROM kv WHERE kind = 'tag' AND item_id = ?1")?
+            .execute([chunk_id])?;
     }
     for origin in &origins {
-        let left: bool = tx.prepare_cached("SELECT 1 FROM chunks WHERE origin = ?1")?.exists([origin])?;
+        let left: bool = tx
+            .prepare_cached("SELECT 1 FROM chunks WHERE origin = ?1")?
+            .exists([origin])?;
         if left {
             continue;
         }
         let mut bare = 0;
-        bare += tx.prepare_cached("DELETE FROM kv WHERE item_id = ?1 AND kind != 'tag'")?.execute([origin])?;
-        bare += tx.prepare_cached("DELETE FROM notes WHERE item_id = ?1")?.execute([origin])?;
-        bare += tx.prepare_cached("DELETE FROM learnings WHERE item_id = ?1")?.execute([origin])?;
+        bare += tx
+            .prepare_cached("DELETE FROM kv WHERE item_id = ?1 AND kind != 'tag'")?
+            .execute([origin])?;
+        bare += tx
+            .prepare_cached("DELETE FROM notes WHERE item_id = ?1")?
+            .execute([origin])?;
+        bare += tx
+            .prepare_cached("DELETE FROM learnings WHERE item_id = ?1")?
+            .execute([origin])?;
         if let Some(path) = origin.strip_prefix("file:") {
-            bare += tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
+            bare += tx
+                .prepare_cached("DELETE FROM files WHERE path = ?1")?
+                .execute([path])?;
         }
         if origin == id && n == 0 {
             n = bare;

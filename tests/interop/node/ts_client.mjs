@@ -269,6 +269,14 @@ async function runCase(sdk, prefix, server, binDir) {
   transport.setProtocolVersion = (v) => {
     negotiated = v;
   };
+  // Remember the server's pid: after a failed connect the SDK forgets its process before killing
+  // it, so a hung server would outlive this test.
+  let childPid = null;
+  const start = transport.start.bind(transport);
+  transport.start = async () => {
+    await start();
+    childPid = transport.pid;
+  };
   const client = new sdk.Client({ name: 'openhuman-interop-ts', version: '0.0.0' });
   const done = new Set();
   try {
@@ -279,12 +287,18 @@ async function runCase(sdk, prefix, server, binDir) {
       HANDSHAKE_VERSIONS.has(negotiated) && client.getServerVersion()?.name === 'openhuman-core',
       `negotiated ${negotiated}, serverInfo ${JSON.stringify(client.getServerVersion())}`);
     done.add('init');
+    let hung = null;
     for (const [name, fn] of CHECKS) {
-      try {
-        await withTimeout(fn(client), CHECK_TIMEOUT_MS + 1000, name);
-        report(`${label}: ${name}`, true);
-      } catch (e) {
-        report(`${label}: ${name}`, false, describe(e));
+      if (hung) {
+        report(`${label}: ${name}`, false, `not run: ${hung}`);
+      } else {
+        try {
+          await withTimeout(fn(client), CHECK_TIMEOUT_MS + 1000, name);
+          report(`${label}: ${name}`, true);
+        } catch (e) {
+          report(`${label}: ${name}`, false, describe(e));
+          if (/timed out|no answer within/i.test(describe(e))) hung = `the server stopped answering (${name})`;
+        }
       }
       done.add(name);
     }
@@ -302,6 +316,13 @@ async function runCase(sdk, prefix, server, binDir) {
     if (!done.has('close')) report(`${label}: server exits on stdin EOF`, false, why);
     await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close').catch(() => {});
   } finally {
+    if (childPid && pidAlive(childPid)) {
+      try {
+        process.kill(childPid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
     const [stopped, what] = await stopDaemon(daemon, home);
     if (server === 'shim') report(`${label}: autostarted daemon stops on \`openhumand-mcp stop\``, stopped, what);
     else if (stopped || what.includes('still running')) report(`${label}: no daemon left behind`, false, what);

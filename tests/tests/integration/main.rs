@@ -3,6 +3,8 @@
 #![allow(clippy::print_stderr)]
 
 mod cli;
+mod memory;
 mod shim;
 mod smoke;
 mod socket;
+mod writes;

@@ -6,6 +6,8 @@
 mod agent;
 pub mod args;
 mod core;
+mod memory;
+pub mod write;
 
 use std::sync::LazyLock;
 
@@ -108,6 +110,8 @@ pub fn always(_: &Config) -> bool {
 static ALL: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
     let mut all = Vec::new();
     all.extend(core::tools());
+    all.extend(memory::tools());
+    all.extend(write::tools());
     all.extend(agent::tools());
     #[cfg(test)]
     all.extend(test_tools::tools());
@@ -181,15 +185,43 @@ pub async fn call(
                 .with_data(json!({ "tool": name })),
         );
     };
-    drop(config);
+    // Every attempt of a write tool leaves one audit row; failures are recorded here, a success
+    // by the write's own transaction.
+    let audited = write::AUDITED.contains(&tool.name);
+    let reject = |msg: &str| {
+        if audited {
+            let mut row = write::audit_row(tool.name, &ctx, &arguments);
+            row.success = false;
+            row.error = Some(msg.to_string());
+            state.audit().record(row);
+        }
+    };
     let args = match tool.args.validate(&arguments) {
         Ok(a) => a,
-        Err(msg) => return Ok(tool_error(&format!("invalid arguments for {name}: {msg}"))),
+        Err(msg) => {
+            let msg = format!("invalid arguments for {name}: {msg}");
+            reject(&msg);
+            return Ok(tool_error(&msg));
+        }
     };
-    match (tool.handler)(state, args, ctx).await {
+    if tool.policy == Policy::Act
+        && let Err(denial) = state.limiter().admit(&config)
+    {
+        tracing::info!(tool = tool.name, source = %ctx.source, "act call denied by policy");
+        reject(&denial);
+        return Err(RpcError::invalid_params(denial).with_data(json!({ "tool": name, "policy": "act" })));
+    }
+    drop(config);
+    match (tool.handler)(state.clone(), args, ctx.clone()).await {
         Ok(value) => Ok(tool_result(value)),
-        Err(ToolFailure::Tool(msg)) => Ok(tool_error(&msg)),
-        Err(ToolFailure::Rpc(e)) => Err(e),
+        Err(ToolFailure::Tool(msg)) => {
+            reject(&msg);
+            Ok(tool_error(&msg))
+        }
+        Err(ToolFailure::Rpc(e)) => {
+            reject(&e.message);
+            Err(e)
+        }
     }
 }
 

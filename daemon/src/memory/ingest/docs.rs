@@ -17,24 +17,37 @@ fn title_of(text: &str, path: &Path, format: Format) -> String {
             if t.starts_with("```") || t.starts_with("~~~") {
                 in_fence = !in_fence;
             }
-            if !in_fence {
-                if let Some(h) = line.strip_prefix("# ") {
-                    let h = h.trim().trim_end_matches('#').trim();
-                    if !h.is_empty() {
-                        return h.to_string();
-                    }
+            if !in_fence && let Some(h) = line.strip_prefix("# ") {
+                let h = h.trim().trim_end_matches('#').trim();
+                if !h.is_empty() {
+                    return h.to_string();
                 }
             }
         }
     }
-    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
-pub(crate) fn parse(text: &str, path: &Path, markdown: bool, mtime_ms: i64, origin: &str) -> (Vec<NewChunk>, Vec<NewSource>) {
-    let format = if markdown { Format::Markdown } else { Format::Plain };
+pub(crate) fn parse(
+    text: &str,
+    path: &Path,
+    markdown: bool,
+    mtime_ms: i64,
+    origin: &str,
+) -> (Vec<NewChunk>, Vec<NewSource>) {
+    let format = if markdown {
+        Format::Markdown
+    } else {
+        Format::Plain
+    };
     let title = title_of(text, path, format);
     let path_str = path.to_string_lossy().into_owned();
-    let folder = path.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let folder = path
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let source_id = origin.to_string();
     let chunks = chunk_text(text, format)
         .into_iter()
@@ -65,6 +78,11 @@ pub(crate) fn parse(text: &str, path: &Path, markdown: bool, mtime_ms: i64, orig
         .collect();
     let mut meta = Map::new();
     meta.insert("file_path".into(), json!(path_str));
-    let source = NewSource { source_id, kind: Kind::Document, display_name: title, metadata: meta };
+    let source = NewSource {
+        source_id,
+        kind: Kind::Document,
+        display_name: title,
+        metadata: meta,
+    };
     (chunks, vec![source])
 }

@@ -3,7 +3,10 @@
 //! order). A file whose content hash matches its last ingest is skipped; a changed file
 //! replaces its chunks. Files are parsed outside the writer lock and written in batches
 //! of about `BATCH_CHUNKS` chunks, one transaction per batch; the full-text index is
-//! committed every `FTS_COMMIT_CHUNKS` chunks and at the end.
+//! committed every `FTS_COMMIT_CHUNKS` chunks and at the end, so ingested text is
+//! searchable by keywords when the call returns. Vectors are computed by the background
+//! thread meanwhile (`IngestSummary::vectors_pending` says how many were still to do;
+//! `MemoryEngine::wait_background` waits for them).
 
 mod chat;
 mod docs;
@@ -20,7 +23,7 @@ use super::store::{self, NewChunk, NewSource};
 use super::sync::{self, read};
 use super::types::{FileError, IngestProgress, IngestSummary};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, lock};
+use super::{Inner, backfill, lock};
 
 const BATCH_CHUNKS: usize = 2_000;
 const FTS_COMMIT_CHUNKS: usize = 100_000;
@@ -80,12 +83,24 @@ struct Pending {
 }
 
 /// Collects the files under `paths`, each with the kind it will be read as.
-fn collect(paths: &[PathBuf], kind: Option<&str>, summary: &mut IngestSummary) -> Vec<(PathBuf, FileKind)> {
-    fn walk(dir: &Path, kind: Option<&str>, out: &mut Vec<(PathBuf, FileKind)>, summary: &mut IngestSummary) {
+fn collect(
+    paths: &[PathBuf],
+    kind: Option<&str>,
+    summary: &mut IngestSummary,
+) -> Vec<(PathBuf, FileKind)> {
+    fn walk(
+        dir: &Path,
+        kind: Option<&str>,
+        out: &mut Vec<(PathBuf, FileKind)>,
+        summary: &mut IngestSummary,
+    ) {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
-                summary.files_failed.push(FileError { path: dir.to_path_buf(), error: e.to_string() });
+                summary.files_failed.push(FileError {
+                    path: dir.to_path_buf(),
+                    error: e.to_string(),
+                });
                 return;
             }
         };
@@ -116,13 +131,19 @@ fn collect(paths: &[PathBuf], kind: Option<&str>, summary: &mut IngestSummary) -
             walk(&p, kind, &mut out, summary);
         } else if p.is_file() {
             summary.files_seen += 1;
-            match kind.map(|k| FileKind::forced(k, &p)).or(FileKind::from_path(&p)) {
+            match kind
+                .map(|k| FileKind::forced(k, &p))
+                .or(FileKind::from_path(&p))
+            {
                 Some(k) => out.push((p, k)),
                 None => summary.files_unsupported += 1,
             }
         } else {
             summary.files_seen += 1;
-            summary.files_failed.push(FileError { path: p, error: "no such file or folder".into() });
+            summary.files_failed.push(FileError {
+                path: p,
+                error: "no such file or folder".into(),
+            });
         }
     }
     out
@@ -137,7 +158,12 @@ fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
 }
 
 /// Reads and parses one file; `Ok(None)` when it is unchanged since the last ingest.
-fn prepare(inner: &Inner, path: &Path, kind: FileKind, skipped_lines: &mut usize) -> anyhow::Result<Option<Pending>> {
+fn prepare(
+    inner: &Inner,
+    path: &Path,
+    kind: FileKind,
+    skipped_lines: &mut usize,
+) -> anyhow::Result<Option<Pending>> {
     let meta = std::fs::metadata(path)?;
     let bytes = std::fs::read(path)?;
     let hash = sha256_hex(&bytes);
@@ -166,7 +192,14 @@ fn prepare(inner: &Inner, path: &Path, kind: FileKind, skipped_lines: &mut usize
         }
         FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime)?),
     };
-    Ok(Some(Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed }))
+    Ok(Some(Pending {
+        path: path.to_path_buf(),
+        origin,
+        hash,
+        size: meta.len(),
+        kind,
+        parsed,
+    }))
 }
 
 fn pending_chunks(p: &Pending) -> usize {
@@ -177,7 +210,12 @@ fn pending_chunks(p: &Pending) -> usize {
 }
 
 /// Writes a batch of files in one transaction and applies it to the indexes.
-fn write_batch(inner: &Arc<Inner>, batch: Vec<Pending>, summary: &mut IngestSummary, commit_fts: bool) -> anyhow::Result<usize> {
+fn write_batch(
+    inner: &Arc<Inner>,
+    batch: Vec<Pending>,
+    summary: &mut IngestSummary,
+    commit_fts: bool,
+) -> anyhow::Result<usize> {
     let mut guard = lock(&inner.writer);
     let ws = &mut *guard;
     let tx = ws.conn.transaction()?;
@@ -209,7 +247,11 @@ fn write_batch(inner: &Arc<Inner>, batch: Vec<Pending>, summary: &mut IngestSumm
     tx.commit()?;
     summary.chunks_added += written;
     sync::sync_fts(inner, ws, commit_fts)?;
-    sync::sync_vectors(inner, ws, None)?;
+    // Deletions reach the vector index now; embedding the new chunks is left to the
+    // background thread so that it runs while the next batch is parsed and inserted.
+    sync::sync_vectors(inner, ws, Some(0))?;
+    drop(guard);
+    backfill::start(inner);
     Ok(written)
 }
 
@@ -220,12 +262,18 @@ pub(crate) fn ingest_paths(
     progress: &dyn Fn(&IngestProgress),
 ) -> anyhow::Result<IngestSummary> {
     if let Some(k) = kind {
-        anyhow::ensure!(["document", "email", "chat"].contains(&k), "unknown kind `{k}`: use document, email or chat");
+        anyhow::ensure!(
+            ["document", "email", "chat"].contains(&k),
+            "unknown kind `{k}`: use document, email or chat"
+        );
     }
     let started = Instant::now();
     let mut summary = IngestSummary::default();
     let files = collect(paths, kind, &mut summary);
-    let mut state = IngestProgress { files_total: files.len(), ..IngestProgress::default() };
+    let mut state = IngestProgress {
+        files_total: files.len(),
+        ..IngestProgress::default()
+    };
     let mut batch: Vec<Pending> = Vec::new();
     let mut batch_chunks = 0;
     let mut since_commit = 0;
@@ -237,7 +285,10 @@ pub(crate) fn ingest_paths(
                 batch.push(p);
             }
             Ok(None) => summary.files_unchanged += 1,
-            Err(e) => summary.files_failed.push(FileError { path: path.clone(), error: format!("{e:#}") }),
+            Err(e) => summary.files_failed.push(FileError {
+                path: path.clone(),
+                error: format!("{e:#}"),
+            }),
         }
         if batch_chunks >= BATCH_CHUNKS {
             let commit = since_commit + batch_chunks >= FTS_COMMIT_CHUNKS;
@@ -262,14 +313,17 @@ pub(crate) fn ingest_paths(
             ws.vec_file.compact(&read(&inner.vectors), applied)?;
         }
     }
-    if inner.needs_fill.swap(false, std::sync::atomic::Ordering::Relaxed) {
-        sync::start_background_fill(inner);
-    }
+    let chunks: i64 = inner.read_conn()?.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+    summary.vectors_pending = (chunks as usize).saturating_sub(read(&inner.vectors).len());
     summary.lines_skipped = skipped_lines;
     summary.duration_ms = started.elapsed().as_millis() as u64;
     tracing::info!(
-        files = summary.files_ingested, unchanged = summary.files_unchanged, failed = summary.files_failed.len(),
-        chunks = summary.chunks_added, ms = summary.duration_ms, "ingest finished"
+        files = summary.files_ingested,
+        unchanged = summary.files_unchanged,
+        failed = summary.files_failed.len(),
+        chunks = summary.chunks_added,
+        ms = summary.duration_ms,
+        "ingest finished"
     );
     Ok(summary)
 }

@@ -1,0 +1,50 @@
+//! Opening the back-ends a config asks for. Today: the memory engine with its embedder.
+
+use std::sync::Arc;
+
+use openhuman_common::Paths;
+
+use crate::config::{Config, EmbeddingProvider, MemoryEngineKind};
+use crate::memory::embed::{Embedder, StaticModel};
+use crate::memory::{MemoryEngine, MemoryOptions};
+use crate::state::MEMORY_OFF;
+
+/// The built-in static embedder, parsed once per process and shared.
+struct Builtin(&'static StaticModel);
+
+impl Embedder for Builtin {
+    fn signature(&self) -> &str {
+        self.0.signature()
+    }
+    fn dims(&self) -> usize {
+        self.0.dims()
+    }
+    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+        self.0.embed(texts)
+    }
+}
+
+/// Opens the memory engine, or returns the message memory tools should answer with.
+pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, String> {
+    if config.memory.engine == MemoryEngineKind::Off {
+        return Err(MEMORY_OFF.to_string());
+    }
+    let embedder: Arc<dyn Embedder> = match config.memory.embeddings.provider {
+        EmbeddingProvider::Builtin => Arc::new(Builtin(StaticModel::builtin().map_err(|e| format!("{e:#}"))?)),
+        other => {
+            return Err(format!(
+                "[memory.embeddings].provider = {other:?} is not available in this build; set it to \"builtin\""
+            ));
+        }
+    };
+    let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder });
+    opened.map_err(|e| {
+        let msg = format!(
+            "the memory store in {} could not be opened: {e:#}. If a daemon is running, use openhuman-mcp-shim \
+             (which talks to it) instead of a second server on the same store",
+            paths.data_dir.display()
+        );
+        tracing::error!("{msg}");
+        msg
+    })
+}

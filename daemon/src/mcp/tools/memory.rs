@@ -1,0 +1,130 @@
+//! The memory read tools (SPEC §7): `memory.search`, `memory.recall`, `memory.fetch`,
+//! `memory.list` and the `tree.*` browsing tools. Each one's arguments are its core method's
+//! parameter schema; the call validates, then invokes the core method by name.
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Map, Value};
+
+use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
+use crate::core_rpc::{self, CoreError};
+use crate::state::AppState;
+
+/// Calls a core method for a tool; every failure a caller can act on becomes an `isError` text.
+pub fn via(state: AppState, method: &'static str, args: Map<String, Value>) -> BoxFuture<'static, ToolOutcome> {
+    async move {
+        core_rpc::invoke(state, method, args).await.map_err(|e| match e {
+            CoreError::Internal(e) => {
+                tracing::error!(method, "core method failed: {e:#}");
+                ToolFailure::Tool(format!("internal error in {method}: {e:#}; the daemon log has details"))
+            }
+            other => ToolFailure::Tool(other.to_string()),
+        })
+    }
+    .boxed()
+}
+
+fn spec(method: &str) -> super::args::ArgSpec {
+    core_rpc::find(method).map(|m| m.params.clone()).unwrap_or_default()
+}
+
+pub fn tools() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "memory.search",
+            title: "Search memory (keywords)",
+            description: "Keyword (BM25) search over everything in the user's memory: notes, documents, e-mail, \
+                          chats, learnings. Returns chunk ids, scores and highlighted snippets; read a whole chunk \
+                          with tree.read_chunk.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_tree_search"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_tree_search", a),
+        },
+        ToolDef {
+            name: "memory.recall",
+            title: "Recall from memory (meaning)",
+            description: "Semantic recall: finds chunks that match the meaning of a question even without shared \
+                          words (vector similarity fused with BM25), optionally filtered. Returns chunks with \
+                          scores and citations.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_tree_recall"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_tree_recall", a),
+        },
+        ToolDef {
+            name: "tree.read_chunk",
+            title: "Read a memory chunk",
+            description: "Read one memory chunk in full, with its source, time, tags, entities, notes and metadata.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_tree_get_chunk"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_tree_get_chunk", a),
+        },
+        ToolDef {
+            name: "tree.browse",
+            title: "Browse memory",
+            description: "List memory chunks newest first, filtered by source kind, source, mentioned entity, time \
+                          range or keywords, with paging (k, offset) and the total count.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_tree_list_chunks"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_tree_list_chunks", a),
+        },
+        ToolDef {
+            name: "tree.top_entities",
+            title: "Top entities",
+            description: "The most-mentioned people, organisations, e-mail addresses, URLs, handles and topics in \
+                          memory, optionally of one kind. Entity ids can filter tree.browse.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_tree_top_entities"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_tree_top_entities", a),
+        },
+        ToolDef {
+            name: "tree.list_sources",
+            title: "List memory sources",
+            description: "The sources in memory (files, mail threads, chat channels, MCP writes) with chunk counts \
+                          and last activity.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_tree_list_sources"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_tree_list_sources", a),
+        },
+        ToolDef {
+            name: "memory.fetch",
+            title: "Fetch raw memory hits",
+            description: "Raw hits for a query with full metadata, by keyword, vector or hybrid ranking, filtered, \
+                          paged with an opaque cursor.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_fetch"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_fetch", a),
+        },
+        ToolDef {
+            name: "memory.list",
+            title: "List stored items",
+            description: "Stored memory items newest first, filtered, paged with an opaque cursor.",
+            policy: Policy::Read,
+            annotations: Annotations::READ,
+            args: spec("openhuman.memory_items_list"),
+            output_schema: None,
+            available: always,
+            handler: |s, a, _c| via(s, "openhuman.memory_items_list", a),
+        },
+    ]
+}

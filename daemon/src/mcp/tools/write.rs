@@ -1,0 +1,377 @@
+//! The write tools (SPEC §7, §10): `memory.store`, `memory.note`, `tree.tag`, `memory.learn`,
+//! `memory.forget`. They run through `tools::call`'s Act path (validation → policy → handler),
+//! every attempt gets one audit row, and a successful write commits its row in the same
+//! transaction as the data. Argument summaries in audit rows never carry bodies.
+
+use futures::FutureExt;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::args::{ArgSpec, Field};
+use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
+use crate::mcp::context::RequestCtx;
+use crate::memory::{AuditRow, MemoryEngine, MemoryError, PutDocument};
+use crate::state::AppState;
+
+pub const WRITE_ANNOTATIONS: Annotations =
+    Annotations { read_only: false, destructive: Some(true), idempotent: Some(true), open_world: false };
+pub const LEARN_ANNOTATIONS: Annotations =
+    Annotations { read_only: false, destructive: Some(false), idempotent: Some(false), open_world: false };
+
+/// Tools whose every attempt is audited.
+pub const AUDITED: &[&str] = &["memory.store", "memory.note", "tree.tag", "memory.learn", "memory.forget"];
+
+const LEARN_KINDS: &[&str] = &["preference", "fact", "procedure", "correction", "other"];
+const TITLE_CHARS: usize = 128;
+
+/// SPEC §7 slug: ASCII letters/digits lowercased, other runs → `-`, trimmed, at most 64 chars;
+/// empty → `untitled-<first 16 hex of sha256(title)>`.
+pub fn slug(title: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            dash = true;
+        }
+    }
+    out.truncate(64);
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() {
+        format!("untitled-{}", &hex::encode(Sha256::digest(title.as_bytes()))[..16])
+    } else {
+        out
+    }
+}
+
+/// True for strings that look like credentials (API keys, tokens, private keys). Such values are
+/// stored when the user asks (it is their memory) but never copied into audit rows or logs.
+pub fn looks_secret(s: &str) -> bool {
+    const PREFIXES: &[&str] = &["sk-", "sk_live_", "sk_test_", "ghp_", "gho_", "github_pat_", "xoxb-", "xoxp-", "AKIA", "AIza", "glpat-"];
+    let t = s.trim();
+    if t.contains("-----BEGIN") || t.to_ascii_lowercase().starts_with("bearer ") {
+        return true;
+    }
+    t.split_whitespace().any(|w| {
+        PREFIXES.iter().any(|p| w.starts_with(p) && w.len() >= p.len() + 12)
+            || (w.len() >= 32 && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c)) && w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_uppercase()) && w.chars().any(|c| c.is_ascii_lowercase()))
+    })
+}
+
+/// A title as it may appear in an audit row: at most 128 characters, secrets redacted.
+fn audit_title(t: &str) -> Value {
+    if looks_secret(t) {
+        return json!("[redacted: looks like a secret]");
+    }
+    json!(t.chars().take(TITLE_CHARS).collect::<String>())
+}
+
+fn safe_tags(tags: &Value) -> Value {
+    match tags.as_array() {
+        Some(items) => Value::Array(
+            items
+                .iter()
+                .take(50)
+                .map(|t| match t.as_str() {
+                    Some(s) if looks_secret(s) => json!("[redacted]"),
+                    Some(s) => json!(s.chars().take(128).collect::<String>()),
+                    None => json!(null),
+                })
+                .collect(),
+        ),
+        None => Value::Null,
+    }
+}
+
+fn len_of(v: Option<&Value>) -> Value {
+    match v {
+        Some(Value::String(s)) => json!(s.len()),
+        Some(Value::Array(a)) => json!(a.len()),
+        Some(_) => json!("not a string"),
+        None => Value::Null,
+    }
+}
+
+/// The argument summary of an audit row: names, lengths, counts, ids — no bodies. Works on
+/// unvalidated arguments too (a rejection is audited with what was sent).
+pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
+    let mut s = Map::new();
+    let mut names: Vec<&String> = args.keys().collect();
+    names.sort();
+    s.insert("arguments".into(), json!(names));
+    match tool {
+        "memory.store" => {
+            if let Some(t) = args.get("title").and_then(Value::as_str) {
+                s.insert("title".into(), audit_title(t));
+            }
+            s.insert("content_bytes".into(), len_of(args.get("content")));
+            if let Some(ns) = args.get("namespace").and_then(Value::as_str) {
+                s.insert("namespace".into(), audit_title(ns));
+            }
+            if let Some(tags) = args.get("tags") {
+                s.insert("tags".into(), safe_tags(tags));
+            }
+        }
+        "memory.note" => {
+            if let Some(c) = args.get("chunk_id").and_then(Value::as_str) {
+                s.insert("chunk_id".into(), json!(c.chars().take(64).collect::<String>()));
+            }
+            s.insert("note_bytes".into(), len_of(args.get("note_text")));
+        }
+        "tree.tag" => {
+            if let Some(c) = args.get("chunk_id").and_then(Value::as_str) {
+                s.insert("chunk_id".into(), json!(c.chars().take(64).collect::<String>()));
+            }
+            if let Some(tags) = args.get("tags") {
+                s.insert("tag_count".into(), len_of(Some(tags)));
+                s.insert("tags".into(), safe_tags(tags));
+            }
+        }
+        "memory.learn" => {
+            s.insert("text_bytes".into(), len_of(args.get("text")));
+            if let Some(k) = args.get("kind").and_then(Value::as_str) {
+                s.insert("kind".into(), json!(k.chars().take(32).collect::<String>()));
+            }
+            if let Some(c) = args.get("confidence") {
+                s.insert("confidence".into(), if c.is_number() { c.clone() } else { json!("not a number") });
+            }
+        }
+        "memory.forget" => {
+            if let Some(ids) = args.get("ids").and_then(Value::as_array) {
+                s.insert("id_count".into(), json!(ids.len()));
+                let shown: Vec<Value> = ids.iter().take(100).filter_map(Value::as_str).map(|i| json!(i.chars().take(128).collect::<String>())).collect();
+                s.insert("ids".into(), Value::Array(shown));
+            }
+        }
+        _ => {}
+    }
+    Value::Object(s)
+}
+
+/// The audit row of an attempt, before its outcome is known.
+pub fn audit_row(tool: &str, ctx: &RequestCtx, args: &Map<String, Value>) -> AuditRow {
+    AuditRow {
+        ts_ms: chrono::Utc::now().timestamp_millis(),
+        tool: tool.to_string(),
+        source: ctx.source.clone(),
+        client_info: ctx.client_info.clone().unwrap_or(Value::Null),
+        success: true,
+        error: None,
+        result_id: None,
+        args_summary: summarize(tool, args),
+    }
+}
+
+/// Runs a blocking engine write; engine errors become tool failures the client can act on.
+async fn blocking_write(
+    state: AppState,
+    f: impl FnOnce(&MemoryEngine) -> Result<Value, MemoryError> + Send + 'static,
+) -> ToolOutcome {
+    let engine = state.memory().map_err(ToolFailure::Tool)?;
+    let out = tokio::task::spawn_blocking(move || f(&engine))
+        .await
+        .map_err(|e| ToolFailure::Tool(format!("internal error: the write task failed ({e}); nothing was written")))?;
+    out.map_err(|e| match e {
+        MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
+        MemoryError::Internal(e) => {
+            tracing::error!("write failed: {e:#}");
+            ToolFailure::Tool(format!("internal error: {e:#}; nothing was written"))
+        }
+    })
+}
+
+fn str_arg(args: &Map<String, Value>, name: &str) -> String {
+    args.get(name).and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+fn list_arg(args: &Map<String, Value>, name: &str) -> Vec<String> {
+    args.get(name).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()
+}
+
+fn namespace_ok(ns: &str) -> bool {
+    !ns.is_empty() && ns.len() <= 64 && ns.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+}
+
+pub fn tools() -> Vec<ToolDef> {
+    vec![
+        ToolDef {
+            name: "memory.store",
+            title: "Store a document in memory",
+            description: "Save (or replace) a document in the user's memory under a key derived from its title \
+                          (mcp-store-<slug>), optionally in a namespace and with tags. It is searchable at once.",
+            policy: Policy::Act,
+            annotations: WRITE_ANNOTATIONS,
+            args: ArgSpec::new(vec![
+                Field::string("title", "Title; also names the document (same title = same document).").required().max_bytes(512),
+                Field::string("content", "The document text (Markdown welcome).").required(),
+                Field::string("namespace", "Namespace: lowercase letters, digits, '.', '_' or '-' (default: default).").max_bytes(64),
+                Field::list("tags", "Tags (at most 50, 128 bytes each).", 50, 128),
+            ]),
+            output_schema: None,
+            available: always,
+            handler: |state, args, ctx| {
+                async move {
+                    let namespace = args.get("namespace").and_then(Value::as_str).map(str::to_string);
+                    if let Some(ns) = &namespace
+                        && !namespace_ok(ns)
+                    {
+                        return Err(ToolFailure::Tool(format!(
+                            "invalid arguments for memory.store: argument `namespace` may hold only lowercase letters, digits, '.', '_' and '-' (at most 64); got {:?}",
+                            ns.chars().take(64).collect::<String>()
+                        )));
+                    }
+                    let title = str_arg(&args, "title");
+                    let doc = PutDocument {
+                        namespace,
+                        key: format!("mcp-store-{}", slug(&title)),
+                        title: Some(title),
+                        content: str_arg(&args, "content"),
+                        tags: list_arg(&args, "tags"),
+                        metadata: Map::new(),
+                        timestamp_ms: None,
+                        source: ctx.source.clone(),
+                    };
+                    let row = audit_row("memory.store", &ctx, &args);
+                    blocking_write(state, move |e| e.put_document(doc, row)).await
+                }
+                .boxed()
+            },
+        },
+        ToolDef {
+            name: "memory.note",
+            title: "Annotate a memory chunk",
+            description: "Attach a note to a chunk (one note per chunk: a new note replaces the old). The note is \
+                          shown with the chunk and is itself searchable.",
+            policy: Policy::Act,
+            annotations: WRITE_ANNOTATIONS,
+            args: ArgSpec::new(vec![
+                Field::string("chunk_id", "The chunk to annotate (from search, recall or browse).").required().max_bytes(256),
+                Field::string("note_text", "The note.").required().max_bytes(64 * 1024),
+            ]),
+            output_schema: None,
+            available: always,
+            handler: |state, args, ctx| {
+                async move {
+                    let chunk = str_arg(&args, "chunk_id");
+                    let note = str_arg(&args, "note_text");
+                    let key = format!("mcp-note-{}", chunk.trim());
+                    let (source, row) = (ctx.source.clone(), audit_row("memory.note", &ctx, &args));
+                    blocking_write(state, move |e| e.add_note(&chunk, &note, &key, &source, row)).await
+                }
+                .boxed()
+            },
+        },
+        ToolDef {
+            name: "tree.tag",
+            title: "Tag a memory chunk",
+            description: "Set tags on a chunk (replacing tags earlier set through this tool). Tags show up in \
+                          tree.read_chunk and tree.browse and filter recall (tags_any).",
+            policy: Policy::Act,
+            annotations: WRITE_ANNOTATIONS,
+            args: ArgSpec::new(vec![
+                Field::string("chunk_id", "The chunk to tag.").required().max_bytes(256),
+                Field::list("tags", "Tags: 1 to 50, each at most 128 bytes (rejected, not trimmed).", 50, 128).required().min_items(1),
+            ]),
+            output_schema: None,
+            available: always,
+            handler: |state, args, ctx| {
+                async move {
+                    let chunk = str_arg(&args, "chunk_id");
+                    let tags = list_arg(&args, "tags");
+                    let key = format!("mcp-tag-{}", chunk.trim());
+                    let (source, row) = (ctx.source.clone(), audit_row("tree.tag", &ctx, &args));
+                    blocking_write(state, move |e| e.tag_chunk(&chunk, &tags, &key, &source, row)).await
+                }
+                .boxed()
+            },
+        },
+        ToolDef {
+            name: "memory.learn",
+            title: "Learn something about the user",
+            description: "Store one learning — a preference, fact, procedure or correction about the user or their \
+                          work — with an optional confidence. Returns its id.",
+            policy: Policy::Act,
+            annotations: LEARN_ANNOTATIONS,
+            args: ArgSpec::new(vec![
+                Field::string("text", "The learning, in one or a few sentences.").required().max_bytes(16 * 1024),
+                Field::one_of("kind", "preference, fact, procedure, correction or other (default other).", LEARN_KINDS),
+                Field::number("confidence", "How sure, from 0 to 1.", 0.0, 1.0),
+            ]),
+            output_schema: None,
+            available: always,
+            handler: |state, args, ctx| {
+                async move {
+                    let text = str_arg(&args, "text");
+                    let kind = args.get("kind").and_then(Value::as_str).unwrap_or("other").to_string();
+                    let confidence = args.get("confidence").and_then(Value::as_f64);
+                    let (source, row) = (ctx.source.clone(), audit_row("memory.learn", &ctx, &args));
+                    blocking_write(state, move |e| e.learn(&text, &kind, confidence, &source, row)).await
+                }
+                .boxed()
+            },
+        },
+        ToolDef {
+            name: "memory.forget",
+            title: "Forget memory items",
+            description: "Delete items for good — from the database and every index: documents, notes, learnings \
+                          or chunks by id (1 to 100 ids). Reports which ids were not found.",
+            policy: Policy::Act,
+            annotations: WRITE_ANNOTATIONS,
+            args: ArgSpec::new(vec![Field::list("ids", "Item or chunk ids to delete (1 to 100).", 100, 512).required().min_items(1)]),
+            output_schema: None,
+            available: always,
+            handler: |state, args, ctx| {
+                async move {
+                    let ids = list_arg(&args, "ids");
+                    let (source, row) = (ctx.source.clone(), audit_row("memory.forget", &ctx, &args));
+                    blocking_write(state, move |e| e.forget(&ids, &source, row)).await
+                }
+                .boxed()
+            },
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_follow_the_spec() {
+        assert_eq!(slug("Meeting notes: Q3 plan!"), "meeting-notes-q3-plan");
+        assert_eq!(slug("  --Hello__World--  "), "hello-world");
+        assert_eq!(slug(&"a".repeat(100)).len(), 64);
+        let s = slug("会议记录");
+        assert!(s.starts_with("untitled-") && s.len() == "untitled-".len() + 16, "{s}");
+        assert_eq!(slug("会议记录"), s, "deterministic");
+    }
+
+    #[test]
+    fn summaries_hold_no_bodies_and_redact_secrets() {
+        let args = json!({"title": "x".repeat(300), "content": "the secret body text", "tags": ["a", "sk-abcdefghijklmnopqrstuv"]});
+        let s = summarize("memory.store", args.as_object().unwrap());
+        let text = s.to_string();
+        assert!(!text.contains("secret body"), "{text}");
+        assert_eq!(s["content_bytes"], 20);
+        assert_eq!(s["title"].as_str().unwrap().chars().count(), 128);
+        assert_eq!(s["tags"][1], "[redacted]");
+        let s = summarize("memory.note", json!({"chunk_id": "c1", "note_text": "private words"}).as_object().unwrap());
+        assert!(!s.to_string().contains("private"));
+        let s = summarize("memory.learn", json!({"text": "I prefer tea", "kind": "preference"}).as_object().unwrap());
+        assert!(!s.to_string().contains("tea"));
+    }
+
+    #[test]
+    fn secret_detection() {
+        assert!(looks_secret("sk-proj-abcdefghijklmnop1234"));
+        assert!(looks_secret("my key is ghp_abcdefghijklmnopqrstu12345"));
+        assert!(looks_secret("-----BEGIN OPENSSH PRIVATE KEY-----"));
+        assert!(!looks_secret("Meeting notes for the quarterly review"));
+        assert!(!looks_secret("sk-short"));
+    }
+}

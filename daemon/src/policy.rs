@@ -1,0 +1,91 @@
+//! The security policy (SPEC §10): Read is always allowed; Act (writes and agent runs) is denied
+//! in `readonly` and limited by `max_actions_per_hour` in a sliding window. The window lives in
+//! the daemon's state, so it spans every session and transport and survives config reloads.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::config::{AutonomyLevel, Config};
+
+const WINDOW: Duration = Duration::from_secs(3600);
+
+#[derive(Default)]
+pub struct ActLimiter {
+    recent: Mutex<VecDeque<Instant>>,
+}
+
+impl ActLimiter {
+    /// Admits one Act call under `config`, or says why not. An admitted call uses a slot.
+    pub fn admit(&self, config: &Config) -> Result<(), String> {
+        self.admit_at(config, Instant::now())
+    }
+
+    fn admit_at(&self, config: &Config, now: Instant) -> Result<(), String> {
+        let a = &config.autonomy;
+        if a.level == AutonomyLevel::Readonly {
+            return Err("[policy-blocked] the autonomy level is readonly, so writes and agent runs are refused; \
+                        set [autonomy].level = \"supervised\" (or OPENHUMAN_AUTONOMY_LEVEL) to allow them"
+                .to_string());
+        }
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        while recent.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
+            recent.pop_front();
+        }
+        let max = a.max_actions_per_hour as usize;
+        if recent.len() >= max {
+            let wait = recent.front().map(|t| WINDOW.saturating_sub(now.duration_since(*t)).as_secs() + 1).unwrap_or(0);
+            return Err(format!(
+                "[policy-blocked] rate limit reached: {} act calls in the last hour (max_actions_per_hour = {max}); \
+                 retry in {wait} s or raise [autonomy].max_actions_per_hour",
+                recent.len()
+            ));
+        }
+        recent.push_back(now);
+        Ok(())
+    }
+
+    /// Act calls counted in the current window.
+    pub fn used(&self) -> usize {
+        let now = Instant::now();
+        let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        recent.iter().filter(|t| now.duration_since(**t) < WINDOW).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(level: AutonomyLevel, max: u32) -> Config {
+        let mut c = Config::default();
+        c.autonomy.level = level;
+        c.autonomy.max_actions_per_hour = max;
+        c
+    }
+
+    #[test]
+    fn readonly_denies_with_policy_prefix() {
+        let l = ActLimiter::default();
+        let e = l.admit(&config(AutonomyLevel::Readonly, 100)).unwrap_err();
+        assert!(e.starts_with("[policy-blocked]") && e.contains("[autonomy].level"), "{e}");
+        assert_eq!(l.used(), 0, "a denied call uses no slot");
+    }
+
+    #[test]
+    fn sliding_window_limits_and_frees_slots() {
+        let l = ActLimiter::default();
+        let c = config(AutonomyLevel::Supervised, 3);
+        let t0 = Instant::now();
+        for i in 0..3 {
+            l.admit_at(&c, t0 + Duration::from_secs(i * 60)).unwrap();
+        }
+        let e = l.admit_at(&c, t0 + Duration::from_secs(600)).unwrap_err();
+        assert!(e.starts_with("[policy-blocked] rate limit") && e.contains("max_actions_per_hour = 3"), "{e}");
+        // The first slot frees an hour after it was used.
+        l.admit_at(&c, t0 + Duration::from_secs(3600)).unwrap();
+        assert!(l.admit_at(&c, t0 + Duration::from_secs(3601)).is_err());
+        // A raised limit (a reload) applies to the same window.
+        l.admit_at(&config(AutonomyLevel::Full, 10), t0 + Duration::from_secs(3602)).unwrap();
+    }
+}

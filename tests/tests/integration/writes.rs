@@ -1,0 +1,272 @@
+//! Writes, the security policy and the audit log through real sessions: every write tool's
+//! success and rejection paths, readonly and rate-limit denials across sessions, provenance,
+//! audit rows without bodies, kill -9 in the middle of writes, and a flood of rejections.
+
+use openhuman_tests::{ChildPeer, Daemon, Home, Peer, WAIT, kill, wait_exit};
+use serde_json::{Value, json};
+
+fn err_text(r: &Value) -> String {
+    assert_eq!(r["isError"], true, "expected a tool error: {r}");
+    r["content"][0]["text"].as_str().unwrap().to_string()
+}
+
+/// Audit rows as `audit --json` prints them (through the daemon when it is up).
+fn audit_rows(home: &Home, extra: &[&str]) -> Vec<Value> {
+    let out = home.daemon_cmd().args(["audit", "--json", "--limit", "100000"]).args(extra).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn session(home: &Home, client: &str) -> ChildPeer {
+    let mut s = ChildPeer::spawn(home.shim_cmd());
+    s.peer.initialize(client);
+    s
+}
+
+#[test]
+fn write_tools_succeed_are_searchable_at_once_and_audited_without_bodies() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut s = session(&home, "Claude Desktop");
+    let body = "Zebra crossings near the old library need repainting before spring";
+    let stored = s.peer.tool("memory.store", json!({"title": "Town errands", "content": body, "namespace": "home", "tags": ["errands"]}));
+    assert_eq!(stored["isError"], false, "{stored}");
+    assert_eq!(stored["structuredContent"]["key"], "mcp-store-town-errands");
+    // Found at once by every read path.
+    let hits = s.peer.tool("memory.search", json!({"query": "zebra repainting"}));
+    let hit = &hits["structuredContent"]["hits"][0];
+    let chunk_id = hit["chunk_id"].as_str().expect("stored doc is searchable").to_string();
+    let chunk = s.peer.tool("tree.read_chunk", json!({"chunk_id": chunk_id}));
+    assert_eq!(chunk["structuredContent"]["source"], "mcp:claude-desktop", "provenance: {chunk}");
+    let recalled = s.peer.tool("memory.recall", json!({"query": "pedestrian street markings"}));
+    assert!(recalled["structuredContent"]["chunks"].as_array().unwrap().iter().any(|c| c["chunk_id"] == chunk_id.as_str()));
+    let fetched = s.peer.tool("memory.fetch", json!({"query": "zebra", "mode": "keyword"}));
+    assert!(!fetched["structuredContent"]["items"].as_array().unwrap().is_empty());
+    let listed = s.peer.tool("memory.list", json!({"filter": {"sources": ["mcp:claude-desktop"]}}));
+    assert!(!listed["structuredContent"]["items"].as_array().unwrap().is_empty());
+    // Same title again: an update of the same document, not a second one.
+    let again = s.peer.tool("memory.store", json!({"title": "Town errands", "content": "Buy stamps", "namespace": "home"}));
+    assert_eq!(again["structuredContent"]["status"], "updated", "{again}");
+    assert!(s.peer.tool("memory.search", json!({"query": "zebra"}))["structuredContent"]["hits"].as_array().unwrap().is_empty());
+    let chunk_id = s.peer.tool("memory.search", json!({"query": "stamps"}))["structuredContent"]["hits"][0]["chunk_id"].as_str().unwrap().to_string();
+
+    let note = s.peer.tool("memory.note", json!({"chunk_id": chunk_id, "note_text": "Post office closes at five"}));
+    assert_eq!(note["isError"], false, "{note}");
+    let tag = s.peer.tool("tree.tag", json!({"chunk_id": chunk_id, "tags": ["urgent", "town"]}));
+    assert_eq!(tag["isError"], false, "{tag}");
+    let read = s.peer.tool("tree.read_chunk", json!({"chunk_id": chunk_id}));
+    let tags = read["structuredContent"]["tags"].as_array().unwrap();
+    assert!(tags.contains(&json!("urgent")) && tags.contains(&json!("town")), "{read}");
+    assert!(read["structuredContent"]["notes"].to_string().contains("Post office"), "{read}");
+    let browsed = s.peer.tool("tree.browse", json!({"k": 50}));
+    assert!(browsed["structuredContent"]["chunks"].as_array().unwrap().iter().any(|c| c["chunk_id"] == chunk_id.as_str() && c["tags"].as_array().unwrap().contains(&json!("urgent"))));
+    assert!(!s.peer.tool("memory.search", json!({"query": "post office"}))["structuredContent"]["hits"].as_array().unwrap().is_empty(), "notes are searchable");
+
+    let learned = s.peer.tool("memory.learn", json!({"text": "Prefers oat milk in coffee", "kind": "preference", "confidence": 0.9}));
+    let learning_id = learned["structuredContent"]["id"].as_str().expect("learn returns an id").to_string();
+    assert!(!s.peer.tool("memory.search", json!({"query": "oat milk"}))["structuredContent"]["hits"].as_array().unwrap().is_empty());
+
+    let forgot = s.peer.tool("memory.forget", json!({"ids": [learning_id, "nonexistent-id"]}));
+    assert_eq!(forgot["structuredContent"]["deleted"], json!([learning_id]), "{forgot}");
+    assert_eq!(forgot["structuredContent"]["not_found"], json!(["nonexistent-id"]));
+    assert!(s.peer.tool("memory.search", json!({"query": "oat milk"}))["structuredContent"]["hits"].as_array().unwrap().is_empty(), "forgotten everywhere");
+    assert!(s.peer.tool("memory.recall", json!({"query": "oat milk coffee preference"}))["structuredContent"]["chunks"].to_string().find("oat milk").is_none());
+
+    let rows = audit_rows(&home, &[]);
+    let tools: Vec<&str> = rows.iter().map(|r| r["tool"].as_str().unwrap()).collect();
+    for t in ["memory.store", "memory.note", "tree.tag", "memory.learn", "memory.forget"] {
+        assert!(tools.contains(&t), "{t} audited: {tools:?}");
+    }
+    for r in &rows {
+        assert_eq!(r["source"], "mcp:claude-desktop");
+        assert_eq!(r["success"], true, "{r}");
+        assert_eq!(r["client_info"]["name"], "Claude Desktop");
+        let text = r.to_string();
+        for body in ["Zebra", "stamps", "Post office", "oat milk"] {
+            assert!(!text.contains(body), "audit row holds a body ({body}): {text}");
+        }
+    }
+    let store = rows.iter().find(|r| r["tool"] == "memory.store").unwrap();
+    assert_eq!(store["args_summary"]["title"], "Town errands");
+    assert!(store["args_summary"]["content_bytes"].as_u64().is_some());
+    assert!(store["result_id"].as_str().is_some());
+    // The daemon's log holds no bodies either.
+    assert!(!home.log().contains("Zebra") && !home.log().contains("oat milk"));
+}
+
+#[test]
+fn rejections_are_errors_and_audited() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut s = session(&home, "Cursor");
+    let long_tag = "t".repeat(129);
+    let many: Vec<String> = (0..51).map(|i| format!("t{i}")).collect();
+    let ids: Vec<String> = (0..101).map(|i| format!("id{i}")).collect();
+    let cases = [
+        ("memory.store", json!({"title": " ", "content": "x"}), "argument `title` must not be blank"),
+        ("memory.store", json!({"title": "t", "content": "x", "namespace": "Bad NS!"}), "argument `namespace` may hold only"),
+        ("memory.store", json!({"title": "t", "content": "x", "extra": 1}), "unknown argument: `extra`"),
+        ("tree.tag", json!({"chunk_id": "c", "tags": many}), "argument `tags` has 51 items; the limit is 50"),
+        ("tree.tag", json!({"chunk_id": "c", "tags": [long_tag]}), "argument `tags[0]` is 129 bytes; the limit is 128"),
+        ("tree.tag", json!({"chunk_id": "c", "tags": []}), "argument `tags` needs at least 1 item"),
+        ("tree.tag", json!({"chunk_id": "0123456789abcdef0123456789abcdef", "tags": ["x"]}), "no chunk"),
+        ("memory.note", json!({"chunk_id": "0123456789abcdef0123456789abcdef", "note_text": "hi"}), "no chunk"),
+        ("memory.learn", json!({"text": "x", "confidence": 1.5}), "argument `confidence` must be between 0 and 1"),
+        ("memory.learn", json!({"text": "x", "kind": "whim"}), "argument `kind` must be one of"),
+        ("memory.forget", json!({"ids": []}), "argument `ids` needs at least 1 item"),
+        ("memory.forget", json!({"ids": ids}), "argument `ids` has 101 items; the limit is 100"),
+    ];
+    for (tool, args, want) in &cases {
+        let text = err_text(&s.peer.tool(tool, args.clone()));
+        assert!(text.contains(want), "{tool} {args}: {text}");
+    }
+    let rows = audit_rows(&home, &["--failed"]);
+    assert_eq!(rows.len(), cases.len(), "one row per attempt: {rows:?}");
+    assert!(rows.iter().all(|r| r["success"] == false && r["source"] == "mcp:cursor" && !r["error"].as_str().unwrap().is_empty()));
+    let by_tool = audit_rows(&home, &["--tool", "tree.tag", "--client", "cursor"]);
+    assert_eq!(by_tool.len(), 4);
+}
+
+#[test]
+fn readonly_policy_denies_every_act_tool_with_an_audit_row() {
+    let home = Home::new();
+    home.write_config("[autonomy]\nlevel = \"readonly\"\n");
+    let _d = Daemon::start(&home);
+    let mut s = session(&home, "Zed");
+    for (tool, args) in [
+        ("memory.store", json!({"title": "t", "content": "c"})),
+        ("memory.learn", json!({"text": "x"})),
+        ("memory.forget", json!({"ids": ["a"]})),
+    ] {
+        let r = s.peer.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert!(r["error"]["message"].as_str().unwrap().starts_with("[policy-blocked]"), "{r}");
+    }
+    // Reads still work.
+    assert_eq!(s.peer.tool("memory.search", json!({"query": "x"}))["isError"], false);
+    let rows = audit_rows(&home, &[]);
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r["success"] == false && r["error"].as_str().unwrap().starts_with("[policy-blocked]")));
+}
+
+#[test]
+fn rate_limit_spans_sessions() {
+    let home = Home::new();
+    home.write_config("[autonomy]\nmax_actions_per_hour = 3\n");
+    let _d = Daemon::start(&home);
+    let mut a = session(&home, "A");
+    let mut b = session(&home, "B");
+    for i in 0..2 {
+        assert_eq!(a.peer.tool("memory.learn", json!({"text": format!("fact {i}")}))["isError"], false);
+    }
+    assert_eq!(b.peer.tool("memory.learn", json!({"text": "fact b"}))["isError"], false);
+    let denied = b.peer.request("tools/call", json!({"name": "memory.learn", "arguments": {"text": "one too many"}}));
+    assert_eq!(denied["error"]["code"], -32602);
+    assert!(denied["error"]["message"].as_str().unwrap().contains("max_actions_per_hour = 3"), "{denied}");
+    let denied = a.peer.request("tools/call", json!({"name": "memory.store", "arguments": {"title": "x", "content": "y"}}));
+    assert!(denied["error"]["message"].as_str().unwrap().starts_with("[policy-blocked] rate limit"));
+    let sources: Vec<String> = audit_rows(&home, &[]).iter().map(|r| r["source"].as_str().unwrap().to_string()).collect();
+    assert_eq!(sources.iter().filter(|s| *s == "mcp:a").count(), 3);
+    assert_eq!(sources.iter().filter(|s| *s == "mcp:b").count(), 2);
+}
+
+#[test]
+fn kill_nine_during_writes_loses_no_acknowledged_write() {
+    let home = Home::new();
+    let mut acknowledged: Vec<String> = Vec::new();
+    for round in 0..3 {
+        let d = Daemon::start(&home);
+        let mut p = Peer::socket(&home.socket());
+        p.initialize("crash-test");
+        // Pipeline a burst, read some replies, then kill the daemon mid-stream.
+        let ids: Vec<(Value, String)> = (0..60)
+            .map(|i| {
+                let title = format!("crash round {round} item {i}");
+                let id = p.start("tools/call", json!({"name": "memory.store", "arguments": {"title": title, "content": format!("payload {round} {i} kiwifruit")}}));
+                (id, title)
+            })
+            .collect();
+        // Replies come in any order: note each acknowledged title as it arrives.
+        let mut note = |line: &str| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            if v["result"]["isError"] == false
+                && let Some((_, title)) = ids.iter().find(|(id, _)| *id == v["id"])
+            {
+                acknowledged.push(title.clone());
+            }
+        };
+        for _ in 0..20 {
+            note(&p.lines.next().expect("a reply"));
+        }
+        kill(d.pid(), libc::SIGKILL);
+        // Whatever else was answered before the kill counts too.
+        while let Some(line) = p.lines.next() {
+            note(&line);
+        }
+        drop(d);
+    }
+    let _d = Daemon::start(&home);
+    let mut s = session(&home, "checker");
+    let listed = s.peer.tool("memory.list", json!({"limit": 100, "filter": {"sources": ["mcp:crash-test"]}}));
+    let mut titles: Vec<String> = listed["structuredContent"]["items"].as_array().unwrap().iter().filter_map(|i| i["title"].as_str().map(str::to_string)).collect();
+    let mut cursor = listed["structuredContent"]["next_cursor"].as_str().map(str::to_string);
+    while let Some(c) = cursor {
+        let page = s.peer.tool("memory.list", json!({"limit": 100, "cursor": c, "filter": {"sources": ["mcp:crash-test"]}}));
+        titles.extend(page["structuredContent"]["items"].as_array().unwrap().iter().filter_map(|i| i["title"].as_str().map(str::to_string)));
+        cursor = page["structuredContent"]["next_cursor"].as_str().map(str::to_string);
+    }
+    let audited: Vec<String> = audit_rows(&home, &["--tool", "memory.store"])
+        .iter()
+        .filter(|r| r["success"] == true)
+        .map(|r| r["args_summary"]["title"].as_str().unwrap().to_string())
+        .collect();
+    assert!(acknowledged.len() >= 60, "the test must see acknowledged writes: {}", acknowledged.len());
+    for t in &acknowledged {
+        assert!(titles.contains(t), "acknowledged write lost: {t}");
+        assert!(audited.contains(t), "acknowledged write has no audit row: {t}");
+    }
+    // Nothing half-written: every stored item has its audit row and vice versa.
+    for t in &titles {
+        assert!(audited.contains(t), "item without audit row: {t}");
+    }
+    let found = s.peer.tool("memory.search", json!({"query": "kiwifruit", "k": 50}));
+    assert!(!found["structuredContent"]["hits"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_flood_of_rejected_writes_keeps_the_daemon_responsive_and_every_row_lands() {
+    let home = Home::new();
+    let mut d = Daemon::start(&home);
+    let mut flood = Peer::socket(&home.socket());
+    flood.initialize("flood");
+    let mut steady = Peer::socket(&home.socket());
+    steady.initialize("steady");
+    const N: usize = 10_000;
+    let mut batch = String::new();
+    for i in 0..N {
+        batch.push_str(&json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "memory.store", "arguments": {"title": "t"}}}).to_string());
+        batch.push('\n');
+    }
+    let writer = std::thread::spawn(move || {
+        flood.send_raw(batch.as_bytes());
+        let mut errors = 0;
+        for _ in 0..N {
+            let v = flood.lines.next_json();
+            if v["result"]["isError"] == true {
+                errors += 1;
+            }
+        }
+        errors
+    });
+    // Pings are answered while the flood is processed.
+    for _ in 0..20 {
+        assert_eq!(steady.call("ping", json!({})), json!({}));
+    }
+    assert_eq!(writer.join().unwrap(), N);
+    // A graceful stop flushes the audit writer; then count the rows on disk.
+    kill(d.pid(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut d.child, WAIT).code(), Some(0));
+    let rows = audit_rows(&home, &["--failed", "--client", "flood"]);
+    assert_eq!(rows.len(), N);
+    assert!(rows[0]["error"].as_str().unwrap().contains("missing required argument `content`"));
+}
