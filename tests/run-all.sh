@@ -12,7 +12,5 @@ echo "== cargo build"
 cargo build --workspace --locked
 echo "== cargo test"
 cargo test --workspace --locked
-if [ -f tests/interop/run.sh ]; then
-    echo "== interop (official MCP clients)"
-    bash tests/interop/run.sh
-fi
+echo "== interop (official MCP clients)"
+bash tests/interop/run.sh
