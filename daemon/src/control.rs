@@ -68,6 +68,23 @@ pub async fn call_ctx(
                 .map_err(|e| RpcError::internal(format!("{e:#}")))?;
             Ok(json!({ "rows": rows }))
         }
+        "openhuman.tool_registry_list" => Ok(crate::registry::list(state)),
+        "openhuman.tool_registry_get" => {
+            let id = match params.get("tool_id") {
+                Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+                _ => return Err(RpcError::invalid_params("`tool_id` is required, e.g. \"memory.search\"")),
+            };
+            crate::registry::get(state, &id).ok_or_else(|| {
+                RpcError::invalid_params(format!("no tool `{id}`; openhuman.tool_registry_list shows them all"))
+                    .with_data(json!({ "tool_id": id }))
+            })
+        }
+        "openhuman.tool_registry_diagnostics" => {
+            let st = state.clone();
+            tokio::task::spawn_blocking(move || crate::registry::diagnostics(&st))
+                .await
+                .map_err(|e| RpcError::internal(format!("diagnostics task failed: {e}")))
+        }
         "openhuman.memory_stats" => {
             let engine = state.memory().map_err(RpcError::invalid_params)?;
             tokio::task::spawn_blocking(move || engine.stats())

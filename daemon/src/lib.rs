@@ -25,6 +25,7 @@ pub mod logging;
 pub mod mcp;
 pub mod memory;
 pub mod policy;
+pub mod registry;
 pub mod resources;
 pub mod server;
 pub mod service;

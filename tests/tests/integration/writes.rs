@@ -270,3 +270,47 @@ fn a_flood_of_rejected_writes_keeps_the_daemon_responsive_and_every_row_lands() 
     assert_eq!(rows.len(), N);
     assert!(rows[0]["error"].as_str().unwrap().contains("missing required argument `content`"));
 }
+
+#[test]
+fn tool_registry_and_diagnostics_over_the_socket() {
+    let home = Home::new();
+    home.write_config(
+        "[autonomy]\nlevel = \"readonly\"\n\
+         [[capability_providers]]\nid = \"Acme Tools\"\ntrust_state = \"trusted\"\nenabled = true\n\
+         [[capability_providers]]\nid = \"Side Project\"\nenabled = true\n",
+    );
+    let _d = Daemon::start(&home);
+    let mut s = session(&home, "Dash");
+    let denied = s.peer.request("tools/call", json!({"name": "memory.learn", "arguments": {"text": "x"}}));
+    assert_eq!(denied["error"]["code"], -32602);
+    let mut p = Peer::socket(&home.socket());
+    let list = p.call("openhuman.tool_registry_list", json!({}));
+    let entries = list["tools"].as_array().unwrap();
+    let search = entries.iter().find(|e| e["tool_id"] == "memory.search").expect("memory.search listed");
+    assert_eq!(search["kind"], "mcp_tool");
+    assert_eq!(search["policy"], "read");
+    assert!(search["allowed_agents"].as_array().unwrap().iter().any(|a| a == "researcher"));
+    assert!(entries.iter().any(|e| e["tool_id"] == "openhuman.memory_tree_search" && e["kind"] == "core_method"));
+    let store = p.call("openhuman.tool_registry_get", json!({"tool_id": "memory.store"}));
+    assert_eq!(store["policy"], "act");
+    assert!(store["tags"].as_array().unwrap().contains(&json!("write")));
+    let missing = p.request("openhuman.tool_registry_get", json!({"tool_id": "nope"}));
+    assert_eq!(missing["error"]["code"], -32602);
+    let diag = p.call("openhuman.tool_registry_diagnostics", json!({}));
+    assert_eq!(diag["policy"]["level"], "readonly");
+    assert_eq!(diag["write_surfaces"].as_array().unwrap().len(), 5);
+    assert_eq!(diag["writes_last_24h"]["failed"], 1);
+    let denial = &diag["recent_denials"][0];
+    assert_eq!(denial["tool"], "memory.learn");
+    assert!(denial["error"].as_str().unwrap().starts_with("[policy-blocked]"));
+    let prov = &diag["capability_providers"];
+    assert_eq!(prov["configured"], 2);
+    assert_eq!(prov["eligible"], 1);
+    assert_eq!(prov["providers"][0]["id"], "acme-tools");
+    assert_eq!(prov["providers"][1]["eligible"], false);
+    // The same core methods the MCP tools map onto are callable by name.
+    let hits = p.call("openhuman.memory_tree_search", json!({"query": "anything"}));
+    assert!(hits["hits"].is_array());
+    let bad = p.request("openhuman.memory_tree_search", json!({"query": "x", "k": 99}));
+    assert!(bad["error"]["message"].as_str().unwrap().contains("between 1 and 50"));
+}
