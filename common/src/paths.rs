@@ -27,9 +27,7 @@ pub struct Paths {
 impl Paths {
     /// Resolves paths from an explicit home, else `OPENHUMAN_HOME`, else platform directories.
     pub fn resolve(home: Option<&Path>) -> io::Result<Paths> {
-        let env_home = std::env::var_os(HOME_ENV)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
+        let env_home = std::env::var_os(HOME_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
         match home.map(Path::to_path_buf).or(env_home) {
             Some(home) => Ok(Paths::under_home(&absolute(&home)?)),
             None => Paths::platform(),
@@ -100,11 +98,7 @@ impl Paths {
 }
 
 fn absolute(path: &Path) -> io::Result<PathBuf> {
-    if path.is_absolute() {
-        Ok(path.to_path_buf())
-    } else {
-        Ok(std::env::current_dir()?.join(path))
-    }
+    if path.is_absolute() { Ok(path.to_path_buf()) } else { Ok(std::env::current_dir()?.join(path)) }
 }
 
 /// The name the daemon listens on and the shim connects to. Unix: the socket file path.

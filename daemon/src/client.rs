@@ -33,7 +33,8 @@ pub async fn call_with(
     mut on_progress: impl FnMut(&Value),
 ) -> Result<Value> {
     let name = openhuman_common::paths::socket_name(socket)?;
-    let stream = Stream::connect(name).await.with_context(|| format!("no daemon is answering on {}", socket.display()))?;
+    let stream =
+        Stream::connect(name).await.with_context(|| format!("no daemon is answering on {}", socket.display()))?;
     let (r, mut w) = tokio::io::split(stream);
     params["_meta"] = json!({ "progressToken": "cli" });
     let req = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
@@ -42,7 +43,8 @@ pub async fn call_with(
     let mut lines = BufReader::new(r).lines();
     let wait = async {
         loop {
-            let line = lines.next_line().await?.ok_or_else(|| anyhow!("the daemon closed the connection before answering"))?;
+            let line =
+                lines.next_line().await?.ok_or_else(|| anyhow!("the daemon closed the connection before answering"))?;
             let msg: Value = serde_json::from_str(&line).context("the daemon sent an unreadable reply")?;
             if msg.get("method").and_then(Value::as_str) == Some("notifications/progress") {
                 on_progress(&msg["params"]);
@@ -55,7 +57,9 @@ pub async fn call_with(
         }
     };
     match timeout {
-        Some(t) => tokio::time::timeout(t, wait).await.with_context(|| format!("the daemon did not answer within {} s", t.as_secs()))?,
+        Some(t) => tokio::time::timeout(t, wait)
+            .await
+            .with_context(|| format!("the daemon did not answer within {} s", t.as_secs()))?,
         None => wait.await,
     }
 }

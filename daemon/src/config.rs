@@ -44,10 +44,7 @@ pub struct AutonomyConfig {
 
 impl Default for AutonomyConfig {
     fn default() -> Self {
-        AutonomyConfig {
-            level: AutonomyLevel::Supervised,
-            max_actions_per_hour: 120,
-        }
+        AutonomyConfig { level: AutonomyLevel::Supervised, max_actions_per_hour: 120 }
     }
 }
 
@@ -63,11 +60,7 @@ pub struct McpConfig {
 
 impl Default for McpConfig {
     fn default() -> Self {
-        McpConfig {
-            max_line_bytes: 8 * 1024 * 1024,
-            shutdown_grace_secs: 10,
-            http: HttpConfig::default(),
-        }
+        McpConfig { max_line_bytes: 8 * 1024 * 1024, shutdown_grace_secs: 10, http: HttpConfig::default() }
     }
 }
 
@@ -261,9 +254,7 @@ pub struct Loaded {
 
 /// Loads `file` (missing = defaults) with the process environment's overrides.
 pub fn load(file: &Path) -> Result<Loaded> {
-    let env: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k.starts_with("OPENHUMAN_"))
-        .collect();
+    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("OPENHUMAN_")).collect();
     load_with_env(file, &env)
 }
 
@@ -292,12 +283,8 @@ pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
             tracing::warn!(variable = %name, "ignoring OPENHUMAN_ environment variable that names no config key");
             continue;
         };
-        let parsed = parse_env_value(default, raw).map_err(|e| {
-            anyhow!(
-                "environment variable {name} (key `{}`): {e}",
-                path.join(".")
-            )
-        })?;
+        let parsed = parse_env_value(default, raw)
+            .map_err(|e| anyhow!("environment variable {name} (key `{}`): {e}", path.join(".")))?;
         set_path(&mut value, path, parsed);
         env_paths.push((path.join("."), name.clone()));
         env_overrides.push(name.clone());
@@ -313,21 +300,13 @@ pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
         anyhow!("invalid config: key `{key}` in {origin}: {}", e.inner())
     })?;
     validate(&config).map_err(|e| anyhow!("invalid config in {shown}: {e}"))?;
-    Ok(Loaded {
-        config,
-        file: file.to_path_buf(),
-        file_exists,
-        env_overrides,
-    })
+    Ok(Loaded { config, file: file.to_path_buf(), file_exists, env_overrides })
 }
 
 /// Checks values serde cannot: ranges, URLs, provider ids.
 fn validate(c: &Config) -> Result<()> {
     if c.mcp.max_line_bytes < 1024 {
-        bail!(
-            "key `mcp.max_line_bytes` must be at least 1024 (got {})",
-            c.mcp.max_line_bytes
-        );
+        bail!("key `mcp.max_line_bytes` must be at least 1024 (got {})", c.mcp.max_line_bytes);
     }
     if c.mcp.http.host.trim().is_empty() {
         bail!("key `mcp.http.host` must not be blank");
@@ -344,10 +323,7 @@ fn validate(c: &Config) -> Result<()> {
         }
     }
     if !(1..=50).contains(&c.searxng.max_results) {
-        bail!(
-            "key `searxng.max_results` must be between 1 and 50 (got {})",
-            c.searxng.max_results
-        );
+        bail!("key `searxng.max_results` must be between 1 and 50 (got {})", c.searxng.max_results);
     }
     if c.searxng.timeout_seconds == 0 {
         bail!("key `searxng.timeout_seconds` must be at least 1");
@@ -359,13 +335,9 @@ fn validate(c: &Config) -> Result<()> {
     if let Some(url) = &c.memory.embeddings.base_url {
         check_url("memory.embeddings.base_url", url)?;
     }
-    for (name, key) in [
-        ("llm.api_key_env", &c.llm.api_key_env),
-        (
-            "memory.embeddings.api_key_env",
-            &c.memory.embeddings.api_key_env,
-        ),
-    ] {
+    for (name, key) in
+        [("llm.api_key_env", &c.llm.api_key_env), ("memory.embeddings.api_key_env", &c.memory.embeddings.api_key_env)]
+    {
         if let Some(var) = key {
             check_env_var_name(name, var)?;
         }
@@ -374,10 +346,7 @@ fn validate(c: &Config) -> Result<()> {
     for (i, p) in c.capability_providers.iter().enumerate() {
         let id = normalize_id(&p.id);
         if id.is_empty() {
-            bail!(
-                "key `capability_providers[{i}].id` must contain a letter or digit (got {:?})",
-                p.id
-            );
+            bail!("key `capability_providers[{i}].id` must contain a letter or digit (got {:?})", p.id);
         }
         if !seen.insert(id.clone()) {
             bail!(
@@ -390,8 +359,7 @@ fn validate(c: &Config) -> Result<()> {
 }
 
 fn check_url(key: &str, url: &str) -> Result<()> {
-    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "https://".len()
-    {
+    if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "https://".len() {
         bail!("key `{key}` must be an http:// or https:// URL (got {url:?})");
     }
     Ok(())
@@ -463,13 +431,9 @@ fn parse_env_value(default: &Value, raw: &str) -> Result<Value> {
                 bail!("expected a number, got {raw:?}")
             }
         }
-        Value::Array(_) => Value::Array(
-            raw.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(Value::from)
-                .collect(),
-        ),
+        Value::Array(_) => {
+            Value::Array(raw.split(',').map(str::trim).filter(|s| !s.is_empty()).map(Value::from).collect())
+        }
         _ => Value::String(raw.to_string()),
     })
 }
@@ -485,9 +449,7 @@ fn set_path(root: &mut Value, path: &[String], leaf: Value) {
             map.insert(key.clone(), leaf);
             return;
         }
-        cur = map
-            .entry(key.clone())
-            .or_insert_with(|| Value::Object(Default::default()));
+        cur = map.entry(key.clone()).or_insert_with(|| Value::Object(Default::default()));
     }
 }
 
@@ -504,10 +466,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("config.toml");
         std::fs::write(&file, text).unwrap();
-        let env: Vec<(String, String)> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         load_with_env(&file, &env).map(|l| l.config)
     }
 
@@ -520,28 +479,16 @@ mod tests {
 
     #[test]
     fn unknown_key_names_key_and_file() {
-        let err = load_text("[mcp.http]\nprot = 1\n", &[])
-            .unwrap_err()
-            .to_string();
+        let err = load_text("[mcp.http]\nprot = 1\n", &[]).unwrap_err().to_string();
         assert!(err.contains("prot") && err.contains("config.toml"), "{err}");
     }
 
     #[test]
     fn bad_value_names_key() {
-        let err = load_text("[autonomy]\nlevel = \"yolo\"\n", &[])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("autonomy.level") && err.contains("yolo"),
-            "{err}"
-        );
-        let err = load_text("[searxng]\nmax_results = 80\n", &[])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("searxng.max_results") && err.contains("80"),
-            "{err}"
-        );
+        let err = load_text("[autonomy]\nlevel = \"yolo\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("autonomy.level") && err.contains("yolo"), "{err}");
+        let err = load_text("[searxng]\nmax_results = 80\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("searxng.max_results") && err.contains("80"), "{err}");
     }
 
     #[test]
@@ -553,10 +500,7 @@ mod tests {
                 ("OPENHUMAN_SEARXNG_BASE_URL", "http://127.0.0.1:9"),
                 ("OPENHUMAN_SEARXNG_MAX_RESULTS", "7"),
                 ("OPENHUMAN_MCP_HTTP_PORT", "9555"),
-                (
-                    "OPENHUMAN_MCP_HTTP_ALLOWED_ORIGINS",
-                    "https://a.example, https://b.example",
-                ),
+                ("OPENHUMAN_MCP_HTTP_ALLOWED_ORIGINS", "https://a.example, https://b.example"),
             ],
         )
         .unwrap();
@@ -565,13 +509,9 @@ mod tests {
         assert_eq!(c.searxng.max_results, 7);
         assert_eq!(c.mcp.http.port, 9555);
         assert_eq!(c.mcp.http.allowed_origins.len(), 2);
-        let err = load_text("", &[("OPENHUMAN_SEARXNG_ENABLED", "maybe")])
-            .unwrap_err()
-            .to_string();
+        let err = load_text("", &[("OPENHUMAN_SEARXNG_ENABLED", "maybe")]).unwrap_err().to_string();
         assert!(err.contains("OPENHUMAN_SEARXNG_ENABLED"), "{err}");
-        let err = load_text("", &[("OPENHUMAN_MCP_HTTP_PORT", "99999")])
-            .unwrap_err()
-            .to_string();
+        let err = load_text("", &[("OPENHUMAN_MCP_HTTP_PORT", "99999")]).unwrap_err().to_string();
         assert!(err.contains("OPENHUMAN_MCP_HTTP_PORT"), "{err}");
     }
 
@@ -589,20 +529,12 @@ mod tests {
     fn duplicate_providers_after_normalisation_are_rejected() {
         let text = "[[capability_providers]]\nid = \"Acme Tools\"\n[[capability_providers]]\nid = \"acme-tools\"\n";
         let err = load_text(text, &[]).unwrap_err().to_string();
-        assert!(
-            err.contains("capability_providers[1].id") && err.contains("acme-tools"),
-            "{err}"
-        );
+        assert!(err.contains("capability_providers[1].id") && err.contains("acme-tools"), "{err}");
     }
 
     #[test]
     fn secrets_in_api_key_env_are_refused() {
-        let err = load_text("[llm]\napi_key_env = \"sk-abc def\"\n", &[])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains("llm.api_key_env") && !err.contains("sk-abc"),
-            "{err}"
-        );
+        let err = load_text("[llm]\napi_key_env = \"sk-abc def\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("llm.api_key_env") && !err.contains("sk-abc"), "{err}");
     }
 }

@@ -46,9 +46,9 @@ pub async fn call_ctx(
                 }
                 Ok(json!({ "reloaded": true, "tools_changed": changed }))
             }
-            Err(e) => Err(RpcError::invalid_params(format!(
-                "config not reloaded, the previous one stays in force: {e:#}"
-            ))),
+            Err(e) => {
+                Err(RpcError::invalid_params(format!("config not reloaded, the previous one stays in force: {e:#}")))
+            }
         },
         "openhuman.memory_ingest" => ingest(state, params, progress).await,
         "openhuman.memory_reindex" => {
@@ -108,12 +108,19 @@ async fn ingest(state: &AppState, params: &Map<String, Value>, progress: Option<
     let paths: Vec<std::path::PathBuf> = match params.get("paths") {
         Some(Value::Array(items)) if !items.is_empty() => items
             .iter()
-            .map(|p| p.as_str().map(std::path::PathBuf::from).ok_or_else(|| RpcError::invalid_params("`paths` must be strings")))
+            .map(|p| {
+                p.as_str()
+                    .map(std::path::PathBuf::from)
+                    .ok_or_else(|| RpcError::invalid_params("`paths` must be strings"))
+            })
             .collect::<Result<_, _>>()?,
         _ => return Err(RpcError::invalid_params("`paths` must be a non-empty array of absolute paths")),
     };
     if let Some(p) = paths.iter().find(|p| !p.is_absolute()) {
-        return Err(RpcError::invalid_params(format!("`paths` must be absolute (the daemon has its own working directory): {}", p.display())));
+        return Err(RpcError::invalid_params(format!(
+            "`paths` must be absolute (the daemon has its own working directory): {}",
+            p.display()
+        )));
     }
     let kind = match params.get("kind") {
         None | Some(Value::Null) => None,
@@ -149,7 +156,11 @@ pub fn audit_query(params: &Map<String, Value>) -> Result<crate::memory::AuditQu
     let since_ms = match params.get("since").and_then(Value::as_str) {
         Some(s) => Some(
             chrono::DateTime::parse_from_rfc3339(s)
-                .map_err(|e| RpcError::invalid_params(format!("`since` must be an RFC 3339 time such as 2026-11-30T00:00:00Z: {e}")))?
+                .map_err(|e| {
+                    RpcError::invalid_params(format!(
+                        "`since` must be an RFC 3339 time such as 2026-11-30T00:00:00Z: {e}"
+                    ))
+                })?
                 .timestamp_millis(),
         ),
         None => None,

@@ -109,7 +109,9 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
         CoreMethod {
             name: "openhuman.memory_tree_recall",
             params: ArgSpec::new(vec![
-                Field::string("query", "A question or description; matched by meaning and keywords.").required().max_bytes(QUERY_BYTES),
+                Field::string("query", "A question or description; matched by meaning and keywords.")
+                    .required()
+                    .max_bytes(QUERY_BYTES),
                 Field::int("k", "How many chunks (default 10).", 1, 50).default_int(10),
                 Field::object("filter", "Restrict what is recalled.", filter_spec()),
             ]),
@@ -117,13 +119,16 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
         },
         CoreMethod {
             name: "openhuman.memory_tree_get_chunk",
-            params: ArgSpec::new(vec![Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_bytes(ID_BYTES)]),
+            params: ArgSpec::new(vec![
+                Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_bytes(ID_BYTES),
+            ]),
             handler: |s, p| memory_call(s, p, MemoryEngine::tree_get_chunk),
         },
         CoreMethod {
             name: "openhuman.memory_tree_list_chunks",
             params: ArgSpec::new(vec![
-                Field::list("source_kinds", "Only these kinds.", 5, 32).items_one_of(&["document", "email", "chat", "note", "learning"]),
+                Field::list("source_kinds", "Only these kinds.", 5, 32)
+                    .items_one_of(&["document", "email", "chat", "note", "learning"]),
                 Field::list("source_ids", "Only these sources.", 100, 512),
                 Field::list("entity_ids", "Only chunks mentioning these entities, e.g. person:alice-smith.", 50, 512),
                 Field::int("since_ms", "Only chunks at or after this time (ms since epoch).", 0, i64::MAX),
@@ -137,25 +142,35 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
         CoreMethod {
             name: "openhuman.memory_tree_top_entities",
             params: ArgSpec::new(vec![
-                Field::one_of("kind", "Only this kind of entity.", &["email", "url", "handle", "topic", "person", "org"]),
+                Field::one_of(
+                    "kind",
+                    "Only this kind of entity.",
+                    &["email", "url", "handle", "topic", "person", "org"],
+                ),
                 Field::int("k", "How many (default 10).", 1, 50).default_int(10),
             ]),
             handler: |s, p| memory_call(s, p, MemoryEngine::tree_top_entities),
         },
         CoreMethod {
             name: "openhuman.memory_tree_list_sources",
-            params: ArgSpec::new(vec![Field::string(
-                "user_email_hint",
-                "Your own e-mail address, so mail threads are named after the other party.",
-            )
-            .max_bytes(320)]),
+            params: ArgSpec::new(vec![
+                Field::string(
+                    "user_email_hint",
+                    "Your own e-mail address, so mail threads are named after the other party.",
+                )
+                .max_bytes(320),
+            ]),
             handler: |s, p| memory_call(s, p, MemoryEngine::tree_list_sources),
         },
         CoreMethod {
             name: "openhuman.memory_fetch",
             params: ArgSpec::new(vec![
                 Field::string("query", "What to fetch hits for.").required().max_bytes(QUERY_BYTES),
-                Field::one_of("mode", "keyword (BM25), vector (semantic) or hybrid (default).", &["keyword", "vector", "hybrid"]),
+                Field::one_of(
+                    "mode",
+                    "keyword (BM25), vector (semantic) or hybrid (default).",
+                    &["keyword", "vector", "hybrid"],
+                ),
                 Field::object("filter", "Restrict the hits.", filter_spec()),
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
                 Field::string("cursor", "next_cursor from the previous page.").max_bytes(1024),

@@ -73,9 +73,7 @@ pub fn main_with(cli: Cli) -> i32 {
 }
 
 fn resolve_paths(cli: &Cli, socket: Option<&std::path::Path>) -> Result<Paths> {
-    Ok(Paths::resolve(cli.home.as_deref())?
-        .with_config_file(cli.config.as_deref())?
-        .with_socket(socket)?)
+    Ok(Paths::resolve(cli.home.as_deref())?.with_config_file(cli.config.as_deref())?.with_socket(socket)?)
 }
 
 fn runtime(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
@@ -83,9 +81,7 @@ fn runtime(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
     if let Some(n) = threads {
         b.worker_threads(n);
     }
-    b.enable_all()
-        .build()
-        .context("cannot start the async runtime")
+    b.enable_all().build().context("cannot start the async runtime")
 }
 
 fn run_server(cli: &Cli) -> Result<i32> {
@@ -152,7 +148,13 @@ fn audit(cli: &Cli, args: &cli::AuditArgs) -> Result<i32> {
     });
     let rt = runtime(Some(2))?;
     let rows = if rt.block_on(client::daemon_up(&paths.socket)) {
-        rt.block_on(client::call_with(&paths.socket, "openhuman.audit_query", params, Some(Duration::from_secs(30)), |_| {}))?["rows"]
+        rt.block_on(client::call_with(
+            &paths.socket,
+            "openhuman.audit_query",
+            params,
+            Some(Duration::from_secs(30)),
+            |_| {},
+        ))?["rows"]
             .clone()
     } else {
         let loaded = config::load(&paths.config_file)?;
@@ -174,7 +176,12 @@ fn audit(cli: &Cli, args: &cli::AuditArgs) -> Result<i32> {
         } else {
             format!("FAILED {}", r["error"].as_str().unwrap_or(""))
         };
-        out(&format!("{ts} {:<14} {:<20} {outcome} {}", r["tool"].as_str().unwrap_or("?"), r["source"].as_str().unwrap_or("?"), r["args_summary"]));
+        out(&format!(
+            "{ts} {:<14} {:<20} {outcome} {}",
+            r["tool"].as_str().unwrap_or("?"),
+            r["source"].as_str().unwrap_or("?"),
+            r["args_summary"]
+        ));
     }
     if rows.is_empty() && !args.json {
         out("no audit rows match");
@@ -233,7 +240,12 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
     }
     let failed = summary["files_failed"].as_array().cloned().unwrap_or_default();
     for f in &failed {
-        let _ = writeln!(std::io::stderr(), "error: {}: {}", f["path"].as_str().unwrap_or("?"), f["error"].as_str().unwrap_or("?"));
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: {}: {}",
+            f["path"].as_str().unwrap_or("?"),
+            f["error"].as_str().unwrap_or("?")
+        );
     }
     out(&format!(
         "ingested {} file(s), {} unchanged, {} unsupported, {} failed; {} chunks added, {} removed in {} ms",
@@ -250,22 +262,15 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
 
 /// HTTP settings from flags, environment and config; None when HTTP is off. Refuses a
 /// non-loopback bind without a token.
-fn http_options(
-    args: &cli::ServeArgs,
-    config: &config::Config,
-) -> Result<Option<transport::http::HttpOptions>> {
+fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option<transport::http::HttpOptions>> {
     let h = &config.mcp.http;
     if !(args.http || h.enabled) {
         if args.host.is_some() || args.port.is_some() || args.auth_token.is_some() {
-            anyhow::bail!(
-                "--host/--port/--auth-token apply to HTTP: add --http or set [mcp.http].enabled = true"
-            );
+            anyhow::bail!("--host/--port/--auth-token apply to HTTP: add --http or set [mcp.http].enabled = true");
         }
         return Ok(None);
     }
-    let env_token = std::env::var("OPENHUMAN_MCP_AUTH_TOKEN")
-        .ok()
-        .filter(|t| !t.trim().is_empty());
+    let env_token = std::env::var("OPENHUMAN_MCP_AUTH_TOKEN").ok().filter(|t| !t.trim().is_empty());
     let file_token = match &h.auth_token_file {
         Some(f) => Some(
             std::fs::read_to_string(f)
@@ -295,10 +300,7 @@ fn http_options(
 /// True for 127.0.0.0/8, ::1 and `localhost`.
 pub fn is_loopback_host(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
-    h.eq_ignore_ascii_case("localhost")
-        || h.parse::<std::net::IpAddr>()
-            .map(|ip| ip.is_loopback())
-            .unwrap_or(false)
+    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {
@@ -324,11 +326,10 @@ fn run_command(cli: &Cli) -> Result<i32> {
                 }
                 Err(e) => {
                     if args.json {
-                        out(&serde_json::json!({ "running": false, "socket": paths.socket.display().to_string() }).to_string());
+                        out(&serde_json::json!({ "running": false, "socket": paths.socket.display().to_string() })
+                            .to_string());
                     } else {
-                        out(&format!(
-                            "openhumand-mcp is not running ({e:#}); start it with `openhumand-mcp serve`"
-                        ));
+                        out(&format!("openhumand-mcp is not running ({e:#}); start it with `openhumand-mcp serve`"));
                     }
                     Ok(EXIT_FAILURE)
                 }
@@ -338,10 +339,7 @@ fn run_command(cli: &Cli) -> Result<i32> {
             let paths = resolve_paths(cli, sock.socket.as_deref())?;
             let rt = runtime(Some(1))?;
             let reply = rt.block_on(client::call(&paths.socket, "openhuman.daemon_shutdown"))?;
-            out(&format!(
-                "asked openhumand-mcp (pid {}) to stop",
-                reply["pid"]
-            ));
+            out(&format!("asked openhumand-mcp (pid {}) to stop", reply["pid"]));
             Ok(EXIT_OK)
         }
         Command::Ingest(args) => ingest(cli, args),
@@ -350,7 +348,13 @@ fn run_command(cli: &Cli) -> Result<i32> {
             let paths = resolve_paths(cli, sock.socket.as_deref())?;
             let rt = runtime(Some(2))?;
             let summary = if rt.block_on(client::daemon_up(&paths.socket)) {
-                rt.block_on(client::call_with(&paths.socket, "openhuman.memory_reindex", serde_json::json!({}), None, |_| {}))?
+                rt.block_on(client::call_with(
+                    &paths.socket,
+                    "openhuman.memory_reindex",
+                    serde_json::json!({}),
+                    None,
+                    |_| {},
+                ))?
             } else {
                 let loaded = config::load(&paths.config_file)?;
                 let engine = backends::open_memory(&paths, &loaded.config).map_err(anyhow::Error::msg)?;
@@ -371,17 +375,10 @@ fn run_command(cli: &Cli) -> Result<i32> {
                     out(&format!(
                         "# effective config: {} (file {})",
                         paths.config_file.display(),
-                        if loaded.file_exists {
-                            "present"
-                        } else {
-                            "absent: defaults"
-                        }
+                        if loaded.file_exists { "present" } else { "absent: defaults" }
                     ));
                     if !loaded.env_overrides.is_empty() {
-                        out(&format!(
-                            "# overridden by environment: {}",
-                            loaded.env_overrides.join(", ")
-                        ));
+                        out(&format!("# overridden by environment: {}", loaded.env_overrides.join(", ")));
                     }
                     out(&config::to_toml(&loaded.config)?);
                 }
@@ -397,11 +394,7 @@ fn run_command(cli: &Cli) -> Result<i32> {
                     out(&format!(
                         "config OK: {} ({}), {} agents",
                         paths.config_file.display(),
-                        if loaded.file_exists {
-                            "file present"
-                        } else {
-                            "no file: defaults"
-                        },
+                        if loaded.file_exists { "file present" } else { "no file: defaults" },
                         agents.agents.len()
                     ));
                 }
@@ -417,9 +410,7 @@ fn run_command(cli: &Cli) -> Result<i32> {
                         out(&format!("# {}\n{}", u.path.display(), u.text));
                     }
                 }
-                ServiceAction::Install(args) => {
-                    out(&service::install(&paths, home, args.activation)?)
-                }
+                ServiceAction::Install(args) => out(&service::install(&paths, home, args.activation)?),
                 ServiceAction::Uninstall => out(&service::uninstall(&paths, home)?),
             }
             Ok(EXIT_OK)

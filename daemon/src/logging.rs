@@ -39,8 +39,7 @@ pub fn init_stderr(default: &str, verbose: bool) {
 /// stderr plus a rolling file under `log_dir` (the daemon). Keep the guard alive until exit so
 /// buffered lines are written.
 pub fn init_daemon(log_dir: &Path, verbose: bool) -> Result<WorkerGuard> {
-    std::fs::create_dir_all(log_dir)
-        .with_context(|| format!("cannot create log dir {}", log_dir.display()))?;
+    std::fs::create_dir_all(log_dir).with_context(|| format!("cannot create log dir {}", log_dir.display()))?;
     let rotate = file_rotate::FileRotate::new(
         log_dir.join(LOG_FILE_NAME),
         file_rotate::suffix::AppendCount::new(LOG_FILES_KEPT - 1),
@@ -63,12 +62,7 @@ pub fn init_daemon(log_dir: &Path, verbose: bool) -> Result<WorkerGuard> {
                 .with_target(false)
                 .with_filter(filter("info", verbose)),
         )
-        .with(
-            fmt::layer()
-                .with_writer(writer)
-                .with_ansi(false)
-                .with_filter(filter("info", verbose)),
-        )
+        .with(fmt::layer().with_writer(writer).with_ansi(false).with_filter(filter("info", verbose)))
         .try_init();
     Ok(guard)
 }

@@ -7,11 +7,7 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
-            let code = if e.use_stderr() {
-                openhuman_daemon::EXIT_USAGE
-            } else {
-                openhuman_daemon::EXIT_OK
-            };
+            let code = if e.use_stderr() { openhuman_daemon::EXIT_USAGE } else { openhuman_daemon::EXIT_OK };
             let _ = e.print();
             std::process::exit(code);
         }

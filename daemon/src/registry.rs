@@ -15,8 +15,12 @@ const VERSION: &str = "1";
 fn tool_entry(state: &AppState, t: &ToolDef) -> Value {
     let config = state.config();
     let agents = state.agents();
-    let allowed: Vec<&str> =
-        agents.agents.values().filter(|a| a.manifest.tools.iter().any(|x| x == t.name)).map(|a| a.manifest.id.as_str()).collect();
+    let allowed: Vec<&str> = agents
+        .agents
+        .values()
+        .filter(|a| a.manifest.tools.iter().any(|x| x == t.name))
+        .map(|a| a.manifest.id.as_str())
+        .collect();
     let enabled = (t.available)(&config);
     let mut tags = vec![if t.policy == Policy::Read { "read" } else { "act" }];
     if write::AUDITED.contains(&t.name) {
@@ -75,7 +79,13 @@ pub fn diagnostics(state: &AppState) -> Value {
     let now = chrono::Utc::now().timestamp_millis();
     let (writes, denials) = match state.memory() {
         Ok(engine) => {
-            let day = engine.query_audit(AuditQuery { limit: Some(100_000), since_ms: Some(now - 86_400_000), ..Default::default() }).unwrap_or_default();
+            let day = engine
+                .query_audit(AuditQuery {
+                    limit: Some(100_000),
+                    since_ms: Some(now - 86_400_000),
+                    ..Default::default()
+                })
+                .unwrap_or_default();
             let ok = day.iter().filter(|r| r.success).count();
             let denials: Vec<Value> = day
                 .iter()

@@ -23,9 +23,7 @@ pub struct Resource {
 
 /// Reads `<config dir>/<relative>` when the user has put one there.
 pub fn override_text(config_dir: &Path, relative: &str) -> Option<String> {
-    std::fs::read_to_string(config_dir.join(relative))
-        .ok()
-        .filter(|t| !t.trim().is_empty())
+    std::fs::read_to_string(config_dir.join(relative)).ok().filter(|t| !t.trim().is_empty())
 }
 
 /// The catalog in a stable order: the three core prompts, then agents by id.
@@ -80,10 +78,7 @@ pub fn read(uri: &str, config_dir: &Path, agents: &Registry) -> Option<String> {
         _ => {
             let id = uri.strip_prefix("openhuman://prompts/agents/")?;
             // The registry already applied `<config dir>/agents/<id>.md` overrides.
-            return agents
-                .builtins()
-                .find(|a| a.manifest.id == id)
-                .map(|a| a.prompt.clone());
+            return agents.builtins().find(|a| a.manifest.id == id).map(|a| a.prompt.clone());
         }
     };
     Some(override_text(config_dir, file).unwrap_or_else(|| builtin.to_string()))
@@ -101,22 +96,13 @@ mod tests {
         let reg = Registry::load(dir.path());
         let listed: Vec<String> = list(&reg)
             .into_iter()
-            .filter_map(|r| {
-                r.uri
-                    .strip_prefix("openhuman://prompts/agents/")
-                    .map(str::to_string)
-            })
+            .filter_map(|r| r.uri.strip_prefix("openhuman://prompts/agents/").map(str::to_string))
             .collect();
         let mut builtins: Vec<String> = BUILTINS.iter().map(|b| b.id.to_string()).collect();
         builtins.sort();
         assert_eq!(listed, builtins);
         for b in BUILTINS {
-            let text = read(
-                &format!("openhuman://prompts/agents/{}", b.id),
-                dir.path(),
-                &reg,
-            )
-            .unwrap();
+            let text = read(&format!("openhuman://prompts/agents/{}", b.id), dir.path(), &reg).unwrap();
             assert_eq!(text, b.prompt);
         }
     }
@@ -128,18 +114,9 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("agents")).unwrap();
         std::fs::write(dir.path().join("agents/planner.md"), "# my planner\n").unwrap();
         let reg = Registry::load(dir.path());
-        assert_eq!(
-            read("openhuman://prompts/soul", dir.path(), &reg).unwrap(),
-            "# my soul\n"
-        );
-        assert_eq!(
-            read("openhuman://prompts/agents/planner", dir.path(), &reg).unwrap(),
-            "# my planner\n"
-        );
-        assert_eq!(
-            read("openhuman://prompts/identity", dir.path(), &reg).unwrap(),
-            IDENTITY
-        );
+        assert_eq!(read("openhuman://prompts/soul", dir.path(), &reg).unwrap(), "# my soul\n");
+        assert_eq!(read("openhuman://prompts/agents/planner", dir.path(), &reg).unwrap(), "# my planner\n");
+        assert_eq!(read("openhuman://prompts/identity", dir.path(), &reg).unwrap(), IDENTITY);
         assert!(read("openhuman://prompts/nope", dir.path(), &reg).is_none());
     }
 }

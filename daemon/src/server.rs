@@ -40,12 +40,7 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
             }
         });
     }
-    let accept = tokio::spawn(socket::accept_loop(
-        listener,
-        dispatcher,
-        shutdown.clone(),
-        conns.clone(),
-    ));
+    let accept = tokio::spawn(socket::accept_loop(listener, dispatcher, shutdown.clone(), conns.clone()));
     spawn_signal_handlers(&state);
     if let Some(idle) = opts.idle_timeout {
         tokio::spawn(idle_watch(state.clone(), idle));
@@ -57,10 +52,7 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
     conns.close();
     let grace = Duration::from_secs(state.config().mcp.shutdown_grace_secs);
     if tokio::time::timeout(grace, conns.wait()).await.is_err() {
-        tracing::warn!(
-            grace_secs = grace.as_secs(),
-            "in-flight calls did not finish in time; abandoning them"
-        );
+        tracing::warn!(grace_secs = grace.as_secs(), "in-flight calls did not finish in time; abandoning them");
         state.abort_token().cancel();
         let _ = tokio::time::timeout(Duration::from_secs(2), conns.wait()).await;
     }
@@ -89,10 +81,7 @@ fn spawn_signal_handlers(state: &AppState) {
         use tokio::signal::unix::{SignalKind, signal};
         let st = state.clone();
         tokio::spawn(async move {
-            let (Ok(mut term), Ok(mut int)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) else {
+            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
                 tracing::error!("cannot install SIGTERM/SIGINT handlers");
                 return;
             };

@@ -33,49 +33,27 @@ fn exec_args(home: Option<&Path>) -> Result<Vec<String>> {
 }
 
 fn user_home() -> Result<PathBuf> {
-    directories::BaseDirs::new()
-        .map(|d| d.home_dir().to_path_buf())
-        .context("cannot find your home directory")
+    directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()).context("cannot find your home directory")
 }
 
 /// Renders the units for this platform.
 pub fn render(paths: &Paths, home: Option<&Path>, activation: Activation) -> Result<Vec<Unit>> {
     let args = exec_args(home)?;
     if cfg!(target_os = "macos") {
-        let mut program = args
-            .iter()
-            .map(|a| format!("    <string>{}</string>", xml_escape(a)))
-            .collect::<Vec<_>>();
+        let mut program = args.iter().map(|a| format!("    <string>{}</string>", xml_escape(a))).collect::<Vec<_>>();
         program.push("    <string>serve</string>".into());
         let text = LAUNCHD_PLIST
             .replace("@PROGRAM_ARGUMENTS@", &program.join("\n"))
-            .replace(
-                "@LOG@",
-                &xml_escape(
-                    &paths
-                        .log_dir
-                        .join("launchd-stderr.log")
-                        .display()
-                        .to_string(),
-                ),
-            );
-        let path = user_home()?
-            .join("Library/LaunchAgents")
-            .join(format!("{LAUNCHD_LABEL}.plist"));
+            .replace("@LOG@", &xml_escape(&paths.log_dir.join("launchd-stderr.log").display().to_string()));
+        let path = user_home()?.join("Library/LaunchAgents").join(format!("{LAUNCHD_LABEL}.plist"));
         return Ok(vec![Unit { path, text }]);
     }
-    let exec = args
-        .iter()
-        .map(|a| systemd_quote(a))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let exec = args.iter().map(|a| systemd_quote(a)).collect::<Vec<_>>().join(" ");
     let dir = directories::BaseDirs::new()
         .map(|d| d.config_dir().join("systemd/user"))
         .context("cannot find your config directory")?;
-    let mut units = vec![Unit {
-        path: dir.join("openhuman-mcp.service"),
-        text: SYSTEMD_SERVICE.replace("@EXEC@", &exec),
-    }];
+    let mut units =
+        vec![Unit { path: dir.join("openhuman-mcp.service"), text: SYSTEMD_SERVICE.replace("@EXEC@", &exec) }];
     if activation == Activation::Socket {
         units.push(Unit {
             path: dir.join("openhuman-mcp.socket"),
@@ -89,37 +67,19 @@ pub fn install(paths: &Paths, home: Option<&Path>, activation: Activation) -> Re
     let units = render(paths, home, activation)?;
     for u in &units {
         if let Some(parent) = u.path.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
         }
-        std::fs::write(&u.path, &u.text)
-            .with_context(|| format!("cannot write {}", u.path.display()))?;
+        std::fs::write(&u.path, &u.text).with_context(|| format!("cannot write {}", u.path.display()))?;
     }
-    let written = units
-        .iter()
-        .map(|u| u.path.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let written = units.iter().map(|u| u.path.display().to_string()).collect::<Vec<_>>().join(", ");
     if cfg!(target_os = "macos") {
-        let uid = Command::new("id")
-            .arg("-u")
-            .output()
-            .context("cannot run `id -u`")?;
+        let uid = Command::new("id").arg("-u").output().context("cannot run `id -u`")?;
         let domain = format!("gui/{}", String::from_utf8_lossy(&uid.stdout).trim());
-        run(
-            "launchctl",
-            &["bootstrap", &domain, &units[0].path.display().to_string()],
-        )?;
-        return Ok(format!(
-            "wrote {written}; loaded {LAUNCHD_LABEL} into launchd"
-        ));
+        run("launchctl", &["bootstrap", &domain, &units[0].path.display().to_string()])?;
+        return Ok(format!("wrote {written}; loaded {LAUNCHD_LABEL} into launchd"));
     }
     run("systemctl", &["--user", "daemon-reload"])?;
-    let unit = if activation == Activation::Socket {
-        "openhuman-mcp.socket"
-    } else {
-        "openhuman-mcp.service"
-    };
+    let unit = if activation == Activation::Socket { "openhuman-mcp.socket" } else { "openhuman-mcp.service" };
     run("systemctl", &["--user", "enable", "--now", unit])?;
     Ok(format!("wrote {written}; enabled and started {unit}"))
 }
@@ -127,32 +87,16 @@ pub fn install(paths: &Paths, home: Option<&Path>, activation: Activation) -> Re
 pub fn uninstall(paths: &Paths, home: Option<&Path>) -> Result<String> {
     let units = render(paths, home, Activation::Socket)?;
     if cfg!(target_os = "macos") {
-        let uid = Command::new("id")
-            .arg("-u")
-            .output()
-            .context("cannot run `id -u`")?;
-        let target = format!(
-            "gui/{}/{LAUNCHD_LABEL}",
-            String::from_utf8_lossy(&uid.stdout).trim()
-        );
+        let uid = Command::new("id").arg("-u").output().context("cannot run `id -u`")?;
+        let target = format!("gui/{}/{LAUNCHD_LABEL}", String::from_utf8_lossy(&uid.stdout).trim());
         let _ = run("launchctl", &["bootout", &target]);
     } else {
-        let _ = run(
-            "systemctl",
-            &[
-                "--user",
-                "disable",
-                "--now",
-                "openhuman-mcp.socket",
-                "openhuman-mcp.service",
-            ],
-        );
+        let _ = run("systemctl", &["--user", "disable", "--now", "openhuman-mcp.socket", "openhuman-mcp.service"]);
     }
     let mut removed = Vec::new();
     for u in &units {
         if u.path.exists() {
-            std::fs::remove_file(&u.path)
-                .with_context(|| format!("cannot remove {}", u.path.display()))?;
+            std::fs::remove_file(&u.path).with_context(|| format!("cannot remove {}", u.path.display()))?;
             removed.push(u.path.display().to_string());
         }
     }
@@ -166,38 +110,26 @@ pub fn uninstall(paths: &Paths, home: Option<&Path>) -> Result<String> {
 }
 
 fn run(program: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new(program).args(args).output().with_context(|| {
-        format!("cannot run {program}; is it installed? (the unit files were written)")
-    })?;
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run {program}; is it installed? (the unit files were written)"))?;
     if !out.status.success() {
-        bail!(
-            "`{program} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("`{program} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(())
 }
 
 fn systemd_quote(s: &str) -> String {
-    if s.chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c))
-    {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c)) {
         s.to_string()
     } else {
-        format!(
-            "\"{}\"",
-            s.replace('\\', "\\\\")
-                .replace('"', "\\\"")
-                .replace('%', "%%")
-        )
+        format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('%', "%%"))
     }
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 #[cfg(test)]
@@ -213,19 +145,8 @@ mod tests {
             return;
         }
         assert_eq!(units.len(), 2);
-        assert!(
-            units[0].text.contains("--home \"/srv/oh home\" serve"),
-            "{}",
-            units[0].text
-        );
-        assert!(
-            units[1]
-                .text
-                .contains("ListenStream=/srv/oh home/run/mcp.sock")
-        );
-        assert!(
-            !units.iter().any(|u| u.text.contains('@')),
-            "unfilled placeholder"
-        );
+        assert!(units[0].text.contains("--home \"/srv/oh home\" serve"), "{}", units[0].text);
+        assert!(units[1].text.contains("ListenStream=/srv/oh home/run/mcp.sock"));
+        assert!(!units.iter().any(|u| u.text.contains('@')), "unfilled placeholder");
     }
 }

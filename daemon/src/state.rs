@@ -12,9 +12,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Registry;
+use crate::audit::AuditWriter;
 use crate::config::{self, Config};
 use crate::mcp::Session;
-use crate::audit::AuditWriter;
 use crate::memory::MemoryEngine;
 use crate::policy::ActLimiter;
 
@@ -116,8 +116,7 @@ impl AppState {
         let before = crate::mcp::tools::listed_names(&self.config());
         let after = crate::mcp::tools::listed_names(&loaded.config);
         *self.inner.config.write().expect("config lock") = Arc::new(loaded.config);
-        *self.inner.agents.write().expect("agents lock") =
-            Arc::new(Registry::load(&self.inner.paths.config_dir));
+        *self.inner.agents.write().expect("agents lock") = Arc::new(Registry::load(&self.inner.paths.config_dir));
         Ok(before != after)
     }
 
@@ -126,20 +125,11 @@ impl AppState {
         let mut map = self.inner.sessions.lock().expect("sessions lock");
         map.insert(session.id, Arc::downgrade(session));
         self.inner.session_count.send_replace(map.len());
-        SessionGuard {
-            state: self.clone(),
-            id: session.id,
-        }
+        SessionGuard { state: self.clone(), id: session.id }
     }
 
     pub fn sessions(&self) -> Vec<Arc<Session>> {
-        self.inner
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .values()
-            .filter_map(Weak::upgrade)
-            .collect()
+        self.inner.sessions.lock().expect("sessions lock").values().filter_map(Weak::upgrade).collect()
     }
 
     pub fn session_count(&self) -> watch::Receiver<usize> {

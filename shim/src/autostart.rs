@@ -35,8 +35,7 @@ pub fn connect(opts: &Options) -> Result<Stream, String> {
     std::fs::create_dir_all(&opts.paths.run_dir)
         .map_err(|e| format!("cannot create {}: {e}", opts.paths.run_dir.display()))?;
     restrict_dir(&opts.paths.run_dir);
-    let lock = lock_file(opts.paths.autostart_lock())
-        .map_err(|e| format!("cannot take the start-up lock: {e}"))?;
+    let lock = lock_file(opts.paths.autostart_lock()).map_err(|e| format!("cannot take the start-up lock: {e}"))?;
     // Whoever held the lock before us may have started the daemon already.
     if let Ok(s) = try_connect(opts) {
         drop(lock);
@@ -53,18 +52,13 @@ pub fn try_connect(opts: &Options) -> io::Result<Stream> {
 }
 
 fn lock_file(path: PathBuf) -> io::Result<File> {
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
+    let f = OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
     f.lock()?;
     Ok(f)
 }
 
 fn daemon_exe() -> Result<PathBuf, String> {
-    let me =
-        std::env::current_exe().map_err(|e| format!("cannot find the shim's own path: {e}"))?;
+    let me = std::env::current_exe().map_err(|e| format!("cannot find the shim's own path: {e}"))?;
     let dir = me.parent().ok_or("the shim's path has no directory")?;
     let exe = dir.join(format!("openhumand-mcp{}", std::env::consts::EXE_SUFFIX));
     if !exe.exists() {
@@ -91,14 +85,8 @@ fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
     if let Some(home) = &opts.home {
         cmd.arg("--home").arg(home);
     }
-    cmd.arg("serve")
-        .arg("--socket")
-        .arg(&opts.paths.socket)
-        .arg("--idle-timeout")
-        .arg(IDLE_TIMEOUT_SECS.to_string());
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(log2));
+    cmd.arg("serve").arg("--socket").arg(&opts.paths.socket).arg("--idle-timeout").arg(IDLE_TIMEOUT_SECS.to_string());
+    cmd.stdin(Stdio::null()).stdout(Stdio::from(log)).stderr(Stdio::from(log2));
     detach(&mut cmd);
     if opts.verbose {
         let _ = std::io::Write::write_all(
@@ -106,9 +94,7 @@ fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
             format!("openhuman-mcp-shim: starting {}\n", exe.display()).as_bytes(),
         );
     }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
     let started = Instant::now();
     let mut pause = Duration::from_millis(2);
     loop {
@@ -116,10 +102,7 @@ fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
             return Ok(s);
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(format!(
-                "the daemon exited during start-up ({status}); see {}",
-                log_path.display()
-            ));
+            return Err(format!("the daemon exited during start-up ({status}); see {}", log_path.display()));
         }
         if started.elapsed() > START_TIMEOUT {
             return Err(format!(

@@ -53,16 +53,10 @@ struct Bridge {
 pub fn run(opts: Options) -> ExitCode {
     let bridge = Arc::new(Bridge {
         opts,
-        conn: Mutex::new(Conn {
-            stream: None,
-            generation: 0,
-        }),
+        conn: Mutex::new(Conn { stream: None, generation: 0 }),
         inflight: Mutex::new(Inflight::default()),
         drained: Condvar::new(),
-        handshake: Mutex::new(Handshake {
-            initialize: None,
-            initialized: None,
-        }),
+        handshake: Mutex::new(Handshake { initialize: None, initialized: None }),
         stdout: Mutex::new(io::stdout()),
         unreachable: Mutex::new(false),
     });
@@ -94,11 +88,7 @@ pub fn run(opts: Options) -> ExitCode {
         }
     }
     let _ = bridge.stdout.lock().expect("stdout lock").flush();
-    if *bridge.unreachable.lock().expect("flag lock") {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    if *bridge.unreachable.lock().expect("flag lock") { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 impl Bridge {
@@ -122,8 +112,7 @@ impl Bridge {
     }
 
     fn emit_error(&self, id: &Value, code: i64, message: &str) {
-        let v =
-            json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+        let v = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
         self.emit(v.to_string().as_bytes());
     }
 
@@ -181,20 +170,11 @@ impl Bridge {
             }
             let stream = conn.stream.clone().expect("connected above");
             let mut w: &Stream = &stream;
-            let sent = w.write_all(line).and_then(|_| {
-                if line.ends_with(b"\n") {
-                    Ok(())
-                } else {
-                    w.write_all(b"\n")
-                }
-            });
+            let sent = w.write_all(line).and_then(|_| if line.ends_with(b"\n") { Ok(()) } else { w.write_all(b"\n") });
             match sent {
                 Ok(()) => {
                     if self.opts.verbose && !ids.is_empty() {
-                        self.log(&format!(
-                            "forwarded request {} on connection {generation}",
-                            ids.join(", ")
-                        ));
+                        self.log(&format!("forwarded request {} on connection {generation}", ids.join(", ")));
                     }
                     return;
                 }
@@ -245,9 +225,7 @@ impl Bridge {
                     return Ok(());
                 }
                 Err(e) => {
-                    self.debug(&format!(
-                        "connection {generation} failed its handshake: {e}"
-                    ));
+                    self.debug(&format!("connection {generation} failed its handshake: {e}"));
                     why = e;
                 }
             }
@@ -255,12 +233,7 @@ impl Bridge {
         Err(format!("the daemon keeps closing new connections ({why})"))
     }
 
-    fn probe(
-        &self,
-        stream: &Stream,
-        reader: &mut BufReader<ArcRead>,
-        generation: u64,
-    ) -> Result<(), String> {
+    fn probe(&self, stream: &Stream, reader: &mut BufReader<ArcRead>, generation: u64) -> Result<(), String> {
         let probe_id = Value::from(format!("{REPLAY_PREFIX}{generation}"));
         let (init, initialized) = {
             let h = self.handshake.lock().expect("handshake lock");
@@ -275,14 +248,10 @@ impl Bridge {
                     out.push_str(&format!("{note}\n"));
                 }
             }
-            None => out.push_str(&format!(
-                "{}\n",
-                json!({"jsonrpc": "2.0", "id": probe_id, "method": "ping"})
-            )),
+            None => out.push_str(&format!("{}\n", json!({"jsonrpc": "2.0", "id": probe_id, "method": "ping"}))),
         }
         let mut w: &Stream = stream;
-        w.write_all(out.as_bytes())
-            .map_err(|e| format!("write failed: {e}"))?;
+        w.write_all(out.as_bytes()).map_err(|e| format!("write failed: {e}"))?;
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -314,10 +283,7 @@ impl Bridge {
                 break; // a torn last line: the daemon died mid-write
             }
             let ids = response_ids(&line);
-            if ids
-                .first()
-                .is_some_and(|id| id.starts_with(&format!("\"{REPLAY_PREFIX}")))
-            {
+            if ids.first().is_some_and(|id| id.starts_with(&format!("\"{REPLAY_PREFIX}"))) {
                 continue;
             }
             self.emit(&line);
@@ -335,12 +301,8 @@ impl Bridge {
         let orphans: Vec<String> = {
             let mut inflight = self.inflight.lock().expect("inflight lock");
             inflight.closed_upto = inflight.closed_upto.max(generation);
-            let orphans: Vec<String> = inflight
-                .ids
-                .iter()
-                .filter(|(_, g)| **g <= generation)
-                .map(|(id, _)| id.clone())
-                .collect();
+            let orphans: Vec<String> =
+                inflight.ids.iter().filter(|(_, g)| **g <= generation).map(|(id, _)| id.clone()).collect();
             for id in &orphans {
                 inflight.ids.remove(id);
             }
@@ -348,11 +310,7 @@ impl Bridge {
         };
         for id in &orphans {
             let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
-            self.emit_error(
-                &id,
-                codes::INTERNAL_ERROR,
-                "daemon restarted; request not completed",
-            );
+            self.emit_error(&id, codes::INTERNAL_ERROR, "daemon restarted; request not completed");
         }
         self.drained.notify_all();
         let mut conn = self.conn.lock().expect("conn lock");
@@ -376,17 +334,10 @@ impl Read for ArcRead {
 
 /// Ids of the requests in a client message (one, or several in a batch), as JSON text.
 fn request_ids(msg: Option<&Value>) -> Vec<String> {
-    let is_request = |v: &Value| {
-        v.get("method").is_some()
-            && v.get("id")
-                .is_some_and(|id| id.is_string() || id.is_number())
-    };
+    let is_request =
+        |v: &Value| v.get("method").is_some() && v.get("id").is_some_and(|id| id.is_string() || id.is_number());
     match msg {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter(|v| is_request(v))
-            .map(|v| v["id"].to_string())
-            .collect(),
+        Some(Value::Array(items)) => items.iter().filter(|v| is_request(v)).map(|v| v["id"].to_string()).collect(),
         Some(v) if is_request(v) => vec![v["id"].to_string()],
         _ => Vec::new(),
     }

@@ -13,8 +13,7 @@ use std::process::ExitCode;
 
 use openhuman_common::Paths;
 
-const HELP: &str =
-    "openhuman-mcp-shim: connect an MCP client (over stdio) to the openhumand-mcp daemon
+const HELP: &str = "openhuman-mcp-shim: connect an MCP client (over stdio) to the openhumand-mcp daemon
 
 Usage: openhuman-mcp-shim [--home DIR] [--socket PATH] [--no-autostart] [-v]
 
@@ -48,11 +47,7 @@ fn parse_args() -> Result<Option<Options>, String> {
             _ => (arg.clone(), None),
         };
         let mut value = |name: &str| -> Result<PathBuf, String> {
-            match inline
-                .clone()
-                .map(PathBuf::from)
-                .or_else(|| args.next().map(PathBuf::from))
-            {
+            match inline.clone().map(PathBuf::from).or_else(|| args.next().map(PathBuf::from)) {
                 Some(v) => Ok(v),
                 None => Err(format!("{name} needs a value")),
             }
@@ -67,11 +62,7 @@ fn parse_args() -> Result<Option<Options>, String> {
                 return Ok(None);
             }
             "-V" | "--version" => {
-                let _ = writeln!(
-                    std::io::stdout(),
-                    "openhuman-mcp-shim {}",
-                    openhuman_common::VERSION
-                );
+                let _ = writeln!(std::io::stdout(), "openhuman-mcp-shim {}", openhuman_common::VERSION);
                 return Ok(None);
             }
             other => return Err(format!("unknown argument `{other}`; see --help")),
@@ -80,12 +71,7 @@ fn parse_args() -> Result<Option<Options>, String> {
     let paths = Paths::resolve(home.as_deref())
         .and_then(|p| p.with_socket(socket.as_deref()))
         .map_err(|e| format!("cannot resolve paths: {e}"))?;
-    Ok(Some(Options {
-        home,
-        paths,
-        autostart,
-        verbose,
-    }))
+    Ok(Some(Options { home, paths, autostart, verbose }))
 }
 
 fn main() -> ExitCode {

@@ -21,23 +21,14 @@ pub fn bin_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("OPENHUMAN_BIN_DIR") {
         return PathBuf::from(dir);
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("workspace root")
-        .to_path_buf();
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf();
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     target.join("debug")
 }
 
 pub fn bin(name: &str) -> PathBuf {
     let p = bin_dir().join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: run `cargo build --workspace` first (or set OPENHUMAN_BIN_DIR)",
-        p.display()
-    );
+    assert!(p.exists(), "{} is missing: run `cargo build --workspace` first (or set OPENHUMAN_BIN_DIR)", p.display());
     p
 }
 
@@ -63,10 +54,7 @@ impl Default for Home {
 impl Home {
     pub fn new() -> Home {
         // Short paths: the socket path must fit in sun_path.
-        let dir = tempfile::Builder::new()
-            .prefix("oh-")
-            .tempdir_in("/tmp")
-            .expect("tempdir");
+        let dir = tempfile::Builder::new().prefix("oh-").tempdir_in("/tmp").expect("tempdir");
         Home { dir }
     }
     pub fn path(&self) -> &Path {
@@ -136,11 +124,7 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
         if let Some(status) = child.try_wait().expect("try_wait") {
             return status;
         }
-        assert!(
-            start.elapsed() < limit,
-            "process {} did not exit within {limit:?}",
-            child.id()
-        );
+        assert!(start.elapsed() < limit, "process {} did not exit within {limit:?}", child.id());
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -178,9 +162,7 @@ impl Lines {
         }
     }
     pub fn next_json(&self) -> Value {
-        let line = self
-            .next()
-            .expect("stream ended while waiting for a message");
+        let line = self.next().expect("stream ended while waiting for a message");
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
     }
     /// Every remaining line until EOF.
@@ -200,16 +182,10 @@ pub struct Peer {
 
 impl Peer {
     pub fn new(w: Box<dyn Write + Send>, lines: Lines) -> Peer {
-        Peer {
-            w,
-            lines,
-            next_id: 100,
-            notifications: Vec::new(),
-        }
+        Peer { w, lines, next_id: 100, notifications: Vec::new() }
     }
     pub fn socket(path: &Path) -> Peer {
-        let s =
-            UnixStream::connect(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
+        let s = UnixStream::connect(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
         let r = s.try_clone().expect("clone");
         Peer::new(Box::new(s), Lines::spawn(r))
     }
@@ -280,20 +256,11 @@ pub struct ChildPeer {
 
 impl ChildPeer {
     pub fn spawn(mut cmd: Command) -> ChildPeer {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
+        let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
         let stdin: ChildStdin = child.stdin.take().expect("stdin");
         let lines = Lines::spawn(child.stdout.take().expect("stdout"));
         let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
-        ChildPeer {
-            child,
-            peer: Peer::new(Box::new(stdin), lines),
-            stderr,
-        }
+        ChildPeer { child, peer: Peer::new(Box::new(stdin), lines), stderr }
     }
     /// Closes stdin and waits for exit; returns the status and any stdout lines left.
     pub fn finish(mut self) -> (ExitStatus, Vec<String>) {
@@ -334,9 +301,7 @@ impl Daemon {
             .expect("spawn daemon");
         let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
         loop {
-            let line = stderr
-                .next()
-                .unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}", home.log()));
+            let line = stderr.next().unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}", home.log()));
             if line.contains("daemon ready") {
                 break;
             }
@@ -384,9 +349,7 @@ pub fn freeze(pid: u32) {
                 tasks.flatten().all(|t| {
                     let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
                     // The state follows the parenthesised command name.
-                    stat.rsplit_once(')')
-                        .map(|(_, rest)| rest.trim_start().starts_with('T'))
-                        .unwrap_or(false)
+                    stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('T')).unwrap_or(false)
                 })
             })
             .unwrap_or(false);
@@ -395,5 +358,296 @@ pub fn freeze(pid: u32) {
         }
         assert!(start.elapsed() < WAIT, "process {pid} did not stop");
         std::thread::yield_now();
+    }
+}
+
+/// Raw HTTP/1.1 for the Streamable HTTP transport tests: a daemon started with `--http` on a
+/// free port, and a small blocking client (std `TcpStream`, `Connection: close`) that reads
+/// plain, chunked and event-stream bodies. Every read is bounded by `WAIT`.
+pub mod http {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::process::Stdio;
+
+    use serde_json::Value;
+
+    use super::{Daemon, Home, Lines, WAIT};
+
+    impl Daemon {
+        /// Starts `serve --http --port 0` plus `args`, with `env` set, and returns the daemon
+        /// and the address its HTTP transport bound (read from its log).
+        pub fn start_http(home: &Home, args: &[&str], env: &[(&str, &str)]) -> (Daemon, SocketAddr) {
+            let mut cmd = home.daemon_cmd();
+            cmd.args(["serve", "--http", "--port", "0"]).args(args);
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let mut child =
+                cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn daemon");
+            let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
+            let mut addr = None;
+            loop {
+                let line =
+                    stderr.next().unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}", home.log()));
+                if line.contains("HTTP transport listening") {
+                    addr = line
+                        .split_whitespace()
+                        .find_map(|w| w.strip_prefix("addr="))
+                        .and_then(|a| a.parse::<SocketAddr>().ok());
+                }
+                if line.contains("daemon ready") {
+                    break;
+                }
+            }
+            let addr = addr.expect("the daemon logged the HTTP address before it was ready");
+            (Daemon { child, stderr }, addr)
+        }
+
+        /// Reads the daemon's log lines until one contains `needle`; returns it.
+        pub fn wait_log(&self, needle: &str) -> String {
+            loop {
+                let line = self.stderr.next().unwrap_or_else(|| panic!("daemon log ended before {needle:?}"));
+                if line.contains(needle) {
+                    return line;
+                }
+            }
+        }
+    }
+
+    /// A response read to its end.
+    #[derive(Debug)]
+    pub struct Response {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        pub body: Vec<u8>,
+    }
+
+    impl Response {
+        pub fn header(&self, name: &str) -> Option<&str> {
+            find(&self.headers, name)
+        }
+        pub fn text(&self) -> String {
+            String::from_utf8_lossy(&self.body).into_owned()
+        }
+        pub fn json(&self) -> Value {
+            serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
+        }
+        /// The events of an event-stream body.
+        pub fn events(&self) -> Vec<Event> {
+            let mut r = BufReader::new(&self.body[..]);
+            std::iter::from_fn(|| read_event(&mut r)).collect()
+        }
+    }
+
+    /// One server-sent event (comments skipped; multi-line data joined with `\n`).
+    #[derive(Debug, Default, Clone)]
+    pub struct Event {
+        pub id: Option<String>,
+        pub event: Option<String>,
+        pub retry: Option<u64>,
+        pub data: String,
+    }
+
+    impl Event {
+        pub fn json(&self) -> Value {
+            serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {:?}", self.data))
+        }
+    }
+
+    /// Reads the next event that has a data line; None at the end of the stream.
+    fn read_event<R: BufRead>(r: &mut R) -> Option<Event> {
+        let mut ev = Event::default();
+        let mut data_lines = 0;
+        loop {
+            let mut line = String::new();
+            if r.read_line(&mut line).expect("read event stream") == 0 {
+                return None;
+            }
+            let line = line.trim_end_matches(['\r', '\n']);
+            if line.is_empty() {
+                if data_lines > 0 {
+                    return Some(ev);
+                }
+                ev = Event::default();
+                continue;
+            }
+            if line.starts_with(':') {
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "id" => ev.id = Some(value.to_string()),
+                "event" => ev.event = Some(value.to_string()),
+                "retry" => ev.retry = value.parse().ok(),
+                "data" => {
+                    if data_lines > 0 {
+                        ev.data.push('\n');
+                    }
+                    ev.data.push_str(value);
+                    data_lines += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn find<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+        headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// A client for one server address.
+    #[derive(Clone, Copy)]
+    pub struct Client {
+        pub addr: SocketAddr,
+    }
+
+    impl Client {
+        pub fn new(addr: SocketAddr) -> Client {
+            Client { addr }
+        }
+
+        /// Sends one request and reads the whole response.
+        pub fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Response {
+            let mut s = self.open(method, path, headers, body);
+            let mut bytes = Vec::new();
+            s.body.read_to_end(&mut bytes).expect("read body");
+            Response { status: s.status, headers: s.headers, body: bytes }
+        }
+
+        /// Sends one request and returns once the response head arrived; the body is read as
+        /// it comes (event streams).
+        pub fn open(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Stream {
+            let stream = TcpStream::connect(self.addr).expect("connect to the HTTP port");
+            stream.set_read_timeout(Some(WAIT)).expect("read timeout");
+            let mut head = format!("{method} {path} HTTP/1.1\r\n");
+            if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+                head.push_str(&format!("Host: {}\r\n", self.addr));
+            }
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n", body.len()));
+            let mut w = stream.try_clone().expect("clone");
+            w.write_all(head.as_bytes()).expect("write head");
+            w.write_all(body).expect("write body");
+            w.flush().expect("flush");
+            let mut r = BufReader::new(stream);
+            let mut status_line = String::new();
+            r.read_line(&mut status_line).expect("read status line");
+            let status: u16 = status_line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+            let mut headers = Vec::new();
+            loop {
+                let mut line = String::new();
+                r.read_line(&mut line).expect("read header");
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':') {
+                    headers.push((k.trim().to_string(), v.trim().to_string()));
+                }
+            }
+            let mode = if find(&headers, "transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked")) {
+                Mode::Chunked { left: 0, done: false }
+            } else if let Some(n) = find(&headers, "content-length").and_then(|n| n.parse().ok()) {
+                Mode::Length(n)
+            } else {
+                Mode::ToEof
+            };
+            Stream { status, headers, body: BufReader::new(Body { r, mode }) }
+        }
+    }
+
+    /// A response whose body is read as it arrives.
+    pub struct Stream {
+        pub status: u16,
+        pub headers: Vec<(String, String)>,
+        body: BufReader<Body>,
+    }
+
+    impl Stream {
+        pub fn header(&self, name: &str) -> Option<&str> {
+            find(&self.headers, name)
+        }
+        /// The next event; None when the server ended the stream. Panics after `WAIT`.
+        pub fn next_event(&mut self) -> Option<Event> {
+            read_event(&mut self.body)
+        }
+        /// The next raw line of the body (comments included); None at its end.
+        pub fn next_line(&mut self) -> Option<String> {
+            let mut line = String::new();
+            match self.body.read_line(&mut line).expect("read body line") {
+                0 => None,
+                _ => Some(line.trim_end_matches(['\r', '\n']).to_string()),
+            }
+        }
+    }
+
+    enum Mode {
+        Chunked { left: usize, done: bool },
+        Length(usize),
+        ToEof,
+    }
+
+    /// The body bytes of a response, de-chunked.
+    struct Body {
+        r: BufReader<TcpStream>,
+        mode: Mode,
+    }
+
+    impl Read for Body {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            match &mut self.mode {
+                Mode::ToEof => self.r.read(buf),
+                Mode::Length(left) => {
+                    if *left == 0 {
+                        return Ok(0);
+                    }
+                    let n = (*left).min(buf.len());
+                    let got = self.r.read(&mut buf[..n])?;
+                    *left -= got;
+                    Ok(got)
+                }
+                Mode::Chunked { left, done } => {
+                    if *done {
+                        return Ok(0);
+                    }
+                    if *left == 0 {
+                        let mut size = String::new();
+                        self.r.read_line(&mut size)?;
+                        if size.trim().is_empty() {
+                            // The CRLF after the previous chunk.
+                            size.clear();
+                            if self.r.read_line(&mut size)? == 0 {
+                                // The server closed the connection without a last chunk.
+                                *done = true;
+                                return Ok(0);
+                            }
+                        }
+                        let hex = size.trim().split(';').next().unwrap_or_default();
+                        let n = usize::from_str_radix(hex, 16).map_err(|_| {
+                            std::io::Error::new(std::io::ErrorKind::InvalidData, format!("bad chunk size {size:?}"))
+                        })?;
+                        if n == 0 {
+                            *done = true;
+                            return Ok(0);
+                        }
+                        *left = n;
+                    }
+                    let n = (*left).min(buf.len());
+                    let got = self.r.read(&mut buf[..n])?;
+                    if got == 0 {
+                        *done = true;
+                    }
+                    *left -= got;
+                    Ok(got)
+                }
+            }
+        }
     }
 }

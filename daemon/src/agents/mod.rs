@@ -95,23 +95,14 @@ impl Registry {
             let mut manifest: Manifest = match toml::from_str(b.manifest) {
                 Ok(m) => m,
                 Err(e) => {
-                    reg.load_errors
-                        .push(format!("built-in agent {}: {e}", b.id));
+                    reg.load_errors.push(format!("built-in agent {}: {e}", b.id));
                     continue;
                 }
             };
             manifest.prompt = None;
-            let prompt =
-                crate::resources::override_text(config_dir, &format!("agents/{}.md", b.id))
-                    .unwrap_or_else(|| b.prompt.to_string());
-            reg.agents.insert(
-                b.id.to_string(),
-                Agent {
-                    manifest,
-                    prompt,
-                    origin: Origin::Builtin,
-                },
-            );
+            let prompt = crate::resources::override_text(config_dir, &format!("agents/{}.md", b.id))
+                .unwrap_or_else(|| b.prompt.to_string());
+            reg.agents.insert(b.id.to_string(), Agent { manifest, prompt, origin: Origin::Builtin });
         }
         let dir = config_dir.join("agents");
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -124,13 +115,11 @@ impl Registry {
         files.sort();
         for file in files {
             match load_user_agent(&file) {
-                Ok(agent) if reg.agents.contains_key(&agent.manifest.id) => {
-                    reg.load_errors.push(format!(
-                        "{}: agent id `{}` is already taken by a built-in or earlier agent",
-                        file.display(),
-                        agent.manifest.id
-                    ))
-                }
+                Ok(agent) if reg.agents.contains_key(&agent.manifest.id) => reg.load_errors.push(format!(
+                    "{}: agent id `{}` is already taken by a built-in or earlier agent",
+                    file.display(),
+                    agent.manifest.id
+                )),
                 Ok(agent) => {
                     reg.agents.insert(agent.manifest.id.clone(), agent);
                 }
@@ -155,8 +144,7 @@ impl Registry {
 
 fn load_user_agent(file: &Path) -> Result<Agent> {
     let text = std::fs::read_to_string(file).context("cannot read file")?;
-    let mut manifest: Manifest =
-        toml::from_str(&text).map_err(|e| anyhow!("invalid agent manifest: {e}"))?;
+    let mut manifest: Manifest = toml::from_str(&text).map_err(|e| anyhow!("invalid agent manifest: {e}"))?;
     validate_manifest(&manifest)?;
     let prompt = match (manifest.prompt.take(), manifest.prompt_file.take()) {
         (Some(p), None) => p,
@@ -171,25 +159,16 @@ fn load_user_agent(file: &Path) -> Result<Agent> {
     if prompt.trim().is_empty() {
         bail!("the agent's prompt is empty");
     }
-    Ok(Agent {
-        manifest,
-        prompt,
-        origin: Origin::User,
-    })
+    Ok(Agent { manifest, prompt, origin: Origin::User })
 }
 
 /// Checks a manifest's values; also run on built-ins by the tests.
 pub fn validate_manifest(m: &Manifest) -> Result<()> {
     let id_ok = !m.id.is_empty()
         && m.id.len() <= 64
-        && m.id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        && m.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
     if !id_ok {
-        bail!(
-            "key `id` must be 1-64 lowercase ASCII letters, digits, '_' or '-' (got {:?})",
-            m.id
-        );
+        bail!("key `id` must be 1-64 lowercase ASCII letters, digits, '_' or '-' (got {:?})", m.id);
     }
     if m.name.trim().is_empty() {
         bail!("key `name` must not be blank");
@@ -198,25 +177,16 @@ pub fn validate_manifest(m: &Manifest) -> Result<()> {
         bail!("key `description` must not be blank");
     }
     if !(1..=16).contains(&m.max_iterations) {
-        bail!(
-            "key `max_iterations` must be between 1 and 16 (got {})",
-            m.max_iterations
-        );
+        bail!("key `max_iterations` must be between 1 and 16 (got {})", m.max_iterations);
     }
     for t in &m.tools {
         if !AGENT_TOOLS.contains(&t.as_str()) {
-            bail!(
-                "key `tools`: `{t}` is not a tool subagents may use; allowed: {}",
-                AGENT_TOOLS.join(", ")
-            );
+            bail!("key `tools`: `{t}` is not a tool subagents may use; allowed: {}", AGENT_TOOLS.join(", "));
         }
     }
     for r in &m.requires {
         if !BINDINGS.contains(&r.as_str()) {
-            bail!(
-                "key `requires`: unknown binding `{r}`; allowed: {}",
-                BINDINGS.join(", ")
-            );
+            bail!("key `requires`: unknown binding `{r}`; allowed: {}", BINDINGS.join(", "));
         }
     }
     Ok(())
@@ -226,9 +196,7 @@ pub fn validate_manifest(m: &Manifest) -> Result<()> {
 pub fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
     let m = &agent.manifest;
     if m.requires.iter().any(|r| r == "toolkit") {
-        return Err(
-            "needs a third-party toolkit binding, which cannot be provided over MCP".to_string(),
-        );
+        return Err("needs a third-party toolkit binding, which cannot be provided over MCP".to_string());
     }
     if m.requires.iter().any(|r| r == "llm") && config.llm.provider == LlmProvider::None {
         return Err("no LLM is configured: set [llm].provider (openai or anthropic), [llm].model and, for hosted APIs, [llm].api_key_env".to_string());
@@ -245,8 +213,7 @@ mod tests {
     fn every_builtin_manifest_is_valid_and_matches_its_id() {
         assert!(BUILTINS.len() >= 12);
         for b in BUILTINS {
-            let m: Manifest =
-                toml::from_str(b.manifest).unwrap_or_else(|e| panic!("{}: {e}", b.id));
+            let m: Manifest = toml::from_str(b.manifest).unwrap_or_else(|e| panic!("{}: {e}", b.id));
             assert_eq!(m.id, b.id);
             validate_manifest(&m).unwrap_or_else(|e| panic!("{}: {e}", b.id));
             assert!(b.prompt.len() > 200, "{} prompt too short", b.id);
@@ -263,7 +230,11 @@ mod tests {
             "id = \"mine\"\nname = \"Mine\"\ndescription = \"Mine.\"\ntools = [\"memory.search\"]\nprompt = \"You help.\"\n",
         )
         .unwrap();
-        std::fs::write(agents.join("bad.toml"), "id = \"bad\"\nname = \"B\"\ndescription = \"d\"\ntools = [\"memory.forget\"]\nprompt = \"x\"\n").unwrap();
+        std::fs::write(
+            agents.join("bad.toml"),
+            "id = \"bad\"\nname = \"B\"\ndescription = \"d\"\ntools = [\"memory.forget\"]\nprompt = \"x\"\n",
+        )
+        .unwrap();
         std::fs::write(
             agents.join("dup.toml"),
             "id = \"planner\"\nname = \"P\"\ndescription = \"d\"\nprompt = \"x\"\n",

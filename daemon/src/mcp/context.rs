@@ -41,10 +41,7 @@ impl RequestCtx {
         if let Some(m) = message {
             params["message"] = Value::from(m);
         }
-        let _ = self
-            .notify
-            .send(notification("notifications/progress", params).to_string())
-            .await;
+        let _ = self.notify.send(notification("notifications/progress", params).to_string()).await;
     }
 
     /// Sends `notifications/message` when the level passes the session's (or request's) filter.
@@ -57,9 +54,6 @@ impl RequestCtx {
             return;
         }
         let params = json!({ "level": level, "logger": "openhuman", "data": data });
-        let _ = self
-            .notify
-            .send(notification("notifications/message", params).to_string())
-            .await;
+        let _ = self.notify.send(notification("notifications/message", params).to_string()).await;
     }
 }

@@ -16,27 +16,19 @@ search and recall what the user has stored (notes, e-mail, chats, learnings) and
 use agent.list_subagents to see the specialist subagents. Writes are audited and may be refused by \
 the user's security policy; a refusal message says why.";
 
-pub fn initialize(
-    state: &AppState,
-    session: &Arc<Session>,
-    params: &Map<String, Value>,
-) -> Result<Value, RpcError> {
+pub fn initialize(state: &AppState, session: &Arc<Session>, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let requested = match params.get("protocolVersion") {
         None | Some(Value::Null) => None,
         Some(Value::String(v)) => Some(v.as_str()),
         Some(_) => {
-            return Err(RpcError::invalid_params(
-                "`protocolVersion` must be a string such as \"2025-11-25\"",
-            ));
+            return Err(RpcError::invalid_params("`protocolVersion` must be a string such as \"2025-11-25\""));
         }
     };
     let client_info = match params.get("clientInfo") {
         None | Some(Value::Null) => None,
         Some(v @ Value::Object(_)) => Some(v),
         Some(_) => {
-            return Err(RpcError::invalid_params(
-                "`clientInfo` must be an object with a `name`",
-            ));
+            return Err(RpcError::invalid_params("`clientInfo` must be an object with a `name`"));
         }
     };
     let version = negotiate(requested);
@@ -74,9 +66,10 @@ pub fn discover(state: &AppState) -> Value {
 }
 
 pub fn set_level(session: &Session, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    let level = params.get("level").and_then(Value::as_str).ok_or_else(|| {
-        RpcError::invalid_params(format!("missing `level`: one of {}", LOG_LEVELS.join(", ")))
-    })?;
+    let level = params
+        .get("level")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params(format!("missing `level`: one of {}", LOG_LEVELS.join(", "))))?;
     if !session.set_log_level(level) {
         return Err(RpcError::invalid_params(format!(
             "unknown log level {level:?}: use one of {}",

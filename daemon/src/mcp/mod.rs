@@ -25,8 +25,7 @@ use tokio::sync::mpsc;
 
 pub use context::RequestCtx;
 use protocol::{
-    Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, RpcError, error_envelope,
-    result_envelope,
+    Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, RpcError, error_envelope, result_envelope,
 };
 use session::{LOG_LEVELS, id_key, source_label};
 pub use session::{Session, Transport};
@@ -66,17 +65,12 @@ impl Dispatcher {
                     codes::PARSE_ERROR,
                     format!("parse error: {what} ({e}); send one JSON-RPC object per line"),
                 );
-                session
-                    .send(error_envelope(&Value::Null, &err).to_string())
-                    .await;
+                session.send(error_envelope(&Value::Null, &err).to_string()).await;
                 return;
             }
         };
         let inline = match &msg {
-            Value::Object(o) => {
-                o.get("id").is_none()
-                    || o.get("method").and_then(Value::as_str) == Some("initialize")
-            }
+            Value::Object(o) => o.get("id").is_none() || o.get("method").and_then(Value::as_str) == Some("initialize"),
             _ => false,
         };
         if inline {
@@ -98,22 +92,17 @@ impl Dispatcher {
     pub async fn on_overlong(&self, session: &Arc<Session>, limit: usize) {
         let err = RpcError::new(
             codes::PARSE_ERROR,
-            format!("parse error: message longer than the {limit}-byte line limit was discarded; send smaller messages"),
+            format!(
+                "parse error: message longer than the {limit}-byte line limit was discarded; send smaller messages"
+            ),
         )
         .with_data(json!({ "max_line_bytes": limit }));
-        session
-            .send(error_envelope(&Value::Null, &err).to_string())
-            .await;
+        session.send(error_envelope(&Value::Null, &err).to_string()).await;
     }
 
     /// Handles one decoded message (object or batch). Returns the reply, if any. `notify` carries
     /// progress and log notifications of the requests in it.
-    pub async fn handle(
-        &self,
-        session: &Arc<Session>,
-        msg: Value,
-        notify: mpsc::Sender<String>,
-    ) -> Option<Value> {
+    pub async fn handle(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Value> {
         match msg {
             Value::Array(items) => self.handle_batch(session, items, notify).await,
             other => self.handle_one(session, other, notify).await,
@@ -150,19 +139,10 @@ impl Dispatcher {
             replies[i] = reply;
         }
         let replies: Vec<Value> = replies.into_iter().flatten().collect();
-        if replies.is_empty() {
-            None
-        } else {
-            Some(Value::Array(replies))
-        }
+        if replies.is_empty() { None } else { Some(Value::Array(replies)) }
     }
 
-    async fn handle_one(
-        &self,
-        session: &Arc<Session>,
-        msg: Value,
-        notify: mpsc::Sender<String>,
-    ) -> Option<Value> {
+    async fn handle_one(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Value> {
         let Value::Object(obj) = msg else {
             return Some(error_envelope(
                 &Value::Null,
@@ -171,32 +151,19 @@ impl Dispatcher {
         };
         let id = obj.get("id").cloned();
         let id_ok = matches!(id, Some(Value::String(_)) | Some(Value::Number(_)));
-        let reply_id = if id_ok {
-            id.clone().unwrap_or(Value::Null)
-        } else {
-            Value::Null
-        };
+        let reply_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Some(error_envelope(
-                &reply_id,
-                &RpcError::invalid_request("`jsonrpc` must be \"2.0\""),
-            ));
+            return Some(error_envelope(&reply_id, &RpcError::invalid_request("`jsonrpc` must be \"2.0\"")));
         }
         let method = match obj.get("method") {
             Some(Value::String(m)) => m.clone(),
             Some(_) => {
-                return Some(error_envelope(
-                    &reply_id,
-                    &RpcError::invalid_request("`method` must be a string"),
-                ));
+                return Some(error_envelope(&reply_id, &RpcError::invalid_request("`method` must be a string")));
             }
             // A response from the client: we never send requests, so there is nothing to match it to.
             None if obj.contains_key("result") || obj.contains_key("error") => return None,
             None => {
-                return Some(error_envelope(
-                    &reply_id,
-                    &RpcError::invalid_request("missing `method`"),
-                ));
+                return Some(error_envelope(&reply_id, &RpcError::invalid_request("missing `method`")));
             }
         };
         let params = match obj.get("params") {
@@ -204,10 +171,7 @@ impl Dispatcher {
             Some(Value::Object(p)) => p.clone(),
             Some(_) => {
                 id.as_ref()?;
-                return Some(error_envelope(
-                    &reply_id,
-                    &RpcError::invalid_params("`params` must be an object"),
-                ));
+                return Some(error_envelope(&reply_id, &RpcError::invalid_params("`params` must be an object")));
             }
         };
         let Some(id) = id else {
@@ -215,26 +179,20 @@ impl Dispatcher {
             return None;
         };
         if !id_ok {
-            return Some(error_envelope(
-                &Value::Null,
-                &RpcError::invalid_request("`id` must be a string or a number"),
-            ));
+            return Some(error_envelope(&Value::Null, &RpcError::invalid_request("`id` must be a string or a number")));
         }
         let key = id_key(&id);
         let cancel = session.cancel.child_token();
         if !session.begin(&key, cancel.clone()) {
             return Some(error_envelope(
                 &id,
-                &RpcError::invalid_request(format!(
-                    "request id {key} is already in flight; use a new id"
-                )),
+                &RpcError::invalid_request(format!("request id {key} is already in flight; use a new id")),
             ));
         }
         // Unregisters the id however this future ends, including being dropped (an HTTP client
         // that hangs up).
         let _inflight = InflightGuard { session, key: &key };
-        let routed = AssertUnwindSafe(self.route(session, &method, params, cancel.clone(), notify))
-            .catch_unwind();
+        let routed = AssertUnwindSafe(self.route(session, &method, params, cancel.clone(), notify)).catch_unwind();
         let outcome = tokio::select! {
             r = routed => Some(r),
             _ = cancel.cancelled() => None,
@@ -282,9 +240,7 @@ impl Dispatcher {
         notify: mpsc::Sender<String>,
     ) -> Result<Value, RpcError> {
         let meta = params.get("_meta").and_then(Value::as_object);
-        let meta_version = meta
-            .and_then(|m| m.get(META_VERSION))
-            .and_then(Value::as_str);
+        let meta_version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
         match method {
             "initialize" => return lifecycle::initialize(&self.state, session, &params),
             "server/discover" => return Ok(lifecycle::discover(&self.state)),
@@ -314,10 +270,7 @@ impl Dispatcher {
         };
         let (source, client_info, log_level) = if era.is_modern() {
             let info = meta.and_then(|m| m.get(META_CLIENT_INFO)).cloned();
-            let name = info
-                .as_ref()
-                .and_then(|i| i.get("name"))
-                .and_then(Value::as_str);
+            let name = info.as_ref().and_then(|i| i.get("name")).and_then(Value::as_str);
             let level = meta
                 .and_then(|m| m.get(META_LOG_LEVEL))
                 .and_then(Value::as_str)
@@ -375,9 +328,7 @@ fn modernise(method: &str, result: &mut Value) {
     obj.insert("resultType".into(), Value::from("complete"));
     let ttl = match method {
         "tools/list" => Some(protocol::TOOLS_TTL_MS),
-        "resources/list" | "resources/templates/list" | "resources/read" => {
-            Some(protocol::RESOURCES_TTL_MS)
-        }
+        "resources/list" | "resources/templates/list" | "resources/read" => Some(protocol::RESOURCES_TTL_MS),
         _ => None,
     };
     if let Some(ttl) = ttl {
@@ -390,9 +341,9 @@ fn modernise(method: &str, result: &mut Value) {
 pub(crate) fn reject_cursor(params: &Map<String, Value>) -> Result<(), RpcError> {
     match params.get("cursor") {
         None | Some(Value::Null) => Ok(()),
-        Some(c) => Err(RpcError::invalid_params(format!(
-            "invalid cursor {c}: this list has a single page; omit `cursor`"
-        ))),
+        Some(c) => {
+            Err(RpcError::invalid_params(format!("invalid cursor {c}: this list has a single page; omit `cursor`")))
+        }
     }
 }
 
@@ -428,25 +379,15 @@ mod tests {
 
     fn rig() -> Rig {
         let home = tempfile::tempdir().unwrap();
-        let state = AppState::new(
-            openhuman_common::Paths::under_home(home.path()),
-            Config::default(),
-        );
+        let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
         let (tx, rx) = mpsc::channel(64);
         let session = Arc::new(Session::new(Transport::Stdio, state.abort_token(), tx));
-        Rig {
-            dispatcher: Dispatcher::new(state),
-            session,
-            rx,
-            _home: home,
-        }
+        Rig { dispatcher: Dispatcher::new(state), session, rx, _home: home }
     }
 
     impl Rig {
         async fn line(&self, v: Value) {
-            self.dispatcher
-                .on_line(&self.session, v.to_string().as_bytes())
-                .await;
+            self.dispatcher.on_line(&self.session, v.to_string().as_bytes()).await;
         }
         async fn next(&mut self) -> Value {
             let line = tokio::time::timeout(Duration::from_secs(10), self.rx.recv())
@@ -456,10 +397,12 @@ mod tests {
             serde_json::from_str(&line).unwrap()
         }
         async fn init(&mut self) {
-            self.line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}})).await;
+            self.line(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+            )
+            .await;
             assert_eq!(self.next().await["id"], 0);
-            self.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-                .await;
+            self.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         }
     }
 
@@ -476,13 +419,8 @@ mod tests {
         let mut r = rig();
         r.init().await;
         r.line(sleep_call(1, 20, None)).await;
-        r.line(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
-            .await;
-        assert_eq!(
-            r.next().await["id"],
-            2,
-            "ping answered while the slow call runs"
-        );
+        r.line(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await;
+        assert_eq!(r.next().await["id"], 2, "ping answered while the slow call runs");
         let slow = r.next().await;
         assert_eq!(slow["id"], 1);
         assert_eq!(slow["result"]["structuredContent"]["slept_steps"], 20);
@@ -499,8 +437,7 @@ mod tests {
         assert_eq!(p["method"], "notifications/progress");
         assert_eq!(p["params"]["progressToken"], "tok");
         r.line(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})).await;
-        r.line(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}))
-            .await;
+        r.line(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"})).await;
         loop {
             let m = r.next().await;
             if m["method"] == "notifications/progress" {
@@ -510,10 +447,7 @@ mod tests {
             break;
         }
         assert_eq!(r.session.inflight_count(), 0);
-        assert!(
-            tools::test_tools::DROPPED.load(Ordering::SeqCst) > before,
-            "the handler was dropped"
-        );
+        assert!(tools::test_tools::DROPPED.load(Ordering::SeqCst) > before, "the handler was dropped");
         // The id is free again.
         r.line(sleep_call(7, 1, None)).await;
         loop {
@@ -533,16 +467,8 @@ mod tests {
         r.line(sleep_call(5, 1, None)).await;
         let dup = r.next().await;
         assert_eq!(dup["error"]["code"], -32600);
-        assert!(
-            dup["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("already in flight")
-        );
-        assert_eq!(
-            r.next().await["result"]["structuredContent"]["slept_steps"],
-            30
-        );
+        assert!(dup["error"]["message"].as_str().unwrap().contains("already in flight"));
+        assert_eq!(r.next().await["result"]["structuredContent"]["slept_steps"], 30);
     }
 
     #[tokio::test]

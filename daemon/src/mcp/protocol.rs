@@ -11,13 +11,7 @@ pub const LATEST_LEGACY: &str = "2025-11-25";
 /// The stateless era: version travels in every request's `_meta`.
 pub const MODERN: &str = "2026-07-28";
 /// Every version, newest first, as advertised by `server/discover` and -32022 errors.
-pub const SUPPORTED: &[&str] = &[
-    MODERN,
-    "2025-11-25",
-    "2025-06-18",
-    "2025-03-26",
-    "2024-11-05",
-];
+pub const SUPPORTED: &[&str] = &[MODERN, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
@@ -55,11 +49,7 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError {
-            code,
-            message: message.into(),
-            data: None,
-        }
+        RpcError { code, message: message.into(), data: None }
     }
     pub fn with_data(mut self, data: Value) -> RpcError {
         self.data = Some(data);
@@ -72,11 +62,8 @@ impl RpcError {
         RpcError::new(codes::INVALID_PARAMS, message)
     }
     pub fn method_not_found(method: &str) -> RpcError {
-        RpcError::new(
-            codes::METHOD_NOT_FOUND,
-            format!("method not found: {method}"),
-        )
-        .with_data(json!({ "method": method }))
+        RpcError::new(codes::METHOD_NOT_FOUND, format!("method not found: {method}"))
+            .with_data(json!({ "method": method }))
     }
     pub fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(codes::INTERNAL_ERROR, message)
@@ -88,11 +75,8 @@ impl RpcError {
         )
     }
     pub fn unsupported_version(requested: &str) -> RpcError {
-        RpcError::new(
-            codes::UNSUPPORTED_PROTOCOL_VERSION,
-            "Unsupported protocol version",
-        )
-        .with_data(json!({ "supported": SUPPORTED, "requested": requested }))
+        RpcError::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(json!({ "supported": SUPPORTED, "requested": requested }))
     }
 }
 
@@ -118,10 +102,7 @@ pub fn notification(method: &str, params: Value) -> Value {
 /// The version an `initialize` request gets: the one it asked for when we know it, else the
 /// newest handshake-era version.
 pub fn negotiate(requested: Option<&str>) -> &'static str {
-    requested
-        .and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r))
-        .copied()
-        .unwrap_or(LATEST_LEGACY)
+    requested.and_then(|r| LEGACY_VERSIONS.iter().find(|v| **v == r)).copied().unwrap_or(LATEST_LEGACY)
 }
 
 #[cfg(test)]

@@ -28,25 +28,16 @@ pub fn read(state: &AppState, params: &Map<String, Value>, era: &Era) -> Result<
         Some(Value::String(_)) => return Err(RpcError::invalid_params("`uri` must not be blank")),
         Some(_) => return Err(RpcError::invalid_params("`uri` must be a string")),
         None => {
-            return Err(RpcError::invalid_params(
-                "missing `uri`: resources/list shows the available ones",
-            ));
+            return Err(RpcError::invalid_params("missing `uri`: resources/list shows the available ones"));
         }
     };
     match catalog::read(uri, &state.paths().config_dir, &state.agents()) {
         Some(text) => Ok(json!({ "contents": [{ "uri": uri, "mimeType": MIME, "text": text }] })),
         None => {
             // 2026-07-28 folded resource-not-found into invalid params.
-            let code = if era.is_modern() {
-                codes::INVALID_PARAMS
-            } else {
-                codes::RESOURCE_NOT_FOUND
-            };
-            Err(RpcError::new(
-                code,
-                format!("resource not found: {uri}; resources/list shows the available ones"),
-            )
-            .with_data(json!({ "uri": uri })))
+            let code = if era.is_modern() { codes::INVALID_PARAMS } else { codes::RESOURCE_NOT_FOUND };
+            Err(RpcError::new(code, format!("resource not found: {uri}; resources/list shows the available ones"))
+                .with_data(json!({ "uri": uri })))
         }
     }
 }

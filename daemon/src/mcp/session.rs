@@ -23,16 +23,7 @@ pub enum Transport {
 }
 
 /// Syslog-style levels of MCP logging, least severe first.
-pub const LOG_LEVELS: &[&str] = &[
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+pub const LOG_LEVELS: &[&str] = &["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
 const LEVEL_UNSET: u8 = u8::MAX;
 
 pub struct Session {
@@ -52,11 +43,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(
-        transport: Transport,
-        parent: &CancellationToken,
-        out: mpsc::Sender<String>,
-    ) -> Session {
+    pub fn new(transport: Transport, parent: &CancellationToken, out: mpsc::Sender<String>) -> Session {
         Session {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             transport,
@@ -92,9 +79,7 @@ impl Session {
 
     /// Records the client's name from `initialize`; the first observation wins for the session.
     pub fn observe_client(&self, client_info: Option<&Value>) {
-        let name = client_info
-            .and_then(|c| c.get("name"))
-            .and_then(Value::as_str);
+        let name = client_info.and_then(|c| c.get("name")).and_then(Value::as_str);
         let _ = self.source.set(source_label(name));
         if let Some(info) = client_info {
             let _ = self.client_info.set(info.clone());
@@ -103,10 +88,7 @@ impl Session {
 
     /// `mcp:<client>` or `mcp`: the provenance label of this session's writes.
     pub fn source(&self) -> String {
-        self.source
-            .get()
-            .cloned()
-            .unwrap_or_else(|| "mcp".to_string())
+        self.source.get().cloned().unwrap_or_else(|| "mcp".to_string())
     }
 
     pub fn client_info(&self) -> Option<Value> {

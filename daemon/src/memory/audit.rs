@@ -12,16 +12,8 @@ use super::util::truncate_bytes;
 pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 
 pub(crate) fn insert(conn: &Connection, r: &AuditRow) -> rusqlite::Result<()> {
-    let client = if r.client_info.is_null() {
-        None
-    } else {
-        Some(r.client_info.to_string())
-    };
-    let summary = if r.args_summary.is_null() {
-        "{}".to_string()
-    } else {
-        r.args_summary.to_string()
-    };
+    let client = if r.client_info.is_null() { None } else { Some(r.client_info.to_string()) };
+    let summary = if r.args_summary.is_null() { "{}".to_string() } else { r.args_summary.to_string() };
     conn.prepare_cached(
         "INSERT INTO mcp_audit (ts_ms, tool, source, client_info, success, error, result_id, args_summary)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -51,11 +43,7 @@ pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> anyhow::Result<Vec<Aud
     if let Some(c) = &q.client {
         args.push(Box::new(c.clone()));
         args.push(Box::new(format!("mcp:{c}")));
-        sql.push_str(&format!(
-            " AND (source = ?{} OR source = ?{})",
-            args.len() - 1,
-            args.len()
-        ));
+        sql.push_str(&format!(" AND (source = ?{} OR source = ?{})", args.len() - 1, args.len()));
     }
     if let Some(s) = q.since_ms {
         args.push(Box::new(s));
@@ -65,10 +53,7 @@ pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> anyhow::Result<Vec<Aud
         sql.push_str(" AND success = 0");
     }
     args.push(Box::new(q.limit.unwrap_or(50) as i64));
-    sql.push_str(&format!(
-        " ORDER BY ts_ms DESC, id DESC LIMIT ?{}",
-        args.len()
-    ));
+    sql.push_str(&format!(" ORDER BY ts_ms DESC, id DESC LIMIT ?{}", args.len()));
     let rows = conn
         .prepare(&sql)?
         .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
@@ -78,9 +63,7 @@ pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> anyhow::Result<Vec<Aud
                 ts_ms: r.get(0)?,
                 tool: r.get(1)?,
                 source: r.get(2)?,
-                client_info: client
-                    .and_then(|c| serde_json::from_str(&c).ok())
-                    .unwrap_or(Value::Null),
+                client_info: client.and_then(|c| serde_json::from_str(&c).ok()).unwrap_or(Value::Null),
                 success: r.get(4)?,
                 error: r.get(5)?,
                 result_id: r.get(6)?,

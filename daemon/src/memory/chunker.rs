@@ -106,28 +106,18 @@ fn parse_blocks(text: &str, format: Format) -> Vec<Block> {
                 let mut body = Vec::new();
                 let mut close = String::new();
                 for l in lines.by_ref() {
-                    if fence_marker(l).is_some_and(|(c2, n2)| c2 == c && n2 >= n)
-                        && l.trim().chars().all(|x| x == c)
-                    {
+                    if fence_marker(l).is_some_and(|(c2, n2)| c2 == c && n2 >= n) && l.trim().chars().all(|x| x == c) {
                         close = l.to_string();
                         break;
                     }
                     body.push(l.to_string());
                 }
-                blocks.push(Block::Code {
-                    open: line.to_string(),
-                    body,
-                    close,
-                });
+                blocks.push(Block::Code { open: line.to_string(), body, close });
                 continue;
             }
             if let Some((level, text)) = heading(line) {
                 flush(&mut para, &mut blocks);
-                blocks.push(Block::Heading {
-                    level,
-                    text,
-                    raw: line.to_string(),
-                });
+                blocks.push(Block::Heading { level, text, raw: line.to_string() });
                 continue;
             }
         }
@@ -146,10 +136,7 @@ fn split_block(block: &Block) -> Vec<String> {
     match block {
         Block::Code { open, body, close } => {
             let close = if close.is_empty() {
-                open.trim_start()
-                    .chars()
-                    .take_while(|c| *c == '`' || *c == '~')
-                    .collect()
+                open.trim_start().chars().take_while(|c| *c == '`' || *c == '~').collect()
             } else {
                 close.clone()
             };
@@ -181,8 +168,8 @@ fn split_prose(text: &str) -> Vec<String> {
     let mut start = 0;
     let bytes = text.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
-        let end_of_sentence = matches!(b, b'.' | b'!' | b'?')
-            && bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace());
+        let end_of_sentence =
+            matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_some_and(|n| n.is_ascii_whitespace());
         if end_of_sentence || b == b'\n' {
             sentences.push(&text[start..=i]);
             start = i + 1;
@@ -235,11 +222,7 @@ impl Packer {
         }
         let content = self.parts.join("\n\n");
         let tokens = estimate_tokens(&content);
-        self.chunks.push(TextChunk {
-            content,
-            heading: self.heading.clone(),
-            tokens,
-        });
+        self.chunks.push(TextChunk { content, heading: self.heading.clone(), tokens });
         self.parts.clear();
         self.tokens = 0;
     }
@@ -263,27 +246,13 @@ pub(crate) fn chunk_text(text: &str, format: Format) -> Vec<TextChunk> {
         if let Block::Heading { level, text, .. } = &b {
             path.retain(|(l, _)| l < level);
             path.push((*level, text.clone()));
-            let joined = path
-                .iter()
-                .map(|(_, t)| t.as_str())
-                .filter(|t| !t.is_empty())
-                .collect::<Vec<_>>()
-                .join(" > ");
+            let joined = path.iter().map(|(_, t)| t.as_str()).filter(|t| !t.is_empty()).collect::<Vec<_>>().join(" > ");
             sections.push((Some(joined).filter(|s| !s.is_empty()), Vec::new()));
         }
-        sections
-            .last_mut()
-            .expect("sections is never empty")
-            .1
-            .push(b);
+        sections.last_mut().expect("sections is never empty").1.push(b);
     }
 
-    let mut p = Packer {
-        chunks: Vec::new(),
-        parts: Vec::new(),
-        tokens: 0,
-        heading: None,
-    };
+    let mut p = Packer { chunks: Vec::new(), parts: Vec::new(), tokens: 0, heading: None };
     for (heading, blocks) in sections {
         if blocks.is_empty() {
             continue;
@@ -338,10 +307,7 @@ mod tests {
 
     #[test]
     fn small_markdown_is_one_chunk_with_its_heading() {
-        let c = chunk_text(
-            "# Title\n\nHello there.\n\n## Sub\n\nMore.",
-            Format::Markdown,
-        );
+        let c = chunk_text("# Title\n\nHello there.\n\n## Sub\n\nMore.", Format::Markdown);
         assert_eq!(c.len(), 1);
         assert_eq!(c[0].heading.as_deref(), Some("Title"));
         assert_eq!(c[0].content, "# Title\n\nHello there.\n\n## Sub\n\nMore.");
@@ -351,22 +317,14 @@ mod tests {
     #[test]
     fn sections_pack_into_target_sizes_at_heading_boundaries() {
         // Twelve sections of ~130 tokens each.
-        let text: String = (0..12)
-            .map(|i| format!("## S{i}\n\n{}\n\n", words(100, "w")))
-            .collect();
+        let text: String = (0..12).map(|i| format!("## S{i}\n\n{}\n\n", words(100, "w"))).collect();
         let chunks = chunk_text(&text, Format::Markdown);
         for c in &chunks {
             assert!(c.tokens <= MAX_TOKENS, "{}", c.tokens);
-            assert!(
-                c.content.starts_with("## S"),
-                "chunk does not start at a heading: {}",
-                &c.content[..20]
-            );
+            assert!(c.content.starts_with("## S"), "chunk does not start at a heading: {}", &c.content[..20]);
         }
         assert!(
-            chunks[..chunks.len() - 1]
-                .iter()
-                .all(|c| c.tokens >= MIN_TOKENS),
+            chunks[..chunks.len() - 1].iter().all(|c| c.tokens >= MIN_TOKENS),
             "{:?}",
             chunks.iter().map(|c| c.tokens).collect::<Vec<_>>()
         );
@@ -380,12 +338,7 @@ mod tests {
         let chunks = chunk_text(&para, Format::Plain);
         assert!(chunks.len() >= 3);
         for c in &chunks {
-            assert!(
-                c.tokens <= MAX_TOKENS && c.content.ends_with('.'),
-                "{} {}",
-                c.tokens,
-                c.content.len()
-            );
+            assert!(c.tokens <= MAX_TOKENS && c.content.ends_with('.'), "{} {}", c.tokens, c.content.len());
         }
         // One enormous sentence still gets cut, by words.
         let chunks = chunk_text(&words(2000, "x"), Format::Plain);
@@ -394,31 +347,20 @@ mod tests {
 
     #[test]
     fn code_fences_stay_whole_unless_huge() {
-        let code: String = (0..100)
-            .map(|i| format!("let x{i} = compute(a, b, c);\n"))
-            .collect();
+        let code: String = (0..100).map(|i| format!("let x{i} = compute(a, b, c);\n")).collect();
         let text = format!("Intro text.\n\n```rust\n{code}```\n\nAfter.");
         let chunks = chunk_text(&text, Format::Markdown);
-        let fenced: Vec<_> = chunks
-            .iter()
-            .filter(|c| c.content.contains("```"))
-            .collect();
+        let fenced: Vec<_> = chunks.iter().filter(|c| c.content.contains("```")).collect();
         assert_eq!(fenced.len(), 1, "a ~780-token fence must not be split");
         assert!(fenced[0].content.starts_with("```rust\n") && fenced[0].content.ends_with("```"));
         // A '#' inside a fence is not a heading.
         let c = chunk_text("```\n# not a heading\n```", Format::Markdown);
         assert_eq!(c[0].heading, None);
-        let huge: String = (0..400)
-            .map(|i| format!("let y{i} = compute(a, b, c);\n"))
-            .collect();
+        let huge: String = (0..400).map(|i| format!("let y{i} = compute(a, b, c);\n")).collect();
         let chunks = chunk_text(&format!("~~~\n{huge}~~~"), Format::Markdown);
         assert!(chunks.len() >= 3);
         for c in &chunks {
-            assert!(
-                c.content.starts_with("~~~\n") && c.content.ends_with("\n~~~"),
-                "{}",
-                c.content
-            );
+            assert!(c.content.starts_with("~~~\n") && c.content.ends_with("\n~~~"), "{}", c.content);
             assert!(c.tokens <= MAX_TOKENS + 10);
         }
     }

@@ -218,12 +218,7 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
         if let Some(e) = out.iter_mut().find(|e| e.id == id) {
             e.mentions += 1;
         } else {
-            out.push(Entity {
-                id,
-                kind,
-                display: display.to_string(),
-                mentions: 1,
-            });
+            out.push(Entity { id, kind, display: display.to_string(), mentions: 1 });
         }
     };
     // A run of capitalised words, ended by any other word or by punctuation.
@@ -239,9 +234,8 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
     for line in text.lines() {
         for raw in line.split_whitespace() {
             let word = raw.trim_start_matches(['(', '<', '[', '"', '\'', '*', '_', '`', '{']);
-            let word_trimmed = word.trim_end_matches([
-                '.', ',', ';', ':', '!', '?', ')', '>', ']', '"', '\'', '*', '_', '`', '}',
-            ]);
+            let word_trimmed =
+                word.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '>', ']', '"', '\'', '*', '_', '`', '}']);
             let punct_after = word_trimmed.len() < word.len();
             let word = word_trimmed;
             if word.is_empty() {
@@ -261,11 +255,7 @@ pub(crate) fn extract(text: &str) -> Vec<Entity> {
             }
             if let Some(name) = word.strip_prefix('@').filter(|n| is_handle(n)) {
                 end_run(&mut run, &mut add);
-                add(
-                    format!("handle:@{}", name.to_ascii_lowercase()),
-                    "handle",
-                    word,
-                );
+                add(format!("handle:@{}", name.to_ascii_lowercase()), "handle", word);
                 continue;
             }
             if let Some(tag) = word.strip_prefix('#').filter(|t| is_hashtag(t)) {
@@ -297,27 +287,15 @@ fn name_entity(run: &[&str]) -> Option<(String, &'static str, String)> {
         && pos >= 1
     {
         let start = pos.saturating_sub(3);
-        let words: Vec<&str> = run[start..=pos]
-            .iter()
-            .copied()
-            .skip_while(|w| NOT_NAMES.contains(w))
-            .collect();
+        let words: Vec<&str> = run[start..=pos].iter().copied().skip_while(|w| NOT_NAMES.contains(w)).collect();
         if words.len() >= 2 {
             let display = words.join(" ");
             return Some((format!("org:{}", slug(&display)), "org", display));
         }
     }
     // A person: two or three words, none of them a common capitalised word.
-    let words: Vec<&str> = run
-        .iter()
-        .copied()
-        .skip_while(|w| NOT_NAMES.contains(w))
-        .collect();
-    if (2..=3).contains(&words.len())
-        && words
-            .iter()
-            .all(|w| !NOT_NAMES.contains(w) && !ORG_SUFFIXES.contains(w))
-    {
+    let words: Vec<&str> = run.iter().copied().skip_while(|w| NOT_NAMES.contains(w)).collect();
+    if (2..=3).contains(&words.len()) && words.iter().all(|w| !NOT_NAMES.contains(w) && !ORG_SUFFIXES.contains(w)) {
         let display = words.join(" ");
         return Some((format!("person:{}", slug(&display)), "person", display));
     }
@@ -338,9 +316,7 @@ fn is_capitalised(w: &str) -> bool {
     if ORG_SUFFIXES.contains(&w) {
         return true;
     }
-    rest.iter()
-        .all(|c| c.is_lowercase() || *c == '-' || *c == '\'')
-        && rest.iter().any(|c| c.is_alphabetic())
+    rest.iter().all(|c| c.is_lowercase() || *c == '-' || *c == '\'') && rest.iter().any(|c| c.is_alphabetic())
 }
 
 fn url(w: &str) -> Option<String> {
@@ -352,11 +328,7 @@ fn url(w: &str) -> Option<String> {
     } else {
         return None;
     };
-    let scheme = if lower_prefix.starts_with("https://") {
-        "https"
-    } else {
-        "http"
-    };
+    let scheme = if lower_prefix.starts_with("https://") { "https" } else { "http" };
     let (host, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
@@ -373,17 +345,11 @@ fn email(w: &str) -> Option<String> {
     if local.is_empty() || domain.contains('@') {
         return None;
     }
-    let local_ok = local
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"._%+-".contains(&b));
+    let local_ok = local.bytes().all(|b| b.is_ascii_alphanumeric() || b"._%+-".contains(&b));
     let labels: Vec<&str> = domain.split('.').collect();
     let domain_ok = labels.len() >= 2
-        && labels
-            .iter()
-            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
-        && labels
-            .last()
-            .is_some_and(|t| t.len() >= 2 && t.bytes().all(|b| b.is_ascii_alphabetic()));
+        && labels.iter().all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+        && labels.last().is_some_and(|t| t.len() >= 2 && t.bytes().all(|b| b.is_ascii_alphabetic()));
     (local_ok && domain_ok).then(|| w.to_ascii_lowercase())
 }
 
@@ -394,8 +360,7 @@ fn is_handle(n: &str) -> bool {
 fn is_hashtag(t: &str) -> bool {
     t.chars().next().is_some_and(|c| c.is_alphabetic())
         && t.len() <= 64
-        && t.chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        && t.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
 #[cfg(test)]
@@ -410,19 +375,10 @@ mod tests {
     fn extraction_examples() {
         let cases: &[(&str, &[&str])] = &[
             ("mail alice@example.com today", &["email:alice@example.com"]),
-            (
-                "From: Alice Smith <Alice@Example.COM>",
-                &["person:alice-smith", "email:alice@example.com"],
-            ),
-            (
-                "see https://Example.com/a/b/. now",
-                &["url:https://example.com/a/b"],
-            ),
+            ("From: Alice Smith <Alice@Example.COM>", &["person:alice-smith", "email:alice@example.com"]),
+            ("see https://Example.com/a/b/. now", &["url:https://example.com/a/b"]),
             ("ping @Bob_99 about it", &["handle:@bob_99"]),
-            (
-                "learning #Rust and #rust-lang",
-                &["topic:rust", "topic:rust-lang"],
-            ),
+            ("learning #Rust and #rust-lang", &["topic:rust", "topic:rust-lang"]),
             ("# Heading not a tag", &[]),
             (
                 "We met Alice Smith and Bob Jones at Acme Corp.",
@@ -434,11 +390,7 @@ mod tests {
             ("not an email: a@b or @ alone", &[]),
         ];
         for (text, want) in cases {
-            assert_eq!(
-                ids(text),
-                want.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-                "text: {text}"
-            );
+            assert_eq!(ids(text), want.iter().map(|s| s.to_string()).collect::<Vec<_>>(), "text: {text}");
         }
     }
 

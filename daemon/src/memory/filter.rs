@@ -32,10 +32,7 @@ pub(crate) struct Filter {
 
 fn str_list(key: &str, v: &Value) -> Result<Vec<String>, MemoryError> {
     let Value::Array(items) = v else {
-        return Err(invalid(format!(
-            "filter.{key} must be an array of strings, not {}",
-            type_name(v)
-        )));
+        return Err(invalid(format!("filter.{key} must be an array of strings, not {}", type_name(v))));
     };
     items
         .iter()
@@ -43,10 +40,7 @@ fn str_list(key: &str, v: &Value) -> Result<Vec<String>, MemoryError> {
         .map(|(i, x)| match x {
             Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
             Value::String(_) => Err(invalid(format!("filter.{key}[{i}] must not be blank"))),
-            other => Err(invalid(format!(
-                "filter.{key}[{i}] must be a string, not {}",
-                type_name(other)
-            ))),
+            other => Err(invalid(format!("filter.{key}[{i}] must be a string, not {}", type_name(other)))),
         })
         .collect()
 }
@@ -55,10 +49,7 @@ fn string(key: &str, v: &Value) -> Result<String, MemoryError> {
     match v {
         Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
         Value::String(_) => Err(invalid(format!("filter.{key} must not be blank"))),
-        other => Err(invalid(format!(
-            "filter.{key} must be a string, not {}",
-            type_name(other)
-        ))),
+        other => Err(invalid(format!("filter.{key} must be a string, not {}", type_name(other)))),
     }
 }
 
@@ -80,12 +71,7 @@ impl Filter {
     pub fn parse(v: Option<&Value>) -> Result<Filter, MemoryError> {
         let mut f = Filter::default();
         let Some(v) = v else { return Ok(f) };
-        let allowed: Vec<&str> = LIST_KEYS
-            .iter()
-            .chain(TIME_KEYS)
-            .chain(FILTER_META_KEYS)
-            .copied()
-            .collect();
+        let allowed: Vec<&str> = LIST_KEYS.iter().chain(TIME_KEYS).chain(FILTER_META_KEYS).copied().collect();
         let Some(obj) = check_keys(v, &allowed, "filter")? else {
             return Ok(f);
         };
@@ -98,7 +84,9 @@ impl Filter {
                 "observed_after" | "observed_before" => {
                     let s = string(key, val)?;
                     let ms = rfc3339_to_ms(&s).ok_or_else(|| {
-                        invalid(format!("filter.{key} must be an RFC 3339 time such as 2024-05-01T00:00:00Z, got `{s}`"))
+                        invalid(format!(
+                            "filter.{key} must be an RFC 3339 time such as 2024-05-01T00:00:00Z, got `{s}`"
+                        ))
                     })?;
                     if key == "observed_after" {
                         f.after_ms = Some(ms);
@@ -151,14 +139,8 @@ impl Filter {
             ("c.source_kind IN rarray(?N)", &kinds),
             ("c.provenance IN rarray(?N)", &self.sources),
             ("c.source_id IN rarray(?N)", &self.source_ids),
-            (
-                "c.rowid IN (SELECT chunk_rowid FROM chunk_tags WHERE tag IN rarray(?N))",
-                &self.tags_any,
-            ),
-            (
-                "c.rowid IN (SELECT chunk_rowid FROM chunk_entities WHERE entity_id IN rarray(?N))",
-                &self.entity_ids,
-            ),
+            ("c.rowid IN (SELECT chunk_rowid FROM chunk_tags WHERE tag IN rarray(?N))", &self.tags_any),
+            ("c.rowid IN (SELECT chunk_rowid FROM chunk_entities WHERE entity_id IN rarray(?N))", &self.entity_ids),
         ] {
             if !values.is_empty() {
                 params.push(Box::new(rarray(values)));
@@ -191,22 +173,13 @@ impl Filter {
 
     /// All matching rowids if there are at most `cap` of them, else `None` (the filter
     /// is then better applied to ranked candidates).
-    pub fn matching_if_few(
-        &self,
-        conn: &Connection,
-        cap: usize,
-    ) -> anyhow::Result<Option<Vec<i64>>> {
+    pub fn matching_if_few(&self, conn: &Connection, cap: usize) -> anyhow::Result<Option<Vec<i64>>> {
         let (pred, mut params) = self.sql();
         params.push(Box::new(cap as i64 + 1));
-        let sql = format!(
-            "SELECT c.rowid FROM chunks c WHERE {pred} LIMIT ?{}",
-            params.len()
-        );
+        let sql = format!("SELECT c.rowid FROM chunks c WHERE {pred} LIMIT ?{}", params.len());
         let rows: Vec<i64> = conn
             .prepare_cached(&sql)?
-            .query_map(params_from_iter(params.iter().map(|p| p.as_ref())), |r| {
-                r.get(0)
-            })?
+            .query_map(params_from_iter(params.iter().map(|p| p.as_ref())), |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         Ok((rows.len() <= cap).then_some(rows))
     }
@@ -215,15 +188,10 @@ impl Filter {
     pub fn retain(&self, conn: &Connection, candidates: &[i64]) -> anyhow::Result<HashSet<i64>> {
         let (pred, mut params) = self.sql();
         params.push(Box::new(rarray(candidates)));
-        let sql = format!(
-            "SELECT c.rowid FROM chunks c WHERE c.rowid IN rarray(?{}) AND {pred}",
-            params.len()
-        );
+        let sql = format!("SELECT c.rowid FROM chunks c WHERE c.rowid IN rarray(?{}) AND {pred}", params.len());
         let rows = conn
             .prepare_cached(&sql)?
-            .query_map(params_from_iter(params.iter().map(|p| p.as_ref())), |r| {
-                r.get(0)
-            })?
+            .query_map(params_from_iter(params.iter().map(|p| p.as_ref())), |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         Ok(rows)
     }

@@ -9,16 +9,9 @@ use anyhow::Context;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery,
-};
-use tantivy::schema::{
-    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions,
-};
-use tantivy::{
-    DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument,
-    Term,
-};
+use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
+use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
+use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument, Term};
 
 /// Bumped when the document layout changes; an index of another layout is rebuilt.
 const LAYOUT: u32 = 1;
@@ -41,9 +34,7 @@ fn schema() -> (Schema, Field, Field, Field) {
     // Frequencies without positions: ranking needs term frequencies, and the engine
     // builds its own snippets, so positions would only cost space.
     let text = TextOptions::default().set_indexing_options(
-        TextFieldIndexing::default()
-            .set_tokenizer("default")
-            .set_index_option(IndexRecordOption::WithFreqs),
+        TextFieldIndexing::default().set_tokenizer("default").set_index_option(IndexRecordOption::WithFreqs),
     );
     let title = b.add_text_field("title", text.clone());
     let body = b.add_text_field("body", text);
@@ -66,8 +57,7 @@ impl Fts {
                 // Derived data: a damaged or foreign index is thrown away and rebuilt.
                 tracing::warn!(error = %format!("{e:#}"), "full-text index unusable; rebuilding it");
                 if dir.exists() {
-                    std::fs::remove_dir_all(dir)
-                        .with_context(|| format!("removing {}", dir.display()))?;
+                    std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
                 }
                 Self::try_open(dir)
             }
@@ -80,42 +70,18 @@ impl Fts {
         let index = Index::open_or_create(MmapDirectory::open(dir)?, schema)?;
         let seq = match index.load_metas()?.payload {
             Some(p) => {
-                let p: Payload =
-                    serde_json::from_str(&p).context("reading the full-text commit payload")?;
-                anyhow::ensure!(
-                    p.layout == LAYOUT,
-                    "full-text index layout {} is not {LAYOUT}",
-                    p.layout
-                );
+                let p: Payload = serde_json::from_str(&p).context("reading the full-text commit payload")?;
+                anyhow::ensure!(p.layout == LAYOUT, "full-text index layout {} is not {LAYOUT}", p.layout);
                 p.seq
             }
             None => 0,
         };
         let writer = index.writer_with_num_threads(1, WRITER_HEAP)?;
-        let reader = index
-            .reader_builder()
-            .reload_policy(ReloadPolicy::Manual)
-            .try_into()?;
-        Ok((
-            Fts {
-                index,
-                reader,
-                rowid,
-                title,
-                body,
-            },
-            writer,
-            seq,
-        ))
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok((Fts { index, reader, rowid, title, body }, writer, seq))
     }
 
-    pub fn add(
-        &self,
-        w: &IndexWriter,
-        rowid: i64,
-        title: Option<&str>,
-        body: &str,
-    ) -> anyhow::Result<()> {
+    pub fn add(&self, w: &IndexWriter, rowid: i64, title: Option<&str>, body: &str) -> anyhow::Result<()> {
         let mut doc = TantivyDocument::default();
         doc.add_u64(self.rowid, rowid as u64);
         if let Some(t) = title {
@@ -134,10 +100,7 @@ impl Fts {
     /// visible to searches before returning.
     pub fn commit(&self, w: &mut IndexWriter, seq: i64) -> anyhow::Result<()> {
         let mut prepared = w.prepare_commit()?;
-        prepared.set_payload(&serde_json::to_string(&Payload {
-            layout: LAYOUT,
-            seq,
-        })?);
+        prepared.set_payload(&serde_json::to_string(&Payload { layout: LAYOUT, seq })?);
         prepared.commit()?;
         self.reader.reload()?;
         Ok(())
@@ -173,19 +136,10 @@ impl Fts {
         for t in terms {
             clauses.push((
                 Occur::Should,
-                Box::new(TermQuery::new(
-                    Term::from_field_text(self.body, t),
-                    IndexRecordOption::WithFreqs,
-                )),
+                Box::new(TermQuery::new(Term::from_field_text(self.body, t), IndexRecordOption::WithFreqs)),
             ));
-            let title = TermQuery::new(
-                Term::from_field_text(self.title, t),
-                IndexRecordOption::WithFreqs,
-            );
-            clauses.push((
-                Occur::Should,
-                Box::new(BoostQuery::new(Box::new(title), TITLE_BOOST)),
-            ));
+            let title = TermQuery::new(Term::from_field_text(self.title, t), IndexRecordOption::WithFreqs);
+            clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(title), TITLE_BOOST))));
         }
         Some(Box::new(BooleanQuery::new(clauses)))
     }
@@ -194,28 +148,17 @@ impl Fts {
         match restrict {
             None => q,
             Some(rows) => {
-                let set = TermSetQuery::new(
-                    rows.iter()
-                        .map(|r| Term::from_field_u64(self.rowid, *r as u64)),
-                );
+                let set = TermSetQuery::new(rows.iter().map(|r| Term::from_field_u64(self.rowid, *r as u64)));
                 Box::new(BooleanQuery::new(vec![
                     (Occur::Must, q),
-                    (
-                        Occur::Must,
-                        Box::new(ConstScoreQuery::new(Box::new(set), 0.0)),
-                    ),
+                    (Occur::Must, Box::new(ConstScoreQuery::new(Box::new(set), 0.0))),
                 ]))
             }
         }
     }
 
     /// Top `limit` chunks by BM25 as `(rowid, score)`, optionally only among `restrict`.
-    pub fn search(
-        &self,
-        terms: &[String],
-        limit: usize,
-        restrict: Option<&[i64]>,
-    ) -> anyhow::Result<Vec<(i64, f32)>> {
+    pub fn search(&self, terms: &[String], limit: usize, restrict: Option<&[i64]>) -> anyhow::Result<Vec<(i64, f32)>> {
         let Some(q) = self.text_query(terms) else {
             return Ok(Vec::new());
         };
@@ -230,12 +173,7 @@ impl Fts {
         for (score, addr) in top {
             let slot = &mut columns[addr.segment_ord as usize];
             if slot.is_none() {
-                *slot = Some(
-                    searcher
-                        .segment_reader(addr.segment_ord)
-                        .fast_fields()
-                        .u64("rowid")?,
-                );
+                *slot = Some(searcher.segment_reader(addr.segment_ord).fast_fields().u64("rowid")?);
             }
             if let Some(r) = slot.as_ref().and_then(|c| c.first(addr.doc_id)) {
                 out.push((r as i64, score));
@@ -266,10 +204,7 @@ impl Collector for RowidCollector {
     type Child = RowidSegment;
 
     fn for_segment(&self, _ord: u32, segment: &SegmentReader) -> tantivy::Result<RowidSegment> {
-        Ok(RowidSegment {
-            column: segment.fast_fields().u64("rowid")?,
-            out: Vec::new(),
-        })
+        Ok(RowidSegment { column: segment.fast_fields().u64("rowid")?, out: Vec::new() })
     }
 
     fn requires_scoring(&self) -> bool {

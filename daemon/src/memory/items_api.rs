@@ -64,9 +64,7 @@ fn decode(s: &Option<String>, expect: &str) -> Result<Option<Cursor>, MemoryErro
     let bytes = URL_SAFE_NO_PAD.decode(s.trim()).map_err(|_| bad())?;
     let c: Cursor = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     if c.h != expect {
-        return Err(invalid(
-            "cursor belongs to a different query, mode or filter; start again without a cursor",
-        ));
+        return Err(invalid("cursor belongs to a different query, mode or filter; start again without a cursor"));
     }
     Ok(Some(c))
 }
@@ -100,11 +98,8 @@ impl MemoryEngine {
         let p: FetchParams = parse(p, &["query", "mode", "filter", "limit", "cursor"], "params")?;
         let query = required("query", &p.query)?;
         let mode_name = p.mode.as_deref().unwrap_or("hybrid");
-        let mode = Mode::parse(mode_name).ok_or_else(|| {
-            invalid(format!(
-                "mode must be keyword, vector or hybrid, got `{mode_name}`"
-            ))
-        })?;
+        let mode = Mode::parse(mode_name)
+            .ok_or_else(|| invalid(format!("mode must be keyword, vector or hybrid, got `{mode_name}`")))?;
         let filter = Filter::parse(p.filter.as_ref())?;
         let limit = bounded("limit", p.limit, 10, 1, MAX_LIMIT)?;
         let fp = fingerprint(&["fetch", query, mode_name, &filter.canonical()]);
@@ -118,17 +113,11 @@ impl MemoryEngine {
         let hits = search::rank(inner, &conn, query, mode, &filter, want, FETCH_WINDOW)?;
         let more = hits.len() > offset + limit;
         let page: Vec<_> = hits.into_iter().skip(offset).take(limit).collect();
-        let items: Vec<Value> = search::load_hits(&conn, page)?
-            .iter()
-            .map(|(c, h)| item_json(c, Some(h.score)))
-            .collect();
+        let items: Vec<Value> =
+            search::load_hits(&conn, page)?.iter().map(|(c, h)| item_json(c, Some(h.score))).collect();
         let mut out = json!({ "items": items });
         if more {
-            out["next_cursor"] = json!(encode(&Cursor {
-                h: fp,
-                o: Some(offset + limit),
-                ..Cursor::default()
-            }));
+            out["next_cursor"] = json!(encode(&Cursor { h: fp, o: Some(offset + limit), ..Cursor::default() }));
         }
         Ok(out)
     }
@@ -143,30 +132,17 @@ impl MemoryEngine {
         let conn = self.inner.read_conn()?;
         let (pred, mut args) = filter.sql();
         let mut sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE {pred}");
-        if let Some(Cursor {
-            t: Some(t),
-            r: Some(r),
-            ..
-        }) = after
-        {
+        if let Some(Cursor { t: Some(t), r: Some(r), .. }) = after {
             args.push(Box::new(t));
             args.push(Box::new(r));
             let (a, b) = (args.len() - 1, args.len());
-            sql.push_str(&format!(
-                " AND (c.timestamp_ms < ?{a} OR (c.timestamp_ms = ?{a} AND c.rowid < ?{b}))"
-            ));
+            sql.push_str(&format!(" AND (c.timestamp_ms < ?{a} OR (c.timestamp_ms = ?{a} AND c.rowid < ?{b}))"));
         }
         args.push(Box::new(limit as i64 + 1));
-        sql.push_str(&format!(
-            " ORDER BY c.timestamp_ms DESC, c.rowid DESC LIMIT ?{}",
-            args.len()
-        ));
+        sql.push_str(&format!(" ORDER BY c.timestamp_ms DESC, c.rowid DESC LIMIT ?{}", args.len()));
         let mut rows: Vec<ChunkRow> = conn
             .prepare_cached(&sql)?
-            .query_map(
-                params_from_iter(args.iter().map(|a| a.as_ref())),
-                chunk_from_row,
-            )?
+            .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), chunk_from_row)?
             .collect::<rusqlite::Result<_>>()?;
         let more = rows.len() > limit;
         rows.truncate(limit);
@@ -174,12 +150,7 @@ impl MemoryEngine {
         let items: Vec<Value> = rows.iter().map(|c| item_json(c, None)).collect();
         let mut out = json!({ "items": items });
         if let (true, Some(last)) = (more, rows.last()) {
-            let c = Cursor {
-                h: fp,
-                t: Some(last.timestamp_ms),
-                r: Some(last.rowid),
-                ..Cursor::default()
-            };
+            let c = Cursor { h: fp, t: Some(last.timestamp_ms), r: Some(last.rowid), ..Cursor::default() };
             out["next_cursor"] = json!(encode(&c));
         }
         Ok(out)

@@ -47,10 +47,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use rusqlite::Connection;
 
-pub use types::{
-    AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, Kind, PutDocument,
-    ReindexSummary,
-};
+pub use types::{AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, Kind, PutDocument, ReindexSummary};
 
 /// Where the engine keeps its files and which embedder it uses.
 pub struct MemoryOptions {
@@ -142,10 +139,7 @@ impl Inner {
                 c
             }
         };
-        Ok(ReadConn {
-            conn: Some(conn),
-            pool: &self.readers,
-        })
+        Ok(ReadConn { conn: Some(conn), pool: &self.readers })
     }
 }
 
@@ -155,9 +149,7 @@ impl MemoryEngine {
     /// recomputed on a background thread; until then recall uses BM25 for those chunks.
     pub fn open(opts: MemoryOptions) -> anyhow::Result<Self> {
         let inner = sync::open(opts)?;
-        let engine = MemoryEngine {
-            inner: Arc::new(inner),
-        };
+        let engine = MemoryEngine { inner: Arc::new(inner) };
         backfill::start(&engine.inner);
         Ok(engine)
     }

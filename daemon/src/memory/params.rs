@@ -21,17 +21,10 @@ pub(crate) fn check_keys<'a>(
         Value::Null => return Ok(None),
         Value::Object(m) => m,
         other => {
-            return Err(invalid(format!(
-                "{what} must be an object, not {}",
-                type_name(other)
-            )));
+            return Err(invalid(format!("{what} must be an object, not {}", type_name(other))));
         }
     };
-    let mut unknown: Vec<&str> = obj
-        .keys()
-        .map(|k| k.as_str())
-        .filter(|k| !allowed.contains(k))
-        .collect();
+    let mut unknown: Vec<&str> = obj.keys().map(|k| k.as_str()).filter(|k| !allowed.contains(k)).collect();
     if !unknown.is_empty() {
         unknown.sort_unstable();
         let mut allowed = allowed.to_vec();
@@ -47,17 +40,9 @@ pub(crate) fn check_keys<'a>(
 }
 
 /// Deserialises `v` into `T` after [`check_keys`].
-pub(crate) fn parse<T: DeserializeOwned>(
-    v: Value,
-    allowed: &[&str],
-    what: &str,
-) -> Result<T, MemoryError> {
+pub(crate) fn parse<T: DeserializeOwned>(v: Value, allowed: &[&str], what: &str) -> Result<T, MemoryError> {
     check_keys(&v, allowed, what)?;
-    let v = if v.is_null() {
-        Value::Object(Map::new())
-    } else {
-        v
-    };
+    let v = if v.is_null() { Value::Object(Map::new()) } else { v };
     serde_json::from_value(v).map_err(|e| invalid(format!("{what}: {e}")))
 }
 
@@ -83,9 +68,7 @@ pub(crate) fn bounded(
     match v {
         None => Ok(default),
         Some(n) if n >= min as i64 && n <= max as i64 => Ok(n as usize),
-        Some(n) => Err(invalid(format!(
-            "{name} must be between {min} and {max}, got {n}"
-        ))),
+        Some(n) => Err(invalid(format!("{name} must be between {min} and {max}, got {n}"))),
     }
 }
 
@@ -98,10 +81,7 @@ pub(crate) fn required<'a>(name: &str, s: &'a str) -> Result<&'a str, MemoryErro
 }
 
 /// An optional string that, when present, must not be blank.
-pub(crate) fn optional<'a>(
-    name: &str,
-    s: &'a Option<String>,
-) -> Result<Option<&'a str>, MemoryError> {
+pub(crate) fn optional<'a>(name: &str, s: &'a Option<String>) -> Result<Option<&'a str>, MemoryError> {
     match s {
         Some(v) => required(name, v).map(Some),
         None => Ok(None),
@@ -109,17 +89,10 @@ pub(crate) fn optional<'a>(
 }
 
 /// A list of non-blank strings of at most `max_len` entries.
-pub(crate) fn string_list(
-    name: &str,
-    v: &Option<Vec<String>>,
-    max_len: usize,
-) -> Result<Vec<String>, MemoryError> {
+pub(crate) fn string_list(name: &str, v: &Option<Vec<String>>, max_len: usize) -> Result<Vec<String>, MemoryError> {
     let Some(list) = v else { return Ok(Vec::new()) };
     if list.len() > max_len {
-        return Err(invalid(format!(
-            "{name} has {} entries; at most {max_len} are allowed",
-            list.len()
-        )));
+        return Err(invalid(format!("{name} has {} entries; at most {max_len} are allowed", list.len())));
     }
     for (i, s) in list.iter().enumerate() {
         if s.trim().is_empty() {

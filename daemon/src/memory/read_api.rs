@@ -18,9 +18,7 @@ const ENTITY_KINDS: &[&str] = &["email", "url", "handle", "topic", "person", "or
 
 /// Message for a chunk id that does not exist.
 pub(crate) fn no_chunk(id: &str) -> MemoryError {
-    MemoryError::NotFound(format!(
-        "no chunk with id {id}; ids come from memory.search/recall/tree.browse"
-    ))
+    MemoryError::NotFound(format!("no chunk with id {id}; ids come from memory.search/recall/tree.browse"))
 }
 
 fn hit_json(c: &ChunkRow, terms: &[String]) -> serde_json::Map<String, Value> {
@@ -108,15 +106,7 @@ impl MemoryEngine {
         let filter = Filter::parse(p.filter.as_ref())?;
         let inner = &self.inner;
         let conn = inner.read_conn()?;
-        let hits = search::rank(
-            inner,
-            &conn,
-            query,
-            Mode::Hybrid,
-            &filter,
-            k,
-            (k * 4).max(100),
-        )?;
+        let hits = search::rank(inner, &conn, query, Mode::Hybrid, &filter, k, (k * 4).max(100))?;
         let terms = inner.fts.query_terms(query);
         let mut chunks = Vec::new();
         let mut citations = Vec::new();
@@ -141,16 +131,11 @@ impl MemoryEngine {
         let id = required("chunk_id", &p.chunk_id)?.trim();
         let conn = self.inner.read_conn()?;
         let sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id = ?1");
-        let mut c = conn
-            .prepare_cached(&sql)?
-            .query_row([id], chunk_from_row)
-            .optional()?
-            .ok_or_else(|| no_chunk(id))?;
+        let mut c =
+            conn.prepare_cached(&sql)?.query_row([id], chunk_from_row).optional()?.ok_or_else(|| no_chunk(id))?;
         search::attach_tags(&conn, std::slice::from_mut(&mut c))?;
         let entities: Vec<String> = conn
-            .prepare_cached(
-                "SELECT entity_id FROM chunk_entities WHERE chunk_rowid = ?1 ORDER BY entity_id",
-            )?
+            .prepare_cached("SELECT entity_id FROM chunk_entities WHERE chunk_rowid = ?1 ORDER BY entity_id")?
             .query_map([c.rowid], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let notes: Vec<Value> = conn
@@ -177,16 +162,7 @@ impl MemoryEngine {
 
     /// Filtered, paginated listing, newest first, with the total count.
     pub fn tree_list_chunks(&self, p: Value) -> Result<Value, MemoryError> {
-        let allowed = [
-            "source_kinds",
-            "source_ids",
-            "entity_ids",
-            "since_ms",
-            "until_ms",
-            "query",
-            "k",
-            "offset",
-        ];
+        let allowed = ["source_kinds", "source_ids", "entity_ids", "since_ms", "until_ms", "query", "k", "offset"];
         let p: ListChunksParams = parse(p, &allowed, "params")?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
         let offset = bounded("offset", p.offset, 0, 0, i64::MAX as usize)?;
@@ -196,10 +172,7 @@ impl MemoryEngine {
             }
         }
         let mut filter = Filter {
-            kinds: parse_kinds(
-                "source_kinds",
-                &string_list("source_kinds", &p.source_kinds, 16)?,
-            )?,
+            kinds: parse_kinds("source_kinds", &string_list("source_kinds", &p.source_kinds, 16)?)?,
             source_ids: string_list("source_ids", &p.source_ids, 1000)?,
             entity_ids: string_list("entity_ids", &p.entity_ids, 1000)?,
             after_ms: p.since_ms,
@@ -216,9 +189,7 @@ impl MemoryEngine {
         let (pred, mut args) = filter.sql();
         let total: i64 = conn
             .prepare_cached(&format!("SELECT count(*) FROM chunks c WHERE {pred}"))?
-            .query_row(params_from_iter(args.iter().map(|a| a.as_ref())), |r| {
-                r.get(0)
-            })?;
+            .query_row(params_from_iter(args.iter().map(|a| a.as_ref())), |r| r.get(0))?;
         args.push(Box::new(k as i64));
         args.push(Box::new(offset as i64));
         let sql = format!(
@@ -228,10 +199,7 @@ impl MemoryEngine {
         );
         let mut rows: Vec<ChunkRow> = conn
             .prepare_cached(&sql)?
-            .query_map(
-                params_from_iter(args.iter().map(|a| a.as_ref())),
-                chunk_from_row,
-            )?
+            .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), chunk_from_row)?
             .collect::<rusqlite::Result<_>>()?;
         search::attach_tags(&conn, &mut rows)?;
         let chunks: Vec<Value> = rows
@@ -257,10 +225,7 @@ impl MemoryEngine {
         if let Some(kind) = kind
             && !ENTITY_KINDS.contains(&kind)
         {
-            return Err(invalid(format!(
-                "kind must be one of {}, got `{kind}`",
-                ENTITY_KINDS.join(", ")
-            )));
+            return Err(invalid(format!("kind must be one of {}, got `{kind}`", ENTITY_KINDS.join(", "))));
         }
         let conn = self.inner.read_conn()?;
         let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Value> {
@@ -292,8 +257,7 @@ impl MemoryEngine {
     /// threads the display name is the first participant who is not the user.
     pub fn tree_list_sources(&self, p: Value) -> Result<Value, MemoryError> {
         let p: ListSourcesParams = parse(p, &["user_email_hint", "limit"], "params")?;
-        let hint =
-            optional("user_email_hint", &p.user_email_hint)?.map(|h| h.trim().to_ascii_lowercase());
+        let hint = optional("user_email_hint", &p.user_email_hint)?.map(|h| h.trim().to_ascii_lowercase());
         let limit = bounded("limit", p.limit, 200, 1, 10_000)?;
         let conn = self.inner.read_conn()?;
         let sources: Vec<Value> = conn
@@ -351,9 +315,7 @@ pub(crate) fn stats(inner: &Inner) -> anyhow::Result<Value> {
     let conn = inner.read_conn()?;
     let count = |sql: &str| -> anyhow::Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
     let mut by_kind = serde_json::Map::new();
-    let mut stmt = conn.prepare_cached(
-        "SELECT source_kind, count(*) FROM chunks GROUP BY source_kind ORDER BY 1",
-    )?;
+    let mut stmt = conn.prepare_cached("SELECT source_kind, count(*) FROM chunks GROUP BY source_kind ORDER BY 1")?;
     let mut rows = stmt.query([])?;
     while let Some(r) = rows.next()? {
         by_kind.insert(r.get(0)?, json!(r.get::<_, i64>(1)?));

@@ -202,8 +202,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
     );
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         let tx = conn.transaction()?;
-        tx.execute_batch(sql)
-            .with_context(|| format!("applying memory schema migration {}", i + 1))?;
+        tx.execute_batch(sql).with_context(|| format!("applying memory schema migration {}", i + 1))?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tx.commit()?;
         tracing::info!(version = i + 1, "memory schema migrated");

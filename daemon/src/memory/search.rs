@@ -51,12 +51,7 @@ pub(crate) struct Hit {
 fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)]) -> Vec<Hit> {
     let mut hits: HashMap<i64, Hit> = HashMap::with_capacity(bm.len() + vs.len());
     for (i, &(rowid, score)) in bm.iter().enumerate() {
-        let h = hits.entry(rowid).or_insert(Hit {
-            rowid,
-            score: 0.0,
-            bm25_rank: None,
-            vector_score: None,
-        });
+        let h = hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None });
         h.bm25_rank = Some(i + 1);
         h.score += match mode {
             Mode::Keyword => score as f64,
@@ -65,12 +60,7 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)]) -> Vec<Hit> {
     }
     // A vector at or below zero similarity is unrelated, whatever its rank.
     for (i, &(rowid, score)) in vs.iter().enumerate().filter(|(_, v)| v.1 > 0.0) {
-        let h = hits.entry(rowid).or_insert(Hit {
-            rowid,
-            score: 0.0,
-            bm25_rank: None,
-            vector_score: None,
-        });
+        let h = hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None });
         h.vector_score = Some(score);
         h.score += match mode {
             Mode::Vector => score as f64,
@@ -81,11 +71,7 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)]) -> Vec<Hit> {
     out.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then_with(|| {
-                a.bm25_rank
-                    .unwrap_or(usize::MAX)
-                    .cmp(&b.bm25_rank.unwrap_or(usize::MAX))
-            })
+            .then_with(|| a.bm25_rank.unwrap_or(usize::MAX).cmp(&b.bm25_rank.unwrap_or(usize::MAX)))
             .then_with(|| b.rowid.cmp(&a.rowid))
     });
     out
@@ -115,18 +101,10 @@ pub(crate) fn rank(
             }
         }
     };
-    let restrict = if filter.is_empty() {
-        None
-    } else {
-        filter.matching_if_few(conn, RESTRICT_CAP)?
-    };
+    let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
     let mut pool = pool.max(want);
     loop {
-        let bm = if mode == Mode::Vector {
-            Vec::new()
-        } else {
-            inner.fts.search(&terms, pool, restrict.as_deref())?
-        };
+        let bm = if mode == Mode::Vector { Vec::new() } else { inner.fts.search(&terms, pool, restrict.as_deref())? };
         let vs = match &qvec {
             Some(q) => read(&inner.vectors).search(q, pool, restrict.as_deref()),
             None => Vec::new(),
@@ -202,8 +180,9 @@ pub(crate) fn attach_tags(conn: &Connection, rows: &mut [ChunkRow]) -> anyhow::R
     }
     let ids: Vec<i64> = rows.iter().map(|r| r.rowid).collect();
     let mut tags: HashMap<i64, Vec<String>> = HashMap::new();
-    let mut stmt =
-        conn.prepare_cached("SELECT DISTINCT chunk_rowid, tag FROM chunk_tags WHERE chunk_rowid IN rarray(?1) ORDER BY tag")?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT DISTINCT chunk_rowid, tag FROM chunk_tags WHERE chunk_rowid IN rarray(?1) ORDER BY tag",
+    )?;
     let mut q = stmt.query([rarray(&ids)])?;
     while let Some(r) = q.next()? {
         tags.entry(r.get(0)?).or_default().push(r.get(1)?);
@@ -233,8 +212,5 @@ pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> anyhow::Result<Vec
     let ids: Vec<i64> = hits.iter().map(|h| h.rowid).collect();
     let rows = load_chunks(conn, &ids)?;
     let mut by_row: HashMap<i64, Hit> = hits.into_iter().map(|h| (h.rowid, h)).collect();
-    Ok(rows
-        .into_iter()
-        .filter_map(|r| by_row.remove(&r.rowid).map(|h| (r, h)))
-        .collect())
+    Ok(rows.into_iter().filter_map(|r| by_row.remove(&r.rowid).map(|h| (r, h))).collect())
 }

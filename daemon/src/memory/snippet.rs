@@ -40,10 +40,7 @@ fn floor_boundary(s: &str, mut i: usize) -> usize {
 /// Moves `i` back to the start of the word it falls in.
 fn word_start(s: &str, i: usize) -> usize {
     let i = floor_boundary(s, i);
-    s[..i]
-        .rfind(char::is_whitespace)
-        .map(|p| p + 1)
-        .unwrap_or(0)
+    s[..i].rfind(char::is_whitespace).map(|p| p + 1).unwrap_or(0)
 }
 
 /// Moves `i` forward to the end of the word it falls in.
@@ -52,10 +49,7 @@ fn word_end(s: &str, i: usize) -> usize {
         return s.len();
     }
     let i = floor_boundary(s, i);
-    s[i..]
-        .find(char::is_whitespace)
-        .map(|p| p + i)
-        .unwrap_or(s.len())
+    s[i..].find(char::is_whitespace).map(|p| p + i).unwrap_or(s.len())
 }
 
 pub(crate) fn snippet(text: &str, terms: &[String]) -> String {
@@ -66,10 +60,7 @@ pub(crate) fn snippet(text: &str, terms: &[String]) -> String {
     // the most distinct terms, then the most matches.
     let mut best = (0usize, 0usize, 0usize);
     for (i, &(s, _, _)) in found.iter().enumerate() {
-        let window: Vec<_> = found[i..]
-            .iter()
-            .take_while(|m| m.1 <= s + budget)
-            .collect();
+        let window: Vec<_> = found[i..].iter().take_while(|m| m.1 <= s + budget).collect();
         let mut distinct: Vec<usize> = window.iter().map(|m| m.2).collect();
         distinct.sort_unstable();
         distinct.dedup();
@@ -115,11 +106,8 @@ mod tests {
     #[test]
     fn highlights_best_window() {
         let terms = vec!["tantivy".to_string(), "bm25".to_string()];
-        let text = format!(
-            "{} Tantivy ranks with BM25. {}",
-            "filler words here. ".repeat(30),
-            "more filler. ".repeat(30)
-        );
+        let text =
+            format!("{} Tantivy ranks with BM25. {}", "filler words here. ".repeat(30), "more filler. ".repeat(30));
         let s = snippet(&text, &terms);
         assert!(s.contains("**Tantivy** ranks with **BM25**"), "{s}");
         assert!(s.starts_with('…') && s.ends_with('…'), "{s}");

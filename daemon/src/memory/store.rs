@@ -11,17 +11,8 @@ use super::types::Kind;
 use super::util::{chunk_id, estimate_tokens};
 
 /// Metadata keys that filters match exactly; copied into `chunk_meta` for indexed lookups.
-pub(crate) const FILTER_META_KEYS: &[&str] = &[
-    "workspace",
-    "folder",
-    "file_path",
-    "language",
-    "repo",
-    "commit",
-    "url",
-    "thread_id",
-    "agent_id",
-];
+pub(crate) const FILTER_META_KEYS: &[&str] =
+    &["workspace", "folder", "file_path", "language", "repo", "commit", "url", "thread_id", "agent_id"];
 
 /// A chunk about to be written. Its id is derived from kind, source, sequence and content.
 #[derive(Debug, Clone)]
@@ -44,13 +35,7 @@ pub(crate) struct NewChunk {
 
 impl NewChunk {
     pub fn id(&self) -> String {
-        chunk_id(
-            self.kind,
-            &self.source_id,
-            &self.source_ref,
-            self.seq,
-            &self.content,
-        )
+        chunk_id(self.kind, &self.source_id, &self.source_ref, self.seq, &self.content)
     }
 }
 
@@ -64,17 +49,11 @@ pub(crate) struct NewSource {
 
 /// Starts a new change sequence number for the current transaction.
 pub(crate) fn bump_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row(
-        "UPDATE meta SET value = value + 1 WHERE name = 'db_seq' RETURNING value",
-        [],
-        |r| r.get(0),
-    )
+    conn.query_row("UPDATE meta SET value = value + 1 WHERE name = 'db_seq' RETURNING value", [], |r| r.get(0))
 }
 
 pub(crate) fn db_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT value FROM meta WHERE name = 'db_seq'", [], |r| {
-        r.get(0)
-    })
+    conn.query_row("SELECT value FROM meta WHERE name = 'db_seq'", [], |r| r.get(0))
 }
 
 pub(crate) fn rarray<T: Into<SqlValue> + Clone>(items: &[T]) -> Rc<Vec<SqlValue>> {
@@ -103,17 +82,17 @@ pub(crate) fn insert_chunks(
             seq_in_source, title, content, token_count, metadata, created_at_ms, change_seq)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     )?;
-    let mut tag = conn.prepare_cached(
-        "INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')",
-    )?;
-    let mut meta = conn.prepare_cached(
-        "INSERT OR IGNORE INTO chunk_meta (key, value, chunk_rowid) VALUES (?1, ?2, ?3)",
-    )?;
+    let mut tag =
+        conn.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')")?;
+    let mut meta =
+        conn.prepare_cached("INSERT OR IGNORE INTO chunk_meta (key, value, chunk_rowid) VALUES (?1, ?2, ?3)")?;
     let mut ent = conn.prepare_cached(
         "INSERT INTO entities (id, kind, display_name, mention_count, chunk_count) VALUES (?1, ?2, ?3, ?4, 1)
          ON CONFLICT(id) DO UPDATE SET mention_count = mention_count + excluded.mention_count, chunk_count = chunk_count + 1",
     )?;
-    let mut chunk_ent = conn.prepare_cached("INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)")?;
+    let mut chunk_ent = conn.prepare_cached(
+        "INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)",
+    )?;
     let mut written = Vec::with_capacity(chunks.len());
     for c in chunks {
         let id = c.id();
@@ -164,11 +143,7 @@ pub(crate) fn insert_chunks(
 
 /// Deletes the given chunks with everything hanging off them, leaving a tombstone per
 /// chunk for the derived indexes. Sources left without chunks are removed.
-pub(crate) fn delete_chunks(
-    conn: &Connection,
-    seq: i64,
-    rowids: &[i64],
-) -> rusqlite::Result<usize> {
+pub(crate) fn delete_chunks(conn: &Connection, seq: i64, rowids: &[i64]) -> rusqlite::Result<usize> {
     if rowids.is_empty() {
         return Ok(0);
     }
@@ -178,9 +153,7 @@ pub(crate) fn delete_chunks(
         .query_map([&ids], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     let ents: Vec<String> = conn
-        .prepare_cached(
-            "SELECT DISTINCT entity_id FROM chunk_entities WHERE chunk_rowid IN rarray(?1)",
-        )?
+        .prepare_cached("SELECT DISTINCT entity_id FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?
         .query_map([&ids], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     conn.prepare_cached(
@@ -192,17 +165,14 @@ pub(crate) fn delete_chunks(
     .execute([&ids])?;
     conn.prepare_cached("DELETE FROM entities WHERE id IN rarray(?1) AND chunk_count <= 0")?
         .execute([rarray(&ents)])?;
-    conn.prepare_cached("DELETE FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?
-        .execute([&ids])?;
-    conn.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid IN rarray(?1)")?
-        .execute([&ids])?;
-    conn.prepare_cached("DELETE FROM chunk_meta WHERE chunk_rowid IN rarray(?1)")?
-        .execute([&ids])?;
-    conn.prepare_cached("INSERT INTO tombstones (seq, chunk_rowid) SELECT ?1, rowid FROM chunks WHERE rowid IN rarray(?2)")?
-        .execute(params![seq, &ids])?;
-    let n = conn
-        .prepare_cached("DELETE FROM chunks WHERE rowid IN rarray(?1)")?
-        .execute([&ids])?;
+    conn.prepare_cached("DELETE FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached("DELETE FROM chunk_meta WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached(
+        "INSERT INTO tombstones (seq, chunk_rowid) SELECT ?1, rowid FROM chunks WHERE rowid IN rarray(?2)",
+    )?
+    .execute(params![seq, &ids])?;
+    let n = conn.prepare_cached("DELETE FROM chunks WHERE rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached(
         "DELETE FROM sources WHERE source_id IN rarray(?1)
          AND NOT EXISTS (SELECT 1 FROM chunks WHERE chunks.source_id = sources.source_id)",
@@ -213,9 +183,7 @@ pub(crate) fn delete_chunks(
 
 /// Rowids of the chunks written from `origin`.
 pub(crate) fn rowids_by_origin(conn: &Connection, origin: &str) -> rusqlite::Result<Vec<i64>> {
-    conn.prepare_cached("SELECT rowid FROM chunks WHERE origin = ?1")?
-        .query_map([origin], |r| r.get(0))?
-        .collect()
+    conn.prepare_cached("SELECT rowid FROM chunks WHERE origin = ?1")?.query_map([origin], |r| r.get(0))?.collect()
 }
 
 pub(crate) fn upsert_source(conn: &Connection, s: &NewSource, now: i64) -> rusqlite::Result<()> {
@@ -225,21 +193,23 @@ pub(crate) fn upsert_source(conn: &Connection, s: &NewSource, now: i64) -> rusql
          ON CONFLICT(source_id) DO UPDATE SET display_name = excluded.display_name,
             metadata = excluded.metadata, updated_at_ms = excluded.updated_at_ms",
     )?
-    .execute(params![s.source_id, s.kind.as_str(), s.display_name, Value::Object(s.metadata.clone()).to_string(), now])?;
+    .execute(params![
+        s.source_id,
+        s.kind.as_str(),
+        s.display_name,
+        Value::Object(s.metadata.clone()).to_string(),
+        now
+    ])?;
     Ok(())
 }
 
-pub(crate) fn source_metadata(
-    conn: &Connection,
-    source_id: &str,
-) -> rusqlite::Result<Option<Map<String, Value>>> {
+pub(crate) fn source_metadata(conn: &Connection, source_id: &str) -> rusqlite::Result<Option<Map<String, Value>>> {
     let s: Option<String> = conn
         .prepare_cached("SELECT metadata FROM sources WHERE source_id = ?1")?
         .query_row([source_id], |r| r.get(0))
         .optional()?;
-    Ok(s.and_then(|s| serde_json::from_str::<Value>(&s).ok())
-        .and_then(|v| match v {
-            Value::Object(m) => Some(m),
-            _ => None,
-        }))
+    Ok(s.and_then(|s| serde_json::from_str::<Value>(&s).ok()).and_then(|v| match v {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }))
 }

@@ -42,10 +42,7 @@ pub(crate) struct WriteState {
 }
 
 fn read_state(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
-    conn.query_row("SELECT seq FROM index_state WHERE name = ?1", [name], |r| {
-        r.get(0)
-    })
-    .optional()
+    conn.query_row("SELECT seq FROM index_state WHERE name = ?1", [name], |r| r.get(0)).optional()
 }
 
 fn write_state(conn: &Connection, name: &str, seq: i64, detail: &str) -> rusqlite::Result<()> {
@@ -73,33 +70,18 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
     // database: start it over.
     let mut fts_applied = fts_durable.min(read_state(&conn, "fts")?.unwrap_or(0));
     if fts_durable > seq {
-        tracing::warn!(
-            index = fts_durable,
-            db = seq,
-            "full-text index is ahead of the database; rebuilding it"
-        );
+        tracing::warn!(index = fts_durable, db = seq, "full-text index is ahead of the database; rebuilding it");
         fts_writer.delete_all_documents()?;
         fts_applied = 0;
     }
     let mut vectors = vectors;
     let mut vec_applied = vec_durable.min(read_state(&conn, "vectors")?.unwrap_or(0));
     if vec_durable > seq {
-        tracing::warn!(
-            index = vec_durable,
-            db = seq,
-            "vector index is ahead of the database; rebuilding it"
-        );
+        tracing::warn!(index = vec_durable, db = seq, "vector index is ahead of the database; rebuilding it");
         vectors.clear();
         vec_applied = 0;
     }
-    let ws = WriteState {
-        conn,
-        fts_writer,
-        fts_applied,
-        fts_committed: fts_durable,
-        vec_file,
-        vec_applied,
-    };
+    let ws = WriteState { conn, fts_writer, fts_applied, fts_committed: fts_durable, vec_file, vec_applied };
     let inner = Inner {
         data_dir: dir.clone(),
         embedder: opts.embedder,
@@ -114,11 +96,7 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
         let mut ws = lock(&inner.writer);
         let behind = (seq - ws.fts_applied, seq - ws.vec_applied);
         if behind != (0, 0) {
-            tracing::info!(
-                fts_behind = behind.0,
-                vectors_behind = behind.1,
-                "catching indexes up with the database"
-            );
+            tracing::info!(fts_behind = behind.0, vectors_behind = behind.1, "catching indexes up with the database");
         }
         // The fts commit must happen even at seq 0 when documents were wiped above.
         sync_fts(&inner, &mut ws, true)?;
@@ -153,9 +131,7 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> anyh
     if target > from {
         // Rows at or below the last durable commit may already be in the index.
         let dedupe_until = ws.fts_committed;
-        let mut tomb = ws
-            .conn
-            .prepare_cached("SELECT chunk_rowid FROM tombstones WHERE seq > ?1")?;
+        let mut tomb = ws.conn.prepare_cached("SELECT chunk_rowid FROM tombstones WHERE seq > ?1")?;
         let rows = tomb.query_map([from], |r| r.get::<_, i64>(0))?;
         for r in rows {
             inner.fts.delete(&ws.fts_writer, r?);
@@ -177,9 +153,7 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> anyh
                 (Some(t), Some(h)) => Some(format!("{t}\n{h}")),
                 (t, h) => t.or(h),
             };
-            inner
-                .fts
-                .add(&ws.fts_writer, rowid, title.as_deref(), &content)?;
+            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), &content)?;
         }
         ws.fts_applied = target;
     }
@@ -207,11 +181,7 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> any
         let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
         let vecs = match inner.embedder.embed(&texts) {
             Ok(v) if v.len() == batch.len() => v,
-            Ok(v) => anyhow::bail!(
-                "embedder returned {} vectors for {} texts",
-                v.len(),
-                batch.len()
-            ),
+            Ok(v) => anyhow::bail!("embedder returned {} vectors for {} texts", v.len(), batch.len()),
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), "embedding failed; chunks stay keyword-only until retried");
                 return Ok(false);
@@ -231,11 +201,7 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> any
 
 /// Applies database changes after `vec_applied` to the vector index and commits them to
 /// the vector log. With `embed_limit`, a larger backlog is left to the background thread.
-pub(crate) fn sync_vectors(
-    inner: &Inner,
-    ws: &mut WriteState,
-    embed_limit: Option<usize>,
-) -> anyhow::Result<()> {
+pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Option<usize>) -> anyhow::Result<()> {
     let target = db_seq(&ws.conn)?;
     let from = ws.vec_applied;
     if target <= from {
@@ -254,22 +220,14 @@ pub(crate) fn sync_vectors(
             }
         }
     }
-    let pending: i64 = ws
-        .conn
-        .prepare_cached("SELECT count(*) FROM chunks WHERE change_seq > ?1")?
-        .query_row([from], |r| r.get(0))?;
+    let pending: i64 =
+        ws.conn.prepare_cached("SELECT count(*) FROM chunks WHERE change_seq > ?1")?.query_row([from], |r| r.get(0))?;
     let complete = if embed_limit.is_none_or(|l| pending as usize <= l) {
         let rows: Vec<(i64, String)> = ws
             .conn
             .prepare_cached("SELECT rowid, title, content FROM chunks WHERE change_seq > ?1")?
             .query_map([from], |r| {
-                Ok((
-                    r.get(0)?,
-                    embed_text(
-                        r.get::<_, Option<String>>(1)?.as_deref(),
-                        &r.get::<_, String>(2)?,
-                    ),
-                ))
+                Ok((r.get(0)?, embed_text(r.get::<_, Option<String>>(1)?.as_deref(), &r.get::<_, String>(2)?)))
             })?
             .collect::<rusqlite::Result<_>>()?;
         embed_rows(inner, ws, &rows)?
@@ -288,9 +246,7 @@ pub(crate) fn sync_vectors(
 /// Drops tombstones every index has applied.
 pub(crate) fn prune_tombstones(ws: &mut WriteState) -> rusqlite::Result<()> {
     let upto = ws.fts_committed.min(ws.vec_applied);
-    ws.conn
-        .prepare_cached("DELETE FROM tombstones WHERE seq <= ?1")?
-        .execute([upto])?;
+    ws.conn.prepare_cached("DELETE FROM tombstones WHERE seq <= ?1")?.execute([upto])?;
     Ok(())
 }
 
@@ -333,9 +289,7 @@ pub(crate) fn reindex(inner: &Inner) -> anyhow::Result<ReindexSummary> {
     let applied = ws.vec_applied;
     ws.vec_file.compact(&read(&inner.vectors), applied)?;
     prune_tombstones(&mut ws)?;
-    let chunks: i64 = ws
-        .conn
-        .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
+    let chunks: i64 = ws.conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
     Ok(ReindexSummary {
         chunks: chunks as usize,
         fts_docs: inner.fts.num_docs(),

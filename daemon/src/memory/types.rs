@@ -18,13 +18,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
-        Kind::Document,
-        Kind::Email,
-        Kind::Chat,
-        Kind::Note,
-        Kind::Learning,
-    ];
+    pub const ALL: [Kind; 5] = [Kind::Document, Kind::Email, Kind::Chat, Kind::Note, Kind::Learning];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -8,13 +8,7 @@ use super::types::Kind;
 /// Chunk id: the first 32 hex digits of sha256 over kind, source (id and ref), sequence
 /// and content. Fields are separated by a unit separator so that no two field tuples
 /// hash the same bytes; the id is therefore stable across re-ingests of the same input.
-pub(crate) fn chunk_id(
-    kind: Kind,
-    source_id: &str,
-    source_ref: &str,
-    seq: i64,
-    content: &str,
-) -> String {
+pub(crate) fn chunk_id(kind: Kind, source_id: &str, source_ref: &str, seq: i64, content: &str) -> String {
     let mut h = Sha256::new();
     h.update(kind.as_str().as_bytes());
     h.update([0x1f]);
@@ -55,9 +49,7 @@ pub(crate) fn ms_to_rfc3339(ms: i64) -> String {
 }
 
 pub(crate) fn rfc3339_to_ms(s: &str) -> Option<i64> {
-    chrono::DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|d| d.timestamp_millis())
+    chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_millis())
 }
 
 /// Cuts `s` to at most `max` bytes at a character boundary.

@@ -68,11 +68,7 @@ impl VecFile {
     /// Loads the snapshot and replays the log. Returns the index, the file handle for
     /// further appends and the change sequence the loaded state covers (0 if nothing
     /// usable was found).
-    pub fn load(
-        dir: &Path,
-        signature: &str,
-        dims: usize,
-    ) -> anyhow::Result<(VectorIndex, VecFile, i64)> {
+    pub fn load(dir: &Path, signature: &str, dims: usize) -> anyhow::Result<(VectorIndex, VecFile, i64)> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut index = VectorIndex::new(dims);
         let base_path = dir.join("vectors.bin");
@@ -85,9 +81,7 @@ impl VecFile {
             match Self::read_base(BufReader::with_capacity(1 << 20, f), &base_hdr, &mut index) {
                 Some(s) => seq = s,
                 None => {
-                    tracing::info!(
-                        "vector snapshot is from another embedder or damaged; vectors will be rebuilt"
-                    );
+                    tracing::info!("vector snapshot is from another embedder or damaged; vectors will be rebuilt");
                     index.clear();
                     base_ok = false;
                 }
@@ -97,12 +91,7 @@ impl VecFile {
         let log_hdr = header(LOG_MAGIC, signature, dims);
         let mut valid_len = 0u64;
         if base_ok && let Ok(f) = File::open(&log_path) {
-            let (s, len) = Self::replay_log(
-                BufReader::with_capacity(1 << 20, f),
-                &log_hdr,
-                dims,
-                &mut index,
-            );
+            let (s, len) = Self::replay_log(BufReader::with_capacity(1 << 20, f), &log_hdr, dims, &mut index);
             if let Some(s) = s {
                 seq = seq.max(s);
             }
@@ -110,8 +99,7 @@ impl VecFile {
         }
         // Cut a torn or foreign tail so new records follow valid ones.
         let log = if valid_len == 0 {
-            let mut f = File::create(&log_path)
-                .with_context(|| format!("creating {}", log_path.display()))?;
+            let mut f = File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
             f.write_all(&log_hdr)?;
             valid_len = log_hdr.len() as u64;
             f
@@ -158,12 +146,7 @@ impl VecFile {
 
     /// Applies committed record groups; returns the last committed sequence and the
     /// byte length of the valid prefix (0 when the header does not match).
-    fn replay_log(
-        mut r: impl Read,
-        hdr: &[u8],
-        dims: usize,
-        index: &mut VectorIndex,
-    ) -> (Option<i64>, u64) {
+    fn replay_log(mut r: impl Read, hdr: &[u8], dims: usize, index: &mut VectorIndex) -> (Option<i64>, u64) {
         let mut got = vec![0u8; hdr.len()];
         if read_exact_or_none(&mut r, &mut got).is_none() || got != hdr {
             return (None, 0);
@@ -204,9 +187,7 @@ impl VecFile {
                 }
                 REC_COMMIT => {
                     let mut h8 = [0u8; 8];
-                    if read_exact_or_none(&mut r, &mut h8).is_none()
-                        || u64::from_le_bytes(h8) != hash
-                    {
+                    if read_exact_or_none(&mut r, &mut h8).is_none() || u64::from_le_bytes(h8) != hash {
                         break;
                     }
                     for op in pending.drain(..) {

@@ -61,21 +61,13 @@ impl PartialOrd for Entry {
 
 impl Ord for Entry {
     fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .0
-            .total_cmp(&self.0)
-            .then_with(|| self.1.cmp(&other.1))
+        other.0.total_cmp(&self.0).then_with(|| self.1.cmp(&other.1))
     }
 }
 
 impl VectorIndex {
     pub fn new(dims: usize) -> Self {
-        VectorIndex {
-            dims,
-            data: Vec::new(),
-            rowids: Vec::new(),
-            pos: HashMap::new(),
-        }
+        VectorIndex { dims, data: Vec::new(), rowids: Vec::new(), pos: HashMap::new() }
     }
 
     pub fn dims(&self) -> usize {
@@ -112,8 +104,7 @@ impl VectorIndex {
             let moved = self.rowids[last];
             self.rowids[i] = moved;
             self.pos.insert(moved, i);
-            self.data
-                .copy_within(last * self.dims..(last + 1) * self.dims, i * self.dims);
+            self.data.copy_within(last * self.dims..(last + 1) * self.dims, i * self.dims);
         }
         self.rowids.pop();
         self.data.truncate(last * self.dims);
@@ -128,10 +119,7 @@ impl VectorIndex {
 
     /// Rows as `(rowid, unit vector)`, for persistence.
     pub fn rows(&self) -> impl Iterator<Item = (i64, &[f32])> {
-        self.rowids
-            .iter()
-            .copied()
-            .zip(self.data.chunks_exact(self.dims.max(1)))
+        self.rowids.iter().copied().zip(self.data.chunks_exact(self.dims.max(1)))
     }
 
     /// The `limit` most similar rows to `query` as `(rowid, cosine)`, best first;
@@ -153,16 +141,10 @@ impl VectorIndex {
             }
         };
         match restrict {
-            Some(rows) => rows
-                .iter()
-                .filter_map(|r| self.pos.get(r))
-                .for_each(|&i| consider(i, &mut heap)),
+            Some(rows) => rows.iter().filter_map(|r| self.pos.get(r)).for_each(|&i| consider(i, &mut heap)),
             None => (0..self.rowids.len()).for_each(|i| consider(i, &mut heap)),
         }
-        let mut out: Vec<(i64, f32)> = heap
-            .into_iter()
-            .map(|Entry(s, i)| (self.rowids[i], s))
-            .collect();
+        let mut out: Vec<(i64, f32)> = heap.into_iter().map(|Entry(s, i)| (self.rowids[i], s)).collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out
     }

@@ -23,10 +23,7 @@ const LEARNING_KINDS: &[&str] = &["preference", "fact", "procedure", "correction
 
 fn check_tags(tags: &[String]) -> Result<Vec<String>, MemoryError> {
     if tags.len() > MAX_TAGS {
-        return Err(invalid(format!(
-            "tags has {} entries; at most {MAX_TAGS} are allowed",
-            tags.len()
-        )));
+        return Err(invalid(format!("tags has {} entries; at most {MAX_TAGS} are allowed", tags.len())));
     }
     let mut out: Vec<String> = Vec::with_capacity(tags.len());
     for (i, t) in tags.iter().enumerate() {
@@ -35,10 +32,7 @@ fn check_tags(tags: &[String]) -> Result<Vec<String>, MemoryError> {
             return Err(invalid(format!("tags[{i}] must not be blank")));
         }
         if t.len() > MAX_TAG_BYTES {
-            return Err(invalid(format!(
-                "tags[{i}] is {} bytes; at most {MAX_TAG_BYTES} are allowed",
-                t.len()
-            )));
+            return Err(invalid(format!("tags[{i}] is {} bytes; at most {MAX_TAG_BYTES} are allowed", t.len())));
         }
         if !out.iter().any(|x| x == t) {
             out.push(t.to_string());
@@ -89,14 +83,7 @@ struct Kv<'a> {
 }
 
 fn upsert_kv(tx: &Transaction<'_>, kv: Kv<'_>, now: i64) -> rusqlite::Result<()> {
-    let Kv {
-        kind,
-        namespace: ns,
-        key,
-        item,
-        hash,
-        provenance: prov,
-    } = kv;
+    let Kv { kind, namespace: ns, key, item, hash, provenance: prov } = kv;
     tx.prepare_cached(
         "INSERT INTO kv (kind, namespace, key, item_id, content_hash, provenance, created_at_ms, updated_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)
@@ -118,12 +105,7 @@ impl MemoryEngine {
             Some(ns) => required("namespace", ns)?.trim().to_string(),
             None => "default".to_string(),
         };
-        let title = w
-            .title
-            .as_deref()
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_string);
+        let title = w.title.as_deref().map(str::trim).filter(|t| !t.is_empty()).map(str::to_string);
         let tags = check_tags(&w.tags)?;
         for k in FILTER_META_KEYS {
             if let Some(v) = w.metadata.get(*k)
@@ -153,10 +135,7 @@ impl MemoryEngine {
                 let old = store::rowids_by_origin(tx, &item_id)?;
                 store::delete_chunks(tx, seq, &old)?;
                 let mut chunks = Vec::new();
-                for (i, piece) in chunk_text(&w.content, Format::Markdown)
-                    .into_iter()
-                    .enumerate()
-                {
+                for (i, piece) in chunk_text(&w.content, Format::Markdown).into_iter().enumerate() {
                     let mut metadata: Map<String, Value> = w.metadata.clone();
                     metadata.insert("namespace".into(), json!(namespace));
                     metadata.insert("key".into(), json!(key));
@@ -204,7 +183,8 @@ impl MemoryEngine {
                 .prepare_cached("SELECT id FROM chunks WHERE origin = ?1 ORDER BY seq_in_source")?
                 .query_map([&item_id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            let out = json!({ "id": item_id, "key": key, "namespace": namespace, "chunk_ids": chunk_ids, "status": status });
+            let out =
+                json!({ "id": item_id, "key": key, "namespace": namespace, "chunk_ids": chunk_ids, "status": status });
             Ok((out, item_id.clone()))
         })
     }
@@ -258,14 +238,7 @@ impl MemoryEngine {
             let hash = sha256_hex(note.as_bytes());
             upsert_kv(
                 tx,
-                Kv {
-                    kind: "note",
-                    namespace: "",
-                    key,
-                    item: &item_id,
-                    hash: &hash,
-                    provenance: source,
-                },
+                Kv { kind: "note", namespace: "", key, item: &item_id, hash: &hash, provenance: source },
                 now,
             )?;
             tx.prepare_cached(
@@ -305,32 +278,22 @@ impl MemoryEngine {
             tx.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid = ?1 AND origin_key = ?2")?
                 .execute(params![rowid, key])?;
             for t in &tags {
-                tx.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, ?3)")?
-                    .execute(params![rowid, t, key])?;
+                tx.prepare_cached(
+                    "INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![rowid, t, key])?;
             }
             let hash = sha256_hex(tags.join("\n").as_bytes());
             upsert_kv(
                 tx,
-                Kv {
-                    kind: "tag",
-                    namespace: "",
-                    key,
-                    item: chunk_id,
-                    hash: &hash,
-                    provenance: source,
-                },
+                Kv { kind: "tag", namespace: "", key, item: chunk_id, hash: &hash, provenance: source },
                 now,
             )?;
             let all: Vec<String> = tx
-                .prepare_cached(
-                    "SELECT DISTINCT tag FROM chunk_tags WHERE chunk_rowid = ?1 ORDER BY tag",
-                )?
+                .prepare_cached("SELECT DISTINCT tag FROM chunk_tags WHERE chunk_rowid = ?1 ORDER BY tag")?
                 .query_map([rowid], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok((
-                json!({ "chunk_id": chunk_id, "key": key, "tags": all }),
-                chunk_id.to_string(),
-            ))
+            Ok((json!({ "chunk_id": chunk_id, "key": key, "tags": all }), chunk_id.to_string()))
         })
     }
 
@@ -346,17 +309,12 @@ impl MemoryEngine {
         let text = required("text", text)?.trim();
         let source = required("source", source)?;
         if !LEARNING_KINDS.contains(&kind) {
-            return Err(invalid(format!(
-                "kind must be one of {}, got `{kind}`",
-                LEARNING_KINDS.join(", ")
-            )));
+            return Err(invalid(format!("kind must be one of {}, got `{kind}`", LEARNING_KINDS.join(", "))));
         }
         if let Some(c) = confidence
             && !(0.0..=1.0).contains(&c)
         {
-            return Err(invalid(format!(
-                "confidence must be between 0 and 1, got {c}"
-            )));
+            return Err(invalid(format!("confidence must be between 0 and 1, got {c}")));
         }
         let item_id = format!("learning:{}", uuid::Uuid::new_v4().simple());
         write_tx(&self.inner, audit, |tx, seq, now| {
@@ -397,18 +355,10 @@ impl MemoryEngine {
 
     /// Deletes for good. Each id may be a chunk id, an item id (`doc:…`, `note:…`,
     /// `learning:…`, `file:…`) or a source id; notes on forgotten chunks go with them.
-    pub fn forget(
-        &self,
-        ids: &[String],
-        source: &str,
-        audit: AuditRow,
-    ) -> Result<Value, MemoryError> {
+    pub fn forget(&self, ids: &[String], source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
         required("source", source)?;
         if ids.is_empty() || ids.len() > 100 {
-            return Err(invalid(format!(
-                "ids must have 1 to 100 entries, got {}",
-                ids.len()
-            )));
+            return Err(invalid(format!("ids must have 1 to 100 entries, got {}", ids.len())));
         }
         for (i, id) in ids.iter().enumerate() {
             required(&format!("ids[{i}]"), id)?;
@@ -419,17 +369,10 @@ impl MemoryEngine {
             for id in ids {
                 let id = id.trim();
                 let n = forget_one(tx, seq, id)?;
-                if n > 0 {
-                    deleted.push(id.to_string())
-                } else {
-                    not_found.push(id.to_string())
-                }
+                if n > 0 { deleted.push(id.to_string()) } else { not_found.push(id.to_string()) }
             }
             let result = deleted.join(",");
-            Ok((
-                json!({ "deleted": deleted, "not_found": not_found }),
-                result,
-            ))
+            Ok((json!({ "deleted": deleted, "not_found": not_found }), result))
         })
     }
 }
@@ -473,30 +416,19 @@ fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryE
             store::delete_chunks(tx, seq, &rows)?;
             origins.push(note);
         }
-        tx.prepare_cached("DELETE FROM kv WHERE kind = 'tag' AND item_id = ?1")?
-            .execute([chunk_id])?;
+        tx.prepare_cached("DELETE FROM kv WHERE kind = 'tag' AND item_id = ?1")?.execute([chunk_id])?;
     }
     for origin in &origins {
-        let left: bool = tx
-            .prepare_cached("SELECT 1 FROM chunks WHERE origin = ?1")?
-            .exists([origin])?;
+        let left: bool = tx.prepare_cached("SELECT 1 FROM chunks WHERE origin = ?1")?.exists([origin])?;
         if left {
             continue;
         }
         let mut bare = 0;
-        bare += tx
-            .prepare_cached("DELETE FROM kv WHERE item_id = ?1 AND kind != 'tag'")?
-            .execute([origin])?;
-        bare += tx
-            .prepare_cached("DELETE FROM notes WHERE item_id = ?1")?
-            .execute([origin])?;
-        bare += tx
-            .prepare_cached("DELETE FROM learnings WHERE item_id = ?1")?
-            .execute([origin])?;
+        bare += tx.prepare_cached("DELETE FROM kv WHERE item_id = ?1 AND kind != 'tag'")?.execute([origin])?;
+        bare += tx.prepare_cached("DELETE FROM notes WHERE item_id = ?1")?.execute([origin])?;
+        bare += tx.prepare_cached("DELETE FROM learnings WHERE item_id = ?1")?.execute([origin])?;
         if let Some(path) = origin.strip_prefix("file:") {
-            bare += tx
-                .prepare_cached("DELETE FROM files WHERE path = ?1")?
-                .execute([path])?;
+            bare += tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
         }
         if origin == id && n == 0 {
             n = bare;

@@ -20,11 +20,7 @@ pub struct LineCodec {
 
 impl LineCodec {
     pub fn new(max: usize) -> LineCodec {
-        LineCodec {
-            max,
-            discarding: false,
-            scanned: 0,
-        }
+        LineCodec { max, discarding: false, scanned: 0 }
     }
 }
 
@@ -33,10 +29,7 @@ impl Decoder for LineCodec {
     type Error = std::io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
-        let newline = buf[self.scanned..]
-            .iter()
-            .position(|b| *b == b'\n')
-            .map(|i| i + self.scanned);
+        let newline = buf[self.scanned..].iter().position(|b| *b == b'\n').map(|i| i + self.scanned);
         match newline {
             Some(i) => {
                 let mut line = buf.split_to(i + 1);
@@ -103,30 +96,18 @@ mod tests {
 
     #[test]
     fn splits_lines_across_chunks() {
-        assert_eq!(
-            frames(&[b"ab", b"c\nde", b"\nf"], 10),
-            vec![line("abc"), line("de"), line("f")]
-        );
+        assert_eq!(frames(&[b"ab", b"c\nde", b"\nf"], 10), vec![line("abc"), line("de"), line("f")]);
     }
 
     #[test]
     fn overlong_line_is_reported_once_and_reading_resumes() {
         let long = vec![b'x'; 25];
-        assert_eq!(
-            frames(&[b"ok\n", &long, &long, b"\nnext\n"], 10),
-            vec![line("ok"), Frame::TooLong, line("next")]
-        );
-        assert_eq!(
-            frames(&[b"0123456789012\nz\n"], 10),
-            vec![Frame::TooLong, line("z")]
-        );
+        assert_eq!(frames(&[b"ok\n", &long, &long, b"\nnext\n"], 10), vec![line("ok"), Frame::TooLong, line("next")]);
+        assert_eq!(frames(&[b"0123456789012\nz\n"], 10), vec![Frame::TooLong, line("z")]);
     }
 
     #[test]
     fn invalid_utf8_passes_through_as_bytes() {
-        assert_eq!(
-            frames(&[b"\xff\xfe\n"], 10),
-            vec![Frame::Line(BytesMut::from(&b"\xff\xfe"[..]))]
-        );
+        assert_eq!(frames(&[b"\xff\xfe\n"], 10), vec![Frame::Line(BytesMut::from(&b"\xff\xfe"[..]))]);
     }
 }

@@ -42,16 +42,12 @@ pub fn activated() -> Result<Option<SocketListener>> {
     if fds.len() == 0 {
         return Ok(None);
     }
-    let std_listener = fds
-        .take_unix_listener(0)
-        .context("socket activation: fd 3 is not a unix listener")?;
+    let std_listener = fds.take_unix_listener(0).context("socket activation: fd 3 is not a unix listener")?;
     let Some(std_listener) = std_listener else {
         return Ok(None);
     };
     std_listener.set_nonblocking(true)?;
-    Ok(Some(SocketListener::Activated(
-        tokio::net::UnixListener::from_std(std_listener)?,
-    )))
+    Ok(Some(SocketListener::Activated(tokio::net::UnixListener::from_std(std_listener)?)))
 }
 
 #[cfg(not(unix))]
@@ -73,10 +69,7 @@ pub fn bind(path: &Path) -> Result<SocketListener> {
         }
         match opts.create_tokio() {
             Ok(listener) => {
-                return Ok(SocketListener::Bound {
-                    listener,
-                    path: path.to_path_buf(),
-                });
+                return Ok(SocketListener::Bound { listener, path: path.to_path_buf() });
             }
             Err(e) if e.kind() == io::ErrorKind::AddrInUse && attempt == 0 => match probe(path) {
                 Probe::Live => bail!(
@@ -85,9 +78,8 @@ pub fn bind(path: &Path) -> Result<SocketListener> {
                 ),
                 Probe::Stale => {
                     tracing::info!(socket = %path.display(), "removing stale socket left by a daemon that is gone");
-                    std::fs::remove_file(path).with_context(|| {
-                        format!("cannot remove stale socket {}", path.display())
-                    })?;
+                    std::fs::remove_file(path)
+                        .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
                 }
             },
             Err(e) => {
@@ -95,10 +87,7 @@ pub fn bind(path: &Path) -> Result<SocketListener> {
             }
         }
     }
-    bail!(
-        "cannot listen on {}: the address stays in use",
-        path.display()
-    )
+    bail!("cannot listen on {}: the address stays in use", path.display())
 }
 
 enum Probe {
@@ -112,14 +101,7 @@ fn probe(path: &Path) -> Probe {
         match std::os::unix::net::UnixStream::connect(path) {
             Ok(_) => Probe::Live,
             // Only a refused (or vanished) socket is stale; anything else may be a live daemon.
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound
-                ) =>
-            {
-                Probe::Stale
-            }
+            Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionRefused | io::ErrorKind::NotFound) => Probe::Stale,
             Err(_) => Probe::Live,
         }
     }
@@ -131,8 +113,7 @@ fn probe(path: &Path) -> Probe {
 }
 
 fn make_private_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create socket directory {}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create socket directory {}", dir.display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -7,13 +7,5 @@ use super::{OnEof, serve_lines};
 use crate::mcp::{Dispatcher, Transport};
 
 pub async fn serve(dispatcher: Dispatcher, shutdown: CancellationToken) {
-    serve_lines(
-        dispatcher,
-        Transport::Stdio,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        shutdown,
-        OnEof::Drain,
-    )
-    .await;
+    serve_lines(dispatcher, Transport::Stdio, tokio::io::stdin(), tokio::io::stdout(), shutdown, OnEof::Drain).await;
 }

@@ -11,11 +11,7 @@ fn exit_codes_follow_the_contract() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("serve"));
     let out = home.daemon_cmd().arg("no-such-command").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = home
-        .daemon_cmd()
-        .args(["serve", "--port", "notaport"])
-        .output()
-        .unwrap();
+    let out = home.daemon_cmd().args(["serve", "--port", "notaport"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     for sub in ["serve", "stdio", "status", "stop", "config", "service"] {
         let out = home.daemon_cmd().args([sub, "--help"]).output().unwrap();
@@ -27,38 +23,19 @@ fn exit_codes_follow_the_contract() {
 fn config_commands() {
     let home = Home::new();
     let out = home.daemon_cmd().args(["config", "path"]).output().unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        home.path().join("config.toml").display().to_string()
-    );
-    let out = home
-        .daemon_cmd()
-        .args(["config", "check"])
-        .output()
-        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), home.path().join("config.toml").display().to_string());
+    let out = home.daemon_cmd().args(["config", "check"]).output().unwrap();
     assert!(out.status.success(), "defaults are valid");
     home.write_config("[autonomy]\nlevel = \"readonly\"\n[mcp.http]\nprot = 9\n");
-    let out = home
-        .daemon_cmd()
-        .args(["config", "check"])
-        .output()
-        .unwrap();
+    let out = home.daemon_cmd().args(["config", "check"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("prot") && err.contains("config.toml"), "{err}");
     home.write_config("[autonomy]\nlevel = \"readonly\"\n");
-    let out = home
-        .daemon_cmd()
-        .args(["config", "show"])
-        .env("OPENHUMAN_SEARXNG_MAX_RESULTS", "7")
-        .output()
-        .unwrap();
+    let out = home.daemon_cmd().args(["config", "show"]).env("OPENHUMAN_SEARXNG_MAX_RESULTS", "7").output().unwrap();
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("level = \"readonly\""), "{shown}");
-    assert!(
-        shown.contains("max_results = 7") && shown.contains("OPENHUMAN_SEARXNG_MAX_RESULTS"),
-        "{shown}"
-    );
+    assert!(shown.contains("max_results = 7") && shown.contains("OPENHUMAN_SEARXNG_MAX_RESULTS"), "{shown}");
     // A bad config stops the daemon from starting, with the key named.
     home.write_config("[searxng]\nmax_results = 99\n");
     let out = home.daemon_cmd().arg("serve").output().unwrap();
@@ -74,19 +51,13 @@ fn failed_reload_keeps_the_old_config() {
     home.write_config("[autonomy]\nlevel = 5\n");
     let r = p.request("openhuman.config_reload", json!({}));
     let msg = r["error"]["message"].as_str().unwrap();
-    assert!(
-        msg.contains("autonomy.level") && msg.contains("previous one stays"),
-        "{msg}"
-    );
+    assert!(msg.contains("autonomy.level") && msg.contains("previous one stays"), "{msg}");
     // SIGHUP takes the same path and the daemon keeps serving.
     openhuman_tests::kill(d.pid(), libc::SIGHUP);
     p.initialize("after-reload");
     assert!(p.call("tools/list", json!({}))["tools"].is_array());
     home.write_config("[autonomy]\nlevel = \"full\"\n");
-    assert_eq!(
-        p.call("openhuman.config_reload", json!({}))["reloaded"],
-        true
-    );
+    assert_eq!(p.call("openhuman.config_reload", json!({}))["reloaded"], true);
 }
 
 #[test]

@@ -19,7 +19,11 @@ fn corpus(dir: &Path) {
         "# Vehicles\n\nMy car needs new tyres before the winter trip. The sedan's engine was serviced at the garage in March.\n",
     )
     .unwrap();
-    std::fs::write(dir.join("notes/cooking.md"), "# Recipes\n\nBake the sourdough loaf at 230 degrees for forty minutes with steam.\n").unwrap();
+    std::fs::write(
+        dir.join("notes/cooking.md"),
+        "# Recipes\n\nBake the sourdough loaf at 230 degrees for forty minutes with steam.\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("budget.eml"), EML).unwrap();
     std::fs::write(
         dir.join("eng.jsonl"),
@@ -64,7 +68,16 @@ fn memory_tools_over_the_shim() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
-    for t in ["memory.search", "memory.recall", "tree.read_chunk", "tree.browse", "tree.top_entities", "tree.list_sources", "memory.fetch", "memory.list"] {
+    for t in [
+        "memory.search",
+        "memory.recall",
+        "tree.read_chunk",
+        "tree.browse",
+        "tree.top_entities",
+        "tree.list_sources",
+        "memory.fetch",
+        "memory.list",
+    ] {
         assert!(names.iter().any(|n| n == t), "{t} missing from {names:?}");
     }
 
@@ -96,10 +109,18 @@ fn memory_tools_over_the_shim() {
         ("memory.search", json!({"query": "x", "k": 51}), "argument `k` must be between 1 and 50 (got 51)"),
         ("memory.search", json!({"query": "  "}), "argument `query` must not be blank"),
         ("memory.search", json!({"query": "x", "limit": 3}), "unknown argument: `limit`"),
-        ("memory.recall", json!({"query": "x", "filter": {"kinds": ["fax"]}}), "argument `filter.kinds[0]` must be one of"),
+        (
+            "memory.recall",
+            json!({"query": "x", "filter": {"kinds": ["fax"]}}),
+            "argument `filter.kinds[0]` must be one of",
+        ),
         ("memory.recall", json!({"query": "x", "filter": {"colour": "red"}}), "unknown argument in `filter`: `colour`"),
         ("memory.fetch", json!({"query": "x", "limit": 101}), "argument `limit` must be between 1 and 100 (got 101)"),
-        ("memory.fetch", json!({"query": "x", "mode": "fuzzy"}), "argument `mode` must be one of keyword, vector, hybrid"),
+        (
+            "memory.fetch",
+            json!({"query": "x", "mode": "fuzzy"}),
+            "argument `mode` must be one of keyword, vector, hybrid",
+        ),
         ("tree.browse", json!({"since_ms": -1}), "argument `since_ms` must be at least 0"),
         ("tree.browse", json!({"offset": -5}), "argument `offset` must be between 0 and"),
         ("tree.top_entities", json!({"kind": "planet"}), "argument `kind` must be one of"),
@@ -128,13 +149,21 @@ fn memory_tools_over_the_shim() {
 
     // Entities and sources.
     let ents = s.peer.tool("tree.top_entities", json!({"kind": "email"}));
-    let ids: Vec<&str> = ents["structuredContent"]["entities"].as_array().unwrap().iter().map(|e| e["entity_id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = ents["structuredContent"]["entities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["entity_id"].as_str().unwrap())
+        .collect();
     assert!(ids.contains(&"email:alice@example.com"), "{ids:?}");
     let by_entity = s.peer.tool("tree.browse", json!({"entity_ids": ["email:alice@example.com"]}));
     assert!(by_entity["structuredContent"]["chunks"].as_array().unwrap().iter().all(|c| c["source_kind"] == "email"));
     let sources = s.peer.tool("tree.list_sources", json!({"user_email_hint": "me@example.org"}));
     let list = sources["structuredContent"]["sources"].as_array().unwrap();
-    assert!(list.iter().any(|src| src["source_kind"] == "email" && src["display_name"].as_str().unwrap().contains("Alice")), "{sources}");
+    assert!(
+        list.iter().any(|src| src["source_kind"] == "email" && src["display_name"].as_str().unwrap().contains("Alice")),
+        "{sources}"
+    );
 
     // Fetch with a cursor; a cursor from another query is refused.
     let p1 = s.peer.tool("memory.fetch", json!({"query": "the", "mode": "keyword", "limit": 1}));
@@ -181,7 +210,9 @@ fn memory_off_makes_memory_tools_say_which_key_to_set() {
     cmd.arg("stdio");
     let mut s = ChildPeer::spawn(cmd);
     s.peer.initialize("t");
-    for (tool, args) in [("memory.search", json!({"query": "x"})), ("tree.list_sources", json!({})), ("memory.list", json!({}))] {
+    for (tool, args) in
+        [("memory.search", json!({"query": "x"})), ("tree.list_sources", json!({})), ("memory.list", json!({}))]
+    {
         let text = err_text(&s.peer.tool(tool, args));
         assert!(text.contains("MEMORY_OFF") && text.contains("[memory].engine"), "{tool}: {text}");
     }

@@ -12,35 +12,17 @@ fn session_through_shim_lists_calls_and_reads() {
     let init = shim.peer.initialize("Claude Desktop");
     assert_eq!(init["capabilities"]["tools"]["listChanged"], true);
     let tools = shim.peer.call("tools/list", json!({}));
-    assert!(
-        tools["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|t| t["inputSchema"]["additionalProperties"] == false)
-    );
+    assert!(tools["tools"].as_array().unwrap().iter().all(|t| t["inputSchema"]["additionalProperties"] == false));
     let agents = shim.peer.tool("agent.list_subagents", json!({}));
     assert_eq!(agents["isError"], false);
     let list = agents["structuredContent"]["agents"].as_array().unwrap();
     assert!(list.len() >= 12);
-    let orchestrator = list
-        .iter()
-        .find(|a| a["id"] == "orchestrator")
-        .expect("orchestrator");
+    let orchestrator = list.iter().find(|a| a["id"] == "orchestrator").expect("orchestrator");
     assert_eq!(orchestrator["dispatchable_over_mcp"], false);
-    assert!(
-        orchestrator["reason"].as_str().unwrap().contains("[llm]"),
-        "{orchestrator}"
-    );
-    let integrations = list
-        .iter()
-        .find(|a| a["id"] == "integrations")
-        .expect("integrations");
+    assert!(orchestrator["reason"].as_str().unwrap().contains("[llm]"), "{orchestrator}");
+    let integrations = list.iter().find(|a| a["id"] == "integrations").expect("integrations");
     assert!(integrations["reason"].as_str().unwrap().contains("toolkit"));
-    let text = shim.peer.call(
-        "resources/read",
-        json!({"uri": "openhuman://prompts/agents/planner"}),
-    );
+    let text = shim.peer.call("resources/read", json!({"uri": "openhuman://prompts/agents/planner"}));
     assert!(text["contents"][0]["text"].as_str().unwrap().len() > 200);
     let (status, rest) = shim.finish();
     assert!(status.success());
@@ -71,10 +53,7 @@ fn killed_daemon_fails_inflight_request_then_shim_continues_on_a_new_one() {
     kill(first, libc::SIGKILL);
     let reply = shim.peer.wait(&id);
     assert_eq!(reply["error"]["code"], -32603, "{reply}");
-    assert_eq!(
-        reply["error"]["message"],
-        "daemon restarted; request not completed"
-    );
+    assert_eq!(reply["error"]["message"], "daemon restarted; request not completed");
     // The shim reconnects to a fresh daemon and replays the handshake without telling the client.
     let tools = shim.peer.call("tools/list", json!({}));
     assert!(tools["tools"].is_array());
@@ -82,10 +61,7 @@ fn killed_daemon_fails_inflight_request_then_shim_continues_on_a_new_one() {
     assert_ne!(first, second);
     let (status, rest) = shim.finish();
     assert!(status.success());
-    assert!(
-        rest.is_empty(),
-        "the replayed initialize must not reach the client: {rest:?}"
-    );
+    assert!(rest.is_empty(), "the replayed initialize must not reach the client: {rest:?}");
 }
 
 #[test]
@@ -104,10 +80,7 @@ fn twenty_shims_started_together_make_exactly_one_daemon() {
             })
         })
         .collect();
-    let shims: Vec<ChildPeer> = handles
-        .into_iter()
-        .map(|h| h.join().expect("shim thread"))
-        .collect();
+    let shims: Vec<ChildPeer> = handles.into_iter().map(|h| h.join().expect("shim thread")).collect();
     let home_str = home.path().to_string_lossy().to_string();
     let daemons = processes_matching(&["openhumand-mcp", &home_str, "serve"]);
     assert_eq!(daemons.len(), 1, "daemons: {daemons:?}");
@@ -124,12 +97,8 @@ fn eof_waits_for_inflight_responses() {
     let _daemon = Daemon::start(&home);
     let mut shim = ChildPeer::spawn(home.shim_cmd());
     shim.peer.initialize("eof-test");
-    let ids: Vec<_> = (0..50)
-        .map(|_| {
-            shim.peer
-                .start("tools/call", json!({"name": "core.tool_instructions"}))
-        })
-        .collect();
+    let ids: Vec<_> =
+        (0..50).map(|_| shim.peer.start("tools/call", json!({"name": "core.tool_instructions"}))).collect();
     let (status, rest) = shim.finish();
     assert!(status.success());
     assert_eq!(rest.len(), ids.len(), "every request answered before exit");
@@ -145,23 +114,18 @@ fn without_daemon_and_autostart_each_request_gets_advice_and_exit_is_nonzero() {
     let mut cmd = home.shim_cmd();
     cmd.arg("--no-autostart");
     let mut shim = ChildPeer::spawn(cmd);
-    let r = shim.peer.request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}));
+    let r = shim.peer.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
+    );
     assert_eq!(r["error"]["code"], -32603);
     let msg = r["error"]["message"].as_str().unwrap();
     assert!(msg.contains("openhumand-mcp serve"), "{msg}");
     let r = shim.peer.request("ping", json!({}));
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("openhumand-mcp serve")
-    );
+    assert!(r["error"]["message"].as_str().unwrap().contains("openhumand-mcp serve"));
     let (status, _) = shim.finish();
     assert!(!status.success());
-    assert!(
-        home.daemon_pid().is_none(),
-        "--no-autostart must not start a daemon"
-    );
+    assert!(home.daemon_pid().is_none(), "--no-autostart must not start a daemon");
 }
 
 #[test]

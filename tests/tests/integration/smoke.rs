@@ -11,12 +11,7 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 fn pipe(mut cmd: Command, lines: &[&str]) -> Vec<Value> {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
     let mut stdin = child.stdin.take().expect("stdin");
     for l in lines {
         writeln!(stdin, "{l}").expect("write");
@@ -28,9 +23,7 @@ fn pipe(mut cmd: Command, lines: &[&str]) -> Vec<Value> {
     let status = wait_exit(&mut child, WAIT);
     assert!(status.success(), "exit status {status}");
     out.iter()
-        .map(|l| {
-            serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}"))
-        })
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}")))
         .collect()
 }
 
@@ -44,34 +37,16 @@ fn commands(home: &Home) -> Vec<(&'static str, Command)> {
 fn seed_tools_smoke_writes_exactly_two_lines() {
     let home = Home::new();
     for (name, cmd) in commands(&home) {
-        let out = pipe(
-            cmd,
-            &[
-                INIT,
-                INITIALIZED,
-                r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
-            ],
-        );
+        let out = pipe(cmd, &[INIT, INITIALIZED, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#]);
         assert_eq!(out.len(), 2, "{name}: {out:?}");
         assert_eq!(out[0]["id"], 1);
         assert_eq!(out[0]["result"]["protocolVersion"], "2025-06-18", "{name}");
-        assert!(
-            out[0]["result"]["capabilities"]["tools"].is_object(),
-            "{name}"
-        );
+        assert!(out[0]["result"]["capabilities"]["tools"].is_object(), "{name}");
         assert_eq!(out[0]["result"]["serverInfo"]["name"], "openhuman-core");
         assert_eq!(out[1]["id"], 2);
-        let names: Vec<&str> = out[1]["result"]["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
-        for want in [
-            "core.list_tools",
-            "core.tool_instructions",
-            "agent.list_subagents",
-        ] {
+        let names: Vec<&str> =
+            out[1]["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        for want in ["core.list_tools", "core.tool_instructions", "agent.list_subagents"] {
             assert!(names.contains(&want), "{name}: {names:?}");
         }
     }
@@ -92,18 +67,10 @@ fn seed_resources_smoke_writes_exactly_four_lines() {
             ],
         );
         assert_eq!(out.len(), 4, "{name}: {out:?}");
-        let by_id = |id: i64| {
-            out.iter()
-                .find(|m| m["id"] == id)
-                .unwrap_or_else(|| panic!("{name}: no reply {id}"))
-        };
+        let by_id = |id: i64| out.iter().find(|m| m["id"] == id).unwrap_or_else(|| panic!("{name}: no reply {id}"));
         assert!(by_id(1)["result"]["capabilities"]["resources"].is_object());
-        let uris: Vec<&str> = by_id(2)["result"]["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["uri"].as_str().unwrap())
-            .collect();
+        let uris: Vec<&str> =
+            by_id(2)["result"]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
         for want in [
             "openhuman://prompts/identity",
             "openhuman://prompts/soul",
@@ -112,15 +79,9 @@ fn seed_resources_smoke_writes_exactly_four_lines() {
         ] {
             assert!(uris.contains(&want), "{name}: {uris:?}");
         }
-        assert_eq!(
-            by_id(3)["result"]["resourceTemplates"],
-            serde_json::json!([])
-        );
+        assert_eq!(by_id(3)["result"]["resourceTemplates"], serde_json::json!([]));
         let content = &by_id(4)["result"]["contents"][0];
         assert_eq!(content["mimeType"], "text/markdown");
-        assert!(
-            content["text"].as_str().unwrap().contains("OpenHuman"),
-            "{name}"
-        );
+        assert!(content["text"].as_str().unwrap().contains("OpenHuman"), "{name}");
     }
 }

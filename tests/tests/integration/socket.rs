@@ -23,16 +23,8 @@ fn initialized(home: &Home) -> Peer {
 fn socket_is_private() {
     let home = Home::new();
     let _d = Daemon::start(&home);
-    let sock = std::fs::metadata(home.socket())
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
-    let dir = std::fs::metadata(home.path().join("run"))
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
+    let sock = std::fs::metadata(home.socket()).unwrap().permissions().mode() & 0o777;
+    let dir = std::fs::metadata(home.path().join("run")).unwrap().permissions().mode() & 0o777;
     assert_eq!(sock, 0o600, "socket mode {sock:o}");
     assert_eq!(dir, 0o700, "dir mode {dir:o}");
 }
@@ -63,65 +55,28 @@ fn bad_input_gets_clear_errors_and_the_session_goes_on() {
     let cases: Vec<(Vec<u8>, i64)> = vec![
         (b"{not json\n".to_vec(), -32700),
         (b"\xff\xfe\x00garbage\n".to_vec(), -32700),
-        (
-            [b"{\"a\":\"".to_vec(), vec![b'x'; 10_000], b"\"}\n".to_vec()].concat(),
-            -32700,
-        ),
+        ([b"{\"a\":\"".to_vec(), vec![b'x'; 10_000], b"\"}\n".to_vec()].concat(), -32700),
         // Nested deeper than the parser allows.
-        (
-            [vec![b'['; 2000], vec![b']'; 2000], b"\n".to_vec()].concat(),
-            -32700,
-        ),
+        ([vec![b'['; 2000], vec![b']'; 2000], b"\n".to_vec()].concat(), -32700),
         (b"[]\n".to_vec(), -32600),
         (b"42\n".to_vec(), -32600),
         (line(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#), -32600),
-        (
-            line(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#),
-            -32600,
-        ),
+        (line(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#), -32600),
         (line(r#"{"jsonrpc":"2.0","id":2,"method":7}"#), -32600),
-        (
-            line(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":5}"#),
-            -32602,
-        ),
-        (
-            line(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":3}}"#),
-            -32602,
-        ),
-        (
-            line(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope"}}"#),
-            -32602,
-        ),
+        (line(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":5}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":3}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope"}}"#), -32602),
         (
             line(
                 r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"core.list_tools","arguments":[1]}}"#,
             ),
             -32602,
         ),
-        (
-            line(r#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#),
-            -32601,
-        ),
-        (
-            line(
-                r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"openhuman://nope"}}"#,
-            ),
-            -32002,
-        ),
-        (
-            line(r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":" "}}"#),
-            -32602,
-        ),
-        (
-            line(r#"{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"cursor":"zzz"}}"#),
-            -32602,
-        ),
-        (
-            line(
-                r#"{"jsonrpc":"2.0","id":11,"method":"logging/setLevel","params":{"level":"loud"}}"#,
-            ),
-            -32602,
-        ),
+        (line(r#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#), -32601),
+        (line(r#"{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"openhuman://nope"}}"#), -32002),
+        (line(r#"{"jsonrpc":"2.0","id":9,"method":"resources/read","params":{"uri":" "}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"cursor":"zzz"}}"#), -32602),
+        (line(r#"{"jsonrpc":"2.0","id":11,"method":"logging/setLevel","params":{"level":"loud"}}"#), -32602),
     ];
     for (bytes, code) in cases {
         p.send_raw(&bytes);
@@ -145,33 +100,13 @@ fn requests_before_initialize_are_refused_but_ping_and_discover_work() {
     let mut p = Peer::socket(&home.socket());
     let r = p.request("tools/list", json!({}));
     assert_eq!(r["error"]["code"], -32600);
-    assert!(
-        r["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("not initialized")
-    );
+    assert!(r["error"]["message"].as_str().unwrap().contains("not initialized"));
     assert_eq!(p.call("ping", json!({})), json!({}));
     let d = p.call("server/discover", json!({}));
-    assert_eq!(
-        d["supportedVersions"],
-        json!([
-            "2026-07-28",
-            "2025-11-25",
-            "2025-06-18",
-            "2025-03-26",
-            "2024-11-05"
-        ])
-    );
-    assert_eq!(
-        d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
-        "openhuman-core"
-    );
+    assert_eq!(d["supportedVersions"], json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]));
+    assert_eq!(d["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "openhuman-core");
     // Then fall back to the handshake on the same connection.
-    let init = p.call(
-        "initialize",
-        json!({"protocolVersion": "2099-01-01", "capabilities": {}}),
-    );
+    let init = p.call("initialize", json!({"protocolVersion": "2099-01-01", "capabilities": {}}));
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert!(p.call("tools/list", json!({}))["tools"].is_array());
 }
@@ -186,32 +121,15 @@ fn stateless_2026_requests_need_no_handshake() {
     assert_eq!(tools["resultType"], "complete");
     assert_eq!(tools["cacheScope"], "private");
     assert!(tools["ttlMs"].as_u64().unwrap() > 0);
-    let call = p.call(
-        "tools/call",
-        json!({"_meta": meta, "name": "core.list_tools", "arguments": {}}),
-    );
+    let call = p.call("tools/call", json!({"_meta": meta, "name": "core.list_tools", "arguments": {}}));
     assert_eq!(call["resultType"], "complete");
     assert_eq!(call["isError"], false);
-    let res = p.request(
-        "resources/read",
-        json!({"_meta": meta, "uri": "openhuman://nope"}),
-    );
-    assert_eq!(
-        res["error"]["code"], -32602,
-        "2026-07-28 reports unknown resources as invalid params"
-    );
-    let bad = p.request(
-        "tools/list",
-        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}}),
-    );
+    let res = p.request("resources/read", json!({"_meta": meta, "uri": "openhuman://nope"}));
+    assert_eq!(res["error"]["code"], -32602, "2026-07-28 reports unknown resources as invalid params");
+    let bad = p.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}}));
     assert_eq!(bad["error"]["code"], -32022);
     assert_eq!(bad["error"]["data"]["requested"], "2030-01-01");
-    assert!(
-        bad["error"]["data"]["supported"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("2026-07-28"))
-    );
+    assert!(bad["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")));
 }
 
 #[test]
@@ -242,8 +160,7 @@ fn vanished_clients_and_many_sessions_do_not_disturb_others() {
     for _ in 0..20 {
         let mut s = UnixStream::connect(home.socket()).unwrap();
         // Half a message, a full request, then gone.
-        s.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#)
-            .unwrap();
+        s.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#).unwrap();
         s.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"core.tool_instructions\"}}\n{\"jsonr").unwrap();
         drop(s);
     }
@@ -259,10 +176,7 @@ fn duplicate_inflight_id_is_rejected_and_cancel_of_unknown_id_is_harmless() {
     let home = Home::new();
     let _d = Daemon::start(&home);
     let mut p = initialized(&home);
-    p.notify(
-        "notifications/cancelled",
-        json!({"requestId": 12345, "reason": "test"}),
-    );
+    p.notify("notifications/cancelled", json!({"requestId": 12345, "reason": "test"}));
     p.notify("notifications/unknown", json!({}));
     assert_eq!(p.call("ping", json!({})), json!({}));
 }
@@ -293,24 +207,13 @@ fn status_and_stop_control_the_daemon() {
     let home = Home::new();
     let mut d = Daemon::start(&home);
     let _p = initialized(&home);
-    let out = home
-        .daemon_cmd()
-        .args(["status", "--json"])
-        .output()
-        .unwrap();
+    let out = home.daemon_cmd().args(["status", "--json"]).output().unwrap();
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["pid"], d.pid());
-    assert_eq!(
-        v["sessions"], 1,
-        "the status connection itself is not counted: {v}"
-    );
+    assert_eq!(v["sessions"], 1, "the status connection itself is not counted: {v}");
     let out = home.daemon_cmd().arg("stop").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(wait_exit(&mut d.child, WAIT).code(), Some(0));
     let out = home.daemon_cmd().arg("status").output().unwrap();
     assert_eq!(out.status.code(), Some(1));

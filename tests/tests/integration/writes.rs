@@ -29,7 +29,10 @@ fn write_tools_succeed_are_searchable_at_once_and_audited_without_bodies() {
     let _d = Daemon::start(&home);
     let mut s = session(&home, "Claude Desktop");
     let body = "Zebra crossings near the old library need repainting before spring";
-    let stored = s.peer.tool("memory.store", json!({"title": "Town errands", "content": body, "namespace": "home", "tags": ["errands"]}));
+    let stored = s.peer.tool(
+        "memory.store",
+        json!({"title": "Town errands", "content": body, "namespace": "home", "tags": ["errands"]}),
+    );
     assert_eq!(stored["isError"], false, "{stored}");
     assert_eq!(stored["structuredContent"]["key"], "mcp-store-town-errands");
     // Found at once by every read path.
@@ -39,16 +42,27 @@ fn write_tools_succeed_are_searchable_at_once_and_audited_without_bodies() {
     let chunk = s.peer.tool("tree.read_chunk", json!({"chunk_id": chunk_id}));
     assert_eq!(chunk["structuredContent"]["source"], "mcp:claude-desktop", "provenance: {chunk}");
     let recalled = s.peer.tool("memory.recall", json!({"query": "pedestrian street markings"}));
-    assert!(recalled["structuredContent"]["chunks"].as_array().unwrap().iter().any(|c| c["chunk_id"] == chunk_id.as_str()));
+    assert!(
+        recalled["structuredContent"]["chunks"].as_array().unwrap().iter().any(|c| c["chunk_id"] == chunk_id.as_str())
+    );
     let fetched = s.peer.tool("memory.fetch", json!({"query": "zebra", "mode": "keyword"}));
     assert!(!fetched["structuredContent"]["items"].as_array().unwrap().is_empty());
     let listed = s.peer.tool("memory.list", json!({"filter": {"sources": ["mcp:claude-desktop"]}}));
     assert!(!listed["structuredContent"]["items"].as_array().unwrap().is_empty());
     // Same title again: an update of the same document, not a second one.
-    let again = s.peer.tool("memory.store", json!({"title": "Town errands", "content": "Buy stamps", "namespace": "home"}));
+    let again =
+        s.peer.tool("memory.store", json!({"title": "Town errands", "content": "Buy stamps", "namespace": "home"}));
     assert_eq!(again["structuredContent"]["status"], "updated", "{again}");
-    assert!(s.peer.tool("memory.search", json!({"query": "zebra"}))["structuredContent"]["hits"].as_array().unwrap().is_empty());
-    let chunk_id = s.peer.tool("memory.search", json!({"query": "stamps"}))["structuredContent"]["hits"][0]["chunk_id"].as_str().unwrap().to_string();
+    assert!(
+        s.peer.tool("memory.search", json!({"query": "zebra"}))["structuredContent"]["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let chunk_id = s.peer.tool("memory.search", json!({"query": "stamps"}))["structuredContent"]["hits"][0]["chunk_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     let note = s.peer.tool("memory.note", json!({"chunk_id": chunk_id, "note_text": "Post office closes at five"}));
     assert_eq!(note["isError"], false, "{note}");
@@ -59,18 +73,48 @@ fn write_tools_succeed_are_searchable_at_once_and_audited_without_bodies() {
     assert!(tags.contains(&json!("urgent")) && tags.contains(&json!("town")), "{read}");
     assert!(read["structuredContent"]["notes"].to_string().contains("Post office"), "{read}");
     let browsed = s.peer.tool("tree.browse", json!({"k": 50}));
-    assert!(browsed["structuredContent"]["chunks"].as_array().unwrap().iter().any(|c| c["chunk_id"] == chunk_id.as_str() && c["tags"].as_array().unwrap().contains(&json!("urgent"))));
-    assert!(!s.peer.tool("memory.search", json!({"query": "post office"}))["structuredContent"]["hits"].as_array().unwrap().is_empty(), "notes are searchable");
+    assert!(
+        browsed["structuredContent"]["chunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["chunk_id"] == chunk_id.as_str() && c["tags"].as_array().unwrap().contains(&json!("urgent")))
+    );
+    assert!(
+        !s.peer.tool("memory.search", json!({"query": "post office"}))["structuredContent"]["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "notes are searchable"
+    );
 
-    let learned = s.peer.tool("memory.learn", json!({"text": "Prefers oat milk in coffee", "kind": "preference", "confidence": 0.9}));
+    let learned = s
+        .peer
+        .tool("memory.learn", json!({"text": "Prefers oat milk in coffee", "kind": "preference", "confidence": 0.9}));
     let learning_id = learned["structuredContent"]["id"].as_str().expect("learn returns an id").to_string();
-    assert!(!s.peer.tool("memory.search", json!({"query": "oat milk"}))["structuredContent"]["hits"].as_array().unwrap().is_empty());
+    assert!(
+        !s.peer.tool("memory.search", json!({"query": "oat milk"}))["structuredContent"]["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 
     let forgot = s.peer.tool("memory.forget", json!({"ids": [learning_id, "nonexistent-id"]}));
     assert_eq!(forgot["structuredContent"]["deleted"], json!([learning_id]), "{forgot}");
     assert_eq!(forgot["structuredContent"]["not_found"], json!(["nonexistent-id"]));
-    assert!(s.peer.tool("memory.search", json!({"query": "oat milk"}))["structuredContent"]["hits"].as_array().unwrap().is_empty(), "forgotten everywhere");
-    assert!(s.peer.tool("memory.recall", json!({"query": "oat milk coffee preference"}))["structuredContent"]["chunks"].to_string().find("oat milk").is_none());
+    assert!(
+        s.peer.tool("memory.search", json!({"query": "oat milk"}))["structuredContent"]["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "forgotten everywhere"
+    );
+    assert!(
+        s.peer.tool("memory.recall", json!({"query": "oat milk coffee preference"}))["structuredContent"]["chunks"]
+            .to_string()
+            .find("oat milk")
+            .is_none()
+    );
 
     let rows = audit_rows(&home, &[]);
     let tools: Vec<&str> = rows.iter().map(|r| r["tool"].as_str().unwrap()).collect();
@@ -104,7 +148,11 @@ fn rejections_are_errors_and_audited() {
     let ids: Vec<String> = (0..101).map(|i| format!("id{i}")).collect();
     let cases = [
         ("memory.store", json!({"title": " ", "content": "x"}), "argument `title` must not be blank"),
-        ("memory.store", json!({"title": "t", "content": "x", "namespace": "Bad NS!"}), "argument `namespace` may hold only"),
+        (
+            "memory.store",
+            json!({"title": "t", "content": "x", "namespace": "Bad NS!"}),
+            "argument `namespace` may hold only",
+        ),
         ("memory.store", json!({"title": "t", "content": "x", "extra": 1}), "unknown argument: `extra`"),
         ("tree.tag", json!({"chunk_id": "c", "tags": many}), "argument `tags` has 51 items; the limit is 50"),
         ("tree.tag", json!({"chunk_id": "c", "tags": [long_tag]}), "argument `tags[0]` is 129 bytes; the limit is 128"),
@@ -122,7 +170,10 @@ fn rejections_are_errors_and_audited() {
     }
     let rows = audit_rows(&home, &["--failed"]);
     assert_eq!(rows.len(), cases.len(), "one row per attempt: {rows:?}");
-    assert!(rows.iter().all(|r| r["success"] == false && r["source"] == "mcp:cursor" && !r["error"].as_str().unwrap().is_empty()));
+    assert!(
+        rows.iter()
+            .all(|r| r["success"] == false && r["source"] == "mcp:cursor" && !r["error"].as_str().unwrap().is_empty())
+    );
     let by_tool = audit_rows(&home, &["--tool", "tree.tag", "--client", "cursor"]);
     assert_eq!(by_tool.len(), 4);
 }
@@ -163,9 +214,11 @@ fn rate_limit_spans_sessions() {
     let denied = b.peer.request("tools/call", json!({"name": "memory.learn", "arguments": {"text": "one too many"}}));
     assert_eq!(denied["error"]["code"], -32602);
     assert!(denied["error"]["message"].as_str().unwrap().contains("max_actions_per_hour = 3"), "{denied}");
-    let denied = a.peer.request("tools/call", json!({"name": "memory.store", "arguments": {"title": "x", "content": "y"}}));
+    let denied =
+        a.peer.request("tools/call", json!({"name": "memory.store", "arguments": {"title": "x", "content": "y"}}));
     assert!(denied["error"]["message"].as_str().unwrap().starts_with("[policy-blocked] rate limit"));
-    let sources: Vec<String> = audit_rows(&home, &[]).iter().map(|r| r["source"].as_str().unwrap().to_string()).collect();
+    let sources: Vec<String> =
+        audit_rows(&home, &[]).iter().map(|r| r["source"].as_str().unwrap().to_string()).collect();
     assert_eq!(sources.iter().filter(|s| *s == "mcp:a").count(), 3);
     assert_eq!(sources.iter().filter(|s| *s == "mcp:b").count(), 2);
 }
@@ -208,11 +261,23 @@ fn kill_nine_during_writes_loses_no_acknowledged_write() {
     let _d = Daemon::start(&home);
     let mut s = session(&home, "checker");
     let listed = s.peer.tool("memory.list", json!({"limit": 100, "filter": {"sources": ["mcp:crash-test"]}}));
-    let mut titles: Vec<String> = listed["structuredContent"]["items"].as_array().unwrap().iter().filter_map(|i| i["title"].as_str().map(str::to_string)).collect();
+    let mut titles: Vec<String> = listed["structuredContent"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["title"].as_str().map(str::to_string))
+        .collect();
     let mut cursor = listed["structuredContent"]["next_cursor"].as_str().map(str::to_string);
     while let Some(c) = cursor {
-        let page = s.peer.tool("memory.list", json!({"limit": 100, "cursor": c, "filter": {"sources": ["mcp:crash-test"]}}));
-        titles.extend(page["structuredContent"]["items"].as_array().unwrap().iter().filter_map(|i| i["title"].as_str().map(str::to_string)));
+        let page =
+            s.peer.tool("memory.list", json!({"limit": 100, "cursor": c, "filter": {"sources": ["mcp:crash-test"]}}));
+        titles.extend(
+            page["structuredContent"]["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|i| i["title"].as_str().map(str::to_string)),
+        );
         cursor = page["structuredContent"]["next_cursor"].as_str().map(str::to_string);
     }
     let audited: Vec<String> = audit_rows(&home, &["--tool", "memory.store"])

@@ -7,26 +7,11 @@ use serde_json::{Map, Value, json};
 
 #[derive(Debug, Clone)]
 pub enum Kind {
-    Str {
-        max_bytes: usize,
-        one_of: Option<&'static [&'static str]>,
-    },
-    Int {
-        min: i64,
-        max: i64,
-        default: Option<i64>,
-    },
-    Num {
-        min: f64,
-        max: f64,
-    },
+    Str { max_bytes: usize, one_of: Option<&'static [&'static str]> },
+    Int { min: i64, max: i64, default: Option<i64> },
+    Num { min: f64, max: f64 },
     Bool,
-    StrList {
-        min_items: usize,
-        max_items: usize,
-        max_item_bytes: usize,
-        one_of: Option<&'static [&'static str]>,
-    },
+    StrList { min_items: usize, max_items: usize, max_item_bytes: usize, one_of: Option<&'static [&'static str]> },
     Object(ArgSpec),
 }
 
@@ -43,84 +28,30 @@ pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
 
 impl Field {
     pub fn string(name: &'static str, description: &'static str) -> Field {
-        Field {
-            name,
-            description,
-            required: false,
-            kind: Kind::Str {
-                max_bytes: DEFAULT_MAX_BYTES,
-                one_of: None,
-            },
-        }
+        Field { name, description, required: false, kind: Kind::Str { max_bytes: DEFAULT_MAX_BYTES, one_of: None } }
     }
-    pub fn one_of(
-        name: &'static str,
-        description: &'static str,
-        values: &'static [&'static str],
-    ) -> Field {
-        Field {
-            name,
-            description,
-            required: false,
-            kind: Kind::Str {
-                max_bytes: 256,
-                one_of: Some(values),
-            },
-        }
+    pub fn one_of(name: &'static str, description: &'static str, values: &'static [&'static str]) -> Field {
+        Field { name, description, required: false, kind: Kind::Str { max_bytes: 256, one_of: Some(values) } }
     }
     pub fn int(name: &'static str, description: &'static str, min: i64, max: i64) -> Field {
-        Field {
-            name,
-            description,
-            required: false,
-            kind: Kind::Int {
-                min,
-                max,
-                default: None,
-            },
-        }
+        Field { name, description, required: false, kind: Kind::Int { min, max, default: None } }
     }
     pub fn number(name: &'static str, description: &'static str, min: f64, max: f64) -> Field {
-        Field {
-            name,
-            description,
-            required: false,
-            kind: Kind::Num { min, max },
-        }
+        Field { name, description, required: false, kind: Kind::Num { min, max } }
     }
     pub fn boolean(name: &'static str, description: &'static str) -> Field {
-        Field {
-            name,
-            description,
-            required: false,
-            kind: Kind::Bool,
-        }
+        Field { name, description, required: false, kind: Kind::Bool }
     }
-    pub fn list(
-        name: &'static str,
-        description: &'static str,
-        max_items: usize,
-        max_item_bytes: usize,
-    ) -> Field {
+    pub fn list(name: &'static str, description: &'static str, max_items: usize, max_item_bytes: usize) -> Field {
         Field {
             name,
             description,
             required: false,
-            kind: Kind::StrList {
-                min_items: 0,
-                max_items,
-                max_item_bytes,
-                one_of: None,
-            },
+            kind: Kind::StrList { min_items: 0, max_items, max_item_bytes, one_of: None },
         }
     }
     pub fn object(name: &'static str, description: &'static str, spec: ArgSpec) -> Field {
-        Field {
-            name,
-            description,
-            required: false,
-            kind: Kind::Object(spec),
-        }
+        Field { name, description, required: false, kind: Kind::Object(spec) }
     }
     pub fn required(mut self) -> Field {
         self.required = true;
@@ -177,8 +108,7 @@ impl ArgSpec {
                 required.push(Value::from(f.name));
             }
         }
-        let mut schema =
-            json!({ "type": "object", "properties": props, "additionalProperties": false });
+        let mut schema = json!({ "type": "object", "properties": props, "additionalProperties": false });
         if !required.is_empty() {
             schema["required"] = Value::Array(required);
         }
@@ -190,45 +120,24 @@ impl ArgSpec {
         self.validate_at("", args)
     }
 
-    fn validate_at(
-        &self,
-        prefix: &str,
-        args: &Map<String, Value>,
-    ) -> Result<Map<String, Value>, String> {
-        let mut unknown: Vec<&str> = args
-            .keys()
-            .map(String::as_str)
-            .filter(|k| !self.fields.iter().any(|f| f.name == *k))
-            .collect();
+    fn validate_at(&self, prefix: &str, args: &Map<String, Value>) -> Result<Map<String, Value>, String> {
+        let mut unknown: Vec<&str> =
+            args.keys().map(String::as_str).filter(|k| !self.fields.iter().any(|f| f.name == *k)).collect();
         if !unknown.is_empty() {
             unknown.sort_unstable();
             let mut accepted: Vec<&str> = self.fields.iter().map(|f| f.name).collect();
             accepted.sort_unstable();
-            let place = if prefix.is_empty() {
-                String::new()
-            } else {
-                format!(" in `{}`", &prefix[..prefix.len() - 1])
-            };
+            let place =
+                if prefix.is_empty() { String::new() } else { format!(" in `{}`", &prefix[..prefix.len() - 1]) };
             let accepted = if accepted.is_empty() {
                 "it takes no arguments".to_string()
             } else {
-                format!(
-                    "accepted: {}",
-                    accepted
-                        .iter()
-                        .map(|a| format!("`{a}`"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
+                format!("accepted: {}", accepted.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "))
             };
             return Err(format!(
                 "unknown argument{}{place}: {}; {accepted}",
                 if unknown.len() > 1 { "s" } else { "" },
-                unknown
-                    .iter()
-                    .map(|a| format!("`{a}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                unknown.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "),
             ));
         }
         let mut out = Map::new();
@@ -239,10 +148,7 @@ impl ArgSpec {
                     if f.required {
                         return Err(format!("missing required argument `{path}`"));
                     }
-                    if let Kind::Int {
-                        default: Some(d), ..
-                    } = f.kind
-                    {
+                    if let Kind::Int { default: Some(d), .. } = f.kind {
                         out.insert(f.name.to_string(), Value::from(d));
                     }
                 }
@@ -270,19 +176,15 @@ fn type_name(v: &Value) -> &'static str {
 fn check(path: &str, kind: &Kind, v: &Value) -> Result<Value, String> {
     match kind {
         Kind::Str { max_bytes, one_of } => {
-            let s = v.as_str().ok_or_else(|| {
-                format!("argument `{path}` must be a string (got {})", type_name(v))
-            })?;
+            let s = v.as_str().ok_or_else(|| format!("argument `{path}` must be a string (got {})", type_name(v)))?;
             check_str(path, s, *max_bytes, *one_of)?;
             Ok(v.clone())
         }
         Kind::Int { min, max, .. } => {
             let n = match v {
-                Value::Number(n) => n.as_i64().or_else(|| {
-                    n.as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
-                        .map(|f| f as i64)
-                }),
+                Value::Number(n) => {
+                    n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64))
+                }
                 _ => None,
             }
             .ok_or_else(|| format!("argument `{path}` must be an integer (got {})", short(v)))?;
@@ -292,37 +194,22 @@ fn check(path: &str, kind: &Kind, v: &Value) -> Result<Value, String> {
             Ok(Value::from(n))
         }
         Kind::Num { min, max } => {
-            let n = v
-                .as_f64()
-                .ok_or_else(|| format!("argument `{path}` must be a number (got {})", short(v)))?;
+            let n = v.as_f64().ok_or_else(|| format!("argument `{path}` must be a number (got {})", short(v)))?;
             if !n.is_finite() || n < *min || n > *max {
                 return Err(range_msg(path, *min, *max, &n.to_string()));
             }
             Ok(v.clone())
         }
         Kind::Bool => {
-            v.as_bool().ok_or_else(|| {
-                format!("argument `{path}` must be true or false (got {})", short(v))
-            })?;
+            v.as_bool().ok_or_else(|| format!("argument `{path}` must be true or false (got {})", short(v)))?;
             Ok(v.clone())
         }
-        Kind::StrList {
-            min_items,
-            max_items,
-            max_item_bytes,
-            one_of,
-        } => {
-            let items = v.as_array().ok_or_else(|| {
-                format!(
-                    "argument `{path}` must be an array of strings (got {})",
-                    type_name(v)
-                )
-            })?;
+        Kind::StrList { min_items, max_items, max_item_bytes, one_of } => {
+            let items = v
+                .as_array()
+                .ok_or_else(|| format!("argument `{path}` must be an array of strings (got {})", type_name(v)))?;
             if items.len() > *max_items {
-                return Err(format!(
-                    "argument `{path}` has {} items; the limit is {max_items}",
-                    items.len()
-                ));
+                return Err(format!("argument `{path}` has {} items; the limit is {max_items}", items.len()));
             }
             if items.len() < *min_items {
                 return Err(format!(
@@ -333,17 +220,16 @@ fn check(path: &str, kind: &Kind, v: &Value) -> Result<Value, String> {
             }
             for (i, item) in items.iter().enumerate() {
                 let p = format!("{path}[{i}]");
-                let s = item.as_str().ok_or_else(|| {
-                    format!("argument `{p}` must be a string (got {})", type_name(item))
-                })?;
+                let s = item
+                    .as_str()
+                    .ok_or_else(|| format!("argument `{p}` must be a string (got {})", type_name(item)))?;
                 check_str(&p, s, *max_item_bytes, *one_of)?;
             }
             Ok(v.clone())
         }
         Kind::Object(spec) => {
-            let map = v.as_object().ok_or_else(|| {
-                format!("argument `{path}` must be an object (got {})", type_name(v))
-            })?;
+            let map =
+                v.as_object().ok_or_else(|| format!("argument `{path}` must be an object (got {})", type_name(v)))?;
             Ok(Value::Object(spec.validate_at(&format!("{path}."), map)?))
         }
     }
@@ -354,19 +240,12 @@ fn check_str(path: &str, s: &str, max_bytes: usize, one_of: Option<&[&str]>) -> 
         return Err(format!("argument `{path}` must not be blank"));
     }
     if s.len() > max_bytes {
-        return Err(format!(
-            "argument `{path}` is {} bytes; the limit is {max_bytes}",
-            s.len()
-        ));
+        return Err(format!("argument `{path}` is {} bytes; the limit is {max_bytes}", s.len()));
     }
     if let Some(values) = one_of
         && !values.contains(&s)
     {
-        return Err(format!(
-            "argument `{path}` must be one of {} (got {:?})",
-            values.join(", "),
-            truncate(s, 64)
-        ));
+        return Err(format!("argument `{path}` must be one of {} (got {:?})", values.join(", "), truncate(s, 64)));
     }
     Ok(())
 }
@@ -421,12 +300,7 @@ fn field_schema(f: &Field) -> Value {
         }
         Kind::Num { min, max } => json!({ "type": "number", "minimum": min, "maximum": max }),
         Kind::Bool => json!({ "type": "boolean" }),
-        Kind::StrList {
-            min_items,
-            max_items,
-            max_item_bytes,
-            one_of,
-        } => {
+        Kind::StrList { min_items, max_items, max_item_bytes, one_of } => {
             let mut item = json!({ "type": "string", "minLength": 1, "maxLength": max_item_bytes });
             if let Some(values) = one_of {
                 item["enum"] = json!(values);
@@ -457,9 +331,7 @@ mod tests {
             Field::object(
                 "filter",
                 "f",
-                ArgSpec::new(vec![
-                    Field::list("kinds", "k", 6, 32).items_one_of(&["document", "note"]),
-                ]),
+                ArgSpec::new(vec![Field::list("kinds", "k", 6, 32).items_one_of(&["document", "note"])]),
             ),
         ])
     }
@@ -478,58 +350,28 @@ mod tests {
                 json!({"query": "x", "zeta": 1, "alpha": 2}),
                 "unknown arguments: `alpha`, `zeta`; accepted: `confidence`, `filter`, `k`, `mode`, `query`, `tags`",
             ),
-            (
-                json!({"query": "x", "k": 80}),
-                "argument `k` must be between 1 and 50 (got 80)",
-            ),
-            (
-                json!({"query": "x", "k": 0}),
-                "argument `k` must be between 1 and 50 (got 0)",
-            ),
-            (
-                json!({"query": "x", "k": "5"}),
-                "argument `k` must be an integer (got the string \"5\")",
-            ),
-            (
-                json!({"query": "x", "k": 2.5}),
-                "argument `k` must be an integer (got number)",
-            ),
+            (json!({"query": "x", "k": 80}), "argument `k` must be between 1 and 50 (got 80)"),
+            (json!({"query": "x", "k": 0}), "argument `k` must be between 1 and 50 (got 0)"),
+            (json!({"query": "x", "k": "5"}), "argument `k` must be an integer (got the string \"5\")"),
+            (json!({"query": "x", "k": 2.5}), "argument `k` must be an integer (got number)"),
             (
                 json!({"query": "x", "mode": "fuzzy"}),
                 "argument `mode` must be one of keyword, vector, hybrid (got \"fuzzy\")",
             ),
-            (
-                json!({"query": "x", "mode": ""}),
-                "argument `mode` must not be blank",
-            ),
-            (
-                json!({"query": "x", "confidence": 1.5}),
-                "argument `confidence` must be between 0 and 1 (got 1.5)",
-            ),
-            (
-                json!({"query": "x", "tags": vec!["a"; 51]}),
-                "argument `tags` has 51 items; the limit is 50",
-            ),
+            (json!({"query": "x", "mode": ""}), "argument `mode` must not be blank"),
+            (json!({"query": "x", "confidence": 1.5}), "argument `confidence` must be between 0 and 1 (got 1.5)"),
+            (json!({"query": "x", "tags": vec!["a"; 51]}), "argument `tags` has 51 items; the limit is 50"),
             (
                 json!({"query": "x", "tags": ["ok", "x".repeat(129)]}),
                 "argument `tags[1]` is 129 bytes; the limit is 128",
             ),
-            (
-                json!({"query": "x", "tags": ["ok", 3]}),
-                "argument `tags[1]` must be a string (got integer)",
-            ),
+            (json!({"query": "x", "tags": ["ok", 3]}), "argument `tags[1]` must be a string (got integer)"),
             (
                 json!({"query": "x", "filter": {"kinds": ["mail"]}}),
                 "argument `filter.kinds[0]` must be one of document, note (got \"mail\")",
             ),
-            (
-                json!({"query": "x", "filter": {"nope": 1}}),
-                "unknown argument in `filter`: `nope`; accepted: `kinds`",
-            ),
-            (
-                json!({"query": 7}),
-                "argument `query` must be a string (got integer)",
-            ),
+            (json!({"query": "x", "filter": {"nope": 1}}), "unknown argument in `filter`: `nope`; accepted: `kinds`"),
+            (json!({"query": 7}), "argument `query` must be a string (got integer)"),
         ];
         for (args, want) in cases {
             assert_eq!(err(args.clone()), want, "args: {args}");
@@ -538,17 +380,9 @@ mod tests {
 
     #[test]
     fn defaults_are_filled_and_valid_input_passes() {
-        let out = spec()
-            .validate(json!({"query": "x"}).as_object().unwrap())
-            .unwrap();
+        let out = spec().validate(json!({"query": "x"}).as_object().unwrap()).unwrap();
         assert_eq!(out["k"], 10);
-        let out = spec()
-            .validate(
-                json!({"query": "x", "k": 50, "confidence": 0})
-                    .as_object()
-                    .unwrap(),
-            )
-            .unwrap();
+        let out = spec().validate(json!({"query": "x", "k": 50, "confidence": 0}).as_object().unwrap()).unwrap();
         assert_eq!(out["k"], 50);
     }
 
@@ -568,9 +402,7 @@ mod tests {
 
     #[test]
     fn no_argument_tool_rejects_any_argument() {
-        let e = ArgSpec::none()
-            .validate(json!({"x": 1}).as_object().unwrap())
-            .unwrap_err();
+        let e = ArgSpec::none().validate(json!({"x": 1}).as_object().unwrap()).unwrap_err();
         assert_eq!(e, "unknown argument: `x`; it takes no arguments");
     }
 }

@@ -54,10 +54,7 @@ pub fn tools() -> Vec<ToolDef> {
 
 /// The agent tool catalog: the read tools subagents may use that are listed under `config`.
 pub fn agent_catalog(config: &Config) -> Vec<&'static ToolDef> {
-    super::listed(config)
-        .into_iter()
-        .filter(|t| t.policy == Policy::Read && AGENT_TOOLS.contains(&t.name))
-        .collect()
+    super::listed(config).into_iter().filter(|t| t.policy == Policy::Read && AGENT_TOOLS.contains(&t.name)).collect()
 }
 
 fn list_tools(config: &Config) -> ToolOutcome {

@@ -37,18 +37,9 @@ pub struct Annotations {
 }
 
 impl Annotations {
-    pub const READ: Annotations = Annotations {
-        read_only: true,
-        destructive: None,
-        idempotent: None,
-        open_world: false,
-    };
-    pub const WEB: Annotations = Annotations {
-        read_only: true,
-        destructive: None,
-        idempotent: None,
-        open_world: true,
-    };
+    pub const READ: Annotations =
+        Annotations { read_only: true, destructive: None, idempotent: None, open_world: false };
+    pub const WEB: Annotations = Annotations { read_only: true, destructive: None, idempotent: None, open_world: true };
 
     fn to_json(self, title: &str) -> Value {
         let mut a = json!({ "title": title, "readOnlyHint": self.read_only, "openWorldHint": self.open_world });
@@ -135,42 +126,29 @@ pub fn listed_names(config: &Config) -> Vec<&'static str> {
 /// `tools/list`: one page, deterministic order.
 pub fn list(state: &AppState, params: &Map<String, Value>) -> Result<Value, RpcError> {
     super::reject_cursor(params)?;
-    let tools: Vec<Value> = listed(&state.config())
-        .into_iter()
-        .map(ToolDef::to_json)
-        .collect();
+    let tools: Vec<Value> = listed(&state.config()).into_iter().map(ToolDef::to_json).collect();
     Ok(json!({ "tools": tools }))
 }
 
 /// `tools/call`: shape of params → tool lookup → argument validation → handler.
-pub async fn call(
-    state: AppState,
-    params: Map<String, Value>,
-    ctx: RequestCtx,
-) -> Result<Value, RpcError> {
+pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) -> Result<Value, RpcError> {
     let name = match params.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
         Some(Value::String(_)) => {
             return Err(RpcError::invalid_params("`params.name` must not be blank"));
         }
         Some(_) => {
-            return Err(RpcError::invalid_params(
-                "`params.name` must be a string naming a tool",
-            ));
+            return Err(RpcError::invalid_params("`params.name` must be a string naming a tool"));
         }
         None => {
-            return Err(RpcError::invalid_params(
-                "missing `params.name`: the tool to call",
-            ));
+            return Err(RpcError::invalid_params("missing `params.name`: the tool to call"));
         }
     };
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => m.clone(),
         Some(_) => {
-            return Err(RpcError::invalid_params(
-                "`params.arguments` must be an object of named arguments",
-            ));
+            return Err(RpcError::invalid_params("`params.arguments` must be an object of named arguments"));
         }
     };
     let config = state.config();
@@ -181,8 +159,7 @@ pub async fn call(
             "tools/list shows the available tools"
         };
         return Err(
-            RpcError::invalid_params(format!("unknown tool `{name}`: {hint}"))
-                .with_data(json!({ "tool": name })),
+            RpcError::invalid_params(format!("unknown tool `{name}`: {hint}")).with_data(json!({ "tool": name }))
         );
     };
     // Every attempt of a write tool leaves one audit row; failures are recorded here, a success
@@ -267,9 +244,7 @@ pub mod test_tools {
             description: "Sleeps, reporting progress every step.",
             policy: Policy::Read,
             annotations: Annotations::READ,
-            args: ArgSpec::new(vec![
-                Field::int("steps", "steps of 10 ms", 1, 100_000).required(),
-            ]),
+            args: ArgSpec::new(vec![Field::int("steps", "steps of 10 ms", 1, 100_000).required()]),
             output_schema: None,
             available: always,
             handler: |_state, args, ctx| {
@@ -277,8 +252,7 @@ pub mod test_tools {
                     let mut guard = DropCounter(false);
                     let steps = args["steps"].as_i64().unwrap_or(1);
                     for i in 0..steps {
-                        ctx.progress(i as f64, Some(steps as f64), Some("sleeping"))
-                            .await;
+                        ctx.progress(i as f64, Some(steps as f64), Some("sleeping")).await;
                         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     }
                     guard.0 = true;
@@ -301,16 +275,8 @@ mod tests {
             assert!(names.insert(t.name), "duplicate tool {}", t.name);
             let j = t.to_json();
             assert_eq!(j["inputSchema"]["type"], "object", "{}", t.name);
-            assert_eq!(
-                j["inputSchema"]["additionalProperties"], false,
-                "{}",
-                t.name
-            );
-            assert!(
-                !t.title.is_empty() && !t.description.is_empty(),
-                "{}",
-                t.name
-            );
+            assert_eq!(j["inputSchema"]["additionalProperties"], false, "{}", t.name);
+            assert!(!t.title.is_empty() && !t.description.is_empty(), "{}", t.name);
             if t.policy == Policy::Read {
                 assert_eq!(j["annotations"]["readOnlyHint"], true, "{}", t.name);
             }

@@ -42,24 +42,25 @@ pub fn slug(title: &str) -> String {
     }
     out.truncate(64);
     let out = out.trim_end_matches('-').to_string();
-    if out.is_empty() {
-        format!("untitled-{}", &hex::encode(Sha256::digest(title.as_bytes()))[..16])
-    } else {
-        out
-    }
+    if out.is_empty() { format!("untitled-{}", &hex::encode(Sha256::digest(title.as_bytes()))[..16]) } else { out }
 }
 
 /// True for strings that look like credentials (API keys, tokens, private keys). Such values are
 /// stored when the user asks (it is their memory) but never copied into audit rows or logs.
 pub fn looks_secret(s: &str) -> bool {
-    const PREFIXES: &[&str] = &["sk-", "sk_live_", "sk_test_", "ghp_", "gho_", "github_pat_", "xoxb-", "xoxp-", "AKIA", "AIza", "glpat-"];
+    const PREFIXES: &[&str] =
+        &["sk-", "sk_live_", "sk_test_", "ghp_", "gho_", "github_pat_", "xoxb-", "xoxp-", "AKIA", "AIza", "glpat-"];
     let t = s.trim();
     if t.contains("-----BEGIN") || t.to_ascii_lowercase().starts_with("bearer ") {
         return true;
     }
     t.split_whitespace().any(|w| {
         PREFIXES.iter().any(|p| w.starts_with(p) && w.len() >= p.len() + 12)
-            || (w.len() >= 32 && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c)) && w.chars().any(|c| c.is_ascii_digit()) && w.chars().any(|c| c.is_ascii_uppercase()) && w.chars().any(|c| c.is_ascii_lowercase()))
+            || (w.len() >= 32
+                && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+                && w.chars().any(|c| c.is_ascii_digit())
+                && w.chars().any(|c| c.is_ascii_uppercase())
+                && w.chars().any(|c| c.is_ascii_lowercase()))
     })
 }
 
@@ -144,7 +145,12 @@ pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
         "memory.forget" => {
             if let Some(ids) = args.get("ids").and_then(Value::as_array) {
                 s.insert("id_count".into(), json!(ids.len()));
-                let shown: Vec<Value> = ids.iter().take(100).filter_map(Value::as_str).map(|i| json!(i.chars().take(128).collect::<String>())).collect();
+                let shown: Vec<Value> = ids
+                    .iter()
+                    .take(100)
+                    .filter_map(Value::as_str)
+                    .map(|i| json!(i.chars().take(128).collect::<String>()))
+                    .collect();
                 s.insert("ids".into(), Value::Array(shown));
             }
         }
@@ -190,11 +196,16 @@ fn str_arg(args: &Map<String, Value>, name: &str) -> String {
 }
 
 fn list_arg(args: &Map<String, Value>, name: &str) -> Vec<String> {
-    args.get(name).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default()
+    args.get(name)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 fn namespace_ok(ns: &str) -> bool {
-    !ns.is_empty() && ns.len() <= 64 && ns.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+    !ns.is_empty()
+        && ns.len() <= 64
+        && ns.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
 }
 
 pub fn tools() -> Vec<ToolDef> {
@@ -207,9 +218,12 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Act,
             annotations: WRITE_ANNOTATIONS,
             args: ArgSpec::new(vec![
-                Field::string("title", "Title; also names the document (same title = same document).").required().max_bytes(512),
+                Field::string("title", "Title; also names the document (same title = same document).")
+                    .required()
+                    .max_bytes(512),
                 Field::string("content", "The document text (Markdown welcome).").required(),
-                Field::string("namespace", "Namespace: lowercase letters, digits, '.', '_' or '-' (default: default).").max_bytes(64),
+                Field::string("namespace", "Namespace: lowercase letters, digits, '.', '_' or '-' (default: default).")
+                    .max_bytes(64),
                 Field::list("tags", "Tags (at most 50, 128 bytes each).", 50, 128),
             ]),
             output_schema: None,
@@ -250,7 +264,9 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Act,
             annotations: WRITE_ANNOTATIONS,
             args: ArgSpec::new(vec![
-                Field::string("chunk_id", "The chunk to annotate (from search, recall or browse).").required().max_bytes(256),
+                Field::string("chunk_id", "The chunk to annotate (from search, recall or browse).")
+                    .required()
+                    .max_bytes(256),
                 Field::string("note_text", "The note.").required().max_bytes(64 * 1024),
             ]),
             output_schema: None,
@@ -275,7 +291,9 @@ pub fn tools() -> Vec<ToolDef> {
             annotations: WRITE_ANNOTATIONS,
             args: ArgSpec::new(vec![
                 Field::string("chunk_id", "The chunk to tag.").required().max_bytes(256),
-                Field::list("tags", "Tags: 1 to 50, each at most 128 bytes (rejected, not trimmed).", 50, 128).required().min_items(1),
+                Field::list("tags", "Tags: 1 to 50, each at most 128 bytes (rejected, not trimmed).", 50, 128)
+                    .required()
+                    .min_items(1),
             ]),
             output_schema: None,
             available: always,
@@ -322,7 +340,9 @@ pub fn tools() -> Vec<ToolDef> {
                           or chunks by id (1 to 100 ids). Reports which ids were not found.",
             policy: Policy::Act,
             annotations: WRITE_ANNOTATIONS,
-            args: ArgSpec::new(vec![Field::list("ids", "Item or chunk ids to delete (1 to 100).", 100, 512).required().min_items(1)]),
+            args: ArgSpec::new(vec![
+                Field::list("ids", "Item or chunk ids to delete (1 to 100).", 100, 512).required().min_items(1),
+            ]),
             output_schema: None,
             available: always,
             handler: |state, args, ctx| {

@@ -51,8 +51,7 @@ impl StaticModel {
         static BUILTIN: OnceLock<std::result::Result<StaticModel, String>> = OnceLock::new();
         BUILTIN
             .get_or_init(|| {
-                StaticModel::from_parts(MODEL_ID, Cow::Borrowed(TABLE), VOCAB)
-                    .map_err(|e| format!("{e:#}"))
+                StaticModel::from_parts(MODEL_ID, Cow::Borrowed(TABLE), VOCAB).map_err(|e| format!("{e:#}"))
             })
             .as_ref()
             .map_err(|e| anyhow!("built-in embedder: {e}"))
@@ -67,23 +66,13 @@ impl StaticModel {
             u32::from_le_bytes([table[at], table[at + 1], table[at + 2], table[at + 3]])
         };
         let (version, rows, dims, quant) = (word(0), word(1), word(2), word(3));
-        ensure!(
-            version == VERSION,
-            "embedding table: unsupported version {version}"
-        );
-        ensure!(
-            quant == QUANT_INT8_ROW_SCALE,
-            "embedding table: unsupported quantisation {quant}"
-        );
+        ensure!(version == VERSION, "embedding table: unsupported version {version}");
+        ensure!(quant == QUANT_INT8_ROW_SCALE, "embedding table: unsupported quantisation {quant}");
         let rows = usize::try_from(rows)?;
         let dims = usize::try_from(dims)?;
         ensure!(dims > 0, "embedding table: zero dimensions");
-        let scales_len = rows
-            .checked_mul(4)
-            .context("embedding table: size overflow")?;
-        let weights_len = rows
-            .checked_mul(dims)
-            .context("embedding table: size overflow")?;
+        let scales_len = rows.checked_mul(4).context("embedding table: size overflow")?;
+        let weights_len = rows.checked_mul(dims).context("embedding table: size overflow")?;
         ensure!(
             table.len() == HEADER_LEN + scales_len + weights_len,
             "embedding table: {} bytes, expected {}",
@@ -104,10 +93,7 @@ impl StaticModel {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        ensure!(
-            scales.iter().all(|s| s.is_finite()),
-            "embedding table: non-finite scale"
-        );
+        ensure!(scales.iter().all(|s| s.is_finite()), "embedding table: non-finite scale");
         let start = HEADER_LEN + scales_len;
         let weights = match table {
             Cow::Borrowed(t) => Cow::Borrowed(&t[start..]),
@@ -118,21 +104,9 @@ impl StaticModel {
         };
         let unk = usize::try_from(tokenizer.unk())?;
         let skip = (0..rows)
-            .map(|r| {
-                r == unk
-                    || scales[r] == 0.0
-                    || weights[r * dims..(r + 1) * dims].iter().all(|&b| b == 0)
-            })
+            .map(|r| r == unk || scales[r] == 0.0 || weights[r * dims..(r + 1) * dims].iter().all(|&b| b == 0))
             .collect();
-        Ok(Self {
-            tokenizer,
-            dims,
-            scales,
-            weights,
-            skip,
-            sha256,
-            signature,
-        })
+        Ok(Self { tokenizer, dims, scales, weights, skip, sha256, signature })
     }
 
     /// Full sha256 (hex) of the embedding table.
@@ -239,10 +213,7 @@ mod tests {
         let m = model();
         assert_eq!(manifest["table_sha256"].as_str(), Some(m.table_sha256()));
         assert_eq!(manifest["dims"].as_u64(), Some(m.dims() as u64));
-        assert_eq!(
-            manifest["vocab_size"].as_u64(),
-            Some(m.tokenizer().vocab_size() as u64)
-        );
+        assert_eq!(manifest["vocab_size"].as_u64(), Some(m.tokenizer().vocab_size() as u64));
         assert_eq!(manifest["model_id"].as_str(), Some(MODEL_ID));
     }
 
@@ -258,13 +229,7 @@ mod tests {
     #[test]
     fn normalised() {
         let m = model();
-        for t in [
-            "a",
-            "car",
-            "Ünïcödé façade — naïve café",
-            "你好世界",
-            &"word ".repeat(2000),
-        ] {
+        for t in ["a", "car", "Ünïcödé façade — naïve café", "你好世界", &"word ".repeat(2000)] {
             let v = m.embed_one(t);
             let n = cos(&v, &v).sqrt();
             assert!((n - 1.0).abs() < 1e-4, "{t:?}: norm {n}");
@@ -291,23 +256,11 @@ mod tests {
 
     #[test]
     fn paraphrases_closer_than_unrelated_sentences() {
-        let para = sim(
-            "How do I reset my password?",
-            "What are the steps to change a forgotten password?",
-        );
-        let unrel = sim(
-            "How do I reset my password?",
-            "Bananas are rich in potassium.",
-        );
+        let para = sim("How do I reset my password?", "What are the steps to change a forgotten password?");
+        let unrel = sim("How do I reset my password?", "Bananas are rich in potassium.");
         assert!(para > unrel + 0.2, "paraphrase {para}, unrelated {unrel}");
-        let para = sim(
-            "The cat is sleeping on the sofa.",
-            "A kitten naps on the couch.",
-        );
-        let unrel = sim(
-            "The cat is sleeping on the sofa.",
-            "The compiler rejected the generic type parameter.",
-        );
+        let para = sim("The cat is sleeping on the sofa.", "A kitten naps on the couch.");
+        let unrel = sim("The cat is sleeping on the sofa.", "The compiler rejected the generic type parameter.");
         assert!(para > unrel + 0.2, "paraphrase {para}, unrelated {unrel}");
     }
 
@@ -324,31 +277,13 @@ mod tests {
     const REFERENCE_IDS: &[(&str, &[u32])] = &[
         ("Hello, World!", &[7592, 1010, 2088, 999]),
         ("unaffable", &[14477, 20961, 3468]),
-        (
-            "H\u{e9}llo w\u{f6}rld \u{2014} na\u{ef}ve caf\u{e9} fa\u{e7}ade",
-            &[7592, 2088, 1517, 15743, 7668, 8508],
-        ),
-        (
-            "\u{4f60}\u{597d}\u{ff0c}\u{4e16}\u{754c}",
-            &[100, 100, 1989, 1745, 100],
-        ),
-        (
-            "\u{3a3}\u{38a}\u{3a3}\u{3a5}\u{3a6}\u{39f}\u{3a3}",
-            &[1173, 18199, 29733, 29735, 29736, 29730, 29733],
-        ),
+        ("H\u{e9}llo w\u{f6}rld \u{2014} na\u{ef}ve caf\u{e9} fa\u{e7}ade", &[7592, 2088, 1517, 15743, 7668, 8508]),
+        ("\u{4f60}\u{597d}\u{ff0c}\u{4e16}\u{754c}", &[100, 100, 1989, 1745, 100]),
+        ("\u{3a3}\u{38a}\u{3a3}\u{3a5}\u{3a6}\u{39f}\u{3a3}", &[1173, 18199, 29733, 29735, 29736, 29730, 29733]),
         ("\u{130}stanbul", &[9960]),
-        (
-            "l'\u{e9}t\u{e9} dernier",
-            &[1048, 1005, 3802, 2063, 4315, 14862],
-        ),
-        (
-            "self-driving cars (2024)",
-            &[2969, 1011, 4439, 3765, 1006, 16798, 2549, 1007],
-        ),
-        (
-            "Gr\u{f6}\u{df}e stra\u{df}e",
-            &[24665, 2080, 17499, 2358, 27807],
-        ),
+        ("l'\u{e9}t\u{e9} dernier", &[1048, 1005, 3802, 2063, 4315, 14862]),
+        ("self-driving cars (2024)", &[2969, 1011, 4439, 3765, 1006, 16798, 2549, 1007]),
+        ("Gr\u{f6}\u{df}e stra\u{df}e", &[24665, 2080, 17499, 2358, 27807]),
         ("e\u{301}clair", &[14925, 19771, 2099]),
         ("don't", &[2123, 1005, 1056]),
         ("$100.50 + 20%", &[1002, 2531, 1012, 2753, 1009, 2322, 1003]),
@@ -356,10 +291,7 @@ mod tests {
             "\u{65e5}\u{672c}\u{8a9e}\u{306e}\u{30c6}\u{30ad}\u{30b9}\u{30c8}",
             &[1864, 1876, 1950, 1671, 30239, 30227, 30233, 30240],
         ),
-        (
-            "\u{d55c}\u{ad6d}\u{c5b4}",
-            &[1469, 30006, 30021, 29991, 30014, 30020, 29999, 30008],
-        ),
+        ("\u{d55c}\u{ad6d}\u{c5b4}", &[1469, 30006, 30021, 29991, 30014, 30020, 29999, 30008]),
         ("\u{37e};", &[1025, 1025]),
         ("a\u{2028}b", &[1037, 1038]),
         ("a\u{a0}b\u{200b}c", &[1037, 4647]),
@@ -375,12 +307,8 @@ mod tests {
         let m = model();
         // ~300-word chunks of frequent English words, with punctuation and
         // capitals, from a fixed pseudo-random sequence.
-        let words: Vec<&str> = VOCAB
-            .lines()
-            .skip(1996)
-            .take(8000)
-            .filter(|w| w.chars().all(|c| c.is_ascii_lowercase()))
-            .collect();
+        let words: Vec<&str> =
+            VOCAB.lines().skip(1996).take(8000).filter(|w| w.chars().all(|c| c.is_ascii_lowercase())).collect();
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
         let mut next = || {
             state ^= state << 13;
@@ -451,10 +379,7 @@ mod tests {
         assert!((v[1] + std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
         assert!(m.embed_one("[UNK] unknown").iter().all(|&f| f == 0.0));
 
-        assert!(
-            StaticModel::from_parts("t", Cow::Owned(table[..table.len() - 1].to_vec()), vocab)
-                .is_err()
-        );
+        assert!(StaticModel::from_parts("t", Cow::Owned(table[..table.len() - 1].to_vec()), vocab).is_err());
         assert!(StaticModel::from_parts("t", Cow::Owned(table.clone()), "[UNK]\nhello\n").is_err());
         let mut bad = table.clone();
         bad[0] = b'X';

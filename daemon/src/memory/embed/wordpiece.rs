@@ -55,13 +55,7 @@ impl WordPiece {
         let Some(unk) = unk else {
             bail!("vocabulary has no [UNK] token");
         };
-        Ok(Self {
-            heads,
-            tails,
-            max_piece_bytes,
-            unk,
-            len,
-        })
+        Ok(Self { heads, tails, max_piece_bytes, unk, len })
     }
 
     /// Number of entries in the vocabulary (the highest id + 1).
@@ -232,15 +226,7 @@ fn hangul_jamo(cp: u32) -> [Option<char>; 3] {
     let l = L_BASE + s / (V_COUNT * T_COUNT);
     let v = V_BASE + (s % (V_COUNT * T_COUNT)) / T_COUNT;
     let t = s % T_COUNT;
-    [
-        char::from_u32(l),
-        char::from_u32(v),
-        if t == 0 {
-            None
-        } else {
-            char::from_u32(T_BASE + t)
-        },
-    ]
+    [char::from_u32(l), char::from_u32(v), if t == 0 { None } else { char::from_u32(T_BASE + t) }]
 }
 
 /// The CJK ideograph blocks BERT surrounds with spaces. As in the Hugging

@@ -32,23 +32,12 @@ fn parse_ts(v: &Value) -> Option<i64> {
 }
 
 fn num_ts(n: f64) -> i64 {
-    if n.abs() >= 1e11 {
-        n as i64
-    } else {
-        (n * 1000.0) as i64
-    }
+    if n.abs() >= 1e11 { n as i64 } else { (n * 1000.0) as i64 }
 }
 
 /// Returns the chunks, the sources, and the number of lines that were not messages.
-pub(crate) fn parse(
-    text: &str,
-    path: &Path,
-    origin: &str,
-) -> (Vec<NewChunk>, Vec<NewSource>, usize) {
-    let default_channel = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "chat".into());
+pub(crate) fn parse(text: &str, path: &Path, origin: &str) -> (Vec<NewChunk>, Vec<NewSource>, usize) {
+    let default_channel = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "chat".into());
     let mut channels: BTreeMap<String, Vec<Msg>> = BTreeMap::new();
     let mut skipped = 0;
     for (i, line) in text.lines().enumerate() {
@@ -65,24 +54,10 @@ pub(crate) fn parse(
             skipped += 1;
             continue;
         };
-        let from = o
-            .get("from")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown")
-            .trim()
-            .to_string();
-        let channel = o
-            .get("channel")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|c| !c.is_empty());
+        let from = o.get("from").and_then(Value::as_str).unwrap_or("unknown").trim().to_string();
+        let channel = o.get("channel").and_then(Value::as_str).map(str::trim).filter(|c| !c.is_empty());
         let channel = channel.unwrap_or(&default_channel).to_string();
-        channels.entry(channel).or_default().push(Msg {
-            line: i + 1,
-            ts,
-            from,
-            text: text.to_string(),
-        });
+        channels.entry(channel).or_default().push(Msg { line: i + 1, ts, from, text: text.to_string() });
     }
     let path_str = path.to_string_lossy().into_owned();
     let mut chunks = Vec::new();
@@ -148,12 +123,7 @@ pub(crate) fn parse(
         flush(&mut group, &mut chunks);
         let mut meta = Map::new();
         meta.insert("channel".into(), json!(channel));
-        sources.push(NewSource {
-            source_id,
-            kind: Kind::Chat,
-            display_name: format!("#{channel}"),
-            metadata: meta,
-        });
+        sources.push(NewSource { source_id, kind: Kind::Chat, display_name: format!("#{channel}"), metadata: meta });
     }
     (chunks, sources, skipped)
 }

@@ -25,9 +25,7 @@ fn title_of(text: &str, path: &Path, format: Format) -> String {
             }
         }
     }
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 pub(crate) fn parse(
@@ -37,17 +35,10 @@ pub(crate) fn parse(
     mtime_ms: i64,
     origin: &str,
 ) -> (Vec<NewChunk>, Vec<NewSource>) {
-    let format = if markdown {
-        Format::Markdown
-    } else {
-        Format::Plain
-    };
+    let format = if markdown { Format::Markdown } else { Format::Plain };
     let title = title_of(text, path, format);
     let path_str = path.to_string_lossy().into_owned();
-    let folder = path
-        .parent()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let folder = path.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let source_id = origin.to_string();
     let chunks = chunk_text(text, format)
         .into_iter()
@@ -78,11 +69,6 @@ pub(crate) fn parse(
         .collect();
     let mut meta = Map::new();
     meta.insert("file_path".into(), json!(path_str));
-    let source = NewSource {
-        source_id,
-        kind: Kind::Document,
-        display_name: title,
-        metadata: meta,
-    };
+    let source = NewSource { source_id, kind: Kind::Document, display_name: title, metadata: meta };
     (chunks, vec![source])
 }

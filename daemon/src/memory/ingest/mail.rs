@@ -35,12 +35,7 @@ pub(crate) struct MailMessage {
 
 fn id_list(v: &HeaderValue<'_>) -> Vec<String> {
     v.as_text_list()
-        .map(|l| {
-            l.iter()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        })
+        .map(|l| l.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
         .unwrap_or_default()
 }
 
@@ -62,10 +57,7 @@ pub(crate) fn normalize_subject(s: &str) -> (String, bool) {
     let mut reply = false;
     loop {
         let lower = rest.to_ascii_lowercase();
-        let cut = ["re:", "fwd:", "fw:", "aw:", "sv:", "re :"]
-            .iter()
-            .find(|p| lower.starts_with(**p))
-            .map(|p| p.len());
+        let cut = ["re:", "fwd:", "fw:", "aw:", "sv:", "re :"].iter().find(|p| lower.starts_with(**p)).map(|p| p.len());
         match cut {
             Some(n) => {
                 reply = true;
@@ -74,13 +66,7 @@ pub(crate) fn normalize_subject(s: &str) -> (String, bool) {
             None => break,
         }
     }
-    (
-        rest.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase(),
-        reply,
-    )
+    (rest.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase(), reply)
 }
 
 /// Drops quoted lines and the "On … wrote:" line that introduces them: the quoted text
@@ -93,9 +79,7 @@ fn strip_quotes(body: &str) -> String {
         if t.starts_with('>') {
             continue;
         }
-        let next_quoted = lines
-            .get(i + 1)
-            .is_some_and(|n| n.trim_start().starts_with('>'));
+        let next_quoted = lines.get(i + 1).is_some_and(|n| n.trim_start().starts_with('>'));
         if next_quoted && t.ends_with("wrote:") {
             continue;
         }
@@ -108,63 +92,37 @@ fn parse_one(bytes: &[u8], fallback_ts: i64, fallback_id: String) -> Option<Mail
     let msg = MessageParser::default().parse(bytes)?;
     let subject = msg.subject().unwrap_or("").trim().to_string();
     let (_, is_reply) = normalize_subject(&subject);
-    let body = msg
-        .body_text(0)
-        .map(|b| strip_quotes(&b))
-        .unwrap_or_default();
+    let body = msg.body_text(0).map(|b| strip_quotes(&b)).unwrap_or_default();
     let mut to = addresses(msg.to());
     to.extend(addresses(msg.cc()));
     Some(MailMessage {
-        message_id: msg
-            .message_id()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .unwrap_or(fallback_id),
+        message_id: msg.message_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).unwrap_or(fallback_id),
         in_reply_to: id_list(msg.in_reply_to()),
         references: id_list(msg.references()),
         subject,
         is_reply,
         from: addresses(msg.from()).into_iter().next(),
         to,
-        timestamp_ms: msg
-            .date()
-            .map(|d| d.to_timestamp() * 1000)
-            .unwrap_or(fallback_ts),
+        timestamp_ms: msg.date().map(|d| d.to_timestamp() * 1000).unwrap_or(fallback_ts),
         body,
     })
 }
 
 /// Parses an `.eml` file (one message) or an mbox (many).
-pub(crate) fn parse_file(
-    bytes: &[u8],
-    path: &Path,
-    mtime_ms: i64,
-) -> anyhow::Result<Vec<MailMessage>> {
-    let synthetic = |i: usize| {
-        format!(
-            "{}#{i}",
-            sha256_hex(path.to_string_lossy().as_bytes())[..16].to_owned()
-        )
-    };
+pub(crate) fn parse_file(bytes: &[u8], path: &Path, mtime_ms: i64) -> anyhow::Result<Vec<MailMessage>> {
+    let synthetic = |i: usize| format!("{}#{i}", sha256_hex(path.to_string_lossy().as_bytes())[..16].to_owned());
     if bytes.starts_with(b"From ") {
         let mut out = Vec::new();
-        for (i, m) in
-            mail_parser::mailbox::mbox::MessageIterator::new(BufReader::new(bytes)).enumerate()
-        {
+        for (i, m) in mail_parser::mailbox::mbox::MessageIterator::new(BufReader::new(bytes)).enumerate() {
             let m = m?;
-            let ts = if m.internal_date() > 0 {
-                m.internal_date() as i64 * 1000
-            } else {
-                mtime_ms
-            };
+            let ts = if m.internal_date() > 0 { m.internal_date() as i64 * 1000 } else { mtime_ms };
             if let Some(msg) = parse_one(m.contents(), ts, synthetic(i)) {
                 out.push(msg);
             }
         }
         return Ok(out);
     }
-    let msg = parse_one(bytes, mtime_ms, synthetic(0))
-        .ok_or_else(|| anyhow::anyhow!("not an e-mail message"))?;
+    let msg = parse_one(bytes, mtime_ms, synthetic(0)).ok_or_else(|| anyhow::anyhow!("not an e-mail message"))?;
     anyhow::ensure!(
         msg.from.is_some() || !msg.subject.is_empty() || !msg.references.is_empty(),
         "no e-mail headers found"
@@ -181,11 +139,7 @@ pub(crate) struct Threads<'a> {
 
 impl<'a> Threads<'a> {
     pub fn new(conn: &'a Connection) -> Self {
-        Threads {
-            conn,
-            local: HashMap::new(),
-            subjects: HashMap::new(),
-        }
+        Threads { conn, local: HashMap::new(), subjects: HashMap::new() }
     }
 
     fn known(&self, id: &str) -> rusqlite::Result<Option<String>> {
@@ -218,11 +172,7 @@ impl<'a> Threads<'a> {
             }
         }
         if thread.is_none() {
-            thread = m
-                .references
-                .first()
-                .or(m.in_reply_to.first())
-                .map(|r| format!("thread:{r}"));
+            thread = m.references.first().or(m.in_reply_to.first()).map(|r| format!("thread:{r}"));
         }
         if thread.is_none() && m.is_reply && !subject.is_empty() {
             thread = self.by_subject(&subject)?;
@@ -236,33 +186,24 @@ impl<'a> Threads<'a> {
         };
         self.local.insert(m.message_id.clone(), thread.clone());
         if !subject.is_empty() {
-            self.subjects
-                .entry(subject.clone())
-                .or_insert_with(|| thread.clone());
+            self.subjects.entry(subject.clone()).or_insert_with(|| thread.clone());
         }
         self.conn
-            .prepare_cached("INSERT OR REPLACE INTO email_messages (message_id, thread_id, subject_norm) VALUES (?1, ?2, ?3)")?
+            .prepare_cached(
+                "INSERT OR REPLACE INTO email_messages (message_id, thread_id, subject_norm) VALUES (?1, ?2, ?3)",
+            )?
             .execute(params![m.message_id, thread, subject])?;
         Ok(thread)
     }
 }
 
 fn person(p: &(String, String)) -> String {
-    if p.0.is_empty() {
-        p.1.clone()
-    } else {
-        format!("{} <{}>", p.0, p.1)
-    }
+    if p.0.is_empty() { p.1.clone() } else { format!("{} <{}>", p.0, p.1) }
 }
 
 /// Chunks of one message in thread `thread`; the header block opens the first chunk and
 /// the subject is every chunk's title.
-pub(crate) fn message_chunks(
-    m: &MailMessage,
-    thread: &str,
-    path: &Path,
-    origin: &str,
-) -> Vec<NewChunk> {
+pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin: &str) -> Vec<NewChunk> {
     let path_str = path.to_string_lossy().into_owned();
     let mut header = String::new();
     if !m.subject.is_empty() {
@@ -272,16 +213,10 @@ pub(crate) fn message_chunks(
         header.push_str(&format!("From: {}\n", person(f)));
     }
     if !m.to.is_empty() {
-        header.push_str(&format!(
-            "To: {}\n",
-            m.to.iter().map(person).collect::<Vec<_>>().join(", ")
-        ));
+        header.push_str(&format!("To: {}\n", m.to.iter().map(person).collect::<Vec<_>>().join(", ")));
     }
     header.push_str(&format!("Date: {}", ms_to_rfc3339(m.timestamp_ms)));
-    let mut pieces: Vec<String> = chunk_text(&m.body, Format::Plain)
-        .into_iter()
-        .map(|c| c.content)
-        .collect();
+    let mut pieces: Vec<String> = chunk_text(&m.body, Format::Plain).into_iter().map(|c| c.content).collect();
     match pieces.first_mut() {
         Some(first) => *first = format!("{header}\n\n{first}"),
         None => pieces.push(header),
@@ -295,10 +230,7 @@ pub(crate) fn message_chunks(
             metadata.insert("message_id".into(), json!(m.message_id));
             metadata.insert("subject".into(), json!(m.subject));
             metadata.insert("from".into(), json!(m.from.as_ref().map(|f| &f.1)));
-            metadata.insert(
-                "to".into(),
-                json!(m.to.iter().map(|t| &t.1).collect::<Vec<_>>()),
-            );
+            metadata.insert("to".into(), json!(m.to.iter().map(|t| &t.1).collect::<Vec<_>>()));
             metadata.insert("file_path".into(), json!(path_str));
             NewChunk {
                 kind: Kind::Email,
@@ -319,68 +251,39 @@ pub(crate) fn message_chunks(
 }
 
 /// The thread's source row, with participants merged into what is already stored.
-pub(crate) fn thread_source(
-    conn: &Connection,
-    thread: &str,
-    msgs: &[&MailMessage],
-) -> rusqlite::Result<NewSource> {
+pub(crate) fn thread_source(conn: &Connection, thread: &str, msgs: &[&MailMessage]) -> rusqlite::Result<NewSource> {
     let mut meta = store::source_metadata(conn, thread)?.unwrap_or_default();
-    let mut people: Vec<Value> = meta
-        .get("participants")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let mut people: Vec<Value> = meta.get("participants").and_then(Value::as_array).cloned().unwrap_or_default();
     for m in msgs {
         for p in m.from.iter().chain(&m.to) {
-            let present = people
-                .iter()
-                .any(|x| x.get("email").and_then(Value::as_str) == Some(p.1.as_str()));
+            let present = people.iter().any(|x| x.get("email").and_then(Value::as_str) == Some(p.1.as_str()));
             if !present {
                 people.push(json!({ "name": p.0, "email": p.1 }));
             }
         }
     }
     if !meta.contains_key("subject") {
-        let subject = msgs
-            .iter()
-            .map(|m| m.subject.as_str())
-            .find(|s| !s.is_empty())
-            .unwrap_or("");
+        let subject = msgs.iter().map(|m| m.subject.as_str()).find(|s| !s.is_empty()).unwrap_or("");
         meta.insert("subject".into(), json!(normalize_subject_display(subject)));
     }
     meta.insert("participants".into(), Value::Array(people.clone()));
     let first = people.first().map(|p| {
         let name = p.get("name").and_then(Value::as_str).unwrap_or("");
         if name.is_empty() {
-            p.get("email")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
+            p.get("email").and_then(Value::as_str).unwrap_or("").to_string()
         } else {
             name.to_string()
         }
     });
-    let display = first.unwrap_or_else(|| {
-        meta.get("subject")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    });
-    Ok(NewSource {
-        source_id: thread.to_string(),
-        kind: Kind::Email,
-        display_name: display,
-        metadata: meta,
-    })
+    let display = first.unwrap_or_else(|| meta.get("subject").and_then(Value::as_str).unwrap_or("").to_string());
+    Ok(NewSource { source_id: thread.to_string(), kind: Kind::Email, display_name: display, metadata: meta })
 }
 
 /// The subject as people wrote it, minus reply prefixes.
 fn normalize_subject_display(s: &str) -> String {
     let mut rest = s.trim();
     while let Some(i) = rest.find(':').filter(|&i| {
-        i <= 4
-            && ["re", "fwd", "fw", "aw", "sv"]
-                .contains(&rest[..i].trim().to_ascii_lowercase().as_str())
+        i <= 4 && ["re", "fwd", "fw", "aw", "sv"].contains(&rest[..i].trim().to_ascii_lowercase().as_str())
     }) {
         rest = rest[i + 1..].trim_start();
     }

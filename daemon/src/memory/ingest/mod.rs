@@ -83,24 +83,12 @@ struct Pending {
 }
 
 /// Collects the files under `paths`, each with the kind it will be read as.
-fn collect(
-    paths: &[PathBuf],
-    kind: Option<&str>,
-    summary: &mut IngestSummary,
-) -> Vec<(PathBuf, FileKind)> {
-    fn walk(
-        dir: &Path,
-        kind: Option<&str>,
-        out: &mut Vec<(PathBuf, FileKind)>,
-        summary: &mut IngestSummary,
-    ) {
+fn collect(paths: &[PathBuf], kind: Option<&str>, summary: &mut IngestSummary) -> Vec<(PathBuf, FileKind)> {
+    fn walk(dir: &Path, kind: Option<&str>, out: &mut Vec<(PathBuf, FileKind)>, summary: &mut IngestSummary) {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
-                summary.files_failed.push(FileError {
-                    path: dir.to_path_buf(),
-                    error: e.to_string(),
-                });
+                summary.files_failed.push(FileError { path: dir.to_path_buf(), error: e.to_string() });
                 return;
             }
         };
@@ -131,19 +119,13 @@ fn collect(
             walk(&p, kind, &mut out, summary);
         } else if p.is_file() {
             summary.files_seen += 1;
-            match kind
-                .map(|k| FileKind::forced(k, &p))
-                .or(FileKind::from_path(&p))
-            {
+            match kind.map(|k| FileKind::forced(k, &p)).or(FileKind::from_path(&p)) {
                 Some(k) => out.push((p, k)),
                 None => summary.files_unsupported += 1,
             }
         } else {
             summary.files_seen += 1;
-            summary.files_failed.push(FileError {
-                path: p,
-                error: "no such file or folder".into(),
-            });
+            summary.files_failed.push(FileError { path: p, error: "no such file or folder".into() });
         }
     }
     out
@@ -158,12 +140,7 @@ fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
 }
 
 /// Reads and parses one file; `Ok(None)` when it is unchanged since the last ingest.
-fn prepare(
-    inner: &Inner,
-    path: &Path,
-    kind: FileKind,
-    skipped_lines: &mut usize,
-) -> anyhow::Result<Option<Pending>> {
+fn prepare(inner: &Inner, path: &Path, kind: FileKind, skipped_lines: &mut usize) -> anyhow::Result<Option<Pending>> {
     let meta = std::fs::metadata(path)?;
     let bytes = std::fs::read(path)?;
     let hash = sha256_hex(&bytes);
@@ -192,14 +169,7 @@ fn prepare(
         }
         FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime)?),
     };
-    Ok(Some(Pending {
-        path: path.to_path_buf(),
-        origin,
-        hash,
-        size: meta.len(),
-        kind,
-        parsed,
-    }))
+    Ok(Some(Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed }))
 }
 
 fn pending_chunks(p: &Pending) -> usize {
@@ -262,18 +232,12 @@ pub(crate) fn ingest_paths(
     progress: &dyn Fn(&IngestProgress),
 ) -> anyhow::Result<IngestSummary> {
     if let Some(k) = kind {
-        anyhow::ensure!(
-            ["document", "email", "chat"].contains(&k),
-            "unknown kind `{k}`: use document, email or chat"
-        );
+        anyhow::ensure!(["document", "email", "chat"].contains(&k), "unknown kind `{k}`: use document, email or chat");
     }
     let started = Instant::now();
     let mut summary = IngestSummary::default();
     let files = collect(paths, kind, &mut summary);
-    let mut state = IngestProgress {
-        files_total: files.len(),
-        ..IngestProgress::default()
-    };
+    let mut state = IngestProgress { files_total: files.len(), ..IngestProgress::default() };
     let mut batch: Vec<Pending> = Vec::new();
     let mut batch_chunks = 0;
     let mut since_commit = 0;
@@ -285,10 +249,7 @@ pub(crate) fn ingest_paths(
                 batch.push(p);
             }
             Ok(None) => summary.files_unchanged += 1,
-            Err(e) => summary.files_failed.push(FileError {
-                path: path.clone(),
-                error: format!("{e:#}"),
-            }),
+            Err(e) => summary.files_failed.push(FileError { path: path.clone(), error: format!("{e:#}") }),
         }
         if batch_chunks >= BATCH_CHUNKS {
             let commit = since_commit + batch_chunks >= FTS_COMMIT_CHUNKS;

@@ -24,11 +24,7 @@ fn snapshot(m: &MemoryEngine) -> Vec<Value> {
 
 fn rowback_index_state(dir: &std::path::Path, name: &str, seq: i64) {
     let conn = rusqlite::Connection::open(dir.join("memory.db")).unwrap();
-    conn.execute(
-        "UPDATE index_state SET seq = ?1 WHERE name = ?2",
-        rusqlite::params![seq, name],
-    )
-    .unwrap();
+    conn.execute("UPDATE index_state SET seq = ?1 WHERE name = ?2", rusqlite::params![seq, name]).unwrap();
 }
 
 #[test]
@@ -36,12 +32,7 @@ fn reindex_reproduces_the_same_results() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     corpus(&m);
-    m.forget(
-        &["doc:default/garden".into()],
-        "mcp:test",
-        super::audit("memory.forget"),
-    )
-    .unwrap();
+    m.forget(&["doc:default/garden".into()], "mcp:test", super::audit("memory.forget")).unwrap();
     let before = snapshot(&m);
     let s = m.reindex().unwrap();
     assert_eq!((s.chunks, s.fts_docs, s.vectors), (4, 4, 4));
@@ -105,15 +96,8 @@ fn an_index_from_another_database_is_discarded() {
     let _ = std::fs::remove_file(dir.path().join("memory.db-shm"));
     let m = open(dir.path());
     let s = m.stats().unwrap();
-    assert_eq!(
-        (s["fts"]["docs"].as_i64(), s["vectors"]["count"].as_i64()),
-        (Some(0), Some(0)),
-        "{s}"
-    );
-    assert_eq!(
-        m.tree_search(json!({"query": "bread"})).unwrap()["hits"],
-        json!([])
-    );
+    assert_eq!((s["fts"]["docs"].as_i64(), s["vectors"]["count"].as_i64()), (Some(0), Some(0)), "{s}");
+    assert_eq!(m.tree_search(json!({"query": "bread"})).unwrap()["hits"], json!([]));
 }
 
 #[test]
@@ -134,23 +118,14 @@ fn a_new_embedder_reembeds_in_the_background_and_failures_degrade_to_keywords() 
     // Writes succeed while the embedder is down, and are searchable by keywords.
     put(&m, "late", "Late", "written while embedder failed", &[]);
     m.wait_background();
-    assert_eq!(
-        m.tree_search(json!({"query": "embedder"})).unwrap()["hits"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(m.tree_search(json!({"query": "embedder"})).unwrap()["hits"].as_array().unwrap().len(), 1);
     drop(m);
     e2.fail.store(false, Ordering::Relaxed);
     let m = open_with(dir.path(), e2 as Arc<_>);
     m.wait_background();
     let s = m.stats().unwrap();
     assert_eq!(
-        (
-            s["vectors"]["count"].as_i64(),
-            s["vectors"]["signature"].as_str()
-        ),
+        (s["vectors"]["count"].as_i64(), s["vectors"]["signature"].as_str()),
         (Some(6), Some("test-hash-v2/64"))
     );
     let r = m.tree_recall(json!({"query": "sourdough"})).unwrap();

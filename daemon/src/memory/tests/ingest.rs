@@ -35,87 +35,34 @@ fn documents_are_chunked_and_reingest_is_incremental() {
     let notes = src.path().join("notes");
     fs::create_dir_all(notes.join("sub")).unwrap();
     fs::create_dir_all(src.path().join(".hidden")).unwrap();
-    fs::write(
-        notes.join("a.md"),
-        "# Alpha\n\nAlpha talks about comets.\n\n## More\n\nComet tails.\n",
-    )
-    .unwrap();
-    fs::write(
-        notes.join("sub/b.txt"),
-        "Plain text about meteors.\n\nSecond paragraph.",
-    )
-    .unwrap();
+    fs::write(notes.join("a.md"), "# Alpha\n\nAlpha talks about comets.\n\n## More\n\nComet tails.\n").unwrap();
+    fs::write(notes.join("sub/b.txt"), "Plain text about meteors.\n\nSecond paragraph.").unwrap();
     fs::write(notes.join("skip.bin"), [0u8, 1, 2]).unwrap();
     fs::write(src.path().join(".hidden/c.md"), "hidden").unwrap();
     let m = open(data.path());
     let progress = RefCell::new(Vec::new());
-    let s = m
-        .ingest_paths(&[src.path().to_path_buf()], None, &|p| {
-            progress.borrow_mut().push(p.files_done)
-        })
-        .unwrap();
-    assert_eq!(
-        (
-            s.files_seen,
-            s.files_ingested,
-            s.files_unsupported,
-            s.chunks_added
-        ),
-        (3, 2, 1, 2),
-        "{s:?}"
-    );
+    let s = m.ingest_paths(&[src.path().to_path_buf()], None, &|p| progress.borrow_mut().push(p.files_done)).unwrap();
+    assert_eq!((s.files_seen, s.files_ingested, s.files_unsupported, s.chunks_added), (3, 2, 1, 2), "{s:?}");
     assert_eq!(*progress.borrow(), vec![1, 2]);
     let hit = &m.tree_search(json!({"query": "comets"})).unwrap()["hits"][0];
     assert_eq!(hit["title"], "Alpha");
     assert_eq!(hit["source_kind"], "document");
     assert!(hit["source_ref"].as_str().unwrap().ends_with("a.md"));
     let fp = hit["source_ref"].as_str().unwrap();
-    let r = m
-        .fetch(json!({"query": "comets", "filter": {"file_path": fp}}))
-        .unwrap();
+    let r = m.fetch(json!({"query": "comets", "filter": {"file_path": fp}})).unwrap();
     assert_eq!(r["items"].as_array().unwrap().len(), 1);
     let before = m.tree_search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"].clone();
 
     // Unchanged: nothing happens.
     let s = ingest(&m, &[src.path()], None);
-    assert_eq!(
-        (
-            s.files_unchanged,
-            s.files_ingested,
-            s.chunks_added,
-            s.chunks_removed
-        ),
-        (2, 0, 0, 0),
-        "{s:?}"
-    );
+    assert_eq!((s.files_unchanged, s.files_ingested, s.chunks_added, s.chunks_removed), (2, 0, 0, 0), "{s:?}");
     // Changed: its chunks are replaced; the other file's chunk ids stay the same.
     fs::write(notes.join("a.md"), "# Alpha\n\nNow about asteroids.\n").unwrap();
     let s = ingest(&m, &[src.path()], None);
-    assert_eq!(
-        (
-            s.files_unchanged,
-            s.files_ingested,
-            s.chunks_added,
-            s.chunks_removed
-        ),
-        (1, 1, 1, 1),
-        "{s:?}"
-    );
-    assert_eq!(
-        m.tree_search(json!({"query": "comets"})).unwrap()["hits"],
-        json!([])
-    );
-    assert_eq!(
-        m.tree_search(json!({"query": "asteroids"})).unwrap()["hits"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    assert_eq!(
-        m.tree_search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"],
-        before
-    );
+    assert_eq!((s.files_unchanged, s.files_ingested, s.chunks_added, s.chunks_removed), (1, 1, 1, 1), "{s:?}");
+    assert_eq!(m.tree_search(json!({"query": "comets"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.tree_search(json!({"query": "asteroids"})).unwrap()["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(m.tree_search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"], before);
 }
 
 #[test]
@@ -132,12 +79,7 @@ fn unreadable_files_are_reported_and_the_rest_continue() {
     let mut failed: Vec<(String, String)> = s
         .files_failed
         .iter()
-        .map(|f| {
-            (
-                f.path.file_name().unwrap().to_string_lossy().into_owned(),
-                f.error.clone(),
-            )
-        })
+        .map(|f| (f.path.file_name().unwrap().to_string_lossy().into_owned(), f.error.clone()))
         .collect();
     failed.sort();
     let names: Vec<&str> = failed.iter().map(|f| f.0.as_str()).collect();
@@ -156,9 +98,7 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     let m = open(data.path());
     let s = ingest(&m, &[src.path()], None);
     assert_eq!((s.files_ingested, s.chunks_added), (3, 5), "{s:?}");
-    let r = m
-        .tree_list_sources(json!({"user_email_hint": "ME@example.com"}))
-        .unwrap();
+    let r = m.tree_list_sources(json!({"user_email_hint": "ME@example.com"})).unwrap();
     let sources: Vec<(String, String, i64)> = r["sources"]
         .as_array()
         .unwrap()
@@ -181,29 +121,22 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     );
     assert_eq!(r["sources"][2]["subject"], "Budget review");
     // The reply's quoted text and "wrote:" line are not stored again.
-    let reply = m
-        .tree_list_chunks(json!({"source_ids": ["thread:root@example.com"]}))
-        .unwrap();
+    let reply = m.tree_list_chunks(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
     let newest = &reply["chunks"][0];
-    let full = m
-        .tree_get_chunk(json!({"chunk_id": newest["chunk_id"]}))
-        .unwrap();
+    let full = m.tree_get_chunk(json!({"chunk_id": newest["chunk_id"]})).unwrap();
     let content = full["content"].as_str().unwrap();
+    assert!(content.starts_with("Subject: Re: Budget review\nFrom: Me <me@example.com>"), "{content}");
     assert!(
-        content.starts_with("Subject: Re: Budget review\nFrom: Me <me@example.com>"),
-        "{content}"
-    );
-    assert!(
-        content.contains("Friday works for me.")
-            && !content.contains("> Can we")
-            && !content.contains("wrote:"),
+        content.contains("Friday works for me.") && !content.contains("> Can we") && !content.contains("wrote:"),
         "{content}"
     );
     assert_eq!(full["source_ref"], "reply@example.com");
     assert_eq!(full["owner"], "me@example.com");
     assert_eq!(full["metadata"]["thread_id"], "thread:root@example.com");
     assert_eq!(full["timestamp_ms"], 1_704_106_800_000i64);
-    let r = m.fetch(json!({"query": "budget", "filter": {"thread_id": "thread:root@example.com", "kinds": ["email"]}})).unwrap();
+    let r = m
+        .fetch(json!({"query": "budget", "filter": {"thread_id": "thread:root@example.com", "kinds": ["email"]}}))
+        .unwrap();
     assert_eq!(r["items"].as_array().unwrap().len(), 2);
     // A later file replying into a known thread joins it.
     fs::write(
@@ -212,9 +145,7 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     )
     .unwrap();
     ingest(&m, &[src.path()], None);
-    let r = m
-        .tree_list_chunks(json!({"source_ids": ["thread:root@example.com"]}))
-        .unwrap();
+    let r = m.tree_list_chunks(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
     assert_eq!(r["total"], 3);
 }
 
@@ -227,13 +158,9 @@ fn chat_exports_group_by_channel_and_time() {
     let m = open(data.path());
     let s = ingest(&m, &[&path], None);
     assert_eq!((s.chunks_added, s.lines_skipped), (3, 2), "{s:?}");
-    let r = m
-        .tree_list_chunks(json!({"source_ids": ["chat:team"], "source_kinds": ["conversation"]}))
-        .unwrap();
+    let r = m.tree_list_chunks(json!({"source_ids": ["chat:team"], "source_kinds": ["conversation"]})).unwrap();
     assert_eq!(r["total"], 2);
-    let first = m
-        .tree_get_chunk(json!({"chunk_id": r["chunks"][1]["chunk_id"]}))
-        .unwrap();
+    let first = m.tree_get_chunk(json!({"chunk_id": r["chunks"][1]["chunk_id"]})).unwrap();
     assert_eq!(
         first["content"],
         "[2024-03-01 10:00] ann: standup at ten?\n[2024-03-01 10:01] ben: yes, standup at ten"
@@ -241,19 +168,11 @@ fn chat_exports_group_by_channel_and_time() {
     assert_eq!(first["metadata"]["participants"], json!(["ann", "ben"]));
     assert_eq!(first["owner"], Value::Null);
     let r = m.tree_list_sources(json!({})).unwrap();
-    let names: Vec<&str> = r["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["display_name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> =
+        r["sources"].as_array().unwrap().iter().map(|s| s["display_name"].as_str().unwrap()).collect();
     assert_eq!(names, ["#team", "#random"]);
     // A forced kind reads any extension.
     let other = src.path().join("log.data");
-    fs::write(
-        &other,
-        r#"{"ts": 1, "from": "x", "text": "forced chat", "channel": "c"}"#,
-    )
-    .unwrap();
+    fs::write(&other, r#"{"ts": 1, "from": "x", "text": "forced chat", "channel": "c"}"#).unwrap();
     assert_eq!(ingest(&m, &[&other], Some("chat")).chunks_added, 1);
 }

@@ -26,18 +26,12 @@ pub(crate) struct TestEmbedder {
 
 impl TestEmbedder {
     pub fn new(signature: &str) -> Arc<Self> {
-        Arc::new(TestEmbedder {
-            signature: signature.to_string(),
-            dims: 64,
-            fail: AtomicBool::new(false),
-        })
+        Arc::new(TestEmbedder { signature: signature.to_string(), dims: 64, fail: AtomicBool::new(false) })
     }
 }
 
 fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
-    })
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
 }
 
 impl Embedder for TestEmbedder {
@@ -50,18 +44,12 @@ impl Embedder for TestEmbedder {
     }
 
     fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
-        anyhow::ensure!(
-            !self.fail.load(Ordering::Relaxed),
-            "test embedder switched off"
-        );
+        anyhow::ensure!(!self.fail.load(Ordering::Relaxed), "test embedder switched off");
         Ok(texts
             .iter()
             .map(|t| {
                 let mut v = vec![0f32; self.dims];
-                for w in t
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| !w.is_empty())
-                {
+                for w in t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
                     let h = fnv(&w.to_lowercase());
                     let sign = if h & 1 == 0 { 1.0 } else { -1.0 };
                     v[(h >> 1) as usize % self.dims] += sign;
@@ -73,11 +61,7 @@ impl Embedder for TestEmbedder {
 }
 
 pub(crate) fn open_with(dir: &Path, embedder: Arc<dyn Embedder>) -> MemoryEngine {
-    MemoryEngine::open(MemoryOptions {
-        data_dir: dir.to_path_buf(),
-        embedder,
-    })
-    .expect("open memory engine")
+    MemoryEngine::open(MemoryOptions { data_dir: dir.to_path_buf(), embedder }).expect("open memory engine")
 }
 
 pub(crate) fn open(dir: &Path) -> MemoryEngine {
@@ -111,18 +95,12 @@ pub(crate) fn put(m: &MemoryEngine, key: &str, title: &str, content: &str, tags:
 }
 
 pub(crate) fn put_doc(m: &MemoryEngine, doc: PutDocument) -> Value {
-    m.put_document(doc, audit("memory.store"))
-        .expect("put_document")
+    m.put_document(doc, audit("memory.store")).expect("put_document")
 }
 
 /// Chunk ids of a search/recall/fetch result, in order.
 pub(crate) fn ids(v: &Value, list: &str, field: &str) -> Vec<String> {
-    v[list]
-        .as_array()
-        .unwrap_or(&Vec::new())
-        .iter()
-        .map(|h| h[field].as_str().unwrap_or("").to_string())
-        .collect()
+    v[list].as_array().unwrap_or(&Vec::new()).iter().map(|h| h[field].as_str().unwrap_or("").to_string()).collect()
 }
 
 pub(crate) fn chunk_of(m: &MemoryEngine, key: &str) -> String {
@@ -163,12 +141,7 @@ pub(crate) fn corpus(m: &MemoryEngine) {
             "Sourdough bread rises with a wild yeast starter; bake at high heat.",
             &["home", "food"][..],
         ),
-        (
-            "sqlite",
-            "SQLite WAL",
-            "SQLite in WAL mode lets readers proceed while one writer commits.",
-            &["db"][..],
-        ),
+        ("sqlite", "SQLite WAL", "SQLite in WAL mode lets readers proceed while one writer commits.", &["db"][..]),
     ];
     for (key, title, content, tags) in docs {
         put(m, key, title, content, tags);
@@ -197,13 +170,9 @@ fn migrations_are_idempotent() {
     let mut conn = super::schema::open_connection(&path).unwrap();
     super::schema::migrate(&mut conn).unwrap();
     super::schema::migrate(&mut conn).unwrap();
-    let v: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .unwrap();
+    let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
     assert_eq!(v, super::schema::SCHEMA_VERSION);
-    let mode: String = conn
-        .pragma_query_value(None, "journal_mode", |r| r.get(0))
-        .unwrap();
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }
 
@@ -213,10 +182,7 @@ fn chunk_ids_are_stable_and_field_sensitive() {
     use super::util::chunk_id;
     let a = chunk_id(Kind::Document, "doc:default/k", "k", 0, "hello");
     assert_eq!(a.len(), 32);
-    assert_eq!(
-        a,
-        chunk_id(Kind::Document, "doc:default/k", "k", 0, "hello")
-    );
+    assert_eq!(a, chunk_id(Kind::Document, "doc:default/k", "k", 0, "hello"));
     let variants = [
         chunk_id(Kind::Note, "doc:default/k", "k", 0, "hello"),
         chunk_id(Kind::Document, "doc:default/k2", "k", 0, "hello"),

@@ -7,12 +7,7 @@ use super::super::{MemoryError, PutDocument};
 use super::{chunk_of, corpus, ids, open, put, put_doc};
 
 fn titles(v: &Value, list: &str) -> Vec<String> {
-    v[list]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["title"].as_str().unwrap_or("").to_string())
-        .collect()
+    v[list].as_array().unwrap().iter().map(|h| h["title"].as_str().unwrap_or("").to_string()).collect()
 }
 
 #[test]
@@ -28,11 +23,7 @@ fn bm25_ranks_the_matching_document_first() {
     ];
     for (q, want) in cases {
         let r = m.tree_search(json!({"query": q})).unwrap();
-        assert_eq!(
-            titles(&r, "hits").first().map(String::as_str),
-            Some(want),
-            "query {q}: {r}"
-        );
+        assert_eq!(titles(&r, "hits").first().map(String::as_str), Some(want), "query {q}: {r}");
         let snippet = r["hits"][0]["snippet"].as_str().unwrap();
         assert!(snippet.contains("**"), "snippet not highlighted: {snippet}");
     }
@@ -42,10 +33,7 @@ fn bm25_ranks_the_matching_document_first() {
     // Query syntax is not interpreted: quotes and colons are just text.
     let r = m.tree_search(json!({"query": "title:\"tomato"})).unwrap();
     assert_eq!(titles(&r, "hits"), ["Tomato garden"]);
-    assert_eq!(
-        m.tree_search(json!({"query": "zzzz"})).unwrap()["hits"],
-        json!([])
-    );
+    assert_eq!(m.tree_search(json!({"query": "zzzz"})).unwrap()["hits"], json!([]));
 }
 
 #[test]
@@ -53,17 +41,12 @@ fn recall_fuses_and_cites() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     corpus(&m);
-    let r = m
-        .tree_recall(json!({"query": "bake sourdough bread", "k": 3}))
-        .unwrap();
+    let r = m.tree_recall(json!({"query": "bake sourdough bread", "k": 3})).unwrap();
     assert_eq!(titles(&r, "chunks")[0], "Sourdough bread");
     let top = &r["chunks"][0];
     assert_eq!(top["bm25_rank"], 1);
     assert!(top["vector_score"].as_f64().unwrap() > 0.3);
-    assert!(
-        (top["score"].as_f64().unwrap() - 2.0 / 61.0).abs() < 1e-9,
-        "{top}"
-    );
+    assert!((top["score"].as_f64().unwrap() - 2.0 / 61.0).abs() < 1e-9, "{top}");
     assert_eq!(r["citations"][0]["chunk_id"], top["chunk_id"]);
     assert_eq!(r["citations"][0]["source_kind"], "document");
     // Chunks with no similarity and no matching word are not padded in to reach k.
@@ -81,10 +64,7 @@ fn filters_apply_to_every_mode() {
             key: "repo-note".into(),
             title: Some("Repo bread".into()),
             content: "Bread baking notes kept in the repository.".into(),
-            metadata: json!({"repo": "acme/app", "workspace": "w1"})
-                .as_object()
-                .unwrap()
-                .clone(),
+            metadata: json!({"repo": "acme/app", "workspace": "w1"}).as_object().unwrap().clone(),
             timestamp_ms: Some(1_600_000_000_000),
             source: "mcp:cursor".into(),
             ..PutDocument::default()
@@ -95,58 +75,29 @@ fn filters_apply_to_every_mode() {
         (json!({"repo": "acme/app"}), vec!["Repo bread"]),
         (json!({"repo": "acme/app", "workspace": "w2"}), vec![]),
         (json!({"sources": ["mcp:cursor"]}), vec!["Repo bread"]),
-        (
-            json!({"observed_before": "2021-01-01T00:00:00Z"}),
-            vec!["Repo bread"],
-        ),
-        (
-            json!({"observed_after": "2021-01-01T00:00:00Z", "kinds": ["document"]}),
-            vec!["Sourdough bread"],
-        ),
+        (json!({"observed_before": "2021-01-01T00:00:00Z"}), vec!["Repo bread"]),
+        (json!({"observed_after": "2021-01-01T00:00:00Z", "kinds": ["document"]}), vec!["Sourdough bread"]),
         (json!({"kinds": ["conversation"]}), vec![]),
-        (
-            json!({"source_ids": ["doc:default/bread"]}),
-            vec!["Sourdough bread"],
-        ),
+        (json!({"source_ids": ["doc:default/bread"]}), vec!["Sourdough bread"]),
     ];
     for (filter, want) in cases {
-        let r = m
-            .fetch(json!({"query": "bread", "mode": "keyword", "filter": filter}))
-            .unwrap();
+        let r = m.fetch(json!({"query": "bread", "mode": "keyword", "filter": filter})).unwrap();
         assert_eq!(titles(&r, "items"), want, "keyword, filter {filter}");
-        let l = m
-            .items_list(json!({"filter": filter, "limit": 100}))
-            .unwrap();
+        let l = m.items_list(json!({"filter": filter, "limit": 100})).unwrap();
         let listed = titles(&l, "items");
         for t in &want {
-            assert!(
-                listed.iter().any(|l| l == t),
-                "list with {filter} lacks {t}: {listed:?}"
-            );
+            assert!(listed.iter().any(|l| l == t), "list with {filter} lacks {t}: {listed:?}");
         }
         // Hybrid modes add semantic neighbours, but never outside the filter.
-        let hybrid = m
-            .fetch(json!({"query": "bread", "mode": "hybrid", "filter": filter}))
-            .unwrap();
-        let recall = m
-            .tree_recall(json!({"query": "bread", "filter": filter}))
-            .unwrap();
+        let hybrid = m.fetch(json!({"query": "bread", "mode": "hybrid", "filter": filter})).unwrap();
+        let recall = m.tree_recall(json!({"query": "bread", "filter": filter})).unwrap();
         for got in [titles(&hybrid, "items"), titles(&recall, "chunks")] {
-            assert_eq!(
-                got.first().map(String::as_str),
-                want.first().copied(),
-                "filter {filter}: {got:?}"
-            );
-            assert!(
-                got.iter().all(|t| listed.contains(t)),
-                "filter {filter}: {got:?} not within {listed:?}"
-            );
+            assert_eq!(got.first().map(String::as_str), want.first().copied(), "filter {filter}: {got:?}");
+            assert!(got.iter().all(|t| listed.contains(t)), "filter {filter}: {got:?} not within {listed:?}");
         }
     }
     // Vector mode returns chunks without the query words too, but filters still hold.
-    let r = m
-        .fetch(json!({"query": "sqlite bread", "mode": "vector", "filter": {"tags_any": ["db"]}}))
-        .unwrap();
+    let r = m.fetch(json!({"query": "sqlite bread", "mode": "vector", "filter": {"tags_any": ["db"]}})).unwrap();
     assert_eq!(titles(&r, "items"), ["SQLite WAL"]);
 }
 
@@ -155,63 +106,24 @@ fn bad_parameters_are_rejected_with_names() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     let cases: Vec<(Result<Value, MemoryError>, &str)> = vec![
-        (
-            m.fetch(json!({"query": "x", "filter": {"zeta": 1, "alpha": 2}})),
-            "unknown filter keys alpha, zeta",
-        ),
+        (m.fetch(json!({"query": "x", "filter": {"zeta": 1, "alpha": 2}})), "unknown filter keys alpha, zeta"),
         (
             m.fetch(json!({"query": "x", "filter": {"observed_after": "yesterday"}})),
             "filter.observed_after must be an RFC 3339",
         ),
-        (
-            m.fetch(json!({"query": "x", "filter": {"kinds": ["video"]}})),
-            "unknown kind `video`",
-        ),
-        (
-            m.fetch(json!({"query": "x", "mode": "fuzzy"})),
-            "mode must be keyword, vector or hybrid",
-        ),
-        (
-            m.fetch(json!({"query": "x", "limit": 101})),
-            "limit must be between 1 and 100, got 101",
-        ),
-        (
-            m.fetch(json!({"query": "x", "cursor": "%%%"})),
-            "cursor is not valid",
-        ),
-        (
-            m.tree_search(json!({"query": "  "})),
-            "query must not be blank",
-        ),
-        (
-            m.tree_search(json!({"query": "x", "k": 0})),
-            "k must be between 1 and 50, got 0",
-        ),
-        (
-            m.tree_search(json!({"query": "x", "extra": 1})),
-            "unknown params key extra",
-        ),
-        (
-            m.tree_recall(json!({"query": "x", "k": 51})),
-            "k must be between 1 and 50",
-        ),
-        (
-            m.tree_list_chunks(json!({"since_ms": -1})),
-            "since_ms must be >= 0",
-        ),
-        (
-            m.tree_list_chunks(json!({"source_kinds": ["bogus"]})),
-            "unknown kind `bogus`",
-        ),
-        (
-            m.tree_top_entities(json!({"kind": "planet"})),
-            "kind must be one of",
-        ),
+        (m.fetch(json!({"query": "x", "filter": {"kinds": ["video"]}})), "unknown kind `video`"),
+        (m.fetch(json!({"query": "x", "mode": "fuzzy"})), "mode must be keyword, vector or hybrid"),
+        (m.fetch(json!({"query": "x", "limit": 101})), "limit must be between 1 and 100, got 101"),
+        (m.fetch(json!({"query": "x", "cursor": "%%%"})), "cursor is not valid"),
+        (m.tree_search(json!({"query": "  "})), "query must not be blank"),
+        (m.tree_search(json!({"query": "x", "k": 0})), "k must be between 1 and 50, got 0"),
+        (m.tree_search(json!({"query": "x", "extra": 1})), "unknown params key extra"),
+        (m.tree_recall(json!({"query": "x", "k": 51})), "k must be between 1 and 50"),
+        (m.tree_list_chunks(json!({"since_ms": -1})), "since_ms must be >= 0"),
+        (m.tree_list_chunks(json!({"source_kinds": ["bogus"]})), "unknown kind `bogus`"),
+        (m.tree_top_entities(json!({"kind": "planet"})), "kind must be one of"),
         (m.tree_get_chunk(json!({})), "missing field `chunk_id`"),
-        (
-            m.tree_list_sources(json!({"user_email_hint": ""})),
-            "user_email_hint must not be blank",
-        ),
+        (m.tree_list_sources(json!({"user_email_hint": ""})), "user_email_hint must not be blank"),
         (m.items_list(json!([1])), "params must be an object"),
     ];
     for (r, want) in cases {
@@ -229,13 +141,7 @@ fn fetch_cursor_pages_without_overlap_and_is_bound_to_its_query() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     for i in 0..25 {
-        put(
-            &m,
-            &format!("k{i}"),
-            &format!("Doc {i}"),
-            &format!("common word number {i}"),
-            &[],
-        );
+        put(&m, &format!("k{i}"), &format!("Doc {i}"), &format!("common word number {i}"), &[]);
     }
     for mode in ["keyword", "vector", "hybrid"] {
         let mut seen = Vec::new();
@@ -253,23 +159,14 @@ fn fetch_cursor_pages_without_overlap_and_is_bound_to_its_query() {
             }
         }
         // Pages concatenate to exactly the one-page answer.
-        let whole = m
-            .fetch(json!({"query": "common word", "mode": mode, "limit": 100}))
-            .unwrap();
+        let whole = m.fetch(json!({"query": "common word", "mode": mode, "limit": 100})).unwrap();
         assert_eq!(seen, ids(&whole, "items", "id"), "mode {mode}");
         assert!(seen.len() >= 20, "mode {mode}: {}", seen.len());
     }
-    let r = m
-        .fetch(json!({"query": "common word", "limit": 5}))
-        .unwrap();
+    let r = m.fetch(json!({"query": "common word", "limit": 5})).unwrap();
     let c = r["next_cursor"].as_str().unwrap();
-    let err = m
-        .fetch(json!({"query": "other words", "limit": 5, "cursor": c}))
-        .unwrap_err();
-    assert!(
-        matches!(err, MemoryError::InvalidParams(ref s) if s.contains("different query")),
-        "{err:?}"
-    );
+    let err = m.fetch(json!({"query": "other words", "limit": 5, "cursor": c})).unwrap_err();
+    assert!(matches!(err, MemoryError::InvalidParams(ref s) if s.contains("different query")), "{err:?}");
     let err = m.items_list(json!({"cursor": c})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(_)));
 }
@@ -299,10 +196,7 @@ fn items_list_is_newest_first_with_keyset_cursor() {
         }
         let r = m.items_list(p).unwrap();
         for it in r["items"].as_array().unwrap() {
-            all.push((
-                it["observed_at"].as_str().unwrap().to_string(),
-                it["id"].as_str().unwrap().to_string(),
-            ));
+            all.push((it["observed_at"].as_str().unwrap().to_string(), it["id"].as_str().unwrap().to_string()));
         }
         match r.get("next_cursor").and_then(Value::as_str) {
             Some(c) => cursor = Some(c.into()),
@@ -312,15 +206,7 @@ fn items_list_is_newest_first_with_keyset_cursor() {
     assert_eq!(all.len(), 7);
     assert!(all.windows(2).all(|w| w[0].0 >= w[1].0), "{all:?}");
     let item = &m.items_list(json!({"limit": 1})).unwrap()["items"][0];
-    for field in [
-        "id",
-        "kind",
-        "source",
-        "content",
-        "score",
-        "metadata",
-        "observed_at",
-    ] {
+    for field in ["id", "kind", "source", "content", "score", "metadata", "observed_at"] {
         assert!(item.get(field).is_some(), "item lacks {field}: {item}");
     }
 }
@@ -329,39 +215,22 @@ fn items_list_is_newest_first_with_keyset_cursor() {
 fn get_chunk_returns_everything_and_not_found_says_where_ids_come_from() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
-    put(
-        &m,
-        "p",
-        "People",
-        "Alice Smith emailed bob@example.com about #rust at https://example.com/x",
-        &["t1"],
-    );
+    put(&m, "p", "People", "Alice Smith emailed bob@example.com about #rust at https://example.com/x", &["t1"]);
     let id = chunk_of(&m, "p");
     let c = m.tree_get_chunk(json!({"chunk_id": id})).unwrap();
-    assert_eq!(
-        c["content"],
-        "Alice Smith emailed bob@example.com about #rust at https://example.com/x"
-    );
+    assert_eq!(c["content"], "Alice Smith emailed bob@example.com about #rust at https://example.com/x");
     assert_eq!(c["tags"], json!(["t1"]));
     assert_eq!(c["source"], "mcp:test");
     assert_eq!(c["item_id"], "doc:default/p");
     assert_eq!(
         c["entity_ids"],
-        json!([
-            "email:bob@example.com",
-            "person:alice-smith",
-            "topic:rust",
-            "url:https://example.com/x"
-        ])
+        json!(["email:bob@example.com", "person:alice-smith", "topic:rust", "url:https://example.com/x"])
     );
-    let err = m
-        .tree_get_chunk(json!({"chunk_id": "0123456789abcdef0123456789abcdef"}))
-        .unwrap_err();
+    let err = m.tree_get_chunk(json!({"chunk_id": "0123456789abcdef0123456789abcdef"})).unwrap_err();
     match err {
         MemoryError::NotFound(msg) => {
             assert!(
-                msg.contains("0123456789abcdef0123456789abcdef")
-                    && msg.contains("memory.search/recall/tree.browse")
+                msg.contains("0123456789abcdef0123456789abcdef") && msg.contains("memory.search/recall/tree.browse")
             )
         }
         other => panic!("{other:?}"),
@@ -378,10 +247,7 @@ fn list_chunks_filters_pages_and_counts() {
             &m,
             PutDocument {
                 key: format!("k{i}"),
-                content: format!(
-                    "message {i} from {who} {}",
-                    if i < 4 { "urgent" } else { "routine" }
-                ),
+                content: format!("message {i} from {who} {}", if i < 4 { "urgent" } else { "routine" }),
                 timestamp_ms: Some(i * 1000),
                 source: "mcp:test".into(),
                 ..PutDocument::default()
@@ -391,34 +257,16 @@ fn list_chunks_filters_pages_and_counts() {
     let r = m.tree_list_chunks(json!({"k": 5})).unwrap();
     assert_eq!(r["total"], 12);
     assert_eq!(r["chunks"][0]["timestamp_ms"], 11_000);
-    let r = m
-        .tree_list_chunks(json!({"entity_ids": ["handle:@ann"], "k": 50}))
-        .unwrap();
+    let r = m.tree_list_chunks(json!({"entity_ids": ["handle:@ann"], "k": 50})).unwrap();
     assert_eq!(r["total"], 6);
-    let r = m
-        .tree_list_chunks(
-            json!({"entity_ids": ["handle:@ann"], "query": "urgent", "k": 1, "offset": 1}),
-        )
-        .unwrap();
-    assert_eq!(
-        (r["total"].as_i64(), r["offset"].as_i64(), r["k"].as_i64()),
-        (Some(2), Some(1), Some(1))
-    );
+    let r = m.tree_list_chunks(json!({"entity_ids": ["handle:@ann"], "query": "urgent", "k": 1, "offset": 1})).unwrap();
+    assert_eq!((r["total"].as_i64(), r["offset"].as_i64(), r["k"].as_i64()), (Some(2), Some(1), Some(1)));
     assert_eq!(r["chunks"][0]["timestamp_ms"], 0);
-    let r = m
-        .tree_list_chunks(json!({"since_ms": 3000, "until_ms": 5000}))
-        .unwrap();
+    let r = m.tree_list_chunks(json!({"since_ms": 3000, "until_ms": 5000})).unwrap();
     assert_eq!(r["total"], 3);
-    let r = m
-        .tree_list_chunks(json!({"source_ids": ["doc:default/k3"], "source_kinds": ["document"]}))
-        .unwrap();
+    let r = m.tree_list_chunks(json!({"source_ids": ["doc:default/k3"], "source_kinds": ["document"]})).unwrap();
     assert_eq!(r["total"], 1);
-    assert!(
-        r["chunks"][0]["preview"]
-            .as_str()
-            .unwrap()
-            .starts_with("message 3")
-    );
+    assert!(r["chunks"][0]["preview"].as_str().unwrap().starts_with("message 3"));
 }
 
 #[test]
@@ -435,12 +283,7 @@ fn top_entities_counts_mentions_and_chunks() {
     let r = m.tree_top_entities(json!({"kind": "person"})).unwrap();
     assert_eq!(ids(&r, "entities", "entity_id"), ["person:alice-smith"]);
     // Deleting a chunk takes its mentions away.
-    m.forget(
-        &["doc:default/a".to_string()],
-        "mcp:test",
-        super::audit("memory.forget"),
-    )
-    .unwrap();
+    m.forget(&["doc:default/a".to_string()], "mcp:test", super::audit("memory.forget")).unwrap();
     let r = m.tree_top_entities(json!({"kind": "topic"})).unwrap();
     assert_eq!(r["entities"][0]["mention_count"], 1);
     let r = m.tree_top_entities(json!({"kind": "handle"})).unwrap();
