@@ -18,11 +18,7 @@
 //! plus binary sizes and the shim's peak RSS. Samples of the compared variants are interleaved
 //! (round robin), so a noisy neighbour on a shared machine hits all of them alike. Targets are
 //! printed as PASS/MISS for the reader; nothing here asserts on time.
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "a benchmark's report is its output"
-)]
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
 
 use std::error::Error;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -72,9 +68,7 @@ fn main() {
 fn run() -> Result<()> {
     let bins = Binaries::locate()?;
     // Short and fresh: the socket path must fit in sun_path (104 bytes on macOS).
-    let home = tempfile::Builder::new()
-        .prefix("oh-bench-")
-        .tempdir_in(std::env::temp_dir())?;
+    let home = tempfile::Builder::new().prefix("oh-bench-").tempdir_in(std::env::temp_dir())?;
     let load_before = loadavg();
     println!("# openhuman-mcp spine benchmark");
     println!("command : {COMMAND}");
@@ -124,21 +118,10 @@ fn cold_start(bins: &Binaries, home: &Path) -> Result<()> {
     }
     let (s, d, f) = (Stats::of(t_shim), Stats::of(t_stdio), Stats::of(t_true));
     println!();
-    println!(
-        "## 1. cold spawn -> initialize answered (daemon warm), {SPAWN_RUNS} runs each, interleaved"
-    );
+    println!("## 1. cold spawn -> initialize answered (daemon warm), {SPAWN_RUNS} runs each, interleaved");
     println!("{:<34}{:>10}{:>10}", "", "median", "p90");
-    let target = if s.pct(50.0) <= Duration::from_millis(5) {
-        "PASS"
-    } else {
-        "MISS"
-    };
-    println!(
-        "{:<34}{:>10}{:>10}   target median <= 5 ms: {target}",
-        SHIM,
-        ms(s.pct(50.0)),
-        ms(s.pct(90.0))
-    );
+    let target = if s.pct(50.0) <= Duration::from_millis(5) { "PASS" } else { "MISS" };
+    println!("{:<34}{:>10}{:>10}   target median <= 5 ms: {target}", SHIM, ms(s.pct(50.0)), ms(s.pct(90.0)));
     println!(
         "{:<34}{:>10}{:>10}   shim/stdio: {:.2}x median, {:.2}x p90",
         format!("{DAEMON} stdio (baseline)"),
@@ -147,12 +130,7 @@ fn cold_start(bins: &Binaries, home: &Path) -> Result<()> {
         ratio(s.pct(50.0), d.pct(50.0)),
         ratio(s.pct(90.0), d.pct(90.0))
     );
-    println!(
-        "{:<34}{:>10}{:>10}   floor: spawn + exit",
-        "true (floor)",
-        ms(f.pct(50.0)),
-        ms(f.pct(90.0))
-    );
+    println!("{:<34}{:>10}{:>10}   floor: spawn + exit", "true (floor)", ms(f.pct(50.0)), ms(f.pct(90.0)));
     if hwm.is_empty() {
         println!("shim peak RSS: n/a (no /proc)");
     } else {
@@ -168,9 +146,7 @@ fn cold_start(bins: &Binaries, home: &Path) -> Result<()> {
 
 /// Spawn → write `initialize` → its answer read. Also returns the child's VmHWM (KiB) then.
 fn spawn_to_initialized(mut cmd: Command) -> Result<(Duration, Option<u64>)> {
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
     let start = Instant::now();
     let mut child = cmd.spawn()?;
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
@@ -192,9 +168,7 @@ fn spawn_to_initialized(mut cmd: Command) -> Result<(Duration, Option<u64>)> {
 
 fn spawn_to_exit(program: &str) -> Result<Duration> {
     let mut cmd = Command::new(program);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
     let start = Instant::now();
     cmd.spawn()?.wait()?;
     Ok(start.elapsed())
@@ -209,11 +183,7 @@ fn shim_hop(bins: &Binaries, home: &Path, socket: &Path) -> Result<()> {
         Session::child(bins.command(&bins.daemon, home, &["stdio"]))?,
         Session::socket(socket)?,
     ];
-    let names = [
-        format!("through {SHIM}"),
-        format!("{DAEMON} stdio (baseline)"),
-        "direct socket".to_string(),
-    ];
+    let names = [format!("through {SHIM}"), format!("{DAEMON} stdio (baseline)"), "direct socket".to_string()];
     let mut samples: [Vec<Duration>; 3] = Default::default();
     let mut id = 1;
     for s in &mut sessions {
@@ -245,21 +215,12 @@ fn shim_hop(bins: &Binaries, home: &Path, socket: &Path) -> Result<()> {
     );
     println!("{:<34}{:>10}{:>10}{:>10}", "", "p50", "p90", "p99");
     for (name, st) in names.iter().zip([&shim, &stdio, &direct]) {
-        println!(
-            "{name:<34}{:>10}{:>10}{:>10}",
-            us(st.pct(50.0)),
-            us(st.pct(90.0)),
-            us(st.pct(99.0))
-        );
+        println!("{name:<34}{:>10}{:>10}{:>10}", us(st.pct(50.0)), us(st.pct(90.0)), us(st.pct(99.0)));
     }
     let added = |p: f64| signed_us(shim.pct(p), stdio.pct(p));
     let hop = |p: f64| signed_us(shim.pct(p), direct.pct(p));
     let pass = |p: f64| {
-        if shim.pct(p) <= stdio.pct(p) + Duration::from_micros(50) {
-            "PASS"
-        } else {
-            "MISS"
-        }
+        if shim.pct(p) <= stdio.pct(p) + Duration::from_micros(50) { "PASS" } else { "MISS" }
     };
     println!(
         "added by the shim vs stdio: p50 {} ({}), p99 {} ({})   target <= 50 us",
@@ -268,11 +229,7 @@ fn shim_hop(bins: &Binaries, home: &Path, socket: &Path) -> Result<()> {
         added(99.0),
         pass(99.0)
     );
-    println!(
-        "added by the shim vs direct socket (the hop itself): p50 {}, p99 {}",
-        hop(50.0),
-        hop(99.0)
-    );
+    println!("added by the shim vs direct socket (the hop itself): p50 {}, p99 {}", hop(50.0), hop(99.0));
     Ok(())
 }
 
@@ -289,10 +246,7 @@ struct PipelineRun {
 type Method = (&'static str, fn(usize) -> String);
 
 fn pipelined(socket: &Path, daemon_pid: u32) -> Result<()> {
-    let methods: [Method; 2] = [
-        ("tools/call core.list_tools", list_tools),
-        ("ping (dispatcher floor)", ping),
-    ];
+    let methods: [Method; 2] = [("tools/call core.list_tools", list_tools), ("ping (dispatcher floor)", ping)];
     let mut runs: [Vec<PipelineRun>; 2] = Default::default();
     // A short unrecorded run per method first: it warms the daemon's allocator and worker threads.
     for (_, make) in &methods {
@@ -307,21 +261,15 @@ fn pipelined(socket: &Path, daemon_pid: u32) -> Result<()> {
     println!(
         "## 3. pipelined requests on one socket session: {PIPELINE_CALLS} per run, median of {PIPELINE_RUNS} runs"
     );
-    println!(
-        "{:<34}{:>10}{:>10}{:>13}{:>20}",
-        "", "calls/s", "us/call", "reply bytes", "daemon CPU"
-    );
+    println!("{:<34}{:>10}{:>10}{:>13}{:>20}", "", "calls/s", "us/call", "reply bytes", "daemon CPU");
     let mut rates = Vec::new();
     for ((name, _), mut rs) in methods.iter().zip(runs) {
         rs.sort_by_key(|r| r.elapsed);
         let r = &rs[rs.len() / 2];
         let rate = PIPELINE_CALLS as f64 / r.elapsed.as_secs_f64();
-        let cpu = r.daemon_cpu.map_or("n/a".to_string(), |c| {
-            format!(
-                "{:.1} us/call",
-                c.as_secs_f64() * 1e6 / PIPELINE_CALLS as f64
-            )
-        });
+        let cpu = r
+            .daemon_cpu
+            .map_or("n/a".to_string(), |c| format!("{:.1} us/call", c.as_secs_f64() * 1e6 / PIPELINE_CALLS as f64));
         println!(
             "{name:<34}{:>10}{:>10.1}{:>13}{:>20}",
             thousands(rate as u64),
@@ -332,20 +280,12 @@ fn pipelined(socket: &Path, daemon_pid: u32) -> Result<()> {
         rates.push(rate);
     }
     let target = if rates[0] >= 20_000.0 { "PASS" } else { "MISS" };
-    println!(
-        "tools/call rate / ping rate: {:.2}   target tools/call >= 20,000 calls/s: {target}",
-        rates[0] / rates[1]
-    );
+    println!("tools/call rate / ping rate: {:.2}   target tools/call >= 20,000 calls/s: {target}", rates[0] / rates[1]);
     Ok(())
 }
 
 /// One connection: handshake, then `n` requests written by one thread while this one reads.
-fn pipeline_once(
-    socket: &Path,
-    daemon_pid: u32,
-    make: fn(usize) -> String,
-    n: usize,
-) -> Result<PipelineRun> {
+fn pipeline_once(socket: &Path, daemon_pid: u32, make: fn(usize) -> String, n: usize) -> Result<PipelineRun> {
     let mut session = Session::socket(socket)?;
     session.handshake()?;
     // Requests are formatted before the clock starts: the client's formatting is not measured.
@@ -353,11 +293,7 @@ fn pipeline_once(
     for id in 1..=n {
         requests.extend_from_slice(make(id).as_bytes());
     }
-    let Session {
-        mut writer,
-        mut reader,
-        ..
-    } = session;
+    let Session { mut writer, mut reader, .. } = session;
     let cpu_before = cpu_time(daemon_pid);
     let start = Instant::now();
     let sender = std::thread::spawn(move || -> io::Result<Box<dyn Write + Send>> {
@@ -390,11 +326,7 @@ fn pipeline_once(
         )
         .into());
     }
-    Ok(PipelineRun {
-        elapsed,
-        bytes,
-        daemon_cpu: cpu_before.zip(cpu_after).map(|(a, b)| b.saturating_sub(a)),
-    })
+    Ok(PipelineRun { elapsed, bytes, daemon_cpu: cpu_before.zip(cpu_after).map(|(a, b)| b.saturating_sub(a)) })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -410,16 +342,11 @@ struct Session {
 
 impl Session {
     fn child(mut cmd: Command) -> Result<Session> {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
         let mut child = cmd.spawn()?;
         Ok(Session {
             writer: Box::new(child.stdin.take().ok_or("no stdin")?),
-            reader: BufReader::with_capacity(
-                64 * 1024,
-                Box::new(child.stdout.take().ok_or("no stdout")?),
-            ),
+            reader: BufReader::with_capacity(64 * 1024, Box::new(child.stdout.take().ok_or("no stdout")?)),
             child: Some(child),
             line: String::new(),
         })
@@ -427,19 +354,13 @@ impl Session {
 
     fn socket(path: &Path) -> Result<Session> {
         let (r, w) = connect(path)?;
-        Ok(Session {
-            writer: w,
-            reader: BufReader::with_capacity(64 * 1024, r),
-            child: None,
-            line: String::new(),
-        })
+        Ok(Session { writer: w, reader: BufReader::with_capacity(64 * 1024, r), child: None, line: String::new() })
     }
 
     fn handshake(&mut self) -> Result<()> {
         let reply = self.round_trip(&format!("{INITIALIZE}\n"))?;
         expect_result(reply, "initialize")?;
-        self.writer
-            .write_all(format!("{INITIALIZED}\n").as_bytes())?;
+        self.writer.write_all(format!("{INITIALIZED}\n").as_bytes())?;
         Ok(())
     }
 
@@ -454,12 +375,7 @@ impl Session {
     }
 
     fn close(self) -> Result<()> {
-        let Session {
-            writer,
-            mut reader,
-            child,
-            ..
-        } = self;
+        let Session { writer, mut reader, child, .. } = self;
         drop(writer);
         if let Some(mut child) = child {
             io::copy(&mut reader, &mut io::sink())?;
@@ -499,18 +415,11 @@ struct Binaries {
 impl Binaries {
     /// The release binaries under the workspace's target directory (`CARGO_TARGET_DIR` if set).
     fn locate() -> Result<Binaries> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .ok_or("the tests crate has no parent directory")?;
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().ok_or("the tests crate has no parent directory")?;
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
         let dir = target.join("release");
         let exe = |name: &str| dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
-        let bins = Binaries {
-            daemon: exe(DAEMON),
-            shim: exe(SHIM),
-        };
+        let bins = Binaries { daemon: exe(DAEMON), shim: exe(SHIM) };
         for b in [&bins.daemon, &bins.shim] {
             if !b.is_file() {
                 return Err(format!(
@@ -527,9 +436,7 @@ impl Binaries {
     /// A command for `exe` rooted in `home`, with no logging override from the caller's shell.
     fn command(&self, exe: &Path, home: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(exe);
-        cmd.args(args)
-            .env("OPENHUMAN_HOME", home)
-            .env_remove("RUST_LOG");
+        cmd.args(args).env("OPENHUMAN_HOME", home).env_remove("RUST_LOG");
         cmd
     }
 }
@@ -570,11 +477,7 @@ impl Daemon {
                 return Ok(daemon);
             }
             if let Some(status) = daemon.child.try_wait()? {
-                return Err(format!(
-                    "{DAEMON} serve exited with {status}:\n{}",
-                    daemon.log_text()
-                )
-                .into());
+                return Err(format!("{DAEMON} serve exited with {status}:\n{}", daemon.log_text()).into());
             }
             if start.elapsed() > DAEMON_WAIT {
                 return Err(format!(
@@ -596,11 +499,7 @@ impl Daemon {
 
     /// `openhumand-mcp stop`, then a bounded wait for the process to exit.
     fn stop(mut self) -> Result<()> {
-        let status = self
-            .stop_cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()?;
+        let status = self.stop_cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
         if !status.success() {
             return Err(format!("{DAEMON} stop exited with {status}").into());
         }
@@ -611,11 +510,7 @@ impl Daemon {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        Err(format!(
-            "{DAEMON} did not exit within {} s of `stop`",
-            DAEMON_WAIT.as_secs()
-        )
-        .into())
+        Err(format!("{DAEMON} did not exit within {} s of `stop`", DAEMON_WAIT.as_secs()).into())
     }
 }
 
@@ -696,11 +591,7 @@ fn machine() -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|k| format!(", kernel {}", k.trim()))
         .unwrap_or_default();
-    format!(
-        "{cpus} cpus (nproc), {model}, {} {}{kernel}",
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    )
+    format!("{cpus} cpus (nproc), {model}, {} {}{kernel}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 fn loadavg() -> String {
@@ -751,9 +642,7 @@ fn cpu_time(pid: u32) -> Option<Duration> {
 
 /// The current UTC date and time, `YYYY-MM-DD HH:MM`.
 fn utc_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let secs = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;
@@ -765,9 +654,5 @@ fn utc_now() -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}", rem / 3600, rem % 3600 / 60)
 }
