@@ -1,10 +1,43 @@
-//! Streamable HTTP transport (SPEC §5.4): `/mcp` (and `/`), `/healthz`, `/rpc`.
-//! Being built; until then `serve --http` refuses to start.
+//! Streamable HTTP transport (SPEC §5.4): the MCP endpoint `/mcp` (and `/` as an alias), the
+//! unauthenticated `/healthz` and the core JSON-RPC endpoint `/rpc`, served by axum on a listener
+//! the caller bound. Map of the module:
+//!
+//! - `endpoint` POST/GET/DELETE of the MCP endpoint: session lookup, era choice, response shape
+//! - `message`  the few message fields HTTP must read (initialize? requests? progress? era) and
+//!   the 2026-07-28 header checks
+//! - `sessions` `Mcp-Session-Id` → session table: minting, idle expiry, the cap, log-safe ids
+//! - `security` Origin / Host (DNS rebinding) checks, CORS for allowed origins, bearer auth
+//! - `sse`      event-stream framing with keep-alive comments
+//!
+//! HTTP settings (`[mcp.http]`) are read once at start; a config reload does not change them.
 
-use anyhow::{Result, bail};
+mod endpoint;
+mod message;
+mod security;
+mod sessions;
+mod sse;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use openhuman_common::codes;
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
+use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::mcp::Dispatcher;
+use crate::mcp::protocol::{RpcError, error_envelope, result_envelope};
+use sessions::SessionTable;
 
 /// Everything the HTTP transport needs, resolved from flags, env and config at start.
 #[derive(Debug, Clone)]
@@ -15,12 +48,159 @@ pub struct HttpOptions {
     pub token: Option<String>,
 }
 
+/// What every handler shares: the dispatcher, the session table and the settings in force.
+pub(crate) struct Shared {
+    dispatcher: Dispatcher,
+    sessions: SessionTable,
+    token: Option<String>,
+    /// Bound to a loopback address: check `Host` against DNS rebinding.
+    check_host: bool,
+    allowed_origins: Vec<String>,
+    keepalive: Duration,
+    shutdown: CancellationToken,
+}
+
+type Ctx = Arc<Shared>;
+
+/// Serves until `shutdown`, then stops accepting, ends every SSE stream and lets in-flight
+/// requests finish (they are cut by the daemon's abort token once the grace period is over).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     dispatcher: Dispatcher,
     opts: HttpOptions,
     shutdown: CancellationToken,
 ) -> Result<()> {
-    let _ = (listener, dispatcher, opts, shutdown);
-    bail!("the Streamable HTTP transport is not in this build yet")
+    let cfg = dispatcher.state().config().mcp.http.clone();
+    let local = listener.local_addr().context("HTTP listener has no local address")?;
+    let shared = Arc::new(Shared {
+        sessions: SessionTable::new(Duration::from_secs(cfg.session_idle_secs), cfg.max_sessions),
+        dispatcher,
+        token: opts.token.clone(),
+        check_host: local.ip().is_loopback() || crate::is_loopback_host(&opts.host),
+        allowed_origins: cfg.allowed_origins.clone(),
+        keepalive: Duration::from_secs(cfg.sse_keepalive_secs.max(1)),
+        // Its own child, so the sweeper also stops when serving fails.
+        shutdown: shutdown.child_token(),
+    });
+    let sweeper = tokio::spawn(sessions::sweep(shared.clone()));
+    let app = router(shared.clone(), cfg.max_body_bytes);
+    let stop = shutdown.clone();
+    let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
+    // Nothing is served any more: end the sessions (their GET streams already ended).
+    shared.sessions.clear();
+    shared.shutdown.cancel();
+    let _ = sweeper.await;
+    tracing::info!("HTTP transport stopped");
+    served.context("HTTP server failed")
+}
+
+fn router(shared: Ctx, max_body: usize) -> Router {
+    let mcp = || post(endpoint::post).get(endpoint::get).delete(endpoint::delete);
+    Router::new()
+        .route("/mcp", mcp())
+        .route("/", mcp())
+        .route("/rpc", post(rpc))
+        // Innermost, so a request is authenticated before its size matters.
+        .layer(RequestBodyLimitLayer::new(max_body))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), security::bearer))
+        // Added after the bearer layer: health checks need no token.
+        .route("/healthz", get(healthz))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), security::origin_and_host))
+        // The limit layer above is the one limit; axum's own 2 MB default would undercut it.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(shared)
+}
+
+async fn healthz() -> Response {
+    json_response(StatusCode::OK, &json!({ "status": "ok", "version": openhuman_common::VERSION }))
+}
+
+/// `/rpc`: one JSON-RPC request for a core `openhuman.*` method (SPEC §13), no MCP session.
+async fn rpc(State(s): State<Ctx>, body: Result<Bytes, BytesRejection>) -> Response {
+    let msg = match parse_body(body) {
+        Ok(v) => v,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let Value::Object(obj) = msg else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &Value::Null,
+            RpcError::invalid_request("/rpc takes one JSON-RPC request object (no batches)"),
+        );
+    };
+    let id = obj.get("id").cloned();
+    let reply_id = id.clone().unwrap_or(Value::Null);
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return rpc_error(StatusCode::BAD_REQUEST, &reply_id, RpcError::invalid_request("`jsonrpc` must be \"2.0\""));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            &reply_id,
+            RpcError::invalid_request("missing `method`: name an openhuman.* method"),
+        );
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(p)) => p.clone(),
+        Some(_) => {
+            return rpc_error(StatusCode::OK, &reply_id, RpcError::invalid_params("`params` must be an object"));
+        }
+    };
+    let outcome = if method.starts_with("openhuman.") {
+        // Caller 0 is no session: every session counts in `daemon_status`.
+        crate::control::call(s.dispatcher.state(), 0, method, &params).await
+    } else {
+        Err(RpcError::method_not_found(method).with_data(json!({
+            "method": method,
+            "hint": "/rpc serves openhuman.* methods; MCP methods go to /mcp"
+        })))
+    };
+    if id.is_none() {
+        return StatusCode::ACCEPTED.into_response();
+    }
+    let reply = match outcome {
+        Ok(result) => result_envelope(&reply_id, result),
+        Err(e) => error_envelope(&reply_id, &e),
+    };
+    json_response(StatusCode::OK, &reply)
+}
+
+/// An early refusal: the HTTP status and the JSON-RPC error (answering no id) that explains it.
+pub(crate) struct Refusal(StatusCode, RpcError);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        rpc_error(self.0, &Value::Null, self.1)
+    }
+}
+
+/// The body as JSON, or why not: 413 too large, 400 unreadable or not JSON (-32700).
+fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
+    let bytes = body.map_err(|rejection| {
+        let status = rejection.status();
+        let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
+            "request body too large: it exceeds [mcp.http].max_body_bytes".to_string()
+        } else {
+            format!("cannot read the request body: {}", rejection.body_text())
+        };
+        Refusal(status, RpcError::new(codes::PARSE_ERROR, message))
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let what =
+            if std::str::from_utf8(&bytes).is_err() { "body is not valid UTF-8" } else { "body is not valid JSON" };
+        Refusal(
+            StatusCode::BAD_REQUEST,
+            RpcError::new(codes::PARSE_ERROR, format!("parse error: {what} ({e}); POST one JSON-RPC message")),
+        )
+    })
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(value.to_string())).into_response()
+}
+
+/// An HTTP error whose body is a JSON-RPC error response, so clients can show the reason.
+fn rpc_error(status: StatusCode, id: &Value, err: RpcError) -> Response {
+    json_response(status, &error_envelope(id, &err))
 }

@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr)]
 
 mod cli;
+mod http;
 mod memory;
 mod shim;
 mod smoke;

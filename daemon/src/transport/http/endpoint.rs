@@ -1,0 +1,330 @@
+//! The MCP endpoint (`/mcp`, `/`): POST carries one message or a batch, GET opens a
+//! handshake-era session's notification stream, DELETE ends a session. Stateless 2026-07-28
+//! requests are served with a fresh session each; everything else needs the `Mcp-Session-Id`
+//! that `initialize` minted. A request answers `application/json`, or `text/event-stream` when it
+//! may send notifications first; notifications and responses get 202.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use openhuman_common::codes;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
+use super::sessions::HttpSession;
+use super::{Ctx, Refusal, json_response, parse_body, rpc_error, sse};
+use crate::mcp::protocol::{LATEST_LEGACY, RpcError};
+use crate::mcp::{Session, Transport};
+
+/// How many notifications of one request may wait for a slow client.
+const REQUEST_EVENTS: usize = 64;
+
+pub async fn post(State(s): State<Ctx>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            &Value::Null,
+            RpcError::invalid_request("not acceptable: a POST must send `Accept: application/json, text/event-stream`"),
+        );
+    }
+    if let Some(ct) = message::header(&headers, header::CONTENT_TYPE.as_str())
+        && !media_type(ct).eq_ignore_ascii_case("application/json")
+    {
+        return rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &Value::Null,
+            RpcError::invalid_request(format!(
+                "unsupported Content-Type {ct:?}: send `Content-Type: application/json`"
+            )),
+        );
+    }
+    let msg = match parse_body(body) {
+        Ok(v) => v,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if message::is_stateless(&msg, &headers) {
+        stateless(&s, &headers, msg).await
+    } else {
+        in_session(&s, &headers, msg).await
+    }
+}
+
+/// 2026-07-28 (and `server/discover`): no session; headers are checked against the body.
+async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
+    if let Err(e) = message::check_headers(&msg, headers) {
+        return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg), e);
+    }
+    let state = s.dispatcher.state();
+    // The request's own session: nothing outlives it, so nothing can leak between requests.
+    let session = Arc::new(Session::new(Transport::Http, state.abort_token(), closed_sink()));
+    let stream = accepts_sse(headers) && message::may_notify(&msg, false);
+    respond(s, session, msg, stream, Era::Stateless).await
+}
+
+/// Handshake era: `initialize` mints a session; everything else names one.
+async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
+    if message::has_initialize(&msg) {
+        // A client that initialises again gets a new session, whatever id it still sends.
+        let hs = s.sessions.create(s.dispatcher.state());
+        let mut resp = respond(s, hs.session.clone(), msg, false, Era::Session).await;
+        if hs.session.negotiated().is_none() {
+            // `initialize` failed (bad params): no session came of it.
+            s.sessions.remove(hs.id());
+            return resp;
+        }
+        tracing::info!(
+            session = %hs.tag,
+            version = hs.session.negotiated().unwrap_or_default(),
+            source = %hs.session.source(),
+            open = s.sessions.len(),
+            "HTTP session created"
+        );
+        if let Ok(v) = HeaderValue::from_str(hs.id()) {
+            resp.headers_mut().insert(SESSION_HEADER, v);
+        }
+        hs.touch();
+        return resp;
+    }
+    let hs = match session_of(s, headers) {
+        Ok(hs) => hs,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let stream = accepts_sse(headers) && message::may_notify(&msg, hs.session.log_level().is_some());
+    let resp = respond(s, hs.session.clone(), msg, stream, Era::Session).await;
+    hs.touch();
+    resp
+}
+
+/// The session a request names: 400 without `Mcp-Session-Id`, 404 for an unknown or ended one,
+/// 400 when `MCP-Protocol-Version` is not the negotiated version (an absent header is fine).
+fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
+    let Some(id) = message::header(headers, SESSION_HEADER) else {
+        return Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            RpcError::invalid_request(
+                "missing Mcp-Session-Id header: send `initialize` first and repeat the Mcp-Session-Id it returns on every request (or use protocol 2026-07-28, which needs no session)",
+            ),
+        ));
+    };
+    let Some(hs) = s.sessions.get(id) else {
+        return Err(Refusal(
+            StatusCode::NOT_FOUND,
+            RpcError::invalid_request(
+                "session not found: it ended, expired or never existed; send `initialize` again without Mcp-Session-Id",
+            ),
+        ));
+    };
+    if let Some(v) = headers.get(PROTOCOL_HEADER) {
+        let negotiated = hs.session.negotiated().unwrap_or_default();
+        if v.to_str().ok() != Some(negotiated.as_str()) {
+            return Err(Refusal(
+                StatusCode::BAD_REQUEST,
+                RpcError::invalid_request(format!(
+                    "MCP-Protocol-Version header {v:?} differs from the version this session negotiated ({negotiated})"
+                )),
+            ));
+        }
+    }
+    Ok(hs)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Era {
+    Session,
+    Stateless,
+}
+
+/// Runs the message through the dispatcher and shapes the answer.
+async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: Era) -> Response {
+    if !message::has_requests(&msg) {
+        return match s.dispatcher.handle(&session, msg, closed_sink()).await {
+            None => StatusCode::ACCEPTED.into_response(),
+            // Something in it was malformed: say what.
+            Some(reply) => json_response(StatusCode::BAD_REQUEST, &reply),
+        };
+    }
+    if stream {
+        return event_stream(s, session, msg);
+    }
+    // Nobody reads notifications of a JSON answer; a closed sink drops them without waiting.
+    match s.dispatcher.handle(&session, msg, closed_sink()).await {
+        Some(reply) => json_response(status_of(&reply, era), &reply),
+        // The request was cancelled (`notifications/cancelled`, session ended, shutdown).
+        None => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// HTTP status of a JSON answer. Errors that the transport specs give a status of their own get
+/// it; other JSON-RPC errors travel in a 200.
+fn status_of(reply: &Value, era: Era) -> StatusCode {
+    // A batch's answers each carry their own outcome.
+    if reply.is_array() {
+        return StatusCode::OK;
+    }
+    let Some(err) = reply.get("error") else {
+        return StatusCode::OK;
+    };
+    let code = err.get("code").and_then(Value::as_i64).unwrap_or_default();
+    match (era, code) {
+        (Era::Stateless, codes::UNSUPPORTED_PROTOCOL_VERSION | codes::HEADER_MISMATCH) => StatusCode::BAD_REQUEST,
+        (Era::Stateless, codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        // Not a readable request at all (no usable id).
+        _ if reply.get("id").is_none_or(Value::is_null) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The answer as an event stream: the request's notifications as they happen, then its
+/// response, then the end. When the client goes away the request is dropped (cancelled).
+fn event_stream(s: &Ctx, session: Arc<Session>, msg: Value) -> Response {
+    let (events, rx) = mpsc::channel::<String>(REQUEST_EVENTS);
+    let dispatcher = s.dispatcher.clone();
+    tokio::spawn(async move {
+        let (notify, mut notes) = mpsc::channel::<String>(REQUEST_EVENTS);
+        let work = dispatcher.handle(&session, msg, notify);
+        tokio::pin!(work);
+        let reply = loop {
+            tokio::select! {
+                reply = &mut work => break reply,
+                Some(note) = notes.recv() => {
+                    if events.send(note).await.is_err() {
+                        return;
+                    }
+                }
+                _ = events.closed() => return,
+            }
+        };
+        // Notifications sent just before the response still go first.
+        while let Ok(note) = notes.try_recv() {
+            if events.send(note).await.is_err() {
+                return;
+            }
+        }
+        if let Some(reply) = reply {
+            let _ = events.send(reply.to_string()).await;
+        }
+    });
+    let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (sse::message(&m), rx)) });
+    sse::response(body, s.keepalive)
+}
+
+/// GET: the session's stream of server notifications, until the client leaves, the session
+/// ends or the daemon shuts down.
+pub async fn get(State(s): State<Ctx>, headers: HeaderMap) -> Response {
+    if !accepts(&headers, "text/event-stream") {
+        return rpc_error(
+            StatusCode::NOT_ACCEPTABLE,
+            &Value::Null,
+            RpcError::invalid_request(
+                "not acceptable: a GET opens an event stream and must send `Accept: text/event-stream`",
+            ),
+        );
+    }
+    let hs = match session_of(&s, &headers) {
+        Ok(hs) => hs,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let Some(lease) = hs.open_stream() else {
+        return rpc_error(
+            StatusCode::CONFLICT,
+            &Value::Null,
+            RpcError::invalid_request("this session already has a GET stream open; close it before opening another"),
+        );
+    };
+    tracing::debug!(session = %hs.tag, "HTTP GET stream opened");
+    // Only 2025-11-25 defines the priming event; older clients would try to parse it.
+    let priming =
+        (hs.session.negotiated().as_deref() == Some(LATEST_LEGACY)).then(|| sse::priming(&hs.event_id(), sse::RETRY));
+    let notes =
+        futures::stream::unfold(
+            lease,
+            |mut lease| async move { lease.next().await.map(|m| (sse::message(&m), lease)) },
+        )
+        .take_until(s.shutdown.clone().cancelled_owned())
+        .take_until(hs.session.cancel.clone().cancelled_owned());
+    let events = futures::stream::iter(priming).chain(notes);
+    sse::response(events, s.keepalive)
+}
+
+/// DELETE: ends the session; its in-flight requests are cancelled and its stream closes.
+pub async fn delete(State(s): State<Ctx>, headers: HeaderMap) -> Response {
+    let hs = match session_of(&s, &headers) {
+        Ok(hs) => hs,
+        Err(refusal) => return refusal.into_response(),
+    };
+    s.sessions.remove(hs.id());
+    tracing::info!(session = %hs.tag, "HTTP session ended by the client");
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// A notification channel nobody reads: sends fail at once instead of waiting.
+fn closed_sink() -> mpsc::Sender<String> {
+    let (tx, _) = mpsc::channel(1);
+    tx
+}
+
+fn media_type(value: &str) -> &str {
+    value.split(';').next().unwrap_or_default().trim()
+}
+
+/// Whether `Accept` admits `wanted` (`type/subtype`), counting `*/*` and `type/*`. A missing
+/// header admits everything, as in HTTP.
+fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    let mut values = headers.get_all(header::ACCEPT).iter().peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    let family = wanted.split('/').next().unwrap_or_default();
+    values.filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(',')).map(media_type).any(|m| {
+        m.eq_ignore_ascii_case(wanted)
+            || m == "*/*"
+            || m.strip_suffix("/*").is_some_and(|f| f.eq_ignore_ascii_case(family))
+    })
+}
+
+fn accepts_sse(headers: &HeaderMap) -> bool {
+    accepts(headers, "text/event-stream")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn accept_header() {
+        let both = accept("application/json, text/event-stream");
+        assert!(accepts(&both, "application/json") && accepts(&both, "text/event-stream"));
+        let json_only = accept("application/json");
+        assert!(!accepts(&json_only, "text/event-stream"));
+        assert!(accepts(&accept("*/*"), "text/event-stream"));
+        assert!(accepts(&accept("text/*;q=0.5"), "text/event-stream"));
+        assert!(!accepts(&accept("text/*"), "application/json"));
+        assert!(accepts(&HeaderMap::new(), "application/json"));
+    }
+
+    #[test]
+    fn statuses() {
+        let ok = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+        assert_eq!(status_of(&ok, Era::Stateless), StatusCode::OK);
+        let err = |code: i64, id: Value| serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "m"}});
+        assert_eq!(status_of(&err(-32022, 1.into()), Era::Stateless), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(&err(-32601, 1.into()), Era::Stateless), StatusCode::NOT_FOUND);
+        assert_eq!(status_of(&err(-32601, 1.into()), Era::Session), StatusCode::OK);
+        assert_eq!(status_of(&err(-32602, 1.into()), Era::Stateless), StatusCode::OK);
+        assert_eq!(status_of(&err(-32600, Value::Null), Era::Session), StatusCode::BAD_REQUEST);
+        let batch = serde_json::json!([err(-32600, Value::Null)]);
+        assert_eq!(status_of(&batch, Era::Session), StatusCode::OK);
+    }
+}

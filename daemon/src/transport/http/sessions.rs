@@ -1,0 +1,282 @@
+//! Handshake-era HTTP sessions: `Mcp-Session-Id` → MCP `Session`. Ids are 128-bit random hex
+//! (uuid v4), never logged in the clear (`sha256:` + 8 hex). A session ends on DELETE, after
+//! `session_idle_secs` without a request (one with a request in flight or a GET stream open is
+//! not idle), or when the table is full and a new one needs its place (the least recently used
+//! idle session goes first). Ending a session cancels its in-flight requests and its GET stream.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use super::Ctx;
+use crate::mcp::{Session, Transport};
+use crate::state::{AppState, SessionGuard};
+
+/// How many session-level notifications wait for a GET stream before new ones are dropped.
+const INBOX: usize = 256;
+
+pub struct HttpSession {
+    id: String,
+    /// The id as it may appear in logs.
+    pub tag: String,
+    pub session: Arc<Session>,
+    last_used: Mutex<Instant>,
+    /// Open GET streams (0 or 1).
+    streams: AtomicUsize,
+    /// Session-level notifications (`tools/list_changed`) until a GET stream takes them.
+    inbox: Mutex<Option<mpsc::Receiver<String>>>,
+    next_event: AtomicU64,
+    _registered: SessionGuard,
+}
+
+impl HttpSession {
+    /// The secret id: for the `Mcp-Session-Id` response header only, never for logs.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Marks the session used (at the end of a request too, so a long call is not idle time).
+    pub fn touch(&self) {
+        *self.last_used.lock().expect("session clock") = Instant::now();
+    }
+
+    fn busy(&self) -> bool {
+        self.session.inflight_count() > 0 || self.streams.load(Ordering::Relaxed) > 0
+    }
+
+    fn idle_since(&self) -> Instant {
+        *self.last_used.lock().expect("session clock")
+    }
+
+    /// Takes the notification inbox for a GET stream; None when a stream already has it.
+    pub fn open_stream(self: &Arc<Self>) -> Option<StreamLease> {
+        let rx = self.inbox.lock().expect("inbox lock").take()?;
+        self.streams.fetch_add(1, Ordering::Relaxed);
+        Some(StreamLease { owner: self.clone(), rx: Some(rx) })
+    }
+
+    /// A fresh SSE event id, unique within the session.
+    pub fn event_id(&self) -> String {
+        format!("{}", self.next_event.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn end(&self) {
+        self.session.cancel.cancel();
+    }
+}
+
+/// A GET stream's hold on the session inbox; gives it back when the stream ends, so a client
+/// that reconnects gets the notifications queued meanwhile.
+pub struct StreamLease {
+    owner: Arc<HttpSession>,
+    rx: Option<mpsc::Receiver<String>>,
+}
+
+impl StreamLease {
+    pub async fn next(&mut self) -> Option<String> {
+        self.rx.as_mut()?.recv().await
+    }
+}
+
+impl Drop for StreamLease {
+    fn drop(&mut self) {
+        if let Some(rx) = self.rx.take() {
+            *self.owner.inbox.lock().expect("inbox lock") = Some(rx);
+        }
+        self.owner.touch();
+        self.owner.streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// `sha256:` + the first 8 hex digits of the id's SHA-256: enough to follow a session in the
+/// logs, useless for taking it over.
+pub fn log_tag(id: &str) -> String {
+    let digest = Sha256::digest(id.as_bytes());
+    format!("sha256:{}", &hex::encode(digest)[..8])
+}
+
+pub struct SessionTable {
+    map: Mutex<HashMap<String, Arc<HttpSession>>>,
+    idle: Duration,
+    max: usize,
+}
+
+impl SessionTable {
+    pub fn new(idle: Duration, max: usize) -> SessionTable {
+        SessionTable { map: Mutex::new(HashMap::new()), idle, max: max.max(1) }
+    }
+
+    /// Mints a session, evicting one when the table is full.
+    pub fn create(&self, state: &AppState) -> Arc<HttpSession> {
+        let (tx, rx) = mpsc::channel(INBOX);
+        let session = Arc::new(Session::new(Transport::Http, state.abort_token(), tx));
+        let registered = state.register_session(&session);
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let hs = Arc::new(HttpSession {
+            tag: log_tag(&id),
+            id,
+            session,
+            last_used: Mutex::new(Instant::now()),
+            streams: AtomicUsize::new(0),
+            inbox: Mutex::new(Some(rx)),
+            next_event: AtomicU64::new(0),
+            _registered: registered,
+        });
+        let evicted = {
+            let mut map = self.map.lock().expect("sessions lock");
+            let evicted = if map.len() >= self.max { victim(&map).and_then(|id| map.remove(&id)) } else { None };
+            map.insert(hs.id.clone(), hs.clone());
+            evicted
+        };
+        if let Some(old) = evicted {
+            old.end();
+            tracing::info!(session = %old.tag, max_sessions = self.max, "HTTP session evicted: too many sessions");
+        }
+        hs
+    }
+
+    /// The live session with this id (and marks it used); None when unknown or expired.
+    pub fn get(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let mut map = self.map.lock().expect("sessions lock");
+        let hs = map.get(id)?.clone();
+        if !hs.busy() && hs.idle_since().elapsed() > self.idle {
+            map.remove(id);
+            drop(map);
+            hs.end();
+            tracing::info!(session = %hs.tag, "HTTP session expired");
+            return None;
+        }
+        hs.touch();
+        Some(hs)
+    }
+
+    /// Ends a session and takes it out of the table; false when it was not there.
+    pub fn remove(&self, id: &str) -> bool {
+        let removed = self.map.lock().expect("sessions lock").remove(id);
+        if let Some(hs) = &removed {
+            hs.end();
+        }
+        removed.is_some()
+    }
+
+    /// Ends every session idle for longer than the limit at `now`; returns how many.
+    pub fn expire(&self, now: Instant) -> usize {
+        let expired: Vec<Arc<HttpSession>> = {
+            let mut map = self.map.lock().expect("sessions lock");
+            let ids: Vec<String> = map
+                .values()
+                .filter(|hs| !hs.busy() && now.saturating_duration_since(hs.idle_since()) > self.idle)
+                .map(|hs| hs.id.clone())
+                .collect();
+            ids.iter().filter_map(|id| map.remove(id)).collect()
+        };
+        for hs in &expired {
+            hs.end();
+            tracing::info!(session = %hs.tag, idle_secs = self.idle.as_secs(), "HTTP session expired");
+        }
+        expired.len()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.lock().expect("sessions lock").len()
+    }
+
+    /// Ends every session (shutdown).
+    pub fn clear(&self) {
+        let all: Vec<_> = self.map.lock().expect("sessions lock").drain().map(|(_, hs)| hs).collect();
+        for hs in all {
+            hs.end();
+        }
+    }
+}
+
+/// The session to evict: the least recently used idle one, else the least recently used.
+fn victim(map: &HashMap<String, Arc<HttpSession>>) -> Option<String> {
+    let lru = |busy: bool| {
+        map.values().filter(|hs| busy || !hs.busy()).min_by_key(|hs| hs.idle_since()).map(|hs| hs.id.clone())
+    };
+    lru(false).or_else(|| lru(true))
+}
+
+/// Expires idle sessions now and then until shutdown.
+pub async fn sweep(shared: Ctx) {
+    let period = (shared.sessions.idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = tick.tick() => {
+                shared.sessions.expire(Instant::now());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn state() -> (AppState, tempfile::TempDir) {
+        let home = tempfile::tempdir().unwrap();
+        let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
+        (state, home)
+    }
+
+    #[test]
+    fn ids_are_128_bit_hex_and_logged_hashed() {
+        let (state, _home) = state();
+        let table = SessionTable::new(Duration::from_secs(60), 8);
+        let a = table.create(&state);
+        let b = table.create(&state);
+        let id = a.id();
+        assert_eq!(id.len(), 32);
+        assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(id, b.id());
+        assert!(a.tag.starts_with("sha256:") && a.tag.len() == 15);
+        assert!(!a.tag.contains(id));
+        assert!(table.get(id).is_some());
+        assert!(table.remove(id));
+        assert!(table.get(id).is_none());
+        assert!(a.session.cancel.is_cancelled(), "ending a session cancels its work");
+    }
+
+    #[test]
+    fn idle_sessions_expire_but_streaming_ones_stay() {
+        let (state, _home) = state();
+        let table = SessionTable::new(Duration::from_secs(60), 8);
+        let quiet = table.create(&state);
+        let streaming = table.create(&state);
+        let _lease = streaming.open_stream().expect("inbox free");
+        assert!(streaming.open_stream().is_none(), "one GET stream per session");
+        assert_eq!(table.expire(Instant::now()), 0);
+        let later = Instant::now() + Duration::from_secs(61);
+        assert_eq!(table.expire(later), 1);
+        assert!(table.get(quiet.id()).is_none());
+        assert!(table.get(streaming.id()).is_some());
+        drop(_lease);
+        assert!(streaming.open_stream().is_some(), "the inbox comes back");
+    }
+
+    #[test]
+    fn the_cap_evicts_the_least_recently_used_idle_session() {
+        let (state, _home) = state();
+        let table = SessionTable::new(Duration::from_secs(60), 2);
+        let first = table.create(&state);
+        let second = table.create(&state);
+        // `second` was used last a while ago; `first` just now.
+        *second.last_used.lock().unwrap() = Instant::now() - Duration::from_secs(10);
+        first.touch();
+        let third = table.create(&state);
+        assert_eq!(table.len(), 2);
+        assert!(table.get(second.id()).is_none());
+        assert!(second.session.cancel.is_cancelled());
+        assert!(table.get(first.id()).is_some());
+        assert!(table.get(third.id()).is_some());
+    }
+}

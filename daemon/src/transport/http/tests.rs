@@ -1,0 +1,135 @@
+//! In-process tests of the HTTP transport where the daemon must be driven from inside: a
+//! session-level notification (`tools/list_changed`, which a config reload sends) reaches the
+//! session's GET stream, a 2025-06-18 stream has no priming event, and ending the session or
+//! the server ends the stream. The rest is tested against the real binary in the tests crate.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::*;
+use crate::config::Config;
+use crate::state::AppState;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+struct Rig {
+    addr: std::net::SocketAddr,
+    state: AppState,
+    shutdown: CancellationToken,
+    served: tokio::task::JoinHandle<Result<()>>,
+    _home: tempfile::TempDir,
+}
+
+async fn rig() -> Rig {
+    let home = tempfile::tempdir().unwrap();
+    let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let shutdown = CancellationToken::new();
+    let opts = HttpOptions { host: "127.0.0.1".into(), port: addr.port(), token: None };
+    let served = tokio::spawn(serve(listener, Dispatcher::new(state.clone()), opts, shutdown.clone()));
+    Rig { addr, state, shutdown, served, _home: home }
+}
+
+/// Sends a request; returns the connection positioned after the head, and the head.
+async fn send(addr: std::net::SocketAddr, method: &str, headers: &[(&str, &str)], body: &str) -> (TcpStream, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut req =
+        format!("{method} /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut b = [0u8; 1];
+        let n = tokio::time::timeout(LIMIT, s.read(&mut b)).await.expect("head in time").unwrap();
+        assert_eq!(n, 1, "connection closed inside the head: {}", String::from_utf8_lossy(&head));
+        head.push(b[0]);
+    }
+    (s, String::from_utf8(head).unwrap())
+}
+
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case(name).then(|| v.trim().to_string())
+    })
+}
+
+async fn rest(mut s: TcpStream) -> String {
+    let mut out = Vec::new();
+    tokio::time::timeout(LIMIT, s.read_to_end(&mut out)).await.expect("body in time").unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// Reads the stream until `needle` appears; returns everything read.
+async fn read_until(s: &mut TcpStream, needle: &str) -> String {
+    let mut out = Vec::new();
+    while !String::from_utf8_lossy(&out).contains(needle) {
+        let mut b = [0u8; 512];
+        let n = tokio::time::timeout(LIMIT, s.read(&mut b)).await.expect("event in time").unwrap();
+        assert!(n > 0, "stream ended before {needle:?}: {}", String::from_utf8_lossy(&out));
+        out.extend_from_slice(&b[..n]);
+    }
+    String::from_utf8(out).unwrap()
+}
+
+const BOTH: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+async fn initialize(addr: std::net::SocketAddr, version: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": version, "clientInfo": {"name": "rig"}}});
+    let (s, head) = send(addr, "POST", &[BOTH, JSON], &body.to_string()).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let sid = header(&head, "mcp-session-id").expect("session id");
+    let reply: Value = serde_json::from_str(&rest(s).await).unwrap();
+    assert_eq!(reply["result"]["protocolVersion"], version);
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let (_, head) = send(addr, "POST", &[BOTH, JSON, ("Mcp-Session-Id", &sid)], &note).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    sid
+}
+
+#[tokio::test]
+async fn list_changed_reaches_the_get_stream_which_ends_with_its_session() {
+    let r = rig().await;
+    let sid = initialize(r.addr, "2025-06-18").await;
+    let (mut stream, head) =
+        send(r.addr, "GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)], "").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(header(&head, "content-type").as_deref(), Some("text/event-stream"));
+    crate::server::notify_tools_changed(&r.state);
+    let seen = read_until(&mut stream, "notifications/tools/list_changed").await;
+    assert!(seen.contains("event: message\r\ndata: {") || seen.contains("event: message\ndata: {"), "{seen}");
+    assert!(!seen.contains("\nid: ") && !seen.contains("retry:"), "no priming before 2025-11-25: {seen}");
+    let (del, head) = send(r.addr, "DELETE", &[("Mcp-Session-Id", &sid)], "").await;
+    assert!(head.starts_with("HTTP/1.1 204"), "{head}");
+    drop(del);
+    // The stream ends (chunked terminator, then close) once its session is gone.
+    let tail = rest(stream).await;
+    assert!(tail.ends_with("0\r\n\r\n"), "{tail:?}");
+    r.shutdown.cancel();
+    tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_streams_and_the_server_returns() {
+    let r = rig().await;
+    let sid = initialize(r.addr, "2025-11-25").await;
+    let (mut stream, head) =
+        send(r.addr, "GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)], "").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let priming = read_until(&mut stream, "data: \n\n").await;
+    assert!(priming.contains("id: ") && priming.contains("retry: 2000"), "{priming}");
+    r.shutdown.cancel();
+    let tail = rest(stream).await;
+    assert!(tail.ends_with("0\r\n\r\n"), "{tail:?}");
+    tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
+    assert!(TcpStream::connect(r.addr).await.is_err(), "no longer listening");
+}
