@@ -14,3 +14,5 @@ echo "== cargo test"
 cargo test --workspace --locked
 echo "== interop (official MCP clients)"
 bash tests/interop/run.sh
+echo "== conformance (@modelcontextprotocol/conformance over HTTP)"
+bash tests/conformance/run.sh
