@@ -1,11 +1,12 @@
-//! Opening the back-ends a config asks for. Today: the memory engine with its embedder.
+//! Opening the back-ends a config asks for: the memory engine with its embedder (the built-in
+//! one, or an HTTP provider from `[memory.embeddings]`).
 
 use std::sync::Arc;
 
 use openhuman_common::Paths;
 
 use crate::config::{Config, EmbeddingProvider, MemoryEngineKind};
-use crate::memory::embed::{Embedder, StaticModel};
+use crate::memory::embed::{Embedder, HttpEmbedder, StaticModel};
 use crate::memory::{MemoryEngine, MemoryOptions};
 use crate::state::MEMORY_OFF;
 
@@ -31,10 +32,9 @@ pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, Strin
     }
     let embedder: Arc<dyn Embedder> = match config.memory.embeddings.provider {
         EmbeddingProvider::Builtin => Arc::new(Builtin(StaticModel::builtin().map_err(|e| format!("{e:#}"))?)),
-        other => {
-            return Err(format!(
-                "[memory.embeddings].provider = {other:?} is not available in this build; set it to \"builtin\""
-            ));
+        EmbeddingProvider::Ollama | EmbeddingProvider::Openai => {
+            let e = HttpEmbedder::open(&config.memory.embeddings, &paths.data_dir);
+            Arc::new(e.inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?)
         }
     };
     let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder });

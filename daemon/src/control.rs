@@ -61,6 +61,9 @@ pub async fn call_ctx(
         }
         "openhuman.audit_query" => {
             let engine = state.memory().map_err(RpcError::invalid_params)?;
+            // Rejection rows are written off the hot path; make the answer include every
+            // attempt made before this query.
+            state.audit().flush().await;
             let q = audit_query(params)?;
             let rows = tokio::task::spawn_blocking(move || engine.query_audit(q))
                 .await
@@ -80,6 +83,7 @@ pub async fn call_ctx(
             })
         }
         "openhuman.tool_registry_diagnostics" => {
+            state.audit().flush().await;
             let st = state.clone();
             tokio::task::spawn_blocking(move || crate::registry::diagnostics(&st))
                 .await

@@ -7,7 +7,9 @@
 //! - `transport/` socket and stdio: bytes <-> messages, nothing else
 //! - `server`     `serve`: accept loop, signals, idle timeout, graceful drain
 //! - `control`    `openhuman.*` core methods on the socket (status, shutdown, reload)
-//! - `agents/`    the subagent registry (built-in + user agents)
+//! - `agents/`    the subagent registry (built-in + user agents) and the subagent runner
+//! - `llm/`       LLM providers (OpenAI-compatible, Anthropic) and outbound HTTP plumbing
+//! - `search/`    web search: SearXNG, Brave, Tavily
 //! - `resources`  the compiled-in prompt catalog
 //! - `client`     the tiny socket client used by `status` and `stop`
 //! - `service`    systemd/launchd install
@@ -21,12 +23,14 @@ pub mod client;
 pub mod config;
 pub mod control;
 pub mod core_rpc;
+pub mod llm;
 pub mod logging;
 pub mod mcp;
 pub mod memory;
 pub mod policy;
 pub mod registry;
 pub mod resources;
+pub mod search;
 pub mod server;
 pub mod service;
 pub mod state;

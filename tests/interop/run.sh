@@ -104,6 +104,8 @@ fi
 export TMPDIR="$RUN_TMP"
 export OPENHUMAN_BIN_DIR="$BIN_DIR"
 run_client py-mcp2 "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_client.py" --bin-dir "$BIN_DIR"
+# Subagent runs against a fake LLM the script starts on loopback (2.x SDK, through the shim).
+run_client py-agents "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_agents.py" --bin-dir "$BIN_DIR"
 run_client py-mcp1 "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_client.py" --bin-dir "$BIN_DIR"
 run_client ts-sdk node "$HERE/node/ts_client.mjs" --bin-dir "$BIN_DIR" --node-dir "$OPENHUMAN_INTEROP_DIR/node"
 

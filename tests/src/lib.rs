@@ -656,6 +656,11 @@ impl Daemon {
     /// Starts `serve` with `env` added to the daemon's environment (e.g. API keys named by
     /// `*_api_key_env`), and waits until it reports ready.
     pub fn start_env(home: &Home, env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_env_log(home, env).0
+    }
+
+    /// `start_env`, also returning the log lines the daemon wrote before it was ready.
+    pub fn start_env_log(home: &Home, env: &[(&str, &str)]) -> (Daemon, Vec<String>) {
         let mut cmd = home.daemon_cmd();
         cmd.arg("serve");
         for (k, v) in env {
@@ -664,13 +669,17 @@ impl Daemon {
         let mut child =
             cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn daemon");
         let stderr = Lines::spawn(child.stderr.take().expect("stderr"));
+        let mut log = Vec::new();
         loop {
-            let line = stderr.next().unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}", home.log()));
+            let line = stderr
+                .next()
+                .unwrap_or_else(|| panic!("daemon exited before it was ready:\n{}\n{}", log.join("\n"), home.log()));
             if line.contains("daemon ready") {
                 break;
             }
+            log.push(line);
         }
-        Daemon { child, stderr }
+        (Daemon { child, stderr }, log)
     }
 
     /// Sends SIGHUP and waits until the daemon logged the reload's outcome; returns that line.
@@ -890,7 +899,9 @@ pub mod fake {
             let reply = (handler.lock().unwrap_or_else(|e| e.into_inner()))(&req);
             let _ = req_tx.send(req);
             let (status, extra, content_type, body) = match reply {
-                Reply::Json(status, v) => (status, Vec::new(), "application/json".to_string(), v.to_string().into_bytes()),
+                Reply::Json(status, v) => {
+                    (status, Vec::new(), "application/json".to_string(), v.to_string().into_bytes())
+                }
                 Reply::Raw { status, headers, content_type, body } => (status, headers, content_type, body),
                 Reply::Hang => {
                     // Hold the request until the client closes the connection.
@@ -905,10 +916,8 @@ pub mod fake {
                     return;
                 }
             };
-            let mut head = format!(
-                "HTTP/1.1 {status} Fake\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n",
-                body.len()
-            );
+            let mut head =
+                format!("HTTP/1.1 {status} Fake\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n", body.len());
             for (k, v) in extra {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }

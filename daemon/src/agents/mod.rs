@@ -3,6 +3,7 @@
 //! dispatched over MCP right now; running agents is the runner's job, not the registry's.
 
 mod builtin;
+pub mod runner;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use builtin::BUILTINS;
 
-use crate::config::{Config, LlmProvider};
+use crate::config::Config;
 
 /// One built-in agent: its manifest (TOML) and system prompt, both compiled in.
 pub struct BuiltinAgent {
@@ -193,16 +194,18 @@ pub fn validate_manifest(m: &Manifest) -> Result<()> {
 }
 
 /// Whether `agent` can run over MCP under `config`, and if not, why (a sentence a user can act on).
+/// Every run needs an LLM; `web_search` needs a usable search provider; a third-party toolkit
+/// binding cannot be provided over MCP at all.
 pub fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
     let m = &agent.manifest;
     if m.requires.iter().any(|r| r == "toolkit") {
         return Err("needs a third-party toolkit binding, which cannot be provided over MCP".to_string());
     }
-    if m.requires.iter().any(|r| r == "llm") && config.llm.provider == LlmProvider::None {
-        return Err("no LLM is configured: set [llm].provider (openai or anthropic), [llm].model and, for hosted APIs, [llm].api_key_env".to_string());
+    crate::llm::usable(config)?;
+    if m.requires.iter().any(|r| r == "web_search") {
+        crate::search::web_search_usable(config).map_err(|why| format!("needs web search, but {why}"))?;
     }
-    // The subagent runner ships with the agents feature; until it is in this build, say so.
-    Err("this build has no subagent runner yet; agent.run_subagent is not offered".to_string())
+    Ok(())
 }
 
 #[cfg(test)]

@@ -193,9 +193,12 @@ impl Dispatcher {
         // that hangs up).
         let _inflight = InflightGuard { session, key: &key };
         let routed = AssertUnwindSafe(self.route(session, &method, params, cancel.clone(), notify)).catch_unwind();
+        // Biased towards the cancel branch: a handler finishing at the instant of a cancel must
+        // not send a reply the client was promised it would not get.
         let outcome = tokio::select! {
-            r = routed => Some(r),
+            biased;
             _ = cancel.cancelled() => None,
+            r = routed => Some(r),
         };
         match outcome? {
             Ok(Ok(result)) => Some(result_envelope(&id, result)),

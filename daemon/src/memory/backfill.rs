@@ -4,7 +4,7 @@
 //! failure. It embeds without holding the writer lock and takes the lock only to store
 //! the vectors of chunks that still exist (rowids are never reused, so a rowid's text
 //! cannot change in between). It holds only a weak reference to the engine between
-//! batches, so dropping the engine stops it.
+//! batches, and stops at the next batch once the last engine handle is dropped.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -68,6 +68,10 @@ fn run(weak: &Weak<Inner>) {
     let mut scanned_to = 0i64;
     loop {
         let Some(inner) = weak.upgrade() else { return };
+        if inner.stopping.load(Ordering::Relaxed) {
+            lock(&inner.background).running = false;
+            return;
+        }
         inner.needs_fill.store(false, Ordering::Relaxed);
         let result = missing(&inner, scanned_to).and_then(|rows| {
             if let Some(&last) = rows.last() {
@@ -75,7 +79,7 @@ fn run(weak: &Weak<Inner>) {
             }
             let mut n = 0;
             for batch in rows.chunks(FILL_BATCH) {
-                if !fill(&inner, batch)? {
+                if inner.stopping.load(Ordering::Relaxed) || !fill(&inner, batch)? {
                     // The embedder failed: stop; a later write or open retries.
                     return Ok(None);
                 }
@@ -98,12 +102,12 @@ fn run(weak: &Weak<Inner>) {
         if stop {
             let mut bg = lock(&inner.background);
             // New work arrived while this pass ran: take it, unless embedding fails.
-            if inner.needs_fill.load(Ordering::Relaxed) && !failed {
+            if inner.needs_fill.load(Ordering::Relaxed) && !failed && !inner.stopping.load(Ordering::Relaxed) {
                 continue;
             }
             bg.running = false;
             drop(bg);
-            if done > 0 {
+            if done > 0 && !inner.stopping.load(Ordering::Relaxed) {
                 compact(&inner);
                 tracing::info!(chunks = done, secs = started.elapsed().as_secs_f64(), "background embedding done");
             }

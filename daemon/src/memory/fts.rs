@@ -53,6 +53,7 @@ impl Fts {
     pub fn open(dir: &Path) -> anyhow::Result<(Fts, IndexWriter, i64)> {
         match Self::try_open(dir) {
             Ok(x) => Ok(x),
+            Err(e) if matches!(e.downcast_ref(), Some(tantivy::TantivyError::LockFailure(..))) => Err(e),
             Err(e) => {
                 // Derived data: a damaged or foreign index is thrown away and rebuilt.
                 tracing::warn!(error = %format!("{e:#}"), "full-text index unusable; rebuilding it");

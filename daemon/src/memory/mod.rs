@@ -73,14 +73,31 @@ impl From<rusqlite::Error> for MemoryError {
     }
 }
 
-/// A cloneable handle to one open memory store.
+/// A cloneable handle to one open memory store. When the last handle is dropped the
+/// background thread is stopped and joined, so the store is closed (and its lock
+/// released) by the time the drop returns.
 #[derive(Clone)]
 pub struct MemoryEngine {
     inner: Arc<Inner>,
+    _owner: Arc<Owner>,
+}
+
+/// Shared by all handles (the background thread holds only the engine's `Inner`).
+struct Owner {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.inner.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
+        backfill::wait(&self.inner);
+    }
 }
 
 /// State shared by all handles.
 pub(crate) struct Inner {
+    /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
+    _lock: std::fs::File,
     data_dir: PathBuf,
     embedder: Arc<dyn embed::Embedder>,
     /// The only connection that writes, with the index writers; held for the whole of
@@ -92,6 +109,8 @@ pub(crate) struct Inner {
     background: Mutex<backfill::Background>,
     /// Set when some chunks were left without vectors (backlog or embedder failure).
     needs_fill: std::sync::atomic::AtomicBool,
+    /// Set when the last handle goes: the background thread stops at its next batch.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 /// A pooled read connection, returned to the pool when dropped.
@@ -148,8 +167,8 @@ impl MemoryEngine {
     /// brings both indexes up to date with the database. Vectors of another embedder are
     /// recomputed on a background thread; until then recall uses BM25 for those chunks.
     pub fn open(opts: MemoryOptions) -> anyhow::Result<Self> {
-        let inner = sync::open(opts)?;
-        let engine = MemoryEngine { inner: Arc::new(inner) };
+        let inner = Arc::new(sync::open(opts)?);
+        let engine = MemoryEngine { inner: inner.clone(), _owner: Arc::new(Owner { inner }) };
         backfill::start(&engine.inner);
         Ok(engine)
     }

@@ -322,9 +322,10 @@ pub(crate) fn stats(inner: &Inner) -> anyhow::Result<Value> {
     }
     let (db_seq, fts_seq, vec_seq) = positions(inner);
     let vectors = read(&inner.vectors).len();
+    let chunks = count("SELECT count(*) FROM chunks")?;
     Ok(json!({
         "schema_version": schema::SCHEMA_VERSION,
-        "chunks": count("SELECT count(*) FROM chunks")?,
+        "chunks": chunks,
         "chunks_by_kind": by_kind,
         "sources": count("SELECT count(*) FROM sources")?,
         "entities": count("SELECT count(*) FROM entities WHERE chunk_count > 0")?,
@@ -333,6 +334,6 @@ pub(crate) fn stats(inner: &Inner) -> anyhow::Result<Value> {
         "db_seq": db_seq,
         "fts": { "seq": fts_seq, "docs": inner.fts.num_docs() },
         "vectors": { "seq": vec_seq, "count": vectors, "dims": inner.embedder.dims(),
-                     "signature": inner.embedder.signature() },
+                     "signature": inner.embedder.signature(), "missing": (chunks as usize).saturating_sub(vectors) },
     }))
 }

@@ -8,6 +8,7 @@
 //! sequence `s` catches up by deleting tombstoned rowids with `seq > s` and adding chunks
 //! with `change_seq > s`. Rowids are never reused, so replays are idempotent.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
@@ -27,7 +28,7 @@ use super::{Inner, MemoryOptions, lock, schema};
 
 /// Above this many chunks to embed, `open()` leaves embedding to the background thread
 /// so that start-up stays fast.
-const OPEN_EMBED_LIMIT: usize = 20_000;
+const OPEN_EMBED_LIMIT: usize = 2_000;
 pub(crate) const EMBED_BATCH: usize = 128;
 
 pub(crate) struct WriteState {
@@ -57,6 +58,21 @@ fn write_state(conn: &Connection, name: &str, seq: i64, detail: &str) -> rusqlit
 pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
     let dir = &opts.data_dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // One process owns the indexes: a second writer would interleave vector-log records
+    // and fight over tantivy's writer lock. The OS drops the lock when the process dies.
+    let lock_file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("LOCK"))
+        .with_context(|| format!("creating {}", dir.join("LOCK").display()))?;
+    match lock_file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            anyhow::bail!("the memory store in {} is in use by another process (is the daemon running?)", dir.display())
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(e).context("locking the memory store"),
+    }
     let mut conn = schema::open_connection(&dir.join("memory.db"))?;
     schema::migrate(&mut conn)?;
     let seq = db_seq(&conn)?;
@@ -83,6 +99,7 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
     }
     let ws = WriteState { conn, fts_writer, fts_applied, fts_committed: fts_durable, vec_file, vec_applied };
     let inner = Inner {
+        _lock: lock_file,
         data_dir: dir.clone(),
         embedder: opts.embedder,
         writer: Mutex::new(ws),
@@ -91,6 +108,7 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
         vectors: RwLock::new(vectors),
         background: Mutex::new(backfill::Background::default()),
         needs_fill: AtomicBool::new(false),
+        stopping: AtomicBool::new(false),
     };
     {
         let mut ws = lock(&inner.writer);
@@ -106,6 +124,7 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
             ws.fts_committed = applied;
         }
         sync_vectors(&inner, &mut ws, Some(OPEN_EMBED_LIMIT))?;
+        purge_ghost_vectors(&inner, &mut ws)?;
         if ws.vec_file.should_compact() || vec_durable > seq {
             let applied = ws.vec_applied;
             ws.vec_file.compact(&read(&inner.vectors), applied)?;
@@ -113,6 +132,27 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
         prune_tombstones(&mut ws)?;
     }
     Ok(inner)
+}
+
+/// Drops vectors of chunks that no longer exist. The vector log is not fsynced, so after
+/// a power loss it can be older than tombstones already pruned; such stale rows would
+/// only waste result slots, but they are cheap to find once at open.
+fn purge_ghost_vectors(inner: &Inner, ws: &mut WriteState) -> anyhow::Result<()> {
+    let live: HashSet<i64> =
+        ws.conn.prepare("SELECT rowid FROM chunks")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let mut ix = write(&inner.vectors);
+    let ghosts: Vec<i64> = ix.rows().map(|(r, _)| r).filter(|r| !live.contains(r)).collect();
+    if ghosts.is_empty() {
+        return Ok(());
+    }
+    tracing::info!(count = ghosts.len(), "dropping vectors of deleted chunks");
+    for g in ghosts {
+        ix.remove(g);
+        ws.vec_file.delete(g)?;
+    }
+    let applied = ws.vec_applied;
+    ws.vec_file.commit(applied)?;
+    Ok(())
 }
 
 pub(crate) fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {

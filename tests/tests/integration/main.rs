@@ -2,6 +2,7 @@
 //! `OPENHUMAN_HOME`. Build them first (`cargo build --workspace`); the README's test command does.
 #![allow(clippy::print_stderr)]
 
+mod agents;
 mod cli;
 mod http;
 mod memory;

@@ -1,6 +1,7 @@
 //! The memory read tools (SPEC §7): `memory.search`, `memory.recall`, `memory.fetch`,
 //! `memory.list` and the `tree.*` browsing tools. Each one's arguments are its core method's
-//! parameter schema; the call validates, then invokes the core method by name.
+//! parameter schema; the call validates, then invokes the core method by name. When an LLM is
+//! configured, `memory.recall` also carries an `answer` written only from the recalled chunks.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -20,6 +21,23 @@ pub fn via(state: AppState, method: &'static str, args: Map<String, Value>) -> B
             }
             other => ToolFailure::Tool(other.to_string()),
         })
+    }
+    .boxed()
+}
+
+/// `memory.recall`: the core method's result, plus `answer` (or `answer_error`) when an LLM is
+/// configured. Subagents get the plain result: their own model reads the chunks.
+fn recall(state: AppState, args: Map<String, Value>) -> BoxFuture<'static, ToolOutcome> {
+    async move {
+        let query = args.get("query").and_then(Value::as_str).unwrap_or_default().to_string();
+        let mut result = via(state.clone(), "openhuman.memory_tree_recall", args).await?;
+        if crate::llm::configured(&state.config()) && crate::agents::runner::current_session().is_none() {
+            match crate::llm::grounded::recall_answer(&state, &query, &result).await {
+                Ok(answer) => result["answer"] = Value::String(answer),
+                Err(e) => result["answer_error"] = Value::String(e),
+            }
+        }
+        Ok(result)
     }
     .boxed()
 }
@@ -54,7 +72,7 @@ pub fn tools() -> Vec<ToolDef> {
             args: spec("openhuman.memory_tree_recall"),
             output_schema: None,
             available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_tree_recall", a),
+            handler: |s, a, _c| recall(s, a),
         },
         ToolDef {
             name: "tree.read_chunk",

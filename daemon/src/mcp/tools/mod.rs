@@ -7,6 +7,7 @@ mod agent;
 pub mod args;
 mod core;
 mod memory;
+mod web;
 pub mod write;
 
 use std::sync::LazyLock;
@@ -104,6 +105,7 @@ static ALL: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
     all.extend(memory::tools());
     all.extend(write::tools());
     all.extend(agent::tools());
+    all.extend(web::tools());
     #[cfg(test)]
     all.extend(test_tools::tools());
     all
@@ -154,9 +156,9 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
     let config = state.config();
     let Some(tool) = listed(&config).into_iter().find(|t| t.name == name) else {
         let hint = if ALL.iter().any(|t| t.name == name) {
-            "it exists but is not available under the current configuration (see the README for the key that enables it)"
+            format!("it exists but is not available under the current configuration ({})", unavailable(&name, &config))
         } else {
-            "tools/list shows the available tools"
+            "tools/list shows the available tools".to_string()
         };
         return Err(
             RpcError::invalid_params(format!("unknown tool `{name}`: {hint}")).with_data(json!({ "tool": name }))
@@ -190,7 +192,10 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
     }
     drop(config);
     match (tool.handler)(state.clone(), args, ctx.clone()).await {
-        Ok(value) => Ok(tool_result(value)),
+        Ok(value) => Ok(match LEAD_TEXT.iter().find(|(t, _)| *t == tool.name) {
+            Some((_, field)) => tool_result_with_text(value, field),
+            None => tool_result(value),
+        }),
         Err(ToolFailure::Tool(msg)) => {
             reject(&msg);
             Ok(tool_error(&msg))
@@ -206,6 +211,75 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
 pub fn tool_result(value: Value) -> Value {
     let text = serde_json::to_string(&value).unwrap_or_default();
     json!({ "content": [{ "type": "text", "text": text }], "structuredContent": value, "isError": false })
+}
+
+/// Why a known tool is not listed under `config`: the key to set, where the tool's family knows it.
+fn unavailable(name: &str, config: &Config) -> String {
+    let specific = match name {
+        "agent.run_subagent" => crate::llm::usable(config).err(),
+        "searxng_search" | "web_search" | "web_answer" => web::unavailable(name, config),
+        _ => None,
+    };
+    specific.unwrap_or_else(|| "see the README for the key that enables it".to_string())
+}
+
+/// Tools whose result is prose: their content leads with that text (the field named here), then
+/// carries the JSON as usual, so a client that shows only the first block shows the answer.
+const LEAD_TEXT: &[(&str, &str)] = &[("agent.run_subagent", "response"), ("web_answer", "answer")];
+
+fn tool_result_with_text(value: Value, field: &str) -> Value {
+    let mut r = tool_result(value);
+    if let Some(text) = r["structuredContent"][field].as_str().map(str::to_string)
+        && let Some(content) = r["content"].as_array_mut()
+    {
+        content.insert(0, json!({ "type": "text", "text": text }));
+    }
+    r
+}
+
+/// Runs a listed read tool in-process for a subagent: the same lookup, argument validation and
+/// handler as `tools/call`, without the MCP envelope. Only tools in `allowed` (the agent's
+/// declared tools) that subagents may use at all are reachable, so an agent can never reach a
+/// write tool or `agent.run_subagent`. Err is a text for the model to read.
+pub async fn run_for_agent(
+    state: &AppState,
+    allowed: &[String],
+    name: &str,
+    arguments: Value,
+    ctx: &RequestCtx,
+) -> Result<Value, String> {
+    if !allowed.iter().any(|a| a == name) {
+        return Err(format!("tool `{name}` is not available to this agent; use one of: {}", allowed.join(", ")));
+    }
+    let config = state.config();
+    let Some(tool) = listed(&config)
+        .into_iter()
+        .find(|t| t.name == name && t.policy == Policy::Read && crate::agents::AGENT_TOOLS.contains(&t.name))
+    else {
+        return Err(format!("tool `{name}` is not available under the current configuration"));
+    };
+    drop(config);
+    let arguments = match arguments {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => {
+            return Err(format!("the arguments of `{name}` must be a JSON object (got {})", short_json(&other)));
+        }
+    };
+    let args = tool.args.validate(&arguments).map_err(|msg| format!("invalid arguments for {name}: {msg}"))?;
+    // Progress belongs to the run, not to the tools inside it.
+    let mut inner = ctx.clone();
+    inner.progress_token = None;
+    match (tool.handler)(state.clone(), args, inner).await {
+        Ok(v) => Ok(v),
+        Err(ToolFailure::Tool(msg)) => Err(msg),
+        Err(ToolFailure::Rpc(e)) => Err(e.message),
+    }
+}
+
+fn short_json(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() <= 80 { s } else { format!("{}…", s.chars().take(80).collect::<String>()) }
 }
 
 /// A tool-level failure the client's model can read and act on.

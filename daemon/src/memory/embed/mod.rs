@@ -4,11 +4,13 @@
 //! produced it, so vectors from a different model (or a regenerated table) can
 //! be detected and re-embedded instead of being compared with new ones.
 
+mod http;
 mod static_model;
 #[rustfmt::skip]
 mod unicode_tables;
 mod wordpiece;
 
+pub use http::HttpEmbedder;
 pub use static_model::{MODEL_ID as STATIC_MODEL_ID, StaticModel};
 pub use wordpiece::WordPiece;
 

@@ -1,6 +1,7 @@
 //! Importing files and folders: Markdown/text documents, e-mail (`.eml`, mbox) and chat
 //! exports (`.jsonl`). Folders are walked recursively (hidden entries skipped, in name
-//! order). A file whose content hash matches its last ingest is skipped; a changed file
+//! order). A `kind` decides how files named on the command line are read, and how
+//! walked files with an unrecognised extension are read. A file whose content hash matches its last ingest is skipped; a changed file
 //! replaces its chunks. Files are parsed outside the writer lock and written in batches
 //! of about `BATCH_CHUNKS` chunks, one transaction per batch; the full-text index is
 //! committed every `FTS_COMMIT_CHUNKS` chunks and at the end, so ingested text is

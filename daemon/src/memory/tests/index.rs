@@ -131,3 +131,19 @@ fn a_new_embedder_reembeds_in_the_background_and_failures_degrade_to_keywords() 
     let r = m.tree_recall(json!({"query": "sourdough"})).unwrap();
     assert!(r["chunks"][0]["vector_score"].as_f64().unwrap() > 0.0);
 }
+
+#[test]
+fn vectors_of_deleted_chunks_are_dropped_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    corpus(&m);
+    drop(m);
+    // Simulate a vector file that missed deletions whose tombstones are already pruned.
+    let conn = rusqlite::Connection::open(dir.path().join("memory.db")).unwrap();
+    conn.execute("DELETE FROM chunks WHERE source_id = 'doc:default/bread'", []).unwrap();
+    drop(conn);
+    let m = open(dir.path());
+    assert_eq!(m.stats().unwrap()["vectors"]["count"], 4);
+    let r = m.fetch(json!({"query": "sourdough bread", "mode": "vector", "limit": 10})).unwrap();
+    assert!(r["items"].as_array().unwrap().iter().all(|i| i["title"] != "Sourdough bread"));
+}

@@ -44,6 +44,9 @@ fn documents_are_chunked_and_reingest_is_incremental() {
     let s = m.ingest_paths(&[src.path().to_path_buf()], None, &|p| progress.borrow_mut().push(p.files_done)).unwrap();
     assert_eq!((s.files_seen, s.files_ingested, s.files_unsupported, s.chunks_added), (3, 2, 1, 2), "{s:?}");
     assert_eq!(*progress.borrow(), vec![1, 2]);
+    m.wait_background();
+    let stats = m.stats().unwrap();
+    assert_eq!(stats["vectors"]["count"], stats["chunks"], "{stats}");
     let hit = &m.tree_search(json!({"query": "comets"})).unwrap()["hits"][0];
     assert_eq!(hit["title"], "Alpha");
     assert_eq!(hit["source_kind"], "document");

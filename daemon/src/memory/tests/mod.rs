@@ -200,3 +200,15 @@ fn chunk_ids_are_stable_and_field_sensitive() {
     let r2 = put(&open(d2.path()), "same", "T", "same content here", &[]);
     assert_eq!(r1["chunk_ids"], r2["chunk_ids"]);
 }
+
+#[test]
+fn a_second_open_of_the_same_store_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    let second =
+        MemoryEngine::open(MemoryOptions { data_dir: dir.path().to_path_buf(), embedder: TestEmbedder::new("x") });
+    let err = second.err().expect("second open must fail").to_string();
+    assert!(err.contains("in use by another process"), "{err}");
+    drop(m);
+    open(dir.path());
+}

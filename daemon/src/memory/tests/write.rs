@@ -160,3 +160,39 @@ fn forget_removes_from_database_and_every_index() {
     assert_eq!(m.stats().unwrap()["sources"], 0);
     assert!(m.forget(&[], "mcp:test", audit("memory.forget")).is_err());
 }
+
+#[test]
+fn concurrent_reads_and_writes_stay_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    std::thread::scope(|s| {
+        for t in 0..3 {
+            let m = m.clone();
+            s.spawn(move || {
+                for i in 0..15 {
+                    let key = format!("t{t}-{i}");
+                    let r = put(&m, &key, "Concurrent", &format!("parallel write {t} {i}"), &[]);
+                    // Read-your-writes from the same thread, through every reader.
+                    let id = r["chunk_ids"][0].as_str().unwrap().to_string();
+                    m.tree_get_chunk(json!({"chunk_id": id})).unwrap();
+                    let hits = m
+                        .fetch(json!({"query": format!("parallel {t} {i}"), "mode": "keyword", "limit": 100}))
+                        .unwrap();
+                    assert!(ids(&hits, "items", "id").contains(&id), "write {key} not searchable");
+                }
+            });
+        }
+        let reader = m.clone();
+        s.spawn(move || {
+            for _ in 0..30 {
+                reader.tree_recall(json!({"query": "parallel write"})).unwrap();
+                reader.items_list(json!({"limit": 5})).unwrap();
+            }
+        });
+    });
+    let s = m.stats().unwrap();
+    assert_eq!(
+        (s["chunks"].as_i64(), s["fts"]["docs"].as_i64(), s["vectors"]["count"].as_i64()),
+        (Some(45), Some(45), Some(45))
+    );
+}
