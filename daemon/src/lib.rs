@@ -110,14 +110,16 @@ fn run_server(cli: &Cli) -> Result<i32> {
             let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
             let loaded = config::load(&paths.config_file)?;
             let http = http_options(args, &loaded.config)?;
+            // Before any runtime thread exists: taking it edits the environment.
+            let activated = transport::socket::take_activated()?;
             let rt = runtime(None)?;
             let memory = backends::open_memory(&paths, &loaded.config);
             let state = AppState::with_memory(paths.clone(), loaded.config, memory);
             rt.block_on(async {
-                let listener = match transport::socket::activated()? {
+                let listener = match activated {
                     Some(l) => {
                         tracing::info!("using the socket passed by the service manager");
-                        l
+                        transport::socket::from_activated(l)?
                     }
                     None => transport::socket::bind(&paths.socket)?,
                 };

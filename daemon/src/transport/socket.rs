@@ -35,24 +35,33 @@ impl SocketListener {
     }
 }
 
-/// Takes a listener passed by systemd (`LISTEN_FDS`), if any.
+/// A listener inherited from the service manager (systemd `LISTEN_FDS`), if any. Call it before
+/// starting other threads: it clears the `LISTEN_*` variables from the environment.
 #[cfg(unix)]
-pub fn activated() -> Result<Option<SocketListener>> {
+pub fn take_activated() -> Result<Option<std::os::unix::net::UnixListener>> {
     let mut fds = listenfd::ListenFd::from_env();
     if fds.len() == 0 {
         return Ok(None);
     }
-    let std_listener = fds.take_unix_listener(0).context("socket activation: fd 3 is not a unix listener")?;
-    let Some(std_listener) = std_listener else {
-        return Ok(None);
-    };
-    std_listener.set_nonblocking(true)?;
-    Ok(Some(SocketListener::Activated(tokio::net::UnixListener::from_std(std_listener)?)))
+    let listener = fds.take_unix_listener(0).context("socket activation: the passed fd is not a unix listener")?;
+    Ok(listener)
 }
 
 #[cfg(not(unix))]
-pub fn activated() -> Result<Option<SocketListener>> {
+pub fn take_activated() -> Result<Option<std::convert::Infallible>> {
     Ok(None)
+}
+
+/// Wraps an inherited listener for the accept loop. Must run inside the runtime.
+#[cfg(unix)]
+pub fn from_activated(listener: std::os::unix::net::UnixListener) -> Result<SocketListener> {
+    listener.set_nonblocking(true)?;
+    Ok(SocketListener::Activated(tokio::net::UnixListener::from_std(listener)?))
+}
+
+#[cfg(not(unix))]
+pub fn from_activated(listener: std::convert::Infallible) -> Result<SocketListener> {
+    match listener {}
 }
 
 /// Binds the socket at `path`, handling stale and live sockets. Must run inside the runtime.

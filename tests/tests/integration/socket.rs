@@ -219,3 +219,44 @@ fn status_and_stop_control_the_daemon() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("openhumand-mcp serve"));
 }
+
+#[test]
+fn socket_activation_serves_the_inherited_listener() {
+    use std::os::fd::AsRawFd;
+    let home = Home::new();
+    // What systemd does: bind the socket, pass it to the daemon as an inherited fd.
+    let path = home.path().join("activated.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let fd = listener.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this test owns; clearing FD_CLOEXEC lets the child inherit it.
+    #[allow(unsafe_code)]
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+    }
+    let mut child = home
+        .daemon_cmd()
+        .arg("serve")
+        .env("LISTEN_FDS", "1")
+        .env("LISTEN_FDS_FIRST_FD", fd.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = openhuman_tests::Lines::spawn(child.stderr.take().unwrap());
+    loop {
+        let line = stderr.next().expect("daemon exited before it was ready");
+        assert!(!line.contains("ERROR"), "{line}");
+        if line.contains("daemon ready") {
+            break;
+        }
+    }
+    drop(listener);
+    let mut p = Peer::socket(&path);
+    p.initialize("activated");
+    assert!(p.call("tools/list", json!({}))["tools"].is_array());
+    assert!(!home.socket().exists(), "an activated daemon binds no socket of its own");
+    kill(child.id(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut child, WAIT).code(), Some(0));
+}
