@@ -49,6 +49,14 @@ pub enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Add the shim to an MCP client's config (merged; the old file is backed up).
+    Register {
+        #[arg(value_enum)]
+        client: ClientKind,
+        /// Print the entry instead of writing it.
+        #[arg(long)]
+        print: bool,
+    },
     /// Install or remove the login service (systemd user unit / launchd agent).
     Service {
         #[command(subcommand)]
@@ -144,6 +152,15 @@ pub struct ServeArgs {
     /// Stop after SECS seconds with no session (the shim sets this when it autostarts).
     #[arg(long, value_name = "SECS")]
     pub idle_timeout: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClientKind {
+    ClaudeDesktop,
+    Cursor,
+    Windsurf,
+    Zed,
+    ClaudeCode,
 }
 
 #[derive(Debug, Subcommand)]

@@ -28,6 +28,7 @@ pub mod logging;
 pub mod mcp;
 pub mod memory;
 pub mod policy;
+pub mod register;
 pub mod registry;
 pub mod resources;
 pub mod search;
@@ -404,6 +405,17 @@ fn run_command(cli: &Cli) -> Result<i32> {
                         agents.agents.len()
                     ));
                 }
+            }
+            Ok(EXIT_OK)
+        }
+        Command::Register { client, print } => {
+            if *print {
+                let (file, key) = register::target(*client)?;
+                let entry = register::entry(*client, cli.home.as_deref())?;
+                out(&format!("# add under \"{key}\" in {}", file.display()));
+                out(&serde_json::to_string_pretty(&serde_json::json!({ register::ENTRY: entry }))?);
+            } else {
+                out(&register::register(*client, cli.home.as_deref())?);
             }
             Ok(EXIT_OK)
         }

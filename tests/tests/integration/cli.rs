@@ -69,3 +69,44 @@ fn control_methods_are_not_on_stdio() {
     let r = c.peer.request("openhuman.daemon_shutdown", json!({}));
     assert_eq!(r["error"]["code"], -32601);
 }
+
+#[test]
+fn register_merges_into_client_configs_and_keeps_a_backup() {
+    let home = Home::new();
+    let user = tempfile::tempdir().unwrap();
+    let cursor = user.path().join(".cursor/mcp.json");
+    std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
+    std::fs::write(&cursor, r#"{"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}"#).unwrap();
+    let run = |args: &[&str]| {
+        home.daemon_cmd().env("HOME", user.path()).env_remove("XDG_CONFIG_HOME").args(args).output().unwrap()
+    };
+    let out = run(&["register", "cursor"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&cursor).unwrap()).unwrap();
+    assert_eq!(v["theme"], "dark", "other settings kept");
+    assert_eq!(v["mcpServers"]["other"]["command"], "x", "other servers kept");
+    let cmd = v["mcpServers"]["openhuman"]["command"].as_str().unwrap();
+    assert!(cmd.ends_with("openhuman-mcp-shim"), "{cmd}");
+    assert_eq!(v["mcpServers"]["openhuman"]["args"], json!(["--home", home.path().display().to_string()]));
+    let backups: Vec<_> = std::fs::read_dir(cursor.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".bak-"))
+        .collect();
+    assert_eq!(backups.len(), 1, "one backup of the previous file");
+    // Idempotent: a second run changes nothing.
+    let out = run(&["register", "cursor"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to do"));
+    // A new file for a client that has none yet; Zed's JSON-with-comments is left alone.
+    assert!(run(&["register", "claude-desktop"]).status.success());
+    assert!(user.path().join(".config/Claude/claude_desktop_config.json").exists());
+    let zed = user.path().join(".config/zed/settings.json");
+    std::fs::create_dir_all(zed.parent().unwrap()).unwrap();
+    std::fs::write(&zed, "// my settings\n{\"vim_mode\": true}\n").unwrap();
+    let out = run(&["register", "zed"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("context_servers"));
+    assert_eq!(std::fs::read_to_string(&zed).unwrap(), "// my settings\n{\"vim_mode\": true}\n");
+    let out = run(&["register", "claude-code", "--print"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"type\": \"stdio\""));
+}
