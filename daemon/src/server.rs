@@ -24,6 +24,7 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
     let dispatcher = Dispatcher::new(state.clone());
     let conns = TaskTracker::new();
     let owned_path = listener.owned_path().map(|p| p.to_path_buf());
+    spawn_signal_handlers(&state)?;
     tracing::info!(
         pid = std::process::id(),
         version = openhuman_common::VERSION,
@@ -41,7 +42,6 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
         });
     }
     let accept = tokio::spawn(socket::accept_loop(listener, dispatcher, shutdown.clone(), conns.clone()));
-    spawn_signal_handlers(&state);
     if let Some(idle) = opts.idle_timeout {
         tokio::spawn(idle_watch(state.clone(), idle));
     }
@@ -75,16 +75,17 @@ pub fn notify_tools_changed(state: &AppState) {
     }
 }
 
-fn spawn_signal_handlers(state: &AppState) {
+/// Installs the signal handlers now (a signal that arrives before its handler exists would
+/// kill the process: SIGHUP's default action is to terminate) and serves them on tasks.
+fn spawn_signal_handlers(state: &AppState) -> anyhow::Result<()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let mut hup = signal(SignalKind::hangup())?;
         let st = state.clone();
         tokio::spawn(async move {
-            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-                tracing::error!("cannot install SIGTERM/SIGINT handlers");
-                return;
-            };
             tokio::select! {
                 _ = term.recv() => tracing::info!("SIGTERM received"),
                 _ = int.recv() => tracing::info!("SIGINT received"),
@@ -93,9 +94,6 @@ fn spawn_signal_handlers(state: &AppState) {
         });
         let st = state.clone();
         tokio::spawn(async move {
-            let Ok(mut hup) = signal(SignalKind::hangup()) else {
-                return;
-            };
             while hup.recv().await.is_some() {
                 match st.reload() {
                     Ok(changed) => {
@@ -104,9 +102,7 @@ fn spawn_signal_handlers(state: &AppState) {
                             notify_tools_changed(&st);
                         }
                     }
-                    Err(e) => {
-                        tracing::error!("config reload failed; keeping the previous config: {e:#}")
-                    }
+                    Err(e) => tracing::error!("config reload failed; keeping the previous config: {e:#}"),
                 }
             }
         });
@@ -119,6 +115,7 @@ fn spawn_signal_handlers(state: &AppState) {
             st.shutdown_token().cancel();
         });
     }
+    Ok(())
 }
 
 /// Fires shutdown once no session has been open for `idle`.
