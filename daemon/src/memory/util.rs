@@ -74,20 +74,7 @@ pub(crate) fn preview(s: &str, max_chars: usize) -> String {
 }
 
 /// Lowercase slug for canonical entity ids: ASCII letters and digits kept, runs of
-/// anything else become one `-`.
+/// anything else become one `-` (the same rule as client names, SPEC §6).
 pub(crate) fn slug(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut dash = false;
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c.to_ascii_lowercase());
-        } else {
-            dash = true;
-        }
-    }
-    out
+    crate::config::normalize_id(s)
 }

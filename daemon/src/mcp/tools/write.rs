@@ -27,19 +27,7 @@ const TITLE_CHARS: usize = 128;
 /// SPEC §7 slug: ASCII letters/digits lowercased, other runs → `-`, trimmed, at most 64 chars;
 /// empty → `untitled-<first 16 hex of sha256(title)>`.
 pub fn slug(title: &str) -> String {
-    let mut out = String::new();
-    let mut dash = false;
-    for c in title.chars() {
-        if c.is_ascii_alphanumeric() {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c.to_ascii_lowercase());
-        } else {
-            dash = true;
-        }
-    }
+    let mut out = crate::config::normalize_id(title);
     out.truncate(64);
     let out = out.trim_end_matches('-').to_string();
     if out.is_empty() { format!("untitled-{}", &hex::encode(Sha256::digest(title.as_bytes()))[..16]) } else { out }
