@@ -96,6 +96,13 @@ pub async fn call_ctx(
                 .map_err(|e| RpcError::internal(format!("stats task failed: {e}")))?
                 .map_err(|e| RpcError::internal(format!("{e:#}")))
         }
+        "openhuman.memory_check" => {
+            let engine = state.memory().map_err(RpcError::invalid_params)?;
+            tokio::task::spawn_blocking(move || engine.check())
+                .await
+                .map_err(|e| RpcError::internal(format!("check task failed: {e}")))?
+                .map_err(|e| RpcError::internal(format!("{e:#}")))
+        }
         other if core_rpc::find(other).is_some() => {
             core_rpc::invoke(state.clone(), other, params.clone()).await.map_err(|e| match e {
                 CoreError::Internal(e) => RpcError::internal(format!("{other} failed: {e:#}")),

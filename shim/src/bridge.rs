@@ -45,7 +45,8 @@ struct Bridge {
     inflight: Mutex<Inflight>,
     drained: Condvar,
     handshake: Mutex<Handshake>,
-    stdout: Mutex<io::Stdout>,
+    /// Buffered: replies that arrive together leave in one write.
+    stdout: Mutex<io::BufWriter<Box<dyn Write + Send>>>,
     /// Set once a request had to be answered with "daemon unreachable".
     unreachable: Mutex<bool>,
 }
@@ -57,7 +58,7 @@ pub fn run(opts: Options) -> ExitCode {
         inflight: Mutex::new(Inflight::default()),
         drained: Condvar::new(),
         handshake: Mutex::new(Handshake { initialize: None, initialized: None }),
-        stdout: Mutex::new(io::stdout()),
+        stdout: Mutex::new(io::BufWriter::with_capacity(64 * 1024, raw_stdout())),
         unreachable: Mutex::new(false),
     });
     {
@@ -103,12 +104,19 @@ impl Bridge {
     }
 
     fn emit(&self, line: &[u8]) {
+        self.emit_then(line, true);
+    }
+
+    /// Writes one line; flushes unless the caller knows more lines follow at once.
+    fn emit_then(&self, line: &[u8], flush: bool) {
         let mut out = self.stdout.lock().expect("stdout lock");
         let _ = out.write_all(line);
         if !line.ends_with(b"\n") {
             let _ = out.write_all(b"\n");
         }
-        let _ = out.flush();
+        if flush {
+            let _ = out.flush();
+        }
     }
 
     fn emit_error(&self, id: &Value, code: i64, message: &str) {
@@ -286,7 +294,9 @@ impl Bridge {
             if ids.first().is_some_and(|id| id.starts_with(&format!("\"{REPLAY_PREFIX}"))) {
                 continue;
             }
-            self.emit(&line);
+            // More complete lines already buffered: let them share one write to stdout.
+            let more = reader.buffer().contains(&b'\n');
+            self.emit_then(&line, !more);
             if !ids.is_empty() {
                 let mut inflight = self.inflight.lock().expect("inflight lock");
                 for id in &ids {
@@ -346,17 +356,37 @@ fn request_ids(msg: Option<&Value>) -> Vec<String> {
 /// The ids a daemon message answers (JSON text): one for a response, several for a batch reply,
 /// none for a notification.
 fn response_ids(line: &[u8]) -> Vec<String> {
-    let Ok(v) = serde_json::from_slice::<Value>(line) else {
-        return Vec::new();
-    };
-    let one = |m: &Value| -> Option<String> {
-        if m.get("method").is_some() {
-            return None;
-        }
-        m.get("id").filter(|id| !id.is_null()).map(Value::to_string)
-    };
-    match &v {
-        Value::Array(items) => items.iter().filter_map(one).collect(),
-        other => one(other).into_iter().collect(),
+    // Only `id` and `method` are read; the rest of a (possibly large) reply is skipped unparsed.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<Value>,
+        method: Option<serde::de::IgnoredAny>,
     }
+    let one = |h: Head| -> Option<String> {
+        match (h.method, h.id) {
+            (None, Some(id)) if !id.is_null() => Some(id.to_string()),
+            _ => None,
+        }
+    };
+    if line.first() == Some(&b'[') {
+        return serde_json::from_slice::<Vec<Head>>(line)
+            .map(|v| v.into_iter().filter_map(one).collect())
+            .unwrap_or_default();
+    }
+    serde_json::from_slice::<Head>(line).ok().and_then(one).into_iter().collect()
+}
+
+/// stdout without the standard library's line buffering (which flushes every line).
+#[cfg(unix)]
+fn raw_stdout() -> Box<dyn Write + Send> {
+    use std::os::fd::AsFd;
+    match io::stdout().as_fd().try_clone_to_owned() {
+        Ok(fd) => Box::new(std::fs::File::from(fd)),
+        Err(_) => Box::new(io::stdout()),
+    }
+}
+
+#[cfg(not(unix))]
+fn raw_stdout() -> Box<dyn Write + Send> {
+    Box::new(io::stdout())
 }

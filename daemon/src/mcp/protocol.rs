@@ -82,7 +82,12 @@ impl RpcError {
 
 /// `{"jsonrpc":"2.0","id":..,"result":..}`
 pub fn result_envelope(id: &Value, result: Value) -> Value {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+    // Built by hand: `json!` would deep-copy `result` through serde.
+    let mut m = serde_json::Map::with_capacity(3);
+    m.insert("jsonrpc".into(), Value::from("2.0"));
+    m.insert("id".into(), id.clone());
+    m.insert("result".into(), result);
+    Value::Object(m)
 }
 
 /// `{"jsonrpc":"2.0","id":..,"error":{..}}`; `id` is `null` when it could not be read.

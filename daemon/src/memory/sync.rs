@@ -24,7 +24,7 @@ use super::types::ReindexSummary;
 use super::util::now_ms;
 use super::vecfile::VecFile;
 use super::vectors::normalize;
-use super::{Inner, MemoryOptions, lock, schema};
+use super::{Inner, MemoryEngine, MemoryOptions, lock, schema};
 
 /// Above this many chunks to embed, `open()` leaves embedding to the background thread
 /// so that start-up stays fast.
@@ -343,4 +343,44 @@ pub(crate) fn positions(inner: &Inner) -> (i64, i64, i64) {
     let ws = lock(&inner.writer);
     let seq = db_seq(&ws.conn).unwrap_or(-1);
     (seq, ws.fts_committed, ws.vec_applied)
+}
+
+impl MemoryEngine {
+    /// Checks the store after a crash or on request: SQLite's `integrity_check` and
+    /// `foreign_key_check`, and whether both indexes hold exactly the database's chunks.
+    pub fn check(&self) -> anyhow::Result<serde_json::Value> {
+        check(&self.inner)
+    }
+}
+
+fn check(inner: &Inner) -> anyhow::Result<serde_json::Value> {
+    let conn = inner.read_conn()?;
+    let integrity: Vec<String> =
+        conn.prepare("PRAGMA integrity_check")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let foreign_key_violations = conn.prepare("PRAGMA foreign_key_check")?.query_map([], |_| Ok(()))?.count();
+    // Counts and positions under the writer lock, so that no write lands between them.
+    let (chunks, seq, fts_seq, fts_docs, vec_seq, vectors, ghosts) = {
+        let ws = lock(&inner.writer);
+        let live: HashSet<i64> = ws
+            .conn
+            .prepare("SELECT rowid FROM chunks")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let ix = read(&inner.vectors);
+        let ghosts = ix.rows().filter(|(r, _)| !live.contains(r)).count();
+        (live.len(), db_seq(&ws.conn)?, ws.fts_committed, inner.fts.num_docs(), ws.vec_applied, ix.len(), ghosts)
+    };
+    let sqlite_ok = integrity == ["ok"] && foreign_key_violations == 0;
+    let fts_current = fts_seq == seq && fts_docs == chunks as u64;
+    Ok(serde_json::json!({
+        "ok": sqlite_ok && fts_current && ghosts == 0,
+        "integrity_check": integrity,
+        "foreign_key_violations": foreign_key_violations,
+        "chunks": chunks,
+        "db_seq": seq,
+        "fts": { "seq": fts_seq, "docs": fts_docs, "current": fts_current },
+        // Vectors may lag behind while the background thread embeds; `missing` says how far.
+        "vectors": { "seq": vec_seq, "count": vectors, "missing": chunks.saturating_sub(vectors),
+                     "ghosts": ghosts },
+    }))
 }

@@ -6,6 +6,7 @@ mod agents;
 mod cli;
 mod http;
 mod memory;
+mod memory_crash;
 mod recall_quality;
 mod shim;
 mod smoke;

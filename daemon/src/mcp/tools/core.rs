@@ -61,9 +61,18 @@ fn list_tools(config: &Config) -> ToolOutcome {
     let _ = config;
     let tools: Vec<Value> = agent_catalog(config)
         .into_iter()
-        .map(|t| json!({ "name": t.name, "description": t.description, "parameters": t.args.json_schema() }))
+        .map(|t| {
+            let mut m = serde_json::Map::with_capacity(3);
+            m.insert("name".into(), Value::from(t.name));
+            m.insert("description".into(), Value::from(t.description));
+            m.insert("parameters".into(), t.rendered()["inputSchema"].clone());
+            Value::Object(m)
+        })
         .collect();
-    Ok(json!({ "count": tools.len(), "tools": tools }))
+    let mut out = serde_json::Map::with_capacity(2);
+    out.insert("count".into(), Value::from(tools.len()));
+    out.insert("tools".into(), Value::Array(tools));
+    Ok(Value::Object(out))
 }
 
 fn instructions(config: &Config) -> ToolOutcome {
@@ -81,7 +90,7 @@ fn instructions(config: &Config) -> ToolOutcome {
         md.push_str("\nNo tools are available right now; answer from the conversation alone.\n");
     }
     for t in &tools {
-        let schema = serde_json::to_string_pretty(&t.args.json_schema()).unwrap_or_default();
+        let schema = serde_json::to_string_pretty(&t.rendered()["inputSchema"]).unwrap_or_default();
         md.push_str(&format!(
             "\n#### `{}`\n\n{}\n\nArguments (JSON Schema):\n\n```json\n{}\n```\n",
             t.name, t.description, schema

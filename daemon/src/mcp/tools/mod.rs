@@ -121,6 +121,17 @@ pub fn listed(config: &Config) -> Vec<&'static ToolDef> {
     ALL.iter().filter(|t| (t.available)(config)).collect()
 }
 
+/// Each tool's `tools/list` entry, rendered once: schemas never depend on config.
+static RENDERED: LazyLock<Vec<Value>> = LazyLock::new(|| ALL.iter().map(ToolDef::to_json).collect());
+
+impl ToolDef {
+    /// The cached `tools/list` entry of this tool.
+    pub fn rendered(&self) -> &'static Value {
+        let i = ALL.iter().position(|t| std::ptr::eq(t, self)).unwrap_or_default();
+        &RENDERED[i]
+    }
+}
+
 pub fn listed_names(config: &Config) -> Vec<&'static str> {
     listed(config).into_iter().map(|t| t.name).collect()
 }
@@ -128,8 +139,10 @@ pub fn listed_names(config: &Config) -> Vec<&'static str> {
 /// `tools/list`: one page, deterministic order.
 pub fn list(state: &AppState, params: &Map<String, Value>) -> Result<Value, RpcError> {
     super::reject_cursor(params)?;
-    let tools: Vec<Value> = listed(&state.config()).into_iter().map(ToolDef::to_json).collect();
-    Ok(json!({ "tools": tools }))
+    let tools: Vec<Value> = listed(&state.config()).into_iter().map(|t| t.rendered().clone()).collect();
+    let mut m = Map::with_capacity(1);
+    m.insert("tools".into(), Value::Array(tools));
+    Ok(Value::Object(m))
 }
 
 /// `tools/call`: shape of params → tool lookup → argument validation → handler.
@@ -210,7 +223,12 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
 /// A successful result: the JSON as text content and as `structuredContent`.
 pub fn tool_result(value: Value) -> Value {
     let text = serde_json::to_string(&value).unwrap_or_default();
-    json!({ "content": [{ "type": "text", "text": text }], "structuredContent": value, "isError": false })
+    // Built by hand: `json!` would deep-copy `value` through serde.
+    let mut m = Map::with_capacity(3);
+    m.insert("content".into(), json!([{ "type": "text", "text": text }]));
+    m.insert("structuredContent".into(), value);
+    m.insert("isError".into(), Value::Bool(false));
+    Value::Object(m)
 }
 
 /// Why a known tool is not listed under `config`: the key to set, where the tool's family knows it.

@@ -298,66 +298,6 @@ mod tests {
         ("r\u{e9}sum\u{e9}.pdf", &[13746, 1012, 11135]),
     ];
 
-    /// Throughput on one core. Run with
-    /// `cargo test --release -p openhumand-mcp static_model::tests::throughput -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "benchmark"]
-    #[allow(clippy::print_stderr)]
-    fn throughput() {
-        let m = model();
-        // ~300-word chunks of frequent English words, with punctuation and
-        // capitals, from a fixed pseudo-random sequence.
-        let words: Vec<&str> =
-            VOCAB.lines().skip(1996).take(8000).filter(|w| w.chars().all(|c| c.is_ascii_lowercase())).collect();
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let chunks: Vec<String> = (0..2000)
-            .map(|_| {
-                let mut c = String::new();
-                for i in 0..300 {
-                    let r = next();
-                    let w = words[(r % words.len() as u64) as usize];
-                    if i % 12 == 0 {
-                        let mut cs = w.chars();
-                        if let Some(f) = cs.next() {
-                            c.extend(f.to_uppercase());
-                            c.push_str(cs.as_str());
-                        }
-                    } else {
-                        c.push_str(w);
-                    }
-                    c.push_str(if i % 12 == 11 {
-                        ". "
-                    } else if r % 9 == 0 {
-                        ", "
-                    } else {
-                        " "
-                    });
-                }
-                c
-            })
-            .collect();
-        let refs: Vec<&str> = chunks.iter().map(String::as_str).collect();
-        let tokens: usize = refs.iter().map(|t| m.tokenizer().encode(t).len()).sum();
-        let start = std::time::Instant::now();
-        let out = m.embed(&refs).unwrap();
-        let secs = start.elapsed().as_secs_f64();
-        assert_eq!(out.len(), refs.len());
-        eprintln!(
-            "{} chunks of 300 words ({} tokens) in {:.3}s: {:.0} chunks/s, {:.1} M tokens/s",
-            refs.len(),
-            tokens,
-            secs,
-            refs.len() as f64 / secs,
-            tokens as f64 / secs / 1e6
-        );
-    }
-
     #[test]
     fn rejects_bad_tables() {
         let vocab = "[PAD]\n[UNK]\nhello\n";

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig, Tool,
@@ -80,7 +81,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 let path = args.next().ok_or("--payload needs a file")?;
                 payload = serde_json::from_slice(&std::fs::read(&path)?)?;
             }
-            other => return Err(format!("unknown argument {other:?}; usage: rmcp-bench-peer [--port P] [--payload FILE]").into()),
+            other => {
+                return Err(
+                    format!("unknown argument {other:?}; usage: rmcp-bench-peer [--port P] [--payload FILE]").into()
+                );
+            }
         }
     }
     let schema: Map<String, Value> =
@@ -96,10 +101,17 @@ async fn serve(peer: Peer, port: u16) -> Result<(), Box<dyn std::error::Error>> 
     // Sessions for handshake-era clients (rmcp's default); `json_response` makes the stateless
     // path (2026-07-28 requests) answer application/json like the daemon does.
     let config = StreamableHttpServerConfig::default().with_json_response(true);
-    let service = StreamableHttpService::new(move || Ok(peer.clone()), Arc::new(LocalSessionManager::default()), config);
+    let service =
+        StreamableHttpService::new(move || Ok(peer.clone()), Arc::new(LocalSessionManager::default()), config);
     let app = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("listening on {}", listener.local_addr()?);
+    // rmcp answers session requests as event streams written in several pieces (priming event,
+    // message, end of stream); with Nagle's algorithm on, the later pieces wait for the client's
+    // delayed ACK (~40 ms per call). Real deployments should turn it off; the benchmark does.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let stop = async {
         let (mut stdin, mut sink) = (tokio::io::stdin(), Vec::new());
         tokio::select! {

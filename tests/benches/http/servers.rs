@@ -1,0 +1,219 @@
+//! The two servers under test, as processes: the daemon (`openhumand-mcp serve --http --port 0`,
+//! release build, fresh temporary home) and the rmcp peer (tests/bench-peers/rmcp-server, built
+//! on demand into the workspace's target directory). Also the machine facts the report prints,
+//! read from Linux's /proc ("n/a" elsewhere).
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::Result;
+
+/// Bound on a server's start (until it listens) and on its exit once asked to stop.
+const WAIT: Duration = Duration::from_secs(30);
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| repo_root().join("target"))
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+fn exe(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// `cargo build --release` of the workspace (a no-op when fresh): the daemon measured is the one
+/// checked out, never a stale build.
+pub fn build_daemon() -> Result<PathBuf> {
+    let built = cargo().args(["build", "--release"]).current_dir(repo_root()).stdout(Stdio::null()).status()?;
+    if !built.success() {
+        return Err(format!("`cargo build --release` failed ({built})").into());
+    }
+    let daemon = exe(&target_dir().join("release"), "openhumand-mcp");
+    if !daemon.is_file() {
+        return Err(format!("{} is missing after `cargo build --release`", daemon.display()).into());
+    }
+    Ok(daemon)
+}
+
+/// Builds the rmcp peer with its own lock file into `target/bench-peers` (minutes the first time).
+pub fn build_peer() -> Result<PathBuf> {
+    let manifest = repo_root().join("tests/bench-peers/rmcp-server/Cargo.toml");
+    let dir = target_dir().join("bench-peers");
+    let built = cargo()
+        .args(["build", "--release", "--locked", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()?;
+    if !built.success() {
+        return Err(format!("building the rmcp peer ({}) failed ({built})", manifest.display()).into());
+    }
+    Ok(exe(&dir.join("release"), "rmcp-bench-peer"))
+}
+
+/// A server process and the address it listens on. Its log lines are drained by a thread (a
+/// full pipe would block the server) and the last ones kept for error reports.
+pub struct Server {
+    pub name: &'static str,
+    pub addr: SocketAddr,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stop: Option<Command>,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// `openhumand-mcp serve --http --port 0` under `home`; the address comes from its
+    /// `HTTP transport listening addr=…` log line.
+    pub fn daemon(bin: &Path, home: &Path) -> Result<Server> {
+        let with_home = |args: &[&str]| {
+            let mut c = Command::new(bin);
+            c.args(args)
+                .env_clear()
+                .env("OPENHUMAN_HOME", home)
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+            c
+        };
+        let mut cmd = with_home(&["serve", "--http", "--port", "0"]);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = cmd.spawn()?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let mut stop = with_home(&["stop"]);
+        stop.stdout(Stdio::null()).stderr(Stdio::null());
+        Server::listening("openhumand-mcp", child, None, Some(stop), stderr, |line| {
+            line.split("HTTP transport listening addr=").nth(1).and_then(|rest| rest.split_whitespace().next())
+        })
+    }
+
+    /// The rmcp peer serving `payload` (a JSON file); prints `listening on ADDR` on stdout.
+    pub fn peer(bin: &Path, payload: &Path) -> Result<Server> {
+        let mut cmd = Command::new(bin);
+        cmd.arg("--payload").arg(payload).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        let mut child = cmd.spawn()?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        // Its stdin stays open while it runs: closing it is how the peer is stopped.
+        let stdin = child.stdin.take();
+        Server::listening("rmcp", child, stdin, None, stdout, |line| line.strip_prefix("listening on "))
+    }
+
+    fn listening(
+        name: &'static str,
+        mut child: Child,
+        stdin: Option<ChildStdin>,
+        stop: Option<Command>,
+        output: impl Read + Send + 'static,
+        addr_of: fn(&str) -> Option<&str>,
+    ) -> Result<Server> {
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let keep = log.clone();
+        std::thread::spawn(move || {
+            let mut found = false;
+            for line in BufReader::new(output).lines().map_while(std::io::Result::ok) {
+                if !found && let Some(addr) = addr_of(&line) {
+                    found = true;
+                    let _ = tx.send(addr.to_string());
+                }
+                let mut log = keep.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                log.push(line);
+                let excess = log.len().saturating_sub(40);
+                log.drain(..excess);
+            }
+        });
+        match rx.recv_timeout(WAIT) {
+            Ok(addr) => Ok(Server { name, addr: addr.parse()?, child, stdin, stop, log }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let tail = log.lock().map(|l| l.join("\n")).unwrap_or_default();
+                Err(format!("{name} did not say where it listens within {} s:\n{tail}", WAIT.as_secs()).into())
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Asks the server to stop (`openhumand-mcp stop`; the peer: its stdin closes) and waits,
+    /// bounded, for it to exit; kills it when it does not.
+    pub fn stop(mut self) -> Result<()> {
+        if let Some(mut stop) = self.stop.take() {
+            stop.status()?;
+        }
+        drop(self.stdin.take());
+        let (tx, rx) = mpsc::channel();
+        let mut child = self.child;
+        let waiter = std::thread::spawn(move || {
+            let status = child.wait();
+            let _ = tx.send(());
+            (child, status)
+        });
+        if rx.recv_timeout(WAIT).is_err() {
+            return Err(format!("{} did not exit within {} s of being asked to stop", self.name, WAIT.as_secs()).into());
+        }
+        let (_, status) = waiter.join().map_err(|_| "waiter panicked")?;
+        let status = status?;
+        if !status.success() {
+            return Err(format!("{} exited with {status}", self.name).into());
+        }
+        Ok(())
+    }
+
+    pub fn log_tail(&self) -> String {
+        self.log.lock().map(|l| l.join("\n")).unwrap_or_default()
+    }
+}
+
+/// User + system CPU time of a process so far (/proc/<pid>/stat, in USER_HZ ticks of 10 ms).
+pub fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = after_name.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+pub fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string()))
+        .unwrap_or_else(|| "cpu n/a".to_string());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().next().and_then(|l| l.split_whitespace().nth(1)).and_then(|k| k.parse::<u64>().ok()))
+        .map_or_else(|| "memory n/a".to_string(), |kib| format!("{} GiB", kib / (1024 * 1024)));
+    format!("{cpus} cpus, {model}, {mem}, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "n/a".to_string())
+}
+
+/// Output of a small command run in the repository (`git`, `date`), or "n/a".
+pub fn run_text(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .current_dir(repo_root())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(|| "n/a".to_string(), |o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}

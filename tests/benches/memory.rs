@@ -1,0 +1,290 @@
+//! The memory benchmark: the embedded memory engine measured through the real release daemon over
+//! its MCP socket, each figure beside a baseline run in the same process over the same data. Run
+//!
+//! ```text
+//! cargo build --release && cargo bench -p openhuman-tests --bench memory            # 100k chunks
+//! cargo build --release && cargo bench -p openhuman-tests --bench memory -- 1000000 # 1M chunks
+//! ```
+//!
+//! (`MEMORY_BENCH_CHUNKS` sets the size too; `MEMORY_BENCH_DIR` where the corpus and stores go,
+//! about 3 GB per million chunks.) It writes a synthetic corpus (`memory/corpus.rs`: Zipf word
+//! frequencies, ~300-word chunks), starts `openhumand-mcp serve` in a fresh home and prints:
+//!
+//! 1. ingest rate: `openhuman.memory_ingest` over the socket (chunks/s until it returns, and until
+//!    every chunk also has its vector), beside SQLite FTS5 inserting the same chunks;
+//! 2. `memory.search` p50/p99 for rare and for common words, beside FTS5 `bm25()` top 10;
+//! 3. `memory.recall` (hybrid) p50/p99, beside a one-thread brute-force cosine top 10 over the
+//!    vectors the daemon stored;
+//! 4. the daemon's peak and current RSS (VmHWM/VmRSS).
+//!
+//! Targets (SPEC'd at 1M chunks) are printed as PASS/MISS for the reader; nothing asserts on time.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
+
+#[path = "memory/baseline.rs"]
+mod baseline;
+#[path = "memory/corpus.rs"]
+mod corpus;
+// The process, session and /proc helpers are the spine benchmark's; not all of them are used here.
+#[allow(dead_code)]
+#[path = "spine/support.rs"]
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Binaries, Daemon, Result, Session, Stats};
+
+const COMMAND: &str = "cargo build --release && cargo bench -p openhuman-tests --bench memory [-- CHUNKS]";
+const DEFAULT_CHUNKS: usize = 100_000;
+/// Timed calls per query class (after `WARMUP` untimed ones); a baseline class stops early once
+/// it has spent `BASELINE_SPAN`, with at least `MIN_RUNS` samples.
+const RUNS: usize = 200;
+const WARMUP: usize = 10;
+const MIN_RUNS: usize = 10;
+const BASELINE_SPAN: Duration = Duration::from_secs(20);
+/// Bound on waiting for background embedding after the ingest call returned.
+const EMBED_WAIT: Duration = Duration::from_secs(3600);
+
+/// Targets at 1M chunks.
+const TARGET_SEARCH_P50_MS: f64 = 5.0;
+const TARGET_RECALL_P50_MS: f64 = 20.0;
+const TARGET_INGEST_PER_S: f64 = 5_000.0;
+const TARGET_RSS_MIB: f64 = 1536.0;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("memory bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn chunks_wanted() -> Result<usize> {
+    let arg = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let v = arg.or_else(|| std::env::var("MEMORY_BENCH_CHUNKS").ok());
+    match v {
+        None => Ok(DEFAULT_CHUNKS),
+        Some(s) => Ok(s.replace('_', "").parse().map_err(|_| format!("chunk count {s:?} is not a number"))?),
+    }
+}
+
+fn run() -> Result<()> {
+    let chunks = chunks_wanted()?;
+    let bins = Binaries::build_and_locate()?;
+    let scratch_root = std::env::var_os("MEMORY_BENCH_DIR").map(Into::into).unwrap_or_else(std::env::temp_dir);
+    // Short: the socket path inside the home must fit in sun_path.
+    let scratch = tempfile::Builder::new().prefix("oh-mb-").tempdir_in(scratch_root)?;
+    let (home, corpus_dir) = (scratch.path().join("h"), scratch.path().join("corpus"));
+    std::fs::create_dir_all(&home)?;
+    println!("# openhuman-mcp memory benchmark");
+    println!("command : {COMMAND}");
+    println!("date    : {} UTC", support::utc_now());
+    println!("machine : {}", support::machine());
+    println!("git     : {}", support::git_state());
+    println!("load    : {} (1/5/15 min, before)", support::loadavg());
+    println!("corpus  : {} chunks of ~300 Zipf words in {} Markdown files", chunks, chunks.div_ceil(10));
+
+    let vocab = corpus::Vocabulary::new();
+    let t = Instant::now();
+    corpus::write(&corpus_dir, &vocab, chunks)?;
+    println!("written : {:.1} s", t.elapsed().as_secs_f64());
+
+    let daemon = Daemon::start(&bins, &home)?;
+    let ours = measure_daemon(&daemon, &corpus_dir, &vocab);
+    let pid = daemon.pid;
+    daemon.stop()?;
+    let ours = ours?;
+    println!("daemon  : pid {pid} stopped cleanly");
+
+    let (fts5, fts5_insert) = baseline::Fts5::build(&scratch.path().join("fts5.db"), &vocab, chunks)?;
+    let base_rare = time_baseline(&rare_words(&vocab), |w| fts5.search(w).map(drop))?;
+    let base_common = time_baseline(&common_words(&vocab), |w| fts5.search(w).map(drop))?;
+    drop(fts5);
+    let vectors = baseline::Vectors::load(&home.join("data/vectors"))?;
+    let n = vectors.rows();
+    let probes: Vec<usize> = (0..RUNS).map(|i| (i * 7919) % n.max(1)).collect();
+    let base_recall = time_baseline(&probes, |&i| {
+        std::hint::black_box(vectors.brute_force(vectors.row(i)));
+        Ok(())
+    })?;
+    println!("baseline: FTS5 over the same {chunks} chunks; brute force over {n} vectors of {} dims", vectors.dims);
+    println!("load    : {} (1/5/15 min, after)", support::loadavg());
+    println!();
+
+    let fts5_rate = chunks as f64 / fts5_insert.as_secs_f64();
+    println!("| metric | openhuman-mcp | baseline | ratio | target @1M | |");
+    println!("|---|---|---|---|---|---|");
+    row_rate("ingest, call returns (chunks/s)", ours.ingest_rate, fts5_rate, "FTS5 insert");
+    row_rate("ingest, vectors done (chunks/s)", ours.embedded_rate, fts5_rate, "FTS5 insert");
+    row_ms("memory.search rare word p50", ours.rare.pct(50.0), base_rare.pct(50.0), Some(TARGET_SEARCH_P50_MS));
+    row_ms("memory.search rare word p99", ours.rare.pct(99.0), base_rare.pct(99.0), None);
+    row_ms("memory.search common word p50", ours.common.pct(50.0), base_common.pct(50.0), Some(TARGET_SEARCH_P50_MS));
+    row_ms("memory.search common word p99", ours.common.pct(99.0), base_common.pct(99.0), None);
+    row_ms("memory.recall p50", ours.recall.pct(50.0), base_recall.pct(50.0), Some(TARGET_RECALL_P50_MS));
+    row_ms("memory.recall p99", ours.recall.pct(99.0), base_recall.pct(99.0), None);
+    let mib = |kib: Option<u64>| kib.map_or(f64::NAN, |k| k as f64 / 1024.0);
+    let (hwm, rss) = (mib(ours.vm_hwm_kib), mib(ours.vm_rss_kib));
+    println!(
+        "| daemon peak RSS (VmHWM) | {hwm:.0} MiB | | | ≤ {TARGET_RSS_MIB:.0} MiB | {} |",
+        verdict(hwm <= TARGET_RSS_MIB)
+    );
+    println!("| daemon RSS after queries (VmRSS) | {rss:.0} MiB | | | | |");
+    println!();
+    println!(
+        "ingest: {} chunks added in {:.1} s (call), {:.1} s until every vector was stored; FTS5 inserted them in {:.1} s",
+        ours.chunks_added,
+        ours.ingest.as_secs_f64(),
+        ours.embedded.as_secs_f64(),
+        fts5_insert.as_secs_f64()
+    );
+    println!(
+        "baselines: FTS5 `bm25()` top 10 (`{}` samples rare, `{}` common); brute force one-thread f32 scan, top 10",
+        base_rare.len(),
+        base_common.len()
+    );
+    Ok(())
+}
+
+struct Measured {
+    chunks_added: u64,
+    ingest: Duration,
+    embedded: Duration,
+    ingest_rate: f64,
+    embedded_rate: f64,
+    rare: Samples,
+    common: Samples,
+    recall: Samples,
+    vm_hwm_kib: Option<u64>,
+    vm_rss_kib: Option<u64>,
+}
+
+fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary) -> Result<Measured> {
+    let mut ctl = Session::socket(&daemon.socket)?;
+    let started = Instant::now();
+    let reply = call(&mut ctl, "openhuman.memory_ingest", json!({"paths": [corpus_dir]}))?;
+    let ingest = started.elapsed();
+    let chunks_added = reply["chunks_added"].as_u64().ok_or_else(|| format!("no chunks_added in {reply}"))?;
+    loop {
+        let stats = call(&mut ctl, "openhuman.memory_stats", json!({}))?;
+        if stats["vectors"]["missing"] == 0 {
+            break;
+        }
+        if started.elapsed() > EMBED_WAIT {
+            return Err(format!("vectors still missing after {EMBED_WAIT:?}: {stats}").into());
+        }
+        // A progress poll of a background job that runs for seconds to minutes.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let embedded = started.elapsed();
+
+    let mut s = Session::socket(&daemon.socket)?;
+    s.handshake()?;
+    let rare = time_tool(&mut s, "memory.search", &rare_words(vocab), |w| json!({"query": w, "k": 10}))?;
+    let common = time_tool(&mut s, "memory.search", &common_words(vocab), |w| json!({"query": w, "k": 10}))?;
+    let queries: Vec<String> = (0..RUNS)
+        .map(|i| {
+            let (c, r) = (&vocab.words[50 + i % 50], &vocab.words[20_000 + i * 37]);
+            format!("{c} {r}")
+        })
+        .collect();
+    let recall = time_tool(&mut s, "memory.recall", &queries, |q| json!({"query": q, "k": 10}))?;
+    Ok(Measured {
+        chunks_added,
+        ingest,
+        embedded,
+        ingest_rate: chunks_added as f64 / ingest.as_secs_f64(),
+        embedded_rate: chunks_added as f64 / embedded.as_secs_f64(),
+        rare,
+        common,
+        recall,
+        vm_hwm_kib: support::proc_status_kib(daemon.pid, "VmHWM:"),
+        vm_rss_kib: support::proc_status_kib(daemon.pid, "VmRSS:"),
+    })
+}
+
+/// Words in about one chunk in a thousand (ranks 30,000+ of the Zipf vocabulary).
+fn rare_words(vocab: &corpus::Vocabulary) -> Vec<String> {
+    (0..RUNS).map(|i| vocab.words[30_000 + i * 97 % 20_000].clone()).collect()
+}
+
+/// The ten most frequent words: each is in nearly every chunk.
+fn common_words(vocab: &corpus::Vocabulary) -> Vec<String> {
+    (0..RUNS).map(|i| vocab.words[i % 10].clone()).collect()
+}
+
+/// Sorted samples with their count.
+struct Samples {
+    stats: Stats,
+    n: usize,
+}
+
+impl Samples {
+    fn of(v: Vec<Duration>) -> Samples {
+        let n = v.len();
+        Samples { stats: Stats::of(v), n }
+    }
+    fn pct(&self, p: f64) -> Duration {
+        self.stats.pct(p)
+    }
+    fn len(&self) -> usize {
+        self.n
+    }
+}
+
+fn call(s: &mut Session, method: &str, params: Value) -> Result<Value> {
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string() + "\n";
+    let reply: Value = serde_json::from_str(s.round_trip(&line)?)?;
+    reply.get("result").cloned().ok_or_else(|| format!("{method} failed: {reply}").into())
+}
+
+fn time_tool<T>(s: &mut Session, tool: &str, inputs: &[T], args: impl Fn(&T) -> Value) -> Result<Samples> {
+    let mut times = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter().enumerate() {
+        let params = json!({"name": tool, "arguments": args(input)});
+        let t = Instant::now();
+        let result = call(s, "tools/call", params)?;
+        let took = t.elapsed();
+        if result["isError"] == true {
+            return Err(format!("{tool} returned an error: {result}").into());
+        }
+        if i >= WARMUP.min(inputs.len() / 2) {
+            times.push(took);
+        }
+    }
+    Ok(Samples::of(times))
+}
+
+fn time_baseline<T>(inputs: &[T], mut f: impl FnMut(&T) -> Result<()>) -> Result<Samples> {
+    let mut times = Vec::with_capacity(inputs.len());
+    let started = Instant::now();
+    for input in inputs {
+        let t = Instant::now();
+        f(input)?;
+        times.push(t.elapsed());
+        if times.len() >= MIN_RUNS && started.elapsed() > BASELINE_SPAN {
+            break;
+        }
+    }
+    Ok(Samples::of(times))
+}
+
+fn verdict(pass: bool) -> &'static str {
+    if pass { "PASS" } else { "MISS" }
+}
+
+fn row_rate(name: &str, ours: f64, base: f64, base_name: &str) {
+    println!(
+        "| {name} | {ours:.0} | {base:.0} ({base_name}) | {:.2}× | ≥ {TARGET_INGEST_PER_S:.0} | {} |",
+        ours / base,
+        verdict(ours >= TARGET_INGEST_PER_S)
+    );
+}
+
+fn row_ms(name: &str, ours: Duration, base: Duration, target: Option<f64>) {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (t, v) = match target {
+        Some(t) => (format!("≤ {t} ms"), verdict(ms(ours) <= t)),
+        None => (String::new(), ""),
+    };
+    println!("| {name} | {:.2} ms | {:.2} ms | {:.2}× | {t} | {v} |", ms(ours), ms(base), ms(ours) / ms(base));
+}

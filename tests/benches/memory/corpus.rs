@@ -1,0 +1,246 @@
+//! The synthetic corpus of the memory benchmark: Markdown files of ten sections, each a heading
+//! and five 60-word paragraphs (300 words, which the ingester keeps as one chunk). Words follow
+//! Zipf's law (rank r drawn with weight 1/r) over a vocabulary whose top ranks are real English
+//! function and content words and whose long tail is pronounceable made-up words, so that
+//! "common" and "rare" query words behave like those of real text. Deterministic: the same
+//! seed gives the same corpus, which is how the baselines see exactly what the daemon ingested.
+
+use std::io::Write;
+use std::path::Path;
+
+pub const SECTIONS_PER_FILE: usize = 10;
+const PARAGRAPHS: usize = 5;
+const PARAGRAPH_WORDS: usize = 60;
+pub const VOCABULARY: usize = 50_000;
+const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The most frequent words of English text, most frequent first.
+const HEAD: &[&str] = &[
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "had",
+    "they",
+    "you",
+    "were",
+    "their",
+    "one",
+    "all",
+    "we",
+    "can",
+    "her",
+    "has",
+    "there",
+    "been",
+    "if",
+    "more",
+    "when",
+    "will",
+    "would",
+    "who",
+    "so",
+    "no",
+    "time",
+    "people",
+    "year",
+    "way",
+    "day",
+    "work",
+    "government",
+    "life",
+    "world",
+    "school",
+    "system",
+    "group",
+    "number",
+    "problem",
+    "fact",
+    "money",
+    "market",
+    "family",
+    "water",
+    "country",
+    "report",
+    "meeting",
+    "project",
+    "budget",
+    "team",
+    "plan",
+    "company",
+    "service",
+    "customer",
+    "research",
+    "history",
+    "policy",
+    "health",
+    "result",
+    "change",
+    "question",
+    "council",
+    "office",
+    "program",
+    "order",
+    "price",
+    "river",
+    "garden",
+    "letter",
+    "window",
+    "engine",
+    "travel",
+    "bridge",
+    "summer",
+    "winter",
+    "forest",
+    "doctor",
+    "kitchen",
+    "library",
+    "station",
+    "village",
+];
+const ONSETS: &[&str] = &["b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "br", "st"];
+const VOWELS: &[&str] = &["a", "e", "i", "o", "u", "ai", "ou"];
+const CODAS: &[&str] = &["", "n", "r", "s", "l", "t", "nd", "m"];
+
+/// xorshift64*: deterministic and fast; good enough to draw words.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+pub struct Vocabulary {
+    /// Words by frequency rank, most frequent first.
+    pub words: Vec<String>,
+    cumulative: Vec<f64>,
+}
+
+impl Vocabulary {
+    pub fn new() -> Vocabulary {
+        let mut words: Vec<String> = HEAD.iter().map(|w| w.to_string()).collect();
+        let mut seen: std::collections::HashSet<String> = words.iter().cloned().collect();
+        let mut rng = Rng::new(SEED ^ 0x5555);
+        let pick = |rng: &mut Rng, list: &[&'static str]| list[(rng.next_u64() % list.len() as u64) as usize];
+        while words.len() < VOCABULARY {
+            let syllables = 2 + (rng.next_u64() % 3) as usize;
+            let mut w = String::new();
+            for _ in 0..syllables {
+                w.push_str(pick(&mut rng, ONSETS));
+                w.push_str(pick(&mut rng, VOWELS));
+            }
+            w.push_str(pick(&mut rng, CODAS));
+            if seen.insert(w.clone()) {
+                words.push(w);
+            }
+        }
+        let mut cumulative = Vec::with_capacity(words.len());
+        let mut total = 0.0;
+        for r in 0..words.len() {
+            total += 1.0 / (r as f64 + 1.0);
+            cumulative.push(total);
+        }
+        Vocabulary { words, cumulative }
+    }
+
+    fn sample(&self, rng: &mut Rng) -> &str {
+        let x = rng.unit() * self.cumulative[self.cumulative.len() - 1];
+        let i = self.cumulative.partition_point(|c| *c < x).min(self.words.len() - 1);
+        &self.words[i]
+    }
+}
+
+/// The sections (chunks) of the corpus in order; `section(i)` text is what file `i / 10` holds
+/// under its `i % 10`th heading.
+pub struct Sections<'a> {
+    vocab: &'a Vocabulary,
+    rng: Rng,
+}
+
+impl<'a> Sections<'a> {
+    pub fn new(vocab: &'a Vocabulary) -> Sections<'a> {
+        Sections { vocab, rng: Rng::new(SEED) }
+    }
+
+    /// The next section's heading and body.
+    pub fn next_section(&mut self, out_heading: &mut String, out_body: &mut String) {
+        out_heading.clear();
+        out_body.clear();
+        for k in 0..3 {
+            if k > 0 {
+                out_heading.push(' ');
+            }
+            out_heading.push_str(self.vocab.sample(&mut self.rng));
+        }
+        for p in 0..PARAGRAPHS {
+            if p > 0 {
+                out_body.push_str("\n\n");
+            }
+            for w in 0..PARAGRAPH_WORDS {
+                if w > 0 {
+                    out_body.push(' ');
+                }
+                out_body.push_str(self.vocab.sample(&mut self.rng));
+            }
+            out_body.push('.');
+        }
+    }
+}
+
+/// Writes `chunks` sections as Markdown files (1,000 files per folder) under `dir`.
+pub fn write(dir: &Path, vocab: &Vocabulary, chunks: usize) -> std::io::Result<()> {
+    let mut sections = Sections::new(vocab);
+    let (mut heading, mut body) = (String::new(), String::new());
+    let files = chunks.div_ceil(SECTIONS_PER_FILE);
+    for f in 0..files {
+        let sub = dir.join(format!("d{:04}", f / 1000));
+        if f % 1000 == 0 {
+            std::fs::create_dir_all(&sub)?;
+        }
+        let mut text = String::with_capacity(SECTIONS_PER_FILE * 2200);
+        text.push_str(&format!("# Document {f}\n\n"));
+        for _ in 0..SECTIONS_PER_FILE.min(chunks - f * SECTIONS_PER_FILE) {
+            sections.next_section(&mut heading, &mut body);
+            text.push_str("## ");
+            text.push_str(&heading);
+            text.push_str("\n\n");
+            text.push_str(&body);
+            text.push_str("\n\n");
+        }
+        std::fs::File::create(sub.join(format!("f{f:06}.md")))?.write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
