@@ -2,6 +2,11 @@
 
 use clap::Parser;
 
+// The daemon allocates many short-lived JSON values per call; mimalloc handles that pattern far
+// better than the system allocator (measured in BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let cli = match openhuman_daemon::cli::Cli::try_parse() {
         Ok(cli) => cli,

@@ -197,7 +197,7 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(value.to_string())).into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(crate::mcp::encode(value))).into_response()
 }
 
 /// An HTTP error whose body is a JSON-RPC error response, so clients can show the reason.

@@ -207,7 +207,7 @@ fn event_stream(s: &Ctx, session: Arc<Session>, msg: Value) -> Response {
             }
         }
         if let Some(reply) = reply {
-            let _ = events.send(reply.to_string()).await;
+            let _ = events.send(crate::mcp::encode(&reply)).await;
         }
     });
     let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (sse::message(&m), rx)) });
