@@ -14,5 +14,7 @@ echo "== cargo test"
 cargo test --workspace --locked
 echo "== interop (official MCP clients)"
 bash tests/interop/run.sh
+echo "== interop over HTTP (official clients and mcp-remote)"
+bash tests/interop/run-http.sh
 echo "== conformance (@modelcontextprotocol/conformance over HTTP)"
 bash tests/conformance/run.sh
