@@ -4,14 +4,19 @@
 //! - `config`     typed config: TOML + env overrides, validated once, reloadable
 //! - `state`      `AppState`, the cloneable handle to everything warm
 //! - `mcp/`       the one dispatcher: protocol, sessions, lifecycle, resources, tools
-//! - `transport/` socket and stdio: bytes <-> messages, nothing else
+//! - `transport/` socket, stdio and Streamable HTTP: bytes <-> messages
 //! - `server`     `serve`: accept loop, signals, idle timeout, graceful drain
-//! - `control`    `openhuman.*` core methods on the socket (status, shutdown, reload)
+//! - `core_rpc`   the core methods MCP tools map onto (`openhuman.memory_*`)
+//! - `control`    the socket's `openhuman.*` surface (status, stop, reload, ingest, audit, registry)
+//! - `memory/`    the memory engine (SQLite + tantivy + vectors, ingest, offline embedder)
+//! - `backends`   opens the memory engine per config
+//! - `policy`     the Act limiter; `audit` the rejection-row writer; `registry` tool registry
 //! - `agents/`    the subagent registry (built-in + user agents) and the subagent runner
 //! - `llm/`       LLM providers (OpenAI-compatible, Anthropic) and outbound HTTP plumbing
 //! - `search/`    web search: SearXNG, Brave, Tavily
 //! - `resources`  the compiled-in prompt catalog
-//! - `client`     the tiny socket client used by `status` and `stop`
+//! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
+//! - `register`   adds the shim to MCP clients' configs
 //! - `service`    systemd/launchd install
 //! - `logging`    stderr + rolling file
 

@@ -1,6 +1,6 @@
 //! Daemon-wide state behind one cloneable handle: paths, the current config and agent registry
-//! (both swapped whole on reload), live sessions, and the shutdown signals. Back-ends added by
-//! later features (memory, policy, audit) hang off the same handle.
+//! (both swapped whole on reload), the memory engine, the Act limiter, the audit writer, live
+//! sessions, and the shutdown signals.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
