@@ -141,7 +141,7 @@ fn purge_ghost_vectors(inner: &Inner, ws: &mut WriteState) -> anyhow::Result<()>
     let live: HashSet<i64> =
         ws.conn.prepare("SELECT rowid FROM chunks")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     let mut ix = write(&inner.vectors);
-    let ghosts: Vec<i64> = ix.rows().map(|(r, _)| r).filter(|r| !live.contains(r)).collect();
+    let ghosts: Vec<i64> = ix.rowids().filter(|r| !live.contains(r)).collect();
     if ghosts.is_empty() {
         return Ok(());
     }
@@ -367,7 +367,7 @@ fn check(inner: &Inner) -> anyhow::Result<serde_json::Value> {
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let ix = read(&inner.vectors);
-        let ghosts = ix.rows().filter(|(r, _)| !live.contains(r)).count();
+        let ghosts = ix.rowids().filter(|r| !live.contains(r)).count();
         (live.len(), db_seq(&ws.conn)?, ws.fts_committed, inner.fts.num_docs(), ws.vec_applied, ix.len(), ghosts)
     };
     let sqlite_ok = integrity == ["ok"] && foreign_key_violations == 0;
