@@ -8,7 +8,6 @@ use serde_json::{Map, Value, json};
 
 use super::protocol::{META_SERVER_INFO, RpcError, SERVER_NAME, SUPPORTED, negotiate};
 use super::session::{LOG_LEVELS, Session};
-use crate::state::AppState;
 
 /// Shown to the client's model: what this server is for and how to use it well.
 pub const INSTRUCTIONS: &str = "OpenHuman is the user's personal memory and agent server. Use the memory tools to \
@@ -16,7 +15,7 @@ search and recall what the user has stored (notes, e-mail, chats, learnings) and
 use agent.list_subagents to see the specialist subagents. Writes are audited and may be refused by \
 the user's security policy; a refusal message says why.";
 
-pub fn initialize(state: &AppState, session: &Arc<Session>, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub fn initialize(session: &Arc<Session>, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let requested = match params.get("protocolVersion") {
         None | Some(Value::Null) => None,
         Some(Value::String(v)) => Some(v.as_str()),
@@ -34,7 +33,6 @@ pub fn initialize(state: &AppState, session: &Arc<Session>, params: &Map<String,
     let version = negotiate(requested);
     session.set_negotiated(version);
     session.observe_client(client_info);
-    let _ = state;
     tracing::info!(session = session.id, version, source = %session.source(), "session initialised");
     Ok(json!({
         "protocolVersion": version,
@@ -48,8 +46,7 @@ pub fn initialize(state: &AppState, session: &Arc<Session>, params: &Map<String,
     }))
 }
 
-pub fn discover(state: &AppState) -> Value {
-    let _ = state;
+pub fn discover() -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": SUPPORTED,

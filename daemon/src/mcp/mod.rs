@@ -245,8 +245,8 @@ impl Dispatcher {
         let meta = params.get("_meta").and_then(Value::as_object);
         let meta_version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
         match method {
-            "initialize" => return lifecycle::initialize(&self.state, session, &params),
-            "server/discover" => return Ok(lifecycle::discover(&self.state)),
+            "initialize" => return lifecycle::initialize(session, &params),
+            "server/discover" => return Ok(lifecycle::discover()),
             _ => {}
         }
         if method.starts_with("openhuman.") {

@@ -172,7 +172,7 @@ fn vanished_clients_and_many_sessions_do_not_disturb_others() {
 }
 
 #[test]
-fn duplicate_inflight_id_is_rejected_and_cancel_of_unknown_id_is_harmless() {
+fn cancel_of_an_unknown_id_and_unknown_notifications_are_harmless() {
     let home = Home::new();
     let _d = Daemon::start(&home);
     let mut p = initialized(&home);

@@ -58,7 +58,6 @@ pub fn agent_catalog(config: &Config) -> Vec<&'static ToolDef> {
 }
 
 fn list_tools(config: &Config) -> ToolOutcome {
-    let _ = config;
     let tools: Vec<Value> = agent_catalog(config)
         .into_iter()
         .map(|t| {
