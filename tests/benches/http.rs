@@ -120,8 +120,8 @@ fn measure(ours: &Server, rmcp: &Server, span: Duration) -> Result<()> {
             thousands(sizes[1] as f64)
         );
     }
-    println!("          ours builds the list from its tool registry on every call (subagent-callable read tools with");
-    println!("          their input schemas); rmcp clones the same JSON document and serialises it");
+    println!("          ours keeps the serialised result of this config-only tool until the config is reloaded and");
+    println!("          splices it into each reply; rmcp clones the same JSON document and serialises it every call");
     let mut verdicts = Vec::new();
     for (era, call) in [(Era::Session, Call::Tool), (Era::Stateless, Call::Tool), (Era::Session, Call::Ping)] {
         println!();

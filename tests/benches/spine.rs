@@ -13,7 +13,9 @@
 //! 2. the shim hop: sequential `ping` round trips through one shim session, one `stdio` process
 //!    and one direct socket connection, and what the shim adds;
 //! 3. throughput: pipelined `tools/call core.list_tools` on one socket session, beside pipelined
-//!    `ping` (the dispatcher floor) and the same `tools/call` stream through a shim;
+//!    `ping` (the dispatcher floor), the same `tools/call` stream through a shim, and
+//!    `tools/call memory.search` (a result computed on every call; `core.list_tools` depends only
+//!    on the config, so the daemon keeps its serialised result until the config is reloaded);
 //!
 //! plus binary sizes and the shim's peak RSS. Samples of the compared variants are interleaved
 //! (round robin), so a noisy neighbour on a shared machine hits all of them alike; the bench's own
@@ -31,8 +33,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::{
-    Binaries, DAEMON, Daemon, INITIALIZE, Result, SHIM, Session, Stats, cpu_time, expect_result, list_tools, ms, ping,
-    proc_status_kib, ratio, signed_us, thousands, us,
+    Binaries, DAEMON, Daemon, INITIALIZE, Result, SHIM, Session, Stats, cpu_time, expect_result, list_tools,
+    memory_search, ms, ping, proc_status_kib, ratio, signed_us, thousands, us,
 };
 
 const COMMAND: &str = "cargo build --release && cargo bench -p openhuman-tests --bench spine";
@@ -276,6 +278,7 @@ fn pipelined(setup: &Setup, daemon: &Daemon) -> Result<()> {
             open: Box::new(|| Session::child(setup.shim())),
             make: list_tools,
         },
+        Variant { name: "tools/call memory.search (empty store)".into(), open: Box::new(socket), make: memory_search },
     ];
     // An unrecorded warm-up run of each first: it warms the daemon's allocator and worker
     // threads, and its rate sizes the recorded runs.
@@ -285,7 +288,7 @@ fn pipelined(setup: &Setup, daemon: &Daemon) -> Result<()> {
         let rate = PIPELINE_MIN_CALLS as f64 / warm.elapsed.as_secs_f64();
         calls.push(((rate * PIPELINE_SPAN.as_secs_f64()) as usize).clamp(PIPELINE_MIN_CALLS, PIPELINE_CALLS));
     }
-    let mut runs: [Vec<PipelineRun>; 3] = Default::default();
+    let mut runs: [Vec<PipelineRun>; 4] = Default::default();
     for _ in 0..PIPELINE_RUNS {
         for ((v, n), out) in variants.iter().zip(&calls).zip(runs.iter_mut()) {
             out.push(pipeline_once((v.open)()?, daemon.pid, v.make, *n)?);

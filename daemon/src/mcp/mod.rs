@@ -24,9 +24,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 pub use context::RequestCtx;
-use protocol::{
-    Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, RpcError, error_envelope, result_envelope,
-};
+use protocol::{Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, RpcError};
+pub use protocol::{Payload, Reply};
 use session::{LOG_LEVELS, id_key, source_label};
 pub use session::{Session, Transport};
 
@@ -65,7 +64,7 @@ impl Dispatcher {
                     codes::PARSE_ERROR,
                     format!("parse error: {what} ({e}); send one JSON-RPC object per line"),
                 );
-                session.send(error_envelope(&Value::Null, &err).to_string()).await;
+                session.send(Reply::error(&Value::Null, err).encode()).await;
                 return;
             }
         };
@@ -75,7 +74,7 @@ impl Dispatcher {
         };
         if inline {
             if let Some(reply) = self.handle(session, msg, session_sink(session)).await {
-                session.send(encode(&reply)).await;
+                session.send(reply.encode()).await;
             }
             return;
         }
@@ -83,7 +82,7 @@ impl Dispatcher {
         let s = session.clone();
         session.tracker.spawn(async move {
             if let Some(reply) = this.handle(&s, msg, session_sink(&s)).await {
-                s.send(encode(&reply)).await;
+                s.send(reply.encode()).await;
             }
         });
     }
@@ -97,12 +96,12 @@ impl Dispatcher {
             ),
         )
         .with_data(json!({ "max_line_bytes": limit }));
-        session.send(error_envelope(&Value::Null, &err).to_string()).await;
+        session.send(Reply::error(&Value::Null, err).encode()).await;
     }
 
     /// Handles one decoded message (object or batch). Returns the reply, if any. `notify` carries
     /// progress and log notifications of the requests in it.
-    pub async fn handle(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Value> {
+    pub async fn handle(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Reply> {
         match msg {
             Value::Array(items) => self.handle_batch(session, items, notify).await,
             other => self.handle_one(session, other, notify).await,
@@ -114,15 +113,15 @@ impl Dispatcher {
         session: &Arc<Session>,
         items: Vec<Value>,
         notify: mpsc::Sender<String>,
-    ) -> Option<Value> {
+    ) -> Option<Reply> {
         if items.is_empty() {
-            return Some(error_envelope(
+            return Some(Reply::error(
                 &Value::Null,
-                &RpcError::invalid_request("empty batch: send at least one message"),
+                RpcError::invalid_request("empty batch: send at least one message"),
             ));
         }
         // `initialize` must take effect before the rest of the batch is served.
-        let mut replies: Vec<Option<Value>> = vec![None; items.len()];
+        let mut replies: Vec<Option<Reply>> = std::iter::repeat_with(|| None).take(items.len()).collect();
         let mut rest = Vec::new();
         for (i, item) in items.into_iter().enumerate() {
             if item.get("method").and_then(Value::as_str) == Some("initialize") {
@@ -138,32 +137,29 @@ impl Dispatcher {
         for (i, reply) in futures::future::join_all(futs).await {
             replies[i] = reply;
         }
-        let replies: Vec<Value> = replies.into_iter().flatten().collect();
-        if replies.is_empty() { None } else { Some(Value::Array(replies)) }
+        let replies: Vec<Reply> = replies.into_iter().flatten().collect();
+        if replies.is_empty() { None } else { Some(Reply::Batch(replies)) }
     }
 
-    async fn handle_one(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Value> {
+    async fn handle_one(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Reply> {
         let Value::Object(obj) = msg else {
-            return Some(error_envelope(
-                &Value::Null,
-                &RpcError::invalid_request("a JSON-RPC message must be an object"),
-            ));
+            return Some(Reply::error(&Value::Null, RpcError::invalid_request("a JSON-RPC message must be an object")));
         };
         let id = obj.get("id").cloned();
         let id_ok = matches!(id, Some(Value::String(_)) | Some(Value::Number(_)));
         let reply_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Some(error_envelope(&reply_id, &RpcError::invalid_request("`jsonrpc` must be \"2.0\"")));
+            return Some(Reply::error(&reply_id, RpcError::invalid_request("`jsonrpc` must be \"2.0\"")));
         }
         let method = match obj.get("method") {
             Some(Value::String(m)) => m.clone(),
             Some(_) => {
-                return Some(error_envelope(&reply_id, &RpcError::invalid_request("`method` must be a string")));
+                return Some(Reply::error(&reply_id, RpcError::invalid_request("`method` must be a string")));
             }
             // A response from the client: we never send requests, so there is nothing to match it to.
             None if obj.contains_key("result") || obj.contains_key("error") => return None,
             None => {
-                return Some(error_envelope(&reply_id, &RpcError::invalid_request("missing `method`")));
+                return Some(Reply::error(&reply_id, RpcError::invalid_request("missing `method`")));
             }
         };
         let params = match obj.get("params") {
@@ -171,7 +167,7 @@ impl Dispatcher {
             Some(Value::Object(p)) => p.clone(),
             Some(_) => {
                 id.as_ref()?;
-                return Some(error_envelope(&reply_id, &RpcError::invalid_params("`params` must be an object")));
+                return Some(Reply::error(&reply_id, RpcError::invalid_params("`params` must be an object")));
             }
         };
         let Some(id) = id else {
@@ -179,14 +175,14 @@ impl Dispatcher {
             return None;
         };
         if !id_ok {
-            return Some(error_envelope(&Value::Null, &RpcError::invalid_request("`id` must be a string or a number")));
+            return Some(Reply::error(&Value::Null, RpcError::invalid_request("`id` must be a string or a number")));
         }
         let key = id_key(&id);
         let cancel = session.cancel.child_token();
         if !session.begin(&key, cancel.clone()) {
-            return Some(error_envelope(
+            return Some(Reply::error(
                 &id,
-                &RpcError::invalid_request(format!("request id {key} is already in flight; use a new id")),
+                RpcError::invalid_request(format!("request id {key} is already in flight; use a new id")),
             ));
         }
         // Unregisters the id however this future ends, including being dropped (an HTTP client
@@ -201,8 +197,8 @@ impl Dispatcher {
             r = routed => Some(r),
         };
         match outcome? {
-            Ok(Ok(result)) => Some(result_envelope(&id, result)),
-            Ok(Err(err)) => Some(error_envelope(&id, &err)),
+            Ok(Ok(result)) => Some(Reply::Result { id, result }),
+            Ok(Err(err)) => Some(Reply::Error { id, error: err }),
             Err(panic) => {
                 let what = panic
                     .downcast_ref::<&str>()
@@ -210,9 +206,9 @@ impl Dispatcher {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
                 tracing::error!(method = %method, panic = %what, "handler panicked");
-                Some(error_envelope(
+                Some(Reply::error(
                     &id,
-                    &RpcError::internal(format!(
+                    RpcError::internal(format!(
                         "internal error while handling {method}; the daemon logged the details and keeps running"
                     )),
                 ))
@@ -241,12 +237,12 @@ impl Dispatcher {
         params: Map<String, Value>,
         cancel: tokio_util::sync::CancellationToken,
         notify: mpsc::Sender<String>,
-    ) -> Result<Value, RpcError> {
+    ) -> Result<Payload, RpcError> {
         let meta = params.get("_meta").and_then(Value::as_object);
         let meta_version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
         match method {
-            "initialize" => return lifecycle::initialize(session, &params),
-            "server/discover" => return Ok(lifecycle::discover()),
+            "initialize" => return lifecycle::initialize(session, &params).map(Payload::Value),
+            "server/discover" => return Ok(Payload::Value(lifecycle::discover())),
             _ => {}
         }
         if method.starts_with("openhuman.") {
@@ -256,7 +252,9 @@ impl Dispatcher {
             let progress = meta
                 .and_then(|m| m.get("progressToken"))
                 .map(|token| crate::control::Progress { notify: notify.clone(), token: token.clone() });
-            return crate::control::call_ctx(&self.state, session.id, method, &params, progress).await;
+            return crate::control::call_ctx(&self.state, session.id, method, &params, progress)
+                .await
+                .map(Payload::Value);
         }
         let known_legacy = |v: &str| protocol::LEGACY_VERSIONS.contains(&v);
         let era = match (meta_version, session.negotiated()) {
@@ -295,7 +293,11 @@ impl Dispatcher {
         let mut result = match method {
             "ping" => json!({}),
             "tools/list" => tools::list(&self.state, &params)?,
-            "tools/call" => tools::call(self.state.clone(), params, ctx).await?,
+            // A call's result may come back as final JSON text, already shaped for the era.
+            "tools/call" => match tools::call(self.state.clone(), params, ctx).await? {
+                Payload::Value(v) => v,
+                json => return Ok(json),
+            },
             "resources/list" => resources::list(&self.state, &params)?,
             "resources/templates/list" => resources::templates(&params)?,
             "resources/read" => resources::read(&self.state, &params, &era)?,
@@ -308,7 +310,7 @@ impl Dispatcher {
         if era.is_modern() {
             modernise(method, &mut result);
         }
-        Ok(result)
+        Ok(Payload::Value(result))
     }
 }
 
@@ -350,10 +352,10 @@ pub(crate) fn reject_cursor(params: &Map<String, Value>) -> Result<(), RpcError>
     }
 }
 
-/// One reply as a line. `serde_json::to_string` writes straight into a buffer; `Value`'s
-/// `Display` goes through the formatting machinery and is measurably slower on large replies.
-pub fn encode(reply: &Value) -> String {
-    serde_json::to_string(reply).unwrap_or_default()
+/// A message as a line. `serde_json::to_string` writes straight into a buffer; `Value`'s
+/// `Display` goes through the formatting machinery and is measurably slower on large messages.
+pub fn encode(message: &Value) -> String {
+    serde_json::to_string(message).unwrap_or_default()
 }
 
 fn session_sink(session: &Arc<Session>) -> mpsc::Sender<String> {

@@ -1,6 +1,8 @@
 //! Protocol vocabulary: the versions we speak, the error type every handler returns, and the
 //! helpers that build JSON-RPC envelopes. Handlers never build envelopes themselves.
 
+use std::sync::Arc;
+
 use openhuman_common::codes;
 use serde_json::{Value, json};
 
@@ -99,6 +101,78 @@ pub fn error_envelope(id: &Value, err: &RpcError) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "error": error })
 }
 
+/// A result on its way to the wire: a value still to be serialised, or JSON text that is already
+/// final (built for the request's era, possibly shared from a cache), which the envelope splices
+/// in as it is. Large results skip a second walk through serde this way.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    Value(Value),
+    Json(Arc<str>),
+}
+
+impl From<Value> for Payload {
+    fn from(v: Value) -> Payload {
+        Payload::Value(v)
+    }
+}
+
+impl Payload {
+    fn write(&self, out: &mut String) {
+        match self {
+            Payload::Value(v) => push_json(out, v),
+            Payload::Json(text) => out.push_str(text),
+        }
+    }
+}
+
+/// What the dispatcher answers to one message: kept as parts, encoded once, when it is written.
+#[derive(Debug)]
+pub enum Reply {
+    Result { id: Value, result: Payload },
+    Error { id: Value, error: RpcError },
+    Batch(Vec<Reply>),
+}
+
+impl Reply {
+    pub fn error(id: &Value, error: RpcError) -> Reply {
+        Reply::Error { id: id.clone(), error }
+    }
+
+    /// The reply as one line of JSON (no newline).
+    pub fn encode(&self) -> String {
+        let mut out = String::with_capacity(256);
+        self.write(&mut out);
+        out
+    }
+
+    fn write(&self, out: &mut String) {
+        match self {
+            Reply::Result { id, result } => {
+                out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+                push_json(out, id);
+                out.push_str(r#","result":"#);
+                result.write(out);
+                out.push('}');
+            }
+            Reply::Error { id, error } => push_json(out, &error_envelope(id, error)),
+            Reply::Batch(replies) => {
+                out.push('[');
+                for (i, r) in replies.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    r.write(out);
+                }
+                out.push(']');
+            }
+        }
+    }
+}
+
+fn push_json(out: &mut String, v: &Value) {
+    out.push_str(&serde_json::to_string(v).unwrap_or_default());
+}
+
 /// A notification envelope.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({ "jsonrpc": "2.0", "method": method, "params": params })
@@ -123,5 +197,21 @@ mod tests {
         assert_eq!(negotiate(None), LATEST_LEGACY);
         // The stateless era has no handshake: asking for it in `initialize` gets the newest legacy one.
         assert_eq!(negotiate(Some(MODERN)), LATEST_LEGACY);
+    }
+
+    #[test]
+    fn replies_encode_like_their_value_envelopes() {
+        let id = json!("a\"b");
+        let result = json!({ "x": [1, "two", null], "s": "line\nbreak" });
+        let from_value = Reply::Result { id: id.clone(), result: Payload::Value(result.clone()) };
+        let spliced = Reply::Result { id: id.clone(), result: Payload::Json(result.to_string().into()) };
+        let want = result_envelope(&id, result);
+        for r in [&from_value, &spliced] {
+            assert_eq!(serde_json::from_str::<Value>(&r.encode()).unwrap(), want);
+        }
+        let err = RpcError::invalid_params("bad").with_data(json!({ "k": 1 }));
+        let batch = Reply::Batch(vec![from_value, Reply::error(&json!(7), err.clone())]);
+        let got: Value = serde_json::from_str(&batch.encode()).unwrap();
+        assert_eq!(got, json!([want, error_envelope(&json!(7), &err)]));
     }
 }

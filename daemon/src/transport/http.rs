@@ -197,7 +197,15 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(crate::mcp::encode(value))).into_response()
+    json_text_response(status, crate::mcp::encode(value))
+}
+
+fn reply_response(status: StatusCode, reply: &crate::mcp::Reply) -> Response {
+    json_text_response(status, reply.encode())
+}
+
+fn json_text_response(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], Body::from(body)).into_response()
 }
 
 /// An HTTP error whose body is a JSON-RPC error response, so clients can show the reason.

@@ -30,6 +30,13 @@ pub fn list_tools(id: usize) -> String {
     )
 }
 
+/// A tool whose result is computed on every call: a search of the (empty) memory store.
+pub fn memory_search(id: usize) -> String {
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"memory.search\",\"arguments\":{{\"query\":\"pipelined benchmark {id}\"}}}}}}\n"
+    )
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sessions, daemon, binaries
 

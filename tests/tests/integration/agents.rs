@@ -77,6 +77,17 @@ fn openai_text(text: &str) -> Value {
         "index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}]})
 }
 
+/// What a subagent may call, as `core.list_tools` answers it (once as structured content, once as
+/// text), and whether `core.tool_instructions` documents `tool`.
+fn agent_catalog(p: &mut Peer, tool: &str) -> (Vec<String>, bool) {
+    let r = p.tool("core.list_tools", json!({}));
+    let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, r["structuredContent"], "the text block is the structured content");
+    let names = tool_names_offered(&r["structuredContent"], "/name");
+    let md = p.tool("core.tool_instructions", json!({}))["structuredContent"]["markdown"].as_str().unwrap().to_string();
+    (names, md.contains(&format!("`{tool}`")))
+}
+
 fn tool_names_offered(body: &Value, key: &str) -> Vec<String> {
     body["tools"]
         .as_array()
@@ -438,11 +449,20 @@ fn searxng_search_is_listed_only_when_enabled_and_speaks_the_json_api() {
     let d = Daemon::start_env(&home, &env());
     let mut p = connect(&home);
     assert!(!tool_names(&mut p).contains(&"searxng_search".to_string()));
+    // Twice: the second answer comes from the daemon's per-config result cache.
+    for _ in 0..2 {
+        let (catalog, documented) = agent_catalog(&mut p, "searxng_search");
+        assert!(catalog.contains(&"memory.search".to_string()) && !catalog.contains(&"searxng_search".to_string()));
+        assert!(!documented);
+    }
 
     home.write_config(&format!("[searxng]\nenabled = true\nbase_url = \"{}\"\nmax_results = 3\n", searx.url()));
     assert!(d.reload().contains("tools_changed=true"));
     assert_eq!(p.lines.next_json()["method"], "notifications/tools/list_changed");
     assert!(tool_names(&mut p).contains(&"searxng_search".to_string()));
+    // The agent catalog follows the reload too.
+    let (catalog, documented) = agent_catalog(&mut p, "searxng_search");
+    assert!(catalog.contains(&"searxng_search".to_string()) && documented, "{catalog:?}");
 
     let r = p.tool(
         "searxng_search",

@@ -10,13 +10,13 @@ mod memory;
 mod web;
 pub mod write;
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use super::context::RequestCtx;
-use super::protocol::RpcError;
+use super::protocol::{Payload, RpcError};
 use crate::config::Config;
 use crate::state::AppState;
 use args::ArgSpec;
@@ -145,8 +145,9 @@ pub fn list(state: &AppState, params: &Map<String, Value>) -> Result<Value, RpcE
     Ok(Value::Object(m))
 }
 
-/// `tools/call`: shape of params → tool lookup → argument validation → handler.
-pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) -> Result<Value, RpcError> {
+/// `tools/call`: shape of params → tool lookup → argument validation → handler. A success comes
+/// back as final JSON text shaped for the request's era; failures as values.
+pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) -> Result<Payload, RpcError> {
     let name = match params.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
         Some(Value::String(_)) => {
@@ -193,7 +194,7 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
         Err(msg) => {
             let msg = format!("invalid arguments for {name}: {msg}");
             reject(&msg);
-            return Ok(tool_error(&msg));
+            return Ok(tool_error(&msg).into());
         }
     };
     if tool.policy == Policy::Act
@@ -203,15 +204,23 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
         reject(&denial);
         return Err(RpcError::invalid_params(denial).with_data(json!({ "tool": name, "policy": "act" })));
     }
-    drop(config);
+    let modern = ctx.era.is_modern();
+    let cacheable = CONFIG_ONLY.contains(&tool.name);
+    if cacheable && let Some(text) = RESULTS.get(&config, tool.name, modern) {
+        return Ok(Payload::Json(text));
+    }
     match (tool.handler)(state.clone(), args, ctx.clone()).await {
-        Ok(value) => Ok(match LEAD_TEXT.iter().find(|(t, _)| *t == tool.name) {
-            Some((_, field)) => tool_result_with_text(value, field),
-            None => tool_result(value),
-        }),
+        Ok(value) => {
+            let lead = LEAD_TEXT.iter().find(|(t, _)| *t == tool.name).and_then(|(_, f)| value[*f].as_str());
+            let text: Arc<str> = tool_result(&value, lead, modern).into();
+            if cacheable {
+                RESULTS.put(&config, tool.name, modern, text.clone());
+            }
+            Ok(Payload::Json(text))
+        }
         Err(ToolFailure::Tool(msg)) => {
             reject(&msg);
-            Ok(tool_error(&msg))
+            Ok(tool_error(&msg).into())
         }
         Err(ToolFailure::Rpc(e)) => {
             reject(&e.message);
@@ -220,15 +229,68 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
     }
 }
 
-/// A successful result: the JSON as text content and as `structuredContent`.
-pub fn tool_result(value: Value) -> Value {
-    let text = serde_json::to_string(&value).unwrap_or_default();
-    // Built by hand: `json!` would deep-copy `value` through serde.
-    let mut m = Map::with_capacity(3);
-    m.insert("content".into(), json!([{ "type": "text", "text": text }]));
-    m.insert("structuredContent".into(), value);
-    m.insert("isError".into(), Value::Bool(false));
-    Value::Object(m)
+/// A successful result as final JSON text: `content` holds the JSON as a text block (after the
+/// lead text, for tools whose answer is prose) and `structuredContent` holds the same JSON. The
+/// value is serialised once; the text block is that serialisation as a JSON string. Results of
+/// 2026-07-28 requests end with `"resultType":"complete"`.
+fn tool_result(value: &Value, lead: Option<&str>, modern: bool) -> String {
+    let json = serde_json::to_string(value).unwrap_or_default();
+    let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut out = String::with_capacity(json.len() * 2 + 96);
+    out.push_str(r#"{"content":["#);
+    if let Some(lead) = lead {
+        out.push_str(r#"{"type":"text","text":"#);
+        out.push_str(&quoted(lead));
+        out.push_str("},");
+    }
+    out.push_str(r#"{"type":"text","text":"#);
+    out.push_str(&quoted(&json));
+    out.push_str(r#"}],"structuredContent":"#);
+    out.push_str(&json);
+    out.push_str(r#","isError":false"#);
+    if modern {
+        out.push_str(r#","resultType":"complete""#);
+    }
+    out.push('}');
+    out
+}
+
+/// Tools whose result depends on nothing but the config: their results are kept, serialised,
+/// until the config is reloaded.
+const CONFIG_ONLY: &[&str] = &["core.list_tools", "core.tool_instructions"];
+
+/// Serialised results of `CONFIG_ONLY` tools, by config, tool and era. An entry names its config
+/// by a `Weak`, which keeps the allocation (and so the address) from being reused while the
+/// entry exists; entries of configs no longer in use are dropped when the next one is stored.
+struct ResultCache(Mutex<Vec<CacheEntry>>);
+
+struct CacheEntry {
+    config: Weak<Config>,
+    tool: &'static str,
+    modern: bool,
+    text: Arc<str>,
+}
+
+static RESULTS: ResultCache = ResultCache(Mutex::new(Vec::new()));
+
+impl ResultCache {
+    fn get(&self, config: &Arc<Config>, tool: &str, modern: bool) -> Option<Arc<str>> {
+        let entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let config = Arc::downgrade(config);
+        entries
+            .iter()
+            .find(|e| e.tool == tool && e.modern == modern && Weak::ptr_eq(&e.config, &config))
+            .map(|e| e.text.clone())
+    }
+
+    fn put(&self, config: &Arc<Config>, tool: &'static str, modern: bool, text: Arc<str>) {
+        let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|e| e.config.strong_count() > 0);
+        let config = Arc::downgrade(config);
+        if !entries.iter().any(|e| e.tool == tool && e.modern == modern && Weak::ptr_eq(&e.config, &config)) {
+            entries.push(CacheEntry { config, tool, modern, text });
+        }
+    }
 }
 
 /// Why a known tool is not listed under `config`: the key to set, where the tool's family knows it.
@@ -244,16 +306,6 @@ fn unavailable(name: &str, config: &Config) -> String {
 /// Tools whose result is prose: their content leads with that text (the field named here), then
 /// carries the JSON as usual, so a client that shows only the first block shows the answer.
 const LEAD_TEXT: &[(&str, &str)] = &[("agent.run_subagent", "response"), ("web_answer", "answer")];
-
-fn tool_result_with_text(value: Value, field: &str) -> Value {
-    let mut r = tool_result(value);
-    if let Some(text) = r["structuredContent"][field].as_str().map(str::to_string)
-        && let Some(content) = r["content"].as_array_mut()
-    {
-        content.insert(0, json!({ "type": "text", "text": text }));
-    }
-    r
-}
 
 /// Runs a listed read tool in-process for a subagent: the same lookup, argument validation and
 /// handler as `tools/call`, without the MCP envelope. Only tools in `allowed` (the agent's
@@ -373,5 +425,40 @@ mod tests {
                 assert_eq!(j["annotations"]["readOnlyHint"], true, "{}", t.name);
             }
         }
+    }
+
+    #[test]
+    fn a_result_carries_its_json_as_text_and_as_structured_content() {
+        let value = json!({ "answer": "Paris, \"the\" capital", "n": [1, 2], "nested": { "s": "a\nb" } });
+        for modern in [false, true] {
+            let r: Value = serde_json::from_str(&tool_result(&value, None, modern)).unwrap();
+            assert_eq!(r["structuredContent"], value);
+            assert_eq!(r["isError"], false);
+            let blocks = r["content"].as_array().unwrap();
+            assert_eq!(blocks.len(), 1);
+            assert_eq!(blocks[0]["type"], "text");
+            assert_eq!(serde_json::from_str::<Value>(blocks[0]["text"].as_str().unwrap()).unwrap(), value);
+            assert_eq!(r.get("resultType").is_some(), modern);
+        }
+        let r: Value = serde_json::from_str(&tool_result(&value, value["answer"].as_str(), true)).unwrap();
+        assert_eq!(r["content"][0]["text"], "Paris, \"the\" capital");
+        assert_eq!(r["content"].as_array().unwrap().len(), 2);
+        assert_eq!(r["resultType"], "complete");
+    }
+
+    #[test]
+    fn config_only_results_are_kept_per_config_and_era() {
+        let a = Arc::new(Config::default());
+        let b = Arc::new(Config::default());
+        let cache = ResultCache(Mutex::new(Vec::new()));
+        cache.put(&a, "core.list_tools", false, "{\"x\":1}".into());
+        assert_eq!(cache.get(&a, "core.list_tools", false).as_deref(), Some("{\"x\":1}"));
+        assert!(cache.get(&a, "core.list_tools", true).is_none(), "the other era has its own entry");
+        assert!(cache.get(&b, "core.list_tools", false).is_none(), "a reloaded config starts empty");
+        assert!(cache.get(&a, "core.tool_instructions", false).is_none());
+        drop(a);
+        cache.put(&b, "core.list_tools", false, "{}".into());
+        let entries = cache.0.lock().unwrap();
+        assert!(entries.iter().all(|e| e.config.strong_count() > 0), "entries of dropped configs are gone");
     }
 }

@@ -18,9 +18,9 @@ use tokio::sync::mpsc;
 
 use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
 use super::sessions::HttpSession;
-use super::{Ctx, Refusal, json_response, parse_body, rpc_error, sse};
+use super::{Ctx, Refusal, parse_body, reply_response, rpc_error, sse};
 use crate::mcp::protocol::{LATEST_LEGACY, RpcError};
-use crate::mcp::{Session, Transport};
+use crate::mcp::{Reply, Session, Transport};
 
 /// How many notifications of one request may wait for a slow client.
 const REQUEST_EVENTS: usize = 64;
@@ -146,7 +146,7 @@ async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: 
         return match s.dispatcher.handle(&session, msg, closed_sink()).await {
             None => StatusCode::ACCEPTED.into_response(),
             // Something in it was malformed: say what.
-            Some(reply) => json_response(StatusCode::BAD_REQUEST, &reply),
+            Some(reply) => reply_response(StatusCode::BAD_REQUEST, &reply),
         };
     }
     if stream {
@@ -154,7 +154,7 @@ async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: 
     }
     // Nobody reads notifications of a JSON answer; a closed sink drops them without waiting.
     match s.dispatcher.handle(&session, msg, closed_sink()).await {
-        Some(reply) => json_response(status_of(&reply, era), &reply),
+        Some(reply) => reply_response(status_of(&reply, era), &reply),
         // The request was cancelled (`notifications/cancelled`, session ended, shutdown).
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -162,20 +162,16 @@ async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: 
 
 /// HTTP status of a JSON answer. Errors that the transport specs give a status of their own get
 /// it; other JSON-RPC errors travel in a 200.
-fn status_of(reply: &Value, era: Era) -> StatusCode {
+fn status_of(reply: &Reply, era: Era) -> StatusCode {
     // A batch's answers each carry their own outcome.
-    if reply.is_array() {
-        return StatusCode::OK;
-    }
-    let Some(err) = reply.get("error") else {
+    let Reply::Error { id, error } = reply else {
         return StatusCode::OK;
     };
-    let code = err.get("code").and_then(Value::as_i64).unwrap_or_default();
-    match (era, code) {
+    match (era, error.code) {
         (Era::Stateless, codes::UNSUPPORTED_PROTOCOL_VERSION | codes::HEADER_MISMATCH) => StatusCode::BAD_REQUEST,
         (Era::Stateless, codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         // Not a readable request at all (no usable id).
-        _ if reply.get("id").is_none_or(Value::is_null) => StatusCode::BAD_REQUEST,
+        _ if id.is_null() => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     }
 }
@@ -207,7 +203,7 @@ fn event_stream(s: &Ctx, session: Arc<Session>, msg: Value) -> Response {
             }
         }
         if let Some(reply) = reply {
-            let _ = events.send(crate::mcp::encode(&reply)).await;
+            let _ = events.send(reply.encode()).await;
         }
     });
     let body = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|m| (sse::message(&m), rx)) });
@@ -316,15 +312,15 @@ mod tests {
 
     #[test]
     fn statuses() {
-        let ok = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {}});
+        let ok = Reply::Result { id: 1.into(), result: serde_json::json!({}).into() };
         assert_eq!(status_of(&ok, Era::Stateless), StatusCode::OK);
-        let err = |code: i64, id: Value| serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "m"}});
+        let err = |code: i64, id: Value| Reply::error(&id, RpcError::new(code, "m"));
         assert_eq!(status_of(&err(-32022, 1.into()), Era::Stateless), StatusCode::BAD_REQUEST);
         assert_eq!(status_of(&err(-32601, 1.into()), Era::Stateless), StatusCode::NOT_FOUND);
         assert_eq!(status_of(&err(-32601, 1.into()), Era::Session), StatusCode::OK);
         assert_eq!(status_of(&err(-32602, 1.into()), Era::Stateless), StatusCode::OK);
         assert_eq!(status_of(&err(-32600, Value::Null), Era::Session), StatusCode::BAD_REQUEST);
-        let batch = serde_json::json!([err(-32600, Value::Null)]);
+        let batch = Reply::Batch(vec![err(-32600, Value::Null)]);
         assert_eq!(status_of(&batch, Era::Session), StatusCode::OK);
     }
 }
