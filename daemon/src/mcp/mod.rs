@@ -78,9 +78,14 @@ impl Dispatcher {
             }
             return;
         }
+        // All slots taken: the transport reads nothing more until a request finishes.
+        let Some(slot) = session.slot().await else {
+            return;
+        };
         let this = self.clone();
         let s = session.clone();
         session.tracker.spawn(async move {
+            let _slot = slot;
             if let Some(reply) = this.handle(&s, msg, session_sink(&s)).await {
                 s.send(reply.encode()).await;
             }
@@ -480,6 +485,39 @@ mod tests {
         assert_eq!(dup["error"]["code"], -32600);
         assert!(dup["error"]["message"].as_str().unwrap().contains("already in flight"));
         assert_eq!(r.next().await["result"]["structuredContent"]["slept_steps"], 30);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_does_not_read_meets_backpressure_and_loses_nothing() {
+        let mut r = rig();
+        r.init().await;
+        let ping = |id: usize| json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string();
+        // Nobody takes replies: 64 fit in the session's channel, then MAX_CONCURRENT requests
+        // wait to send theirs, and the next read waits for a slot. With the clock paused, the
+        // timeout fires only once no task can move, so it detects that wait without real time.
+        let (d, s) = (r.dispatcher.clone(), r.session.clone());
+        let stuck = |n: usize| {
+            let line = ping(n);
+            let (d, s) = (d.clone(), s.clone());
+            async move { tokio::time::timeout(Duration::from_secs(1), d.on_line(&s, line.as_bytes())).await.is_err() }
+        };
+        let mut sent = 0;
+        while !stuck(sent + 1).await {
+            sent += 1;
+            assert!(sent <= 64 + session::MAX_CONCURRENT, "read {sent} requests nobody takes answers of");
+        }
+        assert_eq!(sent, 64 + session::MAX_CONCURRENT);
+        // Taking one answer frees one slot, and reading resumes (the refused line is sent again,
+        // as the transport would have kept it).
+        let mut seen = std::collections::BTreeSet::new();
+        seen.insert(r.next().await["id"].as_u64().unwrap());
+        assert!(!stuck(sent + 1).await);
+        sent += 1;
+        while seen.len() < sent {
+            let id = r.next().await["id"].as_u64().unwrap();
+            assert!(seen.insert(id), "id {id} answered twice");
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), (1..=sent as u64).collect::<Vec<_>>());
     }
 
     #[tokio::test]

@@ -4,16 +4,21 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::normalize_id;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// How many requests of one session may run at once. A line transport stops reading while all
+/// slots are taken, so a client that sends faster than it reads its answers meets backpressure
+/// instead of a daemon that queues work and replies without bound.
+pub const MAX_CONCURRENT: usize = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transport {
@@ -35,6 +40,7 @@ pub struct Session {
     client_info: OnceLock<Value>,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<String, CancellationToken>>,
+    slots: Arc<Semaphore>,
     /// Cancelled when the connection ends or the daemon shuts down.
     pub cancel: CancellationToken,
     /// Every request task of this session, so the transport can drain them.
@@ -53,9 +59,19 @@ impl Session {
             client_info: OnceLock::new(),
             log_level: AtomicU8::new(LEVEL_UNSET),
             inflight: Mutex::new(HashMap::new()),
+            slots: Arc::new(Semaphore::new(MAX_CONCURRENT)),
             cancel: parent.child_token(),
             tracker: TaskTracker::new(),
             out,
+        }
+    }
+
+    /// Waits for one of the session's request slots (freed when the permit drops); `None` once
+    /// the session is cancelled.
+    pub async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        tokio::select! {
+            permit = self.slots.clone().acquire_owned() => permit.ok(),
+            _ = self.cancel.cancelled() => None,
         }
     }
 

@@ -75,8 +75,12 @@ pub async fn serve_lines<R, W>(
     let _ = write_task.await;
 }
 
+/// Bytes of replies gathered into one write. Large enough that several tool results share a
+/// syscall when requests are pipelined; a single bigger line is written straight through.
+const WRITE_BUFFER: usize = 64 * 1024;
+
 async fn write_lines<W: AsyncWrite + Unpin>(writer: W, mut rx: mpsc::Receiver<String>) {
-    let mut out = BufWriter::new(writer);
+    let mut out = BufWriter::with_capacity(WRITE_BUFFER, writer);
     while let Some(line) = rx.recv().await {
         if out.write_all(line.as_bytes()).await.is_err() || out.write_all(b"\n").await.is_err() {
             break;
