@@ -3,11 +3,12 @@
 //! `/rpc`) go through `invoke`, which validates params against that schema before running it.
 //! Memory methods run on the blocking pool: the engine is synchronous (SQLite, tantivy).
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
 
 use crate::mcp::tools::args::{ArgSpec, Field};
 use crate::memory::{MemoryEngine, MemoryError};
@@ -50,6 +51,16 @@ pub struct CoreMethod {
     pub handler: CoreHandler,
 }
 
+/// Memory-engine calls that may run at once: two per core. Each running call holds a blocking
+/// thread and a pooled SQLite connection, so without a bound a burst of concurrent calls grows
+/// both to the size of the burst; past it, calls wait here without a thread.
+/// The permit moves into the blocking task, so a cancelled call keeps its slot until the work
+/// it started has stopped.
+static MEMORY_SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    Arc::new(Semaphore::new((cores * 2).max(4)))
+});
+
 /// Runs a synchronous memory-engine method on the blocking pool.
 pub fn memory_call(
     state: AppState,
@@ -58,10 +69,14 @@ pub fn memory_call(
 ) -> BoxFuture<'static, Result<Value, CoreError>> {
     async move {
         let engine = state.memory().map_err(CoreError::Unavailable)?;
-        tokio::task::spawn_blocking(move || f(&engine, Value::Object(params)))
-            .await
-            .map_err(|e| CoreError::Internal(anyhow::anyhow!("memory task failed: {e}")))?
-            .map_err(CoreError::from)
+        let slot = MEMORY_SLOTS.clone().acquire_owned().await.map_err(|e| CoreError::Internal(e.into()))?;
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            f(&engine, Value::Object(params))
+        })
+        .await
+        .map_err(|e| CoreError::Internal(anyhow::anyhow!("memory task failed: {e}")))?
+        .map_err(CoreError::from)
     }
     .boxed()
 }

@@ -1,6 +1,6 @@
 //! The memory engine through real sessions: ingest from the command line (directly and through
 //! a running daemon), then every memory read tool over the shim, with bounds, filters, paging
-//! and not-found cases.
+//! and not-found cases, and a burst of pipelined reads.
 
 use std::path::Path;
 
@@ -216,4 +216,56 @@ fn memory_off_makes_memory_tools_say_which_key_to_set() {
         let text = err_text(&s.peer.tool(tool, args));
         assert!(text.contains("MEMORY_OFF") && text.contains("[memory].engine"), "{tool}: {text}");
     }
+}
+
+/// Open files of a process, from /proc.
+#[cfg(target_os = "linux")]
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_burst_of_memory_reads_runs_a_few_at_a_time_and_answers_all() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let home = Home::new();
+    let d = Daemon::start(&home);
+    let mut p = openhuman_tests::Peer::socket(&home.socket());
+    p.initialize("burst");
+    p.tool("memory.search", json!({"query": "warm up"}));
+    let before = open_files(d.pid());
+
+    // 1,000 searches pipelined on one connection: far more than can usefully run at once.
+    const N: usize = 1000;
+    let stream = std::os::unix::net::UnixStream::connect(home.socket()).unwrap();
+    let mut w = stream.try_clone().unwrap();
+    let writer = std::thread::spawn(move || {
+        let mut out = String::from(
+            "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\
+             \"capabilities\":{},\"clientInfo\":{\"name\":\"burst\",\"version\":\"0\"}}}\n",
+        );
+        for id in 1..=N {
+            out.push_str(&format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"memory.search\",\
+                 \"arguments\":{{\"query\":\"burst {id}\"}}}}}}\n"
+            ));
+        }
+        w.write_all(out.as_bytes()).unwrap();
+    });
+    let mut answered = std::collections::BTreeSet::new();
+    for line in BufReader::new(stream).lines().take(N + 1) {
+        let r: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if r["id"] != 0 {
+            assert_eq!(r["result"]["isError"], false, "{r}");
+            assert!(answered.insert(r["id"].as_u64().unwrap()), "answered twice: {r}");
+        }
+    }
+    writer.join().unwrap();
+    assert_eq!(answered.len(), N);
+
+    // Memory calls run a few at a time, each on a pooled SQLite connection: the pool stays small
+    // (unbounded, a burst like this one left ~70 more files open).
+    let after = open_files(d.pid());
+    assert!(after <= before + 16, "open files {before} -> {after}");
 }
