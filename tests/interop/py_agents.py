@@ -22,7 +22,6 @@ Every check prints `ok - <name>` or `not ok - <name>: <reason>`; exit status 0 w
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import shutil
@@ -41,35 +40,14 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-SDK_VERSION = importlib.metadata.version("mcp")
+from interop_common import CHECK_TIMEOUT, CONNECT_TIMEOUT, SDK_MAJOR, SDK_VERSION, dump, expect, note, report, tally
+
+tally.prefix = "py-agents: "
+
 KEY = "sk-test-OPENHUMANinteropKEY0123456789"
 KEY_VAR = "OH_INTEROP_LLM_KEY"
 NOTE = "The interop lighthouse on Skerry Rock is kept by Bram Olsen, who winds the clock on Sundays."
 ANSWER = "Bram Olsen keeps the Skerry Rock lighthouse."
-CONNECT_TIMEOUT = float(os.environ.get("OPENHUMAN_INTEROP_CONNECT_TIMEOUT", "30"))
-CHECK_TIMEOUT = 20.0
-
-failures = 0
-passes = 0
-
-
-def report(name: str, ok: bool, reason: str = "") -> None:
-    global failures, passes
-    if ok:
-        passes += 1
-        print(f"ok - py-agents: {name}", flush=True)
-    else:
-        failures += 1
-        reason = " ".join(str(reason).split()) or "failed"
-        print(f"not ok - py-agents: {name}: {reason[:600]}", flush=True)
-
-
-def note(text: str) -> None:
-    print(f"# {text}", flush=True)
-
-
-def dump(model: Any) -> dict[str, Any]:
-    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
 class FakeLLM:
@@ -175,11 +153,6 @@ def stop_daemon(bin_dir: str, home: str) -> None:
         )
     except subprocess.TimeoutExpired:
         pass
-
-
-def expect(cond: bool, why: str) -> None:
-    if not cond:
-        raise AssertionError(why)
 
 
 async def check(name: str, fn: Any, *args: Any) -> bool:
@@ -328,7 +301,7 @@ def main() -> int:
     ap.add_argument("--bin-dir", default=os.environ.get("OPENHUMAN_BIN_DIR", "target/debug"))
     opts = ap.parse_args()
     bin_dir = os.path.abspath(opts.bin_dir)
-    if int(SDK_VERSION.split(".")[0]) < 2:
+    if SDK_MAJOR < 2:
         print(f"not ok - py-agents: needs the mcp 2.x SDK, found {SDK_VERSION}", flush=True)
         return 1
     for exe in ("openhuman-mcp-shim", "openhumand-mcp"):
@@ -348,7 +321,7 @@ def main() -> int:
                     if isinstance(e, KeyboardInterrupt):
                         raise
                     report(f"{case.__name__} completes", False, f"{type(e).__name__}: {e}")
-        if failures:
+        if tally.failures:
             with open(errlog_path, encoding="utf-8", errors="replace") as f:
                 tail = f.readlines()[-15:]
             if tail:
@@ -356,8 +329,7 @@ def main() -> int:
     finally:
         fake.server.shutdown()
         shutil.rmtree(errlog_dir, ignore_errors=True)
-    note(f"py-agents: {passes} passed, {failures} failed")
-    return 1 if failures else 0
+    return tally.summary("py-agents")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ Exit status: 0 when every check passed, 1 otherwise. Every step is bounded by a 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import math
 import os
@@ -42,100 +41,15 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-try:  # 2.x
-    from mcp.shared.exceptions import MCPError as SdkError
-except ImportError:  # 1.x
-    from mcp.shared.exceptions import McpError as SdkError
+from interop_common import (Api, CHECK_TIMEOUT, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
+                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, SdkError, describe, dump, expect, note,
+                             report, tally)
 
-SDK_VERSION = importlib.metadata.version("mcp")
-SDK_MAJOR = int(SDK_VERSION.split(".")[0])
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
 
-try:  # builtin from Python 3.11; anyio brings the backport on 3.10
-    _EXCEPTION_GROUPS: tuple[type, ...] = (BaseExceptionGroup,)
-except NameError:
-    try:
-        from exceptiongroup import BaseExceptionGroup as _BEG
-
-        _EXCEPTION_GROUPS = (_BEG,)
-    except ImportError:
-        _EXCEPTION_GROUPS = ()
-
-MODERN = "2026-07-28"
-HANDSHAKE_VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 REQUIRED_TOOLS = ["core.list_tools", "core.tool_instructions", "agent.list_subagents"]
-REQUIRED_RESOURCES = [
-    "openhuman://prompts/identity",
-    "openhuman://prompts/soul",
-    "openhuman://prompts/user",
-    "openhuman://prompts/agents/orchestrator",
-]
-
-CONNECT_TIMEOUT = float(os.environ.get("OPENHUMAN_INTEROP_CONNECT_TIMEOUT", "30"))  # the 2.x discover probe alone may wait 10 s
-CHECK_TIMEOUT = 20.0
-CLOSE_TIMEOUT = 15.0  # the SDK closes stdin, waits 2 s, then kills the process tree
 CLEAN_EXIT_SECONDS = 1.9  # under the SDK's 2 s grace: the server exited on stdin EOF by itself
-
-failures = 0
-passes = 0
-
-
-def report(name: str, ok: bool, reason: str = "") -> None:
-    global failures, passes
-    if ok:
-        passes += 1
-        print(f"ok - {name}", flush=True)
-    else:
-        failures += 1
-        reason = " ".join(str(reason).split()) or "failed"
-        print(f"not ok - {name}: {reason[:600]}", flush=True)
-
-
-def note(text: str) -> None:
-    print(f"# {text}", flush=True)
-
-
-def dump(model: Any) -> dict[str, Any]:
-    """An SDK result as the camelCase JSON dict of the wire (same for 1.x and 2.x models)."""
-    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, SdkError):
-        err = getattr(exc, "error", None)
-        if err is not None:
-            return f"{type(exc).__name__} code={err.code} message={err.message!r} data={err.data!r}"
-    if isinstance(exc, _EXCEPTION_GROUPS):
-        return "; ".join(describe(e) for e in exc.exceptions)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class Api:
-    """The calls the checks make, over either the 2.x `Client` or a `ClientSession`."""
-
-    def __init__(self, target: Any, session: Any) -> None:
-        self.target = target
-        self.session = session
-
-    @property
-    def protocol_version(self) -> str | None:
-        if SDK_MAJOR >= 2:
-            return self.session.protocol_version
-        return getattr(self, "init_version", None)
-
-    async def list_tools(self) -> dict[str, Any]:
-        return dump(await self.target.list_tools())
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return dump(await self.target.call_tool(name, arguments))
-
-    async def list_resources(self) -> dict[str, Any]:
-        return dump(await self.target.list_resources())
-
-    async def read_resource(self, uri: str) -> dict[str, Any]:
-        return dump(await self.target.read_resource(uri))
 
 
 @asynccontextmanager
@@ -144,15 +58,13 @@ async def connect(mode: str, params: StdioServerParameters, errlog: Any) -> Asyn
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:
                 result = await session.initialize()
-                api = Api(session, session)
-                api.init_version = result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version
-                yield api
+                yield Api(session, result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version)
         return
     # 2.x high-level client; `Client(StdioServerParameters)` launches it with `stdio_client`.
     kwargs: dict[str, Any] = {} if mode == "auto" else {"mode": mode}
     client = Client(stdio_client(params, errlog=errlog), **kwargs)
     async with client:
-        yield Api(client, client.session)
+        yield Api(client, client.session.protocol_version)
 
 
 def server_env(home: str) -> dict[str, str]:
@@ -254,11 +166,6 @@ def tail(path: str, lines: int = 15) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # The checks. Each takes the Api and raises (AssertionError or anything) to fail.
-
-
-def expect(cond: bool, why: str) -> None:
-    if not cond:
-        raise AssertionError(why)
 
 
 async def check_tools_list(api: Api) -> None:
@@ -465,8 +372,7 @@ def main() -> int:
     for server in servers:
         for mode in modes:
             anyio.run(run_case, prefix, mode, server, bin_dir)
-    note(f"py-mcp{SDK_VERSION}: {passes} passed, {failures} failed")
-    return 1 if failures else 0
+    return tally.summary(f"py-mcp{SDK_VERSION}")
 
 
 if __name__ == "__main__":

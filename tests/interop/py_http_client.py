@@ -26,7 +26,6 @@ Exit status: 0 when every check passed, 1 otherwise. Every step is bounded by a 
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import math
 import os
@@ -48,36 +47,14 @@ from mcp import ClientSession
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
-try:  # 2.x
-    from mcp.shared.exceptions import MCPError as SdkError
-except ImportError:  # 1.x
-    from mcp.shared.exceptions import McpError as SdkError
+from interop_common import (Api, CHECK_TIMEOUT, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
+                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, describe, dump, expect, note, report, tally)
 
-SDK_VERSION = importlib.metadata.version("mcp")
-SDK_MAJOR = int(SDK_VERSION.split(".")[0])
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-try:  # builtin from Python 3.11; anyio brings the backport on 3.10
-    _EXCEPTION_GROUPS: tuple[type, ...] = (BaseExceptionGroup,)
-except NameError:
-    try:
-        from exceptiongroup import BaseExceptionGroup as _BEG
-
-        _EXCEPTION_GROUPS = (_BEG,)
-    except ImportError:
-        _EXCEPTION_GROUPS = ()
-
-MODERN = "2026-07-28"
-HANDSHAKE_VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 REQUIRED_TOOLS = ["core.list_tools", "agent.list_subagents", "memory.search", "memory.store"]
-REQUIRED_RESOURCES = [
-    "openhuman://prompts/identity",
-    "openhuman://prompts/soul",
-    "openhuman://prompts/user",
-    "openhuman://prompts/agents/orchestrator",
-]
 CLIENT_NAME = "HTTP Interop"
 EXPECTED_SOURCE = "mcp:http-interop"
 # A word no prompt or agent text contains, so a search hit can only be the stored document.
@@ -85,53 +62,7 @@ NEEDLE = "quokkaferry"
 
 START_TIMEOUT = 30.0  # daemon start → listening line (the memory store is created first)
 STOP_TIMEOUT = 10.0
-CONNECT_TIMEOUT = float(os.environ.get("OPENHUMAN_INTEROP_CONNECT_TIMEOUT", "30"))
-CHECK_TIMEOUT = 20.0
-CLOSE_TIMEOUT = 15.0
 LISTENING = re.compile(r"HTTP transport listening addr=(\S+)")
-
-failures = 0
-passes = 0
-
-
-def report(name: str, ok: bool, reason: str = "") -> None:
-    global failures, passes
-    if ok:
-        passes += 1
-        print(f"ok - {name}", flush=True)
-    else:
-        failures += 1
-        reason = " ".join(str(reason).split()) or "failed"
-        print(f"not ok - {name}: {reason[:600]}", flush=True)
-
-
-def note(text: str) -> None:
-    print(f"# {text}", flush=True)
-
-
-def dump(model: Any) -> dict[str, Any]:
-    """An SDK result as the camelCase JSON dict of the wire (same for 1.x and 2.x models)."""
-    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
-def describe(exc: BaseException) -> str:
-    if isinstance(exc, SdkError):
-        err = getattr(exc, "error", None)
-        if err is not None:
-            return f"{type(exc).__name__} code={err.code} message={err.message!r} data={err.data!r}"
-    if isinstance(exc, _EXCEPTION_GROUPS):
-        return "; ".join(describe(e) for e in exc.exceptions)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def expect(cond: bool, why: str) -> None:
-    if not cond:
-        raise AssertionError(why)
-
-
-# ---------------------------------------------------------------------------------------------
-# The daemon under test
 
 
 class HttpDaemon:
@@ -299,26 +230,6 @@ class Wire:
 
 # ---------------------------------------------------------------------------------------------
 # Connecting
-
-
-class Api:
-    """The calls the checks make, over either the 2.x `Client` or a `ClientSession`."""
-
-    def __init__(self, target: Any, version: str | None) -> None:
-        self.target = target
-        self.protocol_version = version
-
-    async def list_tools(self) -> dict[str, Any]:
-        return dump(await self.target.list_tools())
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return dump(await self.target.call_tool(name, arguments))
-
-    async def list_resources(self) -> dict[str, Any]:
-        return dump(await self.target.list_resources())
-
-    async def read_resource(self, uri: str) -> dict[str, Any]:
-        return dump(await self.target.read_resource(uri))
 
 
 @asynccontextmanager
@@ -601,8 +512,7 @@ def main() -> int:
                     note("daemon stderr tail:\n" + "\n".join("#   " + l for l in daemon.stderr_tail().splitlines()))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    note(f"{prefix}: {passes} passed, {failures} failed")
-    return 1 if failures else 0
+    return tally.summary(prefix)
 
 
 if __name__ == "__main__":

@@ -15,107 +15,26 @@
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..', '..', '..');
+import {
+  HANDSHAKE_VERSIONS, HERE, REQUEST_OPTS, REQUIRED_RESOURCES, close, connect, describe, expect,
+  failRest, finish, loadSdk, note, parseArgs, report, runChecks, runMain, textOf,
+} from './common.mjs';
 
-const CONNECT_TIMEOUT_MS = 1000 * Number(process.env.OPENHUMAN_INTEROP_CONNECT_TIMEOUT || 30);
-const CHECK_TIMEOUT_MS = 20_000;
-const CLOSE_TIMEOUT_MS = 15_000;
 const CLEAN_EXIT_MS = 1_900; // under the SDK's 2 s grace: the server exited on stdin EOF by itself
 
 const REQUIRED_TOOLS = ['core.list_tools', 'core.tool_instructions', 'agent.list_subagents'];
-const REQUIRED_RESOURCES = [
-  'openhuman://prompts/identity',
-  'openhuman://prompts/soul',
-  'openhuman://prompts/user',
-  'openhuman://prompts/agents/orchestrator',
-];
-const HANDSHAKE_VERSIONS = new Set(['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']);
-
-function parseArgs(argv) {
-  const opts = { binDir: process.env.OPENHUMAN_BIN_DIR || 'target/debug', nodeDir: null, server: 'all' };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--bin-dir') opts.binDir = argv[++i];
-    else if (a === '--node-dir') opts.nodeDir = argv[++i];
-    else if (a === '--server') opts.server = argv[++i];
-    else throw new Error(`unknown argument ${a}`);
-  }
-  return opts;
-}
-
-function loadSdk(nodeDir) {
-  const candidates = [
-    nodeDir,
-    process.env.OPENHUMAN_INTEROP_DIR && path.join(process.env.OPENHUMAN_INTEROP_DIR, 'node'),
-    path.join(ROOT, 'target', 'interop', 'node'),
-    HERE,
-  ].filter(Boolean);
-  for (const dir of candidates) {
-    const pkg = path.join(path.resolve(dir), 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json');
-    if (!fs.existsSync(pkg)) continue;
-    const require = createRequire(path.join(path.resolve(dir), 'package.json'));
-    return {
-      version: JSON.parse(fs.readFileSync(pkg, 'utf8')).version,
-      ...require('@modelcontextprotocol/sdk/client/index.js'),
-      ...require('@modelcontextprotocol/sdk/client/stdio.js'),
-      ...require('@modelcontextprotocol/sdk/types.js'),
-    };
-  }
-  throw new Error(`@modelcontextprotocol/sdk not installed in any of: ${candidates.join(', ')} (run tests/interop/setup.sh)`);
-}
-
-let passed = 0;
-let failed = 0;
-
-function report(name, ok, reason = '') {
-  if (ok) {
-    passed++;
-    console.log(`ok - ${name}`);
-  } else {
-    failed++;
-    const why = String(reason).split(/\s+/).join(' ').slice(0, 600) || 'failed';
-    console.log(`not ok - ${name}: ${why}`);
-  }
-}
-
-const note = (text) => console.log(`# ${text}`);
-
-function describe(err) {
-  if (err && typeof err === 'object' && 'code' in err && err.constructor?.name === 'McpError') {
-    return `McpError code=${err.code} message=${JSON.stringify(err.message)} data=${JSON.stringify(err.data)}`;
-  }
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function expect(cond, why) {
-  if (!cond) throw new Error(why);
-}
-
-const textOf = (res) => (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join(' ');
-const opts = { timeout: CHECK_TIMEOUT_MS };
 
 const CHECKS = [
   ['tools/list has core.list_tools, core.tool_instructions, agent.list_subagents', async (c) => {
-    const names = (await c.listTools(undefined, opts)).tools.map((t) => t.name);
+    const names = (await c.listTools(undefined, REQUEST_OPTS)).tools.map((t) => t.name);
     const missing = REQUIRED_TOOLS.filter((n) => !names.includes(n));
     expect(missing.length === 0, `missing ${missing}; got ${names}`);
   }],
   ['agent.list_subagents: >= 12 agents with orchestrator and dispatchable_over_mcp', async (c) => {
-    const res = await c.callTool({ name: 'agent.list_subagents', arguments: {} }, undefined, opts);
+    const res = await c.callTool({ name: 'agent.list_subagents', arguments: {} }, undefined, REQUEST_OPTS);
     expect(!res.isError, `isError: ${textOf(res)}`);
     const sc = res.structuredContent;
     expect(sc && typeof sc === 'object', `no structuredContent: ${JSON.stringify(res).slice(0, 300)}`);
@@ -127,14 +46,14 @@ const CHECKS = [
     expect(bad.length === 0, `agents without a boolean dispatchable_over_mcp: ${bad}`);
   }],
   ['core.list_tools returns its tool list', async (c) => {
-    const res = await c.callTool({ name: 'core.list_tools', arguments: {} }, undefined, opts);
+    const res = await c.callTool({ name: 'core.list_tools', arguments: {} }, undefined, REQUEST_OPTS);
     expect(!res.isError, `isError: ${textOf(res)}`);
     const sc = res.structuredContent || {};
     expect(Array.isArray(sc.tools), `structuredContent.tools missing: ${JSON.stringify(res).slice(0, 300)}`);
     expect(sc.count === sc.tools.length, `count ${sc.count} != ${sc.tools.length} tools`);
   }],
   ['core.tool_instructions returns markdown', async (c) => {
-    const res = await c.callTool({ name: 'core.tool_instructions', arguments: {} }, undefined, opts);
+    const res = await c.callTool({ name: 'core.tool_instructions', arguments: {} }, undefined, REQUEST_OPTS);
     expect(!res.isError, `isError: ${textOf(res)}`);
     const md = res.structuredContent?.markdown;
     expect(typeof md === 'string' && md.trim() !== '', `no markdown: ${JSON.stringify(res).slice(0, 300)}`);
@@ -142,7 +61,7 @@ const CHECKS = [
   ['core.list_tools with an unknown argument: isError naming it', async (c) => {
     let res;
     try {
-      res = await c.callTool({ name: 'core.list_tools', arguments: { bogus_arg: 1 } }, undefined, opts);
+      res = await c.callTool({ name: 'core.list_tools', arguments: { bogus_arg: 1 } }, undefined, REQUEST_OPTS);
     } catch (e) {
       throw new Error(`threw instead of returning an isError result: ${describe(e)}`);
     }
@@ -152,7 +71,7 @@ const CHECKS = [
   ['unknown tool: error', async (c) => {
     let res;
     try {
-      res = await c.callTool({ name: 'no.such_tool', arguments: {} }, undefined, opts);
+      res = await c.callTool({ name: 'no.such_tool', arguments: {} }, undefined, REQUEST_OPTS);
     } catch (e) {
       expect(describe(e).includes('no.such_tool'), `error does not name the tool: ${describe(e)}`);
       return;
@@ -160,12 +79,12 @@ const CHECKS = [
     expect(res.isError === true, `unknown tool succeeded: ${JSON.stringify(res).slice(0, 300)}`);
   }],
   ['resources/list has identity, soul, user, agents/orchestrator', async (c) => {
-    const uris = (await c.listResources(undefined, opts)).resources.map((r) => r.uri);
+    const uris = (await c.listResources(undefined, REQUEST_OPTS)).resources.map((r) => r.uri);
     const missing = REQUIRED_RESOURCES.filter((u) => !uris.includes(u));
     expect(missing.length === 0, `missing ${missing}; got ${uris}`);
   }],
   ['resources/read identity: markdown text', async (c) => {
-    const res = await c.readResource({ uri: 'openhuman://prompts/identity' }, opts);
+    const res = await c.readResource({ uri: 'openhuman://prompts/identity' }, REQUEST_OPTS);
     const first = (res.contents || [])[0];
     expect(first, `no contents: ${JSON.stringify(res).slice(0, 300)}`);
     expect(first.uri === 'openhuman://prompts/identity', `uri ${first.uri}`);
@@ -281,29 +200,15 @@ async function runCase(sdk, prefix, server, binDir) {
   const done = new Set();
   try {
     const started = Date.now();
-    await withTimeout(client.connect(transport, { timeout: CONNECT_TIMEOUT_MS }), CONNECT_TIMEOUT_MS + 1000, 'connect');
+    await connect(client, transport);
     note(`${label}: connected in ${((Date.now() - started) / 1000).toFixed(2)} s, protocol ${negotiated}, server ${JSON.stringify(client.getServerVersion())}`);
     report(`${label}: session initialises`,
       HANDSHAKE_VERSIONS.has(negotiated) && client.getServerVersion()?.name === 'openhuman-core',
       `negotiated ${negotiated}, serverInfo ${JSON.stringify(client.getServerVersion())}`);
     done.add('init');
-    let hung = null;
-    for (const [name, fn] of CHECKS) {
-      if (hung) {
-        report(`${label}: ${name}`, false, `not run: ${hung}`);
-      } else {
-        try {
-          await withTimeout(fn(client), CHECK_TIMEOUT_MS + 1000, name);
-          report(`${label}: ${name}`, true);
-        } catch (e) {
-          report(`${label}: ${name}`, false, describe(e));
-          if (/timed out|no answer within/i.test(describe(e))) hung = `the server stopped answering (${name})`;
-        }
-      }
-      done.add(name);
-    }
+    await runChecks(CHECKS, label, client, done);
     const closing = Date.now();
-    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close');
+    await close(client);
     const closedIn = Date.now() - closing;
     report(`${label}: server exits on stdin EOF`, closedIn < CLEAN_EXIT_MS,
       `closing took ${(closedIn / 1000).toFixed(2)} s: the SDK had to signal the server after its 2 s grace`);
@@ -311,10 +216,9 @@ async function runCase(sdk, prefix, server, binDir) {
   } catch (e) {
     const why = describe(e);
     if (stderr.trim()) note(`${label}: server stderr tail:\n${stderr.trim().split('\n').slice(-15).map((l) => `#   ${l}`).join('\n')}`);
-    if (!done.has('init')) report(`${label}: session initialises`, false, why);
-    for (const [name] of CHECKS) if (!done.has(name)) report(`${label}: ${name}`, false, `not run: ${why}`);
+    failRest(CHECKS, label, done, why);
     if (!done.has('close')) report(`${label}: server exits on stdin EOF`, false, why);
-    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close').catch(() => {});
+    await close(client).catch(() => {});
   } finally {
     if (childPid && pidAlive(childPid)) {
       try {
@@ -331,7 +235,7 @@ async function runCase(sdk, prefix, server, binDir) {
 }
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseArgs(process.argv.slice(2), { server: 'all' });
   const binDir = path.resolve(opts.binDir);
   for (const exe of ['openhuman-mcp-shim', 'openhumand-mcp']) {
     try {
@@ -343,7 +247,7 @@ async function main() {
   }
   let sdk;
   try {
-    sdk = loadSdk(opts.nodeDir);
+    sdk = loadSdk(opts.nodeDir, ['client/index.js', 'client/stdio.js', 'types.js']);
   } catch (e) {
     console.log(`not ok - ts-sdk: ${describe(e)}`);
     return 1;
@@ -352,11 +256,7 @@ async function main() {
   note(`@modelcontextprotocol/sdk ${sdk.version}`);
   const servers = opts.server === 'all' ? ['shim', 'stdio'] : [opts.server];
   for (const server of servers) await runCase(sdk, prefix, server, binDir);
-  note(`${prefix}: ${passed} passed, ${failed} failed`);
-  return failed ? 1 : 0;
+  return finish(prefix);
 }
 
-main().then((code) => process.exit(code), (e) => {
-  console.log(`not ok - ts-sdk: ${describe(e)}`);
-  process.exit(1);
-});
+runMain(main, 'ts-sdk');

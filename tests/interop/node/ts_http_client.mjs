@@ -30,110 +30,36 @@
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, '..', '..', '..');
+import {
+  CHECK_TIMEOUT_MS, HANDSHAKE_VERSIONS, REQUEST_OPTS, REQUIRED_RESOURCES, close, connect, describe,
+  expect, failRest, finish, loadSdk, note, parseArgs, report, runChecks, runMain, tally, textOf,
+  withTimeout,
+} from './common.mjs';
 
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
-const CONNECT_TIMEOUT_MS = 1000 * Number(process.env.OPENHUMAN_INTEROP_CONNECT_TIMEOUT || 30);
-const CHECK_TIMEOUT_MS = 20_000;
-const CLOSE_TIMEOUT_MS = 15_000;
 
 const REQUIRED_TOOLS = ['core.list_tools', 'agent.list_subagents', 'memory.search', 'memory.store'];
-const REQUIRED_RESOURCES = [
-  'openhuman://prompts/identity',
-  'openhuman://prompts/soul',
-  'openhuman://prompts/user',
-  'openhuman://prompts/agents/orchestrator',
-];
-const HANDSHAKE_VERSIONS = new Set(['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25']);
 const CLIENT_NAME = 'HTTP Interop';
 // A word no prompt or agent text contains, so a search hit can only be the stored document.
 const NEEDLE = 'quokkaferry';
 const TOKEN_VAR = 'OPENHUMAN_INTEROP_TOKEN';
 
-function parseArgs(argv) {
-  const opts = { binDir: process.env.OPENHUMAN_BIN_DIR || 'target/debug', nodeDir: null, via: 'all', auth: 'both' };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--bin-dir') opts.binDir = argv[++i];
-    else if (a === '--node-dir') opts.nodeDir = argv[++i];
-    else if (a === '--via') opts.via = argv[++i];
-    else if (a === '--auth') opts.auth = argv[++i];
-    else throw new Error(`unknown argument ${a}`);
-  }
-  return opts;
+// The SDK with its Streamable HTTP client, and mcp-remote (`remote`: its version and script; null
+// when it is not installed next to the SDK).
+function loadClients(nodeDir) {
+  const sdk = loadSdk(nodeDir, ['client/index.js', 'client/stdio.js', 'client/streamableHttp.js']);
+  const remotePkg = path.join(sdk.nodeModules, 'mcp-remote', 'package.json');
+  const remote = fs.existsSync(remotePkg) ? JSON.parse(fs.readFileSync(remotePkg, 'utf8')) : null;
+  sdk.remote = remote && { version: remote.version, bin: path.join(sdk.nodeModules, 'mcp-remote', remote.bin['mcp-remote']) };
+  return sdk;
 }
 
-function loadSdk(nodeDir) {
-  const candidates = [
-    nodeDir,
-    process.env.OPENHUMAN_INTEROP_DIR && path.join(process.env.OPENHUMAN_INTEROP_DIR, 'node'),
-    path.join(ROOT, 'target', 'interop', 'node'),
-    HERE,
-  ].filter(Boolean);
-  for (const dir of candidates) {
-    const modules = path.join(path.resolve(dir), 'node_modules');
-    const pkg = path.join(modules, '@modelcontextprotocol', 'sdk', 'package.json');
-    if (!fs.existsSync(pkg)) continue;
-    const require = createRequire(path.join(path.resolve(dir), 'package.json'));
-    const remotePkg = path.join(modules, 'mcp-remote', 'package.json');
-    const remote = fs.existsSync(remotePkg) ? JSON.parse(fs.readFileSync(remotePkg, 'utf8')) : null;
-    return {
-      version: JSON.parse(fs.readFileSync(pkg, 'utf8')).version,
-      remote: remote && { version: remote.version, bin: path.join(modules, 'mcp-remote', remote.bin['mcp-remote']) },
-      ...require('@modelcontextprotocol/sdk/client/index.js'),
-      ...require('@modelcontextprotocol/sdk/client/stdio.js'),
-      ...require('@modelcontextprotocol/sdk/client/streamableHttp.js'),
-    };
-  }
-  throw new Error(`@modelcontextprotocol/sdk not installed in any of: ${candidates.join(', ')} (run tests/interop/setup.sh)`);
-}
-
-let passed = 0;
-let failed = 0;
-
-function report(name, ok, reason = '') {
-  if (ok) {
-    passed++;
-    console.log(`ok - ${name}`);
-  } else {
-    failed++;
-    const why = String(reason).split(/\s+/).join(' ').slice(0, 600) || 'failed';
-    console.log(`not ok - ${name}: ${why}`);
-  }
-}
-
-const note = (text) => console.log(`# ${text}`);
 const indent = (text) => text.trim().split('\n').map((l) => `#   ${l}`).join('\n');
-
-function describe(err) {
-  if (err && typeof err === 'object' && 'code' in err && err.constructor?.name === 'McpError') {
-    return `McpError code=${err.code} message=${JSON.stringify(err.message)} data=${JSON.stringify(err.data)}`;
-  }
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms / 1000} s`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function expect(cond, why) {
-  if (!cond) throw new Error(why);
-}
-
-const textOf = (res) => (res.content || []).filter((c) => c.type === 'text').map((c) => c.text).join(' ');
-const opts = { timeout: CHECK_TIMEOUT_MS };
 
 // ---------------------------------------------------------------------------------------------
 // The daemon under test
@@ -256,12 +182,12 @@ class Wire {
 
 const CHECKS = [
   ['tools/list has core.list_tools, agent.list_subagents, memory.search, memory.store', async (c) => {
-    const names = (await c.client.listTools(undefined, opts)).tools.map((t) => t.name);
+    const names = (await c.client.listTools(undefined, REQUEST_OPTS)).tools.map((t) => t.name);
     const missing = REQUIRED_TOOLS.filter((n) => !names.includes(n));
     expect(missing.length === 0, `missing ${missing}; got ${names}`);
   }],
   ['tools/call agent.list_subagents: >= 12 agents with orchestrator', async (c) => {
-    const res = await c.client.callTool({ name: 'agent.list_subagents', arguments: {} }, undefined, opts);
+    const res = await c.client.callTool({ name: 'agent.list_subagents', arguments: {} }, undefined, REQUEST_OPTS);
     expect(!res.isError, `isError: ${textOf(res)}`);
     const agents = res.structuredContent?.agents;
     expect(Array.isArray(agents), `no structuredContent.agents: ${JSON.stringify(res).slice(0, 300)}`);
@@ -270,7 +196,7 @@ const CHECKS = [
   }],
   ['tools/call memory.store: audit row has the client\'s source', async (c) => {
     const args = { title: `HTTP interop ${c.label}`, content: `Notes about the ${NEEDLE} timetable.` };
-    const res = await c.client.callTool({ name: 'memory.store', arguments: args }, undefined, opts);
+    const res = await c.client.callTool({ name: 'memory.store', arguments: args }, undefined, REQUEST_OPTS);
     expect(!res.isError, `isError: ${textOf(res)}`);
     c.storedId = res.structuredContent?.id;
     expect(typeof c.storedId === 'string', `no structuredContent.id: ${JSON.stringify(res).slice(0, 300)}`);
@@ -284,7 +210,7 @@ const CHECKS = [
       `source ${JSON.stringify(row.source)}, want ${JSON.stringify(c.expectedSource)} (client_info ${JSON.stringify(row.client_info)})`);
   }],
   ['tools/call memory.search finds the stored document', async (c) => {
-    const res = await c.client.callTool({ name: 'memory.search', arguments: { query: NEEDLE } }, undefined, opts);
+    const res = await c.client.callTool({ name: 'memory.search', arguments: { query: NEEDLE } }, undefined, REQUEST_OPTS);
     expect(!res.isError, `isError: ${textOf(res)}`);
     const hits = res.structuredContent?.hits;
     expect(Array.isArray(hits), `no structuredContent.hits: ${JSON.stringify(res).slice(0, 300)}`);
@@ -292,12 +218,12 @@ const CHECKS = [
     expect(sources.includes(c.storedId), `the stored document ${c.storedId} is not among the hits ${sources}`);
   }],
   ['resources/list has identity, soul, user, agents/orchestrator', async (c) => {
-    const uris = (await c.client.listResources(undefined, opts)).resources.map((r) => r.uri);
+    const uris = (await c.client.listResources(undefined, REQUEST_OPTS)).resources.map((r) => r.uri);
     const missing = REQUIRED_RESOURCES.filter((u) => !uris.includes(u));
     expect(missing.length === 0, `missing ${missing}; got ${uris}`);
   }],
   ['resources/read identity: markdown text', async (c) => {
-    const res = await c.client.readResource({ uri: 'openhuman://prompts/identity' }, opts);
+    const res = await c.client.readResource({ uri: 'openhuman://prompts/identity' }, REQUEST_OPTS);
     const first = (res.contents || [])[0];
     expect(first, `no contents: ${JSON.stringify(res).slice(0, 300)}`);
     expect(first.mimeType === 'text/markdown', `mimeType ${first.mimeType}`);
@@ -312,28 +238,11 @@ function sourceOf(name) {
   return slug ? `mcp:${slug}` : 'mcp';
 }
 
-async function runChecks(c) {
-  let hung = null;
-  for (const [name, fn] of CHECKS) {
-    if (hung) {
-      report(`${c.label}: ${name}`, false, `not run: ${hung}`);
-    } else {
-      try {
-        await withTimeout(fn(c), CHECK_TIMEOUT_MS + 1000, name);
-        report(`${c.label}: ${name}`, true);
-      } catch (e) {
-        report(`${c.label}: ${name}`, false, describe(e));
-        if (c.wire) note(`last HTTP exchanges:\n${indent(c.wire.evidence())}`);
-        if (/timed out|no answer within/i.test(describe(e))) hung = `the server stopped answering (${name})`;
-      }
-    }
-    c.done.add(name);
-  }
-}
-
-function failRest(c, why) {
-  if (!c.done.has('init')) report(`${c.label}: session initialises`, false, why);
-  for (const [name] of CHECKS) if (!c.done.has(name)) report(`${c.label}: ${name}`, false, `not run: ${why}`);
+// The checks for case `c`; after a failure the last HTTP exchanges of a direct case are the evidence.
+function runCaseChecks(c) {
+  return runChecks(CHECKS, c.label, c, c.done, () => {
+    if (c.wire) note(`last HTTP exchanges:\n${indent(c.wire.evidence())}`);
+  });
 }
 
 function traceFile(label) {
@@ -355,7 +264,7 @@ async function runDirect(sdk, prefix, daemon, token) {
   const c = { label, client, daemon, wire, done: new Set(), expectedSource: sourceOf(CLIENT_NAME) };
   try {
     const started = Date.now();
-    await withTimeout(client.connect(transport, { timeout: CONNECT_TIMEOUT_MS }), CONNECT_TIMEOUT_MS + 1000, 'connect');
+    await connect(client, transport);
     const negotiated = transport.protocolVersion;
     const sessionId = transport.sessionId;
     note(`${label}: connected in ${((Date.now() - started) / 1000).toFixed(2)} s, protocol ${negotiated}`);
@@ -363,7 +272,7 @@ async function runDirect(sdk, prefix, daemon, token) {
       HANDSHAKE_VERSIONS.has(negotiated) && client.getServerVersion()?.name === 'openhuman-core' && /^[0-9a-f]{32}$/.test(sessionId || ''),
       `negotiated ${negotiated}, serverInfo ${JSON.stringify(client.getServerVersion())}, Mcp-Session-Id ${sessionId ? 'set' : 'missing'}`);
     c.done.add('init');
-    await runChecks(c);
+    await runCaseChecks(c);
 
     const bare = token ? wire.exchanges.filter((e) => e.requestHeaders.get('authorization') !== `Bearer ${token}`) : [];
     const errors = wire.exchanges.filter((e) => e.status >= 400);
@@ -389,12 +298,12 @@ async function runDirect(sdk, prefix, daemon, token) {
     });
     report(`${label}: terminateSession DELETEs the session (204), its id then gets 404`,
       del.length === 1 && del[0] === 204 && after.status === 404, `DELETE statuses ${del}, then a request with the id: ${after.status}`);
-    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close');
+    await close(client);
   } catch (e) {
     const why = describe(e);
     if (wire.exchanges.length) note(`${label}: last HTTP exchanges:\n${indent(wire.evidence(6))}`);
-    failRest(c, why);
-    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close').catch(() => {});
+    failRest(CHECKS, c.label, c.done, why);
+    await close(client).catch(() => {});
   }
 }
 
@@ -422,10 +331,10 @@ async function runRemote(sdk, prefix, daemon, token, protocol, scratch) {
   const expectedSource = sourceOf(`${CLIENT_NAME} (via mcp-remote ${sdk.remote.version})`);
   const c = { label, client, daemon, wire: null, done: new Set(), expectedSource };
   const sessionsBefore = daemon.sessionsCreated;
-  const failedBefore = failed;
+  const failedBefore = tally.failed;
   try {
     const started = Date.now();
-    await withTimeout(client.connect(transport, { timeout: CONNECT_TIMEOUT_MS }), CONNECT_TIMEOUT_MS + 1000, 'connect');
+    await connect(client, transport);
     note(`${label}: connected in ${((Date.now() - started) / 1000).toFixed(2)} s, protocol ${negotiated} (client side)`);
     const bridged = /Proxy established successfully between local STDIO and remote (\S+)/.exec(stderr)?.[1];
     // What mcp-remote speaks to us: `auto` finds 2026-07-28 in server/discover and goes stateless
@@ -438,7 +347,7 @@ async function runRemote(sdk, prefix, daemon, token, protocol, scratch) {
       `negotiated ${negotiated}, serverInfo ${JSON.stringify(client.getServerVersion())}, remote transport ${bridged}, ` +
         `upstream era ${modern || 'handshake'} (want ${wantEra || 'handshake'})`);
     c.done.add('init');
-    await runChecks(c);
+    await runCaseChecks(c);
     // Before bridging, mcp-remote connects a throw-away client (`mcp-remote-fallback-test`) to see
     // whether Streamable HTTP works, and never closes it: in legacy mode that is a second session,
     // which our idle expiry and session cap clean up. In auto mode both go stateless.
@@ -447,14 +356,14 @@ async function runRemote(sdk, prefix, daemon, token, protocol, scratch) {
     report(`${label}: the daemon minted ${wantMinted} HTTP sessions`, minted === wantMinted,
       `it logged \`HTTP session created\` ${minted} times`);
     const closing = Date.now();
-    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close');
+    await close(client);
     note(`${label}: closed in ${((Date.now() - closing) / 1000).toFixed(2)} s`);
-    if (failed > failedBefore && stderr.trim()) note(`${label}: mcp-remote stderr tail:\n${indent(stderr.split('\n').slice(-15).join('\n'))}`);
+    if (tally.failed > failedBefore && stderr.trim()) note(`${label}: mcp-remote stderr tail:\n${indent(stderr.split('\n').slice(-15).join('\n'))}`);
   } catch (e) {
     const why = describe(e);
     if (stderr.trim()) note(`${label}: mcp-remote stderr tail:\n${indent(stderr.split('\n').slice(-15).join('\n'))}`);
-    failRest(c, why);
-    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close').catch(() => {});
+    failRest(CHECKS, c.label, c.done, why);
+    await close(client).catch(() => {});
   }
 }
 
@@ -465,19 +374,19 @@ async function runRefused(sdk, prefix, daemon) {
   const transport = new sdk.StreamableHTTPClientTransport(new URL(daemon.url), { fetch: wire.fetch });
   const client = new sdk.Client({ name: CLIENT_NAME, version: '0.0.0' });
   try {
-    await withTimeout(client.connect(transport, { timeout: CONNECT_TIMEOUT_MS }), CONNECT_TIMEOUT_MS + 1000, 'connect');
+    await connect(client, transport);
     report(name, false, 'connected without a token');
   } catch (e) {
     const statuses = wire.exchanges.map((x) => x.status);
     const challenged = wire.exchanges.every((x) => x.status === 401 && (x.responseHeaders.get('www-authenticate') || '').startsWith('Bearer'));
     report(name, statuses.length > 0 && challenged, `statuses ${statuses} (${describe(e)})`);
   } finally {
-    await withTimeout(client.close(), CLOSE_TIMEOUT_MS, 'close').catch(() => {});
+    await close(client).catch(() => {});
   }
 }
 
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = parseArgs(process.argv.slice(2), { via: 'all', auth: 'both' });
   const daemonBin = path.join(path.resolve(o.binDir), 'openhumand-mcp');
   try {
     fs.accessSync(daemonBin, fs.constants.X_OK);
@@ -487,7 +396,7 @@ async function main() {
   }
   let sdk;
   try {
-    sdk = loadSdk(o.nodeDir);
+    sdk = loadClients(o.nodeDir);
   } catch (e) {
     console.log(`not ok - ts-sdk http: ${describe(e)}`);
     return 1;
@@ -532,11 +441,7 @@ async function main() {
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
-  note(`${prefix}: ${passed} passed, ${failed} failed`);
-  return failed ? 1 : 0;
+  return finish(prefix);
 }
 
-main().then((code) => process.exit(code), (e) => {
-  console.log(`not ok - ts-sdk http: ${describe(e)}`);
-  process.exit(1);
-});
+runMain(main, 'ts-sdk http');

@@ -1,0 +1,117 @@
+"""What the Python interop drivers share: the SDK's version and error type, the versions and
+resources every server run must show, the timeouts, and the `ok - ` / `not ok - ` reporting with
+its tally. Imported by py_client.py, py_http_client.py and py_agents.py, which sit beside it
+(Python puts a script's own directory first on `sys.path`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from typing import Any
+
+try:  # 2.x
+    from mcp.shared.exceptions import MCPError as SdkError
+except ImportError:  # 1.x
+    from mcp.shared.exceptions import McpError as SdkError
+
+SDK_VERSION = importlib.metadata.version("mcp")
+SDK_MAJOR = int(SDK_VERSION.split(".")[0])
+
+try:  # builtin from Python 3.11; anyio brings the backport on 3.10
+    _EXCEPTION_GROUPS: tuple[type, ...] = (BaseExceptionGroup,)
+except NameError:
+    try:
+        from exceptiongroup import BaseExceptionGroup as _BEG
+
+        _EXCEPTION_GROUPS = (_BEG,)
+    except ImportError:
+        _EXCEPTION_GROUPS = ()
+
+MODERN = "2026-07-28"
+HANDSHAKE_VERSIONS = {"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
+REQUIRED_RESOURCES = [
+    "openhuman://prompts/identity",
+    "openhuman://prompts/soul",
+    "openhuman://prompts/user",
+    "openhuman://prompts/agents/orchestrator",
+]
+
+# The 2.x client's `server/discover` probe alone may wait 10 s before it falls back.
+CONNECT_TIMEOUT = float(os.environ.get("OPENHUMAN_INTEROP_CONNECT_TIMEOUT", "30"))
+CHECK_TIMEOUT = 20.0
+# The SDK closes the server's stdin, waits 2 s, then kills the process tree.
+CLOSE_TIMEOUT = 15.0
+
+
+class Tally:
+    """Counts and prints check outcomes; `prefix` starts every check name."""
+
+    def __init__(self) -> None:
+        self.passes = 0
+        self.failures = 0
+        self.prefix = ""
+
+    def report(self, name: str, ok: bool, reason: str = "") -> None:
+        if ok:
+            self.passes += 1
+            print(f"ok - {self.prefix}{name}", flush=True)
+        else:
+            self.failures += 1
+            reason = " ".join(str(reason).split()) or "failed"
+            print(f"not ok - {self.prefix}{name}: {reason[:600]}", flush=True)
+
+    def summary(self, label: str) -> int:
+        """Prints `# LABEL: N passed, M failed`; the process exit status to use."""
+        note(f"{label}: {self.passes} passed, {self.failures} failed")
+        return 1 if self.failures else 0
+
+
+tally = Tally()
+report = tally.report
+
+
+def note(text: str) -> None:
+    print(f"# {text}", flush=True)
+
+
+def dump(model: Any) -> dict[str, Any]:
+    """An SDK result as the camelCase JSON dict of the wire (same for 1.x and 2.x models)."""
+    return model.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, SdkError):
+        err = getattr(exc, "error", None)
+        if err is not None:
+            return f"{type(exc).__name__} code={err.code} message={err.message!r} data={err.data!r}"
+    if isinstance(exc, _EXCEPTION_GROUPS):
+        return "; ".join(describe(e) for e in exc.exceptions)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def expect(cond: bool, why: str) -> None:
+    if not cond:
+        raise AssertionError(why)
+
+
+class Api:
+    """The calls the checks make, over either the 2.x `Client` or a `ClientSession`, with the
+    protocol version the connection settled on."""
+
+    def __init__(self, target: Any, version: str | None) -> None:
+        self.target = target
+        self.protocol_version = version
+
+    async def list_tools(self) -> dict[str, Any]:
+        return dump(await self.target.list_tools())
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return dump(await self.target.call_tool(name, arguments))
+
+    async def list_resources(self) -> dict[str, Any]:
+        return dump(await self.target.list_resources())
+
+    async def read_resource(self, uri: str) -> dict[str, Any]:
+        return dump(await self.target.read_resource(uri))
