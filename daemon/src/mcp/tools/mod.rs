@@ -168,8 +168,10 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
         }
     };
     let config = state.config();
-    let Some(tool) = listed(&config).into_iter().find(|t| t.name == name) else {
-        let hint = if ALL.iter().any(|t| t.name == name) {
+    // Only the named tool's availability is worked out (some checks read the environment).
+    let known = ALL.iter().find(|t| t.name == name);
+    let Some(tool) = known.filter(|t| (t.available)(&config)) else {
+        let hint = if known.is_some() {
             format!("it exists but is not available under the current configuration ({})", unavailable(&name, &config))
         } else {
             "tools/list shows the available tools".to_string()
@@ -322,10 +324,12 @@ pub async fn run_for_agent(
         return Err(format!("tool `{name}` is not available to this agent; use one of: {}", allowed.join(", ")));
     }
     let config = state.config();
-    let Some(tool) = listed(&config)
-        .into_iter()
-        .find(|t| t.name == name && t.policy == Policy::Read && crate::agents::AGENT_TOOLS.contains(&t.name))
-    else {
+    let Some(tool) = ALL.iter().find(|t| {
+        t.name == name
+            && t.policy == Policy::Read
+            && crate::agents::AGENT_TOOLS.contains(&t.name)
+            && (t.available)(&config)
+    }) else {
         return Err(format!("tool `{name}` is not available under the current configuration"));
     };
     drop(config);
