@@ -281,6 +281,7 @@ impl Bridge {
     /// on it and reconnects.
     fn read_daemon(self: Arc<Self>, mut reader: BufReader<ArcRead>, generation: u64) {
         let mut line = Vec::with_capacity(4096);
+        let replayed = format!("\"{REPLAY_PREFIX}");
         loop {
             line.clear();
             match reader.read_until(b'\n', &mut line) {
@@ -291,7 +292,7 @@ impl Bridge {
                 break; // a torn last line: the daemon died mid-write
             }
             let ids = response_ids(&line);
-            if ids.first().is_some_and(|id| id.starts_with(&format!("\"{REPLAY_PREFIX}"))) {
+            if ids.first().is_some_and(|id| id.starts_with(&replayed)) {
                 continue;
             }
             // More complete lines already buffered: let them share one write to stdout.
@@ -356,6 +357,9 @@ fn request_ids(msg: Option<&Value>) -> Vec<String> {
 /// The ids a daemon message answers (JSON text): one for a response, several for a batch reply,
 /// none for a notification.
 fn response_ids(line: &[u8]) -> Vec<String> {
+    if let Some(id) = head_id(line) {
+        return vec![id];
+    }
     // Only `id` and `method` are read; the rest of a (possibly large) reply is skipped unparsed.
     #[derive(serde::Deserialize)]
     struct Head {
@@ -376,6 +380,18 @@ fn response_ids(line: &[u8]) -> Vec<String> {
     serde_json::from_slice::<Head>(line).ok().and_then(one).into_iter().collect()
 }
 
+/// The id of a response in the shape the daemon writes, `{"jsonrpc":"2.0","id":ID,"result":…`
+/// (or `"error"`), read from the head alone: the body, often many kilobytes, is not scanned.
+/// Anything else (batches, notifications, other key orders) is left to the full parse.
+fn head_id(line: &[u8]) -> Option<String> {
+    let rest = line.strip_prefix(br#"{"jsonrpc":"2.0","id":"#)?;
+    let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<Value>();
+    let id = values.next()?.ok()?;
+    let after = &rest[values.byte_offset()..];
+    let response = after.starts_with(br#","result":"#) || after.starts_with(br#","error":"#);
+    (response && (id.is_string() || id.is_number())).then(|| id.to_string())
+}
+
 /// stdout without the standard library's line buffering (which flushes every line).
 #[cfg(unix)]
 fn raw_stdout() -> Box<dyn Write + Send> {
@@ -389,4 +405,32 @@ fn raw_stdout() -> Box<dyn Write + Send> {
 #[cfg(not(unix))]
 fn raw_stdout() -> Box<dyn Write + Send> {
     Box::new(io::stdout())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn response_ids_read_heads_and_fall_back_to_a_full_parse() {
+        let big = "x\\\"".repeat(10_000);
+        let cases: Vec<(String, Vec<&str>)> = vec![
+            (format!(r#"{{"jsonrpc":"2.0","id":7,"result":{{"text":"{big}"}}}}"#), vec!["7"]),
+            (r#"{"jsonrpc":"2.0","id":"a\"b","error":{"code":-32602,"message":"m"}}"#.into(), vec![r#""a\"b""#]),
+            (r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#.into(), vec!["1.5"]),
+            // Not the daemon's key order: the full parse still finds the id.
+            (r#"{"id":3,"jsonrpc":"2.0","result":{}}"#.into(), vec!["3"]),
+            (r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"}]"#.into(), vec!["1"]),
+            (r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":4}}"#.into(), vec![]),
+            (r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}"#.into(), vec![]),
+        ];
+        for (line, want) in cases {
+            let got = response_ids(format!("{line}\n").as_bytes());
+            assert_eq!(got, want, "{}", &line[..line.len().min(80)]);
+        }
+        let id = json!("openhuman-shim-replay-3").to_string();
+        assert_eq!(head_id(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#).as_bytes()), Some(id));
+    }
 }
