@@ -147,7 +147,7 @@ impl Dispatcher {
     }
 
     async fn handle_one(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Reply> {
-        let Value::Object(obj) = msg else {
+        let Value::Object(mut obj) = msg else {
             return Some(Reply::error(&Value::Null, RpcError::invalid_request("a JSON-RPC message must be an object")));
         };
         let id = obj.get("id").cloned();
@@ -167,9 +167,10 @@ impl Dispatcher {
                 return Some(Reply::error(&reply_id, RpcError::invalid_request("missing `method`")));
             }
         };
-        let params = match obj.get("params") {
+        // Moved out, not copied: params may carry a whole document.
+        let params = match obj.remove("params") {
             None | Some(Value::Null) => Map::new(),
-            Some(Value::Object(p)) => p.clone(),
+            Some(Value::Object(p)) => p,
             Some(_) => {
                 id.as_ref()?;
                 return Some(Reply::error(&reply_id, RpcError::invalid_params("`params` must be an object")));

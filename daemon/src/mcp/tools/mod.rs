@@ -147,7 +147,7 @@ pub fn list(state: &AppState, params: &Map<String, Value>) -> Result<Value, RpcE
 
 /// `tools/call`: shape of params → tool lookup → argument validation → handler. A success comes
 /// back as final JSON text shaped for the request's era; failures as values.
-pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) -> Result<Payload, RpcError> {
+pub async fn call(state: AppState, mut params: Map<String, Value>, ctx: RequestCtx) -> Result<Payload, RpcError> {
     let name = match params.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
         Some(Value::String(_)) => {
@@ -160,9 +160,9 @@ pub async fn call(state: AppState, params: Map<String, Value>, ctx: RequestCtx) 
             return Err(RpcError::invalid_params("missing `params.name`: the tool to call"));
         }
     };
-    let arguments = match params.get("arguments") {
+    let arguments = match params.remove("arguments") {
         None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m.clone(),
+        Some(Value::Object(m)) => m,
         Some(_) => {
             return Err(RpcError::invalid_params("`params.arguments` must be an object of named arguments"));
         }
