@@ -27,9 +27,32 @@ pub fn bin_dir() -> PathBuf {
 }
 
 pub fn bin(name: &str) -> PathBuf {
+    build_binaries();
     let p = bin_dir().join(name);
     assert!(p.exists(), "{} is missing: run `cargo build --workspace` first (or set OPENHUMAN_BIN_DIR)", p.display());
     p
+}
+
+/// Brings the debug binaries up to date, once per test process. `cargo test` builds the test
+/// harnesses but not the other packages' binaries, and a stale daemon would test old code. Skipped
+/// when `OPENHUMAN_BIN_DIR` points at binaries built elsewhere.
+pub fn build_binaries() {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if std::env::var_os("OPENHUMAN_BIN_DIR").is_some() {
+        return;
+    }
+    BUILT.get_or_init(|| {
+        // Cargo sets CARGO for the processes it runs; the lock on the target directory is free
+        // once the test binaries run.
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+        let status = Command::new(cargo)
+            .args(["build", "--workspace", "--bins", "--locked", "--quiet"])
+            .current_dir(root)
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "cargo build --workspace --bins failed");
+    });
 }
 
 pub fn daemon_bin() -> PathBuf {
