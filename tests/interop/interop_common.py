@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
-from typing import Any
+from typing import Any, Callable
+
+import anyio
 
 try:  # 2.x
     from mcp.shared.exceptions import MCPError as SdkError
@@ -115,3 +117,27 @@ class Api:
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
         return dump(await self.target.read_resource(uri))
+
+
+async def run_checks(label: str, checks: list[tuple[str, Any]], arg: Any, done: set[str],
+                     on_failure: Callable[[], None] | None = None) -> None:
+    """Runs each `(name, fn)` of `checks` as `await fn(arg)` within CHECK_TIMEOUT and reports it.
+    Once one times out the server is taken to be stuck, and the rest are reported as not run.
+    `on_failure` adds evidence after a failed check; every name reported lands in `done`."""
+    hung = None
+    for name, fn in checks:
+        if hung:
+            report(f"{label}: {name}", False, f"not run: {hung}")
+        else:
+            try:
+                with anyio.fail_after(CHECK_TIMEOUT):
+                    await fn(arg)
+                report(f"{label}: {name}", True)
+            except TimeoutError:
+                report(f"{label}: {name}", False, f"no answer within {CHECK_TIMEOUT:.0f} s")
+                hung = f"the server stopped answering ({name})"
+            except Exception as e:  # noqa: BLE001 - every failure is a finding
+                report(f"{label}: {name}", False, describe(e))
+                if on_failure:
+                    on_failure()
+        done.add(name)

@@ -41,9 +41,9 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from interop_common import (Api, CHECK_TIMEOUT, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
+from interop_common import (Api, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
                              REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, SdkError, describe, dump, expect, note,
-                             report, tally)
+                             report, run_checks, tally)
 
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
@@ -297,22 +297,7 @@ async def run_case(prefix: str, mode: str, server: str, bin_dir: str) -> None:
                         why = f"negotiated {version!r}, not a handshake-era version"
                     report(f"{label}: session initialises", ok, why)
                     done.add("init")
-                    hung = None
-                    for name, fn in CHECKS:
-                        if hung:
-                            report(f"{label}: {name}", False, f"not run: {hung}")
-                            done.add(name)
-                            continue
-                        try:
-                            with anyio.fail_after(CHECK_TIMEOUT):
-                                await fn(api)
-                            report(f"{label}: {name}", True)
-                        except TimeoutError:
-                            report(f"{label}: {name}", False, f"no answer within {CHECK_TIMEOUT:.0f} s")
-                            hung = f"the server stopped answering ({name})"
-                        except Exception as e:  # noqa: BLE001 - every failure is a finding
-                            report(f"{label}: {name}", False, describe(e))
-                        done.add(name)
+                    await run_checks(label, CHECKS, api, done)
                     phase = "close"
                     scope.deadline = anyio.current_time() + CLOSE_TIMEOUT
                     closing_started = time.monotonic()

@@ -48,7 +48,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
 from interop_common import (Api, CHECK_TIMEOUT, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
-                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, describe, dump, expect, note, report, tally)
+                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, describe, dump, expect, note, report,
+                             run_checks, tally)
 
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
@@ -390,22 +391,8 @@ async def run_case(prefix: str, mode: str, daemon: HttpDaemon, token: str | None
                 report(f"{label}: session initialises", ok, why + "\n" + wire.evidence())
                 done.add("init")
                 case = Case(label, mode, daemon, api, wire, token)
-                hung = None
-                for name, fn in CHECKS[:-1]:
-                    if hung:
-                        report(f"{label}: {name}", False, f"not run: {hung}")
-                    else:
-                        try:
-                            with anyio.fail_after(CHECK_TIMEOUT):
-                                await fn(case)
-                            report(f"{label}: {name}", True)
-                        except TimeoutError:
-                            report(f"{label}: {name}", False, f"no answer within {CHECK_TIMEOUT:.0f} s")
-                            hung = f"the server stopped answering ({name})"
-                        except Exception as e:  # noqa: BLE001 - every failure is a finding
-                            report(f"{label}: {name}", False, describe(e))
-                            note("last HTTP exchanges:\n" + wire.evidence())
-                    done.add(name)
+                await run_checks(label, CHECKS[:-1], case, done,
+                                 lambda: note("last HTTP exchanges:\n" + wire.evidence()))
                 phase = "close"
                 scope.deadline = anyio.current_time() + CLOSE_TIMEOUT
         if scope.cancelled_caught:
