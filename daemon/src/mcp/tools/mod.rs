@@ -432,6 +432,14 @@ mod tests {
     }
 
     #[test]
+    fn per_tool_lists_name_real_tools() {
+        let lead = LEAD_TEXT.iter().map(|(t, _)| t);
+        for name in CONFIG_ONLY.iter().chain(lead).chain(write::AUDITED) {
+            assert!(all_tools().iter().any(|t| t.name == *name), "{name} is not a tool");
+        }
+    }
+
+    #[test]
     fn a_result_carries_its_json_as_text_and_as_structured_content() {
         let value = json!({ "answer": "Paris, \"the\" capital", "n": [1, 2], "nested": { "s": "a\nb" } });
         for modern in [false, true] {
