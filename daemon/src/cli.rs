@@ -1,4 +1,4 @@
-//! Command-line surface of `openhumand-mcp` (SPEC §1), parsed with clap. Only shapes live here;
+//! Command-line surface of `openhumand-mcp`, parsed with clap. Only shapes live here;
 //! `lib.rs` turns a parsed command into work.
 
 use std::path::PathBuf;

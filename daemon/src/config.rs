@@ -1,4 +1,4 @@
-//! Typed configuration (SPEC §3): `config.toml` plus `OPENHUMAN_<SECTION>_<KEY>` environment
+//! Typed configuration: `config.toml` plus `OPENHUMAN_<SECTION>_<KEY>` environment
 //! overrides, loaded and validated once. A reload yields a new value; the old one stays in force
 //! when the new one is invalid. Unknown keys and bad values are errors naming the key and where
 //! it came from, never silent defaults.
@@ -375,7 +375,7 @@ fn check_env_var_name(key: &str, var: &str) -> Result<()> {
     Ok(())
 }
 
-/// Normalises a client or provider name (SPEC §6): lowercase ASCII letters and digits are kept,
+/// Normalises a client or provider name: lowercase ASCII letters and digits are kept,
 /// every run of anything else becomes one `-`, and `-` is trimmed from both ends.
 pub fn normalize_id(name: &str) -> String {
     let mut out = String::with_capacity(name.len());

@@ -1,4 +1,4 @@
-//! The core JSON-RPC methods (`openhuman.*`) that MCP tools map onto (SPEC §13). Each method
+//! The core JSON-RPC methods (`openhuman.*`) that MCP tools map onto. Each method
 //! declares its parameter schema once; callers (MCP tools, the socket's control surface, HTTP
 //! `/rpc`) go through `invoke`, which validates params against that schema before running it.
 //! Memory methods run on the blocking pool: the engine is synchronous (SQLite, tantivy).
@@ -81,7 +81,7 @@ pub fn memory_call(
     .boxed()
 }
 
-/// The `filter` object of recall/fetch/list (SPEC §7).
+/// The `filter` object of recall/fetch/list.
 pub fn filter_spec() -> ArgSpec {
     const KINDS: &[&str] = &["document", "conversation", "learning", "note", "email", "chat"];
     let mut fields = vec![

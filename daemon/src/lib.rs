@@ -51,7 +51,7 @@ use openhuman_common::Paths;
 use cli::{Cli, Command, ConfigAction, ServiceAction};
 use state::AppState;
 
-/// Process exit codes (SPEC §1).
+/// Process exit codes.
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;

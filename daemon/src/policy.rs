@@ -1,4 +1,4 @@
-//! The security policy (SPEC §10): Read is always allowed; Act (writes and agent runs) is denied
+//! The security policy: Read is always allowed; Act (writes and agent runs) is denied
 //! in `readonly` and limited by `max_actions_per_hour` in a sliding window. The window lives in
 //! the daemon's state, so it spans every session and transport and survives config reloads.
 

@@ -1,4 +1,4 @@
-//! The tool registry (SPEC §13): a discovery view over every MCP tool and core method, and the
+//! The tool registry: a discovery view over every MCP tool and core method, and the
 //! diagnostics a dashboard needs (counts, write surfaces, policy posture, recent writes and
 //! denials with secrets redacted, capability providers). Read-only: it changes no dispatch.
 

@@ -1,4 +1,4 @@
-//! The static resource catalog (SPEC §8): IDENTITY.md, SOUL.md, USER.md and one prompt per
+//! The static resource catalog: IDENTITY.md, SOUL.md, USER.md and one prompt per
 //! built-in subagent, compiled in with `include_str!`. A file of the same name in the config dir
 //! (`<config dir>/IDENTITY.md`, `<config dir>/agents/<id>.md`) overrides the compiled text.
 

@@ -17,7 +17,7 @@
 //!    vectors the daemon stored;
 //! 4. the daemon's peak and current RSS (VmHWM/VmRSS).
 //!
-//! Targets (SPEC'd at 1M chunks) are printed as PASS/MISS for the reader; nothing asserts on time.
+//! Targets (set for 1M chunks) are printed as PASS/MISS for the reader; nothing asserts on time.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
 
 #[path = "memory/baseline.rs"]

@@ -1,4 +1,4 @@
-//! The agent registry (SPEC §11): built-in subagents compiled into the binary plus user agents
+//! The agent registry: built-in subagents compiled into the binary plus user agents
 //! from `<config dir>/agents/*.toml`. It knows what each agent needs and whether it can be
 //! dispatched over MCP right now; running agents is the runner's job, not the registry's.
 

@@ -1,4 +1,4 @@
-//! Runs one subagent (SPEC §11): a fresh session tagged `mcp:<agent_id>:<uuid>`, the agent's
+//! Runs one subagent: a fresh session tagged `mcp:<agent_id>:<uuid>`, the agent's
 //! prompt as system, the caller's prompt as user, then a bounded loop in which the model may call
 //! the read tools the agent declares (those listed right now), each run in-process through the
 //! same validation and handlers as `tools/call`. The last round still offers the tools (the

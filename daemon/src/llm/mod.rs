@@ -1,4 +1,4 @@
-//! LLM providers (SPEC §11): any OpenAI-compatible chat-completions endpoint and Anthropic's
+//! LLM providers: any OpenAI-compatible chat-completions endpoint and Anthropic's
 //! messages API, behind one small conversation model with native tool calling. Streaming is off.
 //! Keys come from the environment variable `[llm].api_key_env` names, read when a client is made;
 //! they never sit in config and never appear in errors. Map:

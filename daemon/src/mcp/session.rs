@@ -180,7 +180,7 @@ pub fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
-/// SPEC §6: `mcp:<normalised name>`, or `mcp` when nothing usable remains.
+/// Provenance: `mcp:<normalised name>`, or `mcp` when nothing usable remains.
 pub fn source_label(name: Option<&str>) -> String {
     match name.map(normalize_id) {
         Some(n) if !n.is_empty() => format!("mcp:{n}"),

@@ -1,4 +1,4 @@
-//! The `mcp_audit` table: one row per write-tool attempt (SPEC §10). Successful writes
+//! The `mcp_audit` table: one row per write-tool attempt. Successful writes
 //! insert their row inside their own transaction; rejections arrive in batches from the
 //! daemon's audit writer through `MemoryEngine::record_audit`.
 

@@ -1,4 +1,4 @@
-//! The `filter` object of recall/fetch/list (SPEC §7) and the listing filters of
+//! The `filter` object of recall/fetch/list and the listing filters of
 //! `tree.browse`, compiled to one SQL predicate over `chunks c` so every search mode
 //! filters with the same semantics. Time bounds are inclusive.
 
@@ -67,7 +67,7 @@ pub(crate) fn parse_kinds(name: &str, kinds: &[String]) -> Result<Vec<&'static s
 }
 
 impl Filter {
-    /// Parses the SPEC §7 filter object; `None`/null is no filter.
+    /// Parses the filter object; `None`/null is no filter.
     pub fn parse(v: Option<&Value>) -> Result<Filter, MemoryError> {
         let mut f = Filter::default();
         let Some(v) = v else { return Ok(f) };

@@ -1,5 +1,5 @@
 //! The memory engine: a personal store of chunks (documents, e-mail, chat, notes,
-//! learnings) with keyword, semantic and hybrid search (SPEC §9).
+//! learnings) with keyword, semantic and hybrid search.
 //!
 //! SQLite (`data_dir/memory.db`) is the source of truth. Two derived indexes follow it:
 //! tantivy for BM25 (`data_dir/fts/`) and an exact-scan vector matrix

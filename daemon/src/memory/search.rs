@@ -1,5 +1,5 @@
 //! Ranking: BM25 (tantivy), vector similarity (exact scan) and their hybrid by
-//! reciprocal-rank fusion (k = 60), with the SPEC §7 filter applied to the fused list;
+//! reciprocal-rank fusion (k = 60), with the filter applied to the fused list;
 //! plus loading the ranked chunks' rows from SQLite.
 //!
 //! Filtering strategy: when a filter matches few chunks (≤ `RESTRICT_CAP`) both

@@ -30,7 +30,7 @@ impl Kind {
         }
     }
 
-    /// Parses a kind name as clients write it; `conversation` is the SPEC §7 alias of `chat`.
+    /// Parses a kind name as clients write it; `conversation` is the documented alias of `chat`.
     pub fn parse(s: &str) -> Option<Kind> {
         match s {
             "document" => Some(Kind::Document),

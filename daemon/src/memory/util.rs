@@ -74,7 +74,7 @@ pub(crate) fn preview(s: &str, max_chars: usize) -> String {
 }
 
 /// Lowercase slug for canonical entity ids: ASCII letters and digits kept, runs of
-/// anything else become one `-` (the same rule as client names, SPEC §6).
+/// anything else become one `-` (the same rule as client names).
 pub(crate) fn slug(s: &str) -> String {
     crate::config::normalize_id(s)
 }

@@ -1,5 +1,5 @@
 //! The write methods: document upserts, notes, tags, learnings and forgetting. Each
-//! runs in one SQLite transaction together with its audit row (SPEC §10), then brings
+//! runs in one SQLite transaction together with its audit row, then brings
 //! the indexes up to date before returning, so the change is searchable at once.
 //! Failed writes roll back and write no audit row: the caller records the rejection.
 

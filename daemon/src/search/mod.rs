@@ -1,4 +1,4 @@
-//! Web search (SPEC §12): the SearXNG JSON API behind `searxng_search`, and the provider chain
+//! Web search: the SearXNG JSON API behind `searxng_search`, and the provider chain
 //! behind `web_search` / `web_answer` — `[search.providers.{searxng,brave,tavily}]`, tried in that
 //! order with fallback on failure unless the caller pins one. Which providers are usable is
 //! decided from config and the environment alone, so tool listing never touches the network.

@@ -1,4 +1,4 @@
-//! Streamable HTTP transport (SPEC §5.4): the MCP endpoint `/mcp` (and `/` as an alias), the
+//! Streamable HTTP transport: the MCP endpoint `/mcp` (and `/` as an alias), the
 //! unauthenticated `/healthz` and the core JSON-RPC endpoint `/rpc`, served by axum on a listener
 //! the caller bound. Map of the module:
 //!
@@ -115,7 +115,7 @@ async fn healthz() -> Response {
     json_response(StatusCode::OK, &json!({ "status": "ok", "version": openhuman_common::VERSION }))
 }
 
-/// `/rpc`: one JSON-RPC request for a core `openhuman.*` method (SPEC §13), no MCP session.
+/// `/rpc`: one JSON-RPC request for a core `openhuman.*` method, no MCP session.
 async fn rpc(State(s): State<Ctx>, body: Result<Bytes, BytesRejection>) -> Response {
     let msg = match parse_body(body) {
         Ok(v) => v,

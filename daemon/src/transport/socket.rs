@@ -1,4 +1,4 @@
-//! The daemon's local socket (SPEC §2, §5.1): a 0600 socket in a 0700 directory, a stale socket
+//! The daemon's local socket: a 0600 socket in a 0700 directory, a stale socket
 //! removed only when a connect is refused, a live one refused with a clear error, peers of
 //! another uid turned away, and one session per connection. Under systemd socket activation the
 //! inherited listener is used instead of binding.

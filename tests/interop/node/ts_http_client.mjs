@@ -232,7 +232,7 @@ const CHECKS = [
   }],
 ];
 
-// `Claude Desktop` → `mcp:claude-desktop` (SPEC §6): what the server should make of a client name.
+// `Claude Desktop` → `mcp:claude-desktop`: what the server should make of a client name.
 function sourceOf(name) {
   const slug = name.trim().toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
   return slug ? `mcp:${slug}` : 'mcp';

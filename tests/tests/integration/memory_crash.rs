@@ -1,5 +1,5 @@
-//! Crash safety of the memory engine (SPEC §9: "a crash never leaves the database
-//! inconsistent"): the daemon is killed with SIGKILL in the middle of a 100k-chunk ingest; after
+//! Crash safety of the memory engine (a crash never leaves the database
+//! inconsistent): the daemon is killed with SIGKILL in the middle of a 100k-chunk ingest; after
 //! a restart the database passes SQLite's integrity check, the indexes hold exactly the
 //! committed chunks, every committed file is found whole and no other, and running the same
 //! ingest again skips what is in and adds the rest.

@@ -10,7 +10,7 @@ use super::args::{ArgSpec, Field};
 use super::{Annotations, Policy, ToolDef, ToolFailure, always};
 use crate::agents::{dispatchability, runner};
 
-/// SPEC §7: an agent run changes things in the world (through its model and the web) and is not
+/// An agent run changes things in the world (through its model and the web) and is not
 /// repeatable.
 const RUN_ANNOTATIONS: Annotations =
     Annotations { read_only: false, destructive: Some(true), idempotent: Some(false), open_world: true };

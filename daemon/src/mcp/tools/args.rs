@@ -1,6 +1,6 @@
 //! Argument schemas for tools, declared once and used twice: rendered as the JSON Schema in
 //! `tools/list` and applied as the validator in `tools/call`. Validation rejects rather than
-//! clamps (SPEC §7): unknown names, blank strings, out-of-range numbers, over-long or over-count
+//! clamps: unknown names, blank strings, out-of-range numbers, over-long or over-count
 //! arrays are all errors that name the argument and the bound.
 
 use serde_json::{Map, Value, json};

@@ -1,4 +1,4 @@
-//! The memory read tools (SPEC §7): `memory.search`, `memory.recall`, `memory.fetch`,
+//! The memory read tools: `memory.search`, `memory.recall`, `memory.fetch`,
 //! `memory.list` and the `tree.*` browsing tools. Each one's arguments are its core method's
 //! parameter schema; the call validates, then invokes the core method by name. When an LLM is
 //! configured, `memory.recall` also carries an `answer` written only from the recalled chunks.

@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::state::AppState;
 use args::ArgSpec;
 
-/// What a tool needs from the security policy (SPEC §10).
+/// What a tool needs from the security policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     Read,

@@ -1,4 +1,4 @@
-//! The web tools (SPEC §7, §12): `searxng_search` (listed when `[searxng].enabled`),
+//! The web tools: `searxng_search` (listed when `[searxng].enabled`),
 //! `web_search` (the provider chain; listed when a provider is usable) and `web_answer` (search,
 //! then an LLM answer citing result URLs; listed when a provider and an LLM are usable).
 

@@ -1,4 +1,4 @@
-//! The write tools (SPEC §7, §10): `memory.store`, `memory.note`, `tree.tag`, `memory.learn`,
+//! The write tools: `memory.store`, `memory.note`, `tree.tag`, `memory.learn`,
 //! `memory.forget`. They run through `tools::call`'s Act path (validation → policy → handler),
 //! every attempt gets one audit row, and a successful write commits its row in the same
 //! transaction as the data. Argument summaries in audit rows never carry bodies.
@@ -24,7 +24,7 @@ pub const AUDITED: &[&str] = &["memory.store", "memory.note", "tree.tag", "memor
 const LEARN_KINDS: &[&str] = &["preference", "fact", "procedure", "correction", "other"];
 const TITLE_CHARS: usize = 128;
 
-/// SPEC §7 slug: ASCII letters/digits lowercased, other runs → `-`, trimmed, at most 64 chars;
+/// Slug: ASCII letters/digits lowercased, other runs → `-`, trimmed, at most 64 chars;
 /// empty → `untitled-<first 16 hex of sha256(title)>`.
 pub fn slug(title: &str) -> String {
     let mut out = crate::config::normalize_id(title);

@@ -1,4 +1,4 @@
-//! Embedders behind an HTTP API (SPEC §9, `[memory.embeddings]`): Ollama (`POST /api/embed`, or
+//! Embedders behind an HTTP API (`[memory.embeddings]`): Ollama (`POST /api/embed`, or
 //! the older one-text `/api/embeddings` when a server lacks the batch endpoint) and any
 //! OpenAI-compatible `POST /v1/embeddings`. The engine calls `embed` from blocking threads (the
 //! blocking pool, its backfill thread, start-up), so each embedder owns a one-thread tokio runtime
