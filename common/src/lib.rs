@@ -1,10 +1,14 @@
-//! Pieces the daemon and the shim must agree on byte for byte: JSON-RPC error codes, where the
-//! files live (`Paths`), and how the local socket is named. Nothing here knows MCP methods.
+//! What every crate of the workspace agrees on: JSON-RPC error codes, where the files live
+//! (`Paths`), how the local socket is named, and the pure text helpers with one meaning each
+//! (`normalize_id`, credential detection and redaction, loopback checks). Nothing here knows MCP
+//! methods, config or memory.
 
 pub mod codes;
 pub mod paths;
+pub mod text;
 
 pub use paths::Paths;
+pub use text::{is_loopback_host, looks_secret, normalize_id, redact};
 
 /// Product version, shared so `status` and `serverInfo` agree across binaries.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

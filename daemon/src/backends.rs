@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use openhuman_common::Paths;
 
-use crate::config::{Config, EmbeddingProvider, MemoryEngineKind};
 use crate::memory::embed::{Embedder, HttpEmbedder, StaticModel};
 use crate::memory::{MemoryEngine, MemoryOptions};
 use crate::state::MEMORY_OFF;
+use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
 
 /// The built-in static embedder, parsed once per process and shared.
 struct Builtin(&'static StaticModel);

@@ -1,7 +1,6 @@
 //! openhumand-mcp: the daemon behind openhuman-mcp. Map of the crate:
 //!
 //! - `cli`        command-line shapes (clap)
-//! - `config`     typed config: TOML + env overrides, validated once, reloadable
 //! - `state`      `AppState`, the cloneable handle to everything warm
 //! - `mcp/`       the one dispatcher: protocol, sessions, lifecycle, resources, tools
 //! - `transport/` socket, stdio and Streamable HTTP: bytes <-> messages
@@ -25,7 +24,6 @@ pub mod audit;
 pub mod backends;
 pub mod cli;
 pub mod client;
-pub mod config;
 pub mod control;
 pub mod core_rpc;
 pub mod llm;
@@ -47,6 +45,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use openhuman_common::Paths;
+use openhuman_config as config;
 
 use cli::{Cli, Command, ConfigAction, ServiceAction};
 use state::AppState;
@@ -301,18 +300,12 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
     let token = env_token.or(file_token).or_else(|| args.auth_token.clone());
     let host = args.host.clone().unwrap_or_else(|| h.host.clone());
     let port = args.port.unwrap_or(h.port);
-    if !is_loopback_host(&host) && token.is_none() {
+    if !openhuman_common::is_loopback_host(&host) && token.is_none() {
         anyhow::bail!(
             "refusing to serve HTTP on non-loopback address {host} without a token: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
         );
     }
     Ok(Some(transport::http::HttpOptions { host, port, token }))
-}
-
-/// True for 127.0.0.0/8, ::1 and `localhost`.
-pub fn is_loopback_host(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']');
-    h.eq_ignore_ascii_case("localhost") || h.parse::<std::net::IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {

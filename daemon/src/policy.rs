@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::config::{AutonomyLevel, Config};
+use openhuman_config::{AutonomyLevel, Config};
 
 const WINDOW: Duration = Duration::from_secs(3600);
 

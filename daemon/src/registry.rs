@@ -67,11 +67,6 @@ pub fn get(state: &AppState, id: &str) -> Option<Value> {
     core_rpc::find(id).map(method_entry)
 }
 
-/// Replaces anything that looks like a credential in a message.
-pub fn redact(text: &str) -> String {
-    text.split(' ').map(|w| if write::looks_secret(w) { "[redacted]" } else { w }).collect::<Vec<_>>().join(" ")
-}
-
 pub fn diagnostics(state: &AppState) -> Value {
     let config = state.config();
     let all = tools::all_tools();
@@ -91,7 +86,7 @@ pub fn diagnostics(state: &AppState) -> Value {
                 .iter()
                 .filter(|r| r.error.as_deref().is_some_and(|e| e.starts_with("[policy-blocked]")))
                 .take(10)
-                .map(|r| json!({ "ts_ms": r.ts_ms, "tool": r.tool, "source": r.source, "error": redact(r.error.as_deref().unwrap_or("")) }))
+                .map(|r| json!({ "ts_ms": r.ts_ms, "tool": r.tool, "source": r.source, "error": openhuman_common::redact(r.error.as_deref().unwrap_or(""), None) }))
                 .collect();
             (json!({ "total": day.len(), "succeeded": ok, "failed": day.len() - ok }), denials)
         }
@@ -100,7 +95,7 @@ pub fn diagnostics(state: &AppState) -> Value {
     let providers = &config.capability_providers;
     let ids: Vec<Value> = providers
         .iter()
-        .map(|p| json!({ "id": crate::config::normalize_id(&p.id), "display_name": p.display_name, "trust_state": p.trust_state, "enabled": p.enabled, "eligible": p.eligible() }))
+        .map(|p| json!({ "id": openhuman_common::normalize_id(&p.id), "display_name": p.display_name, "trust_state": p.trust_state, "enabled": p.enabled, "eligible": p.eligible() }))
         .collect();
     json!({
         "counts": {
@@ -118,21 +113,9 @@ pub fn diagnostics(state: &AppState) -> Value {
         "capability_providers": {
             "configured": providers.len(),
             "enabled": providers.iter().filter(|p| p.enabled).count(),
-            "trusted": providers.iter().filter(|p| p.trust_state == crate::config::TrustState::Trusted).count(),
+            "trusted": providers.iter().filter(|p| p.trust_state == openhuman_config::TrustState::Trusted).count(),
             "eligible": providers.iter().filter(|p| p.eligible()).count(),
             "providers": ids,
         },
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn redaction_hides_credentials_and_keeps_the_rest() {
-        let out = redact("upstream refused key sk-proj-abcdefghijklmnop1234 for user bob");
-        assert_eq!(out, "upstream refused key [redacted] for user bob");
-        assert_eq!(redact("[policy-blocked] readonly"), "[policy-blocked] readonly");
-    }
 }

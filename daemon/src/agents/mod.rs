@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 pub use builtin::BUILTINS;
 
-use crate::config::Config;
+use openhuman_config::Config;
 
 /// One built-in agent: its manifest (TOML) and system prompt, both compiled in.
 pub struct BuiltinAgent {

@@ -6,6 +6,7 @@
 use std::sync::Once;
 use std::time::Duration;
 
+use openhuman_common::redact;
 use reqwest::{RequestBuilder, StatusCode, Url};
 use serde_json::Value;
 
@@ -43,9 +44,10 @@ pub fn client(url: &str, timeout: Duration) -> Result<reqwest::Client, String> {
 }
 
 fn is_loopback(url: &str) -> bool {
-    Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_string)).is_some_and(|h| {
-        h == "localhost" || h.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) || h == "[::1]"
-    })
+    Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .is_some_and(|h| openhuman_common::is_loopback_host(&h))
 }
 
 /// `host[:port]` of a URL, for error messages (paths and queries may carry secrets).
@@ -207,15 +209,6 @@ pub fn excerpt(s: &str) -> String {
     }
     let cut: String = one_line.chars().take(REASON_CHARS).collect();
     format!("{cut}…")
-}
-
-/// Removes the key, and anything else that looks like a credential, from a text.
-pub fn redact(text: &str, secret: Option<&str>) -> String {
-    let mut t = text.to_string();
-    if let Some(s) = secret.filter(|s| s.len() >= 4) {
-        t = t.replace(s, "[redacted]");
-    }
-    crate::registry::redact(&t)
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::{Config, LlmConfig, LlmProvider};
+use openhuman_config::{Config, LlmConfig, LlmProvider};
 
 pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com/v1";
 pub const ANTHROPIC_DEFAULT_BASE: &str = "https://api.anthropic.com";

@@ -385,7 +385,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::Config;
+    use openhuman_config::Config;
 
     struct Rig {
         dispatcher: Dispatcher,

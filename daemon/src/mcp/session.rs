@@ -11,7 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::config::normalize_id;
+use openhuman_common::normalize_id;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 

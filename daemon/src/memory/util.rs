@@ -76,5 +76,5 @@ pub(crate) fn preview(s: &str, max_chars: usize) -> String {
 /// Lowercase slug for canonical entity ids: ASCII letters and digits kept, runs of
 /// anything else become one `-` (the same rule as client names).
 pub(crate) fn slug(s: &str) -> String {
-    crate::config::normalize_id(s)
+    openhuman_common::normalize_id(s)
 }

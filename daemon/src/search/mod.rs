@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, SearchProviderConfig};
+use openhuman_config::{Config, SearchProviderConfig};
 
 /// Timeout for Brave and Tavily calls (SearXNG uses `[searxng].timeout_seconds`).
 const HOSTED_TIMEOUT: Duration = Duration::from_secs(20);

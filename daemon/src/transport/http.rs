@@ -76,7 +76,7 @@ pub async fn serve(
         sessions: SessionTable::new(Duration::from_secs(cfg.session_idle_secs), cfg.max_sessions),
         dispatcher,
         token: opts.token.clone(),
-        check_host: local.ip().is_loopback() || crate::is_loopback_host(&opts.host),
+        check_host: local.ip().is_loopback() || openhuman_common::is_loopback_host(&opts.host),
         allowed_origins: cfg.allowed_origins.clone(),
         keepalive: Duration::from_secs(cfg.sse_keepalive_secs.max(1)),
         // Its own child, so the sweeper also stops when serving fails.

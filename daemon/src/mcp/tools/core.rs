@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::args::ArgSpec;
 use super::{Annotations, Policy, ToolDef, ToolOutcome, always};
 use crate::agents::AGENT_TOOLS;
-use crate::config::Config;
+use openhuman_config::Config;
 
 pub fn tools() -> Vec<ToolDef> {
     vec![

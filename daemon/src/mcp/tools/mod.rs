@@ -17,9 +17,9 @@ use serde_json::{Map, Value, json};
 
 use super::context::RequestCtx;
 use super::protocol::{Payload, RpcError};
-use crate::config::Config;
 use crate::state::AppState;
 use args::ArgSpec;
+use openhuman_config::Config;
 
 /// What a tool needs from the security policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

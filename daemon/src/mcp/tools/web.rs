@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 
 use super::args::{ArgSpec, Field};
 use super::{Annotations, Policy, ToolDef, ToolFailure};
-use crate::config::Config;
 use crate::llm::{self, Llm, grounded};
 use crate::search::{self, ProviderId, searxng};
+use openhuman_config::Config;
 
 const QUERY_BYTES: usize = 2048;
 

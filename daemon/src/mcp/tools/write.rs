@@ -4,6 +4,7 @@
 //! transaction as the data. Argument summaries in audit rows never carry bodies.
 
 use futures::FutureExt;
+use openhuman_common::looks_secret;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
@@ -27,29 +28,10 @@ const TITLE_CHARS: usize = 128;
 /// Slug: ASCII letters/digits lowercased, other runs → `-`, trimmed, at most 64 chars;
 /// empty → `untitled-<first 16 hex of sha256(title)>`.
 pub fn slug(title: &str) -> String {
-    let mut out = crate::config::normalize_id(title);
+    let mut out = openhuman_common::normalize_id(title);
     out.truncate(64);
     let out = out.trim_end_matches('-').to_string();
     if out.is_empty() { format!("untitled-{}", &hex::encode(Sha256::digest(title.as_bytes()))[..16]) } else { out }
-}
-
-/// True for strings that look like credentials (API keys, tokens, private keys). Such values are
-/// stored when the user asks (it is their memory) but never copied into audit rows or logs.
-pub fn looks_secret(s: &str) -> bool {
-    const PREFIXES: &[&str] =
-        &["sk-", "sk_live_", "sk_test_", "ghp_", "gho_", "github_pat_", "xoxb-", "xoxp-", "AKIA", "AIza", "glpat-"];
-    let t = s.trim();
-    if t.contains("-----BEGIN") || t.to_ascii_lowercase().starts_with("bearer ") {
-        return true;
-    }
-    t.split_whitespace().any(|w| {
-        PREFIXES.iter().any(|p| w.starts_with(p) && w.len() >= p.len() + 12)
-            || (w.len() >= 32
-                && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
-                && w.chars().any(|c| c.is_ascii_digit())
-                && w.chars().any(|c| c.is_ascii_uppercase())
-                && w.chars().any(|c| c.is_ascii_lowercase()))
-    })
 }
 
 /// A title as it may appear in an audit row: at most 128 characters, secrets redacted.
@@ -372,14 +354,5 @@ mod tests {
         assert!(!s.to_string().contains("private"));
         let s = summarize("memory.learn", json!({"text": "I prefer tea", "kind": "preference"}).as_object().unwrap());
         assert!(!s.to_string().contains("tea"));
-    }
-
-    #[test]
-    fn secret_detection() {
-        assert!(looks_secret("sk-proj-abcdefghijklmnop1234"));
-        assert!(looks_secret("my key is ghp_abcdefghijklmnopqrstu12345"));
-        assert!(looks_secret("-----BEGIN OPENSSH PRIVATE KEY-----"));
-        assert!(!looks_secret("Meeting notes for the quarterly review"));
-        assert!(!looks_secret("sk-short"));
     }
 }

@@ -16,8 +16,8 @@ use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
 
 use super::Embedder;
-use crate::config::{EmbeddingProvider, EmbeddingsConfig};
 use crate::llm::http;
+use openhuman_config::{EmbeddingProvider, EmbeddingsConfig};
 
 pub const OLLAMA_DEFAULT_BASE: &str = "http://127.0.0.1:11434";
 pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com";

@@ -220,7 +220,7 @@ pub async fn sweep(shared: Ctx) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use openhuman_config::Config;
 
     fn state() -> (AppState, tempfile::TempDir) {
         let home = tempfile::tempdir().unwrap();

@@ -10,8 +10,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::*;
-use crate::config::Config;
 use crate::state::AppState;
+use openhuman_config::Config;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow, bail};
+use openhuman_common::normalize_id;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -252,6 +252,26 @@ pub struct Loaded {
     pub env_overrides: Vec<String>,
 }
 
+/// Why a config could not be loaded or rendered. Every message names the key and where its
+/// value came from (the file or an environment variable), so the user knows what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {file}: {source}")]
+    Read { file: String, source: std::io::Error },
+    #[error("config file {file} is not valid TOML: {source}")]
+    Toml { file: String, source: toml::de::Error },
+    #[error("environment variable {var} (key `{key}`): {reason}")]
+    Env { var: String, key: String, reason: String },
+    #[error("invalid config: key `{key}` in {origin}: {reason}")]
+    Value { key: String, origin: String, reason: String },
+    #[error("invalid config in {file}: {reason}")]
+    Invalid { file: String, reason: String },
+    #[error("cannot render the config: {0}")]
+    Render(String),
+}
+
+type Result<T, E = ConfigError> = std::result::Result<T, E>;
+
 /// Loads `file` (missing = defaults) with the process environment's overrides.
 pub fn load(file: &Path) -> Result<Loaded> {
     let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("OPENHUMAN_")).collect();
@@ -264,13 +284,13 @@ pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
     let (text, file_exists) = match std::fs::read_to_string(file) {
         Ok(text) => (text, true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
-        Err(e) => return Err(anyhow!("cannot read config file {shown}: {e}")),
+        Err(source) => return Err(ConfigError::Read { file: shown.to_string(), source }),
     };
     let table: toml::Table =
-        toml::from_str(&text).map_err(|e| anyhow!("config file {shown} is not valid TOML: {e}"))?;
-    let mut value = serde_json::to_value(&table).context("config to JSON")?;
+        toml::from_str(&text).map_err(|source| ConfigError::Toml { file: shown.to_string(), source })?;
+    let mut value = serde_json::to_value(&table).map_err(|e| ConfigError::Render(e.to_string()))?;
 
-    let defaults = serde_json::to_value(Config::default()).context("default config to JSON")?;
+    let defaults = serde_json::to_value(Config::default()).map_err(|e| ConfigError::Render(e.to_string()))?;
     let mut leaves = Vec::new();
     collect_leaves(&defaults, &mut Vec::new(), &mut leaves);
     let mut env_paths = Vec::new();
@@ -283,8 +303,11 @@ pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
             tracing::warn!(variable = %name, "ignoring OPENHUMAN_ environment variable that names no config key");
             continue;
         };
-        let parsed = parse_env_value(default, raw)
-            .map_err(|e| anyhow!("environment variable {name} (key `{}`): {e}", path.join(".")))?;
+        let parsed = parse_env_value(default, raw).map_err(|reason| ConfigError::Env {
+            var: name.clone(),
+            key: path.join("."),
+            reason,
+        })?;
         set_path(&mut value, path, parsed);
         env_paths.push((path.join("."), name.clone()));
         env_overrides.push(name.clone());
@@ -297,36 +320,36 @@ pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
             .find(|(p, _)| *p == key)
             .map(|(_, var)| format!("environment variable {var}"))
             .unwrap_or_else(|| format!("config file {shown}"));
-        anyhow!("invalid config: key `{key}` in {origin}: {}", e.inner())
+        ConfigError::Value { key, origin, reason: e.inner().to_string() }
     })?;
-    validate(&config).map_err(|e| anyhow!("invalid config in {shown}: {e}"))?;
+    validate(&config).map_err(|reason| ConfigError::Invalid { file: shown.to_string(), reason })?;
     Ok(Loaded { config, file: file.to_path_buf(), file_exists, env_overrides })
 }
 
 /// Checks values serde cannot: ranges, URLs, provider ids.
-fn validate(c: &Config) -> Result<()> {
+fn validate(c: &Config) -> Result<(), String> {
     if c.mcp.max_line_bytes < 1024 {
-        bail!("key `mcp.max_line_bytes` must be at least 1024 (got {})", c.mcp.max_line_bytes);
+        return Err(format!("key `mcp.max_line_bytes` must be at least 1024 (got {})", c.mcp.max_line_bytes));
     }
     if c.mcp.http.host.trim().is_empty() {
-        bail!("key `mcp.http.host` must not be blank");
+        return Err(format!("key `mcp.http.host` must not be blank"));
     }
     if c.mcp.http.max_sessions == 0 {
-        bail!("key `mcp.http.max_sessions` must be at least 1");
+        return Err(format!("key `mcp.http.max_sessions` must be at least 1"));
     }
     if c.mcp.http.session_idle_secs == 0 {
-        bail!("key `mcp.http.session_idle_secs` must be at least 1");
+        return Err(format!("key `mcp.http.session_idle_secs` must be at least 1"));
     }
     for origin in &c.mcp.http.allowed_origins {
         if !(origin.starts_with("http://") || origin.starts_with("https://")) {
-            bail!("key `mcp.http.allowed_origins`: `{origin}` must start with http:// or https://");
+            return Err(format!("key `mcp.http.allowed_origins`: `{origin}` must start with http:// or https://"));
         }
     }
     if !(1..=50).contains(&c.searxng.max_results) {
-        bail!("key `searxng.max_results` must be between 1 and 50 (got {})", c.searxng.max_results);
+        return Err(format!("key `searxng.max_results` must be between 1 and 50 (got {})", c.searxng.max_results));
     }
     if c.searxng.timeout_seconds == 0 {
-        bail!("key `searxng.timeout_seconds` must be at least 1");
+        return Err(format!("key `searxng.timeout_seconds` must be at least 1"));
     }
     check_url("searxng.base_url", &c.searxng.base_url)?;
     if let Some(url) = &c.llm.base_url {
@@ -346,52 +369,33 @@ fn validate(c: &Config) -> Result<()> {
     for (i, p) in c.capability_providers.iter().enumerate() {
         let id = normalize_id(&p.id);
         if id.is_empty() {
-            bail!("key `capability_providers[{i}].id` must contain a letter or digit (got {:?})", p.id);
+            return Err(format!("key `capability_providers[{i}].id` must contain a letter or digit (got {:?})", p.id));
         }
         if !seen.insert(id.clone()) {
-            bail!(
+            return Err(format!(
                 "key `capability_providers[{i}].id`: {:?} duplicates another provider after normalisation to `{id}`",
                 p.id
-            );
+            ));
         }
     }
     Ok(())
 }
 
-fn check_url(key: &str, url: &str) -> Result<()> {
+fn check_url(key: &str, url: &str) -> Result<(), String> {
     if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "https://".len() {
-        bail!("key `{key}` must be an http:// or https:// URL (got {url:?})");
+        return Err(format!("key `{key}` must be an http:// or https:// URL (got {url:?})"));
     }
     Ok(())
 }
 
-fn check_env_var_name(key: &str, var: &str) -> Result<()> {
+fn check_env_var_name(key: &str, var: &str) -> Result<(), String> {
     let ok = !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !ok {
-        bail!(
+        return Err(format!(
             "key `{key}` names an environment variable, not a secret: use a name like OPENAI_API_KEY (got a value that is not a variable name)"
-        );
+        ));
     }
     Ok(())
-}
-
-/// Normalises a client or provider name: lowercase ASCII letters and digits are kept,
-/// every run of anything else becomes one `-`, and `-` is trimmed from both ends.
-pub fn normalize_id(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut pending_dash = false;
-    for c in name.trim().chars() {
-        if c.is_ascii_alphanumeric() {
-            if pending_dash && !out.is_empty() {
-                out.push('-');
-            }
-            pending_dash = false;
-            out.push(c.to_ascii_lowercase());
-        } else {
-            pending_dash = true;
-        }
-    }
-    out
 }
 
 fn collect_leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
@@ -414,13 +418,13 @@ fn env_name(path: &[String]) -> String {
     format!("OPENHUMAN_{}", path.join("_").to_ascii_uppercase())
 }
 
-fn parse_env_value(default: &Value, raw: &str) -> Result<Value> {
+fn parse_env_value(default: &Value, raw: &str) -> Result<Value, String> {
     let raw = raw.trim();
     Ok(match default {
         Value::Bool(_) => match raw.to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" | "on" => Value::Bool(true),
             "false" | "0" | "no" | "off" => Value::Bool(false),
-            _ => bail!("expected true or false, got {raw:?}"),
+            _ => return Err(format!("expected true or false, got {raw:?}")),
         },
         Value::Number(_) => {
             if let Ok(n) = raw.parse::<i64>() {
@@ -428,7 +432,7 @@ fn parse_env_value(default: &Value, raw: &str) -> Result<Value> {
             } else if let Ok(f) = raw.parse::<f64>() {
                 Value::from(f)
             } else {
-                bail!("expected a number, got {raw:?}")
+                return Err(format!("expected a number, got {raw:?}"));
             }
         }
         Value::Array(_) => {
@@ -455,7 +459,7 @@ fn set_path(root: &mut Value, path: &[String], leaf: Value) {
 
 /// The effective config as TOML, for `config show`.
 pub fn to_toml(c: &Config) -> Result<String> {
-    toml::to_string_pretty(c).context("render config as TOML")
+    toml::to_string_pretty(c).map_err(|e| ConfigError::Render(e.to_string()))
 }
 
 #[cfg(test)]
@@ -513,16 +517,6 @@ mod tests {
         assert!(err.contains("OPENHUMAN_SEARXNG_ENABLED"), "{err}");
         let err = load_text("", &[("OPENHUMAN_MCP_HTTP_PORT", "99999")]).unwrap_err().to_string();
         assert!(err.contains("OPENHUMAN_MCP_HTTP_PORT"), "{err}");
-    }
-
-    #[test]
-    fn normalisation_examples() {
-        assert_eq!(normalize_id("Claude Desktop"), "claude-desktop");
-        assert_eq!(normalize_id("  Zed: Nightly  "), "zed-nightly");
-        assert_eq!(normalize_id("会议记录"), "");
-        assert_eq!(normalize_id("Acme Tools"), "acme-tools");
-        assert_eq!(normalize_id("--Cursor--"), "cursor");
-        assert_eq!(normalize_id("a__b  c"), "a-b-c");
     }
 
     #[test]
