@@ -5,7 +5,7 @@
 
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use crate::memory::{AuditRow, MemoryEngine};
+use openhuman_memory::{AuditRow, MemoryEngine};
 
 enum Msg {
     Row(Box<AuditRow>),

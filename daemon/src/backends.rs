@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use openhuman_common::Paths;
 
-use crate::memory::embed::{Embedder, HttpEmbedder, StaticModel};
-use crate::memory::{MemoryEngine, MemoryOptions};
 use crate::state::MEMORY_OFF;
 use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
+use openhuman_memory::embed::{EmbedError, Embedder, StaticModel};
+use openhuman_memory::{MemoryEngine, MemoryOptions};
+use openhuman_providers::embed::HttpEmbedder;
 
 /// The built-in static embedder, parsed once per process and shared.
 struct Builtin(&'static StaticModel);
@@ -20,7 +21,7 @@ impl Embedder for Builtin {
     fn dims(&self) -> usize {
         self.0.dims()
     }
-    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.0.embed(texts)
     }
 }
@@ -34,7 +35,9 @@ pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, Strin
         EmbeddingProvider::Builtin => Arc::new(Builtin(StaticModel::builtin().map_err(|e| format!("{e:#}"))?)),
         EmbeddingProvider::Ollama | EmbeddingProvider::Openai => {
             let e = HttpEmbedder::open(&config.memory.embeddings, &paths.data_dir);
-            Arc::new(e.inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?)
+            Arc::new(
+                e.map_err(|e| e.to_string()).inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?,
+            )
         }
     };
     let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder });

@@ -139,7 +139,7 @@ async fn ingest(state: &AppState, params: &Map<String, Value>, progress: Option<
         Some(_) => return Err(RpcError::invalid_params("`kind` must be document, email or chat")),
     };
     let summary = tokio::task::spawn_blocking(move || {
-        let report = |p: &crate::memory::IngestProgress| {
+        let report = |p: &openhuman_memory::IngestProgress| {
             if let Some(pr) = &progress {
                 let mut params = json!({
                     "progressToken": pr.token,
@@ -163,7 +163,7 @@ async fn ingest(state: &AppState, params: &Map<String, Value>, progress: Option<
 }
 
 /// `{limit?, tool?, client?, since?, failed?}` → an audit query.
-pub fn audit_query(params: &Map<String, Value>) -> Result<crate::memory::AuditQuery, RpcError> {
+pub fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memory::AuditQuery, RpcError> {
     let since_ms = match params.get("since").and_then(Value::as_str) {
         Some(s) => Some(
             chrono::DateTime::parse_from_rfc3339(s)
@@ -176,7 +176,7 @@ pub fn audit_query(params: &Map<String, Value>) -> Result<crate::memory::AuditQu
         ),
         None => None,
     };
-    Ok(crate::memory::AuditQuery {
+    Ok(openhuman_memory::AuditQuery {
         limit: params.get("limit").and_then(Value::as_u64).map(|n| n.clamp(1, 10_000) as usize),
         tool: params.get("tool").and_then(Value::as_str).map(str::to_string),
         client: params.get("client").and_then(Value::as_str).map(str::to_string),

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
 use crate::mcp::tools::args::{ArgSpec, Field};
-use crate::memory::{MemoryEngine, MemoryError};
 use crate::state::AppState;
+use openhuman_memory::{MemoryEngine, MemoryError};
 
 /// Why a core method failed; the MCP layer turns all but `Internal` into readable tool errors.
 #[derive(Debug)]

@@ -26,15 +26,12 @@ pub mod cli;
 pub mod client;
 pub mod control;
 pub mod core_rpc;
-pub mod llm;
 pub mod logging;
 pub mod mcp;
-pub mod memory;
 pub mod policy;
 pub mod register;
 pub mod registry;
 pub mod resources;
-pub mod search;
 pub mod server;
 pub mod service;
 pub mod state;
@@ -240,7 +237,7 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
     } else {
         let loaded = config::load(&paths.config_file)?;
         let engine = backends::open_memory(&paths, &loaded.config).map_err(anyhow::Error::msg)?;
-        let s = engine.ingest_paths(&files, kind, &|p: &memory::IngestProgress| {
+        let s = engine.ingest_paths(&files, kind, &|p: &openhuman_memory::IngestProgress| {
             show(p.files_done as u64, p.files_total as u64, format!("{} chunks", p.chunks_written))
         })?;
         engine.wait_background();

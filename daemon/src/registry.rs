@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use crate::core_rpc;
 use crate::mcp::tools::{self, Policy, ToolDef, write};
-use crate::memory::AuditQuery;
 use crate::state::AppState;
+use openhuman_memory::AuditQuery;
 
 /// Registry version of the entries' shape.
 const VERSION: &str = "1";

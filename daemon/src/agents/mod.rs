@@ -201,9 +201,9 @@ pub fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
     if m.requires.iter().any(|r| r == "toolkit") {
         return Err("needs a third-party toolkit binding, which cannot be provided over MCP".to_string());
     }
-    crate::llm::usable(config)?;
+    openhuman_providers::llm::usable(config).map_err(|e| e.to_string())?;
     if m.requires.iter().any(|r| r == "web_search") {
-        crate::search::web_search_usable(config).map_err(|why| format!("needs web search, but {why}"))?;
+        openhuman_providers::search::web_search_usable(config).map_err(|why| format!("needs web search, but {why}"))?;
     }
     Ok(())
 }

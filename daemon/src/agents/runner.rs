@@ -7,10 +7,10 @@
 
 use serde_json::{Value, json};
 
-use crate::llm::{Llm, Message, Request, ToolSpec};
 use crate::mcp::RequestCtx;
 use crate::mcp::tools::{self, Policy};
 use crate::state::AppState;
+use openhuman_providers::llm::{Llm, Message, Request, ToolSpec};
 
 /// Longest tool result handed back to the model, in characters; the rest is cut with a note.
 const RESULT_CHARS: usize = 16_000;
@@ -42,7 +42,7 @@ pub async fn run(state: AppState, agent_id: &str, prompt: &str, ctx: RequestCtx)
     let config = state.config();
     super::dispatchability(&agent, &config)
         .map_err(|why| format!("agent `{agent_id}` cannot be run over MCP: {why}"))?;
-    let llm = Llm::from_config(&config)?;
+    let llm = Llm::from_config(&config).map_err(|e| e.to_string())?;
     let declared = &agent.manifest.tools;
     let tools: Vec<&tools::ToolDef> = tools::listed(&config)
         .into_iter()
@@ -103,7 +103,7 @@ async fn rounds(
         let req = Request { system, messages: &messages, tools: specs, forbid_tools: last && !specs.is_empty() };
         // Cancellation drops this whole future (the dispatcher races it against the request's
         // token), which drops the in-flight HTTP request and closes its connection.
-        let reply = llm.complete(&req).await?;
+        let reply = llm.complete(&req).await.map_err(|e| e.to_string())?;
         if reply.calls.is_empty() || last {
             let text = reply.text.trim().to_string();
             if text.is_empty() {

@@ -103,7 +103,7 @@ pub fn tools() -> Vec<ToolDef> {
                 },
                 "required": ["agent_id", "response", "steps", "session"]
             })),
-            available: crate::llm::configured,
+            available: openhuman_providers::llm::configured,
             handler: |state, args, ctx| {
                 async move {
                     let agent_id = args["agent_id"].as_str().unwrap_or_default().trim().to_string();

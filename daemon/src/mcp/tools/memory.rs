@@ -5,7 +5,8 @@
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use serde_json::{Map, Value};
+use openhuman_providers::llm::{Llm, grounded};
+use serde_json::{Map, Value, json};
 
 use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
 use crate::core_rpc::{self, CoreError};
@@ -31,8 +32,8 @@ fn recall(state: AppState, args: Map<String, Value>) -> BoxFuture<'static, ToolO
     async move {
         let query = args.get("query").and_then(Value::as_str).unwrap_or_default().to_string();
         let mut result = via(state.clone(), "openhuman.memory_tree_recall", args).await?;
-        if crate::llm::configured(&state.config()) && crate::agents::runner::current_session().is_none() {
-            match crate::llm::grounded::recall_answer(&state, &query, &result).await {
+        if openhuman_providers::llm::configured(&state.config()) && crate::agents::runner::current_session().is_none() {
+            match recall_answer(&state, &query, &result).await {
                 Ok(answer) => result["answer"] = Value::String(answer),
                 Err(e) => result["answer_error"] = Value::String(e),
             }
@@ -145,4 +146,43 @@ pub fn tools() -> Vec<ToolDef> {
             handler: |s, a, _c| via(s, "openhuman.memory_items_list", a),
         },
     ]
+}
+
+/// Chunks of a recall result read in full for its answer (the best-ranked ones).
+const RECALL_SOURCES: usize = 8;
+
+/// The answer to a `memory.recall` question from its result's chunks (read in full), citing them
+/// as `[chunk:<id>]`. No chunks: a fixed sentence, without asking the model.
+async fn recall_answer(state: &AppState, question: &str, recall: &Value) -> Result<String, String> {
+    let config = state.config();
+    let llm = Llm::from_config(&config).map_err(|e| e.to_string())?;
+    drop(config);
+    let mut sources = Vec::new();
+    for hit in recall["chunks"].as_array().into_iter().flatten().take(RECALL_SOURCES) {
+        let Some(id) = hit["chunk_id"].as_str() else { continue };
+        let mut p = Map::new();
+        p.insert("chunk_id".into(), json!(id));
+        // The snippet stands in when the chunk cannot be read (e.g. deleted since the search).
+        let chunk = crate::core_rpc::invoke(state.clone(), "openhuman.memory_tree_get_chunk", p).await.ok();
+        let text = chunk
+            .as_ref()
+            .and_then(|c| c["content"].as_str())
+            .or_else(|| hit["snippet"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        let mut label: Vec<String> = Vec::new();
+        for key in ["title", "source_kind", "source_ref"] {
+            if let Some(v) = hit[key].as_str().filter(|v| !v.is_empty()) {
+                label.push(v.to_string());
+            }
+        }
+        if let Some(t) = chunk.as_ref().and_then(|c| c["observed_at"].as_str()) {
+            label.push(t.to_string());
+        }
+        sources.push(grounded::Source { cite: format!("chunk:{id}"), label: label.join(" · "), text });
+    }
+    if sources.is_empty() {
+        return Ok("Nothing in memory matches this question.".to_string());
+    }
+    grounded::answer(&llm, grounded::Style::Memory, question, &sources).await.map_err(|e| e.to_string())
 }

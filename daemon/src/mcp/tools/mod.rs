@@ -298,7 +298,7 @@ impl ResultCache {
 /// Why a known tool is not listed under `config`: the key to set, where the tool's family knows it.
 fn unavailable(name: &str, config: &Config) -> String {
     let specific = match name {
-        "agent.run_subagent" => crate::llm::usable(config).err(),
+        "agent.run_subagent" => openhuman_providers::llm::usable(config).err().map(|e| e.to_string()),
         "searxng_search" | "web_search" | "web_answer" => web::unavailable(name, config),
         _ => None,
     };

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 
 use super::args::{ArgSpec, Field};
 use super::{Annotations, Policy, ToolDef, ToolFailure};
-use crate::llm::{self, Llm, grounded};
-use crate::search::{self, ProviderId, searxng};
 use openhuman_config::Config;
+use openhuman_providers::llm::{self, Llm, grounded};
+use openhuman_providers::search::{self, ProviderId, searxng};
 
 const QUERY_BYTES: usize = 2048;
 
@@ -30,8 +30,10 @@ pub fn unavailable(name: &str, config: &Config) -> Option<String> {
             "SearXNG is off: set [searxng].enabled = true (or OPENHUMAN_SEARXNG_ENABLED=true) and [searxng].base_url"
                 .to_string(),
         ),
-        "web_search" => search::web_search_usable(config).err(),
-        "web_answer" => search::web_search_usable(config).err().or_else(|| llm::usable(config).err()),
+        "web_search" => search::web_search_usable(config).err().map(|e| e.to_string()),
+        "web_answer" => {
+            search::web_search_usable(config).err().or_else(|| llm::usable(config).err()).map(|e| e.to_string())
+        }
         _ => None,
     }
 }
@@ -79,7 +81,8 @@ pub fn tools() -> Vec<ToolDef> {
                         .and_then(Value::as_array)
                         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                         .unwrap_or_default();
-                    let categories = searxng::normalize_categories(&given).map_err(ToolFailure::Tool)?;
+                    let categories =
+                        searxng::normalize_categories(&given).map_err(|e| ToolFailure::Tool(e.to_string()))?;
                     let language = args
                         .get("language")
                         .and_then(Value::as_str)
@@ -94,7 +97,7 @@ pub fn tools() -> Vec<ToolDef> {
                         max_results: max_results as usize,
                         timeout: Duration::from_secs(s.timeout_seconds.max(1)),
                     };
-                    let (hits, extra) = searxng::search(&q).await.map_err(ToolFailure::Tool)?;
+                    let (hits, extra) = searxng::search(&q).await.map_err(|e| ToolFailure::Tool(e.to_string()))?;
                     let results: Vec<Value> = hits.iter().map(search::Hit::to_json).collect();
                     Ok(json!({
                         "query": query, "instance": s.base_url, "categories": categories, "language": language,
@@ -133,7 +136,9 @@ pub fn tools() -> Vec<ToolDef> {
                     let query = args["query"].as_str().unwrap_or_default().trim().to_string();
                     let max = args["max_results"].as_u64().unwrap_or(10) as usize;
                     let pinned = args.get("provider").and_then(Value::as_str).and_then(ProviderId::parse);
-                    let r = search::web_search(&config, &query, max, pinned).await.map_err(ToolFailure::Tool)?;
+                    let r = search::web_search(&config, &query, max, pinned)
+                        .await
+                        .map_err(|e| ToolFailure::Tool(e.to_string()))?;
                     let results: Vec<Value> = r.hits.iter().map(search::Hit::to_json).collect();
                     Ok(json!({
                         "query": query, "provider": r.provider.name(), "count": results.len(), "results": results,
@@ -172,10 +177,12 @@ pub fn tools() -> Vec<ToolDef> {
                     let config = state.config();
                     let query = args["query"].as_str().unwrap_or_default().trim().to_string();
                     let deep = args.get("depth").and_then(Value::as_str) == Some("deep");
-                    let llm = Llm::from_config(&config).map_err(ToolFailure::Tool)?;
+                    let llm = Llm::from_config(&config).map_err(|e| ToolFailure::Tool(e.to_string()))?;
                     ctx.progress(1.0, Some(3.0), Some("searching the web")).await;
                     let max = if deep { 10 } else { 5 };
-                    let r = search::web_search(&config, &query, max, None).await.map_err(ToolFailure::Tool)?;
+                    let r = search::web_search(&config, &query, max, None)
+                        .await
+                        .map_err(|e| ToolFailure::Tool(e.to_string()))?;
                     if r.hits.is_empty() {
                         return Err(ToolFailure::Tool(format!(
                             "web search ({}) found nothing for {query:?}; try other words",
@@ -193,7 +200,9 @@ pub fn tools() -> Vec<ToolDef> {
                         })
                         .collect();
                     let style = if deep { grounded::Style::WebDeep } else { grounded::Style::WebQuick };
-                    let answer = grounded::answer(&llm, style, &query, &sources).await.map_err(ToolFailure::Tool)?;
+                    let answer = grounded::answer(&llm, style, &query, &sources)
+                        .await
+                        .map_err(|e| ToolFailure::Tool(e.to_string()))?;
                     let citations: Vec<Value> = grounded::cited(&answer, &sources)
                         .into_iter()
                         .map(|s| json!({ "url": s.cite, "title": s.label }))

@@ -11,8 +11,8 @@ use sha2::{Digest, Sha256};
 use super::args::{ArgSpec, Field};
 use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
 use crate::mcp::context::RequestCtx;
-use crate::memory::{AuditRow, MemoryEngine, MemoryError, PutDocument};
 use crate::state::AppState;
+use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, PutDocument};
 
 pub const WRITE_ANNOTATIONS: Annotations =
     Annotations { read_only: false, destructive: Some(true), idempotent: Some(true), open_world: false };

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 
-use super::embed::Embedder;
+use super::embed::{EmbedError, Embedder};
 use super::{AuditRow, MemoryEngine, MemoryOptions, PutDocument};
 
 /// Hashes each lowercase word to one of `dims` buckets with a sign: texts sharing words
@@ -43,8 +43,10 @@ impl Embedder for TestEmbedder {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
-        anyhow::ensure!(!self.fail.load(Ordering::Relaxed), "test embedder switched off");
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.fail.load(Ordering::Relaxed) {
+            return Err(EmbedError("test embedder switched off".into()));
+        }
         Ok(texts
             .iter()
             .map(|t| {

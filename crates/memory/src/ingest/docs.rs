@@ -4,9 +4,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::memory::chunker::{Format, chunk_text};
-use crate::memory::store::{NewChunk, NewSource};
-use crate::memory::types::Kind;
+use crate::chunker::{Format, chunk_text};
+use crate::store::{NewChunk, NewSource};
+use crate::types::Kind;
 
 /// The first level-one heading, else the file name.
 fn title_of(text: &str, path: &Path, format: Format) -> String {

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::{Llm, Message, Reply, Request, ToolCall, bad_reply, http};
+use crate::ProviderError;
 
 /// The request body; separate from sending so tests can check the exact shape.
 pub(super) fn body(model: &str, req: &Request<'_>) -> Value {
@@ -55,7 +56,7 @@ pub(super) fn body(model: &str, req: &Request<'_>) -> Value {
     b
 }
 
-pub(super) async fn complete(llm: &Llm, req: &Request<'_>) -> Result<Reply, String> {
+pub(super) async fn complete(llm: &Llm, req: &Request<'_>) -> Result<Reply, ProviderError> {
     let url = format!("{}/chat/completions", llm.base_url);
     let body = body(&llm.model, req);
     let v = http::send_json(llm.target(&url), llm.max_retries, || {
@@ -65,12 +66,11 @@ pub(super) async fn complete(llm: &Llm, req: &Request<'_>) -> Result<Reply, Stri
         }
         r
     })
-    .await
-    .map_err(|e| e.message)?;
+    .await?;
     parse(llm, &v)
 }
 
-fn parse(llm: &Llm, v: &Value) -> Result<Reply, String> {
+fn parse(llm: &Llm, v: &Value) -> Result<Reply, ProviderError> {
     let msg = v.pointer("/choices/0/message").ok_or_else(|| bad_reply(llm, "choices[0].message"))?;
     let text = msg.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
     let mut calls = Vec::new();

@@ -18,8 +18,6 @@ pub mod embed;
 
 mod audit;
 mod backfill;
-#[doc(hidden)]
-pub mod bench;
 mod chunker;
 mod entities;
 mod filter;

@@ -1,16 +1,15 @@
-//! Text embedders for the memory engine.
+//! Text embedders for the memory engine: the `Embedder` trait (implemented here by the
+//! built-in static model and, from above, by outside embedders such as HTTP providers).
 //!
 //! Every stored vector keeps the [`Embedder::signature`] of the model that
 //! produced it, so vectors from a different model (or a regenerated table) can
 //! be detected and re-embedded instead of being compared with new ones.
 
-mod http;
 mod static_model;
 #[rustfmt::skip]
 mod unicode_tables;
 mod wordpiece;
 
-pub use http::HttpEmbedder;
 pub use static_model::{MODEL_ID as STATIC_MODEL_ID, StaticModel};
 pub use wordpiece::WordPiece;
 
@@ -25,5 +24,11 @@ pub trait Embedder: Send + Sync {
 
     /// One vector per text, in order. Vectors are L2-normalised, except for
     /// texts with no known token (e.g. empty), which get the zero vector.
-    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>>;
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
+
+/// Why an embedder could not embed a batch, in words for the log and the user (what failed and
+/// what to do). The engine keeps the chunks keyword-searchable and embeds them again later.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EmbedError(pub String);

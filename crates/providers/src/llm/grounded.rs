@@ -3,15 +3,11 @@
 //! and the question in one user turn, no tools, and an instruction to say when the sources do not
 //! answer; the caller reports which sources the answer actually cites.
 
-use serde_json::{Map, Value, json};
-
 use super::{Llm, Message, Request};
-use crate::state::AppState;
+use crate::ProviderError;
 
 /// Longest text of one source given to the model, in characters.
 const SOURCE_CHARS: usize = 2_000;
-/// Chunks of a recall result read in full for its answer (the best-ranked ones).
-const RECALL_SOURCES: usize = 8;
 
 /// One source the answer may use.
 pub struct Source {
@@ -45,7 +41,7 @@ pub enum Style {
 }
 
 /// Asks the model for an answer to `question` from `sources`.
-pub async fn answer(llm: &Llm, style: Style, question: &str, sources: &[Source]) -> Result<String, String> {
+pub async fn answer(llm: &Llm, style: Style, question: &str, sources: &[Source]) -> Result<String, ProviderError> {
     let system = match style {
         Style::Memory => MEMORY_RULES,
         Style::WebQuick => WEB_RULES_QUICK,
@@ -64,7 +60,7 @@ pub async fn answer(llm: &Llm, style: Style, question: &str, sources: &[Source])
     let reply = llm.complete(&Request { system, messages: &messages, tools: &[], forbid_tools: false }).await?;
     let text = reply.text.trim().to_string();
     if text.is_empty() {
-        return Err(format!("{} returned an empty answer", llm.label()));
+        return Err(ProviderError::BadReply(format!("{} returned an empty answer", llm.label())));
     }
     Ok(text)
 }
@@ -72,40 +68,4 @@ pub async fn answer(llm: &Llm, style: Style, question: &str, sources: &[Source])
 /// The sources an answer cites, in source order.
 pub fn cited<'a>(answer: &str, sources: &'a [Source]) -> Vec<&'a Source> {
     sources.iter().filter(|s| answer.contains(&s.cite)).collect()
-}
-
-/// The answer to a `memory.recall` question from its result's chunks (read in full), citing them
-/// as `[chunk:<id>]`. No chunks: a fixed sentence, without asking the model.
-pub async fn recall_answer(state: &AppState, question: &str, recall: &Value) -> Result<String, String> {
-    let config = state.config();
-    let llm = Llm::from_config(&config)?;
-    drop(config);
-    let mut sources = Vec::new();
-    for hit in recall["chunks"].as_array().into_iter().flatten().take(RECALL_SOURCES) {
-        let Some(id) = hit["chunk_id"].as_str() else { continue };
-        let mut p = Map::new();
-        p.insert("chunk_id".into(), json!(id));
-        // The snippet stands in when the chunk cannot be read (e.g. deleted since the search).
-        let chunk = crate::core_rpc::invoke(state.clone(), "openhuman.memory_tree_get_chunk", p).await.ok();
-        let text = chunk
-            .as_ref()
-            .and_then(|c| c["content"].as_str())
-            .or_else(|| hit["snippet"].as_str())
-            .unwrap_or_default()
-            .to_string();
-        let mut label: Vec<String> = Vec::new();
-        for key in ["title", "source_kind", "source_ref"] {
-            if let Some(v) = hit[key].as_str().filter(|v| !v.is_empty()) {
-                label.push(v.to_string());
-            }
-        }
-        if let Some(t) = chunk.as_ref().and_then(|c| c["observed_at"].as_str()) {
-            label.push(t.to_string());
-        }
-        sources.push(Source { cite: format!("chunk:{id}"), label: label.join(" · "), text });
-    }
-    if sources.is_empty() {
-        return Ok("Nothing in memory matches this question.".to_string());
-    }
-    answer(&llm, Style::Memory, question, &sources).await
 }

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 use openhuman_config::{Config, SearchProviderConfig};
 
+use crate::ProviderError;
+
 /// Timeout for Brave and Tavily calls (SearXNG uses `[searxng].timeout_seconds`).
 const HOSTED_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -85,7 +87,11 @@ pub struct Endpoint {
 }
 
 /// A provider's endpoint, or why it is unusable (naming the key to set).
-pub fn endpoint(config: &Config, id: ProviderId) -> Result<Endpoint, String> {
+pub fn endpoint(config: &Config, id: ProviderId) -> Result<Endpoint, ProviderError> {
+    endpoint_text(config, id).map_err(ProviderError::NotConfigured)
+}
+
+fn endpoint_text(config: &Config, id: ProviderId) -> Result<Endpoint, String> {
     let p = id.config(config);
     let name = id.name();
     if !p.enabled {
@@ -129,13 +135,15 @@ pub fn endpoint(config: &Config, id: ProviderId) -> Result<Endpoint, String> {
 }
 
 /// Whether `web_search` has at least one usable provider, and if not, what to set.
-pub fn web_search_usable(config: &Config) -> Result<(), String> {
+pub fn web_search_usable(config: &Config) -> Result<(), ProviderError> {
     if ProviderId::ALL.iter().any(|p| endpoint(config, *p).is_ok()) {
         return Ok(());
     }
-    Err("no web search provider is usable: set [search.providers.searxng].enabled = true (with base_url, or \
+    Err(ProviderError::NotConfigured(
+        "no web search provider is usable: set [search.providers.searxng].enabled = true (with base_url, or \
          [searxng].base_url), or enable [search.providers.brave] / [search.providers.tavily] with api_key_env"
-        .to_string())
+            .to_string(),
+    ))
 }
 
 pub fn web_search_available(config: &Config) -> bool {
@@ -156,7 +164,7 @@ pub async fn web_search(
     query: &str,
     max_results: usize,
     pinned: Option<ProviderId>,
-) -> Result<WebResults, String> {
+) -> Result<WebResults, ProviderError> {
     let order: Vec<ProviderId> = match pinned {
         Some(p) => vec![p],
         None => ProviderId::ALL.to_vec(),
@@ -186,15 +194,20 @@ pub async fn web_search(
             Ok(hits) => return Ok(WebResults { provider: id, hits, failed }),
             Err(e) => {
                 tracing::warn!(provider = id.name(), error = %e, "web search provider failed; trying the next");
-                failed.push((id, e));
+                failed.push((id, e.to_string()));
             }
         }
     }
     if failed.is_empty() {
-        return Err(web_search_usable(config).err().unwrap_or_else(|| "no web search provider answered".into()));
+        return Err(web_search_usable(config)
+            .err()
+            .unwrap_or_else(|| ProviderError::NotConfigured("no web search provider answered".into())));
     }
     let all: Vec<String> = failed.iter().map(|(p, e)| format!("{}: {e}", p.name())).collect();
-    Err(format!("every web search provider failed — {}", all.join("; ")))
+    Err(ProviderError::Http(crate::http::HttpError {
+        status: None,
+        message: format!("every web search provider failed — {}", all.join("; ")),
+    }))
 }
 
 #[cfg(test)]
@@ -204,15 +217,15 @@ mod tests {
     #[test]
     fn provider_usability_names_keys() {
         let c = Config::default();
-        assert!(web_search_usable(&c).unwrap_err().contains("[search.providers.searxng].enabled"));
+        assert!(web_search_usable(&c).unwrap_err().to_string().contains("[search.providers.searxng].enabled"));
         let mut c = Config::default();
         c.search.providers.searxng.enabled = true;
         let ep = endpoint(&c, ProviderId::Searxng).unwrap();
         assert_eq!(ep.base_url, c.searxng.base_url);
         c.search.providers.brave.enabled = true;
-        assert!(endpoint(&c, ProviderId::Brave).unwrap_err().contains("api_key_env"));
+        assert!(endpoint(&c, ProviderId::Brave).unwrap_err().to_string().contains("api_key_env"));
         c.search.providers.tavily.enabled = true;
         c.search.providers.tavily.api_key_env = Some("OPENHUMAN_TEST_SURELY_UNSET_VAR".into());
-        assert!(endpoint(&c, ProviderId::Tavily).unwrap_err().contains("OPENHUMAN_TEST_SURELY_UNSET_VAR"));
+        assert!(endpoint(&c, ProviderId::Tavily).unwrap_err().to_string().contains("OPENHUMAN_TEST_SURELY_UNSET_VAR"));
     }
 }

@@ -15,10 +15,10 @@ use mail_parser::{Address, HeaderValue, MessageParser};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value, json};
 
-use crate::memory::chunker::{Format, chunk_text};
-use crate::memory::store::{self, NewChunk, NewSource};
-use crate::memory::types::Kind;
-use crate::memory::util::{ms_to_rfc3339, sha256_hex};
+use crate::chunker::{Format, chunk_text};
+use crate::store::{self, NewChunk, NewSource};
+use crate::types::Kind;
+use crate::util::{ms_to_rfc3339, sha256_hex};
 
 #[derive(Debug, Clone)]
 pub(crate) struct MailMessage {

@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::memory::chunker::MAX_TOKENS;
-use crate::memory::store::{NewChunk, NewSource};
-use crate::memory::types::Kind;
-use crate::memory::util::{estimate_tokens, ms_to_rfc3339, rfc3339_to_ms};
+use crate::chunker::MAX_TOKENS;
+use crate::store::{NewChunk, NewSource};
+use crate::types::Kind;
+use crate::util::{estimate_tokens, ms_to_rfc3339, rfc3339_to_ms};
 
 const GAP_MS: i64 = 2 * 3600 * 1000;
 

@@ -3,19 +3,19 @@
 //! Keys come from the environment variable `[llm].api_key_env` names, read when a client is made;
 //! they never sit in config and never appear in errors. Map:
 //!
-//! - `http`      outbound HTTP shared with web search and the HTTP embedders (retries, errors)
 //! - `openai`    `POST {base_url}/chat/completions`
 //! - `anthropic` `POST {base_url}/v1/messages`
 //! - `grounded`  answers composed only from given sources (recall answers, `web_answer`)
 
 mod anthropic;
 pub mod grounded;
-pub mod http;
 mod openai;
 
 use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::{ProviderError, http};
 
 use openhuman_config::{Config, LlmConfig, LlmProvider};
 
@@ -74,7 +74,7 @@ pub struct Reply {
 }
 
 /// Whether an LLM is usable under `config`, and if not, what to set.
-pub fn usable(config: &Config) -> Result<(), String> {
+pub fn usable(config: &Config) -> Result<(), ProviderError> {
     settings(&config.llm).map(|_| ())
 }
 
@@ -95,7 +95,11 @@ struct Settings {
     key: Option<String>,
 }
 
-fn settings(c: &LlmConfig) -> Result<Settings, String> {
+fn settings(c: &LlmConfig) -> Result<Settings, ProviderError> {
+    settings_text(c).map_err(ProviderError::NotConfigured)
+}
+
+fn settings_text(c: &LlmConfig) -> Result<Settings, String> {
     let kind = match c.provider {
         LlmProvider::None => {
             return Err("no LLM is configured: set [llm].provider (\"openai\" for any OpenAI-compatible endpoint, \
@@ -156,7 +160,7 @@ pub struct Llm {
 
 impl Llm {
     /// A client for `[llm]`, or the reason there is none (naming the key to set).
-    pub fn from_config(config: &Config) -> Result<Llm, String> {
+    pub fn from_config(config: &Config) -> Result<Llm, ProviderError> {
         let s = settings(&config.llm)?;
         let timeout = Duration::from_secs(config.llm.timeout_secs.max(1));
         let http = http::client(&s.base_url, timeout)?;
@@ -177,7 +181,7 @@ impl Llm {
     }
 
     /// One completion. Errors name the provider, host and status with a short reason.
-    pub async fn complete(&self, req: &Request<'_>) -> Result<Reply, String> {
+    pub async fn complete(&self, req: &Request<'_>) -> Result<Reply, ProviderError> {
         match self.kind {
             Kind::OpenAi => openai::complete(self, req).await,
             Kind::Anthropic => anthropic::complete(self, req).await,
@@ -190,13 +194,17 @@ impl Llm {
 }
 
 /// A reply's shape was not what the API documents: say so without dumping the body.
-fn bad_reply(llm: &Llm, what: &str) -> String {
-    format!("{} at {} sent a reply without {what}", llm.service, http::host_of(&llm.base_url))
+fn bad_reply(llm: &Llm, what: &str) -> ProviderError {
+    ProviderError::BadReply(format!("{} at {} sent a reply without {what}", llm.service, http::host_of(&llm.base_url)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn usable_text(config: &Config) -> Result<(), String> {
+        usable(config).map_err(|e| e.to_string())
+    }
 
     fn cfg(text: &str) -> Config {
         toml::from_str(text).unwrap()
@@ -204,13 +212,13 @@ mod tests {
 
     #[test]
     fn usability_names_the_key_to_set() {
-        let e = usable(&Config::default()).unwrap_err();
+        let e = usable_text(&Config::default()).unwrap_err();
         assert!(e.contains("[llm].provider"), "{e}");
-        let e = usable(&cfg("[llm]\nprovider = \"openai\"\n")).unwrap_err();
+        let e = usable_text(&cfg("[llm]\nprovider = \"openai\"\n")).unwrap_err();
         assert!(e.contains("[llm].model"), "{e}");
-        let e = usable(&cfg("[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\n")).unwrap_err();
+        let e = usable_text(&cfg("[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\n")).unwrap_err();
         assert!(e.contains("[llm].api_key_env"), "{e}");
-        let e = usable(&cfg(
+        let e = usable_text(&cfg(
             "[llm]\nprovider = \"openai\"\nmodel = \"m\"\napi_key_env = \"OPENHUMAN_TEST_SURELY_UNSET_VAR\"\n",
         ))
         .unwrap_err();

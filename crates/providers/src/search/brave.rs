@@ -4,11 +4,11 @@
 use serde_json::Value;
 
 use super::{Endpoint, Hit};
-use crate::llm::http;
+use crate::{ProviderError, http};
 
 pub const DEFAULT_BASE: &str = "https://api.search.brave.com";
 
-pub async fn search(ep: &Endpoint, query: &str, max_results: usize) -> Result<Vec<Hit>, String> {
+pub async fn search(ep: &Endpoint, query: &str, max_results: usize) -> Result<Vec<Hit>, ProviderError> {
     let url = format!("{}/res/v1/web/search", ep.base_url);
     let client = http::client(&ep.base_url, ep.timeout)?;
     let key = ep.key.as_deref().unwrap_or_default();
@@ -18,8 +18,7 @@ pub async fn search(ep: &Endpoint, query: &str, max_results: usize) -> Result<Ve
     let v = http::send_json(target, 0, || {
         client.get(&url).query(&params).header("accept", "application/json").header("x-subscription-token", key)
     })
-    .await
-    .map_err(|e| e.message)?;
+    .await?;
     let results = v.pointer("/web/results").and_then(Value::as_array).cloned().unwrap_or_default();
     Ok(results
         .iter()

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::{Llm, MAX_OUTPUT_TOKENS, Message, Reply, Request, ToolCall, bad_reply, http};
+use crate::ProviderError;
 
 pub const API_VERSION: &str = "2023-06-01";
 
@@ -61,7 +62,7 @@ pub(super) fn body(model: &str, req: &Request<'_>) -> Value {
     b
 }
 
-pub(super) async fn complete(llm: &Llm, req: &Request<'_>) -> Result<Reply, String> {
+pub(super) async fn complete(llm: &Llm, req: &Request<'_>) -> Result<Reply, ProviderError> {
     let url = format!("{}/v1/messages", llm.base_url);
     let body = body(&llm.model, req);
     let v = http::send_json(llm.target(&url), llm.max_retries, || {
@@ -71,8 +72,7 @@ pub(super) async fn complete(llm: &Llm, req: &Request<'_>) -> Result<Reply, Stri
         }
         r
     })
-    .await
-    .map_err(|e| e.message)?;
+    .await?;
     let blocks = v.get("content").and_then(Value::as_array).ok_or_else(|| bad_reply(llm, "a `content` array"))?;
     let mut reply = Reply::default();
     for b in blocks {

@@ -12,12 +12,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use anyhow::{Context, anyhow, bail};
 use serde_json::{Value, json};
 
-use super::Embedder;
-use crate::llm::http;
 use openhuman_config::{EmbeddingProvider, EmbeddingsConfig};
+use openhuman_memory::embed::{EmbedError, Embedder};
+
+use crate::ProviderError;
+use crate::http;
 
 pub const OLLAMA_DEFAULT_BASE: &str = "http://127.0.0.1:11434";
 pub const OPENAI_DEFAULT_BASE: &str = "https://api.openai.com";
@@ -51,7 +52,11 @@ pub struct HttpEmbedder {
 impl HttpEmbedder {
     /// Checks the config, learns the vector size (probe, or the remembered size when the server
     /// is down) and returns the embedder; Err names the key to fix or the server that failed.
-    pub fn open(cfg: &EmbeddingsConfig, data_dir: &Path) -> Result<HttpEmbedder, String> {
+    pub fn open(cfg: &EmbeddingsConfig, data_dir: &Path) -> Result<HttpEmbedder, ProviderError> {
+        HttpEmbedder::open_inner(cfg, data_dir).map_err(ProviderError::NotConfigured)
+    }
+
+    fn open_inner(cfg: &EmbeddingsConfig, data_dir: &Path) -> Result<HttpEmbedder, String> {
         let (kind, name, default_base) = match cfg.provider {
             EmbeddingProvider::Ollama => (Kind::Ollama, "ollama", OLLAMA_DEFAULT_BASE),
             EmbeddingProvider::Openai => (Kind::OpenAi, "openai", OPENAI_DEFAULT_BASE),
@@ -89,7 +94,7 @@ impl HttpEmbedder {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the embedder's runtime: {e}"))?;
-        let client = http::client(&base_url, TIMEOUT)?;
+        let client = http::client(&base_url, TIMEOUT).map_err(|e| e.to_string())?;
         let mut e = HttpEmbedder {
             kind,
             service: format!("embedding provider {name}"),
@@ -113,7 +118,7 @@ impl HttpEmbedder {
             Err(err) => match e.remembered(&cache) {
                 Some(dims) => {
                     tracing::warn!(
-                        error = %format!("{err:#}"),
+                        error = %err,
                         dims,
                         "embedding provider unreachable at start; using the remembered vector size, new chunks \
                          stay keyword-only until it answers"
@@ -122,7 +127,7 @@ impl HttpEmbedder {
                 }
                 None => {
                     return Err(format!(
-                        "{err:#}. The embedding provider must answer once so its vector size is known: start it, \
+                        "{err}. The embedding provider must answer once so its vector size is known: start it, \
                          or set [memory.embeddings].provider = \"builtin\""
                     ));
                 }
@@ -153,8 +158,8 @@ impl HttpEmbedder {
     }
 
     /// Embeds non-empty texts, in order, without normalising.
-    fn request(&self, texts: Vec<String>) -> anyhow::Result<Vec<Vec<f32>>> {
-        let rt = self.rt.as_ref().context("embedder is shut down")?;
+    fn request(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, String> {
+        let rt = self.rt.as_ref().ok_or("embedder is shut down")?;
         let (tx, rx) = mpsc::sync_channel(1);
         let job = Job {
             kind: self.kind,
@@ -171,7 +176,7 @@ impl HttpEmbedder {
         // The client's own timeout bounds each attempt; this bounds the whole exchange.
         let limit = TIMEOUT * (MAX_RETRIES + 2);
         let (vectors, went_legacy) =
-            rx.recv_timeout(limit).map_err(|_| anyhow!("{} did not answer within {limit:?}", self.service))??;
+            rx.recv_timeout(limit).map_err(|_| format!("{} did not answer within {limit:?}", self.service))??;
         if went_legacy {
             self.ollama_legacy.store(true, Ordering::Relaxed);
         }
@@ -197,27 +202,32 @@ impl Embedder for HttpEmbedder {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> anyhow::Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut out = vec![vec![0.0f32; self.dims]; texts.len()];
         // Blank texts get the zero vector (the trait's rule for texts with nothing to embed);
         // APIs reject empty inputs anyway.
         let todo: Vec<usize> = (0..texts.len()).filter(|i| !texts[*i].trim().is_empty()).collect();
         for part in todo.chunks(BATCH) {
             let batch: Vec<String> = part.iter().map(|i| texts[*i].to_string()).collect();
-            let vectors = self.request(batch)?;
+            let vectors = self.request(batch).map_err(EmbedError)?;
             if vectors.len() != part.len() {
-                bail!("{} returned {} vectors for {} texts", self.service, vectors.len(), part.len());
+                return Err(EmbedError(format!(
+                    "{} returned {} vectors for {} texts",
+                    self.service,
+                    vectors.len(),
+                    part.len()
+                )));
             }
             for (i, mut v) in part.iter().zip(vectors) {
                 if v.len() != self.dims {
-                    bail!(
+                    return Err(EmbedError(format!(
                         "{} returned {}-dimensional vectors, but this store's are {}: the model behind `{}` changed; \
                          restart the daemon to re-embed",
                         self.service,
                         v.len(),
                         self.dims,
                         self.model
-                    );
+                    )));
                 }
                 normalize(&mut v);
                 out[*i] = v;
@@ -247,7 +257,7 @@ struct Job {
 
 impl Job {
     /// The vectors, and whether the Ollama legacy endpoint had to be used.
-    async fn run(self, texts: Vec<String>) -> anyhow::Result<(Vec<Vec<f32>>, bool)> {
+    async fn run(self, texts: Vec<String>) -> Result<(Vec<Vec<f32>>, bool), String> {
         match self.kind {
             Kind::OpenAi => Ok((self.openai(&texts).await?, false)),
             Kind::Ollama if self.legacy => Ok((self.ollama_legacy(&texts).await?, true)),
@@ -256,9 +266,9 @@ impl Job {
                 // Servers before the batch endpoint answer 404 to it.
                 Err((Some(404), first)) => match self.ollama_legacy(&texts).await {
                     Ok(v) => Ok((v, true)),
-                    Err(_) => Err(anyhow!(first)),
+                    Err(_) => Err(first),
                 },
-                Err((_, e)) => Err(anyhow!(e)),
+                Err((_, e)) => Err(e),
             },
         }
     }
@@ -275,15 +285,14 @@ impl Job {
         .await
     }
 
-    async fn openai(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
+    async fn openai(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
         let url = if self.base_url.ends_with("/v1") {
             format!("{}/embeddings", self.base_url)
         } else {
             format!("{}/v1/embeddings", self.base_url)
         };
-        let v =
-            self.post(&url, &json!({ "model": self.model, "input": texts })).await.map_err(|e| anyhow!(e.message))?;
-        let data = v.get("data").and_then(Value::as_array).ok_or_else(|| anyhow!("{} sent no `data`", self.service))?;
+        let v = self.post(&url, &json!({ "model": self.model, "input": texts })).await.map_err(|e| e.message)?;
+        let data = v.get("data").and_then(Value::as_array).ok_or_else(|| format!("{} sent no `data`", self.service))?;
         let mut out: Vec<(usize, Vec<f32>)> = Vec::with_capacity(data.len());
         for (pos, d) in data.iter().enumerate() {
             let index = d.get("index").and_then(Value::as_u64).map(|i| i as usize).unwrap_or(pos);
@@ -304,25 +313,24 @@ impl Job {
             .get("embeddings")
             .and_then(Value::as_array)
             .ok_or_else(|| (None, format!("{} sent no `embeddings`", self.service)))?;
-        list.iter().map(|e| floats(Some(e), &self.service).map_err(|e| (None, e.to_string()))).collect()
+        list.iter().map(|e| floats(Some(e), &self.service).map_err(|e| (None, e))).collect()
     }
 
-    async fn ollama_legacy(&self, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
+    async fn ollama_legacy(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, String> {
         let url = format!("{}/api/embeddings", self.base_url);
         let mut out = Vec::with_capacity(texts.len());
         for t in texts {
-            let v =
-                self.post(&url, &json!({ "model": self.model, "prompt": t })).await.map_err(|e| anyhow!(e.message))?;
+            let v = self.post(&url, &json!({ "model": self.model, "prompt": t })).await.map_err(|e| e.message)?;
             out.push(floats(v.get("embedding"), &self.service)?);
         }
         Ok(out)
     }
 }
 
-fn floats(v: Option<&Value>, service: &str) -> anyhow::Result<Vec<f32>> {
-    let arr = v.and_then(Value::as_array).ok_or_else(|| anyhow!("{service} sent a vector that is not an array"))?;
+fn floats(v: Option<&Value>, service: &str) -> Result<Vec<f32>, String> {
+    let arr = v.and_then(Value::as_array).ok_or_else(|| format!("{service} sent a vector that is not an array"))?;
     arr.iter()
-        .map(|x| x.as_f64().map(|f| f as f32).ok_or_else(|| anyhow!("{service} sent a vector with a non-number")))
+        .map(|x| x.as_f64().map(|f| f as f32).ok_or_else(|| format!("{service} sent a vector with a non-number")))
         .collect()
 }
 
@@ -334,11 +342,11 @@ mod tests {
     fn config_errors_name_the_key() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = EmbeddingsConfig { provider: EmbeddingProvider::Ollama, ..Default::default() };
-        let e = HttpEmbedder::open(&cfg, dir.path()).err().unwrap();
+        let e = HttpEmbedder::open(&cfg, dir.path()).err().unwrap().to_string();
         assert!(e.contains("[memory.embeddings].model"), "{e}");
         let cfg =
             EmbeddingsConfig { provider: EmbeddingProvider::Openai, model: Some("m".into()), ..Default::default() };
-        let e = HttpEmbedder::open(&cfg, dir.path()).err().unwrap();
+        let e = HttpEmbedder::open(&cfg, dir.path()).err().unwrap().to_string();
         assert!(e.contains("[memory.embeddings].api_key_env"), "{e}");
     }
 
@@ -352,7 +360,7 @@ mod tests {
             base_url: Some("http://127.0.0.1:9".into()),
             api_key_env: None,
         };
-        let e = HttpEmbedder::open(&cfg, dir.path()).err().unwrap();
+        let e = HttpEmbedder::open(&cfg, dir.path()).err().unwrap().to_string();
         assert!(e.contains("127.0.0.1:9") && e.contains("builtin"), "{e}");
     }
 }

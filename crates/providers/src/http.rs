@@ -31,7 +31,7 @@ fn install_crypto() {
 
 /// An HTTP client with a total per-request timeout. Loopback URLs never go through a proxy: a
 /// local model or search server must be reached directly.
-pub fn client(url: &str, timeout: Duration) -> Result<reqwest::Client, String> {
+pub fn client(url: &str, timeout: Duration) -> Result<reqwest::Client, HttpError> {
     install_crypto();
     let mut b = reqwest::Client::builder()
         .timeout(timeout)
@@ -40,7 +40,7 @@ pub fn client(url: &str, timeout: Duration) -> Result<reqwest::Client, String> {
     if is_loopback(url) {
         b = b.no_proxy();
     }
-    b.build().map_err(|e| format!("cannot set up an HTTP client: {e}"))
+    b.build().map_err(|e| HttpError { status: None, message: format!("cannot set up an HTTP client: {e}") })
 }
 
 fn is_loopback(url: &str) -> bool {
@@ -73,16 +73,11 @@ pub struct Target<'a> {
 }
 
 /// A failed call. `retryable` statuses were already retried when this is returned.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct HttpError {
     pub status: Option<u16>,
     pub message: String,
-}
-
-impl std::fmt::Display for HttpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
 }
 
 /// Sends the request `build` makes, retrying 429 and 5xx up to `max_retries` times, and returns

@@ -4,18 +4,17 @@
 use serde_json::{Value, json};
 
 use super::{Endpoint, Hit};
-use crate::llm::http;
+use crate::{ProviderError, http};
 
 pub const DEFAULT_BASE: &str = "https://api.tavily.com";
 
-pub async fn search(ep: &Endpoint, query: &str, max_results: usize) -> Result<Vec<Hit>, String> {
+pub async fn search(ep: &Endpoint, query: &str, max_results: usize) -> Result<Vec<Hit>, ProviderError> {
     let url = format!("{}/search", ep.base_url);
     let client = http::client(&ep.base_url, ep.timeout)?;
     let key = ep.key.as_deref().unwrap_or_default();
     let body = json!({ "query": query, "max_results": max_results, "search_depth": "basic" });
     let target = http::Target { service: "web search provider tavily", url: &url, secret: ep.key.as_deref() };
-    let v =
-        http::send_json(target, 0, || client.post(&url).bearer_auth(key).json(&body)).await.map_err(|e| e.message)?;
+    let v = http::send_json(target, 0, || client.post(&url).bearer_auth(key).json(&body)).await?;
     let results = v.get("results").and_then(Value::as_array).cloned().unwrap_or_default();
     Ok(results
         .iter()

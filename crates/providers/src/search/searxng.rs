@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::Hit;
-use crate::llm::http;
+use crate::{ProviderError, http};
 
 /// Categories accepted by `searxng_search`; `web` is SearXNG's `general`.
 pub const CATEGORIES: &[&str] = &["web", "general", "news", "images"];
@@ -23,14 +23,18 @@ pub struct Query<'a> {
 }
 
 /// `web` → `general`, duplicates removed in first-seen order; anything else is an error.
-pub fn normalize_categories(given: &[String]) -> Result<Vec<String>, String> {
+pub fn normalize_categories(given: &[String]) -> Result<Vec<String>, ProviderError> {
     let mut out: Vec<String> = Vec::new();
     for c in given {
         let c = match c.trim().to_ascii_lowercase().as_str() {
             "web" | "general" => "general".to_string(),
             "news" => "news".to_string(),
             "images" => "images".to_string(),
-            other => return Err(format!("unknown category {other:?}; use web, general, news or images")),
+            other => {
+                return Err(ProviderError::InvalidInput(format!(
+                    "unknown category {other:?}; use web, general, news or images"
+                )));
+            }
         };
         if !out.contains(&c) {
             out.push(c);
@@ -40,7 +44,7 @@ pub fn normalize_categories(given: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// Runs a search; the result carries the hits plus the instance's answers and suggestions.
-pub async fn search(q: &Query<'_>) -> Result<(Vec<Hit>, Value), String> {
+pub async fn search(q: &Query<'_>) -> Result<(Vec<Hit>, Value), ProviderError> {
     let base = q.base_url.trim_end_matches('/');
     let url = format!("{base}/search");
     let service = format!("SearXNG ({base})");
@@ -55,15 +59,19 @@ pub async fn search(q: &Query<'_>) -> Result<(Vec<Hit>, Value), String> {
     let target = http::Target { service: &service, url: &url, secret: None };
     let v = http::send_json(target, 0, || client.get(&url).query(&params).header("accept", "application/json"))
         .await
-        .map_err(|e| match e.status {
-        Some(403) => format!(
-            "{e}. SearXNG refuses JSON unless `json` is listed under `search.formats` in the instance's \
-                 settings.yml"
-        ),
-        _ => e.message,
+        .map_err(|mut e| {
+        if e.status == Some(403) {
+            e.message.push_str(
+                ". SearXNG refuses JSON unless `json` is listed under `search.formats` in the instance's \
+                     settings.yml",
+            );
+        }
+        e
     })?;
     let results = v.get("results").and_then(Value::as_array).ok_or_else(|| {
-        format!("{service} answered JSON without a `results` array; is [searxng].base_url a SearXNG instance?")
+        ProviderError::BadReply(format!(
+            "{service} answered JSON without a `results` array; is [searxng].base_url a SearXNG instance?"
+        ))
     })?;
     let hits = results
         .iter()
@@ -96,6 +104,6 @@ mod tests {
     fn categories_are_normalised_and_checked() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(normalize_categories(&s(&["web", "news", "general", "WEB"])).unwrap(), s(&["general", "news"]));
-        assert!(normalize_categories(&s(&["videos"])).unwrap_err().contains("videos"));
+        assert!(normalize_categories(&s(&["videos"])).unwrap_err().to_string().contains("videos"));
     }
 }

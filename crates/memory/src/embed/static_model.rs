@@ -22,11 +22,11 @@ use super::wordpiece::WordPiece;
 /// Model id written into the signature of every vector.
 pub const MODEL_ID: &str = "minilm-l6-v2-static";
 
-static TABLE: &[u8] = include_bytes!("../../../assets/embedder/table.bin");
-static VOCAB: &str = include_str!("../../../assets/embedder/vocab.txt");
+static TABLE: &[u8] = include_bytes!("../../assets/embedder/table.bin");
+static VOCAB: &str = include_str!("../../assets/embedder/vocab.txt");
 /// The table's recorded digest. Hashing 7.9 MB on every start cost a quarter of a cold start; the
 /// `table_matches_manifest` test proves the record is the table's real digest.
-static MANIFEST: &str = include_str!("../../../assets/embedder/manifest.json");
+static MANIFEST: &str = include_str!("../../assets/embedder/manifest.json");
 
 const MAGIC: &[u8; 4] = b"OHSE";
 const VERSION: u32 = 1;
@@ -175,7 +175,7 @@ impl Embedder for StaticModel {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, super::EmbedError> {
         let mut ids = Vec::new();
         Ok(texts
             .iter()
@@ -220,7 +220,7 @@ mod tests {
     #[test]
     fn table_matches_manifest() {
         let manifest: serde_json::Value =
-            serde_json::from_str(include_str!("../../../assets/embedder/manifest.json")).unwrap();
+            serde_json::from_str(include_str!("../../assets/embedder/manifest.json")).unwrap();
         let m = model();
         let real = hex::encode(Sha256::digest(TABLE));
         assert_eq!(manifest["table_sha256"].as_str(), Some(real.as_str()));
