@@ -1,0 +1,107 @@
+//! Tidy: the repo's conventions, checked as a test (in the spirit of rust-analyzer's `xtask tidy`).
+//! Every check reads files under the workspace root and nothing else: no build, no binaries, no
+//! network. Each check is a function of the root path that returns its problems, so the tests
+//! below run it on the real tree and the unit tests in each module run it on a small fake
+//! workspace with a planted violation, proving the check can fail.
+//!
+//! - `layering`: which workspace crates may depend on which (the table at the top of
+//!   `layering.rs`), and the memory engine's ban on async and network crates.
+//! - `headers`: every Rust file starts with a `//!` line saying what it is.
+//! - `public_api`: library crates' `pub fn`s return typed errors, not `Result<_, String>`.
+
+mod headers;
+mod layering;
+mod public_api;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The workspace root: the parent of the `openhuman-tests` crate.
+fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("openhuman-tests lives one level below the workspace root")
+}
+
+/// `path` relative to `root`, with `/` separators, for messages.
+fn rel(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+}
+
+/// Every `.rs` file under `dir` (recursively, sorted), skipping directories named `target`,
+/// `node_modules` or starting with `.`, and any directory in `skip`. A missing `dir` yields none.
+fn rust_files(dir: &Path, skip: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { continue };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if kind.is_dir() {
+                let skipped = name == "target" || name == "node_modules" || name.starts_with('.');
+                if !skipped && !skip.contains(&path) {
+                    stack.push(path);
+                }
+            } else if kind.is_file() && name.ends_with(".rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Fails with every problem, one per line, under `what`.
+fn assert_clean(what: &str, problems: &[String]) {
+    assert!(problems.is_empty(), "tidy: {what} ({} problems):\n  {}\n", problems.len(), problems.join("\n  "));
+}
+
+#[test]
+fn layering_table_is_well_formed() {
+    assert_clean("the layering table in tests/tests/tidy/layering.rs is inconsistent", &layering::table_problems());
+}
+
+#[test]
+fn layering_sees_the_real_workspace() {
+    // Guards the checks below against passing vacuously (say, if the manifests stopped parsing).
+    let edges = layering::internal_edges(repo_root());
+    let deps_of = |name: &str| edges.iter().find(|(member, _)| member == name).map(|(_, deps)| deps);
+    for member in ["openhuman-common", "openhumand-mcp", "openhuman-mcp-shim", "openhuman-tests"] {
+        assert!(deps_of(member).is_some(), "tidy: `{member}` is not among the members read from Cargo.toml: {edges:?}");
+    }
+    assert!(
+        deps_of("openhumand-mcp").is_some_and(|deps| deps.iter().any(|d| d == "openhuman-common")),
+        "tidy: daemon/Cargo.toml's `openhuman-common.workspace = true` was not seen as internal: {edges:?}"
+    );
+}
+
+#[test]
+fn workspace_crates_depend_only_on_lower_layers() {
+    assert_clean("workspace crates break the layering", &layering::check(repo_root()));
+}
+
+#[test]
+fn memory_engine_stays_sync_and_offline() {
+    assert_clean("openhuman-memory depends on async or network crates", &layering::check_memory_externals(repo_root()));
+}
+
+#[test]
+fn rust_files_start_with_a_module_doc_line() {
+    assert_clean("Rust files without a `//!` header", &headers::check(repo_root()));
+}
+
+#[test]
+fn library_public_api_returns_no_string_errors() {
+    assert_clean("library crates return `Result<_, String>` from public functions", &public_api::check(repo_root()));
+}
+
+/// Writes a small fake workspace for the unit tests: `(path relative to root, contents)`.
+fn write_tree(root: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().expect("file has a parent")).expect("create fixture dir");
+        fs::write(&path, text).expect("write fixture file");
+    }
+}
