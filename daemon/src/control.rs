@@ -4,17 +4,10 @@
 //! MCP tools map onto) is callable here by name.
 
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 
 use crate::core_rpc::{self, CoreError};
-use crate::mcp::protocol::{RpcError, notification};
 use crate::state::AppState;
-
-/// Where progress of a long call goes: the caller's channel and its `_meta.progressToken`.
-pub struct Progress {
-    pub notify: mpsc::Sender<String>,
-    pub token: Value,
-}
+use openhuman_mcp::{Progress, RpcError};
 
 pub async fn call(state: &AppState, caller: u64, method: &str, params: &Map<String, Value>) -> Result<Value, RpcError> {
     call_ctx(state, caller, method, params, None).await
@@ -42,7 +35,7 @@ pub async fn call_ctx(
         "openhuman.config_reload" => match state.reload() {
             Ok(changed) => {
                 if changed {
-                    crate::server::notify_tools_changed(state);
+                    state.sessions().notify_tools_changed();
                 }
                 Ok(json!({ "reloaded": true, "tools_changed": changed }))
             }
@@ -141,17 +134,11 @@ async fn ingest(state: &AppState, params: &Map<String, Value>, progress: Option<
     let summary = tokio::task::spawn_blocking(move || {
         let report = |p: &openhuman_memory::IngestProgress| {
             if let Some(pr) = &progress {
-                let mut params = json!({
-                    "progressToken": pr.token,
-                    "progress": p.files_done,
-                    "total": p.files_total,
-                    "message": format!("{} chunks", p.chunks_written),
-                });
-                if let Some(c) = &p.current {
-                    params["current"] = Value::from(c.display().to_string());
-                }
-                // Best effort: a slow reader misses some progress, never the result.
-                let _ = pr.notify.try_send(notification("notifications/progress", params).to_string());
+                let message = match &p.current {
+                    Some(c) => format!("{} chunks; now {}", p.chunks_written, c.display()),
+                    None => format!("{} chunks", p.chunks_written),
+                };
+                pr.report(p.files_done as f64, Some(p.files_total as f64), Some(&message));
             }
         };
         engine.ingest_paths(&paths, kind.as_deref(), &report)
@@ -187,7 +174,7 @@ pub fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memory::Audi
 
 fn status(state: &AppState, caller: u64) -> Value {
     // The asking connection is not one of the sessions being reported on.
-    let sessions: Vec<_> = state.sessions().into_iter().filter(|s| s.id != caller).collect();
+    let sessions: Vec<_> = state.sessions().all().into_iter().filter(|s| s.id != caller).collect();
     let inflight: usize = sessions.iter().map(|s| s.inflight_count()).sum();
     json!({
         "pid": std::process::id(),

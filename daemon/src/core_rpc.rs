@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
-use crate::mcp::tools::args::{ArgSpec, Field};
 use crate::state::AppState;
+use openhuman_mcp::args::{ArgSpec, Field};
 use openhuman_memory::{MemoryEngine, MemoryError};
 
 /// Why a core method failed; the MCP layer turns all but `Internal` into readable tool errors.
@@ -215,6 +215,6 @@ pub fn find(name: &str) -> Option<&'static CoreMethod> {
 /// Validates `params` against the method's schema and runs it.
 pub async fn invoke(state: AppState, name: &str, params: Map<String, Value>) -> Result<Value, CoreError> {
     let method = find(name).ok_or_else(|| CoreError::NotFound(format!("no core method {name}")))?;
-    let params = method.params.validate(&params).map_err(CoreError::InvalidParams)?;
+    let params = method.params.validate(&params).map_err(|e| CoreError::InvalidParams(e.0))?;
     (method.handler)(state, params).await
 }

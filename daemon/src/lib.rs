@@ -1,18 +1,17 @@
-//! openhumand-mcp: the daemon behind openhuman-mcp. Map of the crate:
+//! openhumand-mcp: the daemon behind openhuman-mcp, wiring the library crates together (config,
+//! memory, providers, and the protocol crate `openhuman_mcp`). Map of the crate:
 //!
 //! - `cli`        command-line shapes (clap)
 //! - `state`      `AppState`, the cloneable handle to everything warm
-//! - `mcp/`       the one dispatcher: protocol, sessions, lifecycle, resources, tools
-//! - `transport/` socket, stdio and Streamable HTTP: bytes <-> messages
+//! - `app`        the daemon as an MCP application: tools, resources, `openhuman.*` methods
+//! - `tools/`     the tool catalog and `tools/call`: lookup, validation, policy, audit, one file
+//!   per tool family
 //! - `server`     `serve`: accept loop, signals, idle timeout, graceful drain
 //! - `core_rpc`   the core methods MCP tools map onto (`openhuman.memory_*`)
 //! - `control`    the socket's `openhuman.*` surface (status, stop, reload, ingest, audit, registry)
-//! - `memory/`    the memory engine (SQLite + tantivy + vectors, ingest, offline embedder)
-//! - `backends`   opens the memory engine per config
+//! - `backends`   opens the memory engine and its embedder per config
 //! - `policy`     the Act limiter; `audit` the rejection-row writer; `registry` tool registry
 //! - `agents/`    the subagent registry (built-in + user agents) and the subagent runner
-//! - `llm/`       LLM providers (OpenAI-compatible, Anthropic) and outbound HTTP plumbing
-//! - `search/`    web search: SearXNG, Brave, Tavily
 //! - `resources`  the compiled-in prompt catalog
 //! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
 //! - `register`   adds the shim to MCP clients' configs
@@ -20,6 +19,7 @@
 //! - `logging`    stderr + rolling file
 
 pub mod agents;
+pub mod app;
 pub mod audit;
 pub mod backends;
 pub mod cli;
@@ -27,7 +27,6 @@ pub mod client;
 pub mod control;
 pub mod core_rpc;
 pub mod logging;
-pub mod mcp;
 pub mod policy;
 pub mod register;
 pub mod registry;
@@ -35,7 +34,7 @@ pub mod resources;
 pub mod server;
 pub mod service;
 pub mod state;
-pub mod transport;
+pub mod tools;
 
 use std::io::Write;
 use std::time::Duration;
@@ -43,6 +42,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use openhuman_common::Paths;
 use openhuman_config as config;
+use openhuman_mcp::transport;
 
 use cli::{Cli, Command, ConfigAction, ServiceAction};
 use state::AppState;
@@ -100,7 +100,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
             let state = AppState::with_memory(paths, loaded.config, memory);
             let rt = runtime(Some(2))?;
             rt.block_on(async {
-                let dispatcher = mcp::Dispatcher::new(state.clone());
+                let dispatcher = server::dispatcher(&state);
                 transport::stdio::serve(dispatcher, state.shutdown_token().clone()).await;
                 state.audit().flush().await;
             });
@@ -123,7 +123,14 @@ fn run_server(cli: &Cli) -> Result<i32> {
                         tracing::info!("using the socket passed by the service manager");
                         transport::socket::from_activated(l)?
                     }
-                    None => transport::socket::bind(&paths.socket)?,
+                    None => transport::socket::bind(&paths.socket).map_err(|e| match e {
+                        transport::TransportError::InUse(path) => anyhow::anyhow!(
+                            "another openhumand-mcp is already serving on {}; use `openhumand-mcp status` to see it or \
+                             `openhumand-mcp stop` to stop it",
+                            path.display()
+                        ),
+                        other => other.into(),
+                    })?,
                 };
                 let http = match http {
                     Some(h) => {
@@ -229,8 +236,8 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
         let params = serde_json::json!({ "paths": files, "kind": kind });
         rt.block_on(client::call_with(&paths.socket, "openhuman.memory_ingest", params, None, |p| {
             show(
-                p["progress"].as_u64().unwrap_or(0),
-                p["total"].as_u64().unwrap_or(0),
+                p["progress"].as_f64().unwrap_or(0.0) as u64,
+                p["total"].as_f64().unwrap_or(0.0) as u64,
                 p["message"].as_str().unwrap_or("").to_string(),
             )
         }))?
@@ -302,7 +309,16 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
             "refusing to serve HTTP on non-loopback address {host} without a token: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
         );
     }
-    Ok(Some(transport::http::HttpOptions { host, port, token }))
+    Ok(Some(transport::http::HttpOptions {
+        host,
+        port,
+        token,
+        allowed_origins: h.allowed_origins.clone(),
+        max_sessions: h.max_sessions,
+        session_idle: Duration::from_secs(h.session_idle_secs),
+        sse_keepalive: Duration::from_secs(h.sse_keepalive_secs),
+        max_body_bytes: h.max_body_bytes,
+    }))
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use crate::core_rpc;
-use crate::mcp::tools::{self, Policy, ToolDef, write};
 use crate::state::AppState;
+use crate::tools::{self, Policy, ToolDef, write};
 use openhuman_memory::AuditQuery;
 
 /// Registry version of the entries' shape.

@@ -2,6 +2,7 @@
 //! built-in subagent, compiled in with `include_str!`. A file of the same name in the config dir
 //! (`<config dir>/IDENTITY.md`, `<config dir>/agents/<id>.md`) overrides the compiled text.
 
+use openhuman_mcp::Resource;
 use std::path::Path;
 
 use crate::agents::Registry;
@@ -11,15 +12,6 @@ pub const MIME: &str = "text/markdown";
 const IDENTITY: &str = include_str!("../prompts/IDENTITY.md");
 const SOUL: &str = include_str!("../prompts/SOUL.md");
 const USER: &str = include_str!("../prompts/USER.md");
-
-/// One listed resource.
-#[derive(Debug, Clone)]
-pub struct Resource {
-    pub uri: String,
-    pub name: String,
-    pub title: String,
-    pub description: String,
-}
 
 /// Reads `<config dir>/<relative>` when the user has put one there.
 pub fn override_text(config_dir: &Path, relative: &str) -> Option<String> {
@@ -55,6 +47,7 @@ pub fn list(agents: &Registry) -> Vec<Resource> {
             name: format!("agents/{}", m.id),
             title: format!("{} subagent prompt", m.name),
             description: m.description.clone(),
+            mime_type: MIME,
         });
     }
     out
@@ -66,6 +59,7 @@ fn core(slug: &str, file: &str, title: &str, description: &str) -> Resource {
         name: file.to_string(),
         title: title.to_string(),
         description: description.to_string(),
+        mime_type: MIME,
     }
 }
 

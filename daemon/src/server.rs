@@ -7,21 +7,21 @@ use std::time::Duration;
 use anyhow::Result;
 use tokio_util::task::TaskTracker;
 
-use crate::mcp::Dispatcher;
-use crate::mcp::protocol::notification;
+use openhuman_mcp::Dispatcher;
+use openhuman_mcp::transport::socket::{self, SocketListener};
+
 use crate::state::AppState;
-use crate::transport::socket::{self, SocketListener};
 
 pub struct ServeOptions {
     /// Stop after this long with no session.
     pub idle_timeout: Option<Duration>,
     /// Serve Streamable HTTP too, on this already-bound listener.
-    pub http: Option<(tokio::net::TcpListener, crate::transport::http::HttpOptions)>,
+    pub http: Option<(tokio::net::TcpListener, openhuman_mcp::transport::http::HttpOptions)>,
 }
 
 pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) -> Result<()> {
     let shutdown = state.shutdown_token().clone();
-    let dispatcher = Dispatcher::new(state.clone());
+    let dispatcher = dispatcher(&state);
     let conns = TaskTracker::new();
     let owned_path = listener.owned_path().map(|p| p.to_path_buf());
     spawn_signal_handlers(&state)?;
@@ -35,7 +35,8 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
         // Tracked with the socket sessions, so the same grace period bounds its drain.
         let (d, st) = (dispatcher.clone(), state.clone());
         conns.spawn(async move {
-            if let Err(e) = crate::transport::http::serve(tcp, d, http_opts, st.shutdown_token().clone()).await {
+            if let Err(e) = openhuman_mcp::transport::http::serve(tcp, d, http_opts, st.shutdown_token().clone()).await
+            {
                 tracing::error!("HTTP transport failed; stopping: {e:#}");
                 st.shutdown_token().cancel();
             }
@@ -65,14 +66,10 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
     Ok(())
 }
 
-/// Sends `notifications/tools/list_changed` to every initialised handshake-era session.
-pub fn notify_tools_changed(state: &AppState) {
-    let line = notification("notifications/tools/list_changed", serde_json::json!({})).to_string();
-    for s in state.sessions() {
-        if s.is_initialized() {
-            s.try_send(line.clone());
-        }
-    }
+/// The one dispatcher over the daemon's state: its sessions are the state's, and the state's
+/// abort token cancels every call when the grace period is over.
+pub fn dispatcher(state: &AppState) -> Dispatcher<AppState> {
+    Dispatcher::new(std::sync::Arc::new(state.clone()), state.sessions().clone(), state.abort_token().clone())
 }
 
 /// Installs the signal handlers now (a signal that arrives before its handler exists would
@@ -99,7 +96,7 @@ fn spawn_signal_handlers(state: &AppState) -> anyhow::Result<()> {
                     Ok(changed) => {
                         tracing::info!(tools_changed = changed, "config reloaded");
                         if changed {
-                            notify_tools_changed(&st);
+                            st.sessions().notify_tools_changed();
                         }
                     }
                     Err(e) => tracing::error!("config reload failed; keeping the previous config: {e:#}"),
@@ -120,7 +117,7 @@ fn spawn_signal_handlers(state: &AppState) -> anyhow::Result<()> {
 
 /// Fires shutdown once no session has been open for `idle`.
 async fn idle_watch(state: AppState, idle: Duration) {
-    let mut count = state.session_count();
+    let mut count = state.sessions().count();
     loop {
         if *count.borrow_and_update() == 0 {
             tokio::select! {

@@ -2,18 +2,16 @@
 //! (both swapped whole on reload), the memory engine, the Act limiter, the audit writer, live
 //! sessions, and the shutdown signals.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use anyhow::Result;
 use openhuman_common::Paths;
-use tokio::sync::watch;
+use openhuman_mcp::SessionSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Registry;
 use crate::audit::AuditWriter;
-use crate::mcp::Session;
 use crate::policy::ActLimiter;
 use openhuman_config::{self as config, Config};
 use openhuman_memory::MemoryEngine;
@@ -38,8 +36,7 @@ struct Inner {
     limiter: ActLimiter,
     audit: AuditWriter,
     started: Instant,
-    sessions: Mutex<HashMap<u64, Weak<Session>>>,
-    session_count: watch::Sender<usize>,
+    sessions: Arc<SessionSet>,
     /// Stop accepting and reading; in-flight calls may finish.
     shutdown: CancellationToken,
     /// Abandon in-flight calls (after the grace period).
@@ -64,8 +61,7 @@ impl AppState {
                 limiter: ActLimiter::default(),
                 audit,
                 started: Instant::now(),
-                sessions: Mutex::new(HashMap::new()),
-                session_count: watch::Sender::new(0),
+                sessions: Arc::default(),
                 shutdown: CancellationToken::new(),
                 abort: CancellationToken::new(),
             }),
@@ -113,39 +109,15 @@ impl AppState {
     /// Returns true when the set of listed tools changed.
     pub fn reload(&self) -> Result<bool> {
         let loaded = config::load(&self.inner.paths.config_file)?;
-        let before = crate::mcp::tools::listed_names(&self.config());
-        let after = crate::mcp::tools::listed_names(&loaded.config);
+        let before = crate::tools::listed_names(&self.config());
+        let after = crate::tools::listed_names(&loaded.config);
         *self.inner.config.write().expect("config lock") = Arc::new(loaded.config);
         *self.inner.agents.write().expect("agents lock") = Arc::new(Registry::load(&self.inner.paths.config_dir));
         Ok(before != after)
     }
 
-    /// Tracks a session for status and notifications; the guard unregisters it on drop.
-    pub fn register_session(&self, session: &Arc<Session>) -> SessionGuard {
-        let mut map = self.inner.sessions.lock().expect("sessions lock");
-        map.insert(session.id, Arc::downgrade(session));
-        self.inner.session_count.send_replace(map.len());
-        SessionGuard { state: self.clone(), id: session.id }
-    }
-
-    pub fn sessions(&self) -> Vec<Arc<Session>> {
-        self.inner.sessions.lock().expect("sessions lock").values().filter_map(Weak::upgrade).collect()
-    }
-
-    pub fn session_count(&self) -> watch::Receiver<usize> {
-        self.inner.session_count.subscribe()
-    }
-}
-
-pub struct SessionGuard {
-    state: AppState,
-    id: u64,
-}
-
-impl Drop for SessionGuard {
-    fn drop(&mut self) {
-        let mut map = self.state.inner.sessions.lock().expect("sessions lock");
-        map.remove(&self.id);
-        self.state.inner.session_count.send_replace(map.len());
+    /// The live MCP sessions of every transport.
+    pub fn sessions(&self) -> &Arc<SessionSet> {
+        &self.inner.sessions
     }
 }

@@ -332,13 +332,13 @@ fn validate(c: &Config) -> Result<(), String> {
         return Err(format!("key `mcp.max_line_bytes` must be at least 1024 (got {})", c.mcp.max_line_bytes));
     }
     if c.mcp.http.host.trim().is_empty() {
-        return Err(format!("key `mcp.http.host` must not be blank"));
+        return Err("key `mcp.http.host` must not be blank".to_string());
     }
     if c.mcp.http.max_sessions == 0 {
-        return Err(format!("key `mcp.http.max_sessions` must be at least 1"));
+        return Err("key `mcp.http.max_sessions` must be at least 1".to_string());
     }
     if c.mcp.http.session_idle_secs == 0 {
-        return Err(format!("key `mcp.http.session_idle_secs` must be at least 1"));
+        return Err("key `mcp.http.session_idle_secs` must be at least 1".to_string());
     }
     for origin in &c.mcp.http.allowed_origins {
         if !(origin.starts_with("http://") || origin.starts_with("https://")) {
@@ -349,7 +349,7 @@ fn validate(c: &Config) -> Result<(), String> {
         return Err(format!("key `searxng.max_results` must be between 1 and 50 (got {})", c.searxng.max_results));
     }
     if c.searxng.timeout_seconds == 0 {
-        return Err(format!("key `searxng.timeout_seconds` must be at least 1"));
+        return Err("key `searxng.timeout_seconds` must be at least 1".to_string());
     }
     check_url("searxng.base_url", &c.searxng.base_url)?;
     if let Some(url) = &c.llm.base_url {

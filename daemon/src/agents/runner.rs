@@ -7,9 +7,9 @@
 
 use serde_json::{Value, json};
 
-use crate::mcp::RequestCtx;
-use crate::mcp::tools::{self, Policy};
 use crate::state::AppState;
+use crate::tools::{self, Policy};
+use openhuman_mcp::RequestCtx;
 use openhuman_providers::llm::{Llm, Message, Request, ToolSpec};
 
 /// Longest tool result handed back to the model, in characters; the rest is cut with a note.

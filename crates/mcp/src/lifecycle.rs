@@ -3,19 +3,13 @@
 
 use std::sync::Arc;
 
-use openhuman_common::VERSION;
 use serde_json::{Map, Value, json};
 
-use super::protocol::{META_SERVER_INFO, RpcError, SERVER_NAME, SUPPORTED, negotiate};
-use super::session::{LOG_LEVELS, Session};
+use crate::app::ServerInfo;
+use crate::protocol::{META_SERVER_INFO, RpcError, SUPPORTED, negotiate};
+use crate::session::{LOG_LEVELS, Session};
 
-/// Shown to the client's model: what this server is for and how to use it well.
-pub const INSTRUCTIONS: &str = "OpenHuman is the user's personal memory and agent server. Use the memory tools to \
-search and recall what the user has stored (notes, e-mail, chats, learnings) and cite chunks by id; \
-use agent.list_subagents to see the specialist subagents. Writes are audited and may be refused by \
-the user's security policy; a refusal message says why.";
-
-pub fn initialize(session: &Arc<Session>, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub fn initialize(info: &ServerInfo, session: &Arc<Session>, params: &Map<String, Value>) -> Result<Value, RpcError> {
     let requested = match params.get("protocolVersion") {
         None | Some(Value::Null) => None,
         Some(Value::String(v)) => Some(v.as_str()),
@@ -41,12 +35,12 @@ pub fn initialize(session: &Arc<Session>, params: &Map<String, Value>) -> Result
             "resources": { "subscribe": false, "listChanged": false },
             "logging": {}
         },
-        "serverInfo": { "name": SERVER_NAME, "title": "OpenHuman", "version": VERSION },
-        "instructions": INSTRUCTIONS
+        "serverInfo": { "name": info.name, "title": info.title, "version": info.version },
+        "instructions": info.instructions
     }))
 }
 
-pub fn discover() -> Value {
+pub fn discover(info: &ServerInfo) -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": SUPPORTED,
@@ -55,9 +49,9 @@ pub fn discover() -> Value {
             "resources": {},
             "logging": {}
         },
-        "_meta": { META_SERVER_INFO: { "name": SERVER_NAME, "title": "OpenHuman", "version": VERSION } },
-        "instructions": INSTRUCTIONS,
-        "ttlMs": super::protocol::TOOLS_TTL_MS,
+        "_meta": { META_SERVER_INFO: { "name": info.name, "title": info.title, "version": info.version } },
+        "instructions": info.instructions,
+        "ttlMs": crate::protocol::TOOLS_TTL_MS,
         "cacheScope": "private"
     })
 }

@@ -8,10 +8,10 @@ use openhuman_common::looks_secret;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::args::{ArgSpec, Field};
 use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
-use crate::mcp::context::RequestCtx;
 use crate::state::AppState;
+use openhuman_mcp::RequestCtx;
+use openhuman_mcp::args::{ArgSpec, Field};
 use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, PutDocument};
 
 pub const WRITE_ANNOTATIONS: Annotations =

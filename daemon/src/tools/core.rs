@@ -5,10 +5,10 @@
 use futures::FutureExt;
 use serde_json::{Value, json};
 
-use super::args::ArgSpec;
 use super::{Annotations, Policy, ToolDef, ToolOutcome, always};
 use crate::agents::AGENT_TOOLS;
 use openhuman_config::Config;
+use openhuman_mcp::args::ArgSpec;
 
 pub fn tools() -> Vec<ToolDef> {
     vec![

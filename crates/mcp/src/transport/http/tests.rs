@@ -10,28 +10,34 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::*;
-use crate::state::AppState;
-use openhuman_config::Config;
+use crate::testing::{FakeApp, dispatcher};
 
 const LIMIT: Duration = Duration::from_secs(20);
 
 struct Rig {
     addr: std::net::SocketAddr,
-    state: AppState,
+    dispatcher: Dispatcher<FakeApp>,
     shutdown: CancellationToken,
-    served: tokio::task::JoinHandle<Result<()>>,
-    _home: tempfile::TempDir,
+    served: tokio::task::JoinHandle<Result<(), TransportError>>,
 }
 
 async fn rig() -> Rig {
-    let home = tempfile::tempdir().unwrap();
-    let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
+    let d = dispatcher();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let opts = HttpOptions { host: "127.0.0.1".into(), port: addr.port(), token: None };
-    let served = tokio::spawn(serve(listener, Dispatcher::new(state.clone()), opts, shutdown.clone()));
-    Rig { addr, state, shutdown, served, _home: home }
+    let opts = HttpOptions {
+        host: "127.0.0.1".into(),
+        port: addr.port(),
+        token: None,
+        allowed_origins: Vec::new(),
+        max_sessions: 8,
+        session_idle: Duration::from_secs(600),
+        sse_keepalive: Duration::from_secs(15),
+        max_body_bytes: 1 << 20,
+    };
+    let served = tokio::spawn(serve(listener, d.clone(), opts, shutdown.clone()));
+    Rig { addr, dispatcher: d, shutdown, served }
 }
 
 /// Sends a request; returns the connection positioned after the head, and the head.
@@ -104,7 +110,7 @@ async fn list_changed_reaches_the_get_stream_which_ends_with_its_session() {
         send(r.addr, "GET", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)], "").await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(header(&head, "content-type").as_deref(), Some("text/event-stream"));
-    crate::server::notify_tools_changed(&r.state);
+    r.dispatcher.sessions().notify_tools_changed();
     let seen = read_until(&mut stream, "notifications/tools/list_changed").await;
     assert!(seen.contains("event: message\r\ndata: {") || seen.contains("event: message\ndata: {"), "{seen}");
     assert!(!seen.contains("\nid: ") && !seen.contains("retry:"), "no priming before 2025-11-25: {seen}");

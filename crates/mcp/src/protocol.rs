@@ -20,8 +20,6 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
-pub const SERVER_NAME: &str = "openhuman-core";
-
 /// How long clients may cache list results in the stateless era.
 pub const TOOLS_TTL_MS: u64 = 60_000;
 pub const RESOURCES_TTL_MS: u64 = 300_000;

@@ -4,8 +4,10 @@
 use tokio_util::sync::CancellationToken;
 
 use super::{OnEof, serve_lines};
-use crate::mcp::{Dispatcher, Transport};
+use crate::app::App;
+use crate::dispatcher::Dispatcher;
+use crate::session::Transport;
 
-pub async fn serve(dispatcher: Dispatcher, shutdown: CancellationToken) {
+pub async fn serve<A: App>(dispatcher: Dispatcher<A>, shutdown: CancellationToken) {
     serve_lines(dispatcher, Transport::Stdio, tokio::io::stdin(), tokio::io::stdout(), shutdown, OnEof::Drain).await;
 }

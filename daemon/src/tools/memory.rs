@@ -43,7 +43,7 @@ fn recall(state: AppState, args: Map<String, Value>) -> BoxFuture<'static, ToolO
     .boxed()
 }
 
-fn spec(method: &str) -> super::args::ArgSpec {
+fn spec(method: &str) -> openhuman_mcp::args::ArgSpec {
     core_rpc::find(method).map(|m| m.params.clone()).unwrap_or_default()
 }
 

@@ -6,14 +6,17 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
 use interprocess::local_socket::ListenerOptions;
 use interprocess::local_socket::tokio::{Listener as IpcListener, prelude::*};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{OnEof, serve_lines};
-use crate::mcp::{Dispatcher, Transport};
+use super::{OnEof, TransportError, serve_lines};
+use crate::app::App;
+use crate::dispatcher::Dispatcher;
+use crate::session::Transport;
+
+type Result<T, E = TransportError> = std::result::Result<T, E>;
 
 pub enum SocketListener {
     Bound {
@@ -43,7 +46,9 @@ pub fn take_activated() -> Result<Option<std::os::unix::net::UnixListener>> {
     if fds.len() == 0 {
         return Ok(None);
     }
-    let listener = fds.take_unix_listener(0).context("socket activation: the passed fd is not a unix listener")?;
+    let listener = fds
+        .take_unix_listener(0)
+        .map_err(|e| TransportError::io("socket activation: the passed fd is not a unix listener", e))?;
     Ok(listener)
 }
 
@@ -55,8 +60,11 @@ pub fn take_activated() -> Result<Option<std::convert::Infallible>> {
 /// Wraps an inherited listener for the accept loop. Must run inside the runtime.
 #[cfg(unix)]
 pub fn from_activated(listener: std::os::unix::net::UnixListener) -> Result<SocketListener> {
-    listener.set_nonblocking(true)?;
-    Ok(SocketListener::Activated(tokio::net::UnixListener::from_std(listener)?))
+    let what = "socket activation: cannot use the passed listener";
+    listener.set_nonblocking(true).map_err(|e| TransportError::io(what, e))?;
+    Ok(SocketListener::Activated(
+        tokio::net::UnixListener::from_std(listener).map_err(|e| TransportError::io(what, e))?,
+    ))
 }
 
 #[cfg(not(unix))]
@@ -66,10 +74,13 @@ pub fn from_activated(listener: std::convert::Infallible) -> Result<SocketListen
 
 /// Binds the socket at `path`, handling stale and live sockets. Must run inside the runtime.
 pub fn bind(path: &Path) -> Result<SocketListener> {
-    let dir = path.parent().context("socket path has no directory")?;
+    let dir = path.parent().ok_or_else(|| {
+        TransportError::io("socket path has no directory", io::Error::from(io::ErrorKind::InvalidInput))
+    })?;
     make_private_dir(dir)?;
     for attempt in 0..2 {
-        let name = openhuman_common::paths::socket_name(path)?;
+        let name = openhuman_common::paths::socket_name(path)
+            .map_err(|e| TransportError::io(format!("cannot name socket {}", path.display()), e))?;
         let mut opts = ListenerOptions::new().name(name);
         #[cfg(unix)]
         {
@@ -81,22 +92,22 @@ pub fn bind(path: &Path) -> Result<SocketListener> {
                 return Ok(SocketListener::Bound { listener, path: path.to_path_buf() });
             }
             Err(e) if e.kind() == io::ErrorKind::AddrInUse && attempt == 0 => match probe(path) {
-                Probe::Live => bail!(
-                    "another openhumand-mcp is already serving on {}; use `openhumand-mcp status` to see it or `openhumand-mcp stop` to stop it",
-                    path.display()
-                ),
+                Probe::Live => return Err(TransportError::InUse(path.to_path_buf())),
                 Probe::Stale => {
                     tracing::info!(socket = %path.display(), "removing stale socket left by a daemon that is gone");
                     std::fs::remove_file(path)
-                        .with_context(|| format!("cannot remove stale socket {}", path.display()))?;
+                        .map_err(|e| TransportError::io(format!("cannot remove stale socket {}", path.display()), e))?;
                 }
             },
             Err(e) => {
-                return Err(e).with_context(|| format!("cannot listen on {}", path.display()));
+                return Err(TransportError::io(format!("cannot listen on {}", path.display()), e));
             }
         }
     }
-    bail!("cannot listen on {}: the address stays in use", path.display())
+    Err(TransportError::io(
+        format!("cannot listen on {}: the address stays in use", path.display()),
+        io::Error::from(io::ErrorKind::AddrInUse),
+    ))
 }
 
 enum Probe {
@@ -122,20 +133,21 @@ fn probe(path: &Path) -> Probe {
 }
 
 fn make_private_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create socket directory {}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| TransportError::io(format!("cannot create socket directory {}", dir.display()), e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot make {} private (0700)", dir.display()))?;
+            .map_err(|e| TransportError::io(format!("cannot make {} private (0700)", dir.display()), e))?;
     }
     Ok(())
 }
 
 /// Accepts connections until `shutdown`, one session task each (tracked by `conns`).
-pub async fn accept_loop(
+pub async fn accept_loop<A: App>(
     listener: SocketListener,
-    dispatcher: Dispatcher,
+    dispatcher: Dispatcher<A>,
     shutdown: CancellationToken,
     conns: TaskTracker,
 ) {

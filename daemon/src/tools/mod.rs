@@ -1,10 +1,9 @@
 //! The MCP tool catalog and `tools/list` / `tools/call`. Each tool family lives in its own file
 //! and contributes `ToolDef`s; this file owns listing (which tools are usable under the current
-//! config), the call path (params shape → policy → argument validation → handler), and turning
-//! handler outcomes into MCP results.
+//! config), the call path (tool lookup → argument validation → policy → handler), and turning
+//! handler outcomes into MCP results with the protocol crate's result shapes.
 
 mod agent;
-pub mod args;
 mod core;
 mod memory;
 mod web;
@@ -15,11 +14,13 @@ use std::sync::{Arc, LazyLock, Mutex, Weak};
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
-use super::context::RequestCtx;
-use super::protocol::{Payload, RpcError};
-use crate::state::AppState;
-use args::ArgSpec;
 use openhuman_config::Config;
+use openhuman_mcp::args::ArgSpec;
+use openhuman_mcp::tool::{self, Description};
+pub use openhuman_mcp::tool::{Annotations, ToolFailure, ToolOutcome};
+use openhuman_mcp::{Payload, RequestCtx, RpcError};
+
+use crate::state::AppState;
 
 /// What a tool needs from the security policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,41 +29,6 @@ pub enum Policy {
     Act,
 }
 
-/// MCP tool annotations (hints for clients).
-#[derive(Debug, Clone, Copy)]
-pub struct Annotations {
-    pub read_only: bool,
-    pub destructive: Option<bool>,
-    pub idempotent: Option<bool>,
-    pub open_world: bool,
-}
-
-impl Annotations {
-    pub const READ: Annotations =
-        Annotations { read_only: true, destructive: None, idempotent: None, open_world: false };
-    pub const WEB: Annotations = Annotations { read_only: true, destructive: None, idempotent: None, open_world: true };
-
-    fn to_json(self, title: &str) -> Value {
-        let mut a = json!({ "title": title, "readOnlyHint": self.read_only, "openWorldHint": self.open_world });
-        if let Some(d) = self.destructive {
-            a["destructiveHint"] = Value::from(d);
-        }
-        if let Some(i) = self.idempotent {
-            a["idempotentHint"] = Value::from(i);
-        }
-        a
-    }
-}
-
-/// A failed tool call: either a tool-level failure (`isError: true`, the client's model reads the
-/// text) or a protocol error.
-#[derive(Debug)]
-pub enum ToolFailure {
-    Tool(String),
-    Rpc(RpcError),
-}
-
-pub type ToolOutcome = Result<Value, ToolFailure>;
 pub type Handler = fn(AppState, Map<String, Value>, RequestCtx) -> BoxFuture<'static, ToolOutcome>;
 
 pub struct ToolDef {
@@ -81,17 +47,15 @@ pub struct ToolDef {
 impl ToolDef {
     /// The `tools/list` entry.
     pub fn to_json(&self) -> Value {
-        let mut t = json!({
-            "name": self.name,
-            "title": self.title,
-            "description": self.description,
-            "inputSchema": self.args.json_schema(),
-            "annotations": self.annotations.to_json(self.title),
-        });
-        if let Some(s) = &self.output_schema {
-            t["outputSchema"] = s.clone();
+        Description {
+            name: self.name,
+            title: self.title,
+            description: self.description,
+            args: &self.args,
+            annotations: self.annotations,
+            output_schema: self.output_schema.as_ref(),
         }
-        t
+        .to_json()
     }
 }
 
@@ -106,8 +70,6 @@ static ALL: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
     all.extend(write::tools());
     all.extend(agent::tools());
     all.extend(web::tools());
-    #[cfg(test)]
-    all.extend(test_tools::tools());
     all
 });
 
@@ -136,37 +98,20 @@ pub fn listed_names(config: &Config) -> Vec<&'static str> {
     listed(config).into_iter().map(|t| t.name).collect()
 }
 
-/// `tools/list`: one page, deterministic order.
-pub fn list(state: &AppState, params: &Map<String, Value>) -> Result<Value, RpcError> {
-    super::reject_cursor(params)?;
-    let tools: Vec<Value> = listed(&state.config()).into_iter().map(|t| t.rendered().clone()).collect();
-    let mut m = Map::with_capacity(1);
-    m.insert("tools".into(), Value::Array(tools));
-    Ok(Value::Object(m))
+/// The `tools/list` entries under the current config, in catalog order.
+pub fn list(state: &AppState) -> Vec<Value> {
+    listed(&state.config()).into_iter().map(|t| t.rendered().clone()).collect()
 }
 
-/// `tools/call`: shape of params → tool lookup → argument validation → handler. A success comes
-/// back as final JSON text shaped for the request's era; failures as values.
-pub async fn call(state: AppState, mut params: Map<String, Value>, ctx: RequestCtx) -> Result<Payload, RpcError> {
-    let name = match params.get("name") {
-        Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
-        Some(Value::String(_)) => {
-            return Err(RpcError::invalid_params("`params.name` must not be blank"));
-        }
-        Some(_) => {
-            return Err(RpcError::invalid_params("`params.name` must be a string naming a tool"));
-        }
-        None => {
-            return Err(RpcError::invalid_params("missing `params.name`: the tool to call"));
-        }
-    };
-    let arguments = match params.remove("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(m)) => m,
-        Some(_) => {
-            return Err(RpcError::invalid_params("`params.arguments` must be an object of named arguments"));
-        }
-    };
+/// `tools/call` after the protocol layer checked its params: tool lookup → argument validation →
+/// (Act) policy → handler. A success comes back as final JSON text shaped for the request's era;
+/// failures as values.
+pub async fn call(
+    state: AppState,
+    name: String,
+    arguments: Map<String, Value>,
+    ctx: RequestCtx,
+) -> Result<Payload, RpcError> {
     let config = state.config();
     // Only the named tool's availability is worked out (some checks read the environment).
     let known = ALL.iter().find(|t| t.name == name);
@@ -196,7 +141,7 @@ pub async fn call(state: AppState, mut params: Map<String, Value>, ctx: RequestC
         Err(msg) => {
             let msg = format!("invalid arguments for {name}: {msg}");
             reject(&msg);
-            return Ok(tool_error(&msg).into());
+            return Ok(tool::error(&msg).into());
         }
     };
     if tool.policy == Policy::Act
@@ -214,7 +159,7 @@ pub async fn call(state: AppState, mut params: Map<String, Value>, ctx: RequestC
     match (tool.handler)(state.clone(), args, ctx.clone()).await {
         Ok(value) => {
             let lead = LEAD_TEXT.iter().find(|(t, _)| *t == tool.name).and_then(|(_, f)| value[*f].as_str());
-            let text: Arc<str> = tool_result(&value, lead, modern).into();
+            let text: Arc<str> = tool::result(&value, lead, modern).into();
             if cacheable {
                 RESULTS.put(&config, tool.name, modern, text.clone());
             }
@@ -222,39 +167,13 @@ pub async fn call(state: AppState, mut params: Map<String, Value>, ctx: RequestC
         }
         Err(ToolFailure::Tool(msg)) => {
             reject(&msg);
-            Ok(tool_error(&msg).into())
+            Ok(tool::error(&msg).into())
         }
         Err(ToolFailure::Rpc(e)) => {
             reject(&e.message);
             Err(e)
         }
     }
-}
-
-/// A successful result as final JSON text: `content` holds the JSON as a text block (after the
-/// lead text, for tools whose answer is prose) and `structuredContent` holds the same JSON. The
-/// value is serialised once; the text block is that serialisation as a JSON string. Results of
-/// 2026-07-28 requests end with `"resultType":"complete"`.
-fn tool_result(value: &Value, lead: Option<&str>, modern: bool) -> String {
-    let json = serde_json::to_string(value).unwrap_or_default();
-    let quoted = |s: &str| serde_json::to_string(s).unwrap_or_default();
-    let mut out = String::with_capacity(json.len() * 2 + 96);
-    out.push_str(r#"{"content":["#);
-    if let Some(lead) = lead {
-        out.push_str(r#"{"type":"text","text":"#);
-        out.push_str(&quoted(lead));
-        out.push_str("},");
-    }
-    out.push_str(r#"{"type":"text","text":"#);
-    out.push_str(&quoted(&json));
-    out.push_str(r#"}],"structuredContent":"#);
-    out.push_str(&json);
-    out.push_str(r#","isError":false"#);
-    if modern {
-        out.push_str(r#","resultType":"complete""#);
-    }
-    out.push('}');
-    out
 }
 
 /// Tools whose result depends on nothing but the config: their results are kept, serialised,
@@ -356,62 +275,6 @@ fn short_json(v: &Value) -> String {
     if s.len() <= 80 { s } else { format!("{}…", s.chars().take(80).collect::<String>()) }
 }
 
-/// A tool-level failure the client's model can read and act on.
-pub fn tool_error(message: &str) -> Value {
-    json!({ "content": [{ "type": "text", "text": message }], "isError": true })
-}
-
-/// A slow tool that exists only in unit-test builds, to exercise concurrency, progress and
-/// cancellation in the dispatcher. It is never compiled into the binaries.
-#[cfg(test)]
-pub mod test_tools {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use futures::FutureExt;
-    use serde_json::json;
-
-    use super::args::{ArgSpec, Field};
-    use super::{Annotations, Policy, ToolDef, always};
-
-    /// How many `test.sleep` runs were dropped before finishing (i.e. cancelled).
-    pub static DROPPED: AtomicUsize = AtomicUsize::new(0);
-
-    struct DropCounter(bool);
-    impl Drop for DropCounter {
-        fn drop(&mut self) {
-            if !self.0 {
-                DROPPED.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-    }
-
-    pub fn tools() -> Vec<ToolDef> {
-        vec![ToolDef {
-            name: "test.sleep",
-            title: "Sleep (tests only)",
-            description: "Sleeps, reporting progress every step.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: ArgSpec::new(vec![Field::int("steps", "steps of 10 ms", 1, 100_000).required()]),
-            output_schema: None,
-            available: always,
-            handler: |_state, args, ctx| {
-                async move {
-                    let mut guard = DropCounter(false);
-                    let steps = args["steps"].as_i64().unwrap_or(1);
-                    for i in 0..steps {
-                        ctx.progress(i as f64, Some(steps as f64), Some("sleeping")).await;
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    }
-                    guard.0 = true;
-                    Ok(json!({ "slept_steps": steps }))
-                }
-                .boxed()
-            },
-        }]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,25 +300,6 @@ mod tests {
         for name in CONFIG_ONLY.iter().chain(lead).chain(write::AUDITED) {
             assert!(all_tools().iter().any(|t| t.name == *name), "{name} is not a tool");
         }
-    }
-
-    #[test]
-    fn a_result_carries_its_json_as_text_and_as_structured_content() {
-        let value = json!({ "answer": "Paris, \"the\" capital", "n": [1, 2], "nested": { "s": "a\nb" } });
-        for modern in [false, true] {
-            let r: Value = serde_json::from_str(&tool_result(&value, None, modern)).unwrap();
-            assert_eq!(r["structuredContent"], value);
-            assert_eq!(r["isError"], false);
-            let blocks = r["content"].as_array().unwrap();
-            assert_eq!(blocks.len(), 1);
-            assert_eq!(blocks[0]["type"], "text");
-            assert_eq!(serde_json::from_str::<Value>(blocks[0]["text"].as_str().unwrap()).unwrap(), value);
-            assert_eq!(r.get("resultType").is_some(), modern);
-        }
-        let r: Value = serde_json::from_str(&tool_result(&value, value["answer"].as_str(), true)).unwrap();
-        assert_eq!(r["content"][0]["text"], "Paris, \"the\" capital");
-        assert_eq!(r["content"].as_array().unwrap().len(), 2);
-        assert_eq!(r["resultType"], "complete");
     }
 
     #[test]

@@ -6,9 +6,9 @@
 use futures::FutureExt;
 use serde_json::{Value, json};
 
-use super::args::{ArgSpec, Field};
 use super::{Annotations, Policy, ToolDef, ToolFailure, always};
 use crate::agents::{dispatchability, runner};
+use openhuman_mcp::args::{ArgSpec, Field};
 
 /// An agent run changes things in the world (through its model and the web) and is not
 /// repeatable.

@@ -22,7 +22,6 @@ mod tests;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
@@ -35,22 +34,35 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
-use crate::mcp::Dispatcher;
-use crate::mcp::protocol::{RpcError, error_envelope, result_envelope};
+use super::TransportError;
+use crate::app::App;
+use crate::dispatcher::{Dispatcher, Serve};
+use crate::protocol::{Reply, RpcError, error_envelope, result_envelope};
 use sessions::SessionTable;
 
-/// Everything the HTTP transport needs, resolved from flags, env and config at start.
+/// Everything the HTTP transport needs, resolved by the caller at start (a reload of the
+/// caller's settings does not change a running transport).
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     pub host: String,
     pub port: u16,
     /// Bearer token; None = no auth (allowed only on loopback binds).
     pub token: Option<String>,
+    /// Browser origins allowed besides the server's own.
+    pub allowed_origins: Vec<String>,
+    /// Handshake-era sessions kept at once; the least recently used idle one makes room.
+    pub max_sessions: usize,
+    /// A session with no request for this long ends.
+    pub session_idle: Duration,
+    /// Keep-alive comment interval on event streams.
+    pub sse_keepalive: Duration,
+    /// Largest request body accepted (413 beyond it).
+    pub max_body_bytes: usize,
 }
 
 /// What every handler shares: the dispatcher, the session table and the settings in force.
 pub(crate) struct Shared {
-    dispatcher: Dispatcher,
+    dispatcher: Arc<dyn Serve>,
     sessions: SessionTable,
     token: Option<String>,
     /// Bound to a loopback address: check `Host` against DNS rebinding.
@@ -64,26 +76,25 @@ type Ctx = Arc<Shared>;
 
 /// Serves until `shutdown`, then stops accepting, ends every SSE stream and lets in-flight
 /// requests finish (they are cut by the daemon's abort token once the grace period is over).
-pub async fn serve(
+pub async fn serve<A: App>(
     listener: tokio::net::TcpListener,
-    dispatcher: Dispatcher,
+    dispatcher: Dispatcher<A>,
     opts: HttpOptions,
     shutdown: CancellationToken,
-) -> Result<()> {
-    let cfg = dispatcher.state().config().mcp.http.clone();
-    let local = listener.local_addr().context("HTTP listener has no local address")?;
+) -> Result<(), TransportError> {
+    let local = listener.local_addr().map_err(|e| TransportError::io("HTTP listener has no local address", e))?;
     let shared = Arc::new(Shared {
-        sessions: SessionTable::new(Duration::from_secs(cfg.session_idle_secs), cfg.max_sessions),
-        dispatcher,
+        sessions: SessionTable::new(opts.session_idle, opts.max_sessions),
+        dispatcher: Arc::new(dispatcher),
         token: opts.token.clone(),
         check_host: local.ip().is_loopback() || openhuman_common::is_loopback_host(&opts.host),
-        allowed_origins: cfg.allowed_origins.clone(),
-        keepalive: Duration::from_secs(cfg.sse_keepalive_secs.max(1)),
+        allowed_origins: opts.allowed_origins.clone(),
+        keepalive: opts.sse_keepalive.max(Duration::from_secs(1)),
         // Its own child, so the sweeper also stops when serving fails.
         shutdown: shutdown.child_token(),
     });
     let sweeper = tokio::spawn(sessions::sweep(shared.clone()));
-    let app = router(shared.clone(), cfg.max_body_bytes);
+    let app = router(shared.clone(), opts.max_body_bytes);
     let stop = shutdown.clone();
     let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
     // Nothing is served any more: end the sessions (their GET streams already ended).
@@ -91,7 +102,7 @@ pub async fn serve(
     shared.shutdown.cancel();
     let _ = sweeper.await;
     tracing::info!("HTTP transport stopped");
-    served.context("HTTP server failed")
+    served.map_err(|e| TransportError::io("HTTP server failed", e))
 }
 
 fn router(shared: Ctx, max_body: usize) -> Router {
@@ -115,7 +126,7 @@ async fn healthz() -> Response {
     json_response(StatusCode::OK, &json!({ "status": "ok", "version": openhuman_common::VERSION }))
 }
 
-/// `/rpc`: one JSON-RPC request for a core `openhuman.*` method, no MCP session.
+/// `/rpc`: one JSON-RPC request for an extension method of the app, no MCP session.
 async fn rpc(State(s): State<Ctx>, body: Result<Bytes, BytesRejection>) -> Response {
     let msg = match parse_body(body) {
         Ok(v) => v,
@@ -137,7 +148,7 @@ async fn rpc(State(s): State<Ctx>, body: Result<Bytes, BytesRejection>) -> Respo
         return rpc_error(
             StatusCode::BAD_REQUEST,
             &reply_id,
-            RpcError::invalid_request("missing `method`: name an openhuman.* method"),
+            RpcError::invalid_request("missing `method`: name an extension method"),
         );
     };
     let params = match obj.get("params") {
@@ -147,15 +158,8 @@ async fn rpc(State(s): State<Ctx>, body: Result<Bytes, BytesRejection>) -> Respo
             return rpc_error(StatusCode::OK, &reply_id, RpcError::invalid_params("`params` must be an object"));
         }
     };
-    let outcome = if method.starts_with("openhuman.") {
-        // Caller 0 is no session: every session counts in `daemon_status`.
-        crate::control::call(s.dispatcher.state(), 0, method, &params).await
-    } else {
-        Err(RpcError::method_not_found(method).with_data(json!({
-            "method": method,
-            "hint": "/rpc serves openhuman.* methods; MCP methods go to /mcp"
-        })))
-    };
+    // No session: the caller is 0, so every session counts in a status answer.
+    let outcome = s.dispatcher.extension_owned(method.to_string(), params).await;
     if id.is_none() {
         return StatusCode::ACCEPTED.into_response();
     }
@@ -197,10 +201,10 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response {
-    json_text_response(status, crate::mcp::encode(value))
+    json_text_response(status, crate::dispatcher::encode(value))
 }
 
-fn reply_response(status: StatusCode, reply: &crate::mcp::Reply) -> Response {
+fn reply_response(status: StatusCode, reply: &Reply) -> Response {
     json_text_response(status, reply.encode())
 }
 

@@ -14,8 +14,26 @@ use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::{Dispatcher, Session, Transport};
+use crate::app::App;
+use crate::dispatcher::Dispatcher;
+use crate::session::Transport;
 use framing::{Frame, LineCodec};
+
+/// Why a transport could not start or keep serving.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// Another live server answers on this socket path; it is never displaced.
+    #[error("another server is already serving on {0}")]
+    InUse(std::path::PathBuf),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+}
+
+impl TransportError {
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> TransportError {
+        TransportError::Io { what: what.into(), source }
+    }
+}
 
 /// What happens to in-flight requests when the peer stops sending.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -27,23 +45,23 @@ pub enum OnEof {
 }
 
 /// Serves one line-framed session until EOF or shutdown.
-pub async fn serve_lines<R, W>(
-    dispatcher: Dispatcher,
+pub async fn serve_lines<A, R, W>(
+    dispatcher: Dispatcher<A>,
     transport: Transport,
     reader: R,
     writer: W,
     shutdown: CancellationToken,
     on_eof: OnEof,
 ) where
+    A: App,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let state = dispatcher.state().clone();
     let (tx, rx) = mpsc::channel::<String>(512);
-    let session = Arc::new(Session::new(transport, state.abort_token(), tx));
-    let _guard = state.register_session(&session);
+    let session = Arc::new(dispatcher.new_session(transport, tx));
+    let _guard = dispatcher.sessions().register(&session);
     let write_task = tokio::spawn(write_lines(writer, rx));
-    let max = state.config().mcp.max_line_bytes;
+    let max = dispatcher.app().max_line_bytes();
     let mut frames = FramedRead::new(reader, LineCodec::new(max));
     let mut eof = false;
     loop {

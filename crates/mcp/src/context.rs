@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::protocol::{Era, notification};
-use super::session::{LOG_LEVELS, Session};
+use crate::protocol::{Era, notification};
+use crate::session::{LOG_LEVELS, Session};
 
 #[derive(Clone)]
 pub struct RequestCtx {

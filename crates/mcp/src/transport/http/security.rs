@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::{Ctx, rpc_error};
-use crate::mcp::protocol::RpcError;
+use crate::protocol::RpcError;
 
 /// Rejects foreign origins and rebinding host names; answers CORS preflights.
 pub async fn origin_and_host(State(s): State<Ctx>, req: Request, next: Next) -> Response {

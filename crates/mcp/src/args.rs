@@ -5,8 +5,14 @@
 
 use serde_json::{Map, Value, json};
 
+/// Why arguments were refused: names the argument and the bound, e.g. "missing required
+/// argument `query`" or "`limit` must be at most 100 (got 500)".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ArgError(pub String);
+
 #[derive(Debug, Clone)]
-pub enum Kind {
+pub enum ArgKind {
     Str { max_bytes: usize, one_of: Option<&'static [&'static str]> },
     Int { min: i64, max: i64, default: Option<i64> },
     Num { min: f64, max: f64 },
@@ -20,7 +26,7 @@ pub struct Field {
     pub name: &'static str,
     pub description: &'static str,
     pub required: bool,
-    pub kind: Kind,
+    pub kind: ArgKind,
 }
 
 /// Default cap on a free-text argument: large enough for documents, small enough to bound memory.
@@ -28,55 +34,55 @@ pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
 
 impl Field {
     pub fn string(name: &'static str, description: &'static str) -> Field {
-        Field { name, description, required: false, kind: Kind::Str { max_bytes: DEFAULT_MAX_BYTES, one_of: None } }
+        Field { name, description, required: false, kind: ArgKind::Str { max_bytes: DEFAULT_MAX_BYTES, one_of: None } }
     }
     pub fn one_of(name: &'static str, description: &'static str, values: &'static [&'static str]) -> Field {
-        Field { name, description, required: false, kind: Kind::Str { max_bytes: 256, one_of: Some(values) } }
+        Field { name, description, required: false, kind: ArgKind::Str { max_bytes: 256, one_of: Some(values) } }
     }
     pub fn int(name: &'static str, description: &'static str, min: i64, max: i64) -> Field {
-        Field { name, description, required: false, kind: Kind::Int { min, max, default: None } }
+        Field { name, description, required: false, kind: ArgKind::Int { min, max, default: None } }
     }
     pub fn number(name: &'static str, description: &'static str, min: f64, max: f64) -> Field {
-        Field { name, description, required: false, kind: Kind::Num { min, max } }
+        Field { name, description, required: false, kind: ArgKind::Num { min, max } }
     }
     pub fn boolean(name: &'static str, description: &'static str) -> Field {
-        Field { name, description, required: false, kind: Kind::Bool }
+        Field { name, description, required: false, kind: ArgKind::Bool }
     }
     pub fn list(name: &'static str, description: &'static str, max_items: usize, max_item_bytes: usize) -> Field {
         Field {
             name,
             description,
             required: false,
-            kind: Kind::StrList { min_items: 0, max_items, max_item_bytes, one_of: None },
+            kind: ArgKind::StrList { min_items: 0, max_items, max_item_bytes, one_of: None },
         }
     }
     pub fn object(name: &'static str, description: &'static str, spec: ArgSpec) -> Field {
-        Field { name, description, required: false, kind: Kind::Object(spec) }
+        Field { name, description, required: false, kind: ArgKind::Object(spec) }
     }
     pub fn required(mut self) -> Field {
         self.required = true;
         self
     }
     pub fn max_bytes(mut self, n: usize) -> Field {
-        if let Kind::Str { max_bytes, .. } = &mut self.kind {
+        if let ArgKind::Str { max_bytes, .. } = &mut self.kind {
             *max_bytes = n;
         }
         self
     }
     pub fn default_int(mut self, d: i64) -> Field {
-        if let Kind::Int { default, .. } = &mut self.kind {
+        if let ArgKind::Int { default, .. } = &mut self.kind {
             *default = Some(d);
         }
         self
     }
     pub fn min_items(mut self, n: usize) -> Field {
-        if let Kind::StrList { min_items, .. } = &mut self.kind {
+        if let ArgKind::StrList { min_items, .. } = &mut self.kind {
             *min_items = n;
         }
         self
     }
     pub fn items_one_of(mut self, values: &'static [&'static str]) -> Field {
-        if let Kind::StrList { one_of, .. } = &mut self.kind {
+        if let ArgKind::StrList { one_of, .. } = &mut self.kind {
             *one_of = Some(values);
         }
         self
@@ -116,8 +122,8 @@ impl ArgSpec {
     }
 
     /// Validates `args` (absent or null = `{}`), filling integer defaults.
-    pub fn validate(&self, args: &Map<String, Value>) -> Result<Map<String, Value>, String> {
-        self.validate_at("", args)
+    pub fn validate(&self, args: &Map<String, Value>) -> Result<Map<String, Value>, ArgError> {
+        self.validate_at("", args).map_err(ArgError)
     }
 
     fn validate_at(&self, prefix: &str, args: &Map<String, Value>) -> Result<Map<String, Value>, String> {
@@ -148,7 +154,7 @@ impl ArgSpec {
                     if f.required {
                         return Err(format!("missing required argument `{path}`"));
                     }
-                    if let Kind::Int { default: Some(d), .. } = f.kind {
+                    if let ArgKind::Int { default: Some(d), .. } = f.kind {
                         out.insert(f.name.to_string(), Value::from(d));
                     }
                 }
@@ -173,14 +179,14 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn check(path: &str, kind: &Kind, v: &Value) -> Result<Value, String> {
+fn check(path: &str, kind: &ArgKind, v: &Value) -> Result<Value, String> {
     match kind {
-        Kind::Str { max_bytes, one_of } => {
+        ArgKind::Str { max_bytes, one_of } => {
             let s = v.as_str().ok_or_else(|| format!("argument `{path}` must be a string (got {})", type_name(v)))?;
             check_str(path, s, *max_bytes, *one_of)?;
             Ok(v.clone())
         }
-        Kind::Int { min, max, .. } => {
+        ArgKind::Int { min, max, .. } => {
             let n = match v {
                 Value::Number(n) => {
                     n.as_i64().or_else(|| n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9e15).map(|f| f as i64))
@@ -193,18 +199,18 @@ fn check(path: &str, kind: &Kind, v: &Value) -> Result<Value, String> {
             }
             Ok(Value::from(n))
         }
-        Kind::Num { min, max } => {
+        ArgKind::Num { min, max } => {
             let n = v.as_f64().ok_or_else(|| format!("argument `{path}` must be a number (got {})", short(v)))?;
             if !n.is_finite() || n < *min || n > *max {
                 return Err(range_msg(path, *min, *max, &n.to_string()));
             }
             Ok(v.clone())
         }
-        Kind::Bool => {
+        ArgKind::Bool => {
             v.as_bool().ok_or_else(|| format!("argument `{path}` must be true or false (got {})", short(v)))?;
             Ok(v.clone())
         }
-        Kind::StrList { min_items, max_items, max_item_bytes, one_of } => {
+        ArgKind::StrList { min_items, max_items, max_item_bytes, one_of } => {
             let items = v
                 .as_array()
                 .ok_or_else(|| format!("argument `{path}` must be an array of strings (got {})", type_name(v)))?;
@@ -227,7 +233,7 @@ fn check(path: &str, kind: &Kind, v: &Value) -> Result<Value, String> {
             }
             Ok(v.clone())
         }
-        Kind::Object(spec) => {
+        ArgKind::Object(spec) => {
             let map =
                 v.as_object().ok_or_else(|| format!("argument `{path}` must be an object (got {})", type_name(v)))?;
             Ok(Value::Object(spec.validate_at(&format!("{path}."), map)?))
@@ -278,7 +284,7 @@ fn truncate(s: &str, max: usize) -> &str {
 
 fn field_schema(f: &Field) -> Value {
     let mut s = match &f.kind {
-        Kind::Str { max_bytes, one_of } => {
+        ArgKind::Str { max_bytes, one_of } => {
             let mut s = json!({ "type": "string", "minLength": 1 });
             if *max_bytes != DEFAULT_MAX_BYTES {
                 s["maxLength"] = Value::from(*max_bytes);
@@ -288,7 +294,7 @@ fn field_schema(f: &Field) -> Value {
             }
             s
         }
-        Kind::Int { min, max, default } => {
+        ArgKind::Int { min, max, default } => {
             let mut s = json!({ "type": "integer", "minimum": min });
             if *max < i64::MAX {
                 s["maximum"] = Value::from(*max);
@@ -298,9 +304,9 @@ fn field_schema(f: &Field) -> Value {
             }
             s
         }
-        Kind::Num { min, max } => json!({ "type": "number", "minimum": min, "maximum": max }),
-        Kind::Bool => json!({ "type": "boolean" }),
-        Kind::StrList { min_items, max_items, max_item_bytes, one_of } => {
+        ArgKind::Num { min, max } => json!({ "type": "number", "minimum": min, "maximum": max }),
+        ArgKind::Bool => json!({ "type": "boolean" }),
+        ArgKind::StrList { min_items, max_items, max_item_bytes, one_of } => {
             let mut item = json!({ "type": "string", "minLength": 1, "maxLength": max_item_bytes });
             if let Some(values) = one_of {
                 item["enum"] = json!(values);
@@ -311,7 +317,7 @@ fn field_schema(f: &Field) -> Value {
             }
             s
         }
-        Kind::Object(spec) => spec.json_schema(),
+        ArgKind::Object(spec) => spec.json_schema(),
     };
     s["description"] = Value::from(f.description);
     s
@@ -337,7 +343,7 @@ mod tests {
     }
 
     fn err(args: Value) -> String {
-        spec().validate(args.as_object().unwrap()).unwrap_err()
+        spec().validate(args.as_object().unwrap()).unwrap_err().0
     }
 
     /// Each rejection names the argument and the bound; nothing is clamped or dropped.
@@ -403,6 +409,6 @@ mod tests {
     #[test]
     fn no_argument_tool_rejects_any_argument() {
         let e = ArgSpec::none().validate(json!({"x": 1}).as_object().unwrap()).unwrap_err();
-        assert_eq!(e, "unknown argument: `x`; it takes no arguments");
+        assert_eq!(e.0, "unknown argument: `x`; it takes no arguments");
     }
 }

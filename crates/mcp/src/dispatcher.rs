@@ -1,19 +1,7 @@
 //! The one MCP dispatcher. Every transport (socket, stdio, HTTP) hands it decoded messages; it
-//! alone knows MCP method names. Map of this module:
-//!
-//! - `protocol`  versions, `RpcError`, envelopes
-//! - `session`   per-connection state: handshake, provenance, in-flight requests
-//! - `context`   what a running request may use (cancel token, progress, logs)
-//! - `lifecycle` `initialize`, `server/discover`, `ping`, `logging/setLevel`
-//! - `resources` `resources/*`
-//! - `tools/`    the tool catalog and `tools/call`, one file per tool family
-
-pub mod context;
-mod lifecycle;
-pub mod protocol;
-mod resources;
-pub mod session;
-pub mod tools;
+//! alone knows MCP method names. It checks envelopes, runs batches, registers in-flight ids
+//! with their cancel tokens, contains panics, picks the era, and routes each method to the
+//! lifecycle handlers or to the [`App`].
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -23,26 +11,47 @@ use openhuman_common::codes;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
-pub use context::RequestCtx;
-use protocol::{Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, RpcError};
-pub use protocol::{Payload, Reply};
-use session::{LOG_LEVELS, id_key, source_label};
-pub use session::{Session, Transport};
+use tokio_util::sync::CancellationToken;
 
-use crate::state::AppState;
+use crate::app::{App, Extension, Progress};
+use crate::context::RequestCtx;
+use crate::lifecycle;
+use crate::protocol::{self, Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply, RpcError};
+use crate::session::{LOG_LEVELS, Session, SessionSet, Transport, id_key, source_label};
 
-#[derive(Clone)]
-pub struct Dispatcher {
-    state: AppState,
+/// The dispatcher and what every transport shares through it: the application, the set of live
+/// sessions, and the token that cancels in-flight calls when the server gives up waiting for
+/// them. Cloning is cheap.
+pub struct Dispatcher<A> {
+    app: Arc<A>,
+    sessions: Arc<SessionSet>,
+    abort: CancellationToken,
 }
 
-impl Dispatcher {
-    pub fn new(state: AppState) -> Dispatcher {
-        Dispatcher { state }
+impl<A> Clone for Dispatcher<A> {
+    fn clone(&self) -> Self {
+        Dispatcher { app: self.app.clone(), sessions: self.sessions.clone(), abort: self.abort.clone() }
+    }
+}
+
+impl<A: App> Dispatcher<A> {
+    /// `abort` is the parent of every session's cancel token: cancelling it stops every call.
+    pub fn new(app: Arc<A>, sessions: Arc<SessionSet>, abort: CancellationToken) -> Dispatcher<A> {
+        Dispatcher { app, sessions, abort }
     }
 
-    pub fn state(&self) -> &AppState {
-        &self.state
+    pub fn app(&self) -> &Arc<A> {
+        &self.app
+    }
+
+    pub fn sessions(&self) -> &Arc<SessionSet> {
+        &self.sessions
+    }
+
+    /// A new session of `transport` whose messages leave by `out`, its cancel token a child of
+    /// the abort token. The caller registers it in [`Dispatcher::sessions`] if it should count.
+    pub fn new_session(&self, transport: Transport, out: mpsc::Sender<String>) -> Session {
+        Session::new(transport, &self.abort, out)
     }
 
     /// For line transports: one received line. Handshake and notifications are handled in order,
@@ -241,26 +250,26 @@ impl Dispatcher {
         session: &Arc<Session>,
         method: &str,
         params: Map<String, Value>,
-        cancel: tokio_util::sync::CancellationToken,
+        cancel: CancellationToken,
         notify: mpsc::Sender<String>,
     ) -> Result<Payload, RpcError> {
         let meta = params.get("_meta").and_then(Value::as_object);
         let meta_version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
         match method {
-            "initialize" => return lifecycle::initialize(session, &params).map(Payload::Value),
-            "server/discover" => return Ok(Payload::Value(lifecycle::discover())),
+            "initialize" => return lifecycle::initialize(self.app.info(), session, &params).map(Payload::Value),
+            "server/discover" => return Ok(Payload::Value(lifecycle::discover(self.app.info()))),
             _ => {}
         }
-        if method.starts_with("openhuman.") {
+        let prefix = self.app.info().extension_prefix;
+        if !prefix.is_empty() && method.starts_with(prefix) {
             if session.transport != Transport::Socket {
                 return Err(RpcError::method_not_found(method));
             }
             let progress = meta
                 .and_then(|m| m.get("progressToken"))
-                .map(|token| crate::control::Progress { notify: notify.clone(), token: token.clone() });
-            return crate::control::call_ctx(&self.state, session.id, method, &params, progress)
-                .await
-                .map(Payload::Value);
+                .map(|token| Progress { notify: notify.clone(), token: token.clone() });
+            let caller = Extension { caller: session.id, progress };
+            return self.app.extension(method.to_string(), params, caller).await.map(Payload::Value);
         }
         let known_legacy = |v: &str| protocol::LEGACY_VERSIONS.contains(&v);
         let era = match (meta_version, session.negotiated()) {
@@ -298,15 +307,35 @@ impl Dispatcher {
         };
         let mut result = match method {
             "ping" => json!({}),
-            "tools/list" => tools::list(&self.state, &params)?,
+            "tools/list" => {
+                reject_cursor(&params)?;
+                json!({ "tools": self.app.tools() })
+            }
             // A call's result may come back as final JSON text, already shaped for the era.
-            "tools/call" => match tools::call(self.state.clone(), params, ctx).await? {
-                Payload::Value(v) => v,
-                json => return Ok(json),
-            },
-            "resources/list" => resources::list(&self.state, &params)?,
-            "resources/templates/list" => resources::templates(&params)?,
-            "resources/read" => resources::read(&self.state, &params, &era)?,
+            "tools/call" => {
+                let (name, arguments) = call_params(params)?;
+                match self.app.call_tool(name, arguments, ctx).await? {
+                    Payload::Value(v) => v,
+                    json => return Ok(json),
+                }
+            }
+            "resources/list" => {
+                reject_cursor(&params)?;
+                let items: Vec<Value> = self
+                    .app
+                    .resources()
+                    .into_iter()
+                    .map(|r| {
+                        json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description, "mimeType": r.mime_type })
+                    })
+                    .collect();
+                json!({ "resources": items })
+            }
+            "resources/templates/list" => {
+                reject_cursor(&params)?;
+                json!({ "resourceTemplates": [] })
+            }
+            "resources/read" => self.read_resource(&params, &era)?,
             "logging/setLevel" => lifecycle::set_level(session, &params)?,
             "prompts/list" | "completion/complete" | "sampling/createMessage" => {
                 return Err(RpcError::method_not_found(method));
@@ -348,8 +377,108 @@ fn modernise(method: &str, result: &mut Value) {
     }
 }
 
+impl<A: App> Dispatcher<A> {
+    fn read_resource(&self, params: &Map<String, Value>, era: &Era) -> Result<Value, RpcError> {
+        let uri = match params.get("uri") {
+            Some(Value::String(u)) if !u.trim().is_empty() => u.as_str(),
+            Some(Value::String(_)) => return Err(RpcError::invalid_params("`uri` must not be blank")),
+            Some(_) => return Err(RpcError::invalid_params("`uri` must be a string")),
+            None => {
+                return Err(RpcError::invalid_params("missing `uri`: resources/list shows the available ones"));
+            }
+        };
+        match self.app.read_resource(uri) {
+            Some((text, mime)) => Ok(json!({ "contents": [{ "uri": uri, "mimeType": mime, "text": text }] })),
+            None => {
+                let code = if era.is_modern() { codes::INVALID_PARAMS } else { codes::RESOURCE_NOT_FOUND };
+                Err(RpcError::new(code, format!("resource not found: {uri}; resources/list shows the available ones"))
+                    .with_data(json!({ "uri": uri })))
+            }
+        }
+    }
+
+    /// For HTTP `/rpc`: one extension method with no session.
+    pub async fn extension(&self, method: &str, params: Map<String, Value>) -> Result<Value, RpcError> {
+        let prefix = self.app.info().extension_prefix;
+        if prefix.is_empty() || !method.starts_with(prefix) {
+            return Err(RpcError::method_not_found(method).with_data(
+                json!({ "method": method, "hint": format!("/rpc serves {prefix}* methods; MCP methods go to /mcp") }),
+            ));
+        }
+        self.app.extension(method.to_string(), params, Extension { caller: 0, progress: None }).await
+    }
+}
+
+/// The dispatcher with its application type erased, for transports that keep it in state of one
+/// concrete type (the HTTP transport's axum state).
+pub(crate) trait Serve: Send + Sync + 'static {
+    fn handle_owned(
+        &self,
+        session: Arc<Session>,
+        msg: Value,
+        notify: mpsc::Sender<String>,
+    ) -> futures::future::BoxFuture<'static, Option<Reply>>;
+    fn new_session(&self, transport: Transport, out: mpsc::Sender<String>) -> Session;
+    fn sessions(&self) -> &Arc<SessionSet>;
+    fn extension_owned(
+        &self,
+        method: String,
+        params: Map<String, Value>,
+    ) -> futures::future::BoxFuture<'static, Result<Value, RpcError>>;
+}
+
+impl<A: App> Serve for Dispatcher<A> {
+    fn handle_owned(
+        &self,
+        session: Arc<Session>,
+        msg: Value,
+        notify: mpsc::Sender<String>,
+    ) -> futures::future::BoxFuture<'static, Option<Reply>> {
+        let this = self.clone();
+        async move { this.handle(&session, msg, notify).await }.boxed()
+    }
+    fn new_session(&self, transport: Transport, out: mpsc::Sender<String>) -> Session {
+        Dispatcher::new_session(self, transport, out)
+    }
+    fn sessions(&self) -> &Arc<SessionSet> {
+        &self.sessions
+    }
+    fn extension_owned(
+        &self,
+        method: String,
+        params: Map<String, Value>,
+    ) -> futures::future::BoxFuture<'static, Result<Value, RpcError>> {
+        let this = self.clone();
+        async move { this.extension(&method, params).await }.boxed()
+    }
+}
+
+/// The name and arguments of a `tools/call`, or the -32602 that says what is wrong with them.
+fn call_params(mut params: Map<String, Value>) -> Result<(String, Map<String, Value>), RpcError> {
+    let name = match params.get("name") {
+        Some(Value::String(n)) if !n.trim().is_empty() => n.clone(),
+        Some(Value::String(_)) => {
+            return Err(RpcError::invalid_params("`params.name` must not be blank"));
+        }
+        Some(_) => {
+            return Err(RpcError::invalid_params("`params.name` must be a string naming a tool"));
+        }
+        None => {
+            return Err(RpcError::invalid_params("missing `params.name`: the tool to call"));
+        }
+    };
+    let arguments = match params.remove("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => {
+            return Err(RpcError::invalid_params("`params.arguments` must be an object of named arguments"));
+        }
+    };
+    Ok((name, arguments))
+}
+
 /// Lists are one page; we never hand out cursors, so any cursor is one we did not issue.
-pub(crate) fn reject_cursor(params: &Map<String, Value>) -> Result<(), RpcError> {
+fn reject_cursor(params: &Map<String, Value>) -> Result<(), RpcError> {
     match params.get("cursor") {
         None | Some(Value::Null) => Ok(()),
         Some(c) => {
@@ -385,21 +514,23 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use openhuman_config::Config;
+    use crate::session;
+    use crate::testing::{self, FakeApp};
 
     struct Rig {
-        dispatcher: Dispatcher,
+        dispatcher: Dispatcher<FakeApp>,
         session: Arc<Session>,
         rx: mpsc::Receiver<String>,
-        _home: tempfile::TempDir,
+    }
+
+    fn rig_on(transport: Transport) -> Rig {
+        let dispatcher = testing::dispatcher();
+        let (session, rx) = testing::session(&dispatcher, transport);
+        Rig { dispatcher, session, rx }
     }
 
     fn rig() -> Rig {
-        let home = tempfile::tempdir().unwrap();
-        let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
-        let (tx, rx) = mpsc::channel(64);
-        let session = Arc::new(Session::new(Transport::Stdio, state.abort_token(), tx));
-        Rig { dispatcher: Dispatcher::new(state), session, rx, _home: home }
+        rig_on(Transport::Stdio)
     }
 
     impl Rig {
@@ -447,7 +578,7 @@ mod tests {
     async fn cancelled_request_stops_its_handler_and_gets_no_reply() {
         let mut r = rig();
         r.init().await;
-        let before = tools::test_tools::DROPPED.load(Ordering::SeqCst);
+        let before = r.dispatcher.app().dropped.load(Ordering::SeqCst);
         r.line(sleep_call(7, 100_000, Some("tok"))).await;
         // The first progress notification proves the handler is running.
         let p = r.next().await;
@@ -464,7 +595,7 @@ mod tests {
             break;
         }
         assert_eq!(r.session.inflight_count(), 0);
-        assert!(tools::test_tools::DROPPED.load(Ordering::SeqCst) > before, "the handler was dropped");
+        assert!(r.dispatcher.app().dropped.load(Ordering::SeqCst) > before, "the handler was dropped");
         // The id is free again.
         r.line(sleep_call(7, 1, None)).await;
         loop {
@@ -528,10 +659,67 @@ mod tests {
         r.line(json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}})).await;
         assert_eq!(r.next().await["result"], json!({}));
         assert_eq!(r.session.log_level(), Some(0));
-        crate::server::notify_tools_changed(r.dispatcher.state());
-        // The rig's session is not registered with the state, so it hears nothing; registered ones do.
-        let _g = r.dispatcher.state().register_session(&r.session);
-        crate::server::notify_tools_changed(r.dispatcher.state());
+        r.dispatcher.sessions().notify_tools_changed();
+        // The rig's session is not registered, so it hears nothing; registered ones do.
+        let _g = r.dispatcher.sessions().register(&r.session);
+        r.dispatcher.sessions().notify_tools_changed();
         assert_eq!(r.next().await["method"], "notifications/tools/list_changed");
+    }
+
+    #[tokio::test]
+    async fn lists_reads_and_unknown_methods_are_answered_by_the_protocol_layer() {
+        let mut r = rig();
+        r.init().await;
+        r.line(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+        let tools = r.next().await;
+        assert_eq!(tools["result"]["tools"][0]["name"], "test.sleep");
+        assert_eq!(tools["result"]["tools"][0]["inputSchema"]["required"], json!(["steps"]));
+        r.line(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "x"}})).await;
+        assert_eq!(r.next().await["error"]["code"], -32602, "we never issue cursors");
+        r.line(json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "fake://greeting"}}))
+            .await;
+        assert_eq!(r.next().await["result"]["contents"][0]["text"], "hello");
+        r.line(json!({"jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": {"uri": "fake://none"}})).await;
+        assert_eq!(r.next().await["error"]["code"], openhuman_common::codes::RESOURCE_NOT_FOUND);
+        r.line(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "test.sleep", "arguments": []}}))
+            .await;
+        let bad = r.next().await;
+        assert_eq!(bad["error"]["code"], -32602);
+        assert!(bad["error"]["message"].as_str().unwrap().contains("arguments"), "{bad}");
+        r.line(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "test.sleep", "arguments": {"steps": 0}}}))
+            .await;
+        let refused = r.next().await;
+        assert_eq!(refused["result"]["isError"], true, "argument errors are tool results: {refused}");
+        r.line(json!({"jsonrpc": "2.0", "id": 7, "method": "prompts/list"})).await;
+        assert_eq!(r.next().await["error"]["code"], -32601);
+        r.line(json!({"jsonrpc": "2.0", "id": 8, "method": "initialize", "params": {"protocolVersion": "1999-01-01"}}))
+            .await;
+        assert_eq!(r.next().await["result"]["serverInfo"]["name"], "fake");
+    }
+
+    #[tokio::test]
+    async fn extension_methods_are_served_on_the_socket_only() {
+        let mut socket = rig_on(Transport::Socket);
+        socket.line(json!({"jsonrpc": "2.0", "id": 1, "method": "fake.echo", "params": {"x": 1}})).await;
+        let echoed = socket.next().await;
+        assert_eq!(echoed["result"]["params"]["x"], 1, "no handshake needed: {echoed}");
+        assert_eq!(echoed["result"]["caller"], socket.session.id);
+        let mut stdio = rig();
+        stdio.init().await;
+        stdio.line(json!({"jsonrpc": "2.0", "id": 1, "method": "fake.echo"})).await;
+        assert_eq!(stdio.next().await["error"]["code"], -32601);
+    }
+
+    #[tokio::test]
+    async fn malformed_lines_get_parse_errors_and_the_session_goes_on() {
+        let mut r = rig();
+        r.dispatcher.on_line(&r.session, b"{not json").await;
+        assert_eq!(r.next().await["error"]["code"], -32700);
+        r.dispatcher.on_line(&r.session, b"[]").await;
+        assert_eq!(r.next().await["error"]["code"], -32600);
+        r.dispatcher.on_overlong(&r.session, 10).await;
+        assert_eq!(r.next().await["error"]["data"]["max_line_bytes"], 10);
+        r.line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
+        assert_eq!(r.next().await["id"], 1);
     }
 }

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use super::Ctx;
-use crate::mcp::{Session, Transport};
-use crate::state::{AppState, SessionGuard};
+use crate::dispatcher::Serve;
+use crate::session::{Session, SessionGuard, Transport};
 
 /// How many session-level notifications wait for a GET stream before new ones are dropped.
 const INBOX: usize = 256;
@@ -111,10 +111,10 @@ impl SessionTable {
     }
 
     /// Mints a session, evicting one when the table is full.
-    pub fn create(&self, state: &AppState) -> Arc<HttpSession> {
+    pub(crate) fn create(&self, dispatcher: &dyn Serve) -> Arc<HttpSession> {
         let (tx, rx) = mpsc::channel(INBOX);
-        let session = Arc::new(Session::new(Transport::Http, state.abort_token(), tx));
-        let registered = state.register_session(&session);
+        let session = Arc::new(dispatcher.new_session(Transport::Http, tx));
+        let registered = dispatcher.sessions().register(&session);
         let id = uuid::Uuid::new_v4().simple().to_string();
         let hs = Arc::new(HttpSession {
             tag: log_tag(&id),
@@ -220,20 +220,17 @@ pub async fn sweep(shared: Ctx) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use openhuman_config::Config;
 
-    fn state() -> (AppState, tempfile::TempDir) {
-        let home = tempfile::tempdir().unwrap();
-        let state = AppState::new(openhuman_common::Paths::under_home(home.path()), Config::default());
-        (state, home)
+    fn state() -> (crate::dispatcher::Dispatcher<crate::testing::FakeApp>, ()) {
+        (crate::testing::dispatcher(), ())
     }
 
     #[test]
     fn ids_are_128_bit_hex_and_logged_hashed() {
         let (state, _home) = state();
         let table = SessionTable::new(Duration::from_secs(60), 8);
-        let a = table.create(&state);
-        let b = table.create(&state);
+        let a = table.create(&state as &dyn Serve);
+        let b = table.create(&state as &dyn Serve);
         let id = a.id();
         assert_eq!(id.len(), 32);
         assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
@@ -250,8 +247,8 @@ mod tests {
     fn idle_sessions_expire_but_streaming_ones_stay() {
         let (state, _home) = state();
         let table = SessionTable::new(Duration::from_secs(60), 8);
-        let quiet = table.create(&state);
-        let streaming = table.create(&state);
+        let quiet = table.create(&state as &dyn Serve);
+        let streaming = table.create(&state as &dyn Serve);
         let _lease = streaming.open_stream().expect("inbox free");
         assert!(streaming.open_stream().is_none(), "one GET stream per session");
         assert_eq!(table.expire(Instant::now()), 0);
@@ -267,12 +264,12 @@ mod tests {
     fn the_cap_evicts_the_least_recently_used_idle_session() {
         let (state, _home) = state();
         let table = SessionTable::new(Duration::from_secs(60), 2);
-        let first = table.create(&state);
-        let second = table.create(&state);
+        let first = table.create(&state as &dyn Serve);
+        let second = table.create(&state as &dyn Serve);
         // `second` was used last a while ago; `first` just now.
         *second.last_used.lock().unwrap() = Instant::now() - Duration::from_secs(10);
         first.touch();
-        let third = table.create(&state);
+        let third = table.create(&state as &dyn Serve);
         assert_eq!(table.len(), 2);
         assert!(table.get(second.id()).is_none());
         assert!(second.session.cancel.is_cancelled());

@@ -9,7 +9,7 @@ use base64::Engine;
 use openhuman_common::codes;
 use serde_json::{Map, Value};
 
-use crate::mcp::protocol::{LEGACY_VERSIONS, META_LOG_LEVEL, META_VERSION, MODERN, RpcError};
+use crate::protocol::{LEGACY_VERSIONS, META_LOG_LEVEL, META_VERSION, MODERN, RpcError};
 
 pub const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 pub const SESSION_HEADER: &str = "mcp-session-id";

@@ -1,13 +1,14 @@
 //! One MCP session: its handshake state, provenance label, log level, in-flight requests (each
 //! with its own cancellation token) and the channel its messages leave by. Every transport makes
-//! one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP).
+//! one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP), and registers it in the
+//! server's [`SessionSet`] for as long as it lives.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use serde_json::Value;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -185,6 +186,61 @@ pub fn source_label(name: Option<&str>) -> String {
     match name.map(normalize_id) {
         Some(n) if !n.is_empty() => format!("mcp:{n}"),
         _ => "mcp".to_string(),
+    }
+}
+
+/// The live sessions of a server, for broadcasts (`notifications/tools/list_changed`), status
+/// and idle detection. A session is in the set from `register` until its guard drops.
+pub struct SessionSet {
+    sessions: Mutex<HashMap<u64, Weak<Session>>>,
+    count: watch::Sender<usize>,
+}
+
+impl Default for SessionSet {
+    fn default() -> Self {
+        SessionSet { sessions: Mutex::new(HashMap::new()), count: watch::Sender::new(0) }
+    }
+}
+
+impl SessionSet {
+    pub fn register(self: &Arc<Self>, session: &Arc<Session>) -> SessionGuard {
+        let mut map = self.sessions.lock().expect("sessions lock");
+        map.insert(session.id, Arc::downgrade(session));
+        self.count.send_replace(map.len());
+        SessionGuard { set: self.clone(), id: session.id }
+    }
+
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.sessions.lock().expect("sessions lock").values().filter_map(Weak::upgrade).collect()
+    }
+
+    /// The number of live sessions, updated as they come and go.
+    pub fn count(&self) -> watch::Receiver<usize> {
+        self.count.subscribe()
+    }
+
+    /// Sends `notifications/tools/list_changed` to every initialised handshake-era session.
+    pub fn notify_tools_changed(&self) {
+        let line = crate::protocol::notification("notifications/tools/list_changed", serde_json::json!({})).to_string();
+        for s in self.all() {
+            if s.is_initialized() {
+                s.try_send(line.clone());
+            }
+        }
+    }
+}
+
+/// Removes its session from the set when dropped.
+pub struct SessionGuard {
+    set: Arc<SessionSet>,
+    id: u64,
+}
+
+impl Drop for SessionGuard {
+    fn drop(&mut self) {
+        let mut map = self.set.sessions.lock().expect("sessions lock");
+        map.remove(&self.id);
+        self.set.count.send_replace(map.len());
     }
 }
 

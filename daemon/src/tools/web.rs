@@ -7,9 +7,9 @@ use std::time::Duration;
 use futures::FutureExt;
 use serde_json::{Value, json};
 
-use super::args::{ArgSpec, Field};
 use super::{Annotations, Policy, ToolDef, ToolFailure};
 use openhuman_config::Config;
+use openhuman_mcp::args::{ArgSpec, Field};
 use openhuman_providers::llm::{self, Llm, grounded};
 use openhuman_providers::search::{self, ProviderId, searxng};
 

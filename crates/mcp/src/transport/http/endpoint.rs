@@ -19,8 +19,8 @@ use tokio::sync::mpsc;
 use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
 use super::sessions::HttpSession;
 use super::{Ctx, Refusal, parse_body, reply_response, rpc_error, sse};
-use crate::mcp::protocol::{LATEST_LEGACY, RpcError};
-use crate::mcp::{Reply, Session, Transport};
+use crate::protocol::{LATEST_LEGACY, Reply, RpcError};
+use crate::session::{Session, Transport};
 
 /// How many notifications of one request may wait for a slow client.
 const REQUEST_EVENTS: usize = 64;
@@ -60,9 +60,8 @@ async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
     if let Err(e) = message::check_headers(&msg, headers) {
         return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg), e);
     }
-    let state = s.dispatcher.state();
     // The request's own session: nothing outlives it, so nothing can leak between requests.
-    let session = Arc::new(Session::new(Transport::Http, state.abort_token(), closed_sink()));
+    let session = Arc::new(s.dispatcher.new_session(Transport::Http, closed_sink()));
     let stream = accepts_sse(headers) && message::may_notify(&msg, false);
     respond(s, session, msg, stream, Era::Stateless).await
 }
@@ -71,7 +70,7 @@ async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
 async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
     if message::has_initialize(&msg) {
         // A client that initialises again gets a new session, whatever id it still sends.
-        let hs = s.sessions.create(s.dispatcher.state());
+        let hs = s.sessions.create(s.dispatcher.as_ref());
         let mut resp = respond(s, hs.session.clone(), msg, false, Era::Session).await;
         if hs.session.negotiated().is_none() {
             // `initialize` failed (bad params): no session came of it.
@@ -143,7 +142,7 @@ enum Era {
 /// Runs the message through the dispatcher and shapes the answer.
 async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: Era) -> Response {
     if !message::has_requests(&msg) {
-        return match s.dispatcher.handle(&session, msg, closed_sink()).await {
+        return match s.dispatcher.handle_owned(session.clone(), msg, closed_sink()).await {
             None => StatusCode::ACCEPTED.into_response(),
             // Something in it was malformed: say what.
             Some(reply) => reply_response(StatusCode::BAD_REQUEST, &reply),
@@ -153,7 +152,7 @@ async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: 
         return event_stream(s, session, msg);
     }
     // Nobody reads notifications of a JSON answer; a closed sink drops them without waiting.
-    match s.dispatcher.handle(&session, msg, closed_sink()).await {
+    match s.dispatcher.handle_owned(session.clone(), msg, closed_sink()).await {
         Some(reply) => reply_response(status_of(&reply, era), &reply),
         // The request was cancelled (`notifications/cancelled`, session ended, shutdown).
         None => StatusCode::ACCEPTED.into_response(),
@@ -183,7 +182,7 @@ fn event_stream(s: &Ctx, session: Arc<Session>, msg: Value) -> Response {
     let dispatcher = s.dispatcher.clone();
     tokio::spawn(async move {
         let (notify, mut notes) = mpsc::channel::<String>(REQUEST_EVENTS);
-        let work = dispatcher.handle(&session, msg, notify);
+        let work = dispatcher.handle_owned(session.clone(), msg, notify);
         tokio::pin!(work);
         let reply = loop {
             tokio::select! {

@@ -1,0 +1,97 @@
+//! The application behind the dispatcher. The protocol layer owns framing, envelopes, sessions,
+//! eras and errors; an [`App`] owns meaning: which tools exist and what they do, which resources
+//! it serves, and the extension methods (outside MCP) it answers on trusted transports.
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::context::RequestCtx;
+use crate::protocol::{Payload, RpcError, notification};
+
+/// Who the server is, as `initialize` and `server/discover` report it.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub version: &'static str,
+    pub instructions: &'static str,
+    /// Methods with this prefix (e.g. `acme.`) are the app's extension methods: served on the
+    /// local socket and on HTTP `/rpc`, never over an MCP session on HTTP or stdio.
+    pub extension_prefix: &'static str,
+}
+
+/// One entry of `resources/list`.
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub uri: String,
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub mime_type: &'static str,
+}
+
+/// Where progress of a long extension call goes: the caller's channel and its
+/// `_meta.progressToken`.
+#[derive(Clone)]
+pub struct Progress {
+    pub notify: mpsc::Sender<String>,
+    pub token: Value,
+}
+
+impl Progress {
+    /// Sends `notifications/progress`, best effort: a slow reader misses some, never the result.
+    pub fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let mut params = json!({ "progressToken": self.token, "progress": progress });
+        if let Some(t) = total {
+            params["total"] = Value::from(t);
+        }
+        if let Some(m) = message {
+            params["message"] = Value::from(m);
+        }
+        let _ = self.notify.try_send(notification("notifications/progress", params).to_string());
+    }
+}
+
+/// The caller of an extension method.
+pub struct Extension {
+    /// The calling session's id; 0 for a sessionless caller (HTTP `/rpc`).
+    pub caller: u64,
+    pub progress: Option<Progress>,
+}
+
+/// What the dispatcher asks of the application. Implementations are cheap to share: the
+/// dispatcher holds one in an `Arc` and calls it from many tasks at once.
+pub trait App: Send + Sync + 'static {
+    fn info(&self) -> &ServerInfo;
+
+    /// The longest line a line transport accepts, read when a session starts.
+    fn max_line_bytes(&self) -> usize;
+
+    /// `tools/list` entries, in order.
+    fn tools(&self) -> Vec<Value>;
+
+    /// `tools/call` of `name` with `arguments` (already checked to be an object). A success is a
+    /// [`crate::tool::result`] payload; a tool-level failure is an `isError` result; an unknown
+    /// tool or a refused call is an `RpcError`.
+    fn call_tool(
+        &self,
+        name: String,
+        arguments: Map<String, Value>,
+        ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<Payload, RpcError>>;
+
+    /// `resources/list` entries.
+    fn resources(&self) -> Vec<Resource>;
+
+    /// The text of the resource at `uri` with its MIME type, or None when there is none.
+    fn read_resource(&self, uri: &str) -> Option<(String, &'static str)>;
+
+    /// An extension method (its name starts with [`ServerInfo::extension_prefix`]).
+    fn extension(
+        &self,
+        method: String,
+        params: Map<String, Value>,
+        caller: Extension,
+    ) -> BoxFuture<'static, Result<Value, RpcError>>;
+}

@@ -1,0 +1,34 @@
+//! The MCP protocol layer of openhuman-mcp: JSON-RPC framing and envelopes, the one dispatcher
+//! (generic over an [`App`], the way a language server's protocol crate is generic over its
+//! server), sessions, argument schemas and validation, tool-result shapes, and the transports
+//! (line-framed socket and stdio, Streamable HTTP). It knows nothing of config, memory or
+//! providers: the application supplies tools, resources and extension methods through [`App`],
+//! and transports get their options and cancellation tokens as arguments. Map:
+//!
+//! - `app`        the [`App`] trait and the server's identity
+//! - `dispatcher` envelope checks, batches, in-flight ids and cancellation, era choice, routing
+//! - `lifecycle`  `initialize`, `server/discover`, `logging/setLevel`
+//! - `protocol`   versions, [`RpcError`], [`Payload`]/[`Reply`] and their encoding
+//! - `session`    per-connection state and the set of live sessions
+//! - `context`    [`RequestCtx`]: what a running request may use (cancel, progress, logs)
+//! - `args`       argument schemas: rendered as JSON Schema, applied as the validator
+//! - `tool`       tool descriptions and results (`tools/list` entries, `isError` results)
+//! - `transport/` bytes <-> messages: framing, socket, stdio, HTTP
+
+pub mod app;
+pub mod args;
+pub mod context;
+mod dispatcher;
+mod lifecycle;
+pub mod protocol;
+pub mod session;
+#[cfg(test)]
+mod testing;
+pub mod tool;
+pub mod transport;
+
+pub use app::{App, Extension, Progress, Resource, ServerInfo};
+pub use context::RequestCtx;
+pub use dispatcher::{Dispatcher, encode};
+pub use protocol::{Era, Payload, Reply, RpcError};
+pub use session::{Session, SessionGuard, SessionSet, Transport};

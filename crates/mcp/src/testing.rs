@@ -1,0 +1,142 @@
+//! A fake application for the protocol crate's own tests: the dispatcher and transports are
+//! exercised in memory, with no config, store or temp directory. Its one tool, `test.sleep`,
+//! sleeps in 10 ms steps reporting progress and counts the runs dropped before they finished.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{App, Extension, Resource, ServerInfo};
+use crate::args::{ArgSpec, Field};
+use crate::context::RequestCtx;
+use crate::dispatcher::Dispatcher;
+use crate::protocol::{Payload, RpcError};
+use crate::session::{Session, SessionSet, Transport};
+use crate::tool::{self, Annotations, Description};
+
+pub struct FakeApp {
+    info: ServerInfo,
+    sleep_args: ArgSpec,
+    /// How many `test.sleep` runs were dropped before finishing (i.e. cancelled).
+    pub dropped: Arc<AtomicUsize>,
+}
+
+impl Default for FakeApp {
+    fn default() -> Self {
+        FakeApp {
+            info: ServerInfo {
+                name: "fake",
+                title: "Fake",
+                version: "0.0.0",
+                instructions: "A fake server for tests.",
+                extension_prefix: "fake.",
+            },
+            sleep_args: ArgSpec::new(vec![Field::int("steps", "steps of 10 ms", 1, 100_000).required()]),
+            dropped: Arc::default(),
+        }
+    }
+}
+
+struct DropCounter(Arc<AtomicUsize>, bool);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl App for FakeApp {
+    fn info(&self) -> &ServerInfo {
+        &self.info
+    }
+
+    fn max_line_bytes(&self) -> usize {
+        64 * 1024
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        vec![
+            Description {
+                name: "test.sleep",
+                title: "Sleep",
+                description: "Sleeps, reporting progress every step.",
+                args: &self.sleep_args,
+                annotations: Annotations::READ,
+                output_schema: None,
+            }
+            .to_json(),
+        ]
+    }
+
+    fn call_tool(
+        &self,
+        name: String,
+        arguments: Map<String, Value>,
+        ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<Payload, RpcError>> {
+        if name != "test.sleep" {
+            return futures::future::ready(Err(RpcError::invalid_params(format!("unknown tool `{name}`")))).boxed();
+        }
+        let args = match self.sleep_args.validate(&arguments) {
+            Ok(a) => a,
+            Err(e) => return futures::future::ready(Ok(Payload::Value(tool::error(&e.to_string())))).boxed(),
+        };
+        let dropped = self.dropped.clone();
+        async move {
+            let mut guard = DropCounter(dropped, false);
+            let steps = args["steps"].as_i64().unwrap_or(1);
+            for i in 0..steps {
+                ctx.progress(i as f64, Some(steps as f64), Some("sleeping")).await;
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            guard.1 = true;
+            Ok(Payload::Json(tool::result(&json!({ "slept_steps": steps }), None, ctx.era.is_modern()).into()))
+        }
+        .boxed()
+    }
+
+    fn resources(&self) -> Vec<Resource> {
+        vec![Resource {
+            uri: "fake://greeting".into(),
+            name: "greeting".into(),
+            title: "Greeting".into(),
+            description: "A greeting.".into(),
+            mime_type: "text/plain",
+        }]
+    }
+
+    fn read_resource(&self, uri: &str) -> Option<(String, &'static str)> {
+        (uri == "fake://greeting").then(|| ("hello".to_string(), "text/plain"))
+    }
+
+    fn extension(
+        &self,
+        method: String,
+        params: Map<String, Value>,
+        caller: Extension,
+    ) -> BoxFuture<'static, Result<Value, RpcError>> {
+        let out = match method.as_str() {
+            "fake.echo" => Ok(json!({ "params": params, "caller": caller.caller })),
+            other => Err(RpcError::method_not_found(other)),
+        };
+        futures::future::ready(out).boxed()
+    }
+}
+
+/// A dispatcher over a fresh fake app, and its session set.
+pub fn dispatcher() -> Dispatcher<FakeApp> {
+    Dispatcher::new(Arc::new(FakeApp::default()), Arc::new(SessionSet::default()), CancellationToken::new())
+}
+
+/// A session of `transport` on `d` whose messages arrive on the returned receiver.
+pub fn session(d: &Dispatcher<FakeApp>, transport: Transport) -> (Arc<Session>, mpsc::Receiver<String>) {
+    let (tx, rx) = mpsc::channel(64);
+    (Arc::new(d.new_session(transport, tx)), rx)
+}

@@ -1,0 +1,66 @@
+//! The daemon as an MCP application: what the protocol crate's dispatcher asks of it. Tools come
+//! from the catalog in `tools`, resources from the prompt catalog in `resources`, and the
+//! `openhuman.*` extension methods from the method table in `rpc`.
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use openhuman_mcp::{App, Extension, Payload, RequestCtx, Resource, RpcError, ServerInfo};
+use serde_json::{Map, Value};
+
+use crate::state::AppState;
+
+/// Shown to the client's model: what this server is for and how to use it well.
+const INSTRUCTIONS: &str = "OpenHuman is the user's personal memory and agent server. Use the memory tools to \
+search and recall what the user has stored (notes, e-mail, chats, learnings) and cite chunks by id; \
+use agent.list_subagents to see the specialist subagents. Writes are audited and may be refused by \
+the user's security policy; a refusal message says why.";
+
+pub static INFO: ServerInfo = ServerInfo {
+    name: "openhuman-core",
+    title: "OpenHuman",
+    version: openhuman_common::VERSION,
+    instructions: INSTRUCTIONS,
+    extension_prefix: "openhuman.",
+};
+
+impl App for AppState {
+    fn info(&self) -> &ServerInfo {
+        &INFO
+    }
+
+    fn max_line_bytes(&self) -> usize {
+        self.config().mcp.max_line_bytes
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        crate::tools::list(self)
+    }
+
+    fn call_tool(
+        &self,
+        name: String,
+        arguments: Map<String, Value>,
+        ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<Payload, RpcError>> {
+        crate::tools::call(self.clone(), name, arguments, ctx).boxed()
+    }
+
+    fn resources(&self) -> Vec<Resource> {
+        crate::resources::list(&self.agents())
+    }
+
+    fn read_resource(&self, uri: &str) -> Option<(String, &'static str)> {
+        let text = crate::resources::read(uri, &self.paths().config_dir, &self.agents())?;
+        Some((text, crate::resources::MIME))
+    }
+
+    fn extension(
+        &self,
+        method: String,
+        params: Map<String, Value>,
+        caller: Extension,
+    ) -> BoxFuture<'static, Result<Value, RpcError>> {
+        let state = self.clone();
+        async move { crate::control::call_ctx(&state, caller.caller, &method, &params, caller.progress).await }.boxed()
+    }
+}
