@@ -61,6 +61,7 @@ impl App for AppState {
         caller: Extension,
     ) -> BoxFuture<'static, Result<Value, RpcError>> {
         let state = self.clone();
-        async move { crate::control::call_ctx(&state, caller.caller, &method, &params, caller.progress).await }.boxed()
+        let caller = crate::rpc::Caller { session: caller.caller, progress: caller.progress };
+        async move { crate::rpc::call(state, &method, params, caller).await }.boxed()
     }
 }

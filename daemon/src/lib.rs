@@ -7,11 +7,12 @@
 //! - `tools/`     the tool catalog and `tools/call`: lookup, validation, policy, audit, one file
 //!   per tool family
 //! - `server`     `serve`: accept loop, signals, idle timeout, graceful drain
-//! - `core_rpc`   the core methods MCP tools map onto (`openhuman.memory_*`)
-//! - `control`    the socket's `openhuman.*` surface (status, stop, reload, ingest, audit, registry)
+//! - `rpc`        the one table of `openhuman.*` methods (daemon and memory) and the one bounded
+//!   path onto the blocking pool
 //! - `backends`   opens the memory engine and its embedder per config
-//! - `policy`     the Act limiter; `audit` the rejection-row writer; `registry` tool registry
-//! - `agents/`    the subagent registry (built-in + user agents) and the subagent runner
+//! - `policy`     the Act limiter; `audit_writer` the rejection-row writer; `tool_registry` the
+//!   tool registry and diagnostics
+//! - `agents/`    the subagent registry (built-in + user agents)
 //! - `resources`  the compiled-in prompt catalog
 //! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
 //! - `register`   adds the shim to MCP clients' configs
@@ -20,20 +21,19 @@
 
 pub mod agents;
 pub mod app;
-pub mod audit;
+pub mod audit_writer;
 pub mod backends;
 pub mod cli;
 pub mod client;
-pub mod control;
-pub mod core_rpc;
 pub mod logging;
 pub mod policy;
 pub mod register;
-pub mod registry;
 pub mod resources;
+pub mod rpc;
 pub mod server;
 pub mod service;
 pub mod state;
+pub mod tool_registry;
 pub mod tools;
 
 use std::io::Write;
@@ -174,7 +174,7 @@ fn audit(cli: &Cli, args: &cli::AuditArgs) -> Result<i32> {
     } else {
         let loaded = config::load(&paths.config_file)?;
         let engine = backends::open_memory(&paths, &loaded.config).map_err(anyhow::Error::msg)?;
-        let q = control::audit_query(params.as_object().expect("object")).map_err(|e| anyhow::anyhow!(e.message))?;
+        let q = rpc::audit_query(params.as_object().expect("object")).map_err(anyhow::Error::msg)?;
         serde_json::to_value(engine.query_audit(q)?)?
     };
     let rows = rows.as_array().cloned().unwrap_or_default();

@@ -10,6 +10,32 @@ use openhuman_config::{AutonomyLevel, Config};
 
 const WINDOW: Duration = Duration::from_secs(3600);
 
+/// Why the policy refused an Act call. Its text (what clients and audit rows see) starts with
+/// [`Denial::PREFIX`] and says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Denial {
+    #[error(
+        "[policy-blocked] the autonomy level is readonly, so writes and agent runs are refused; \
+         set [autonomy].level = \"supervised\" (or OPENHUMAN_AUTONOMY_LEVEL) to allow them"
+    )]
+    Readonly,
+    #[error(
+        "[policy-blocked] rate limit reached: {used} act calls in the last hour (max_actions_per_hour = {max}); \
+         retry in {retry_secs} s or raise [autonomy].max_actions_per_hour"
+    )]
+    RateLimited { used: usize, max: usize, retry_secs: u64 },
+}
+
+impl Denial {
+    /// How every denial's text begins, in replies and in stored audit rows.
+    pub const PREFIX: &str = "[policy-blocked]";
+
+    /// Whether a stored error text (an audit row's) records a policy denial.
+    pub fn is_denial_text(text: &str) -> bool {
+        text.starts_with(Denial::PREFIX)
+    }
+}
+
 #[derive(Default)]
 pub struct ActLimiter {
     recent: Mutex<VecDeque<Instant>>,
@@ -17,16 +43,14 @@ pub struct ActLimiter {
 
 impl ActLimiter {
     /// Admits one Act call under `config`, or says why not. An admitted call uses a slot.
-    pub fn admit(&self, config: &Config) -> Result<(), String> {
+    pub fn admit(&self, config: &Config) -> Result<(), Denial> {
         self.admit_at(config, Instant::now())
     }
 
-    fn admit_at(&self, config: &Config, now: Instant) -> Result<(), String> {
+    fn admit_at(&self, config: &Config, now: Instant) -> Result<(), Denial> {
         let a = &config.autonomy;
         if a.level == AutonomyLevel::Readonly {
-            return Err("[policy-blocked] the autonomy level is readonly, so writes and agent runs are refused; \
-                        set [autonomy].level = \"supervised\" (or OPENHUMAN_AUTONOMY_LEVEL) to allow them"
-                .to_string());
+            return Err(Denial::Readonly);
         }
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         while recent.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
@@ -34,12 +58,9 @@ impl ActLimiter {
         }
         let max = a.max_actions_per_hour as usize;
         if recent.len() >= max {
-            let wait = recent.front().map(|t| WINDOW.saturating_sub(now.duration_since(*t)).as_secs() + 1).unwrap_or(0);
-            return Err(format!(
-                "[policy-blocked] rate limit reached: {} act calls in the last hour (max_actions_per_hour = {max}); \
-                 retry in {wait} s or raise [autonomy].max_actions_per_hour",
-                recent.len()
-            ));
+            let retry_secs =
+                recent.front().map(|t| WINDOW.saturating_sub(now.duration_since(*t)).as_secs() + 1).unwrap_or(0);
+            return Err(Denial::RateLimited { used: recent.len(), max, retry_secs });
         }
         recent.push_back(now);
         Ok(())
@@ -68,7 +89,9 @@ mod tests {
     fn readonly_denies_with_policy_prefix() {
         let l = ActLimiter::default();
         let e = l.admit(&config(AutonomyLevel::Readonly, 100)).unwrap_err();
-        assert!(e.starts_with("[policy-blocked]") && e.contains("[autonomy].level"), "{e}");
+        assert_eq!(e, Denial::Readonly);
+        let text = e.to_string();
+        assert!(Denial::is_denial_text(&text) && text.contains("[autonomy].level"), "{text}");
         assert_eq!(l.used(), 0, "a denied call uses no slot");
     }
 
@@ -81,7 +104,9 @@ mod tests {
             l.admit_at(&c, t0 + Duration::from_secs(i * 60)).unwrap();
         }
         let e = l.admit_at(&c, t0 + Duration::from_secs(600)).unwrap_err();
-        assert!(e.starts_with("[policy-blocked] rate limit") && e.contains("max_actions_per_hour = 3"), "{e}");
+        assert!(matches!(e, Denial::RateLimited { used: 3, max: 3, .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.starts_with("[policy-blocked] rate limit") && text.contains("max_actions_per_hour = 3"), "{text}");
         // The first slot frees an hour after it was used.
         l.admit_at(&c, t0 + Duration::from_secs(3600)).unwrap();
         assert!(l.admit_at(&c, t0 + Duration::from_secs(3601)).is_err());

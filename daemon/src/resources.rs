@@ -13,11 +13,6 @@ const IDENTITY: &str = include_str!("../prompts/IDENTITY.md");
 const SOUL: &str = include_str!("../prompts/SOUL.md");
 const USER: &str = include_str!("../prompts/USER.md");
 
-/// Reads `<config dir>/<relative>` when the user has put one there.
-pub fn override_text(config_dir: &Path, relative: &str) -> Option<String> {
-    std::fs::read_to_string(config_dir.join(relative)).ok().filter(|t| !t.trim().is_empty())
-}
-
 /// The catalog in a stable order: the three core prompts, then agents by id.
 pub fn list(agents: &Registry) -> Vec<Resource> {
     let mut out = vec![
@@ -75,7 +70,7 @@ pub fn read(uri: &str, config_dir: &Path, agents: &Registry) -> Option<String> {
             return agents.builtins().find(|a| a.manifest.id == id).map(|a| a.prompt.clone());
         }
     };
-    Some(override_text(config_dir, file).unwrap_or_else(|| builtin.to_string()))
+    Some(crate::agents::override_text(config_dir, file).unwrap_or_else(|| builtin.to_string()))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use openhuman_mcp::SessionSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Registry;
-use crate::audit::AuditWriter;
+use crate::audit_writer::AuditWriter;
 use crate::policy::ActLimiter;
 use openhuman_config::{self as config, Config};
 use openhuman_memory::MemoryEngine;

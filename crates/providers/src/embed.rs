@@ -30,13 +30,13 @@ const MAX_RETRIES: u32 = 2;
 const CACHE_FILE: &str = "embedder-http.json";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum EmbedApi {
     Ollama,
     OpenAi,
 }
 
 pub struct HttpEmbedder {
-    kind: Kind,
+    kind: EmbedApi,
     base_url: String,
     model: String,
     key: Option<String>,
@@ -58,8 +58,8 @@ impl HttpEmbedder {
 
     fn open_inner(cfg: &EmbeddingsConfig, data_dir: &Path) -> Result<HttpEmbedder, String> {
         let (kind, name, default_base) = match cfg.provider {
-            EmbeddingProvider::Ollama => (Kind::Ollama, "ollama", OLLAMA_DEFAULT_BASE),
-            EmbeddingProvider::Openai => (Kind::OpenAi, "openai", OPENAI_DEFAULT_BASE),
+            EmbeddingProvider::Ollama => (EmbedApi::Ollama, "ollama", OLLAMA_DEFAULT_BASE),
+            EmbeddingProvider::Openai => (EmbedApi::OpenAi, "openai", OPENAI_DEFAULT_BASE),
             EmbeddingProvider::Builtin => return Err("the built-in embedder is not an HTTP embedder".to_string()),
         };
         let model = match cfg.model.as_deref().map(str::trim) {
@@ -67,7 +67,7 @@ impl HttpEmbedder {
             _ => {
                 return Err(format!(
                     "[memory.embeddings].provider = \"{name}\" needs [memory.embeddings].model (e.g. {})",
-                    if kind == Kind::Ollama { "nomic-embed-text" } else { "text-embedding-3-small" }
+                    if kind == EmbedApi::Ollama { "nomic-embed-text" } else { "text-embedding-3-small" }
                 ));
             }
         };
@@ -83,7 +83,7 @@ impl HttpEmbedder {
             },
             None => None,
         };
-        if kind == Kind::OpenAi && base_url == OPENAI_DEFAULT_BASE && key.is_none() {
+        if kind == EmbedApi::OpenAi && base_url == OPENAI_DEFAULT_BASE && key.is_none() {
             return Err("[memory.embeddings].provider = \"openai\" at api.openai.com needs \
                         [memory.embeddings].api_key_env (the name of the variable holding the key)"
                 .to_string());
@@ -246,7 +246,7 @@ fn normalize(v: &mut [f32]) {
 
 /// One request's worth of settings, owned so it can run on the embedder's runtime.
 struct Job {
-    kind: Kind,
+    kind: EmbedApi,
     base_url: String,
     model: String,
     key: Option<String>,
@@ -259,9 +259,9 @@ impl Job {
     /// The vectors, and whether the Ollama legacy endpoint had to be used.
     async fn run(self, texts: Vec<String>) -> Result<(Vec<Vec<f32>>, bool), String> {
         match self.kind {
-            Kind::OpenAi => Ok((self.openai(&texts).await?, false)),
-            Kind::Ollama if self.legacy => Ok((self.ollama_legacy(&texts).await?, true)),
-            Kind::Ollama => match self.ollama(&texts).await {
+            EmbedApi::OpenAi => Ok((self.openai(&texts).await?, false)),
+            EmbedApi::Ollama if self.legacy => Ok((self.ollama_legacy(&texts).await?, true)),
+            EmbedApi::Ollama => match self.ollama(&texts).await {
                 Ok(v) => Ok((v, false)),
                 // Servers before the batch endpoint answer 404 to it.
                 Err((Some(404), first)) => match self.ollama_legacy(&texts).await {

@@ -1,9 +1,8 @@
 //! The agent registry: built-in subagents compiled into the binary plus user agents
 //! from `<config dir>/agents/*.toml`. It knows what each agent needs and whether it can be
-//! dispatched over MCP right now; running agents is the runner's job, not the registry's.
+//! dispatched over MCP right now; running them is `tools::subagent`'s job.
 
 mod builtin;
-pub mod runner;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -101,8 +100,8 @@ impl Registry {
                 }
             };
             manifest.prompt = None;
-            let prompt = crate::resources::override_text(config_dir, &format!("agents/{}.md", b.id))
-                .unwrap_or_else(|| b.prompt.to_string());
+            let prompt =
+                override_text(config_dir, &format!("agents/{}.md", b.id)).unwrap_or_else(|| b.prompt.to_string());
             reg.agents.insert(b.id.to_string(), Agent { manifest, prompt, origin: Origin::Builtin });
         }
         let dir = config_dir.join("agents");
@@ -206,6 +205,11 @@ pub fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
         openhuman_providers::search::web_search_usable(config).map_err(|why| format!("needs web search, but {why}"))?;
     }
     Ok(())
+}
+
+/// Reads `<config dir>/<relative>` when the user has put one there.
+pub fn override_text(config_dir: &Path, relative: &str) -> Option<String> {
+    std::fs::read_to_string(config_dir.join(relative)).ok().filter(|t| !t.trim().is_empty())
 }
 
 #[cfg(test)]

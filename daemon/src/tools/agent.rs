@@ -1,13 +1,14 @@
 //! `agent.list_subagents`: the registry's agents with what they need and whether they can be
 //! dispatched over MCP under the current config (and if not, why); `agent.run_subagent`: one
 //! fresh run of an agent (Act policy, listed only when an LLM is configured; see
-//! `agents::runner`).
+//! `tools::subagent`).
 
 use futures::FutureExt;
 use serde_json::{Value, json};
 
+use super::subagent as runner;
 use super::{Annotations, Policy, ToolDef, ToolFailure, always};
-use crate::agents::{dispatchability, runner};
+use crate::agents::dispatchability;
 use openhuman_mcp::args::{ArgSpec, Field};
 
 /// An agent run changes things in the world (through its model and the web) and is not

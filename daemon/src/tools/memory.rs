@@ -9,14 +9,14 @@ use openhuman_providers::llm::{Llm, grounded};
 use serde_json::{Map, Value, json};
 
 use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
-use crate::core_rpc::{self, CoreError};
+use crate::rpc::{self, Caller, MethodError};
 use crate::state::AppState;
 
 /// Calls a core method for a tool; every failure a caller can act on becomes an `isError` text.
 pub fn via(state: AppState, method: &'static str, args: Map<String, Value>) -> BoxFuture<'static, ToolOutcome> {
     async move {
-        core_rpc::invoke(state, method, args).await.map_err(|e| match e {
-            CoreError::Internal(e) => {
+        rpc::invoke(state, method, args, Caller::default()).await.map_err(|e| match e {
+            MethodError::Internal(e) => {
                 tracing::error!(method, "core method failed: {e:#}");
                 ToolFailure::Tool(format!("internal error in {method}: {e:#}; the daemon log has details"))
             }
@@ -32,7 +32,7 @@ fn recall(state: AppState, args: Map<String, Value>) -> BoxFuture<'static, ToolO
     async move {
         let query = args.get("query").and_then(Value::as_str).unwrap_or_default().to_string();
         let mut result = via(state.clone(), "openhuman.memory_tree_recall", args).await?;
-        if openhuman_providers::llm::configured(&state.config()) && crate::agents::runner::current_session().is_none() {
+        if openhuman_providers::llm::configured(&state.config()) && super::subagent::current_session().is_none() {
             match recall_answer(&state, &query, &result).await {
                 Ok(answer) => result["answer"] = Value::String(answer),
                 Err(e) => result["answer_error"] = Value::String(e),
@@ -44,7 +44,7 @@ fn recall(state: AppState, args: Map<String, Value>) -> BoxFuture<'static, ToolO
 }
 
 fn spec(method: &str) -> openhuman_mcp::args::ArgSpec {
-    core_rpc::find(method).map(|m| m.params.clone()).unwrap_or_default()
+    rpc::find(method).map(|m| m.params.clone()).unwrap_or_default()
 }
 
 pub fn tools() -> Vec<ToolDef> {
@@ -163,7 +163,7 @@ async fn recall_answer(state: &AppState, question: &str, recall: &Value) -> Resu
         let mut p = Map::new();
         p.insert("chunk_id".into(), json!(id));
         // The snippet stands in when the chunk cannot be read (e.g. deleted since the search).
-        let chunk = crate::core_rpc::invoke(state.clone(), "openhuman.memory_tree_get_chunk", p).await.ok();
+        let chunk = rpc::invoke(state.clone(), "openhuman.memory_tree_get_chunk", p, Caller::default()).await.ok();
         let text = chunk
             .as_ref()
             .and_then(|c| c["content"].as_str())

@@ -4,8 +4,9 @@
 //! handler outcomes into MCP results with the protocol crate's result shapes.
 
 mod agent;
-mod core;
+mod catalog;
 mod memory;
+pub mod subagent;
 mod web;
 pub mod write;
 
@@ -65,7 +66,7 @@ pub fn always(_: &Config) -> bool {
 
 static ALL: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
     let mut all = Vec::new();
-    all.extend(core::tools());
+    all.extend(catalog::tools());
     all.extend(memory::tools());
     all.extend(write::tools());
     all.extend(agent::tools());
@@ -148,8 +149,9 @@ pub async fn call(
         && let Err(denial) = state.limiter().admit(&config)
     {
         tracing::info!(tool = tool.name, source = %ctx.source, "act call denied by policy");
-        reject(&denial);
-        return Err(RpcError::invalid_params(denial).with_data(json!({ "tool": name, "policy": "act" })));
+        let text = denial.to_string();
+        reject(&text);
+        return Err(RpcError::invalid_params(text).with_data(json!({ "tool": name, "policy": "act" })));
     }
     let modern = ctx.era.is_modern();
     let cacheable = CONFIG_ONLY.contains(&tool.name);
@@ -316,5 +318,49 @@ mod tests {
         cache.put(&b, "core.list_tools", false, "{}".into());
         let entries = cache.0.lock().unwrap();
         assert!(entries.iter().all(|e| e.config.strong_count() > 0), "entries of dropped configs are gone");
+    }
+
+    /// The whole catalog as clients see it in `tools/list` (every tool, listed or not). A change
+    /// here is a change clients see: review the diff, then `UPDATE_EXPECT=1 cargo test`.
+    #[test]
+    fn catalog_snapshot() {
+        let all: Vec<Value> = all_tools().iter().map(|t| t.rendered().clone()).collect();
+        let text = serde_json::to_string_pretty(&all).unwrap() + "\n";
+        expect_test::expect_file!["snapshots/catalog.json"].assert_eq(&text);
+    }
+
+    /// The tool-use block injected into prompt-guided agents, under the default config.
+    #[test]
+    fn tool_instructions_snapshot() {
+        let out = catalog::instructions(&Config::default()).unwrap();
+        let md = out["markdown"].as_str().unwrap();
+        expect_test::expect_file!["snapshots/tool_instructions.md"].assert_eq(md);
+    }
+
+    /// What a client's model reads when it gets arguments wrong: each text names the argument
+    /// and the bound.
+    #[test]
+    fn argument_error_texts() {
+        let cases = [
+            ("memory.search", json!({})),
+            ("memory.search", json!({"query": "x", "k": 500})),
+            ("memory.search", json!({"query": "x", "limit": 5})),
+            ("memory.search", json!({"query": "   "})),
+            ("memory.recall", json!({"query": "x", "filter": {"kinds": ["films"]}})),
+            ("memory.recall", json!({"query": "x", "filter": {"colour": "red"}})),
+            ("memory.store", json!({"title": "t", "content": 5})),
+            ("tree.tag", json!({"chunk_id": "c", "tags": "one"})),
+            ("core.list_tools", json!({"verbose": true})),
+        ];
+        let mut out = String::new();
+        for (name, args) in cases {
+            let tool = all_tools().iter().find(|t| t.name == name).unwrap();
+            let text = match tool.args.validate(args.as_object().unwrap()) {
+                Ok(_) => "accepted".to_string(),
+                Err(e) => e.to_string(),
+            };
+            out.push_str(&format!("{name} {args}\n  -> {text}\n"));
+        }
+        expect_test::expect_file!["snapshots/argument_errors.txt"].assert_eq(&out);
     }
 }

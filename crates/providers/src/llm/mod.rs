@@ -83,13 +83,13 @@ pub fn configured(config: &Config) -> bool {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+enum LlmApi {
     OpenAi,
     Anthropic,
 }
 
 struct Settings {
-    kind: Kind,
+    kind: LlmApi,
     base_url: String,
     model: String,
     key: Option<String>,
@@ -106,15 +106,15 @@ fn settings_text(c: &LlmConfig) -> Result<Settings, String> {
                         or \"anthropic\"), [llm].model and, for hosted APIs, [llm].api_key_env"
                 .to_string());
         }
-        LlmProvider::Openai => Kind::OpenAi,
-        LlmProvider::Anthropic => Kind::Anthropic,
+        LlmProvider::Openai => LlmApi::OpenAi,
+        LlmProvider::Anthropic => LlmApi::Anthropic,
     };
     let name = provider_name(kind);
     let model = match c.model.as_deref().map(str::trim) {
         Some(m) if !m.is_empty() => m.to_string(),
         _ => return Err(format!("[llm].provider is {name} but [llm].model is not set: set it to the model to use")),
     };
-    let default_base = if kind == Kind::OpenAi { OPENAI_DEFAULT_BASE } else { ANTHROPIC_DEFAULT_BASE };
+    let default_base = if kind == LlmApi::OpenAi { OPENAI_DEFAULT_BASE } else { ANTHROPIC_DEFAULT_BASE };
     let base_url = c.base_url.as_deref().unwrap_or(default_base).trim_end_matches('/').to_string();
     let key = match &c.api_key_env {
         Some(var) => match std::env::var(var) {
@@ -129,7 +129,7 @@ fn settings_text(c: &LlmConfig) -> Result<Settings, String> {
         None => None,
     };
     // Hosted APIs always want a key; self-hosted OpenAI-compatible servers usually do not.
-    let hosted = kind == Kind::Anthropic || base_url == OPENAI_DEFAULT_BASE;
+    let hosted = kind == LlmApi::Anthropic || base_url == OPENAI_DEFAULT_BASE;
     if hosted && key.is_none() {
         return Err(format!(
             "[llm].provider is {name} at {} but [llm].api_key_env is not set: set it to the name of the \
@@ -140,16 +140,16 @@ fn settings_text(c: &LlmConfig) -> Result<Settings, String> {
     Ok(Settings { kind, base_url, model, key })
 }
 
-fn provider_name(kind: Kind) -> &'static str {
+fn provider_name(kind: LlmApi) -> &'static str {
     match kind {
-        Kind::OpenAi => "openai",
-        Kind::Anthropic => "anthropic",
+        LlmApi::OpenAi => "openai",
+        LlmApi::Anthropic => "anthropic",
     }
 }
 
 /// A configured LLM client.
 pub struct Llm {
-    kind: Kind,
+    kind: LlmApi,
     base_url: String,
     model: String,
     key: Option<String>,
@@ -183,8 +183,8 @@ impl Llm {
     /// One completion. Errors name the provider, host and status with a short reason.
     pub async fn complete(&self, req: &Request<'_>) -> Result<Reply, ProviderError> {
         match self.kind {
-            Kind::OpenAi => openai::complete(self, req).await,
-            Kind::Anthropic => anthropic::complete(self, req).await,
+            LlmApi::OpenAi => openai::complete(self, req).await,
+            LlmApi::Anthropic => anthropic::complete(self, req).await,
         }
     }
 

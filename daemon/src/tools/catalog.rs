@@ -74,7 +74,7 @@ fn list_tools(config: &Config) -> ToolOutcome {
     Ok(Value::Object(out))
 }
 
-fn instructions(config: &Config) -> ToolOutcome {
+pub(super) fn instructions(config: &Config) -> ToolOutcome {
     let tools = agent_catalog(config);
     let mut md = String::from(
         "## Tool use\n\n\

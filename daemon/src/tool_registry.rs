@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::core_rpc;
+use crate::rpc::{self, Group};
 use crate::state::AppState;
 use crate::tools::{self, Policy, ToolDef, write};
 use openhuman_memory::AuditQuery;
@@ -47,7 +47,7 @@ fn tool_entry(state: &AppState, t: &ToolDef) -> Value {
     })
 }
 
-fn method_entry(m: &core_rpc::CoreMethod) -> Value {
+fn method_entry(m: &rpc::Method) -> Value {
     json!({
         "tool_id": m.name, "kind": "core_method", "route": format!("rpc:{}", m.name), "version": VERSION,
         "policy": "read", "input_schema": m.params.json_schema(), "tags": ["memory", "read"], "enabled": true,
@@ -56,7 +56,7 @@ fn method_entry(m: &core_rpc::CoreMethod) -> Value {
 
 pub fn list(state: &AppState) -> Value {
     let mut entries: Vec<Value> = tools::all_tools().iter().map(|t| tool_entry(state, t)).collect();
-    entries.extend(core_rpc::methods().iter().map(method_entry));
+    entries.extend(rpc::methods().iter().filter(|m| m.group == Group::Memory).map(method_entry));
     json!({ "count": entries.len(), "tools": entries })
 }
 
@@ -64,7 +64,7 @@ pub fn get(state: &AppState, id: &str) -> Option<Value> {
     if let Some(t) = tools::all_tools().iter().find(|t| t.name == id) {
         return Some(tool_entry(state, t));
     }
-    core_rpc::find(id).map(method_entry)
+    rpc::find(id).filter(|m| m.group == Group::Memory).map(method_entry)
 }
 
 pub fn diagnostics(state: &AppState) -> Value {
@@ -84,7 +84,7 @@ pub fn diagnostics(state: &AppState) -> Value {
             let ok = day.iter().filter(|r| r.success).count();
             let denials: Vec<Value> = day
                 .iter()
-                .filter(|r| r.error.as_deref().is_some_and(|e| e.starts_with("[policy-blocked]")))
+                .filter(|r| r.error.as_deref().is_some_and(crate::policy::Denial::is_denial_text))
                 .take(10)
                 .map(|r| json!({ "ts_ms": r.ts_ms, "tool": r.tool, "source": r.source, "error": openhuman_common::redact(r.error.as_deref().unwrap_or(""), None) }))
                 .collect();
@@ -99,7 +99,7 @@ pub fn diagnostics(state: &AppState) -> Value {
         .collect();
     json!({
         "counts": {
-            "mcp_tools": all.len(), "mcp_tools_listed": listed.len(), "core_methods": core_rpc::methods().len(),
+            "mcp_tools": all.len(), "mcp_tools_listed": listed.len(), "core_methods": rpc::methods().iter().filter(|m| m.group == Group::Memory).count(),
             "read": all.iter().filter(|t| t.policy == Policy::Read).count(),
             "act": all.iter().filter(|t| t.policy == Policy::Act).count(),
         },

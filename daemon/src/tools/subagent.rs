@@ -40,14 +40,16 @@ pub async fn run(state: AppState, agent_id: &str, prompt: &str, ctx: RequestCtx)
     };
     drop(registry);
     let config = state.config();
-    super::dispatchability(&agent, &config)
+    crate::agents::dispatchability(&agent, &config)
         .map_err(|why| format!("agent `{agent_id}` cannot be run over MCP: {why}"))?;
     let llm = Llm::from_config(&config).map_err(|e| e.to_string())?;
     let declared = &agent.manifest.tools;
     let tools: Vec<&tools::ToolDef> = tools::listed(&config)
         .into_iter()
         .filter(|t| {
-            t.policy == Policy::Read && super::AGENT_TOOLS.contains(&t.name) && declared.iter().any(|d| d == t.name)
+            t.policy == Policy::Read
+                && crate::agents::AGENT_TOOLS.contains(&t.name)
+                && declared.iter().any(|d| d == t.name)
         })
         .collect();
     drop(config);

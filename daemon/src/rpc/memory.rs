@@ -1,82 +1,24 @@
-//! The core JSON-RPC methods (`openhuman.*`) that MCP tools map onto. Each method
-//! declares its parameter schema once; callers (MCP tools, the socket's control surface, HTTP
-//! `/rpc`) go through `invoke`, which validates params against that schema before running it.
-//! Memory methods run on the blocking pool: the engine is synchronous (SQLite, tantivy).
-
-use std::sync::{Arc, LazyLock};
+//! The memory methods (`openhuman.memory_*`) MCP tools map onto, each with its parameter schema.
+//! They run on the engine through the one bounded blocking path.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use serde_json::{Map, Value};
-use tokio::sync::Semaphore;
-
-use crate::state::AppState;
 use openhuman_mcp::args::{ArgSpec, Field};
 use openhuman_memory::{MemoryEngine, MemoryError};
+use serde_json::{Map, Value};
 
-/// Why a core method failed; the MCP layer turns all but `Internal` into readable tool errors.
-#[derive(Debug)]
-pub enum CoreError {
-    InvalidParams(String),
-    NotFound(String),
-    /// The backend is switched off or unavailable; the message names the key to set.
-    Unavailable(String),
-    Internal(anyhow::Error),
-}
+use super::{Group, Method, MethodError, blocking, engine};
+use crate::state::AppState;
 
-impl std::fmt::Display for CoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CoreError::InvalidParams(m) | CoreError::NotFound(m) | CoreError::Unavailable(m) => f.write_str(m),
-            CoreError::Internal(e) => write!(f, "internal error: {e:#}"),
-        }
-    }
-}
-
-impl From<MemoryError> for CoreError {
-    fn from(e: MemoryError) -> Self {
-        match e {
-            MemoryError::InvalidParams(m) => CoreError::InvalidParams(m),
-            MemoryError::NotFound(m) => CoreError::NotFound(m),
-            MemoryError::Internal(e) => CoreError::Internal(e),
-        }
-    }
-}
-
-pub type CoreHandler = fn(AppState, Map<String, Value>) -> BoxFuture<'static, Result<Value, CoreError>>;
-
-pub struct CoreMethod {
-    pub name: &'static str,
-    pub params: ArgSpec,
-    pub handler: CoreHandler,
-}
-
-/// Memory-engine calls that may run at once: two per core. Each running call holds a blocking
-/// thread and a pooled SQLite connection, so without a bound a burst of concurrent calls grows
-/// both to the size of the burst; past it, calls wait here without a thread.
-/// The permit moves into the blocking task, so a cancelled call keeps its slot until the work
-/// it started has stopped.
-static MEMORY_SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    Arc::new(Semaphore::new((cores * 2).max(4)))
-});
-
-/// Runs a synchronous memory-engine method on the blocking pool.
-pub fn memory_call(
+/// Runs a synchronous memory-engine method through the bounded blocking path.
+fn on_engine(
     state: AppState,
     params: Map<String, Value>,
     f: fn(&MemoryEngine, Value) -> Result<Value, MemoryError>,
-) -> BoxFuture<'static, Result<Value, CoreError>> {
+) -> BoxFuture<'static, Result<Value, MethodError>> {
     async move {
-        let engine = state.memory().map_err(CoreError::Unavailable)?;
-        let slot = MEMORY_SLOTS.clone().acquire_owned().await.map_err(|e| CoreError::Internal(e.into()))?;
-        tokio::task::spawn_blocking(move || {
-            let _slot = slot;
-            f(&engine, Value::Object(params))
-        })
-        .await
-        .map_err(|e| CoreError::Internal(anyhow::anyhow!("memory task failed: {e}")))?
-        .map_err(CoreError::from)
+        let engine = engine(&state)?;
+        blocking(move || f(&engine, Value::Object(params)).map_err(MethodError::from)).await
     }
     .boxed()
 }
@@ -111,17 +53,19 @@ pub fn filter_spec() -> ArgSpec {
 const QUERY_BYTES: usize = 4096;
 const ID_BYTES: usize = 256;
 
-static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
+pub(super) fn methods() -> Vec<Method> {
     vec![
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_tree_search",
             params: ArgSpec::new(vec![
                 Field::string("query", "Keywords to search for (BM25).").required().max_bytes(QUERY_BYTES),
                 Field::int("k", "How many hits (default 10).", 1, 50).default_int(10),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::tree_search),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_search),
         },
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_tree_recall",
             params: ArgSpec::new(vec![
                 Field::string("query", "A question or description; matched by meaning and keywords.")
@@ -130,16 +74,18 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
                 Field::int("k", "How many chunks (default 10).", 1, 50).default_int(10),
                 Field::object("filter", "Restrict what is recalled.", filter_spec()),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::tree_recall),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_recall),
         },
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_tree_get_chunk",
             params: ArgSpec::new(vec![
                 Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_bytes(ID_BYTES),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::tree_get_chunk),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_get_chunk),
         },
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_tree_list_chunks",
             params: ArgSpec::new(vec![
                 Field::list("source_kinds", "Only these kinds.", 5, 32)
@@ -152,9 +98,10 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
                 Field::int("k", "Page size (default 10).", 1, 50).default_int(10),
                 Field::int("offset", "Items to skip (default 0).", 0, 1_000_000).default_int(0),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::tree_list_chunks),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_list_chunks),
         },
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_tree_top_entities",
             params: ArgSpec::new(vec![
                 Field::one_of(
@@ -164,9 +111,10 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
                 ),
                 Field::int("k", "How many (default 10).", 1, 50).default_int(10),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::tree_top_entities),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_top_entities),
         },
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_tree_list_sources",
             params: ArgSpec::new(vec![
                 Field::string(
@@ -174,10 +122,12 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
                     "Your own e-mail address, so mail threads are named after the other party.",
                 )
                 .max_bytes(320),
+                Field::int("limit", "How many sources, most recent first (default 200).", 1, 10_000),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::tree_list_sources),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_list_sources),
         },
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_fetch",
             params: ArgSpec::new(vec![
                 Field::string("query", "What to fetch hits for.").required().max_bytes(QUERY_BYTES),
@@ -190,31 +140,17 @@ static METHODS: LazyLock<Vec<CoreMethod>> = LazyLock::new(|| {
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
                 Field::string("cursor", "next_cursor from the previous page.").max_bytes(1024),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::fetch),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::fetch),
         },
-        CoreMethod {
+        Method {
+            group: Group::Memory,
             name: "openhuman.memory_items_list",
             params: ArgSpec::new(vec![
                 Field::object("filter", "Restrict the items.", filter_spec()),
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
                 Field::string("cursor", "next_cursor from the previous page.").max_bytes(1024),
             ]),
-            handler: |s, p| memory_call(s, p, MemoryEngine::items_list),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::items_list),
         },
     ]
-});
-
-pub fn methods() -> &'static [CoreMethod] {
-    &METHODS
-}
-
-pub fn find(name: &str) -> Option<&'static CoreMethod> {
-    METHODS.iter().find(|m| m.name == name)
-}
-
-/// Validates `params` against the method's schema and runs it.
-pub async fn invoke(state: AppState, name: &str, params: Map<String, Value>) -> Result<Value, CoreError> {
-    let method = find(name).ok_or_else(|| CoreError::NotFound(format!("no core method {name}")))?;
-    let params = method.params.validate(&params).map_err(|e| CoreError::InvalidParams(e.0))?;
-    (method.handler)(state, params).await
 }

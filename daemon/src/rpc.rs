@@ -1,0 +1,144 @@
+//! The one table of `openhuman.*` methods: the daemon's own (status, stop, reload, ingest,
+//! reindex, audit, tool registry) and the memory methods MCP tools map onto. Each method declares
+//! its parameter schema once; every caller (MCP tools, the socket, HTTP `/rpc`, the CLI through
+//! the socket) goes through [`invoke`], which validates params against that schema before the
+//! handler runs. Work on the synchronous memory engine goes through [`blocking`], the one bounded
+//! path onto the blocking pool.
+//!
+//! - `daemon` the daemon's own methods
+//! - `memory` the memory methods (search, recall, chunks, entities, sources, fetch, items)
+
+mod daemon;
+mod memory;
+
+use std::sync::{Arc, LazyLock};
+
+use futures::future::BoxFuture;
+use openhuman_mcp::args::ArgSpec;
+use openhuman_mcp::{Progress, RpcError};
+use openhuman_memory::{MemoryEngine, MemoryError};
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+
+pub use daemon::audit_query;
+pub use memory::filter_spec;
+
+use crate::state::AppState;
+
+/// Why a method failed. The MCP tools turn all but `Internal` into readable tool errors; the
+/// socket and `/rpc` turn them into JSON-RPC errors.
+#[derive(Debug, thiserror::Error)]
+pub enum MethodError {
+    /// The caller's parameters are wrong; the message names the parameter.
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// The backend is switched off or unavailable; the message names the key to set.
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("internal error: {0:#}")]
+    Internal(anyhow::Error),
+}
+
+impl From<MemoryError> for MethodError {
+    fn from(e: MemoryError) -> Self {
+        match e {
+            MemoryError::InvalidParams(m) => MethodError::InvalidParams(m),
+            MemoryError::NotFound(m) => MethodError::NotFound(m),
+            other => MethodError::Internal(other.into()),
+        }
+    }
+}
+
+/// Who is calling: the session (0 for none) and where progress goes, if anywhere.
+#[derive(Default)]
+pub struct Caller {
+    pub session: u64,
+    pub progress: Option<Progress>,
+}
+
+/// Which surface a method belongs to. The tool registry lists the memory methods, which are
+/// the ones MCP tools map onto.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Daemon,
+    Memory,
+}
+
+pub type Handler = fn(AppState, Map<String, Value>, Caller) -> BoxFuture<'static, Result<Value, MethodError>>;
+
+pub struct Method {
+    pub name: &'static str,
+    pub group: Group,
+    pub params: ArgSpec,
+    pub handler: Handler,
+}
+
+static METHODS: LazyLock<Vec<Method>> = LazyLock::new(|| {
+    let mut all = daemon::methods();
+    all.extend(memory::methods());
+    all
+});
+
+pub fn methods() -> &'static [Method] {
+    &METHODS
+}
+
+pub fn find(name: &str) -> Option<&'static Method> {
+    METHODS.iter().find(|m| m.name == name)
+}
+
+/// Validates `params` against the method's schema (request metadata in `_meta` is not a
+/// parameter) and runs it.
+pub async fn invoke(
+    state: AppState,
+    name: &str,
+    mut params: Map<String, Value>,
+    caller: Caller,
+) -> Result<Value, MethodError> {
+    let method = find(name).ok_or_else(|| MethodError::NotFound(format!("no method {name}")))?;
+    params.remove("_meta");
+    let params = method.params.validate(&params).map_err(|e| MethodError::InvalidParams(e.0))?;
+    (method.handler)(state, params, caller).await
+}
+
+/// An `openhuman.*` request from the socket or HTTP `/rpc`, answered as JSON-RPC.
+pub async fn call(state: AppState, name: &str, params: Map<String, Value>, caller: Caller) -> Result<Value, RpcError> {
+    if find(name).is_none() {
+        return Err(RpcError::method_not_found(name));
+    }
+    invoke(state, name, params, caller).await.map_err(|e| match e {
+        MethodError::Internal(e) => RpcError::internal(format!("{name} failed: {e:#}")),
+        MethodError::NotFound(m) => RpcError::invalid_params(m).with_data(json!({ "not_found": true })),
+        MethodError::InvalidParams(m) | MethodError::Unavailable(m) => RpcError::invalid_params(m),
+    })
+}
+
+/// Calls into the synchronous engine that may run at once: two per core. Each running call
+/// holds a blocking thread (and, for reads, a pooled SQLite connection), so without a bound a
+/// burst of concurrent calls grows both to the size of the burst; past it, calls wait here
+/// without a thread. The permit moves into the blocking task, so a cancelled call keeps its slot
+/// until the work it started has stopped.
+static BLOCKING_SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    Arc::new(Semaphore::new((cores * 2).max(4)))
+});
+
+/// Runs `f` on the blocking pool, at most [`BLOCKING_SLOTS`] at once.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, MethodError> + Send + 'static,
+) -> Result<T, MethodError> {
+    let slot = BLOCKING_SLOTS.clone().acquire_owned().await.map_err(|e| MethodError::Internal(e.into()))?;
+    tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        f()
+    })
+    .await
+    .map_err(|e| MethodError::Internal(anyhow::anyhow!("blocking task failed: {e}")))?
+}
+
+/// The memory engine, or why there is none (naming the key to set).
+pub fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
+    state.memory().map_err(MethodError::Unavailable)
+}

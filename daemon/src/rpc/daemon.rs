@@ -1,0 +1,210 @@
+//! The daemon's own `openhuman.*` methods, outside the MCP catalog: status, stop, config
+//! reload, ingest, reindex, stats, check, the audit log and the tool registry. They need no MCP
+//! handshake; `status`, `stop`, `ingest`, `reindex` and `audit` on the command line use them,
+//! as can dashboards.
+
+use futures::FutureExt;
+use openhuman_mcp::args::{ArgSpec, Field};
+use serde_json::{Map, Value, json};
+
+use super::{Caller, Group, Method, MethodError, blocking, engine};
+use crate::state::AppState;
+
+fn method(name: &'static str, params: ArgSpec, handler: super::Handler) -> Method {
+    Method { name, group: Group::Daemon, params, handler }
+}
+
+fn internal(e: impl Into<anyhow::Error>) -> MethodError {
+    MethodError::Internal(e.into())
+}
+
+pub(super) fn methods() -> Vec<Method> {
+    vec![
+        method("openhuman.daemon_status", ArgSpec::none(), |s, _, caller| {
+            async move { Ok(status(&s, caller.session)) }.boxed()
+        }),
+        method("openhuman.daemon_shutdown", ArgSpec::none(), |s, _, _| {
+            async move {
+                tracing::info!("shutdown requested over the socket");
+                let token = s.shutdown_token().clone();
+                // Cancel after this reply is queued, so the caller hears back.
+                tokio::spawn(async move {
+                    tokio::task::yield_now().await;
+                    token.cancel();
+                });
+                Ok(json!({ "stopping": true, "pid": std::process::id() }))
+            }
+            .boxed()
+        }),
+        method("openhuman.config_reload", ArgSpec::none(), |s, _, _| {
+            async move {
+                match s.reload() {
+                    Ok(changed) => {
+                        if changed {
+                            s.sessions().notify_tools_changed();
+                        }
+                        Ok(json!({ "reloaded": true, "tools_changed": changed }))
+                    }
+                    Err(e) => Err(MethodError::InvalidParams(format!(
+                        "config not reloaded, the previous one stays in force: {e:#}"
+                    ))),
+                }
+            }
+            .boxed()
+        }),
+        method(
+            "openhuman.memory_ingest",
+            ArgSpec::new(vec![
+                Field::list("paths", "Absolute paths of files or folders to ingest.", 10_000, 4096)
+                    .required()
+                    .min_items(1),
+                Field::one_of("kind", "Treat every file as this kind.", &["document", "email", "chat"]),
+            ]),
+            |s, p, caller| ingest(s, p, caller).boxed(),
+        ),
+        method("openhuman.memory_reindex", ArgSpec::none(), |s, _, _| {
+            async move {
+                let engine = engine(&s)?;
+                let summary = blocking(move || engine.reindex().map_err(internal)).await?;
+                Ok(serde_json::to_value(summary).unwrap_or_default())
+            }
+            .boxed()
+        }),
+        method("openhuman.memory_stats", ArgSpec::none(), |s, _, _| {
+            async move {
+                let engine = engine(&s)?;
+                blocking(move || engine.stats().map_err(internal)).await
+            }
+            .boxed()
+        }),
+        method("openhuman.memory_check", ArgSpec::none(), |s, _, _| {
+            async move {
+                let engine = engine(&s)?;
+                blocking(move || engine.check().map_err(internal)).await
+            }
+            .boxed()
+        }),
+        method(
+            "openhuman.audit_query",
+            ArgSpec::new(vec![
+                Field::int(
+                    "limit",
+                    "How many rows, newest first (default 50; at most 10000 are returned).",
+                    1,
+                    i64::MAX,
+                ),
+                Field::string("tool", "Only this tool, e.g. memory.store.").max_bytes(256),
+                Field::string("client", "Only this client label, e.g. mcp:cursor.").max_bytes(256),
+                Field::string("since", "Only rows at or after this RFC 3339 time.").max_bytes(64),
+                Field::boolean("failed", "Only failed attempts."),
+            ]),
+            |s, p, _| {
+                async move {
+                    let engine = engine(&s)?;
+                    // Rejection rows are written off the hot path; make the answer include every
+                    // attempt made before this query.
+                    s.audit().flush().await;
+                    let q = audit_query(&p).map_err(MethodError::InvalidParams)?;
+                    let rows = blocking(move || engine.query_audit(q).map_err(internal)).await?;
+                    Ok(json!({ "rows": rows }))
+                }
+                .boxed()
+            },
+        ),
+        method("openhuman.tool_registry_list", ArgSpec::none(), |s, _, _| {
+            async move { Ok(crate::tool_registry::list(&s)) }.boxed()
+        }),
+        method(
+            "openhuman.tool_registry_get",
+            ArgSpec::new(vec![
+                Field::string("tool_id", "A tool or method name, e.g. memory.search.").required().max_bytes(256),
+            ]),
+            |s, p, _| {
+                async move {
+                    let id = p.get("tool_id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    crate::tool_registry::get(&s, &id).ok_or_else(|| {
+                        MethodError::InvalidParams(format!(
+                            "no tool `{id}`; openhuman.tool_registry_list shows them all"
+                        ))
+                    })
+                }
+                .boxed()
+            },
+        ),
+        method("openhuman.tool_registry_diagnostics", ArgSpec::none(), |s, _, _| {
+            async move {
+                s.audit().flush().await;
+                blocking(move || Ok(crate::tool_registry::diagnostics(&s))).await
+            }
+            .boxed()
+        }),
+    ]
+}
+
+async fn ingest(state: AppState, params: Map<String, Value>, caller: Caller) -> Result<Value, MethodError> {
+    let engine = engine(&state)?;
+    let paths: Vec<std::path::PathBuf> = params["paths"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(std::path::PathBuf::from)
+        .collect();
+    if let Some(p) = paths.iter().find(|p| !p.is_absolute()) {
+        return Err(MethodError::InvalidParams(format!(
+            "`paths` must be absolute (the daemon has its own working directory): {}",
+            p.display()
+        )));
+    }
+    let kind = params.get("kind").and_then(Value::as_str).map(str::to_string);
+    let progress = caller.progress;
+    let summary = blocking(move || {
+        let report = |p: &openhuman_memory::IngestProgress| {
+            if let Some(pr) = &progress {
+                let message = match &p.current {
+                    Some(c) => format!("{} chunks; now {}", p.chunks_written, c.display()),
+                    None => format!("{} chunks", p.chunks_written),
+                };
+                pr.report(p.files_done as f64, Some(p.files_total as f64), Some(&message));
+            }
+        };
+        engine.ingest_paths(&paths, kind.as_deref(), &report).map_err(internal)
+    })
+    .await?;
+    Ok(serde_json::to_value(summary).unwrap_or_default())
+}
+
+/// `{limit?, tool?, client?, since?, failed?}` → an audit query; Err names the bad parameter.
+pub fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memory::AuditQuery, String> {
+    let since_ms = match params.get("since").and_then(Value::as_str) {
+        Some(s) => Some(
+            chrono::DateTime::parse_from_rfc3339(s)
+                .map_err(|e| format!("`since` must be an RFC 3339 time such as 2026-11-30T00:00:00Z: {e}"))?
+                .timestamp_millis(),
+        ),
+        None => None,
+    };
+    Ok(openhuman_memory::AuditQuery {
+        limit: params.get("limit").and_then(Value::as_u64).map(|n| n.clamp(1, 10_000) as usize),
+        tool: params.get("tool").and_then(Value::as_str).map(str::to_string),
+        client: params.get("client").and_then(Value::as_str).map(str::to_string),
+        since_ms,
+        failed_only: params.get("failed").and_then(Value::as_bool).unwrap_or(false),
+    })
+}
+
+fn status(state: &AppState, caller: u64) -> Value {
+    // The asking connection is not one of the sessions being reported on.
+    let sessions: Vec<_> = state.sessions().all().into_iter().filter(|s| s.id != caller).collect();
+    let inflight: usize = sessions.iter().map(|s| s.inflight_count()).sum();
+    json!({
+        "pid": std::process::id(),
+        "version": openhuman_common::VERSION,
+        "uptime_ms": state.uptime_ms() as u64,
+        "sessions": sessions.len(),
+        "in_flight": inflight,
+        "memory": state.memory().is_ok(),
+        "socket": state.paths().socket.display().to_string(),
+        "config_file": state.paths().config_file.display().to_string(),
+    })
+}
