@@ -31,30 +31,18 @@ impl Home {
         self.dir.path()
     }
     pub fn socket(&self) -> PathBuf {
-        self.path().join("run/mcp.sock")
+        socket_path(self.path())
     }
     pub fn write_config(&self, text: &str) {
         std::fs::write(self.path().join("config.toml"), text).expect("write config");
     }
+    /// The daemon's log files in this home (its own and the shim's autostart log).
     pub fn log(&self) -> String {
-        let mut out = String::new();
-        for name in ["logs/openhumand-mcp.log", "logs/daemon-autostart.log"] {
-            if let Ok(t) = std::fs::read_to_string(self.path().join(name)) {
-                out.push_str(&format!("--- {name}\n{t}"));
-            }
-        }
-        out
+        home_log(self.path())
     }
     /// A command for the daemon binary with this home.
     pub fn daemon_cmd(&self) -> Command {
-        let mut c = Command::new(daemon_bin());
-        c.env("OPENHUMAN_HOME", self.path()).env_remove("RUST_LOG");
-        for (k, _) in std::env::vars() {
-            if k.starts_with("OPENHUMAN_") && k != "OPENHUMAN_HOME" && k != "OPENHUMAN_BIN_DIR" {
-                c.env_remove(k);
-            }
-        }
-        c
+        daemon_command(&daemon_bin(), self.path())
     }
     pub fn shim_cmd(&self) -> Command {
         let mut c = Command::new(shim_bin());
@@ -69,6 +57,12 @@ impl Home {
     }
 }
 
+impl AsRef<Path> for Home {
+    fn as_ref(&self) -> &Path {
+        self.path()
+    }
+}
+
 impl Drop for Home {
     fn drop(&mut self) {
         if std::thread::panicking() {
@@ -78,4 +72,33 @@ impl Drop for Home {
             kill(pid, libc::SIGKILL);
         }
     }
+}
+
+/// The daemon's socket in `home`.
+pub(crate) fn socket_path(home: &Path) -> PathBuf {
+    home.join("run/mcp.sock")
+}
+
+/// The log files a daemon (and the shim's autostart) wrote in `home`, each under a `---` title.
+pub(crate) fn home_log(home: &Path) -> String {
+    let mut out = String::new();
+    for name in ["logs/openhumand-mcp.log", "logs/daemon-autostart.log"] {
+        if let Ok(t) = std::fs::read_to_string(home.join(name)) {
+            out.push_str(&format!("--- {name}\n{t}"));
+        }
+    }
+    out
+}
+
+/// `bin` (a daemon binary) rooted in `home`, with no logging or `OPENHUMAN_*` overrides from the
+/// caller's environment.
+pub(crate) fn daemon_command(bin: &Path, home: &Path) -> Command {
+    let mut c = Command::new(bin);
+    c.env("OPENHUMAN_HOME", home).env_remove("RUST_LOG");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("OPENHUMAN_") && k != "OPENHUMAN_HOME" && k != "OPENHUMAN_BIN_DIR" {
+            c.env_remove(k);
+        }
+    }
+    c
 }

@@ -15,7 +15,7 @@ mod process;
 use std::time::Duration;
 
 pub use binaries::{bin, bin_dir, build_binaries, daemon_bin, shim_bin};
-pub use daemon::Daemon;
+pub use daemon::{Daemon, DaemonBuilder};
 pub use home::Home;
 pub use peer::{ChildPeer, Lines, Peer};
 pub use process::{freeze, kill, processes_matching, wait_exit};

@@ -7,6 +7,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -39,10 +40,14 @@ impl Lines {
     }
     /// The next line; panics after `WAIT`. None at EOF.
     pub fn next(&self) -> Option<String> {
-        match self.rx.recv_timeout(WAIT) {
-            Ok(l) => Some(l),
-            Err(RecvTimeoutError::Disconnected) => None,
-            Err(RecvTimeoutError::Timeout) => panic!("no line within {WAIT:?}"),
+        self.next_within(WAIT).unwrap_or_else(|e| panic!("{e}"))
+    }
+    /// The next line, None at EOF; an error when none came within `limit`.
+    pub fn next_within(&self, limit: Duration) -> Result<Option<String>, String> {
+        match self.rx.recv_timeout(limit) {
+            Ok(l) => Ok(Some(l)),
+            Err(RecvTimeoutError::Disconnected) => Ok(None),
+            Err(RecvTimeoutError::Timeout) => Err(format!("no line within {limit:?}")),
         }
     }
     pub fn next_json(&self) -> Value {

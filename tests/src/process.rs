@@ -15,12 +15,19 @@ pub fn kill(pid: u32, sig: i32) {
 
 /// Waits (bounded) for a child to exit.
 pub fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
+    exit_within(child, limit).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `wait_exit` that reports a child still running after `limit` as an error.
+pub(crate) fn exit_within(child: &mut Child, limit: Duration) -> Result<ExitStatus, String> {
     let start = Instant::now();
     loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
+        if let Some(status) = child.try_wait().map_err(|e| format!("wait for process {}: {e}", child.id()))? {
+            return Ok(status);
         }
-        assert!(start.elapsed() < limit, "process {} did not exit within {limit:?}", child.id());
+        if start.elapsed() >= limit {
+            return Err(format!("process {} did not exit within {limit:?}", child.id()));
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
 }

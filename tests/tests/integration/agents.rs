@@ -115,7 +115,7 @@ fn openai_subagent_calls_memory_search_in_its_loop_and_answers() {
         Reply::ok(openai_text("Ada Marsh keeps the Fenwick lighthouse.")),
     ]);
     home.write_config(&openai_llm(&llm.url(), ""));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let chunk_id = store_lighthouse(&mut p);
     let system = agent_prompt(&mut p, "planner");
@@ -192,7 +192,7 @@ fn anthropic_subagent_uses_tool_use_and_tool_result_blocks() {
         "[llm]\nprovider = \"anthropic\"\nbase_url = \"{}\"\nmodel = \"claude-test\"\napi_key_env = \"OH_TEST_LLM_KEY\"\n",
         llm.url()
     ));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let chunk_id = store_lighthouse(&mut p);
     let system = agent_prompt(&mut p, "critic");
@@ -241,7 +241,7 @@ fn llm_errors_name_provider_host_and_status_retry_429_and_5xx_and_time_out() {
         if q.is_empty() { Reply::Json(500, json!({"error": {"message": "script empty"}})) } else { q.remove(0) }
     });
     home.write_config(&openai_llm(&llm.url(), "max_retries = 1\ntimeout_secs = 2"));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let host = llm.addr.to_string();
     let set = |replies: Vec<Reply>| *script.lock().unwrap() = replies;
@@ -296,7 +296,7 @@ fn cancelling_a_run_closes_the_upstream_request() {
     let home = Home::new();
     let llm = Server::scripted(vec![Reply::Hang]);
     home.write_config(&openai_llm(&llm.url(), "timeout_secs = 120"));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let id = p.start(
         "tools/call",
@@ -315,7 +315,7 @@ fn readonly_policy_refuses_run_subagent_before_any_llm_call() {
     let home = Home::new();
     let llm = Server::scripted(vec![Reply::ok(openai_text("must not be asked"))]);
     home.write_config(&format!("[autonomy]\nlevel = \"readonly\"\n{}", openai_llm(&llm.url(), "")));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let r = p.request(
         "tools/call",
@@ -351,7 +351,7 @@ fn list_subagents_is_truthful_and_tools_follow_config_reloads() {
     let home = Home::new();
     let llm = Server::start(|_| Reply::ok(openai_text("fine")));
     let searx = Server::start(|_| Reply::ok(json!({"results": []})));
-    let d = Daemon::start_env(&home, &env());
+    let d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
 
     // No LLM: nothing is dispatchable, run_subagent and the web tools are not listed.
@@ -446,7 +446,7 @@ fn searxng_search_is_listed_only_when_enabled_and_speaks_the_json_api() {
             })),
         }
     });
-    let d = Daemon::start_env(&home, &env());
+    let d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     assert!(!tool_names(&mut p).contains(&"searxng_search".to_string()));
     // Twice: the second answer comes from the daemon's per-config result cache.
@@ -538,7 +538,7 @@ fn web_search_falls_back_across_providers_and_web_answer_cites_urls() {
         brave.url(),
         tavily.url()
     ));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
 
     let r = p.tool("web_search", json!({"query": "when did rust 1.0 ship"}));
@@ -602,7 +602,7 @@ fn memory_recall_carries_an_answer_citing_chunks_only_when_an_llm_is_configured(
         let id = user.split("[chunk:").nth(1).and_then(|r| r.split(']').next()).unwrap_or("none").to_string();
         Reply::ok(openai_text(&format!("Ada Marsh keeps it [chunk:{id}].")))
     });
-    let d = Daemon::start_env(&home, &env());
+    let d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let chunk_id = store_lighthouse(&mut p);
     let r = p.tool("memory.recall", json!({"query": "who keeps the lighthouse"}));
@@ -658,7 +658,7 @@ fn openai_compatible_embeddings_are_used_and_their_size_remembered() {
         "[memory.embeddings]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"test-embed\"\napi_key_env = \"OH_TEST_EMBED_KEY\"\n",
         emb.url()
     ));
-    let d = Daemon::start_env(&home, &[("OH_TEST_EMBED_KEY", EMBED_KEY)]);
+    let d = Daemon::builder(&home).env("OH_TEST_EMBED_KEY", EMBED_KEY).start();
     let probe = emb.next_request();
     assert_eq!((probe.method.as_str(), probe.path()), ("POST", "/v1/embeddings"));
     assert_eq!(probe.header("authorization"), Some(format!("Bearer {EMBED_KEY}").as_str()));
@@ -685,7 +685,8 @@ fn openai_compatible_embeddings_are_used_and_their_size_remembered() {
 
     // The provider down at start: the daemon still opens the store with the remembered size.
     down.store(true, Ordering::SeqCst);
-    let (_d, log) = Daemon::start_env_log(&home, &[("OH_TEST_EMBED_KEY", EMBED_KEY)]);
+    let d = Daemon::builder(&home).env("OH_TEST_EMBED_KEY", EMBED_KEY).start();
+    let log = d.startup_log();
     assert!(log.iter().any(|l| l.contains("remembered vector size") && l.contains("HTTP 503")), "{log:#?}");
     let mut p = connect(&home);
     let hits = p.tool("memory.search", json!({"query": "fog bell"}));
@@ -704,7 +705,7 @@ fn ollama_embeddings_fall_back_to_the_single_text_endpoint() {
         "[memory.embeddings]\nprovider = \"ollama\"\nbase_url = \"{}\"\nmodel = \"nomic-test\"\n",
         emb.url()
     ));
-    let _d = Daemon::start_env(&home, &[]);
+    let _d = Daemon::start(&home);
     let first = emb.next_request();
     assert_eq!(first.path(), "/api/embed");
     assert_eq!(first.json(), json!({"model": "nomic-test", "input": ["dimension probe"]}));

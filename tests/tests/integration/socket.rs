@@ -196,7 +196,7 @@ fn sigterm_drains_removes_socket_and_exits_zero() {
 #[test]
 fn idle_timeout_stops_an_unused_daemon() {
     let home = Home::new();
-    let mut d = Daemon::start_with(&home, &["--idle-timeout", "1"]);
+    let mut d = Daemon::builder(&home).args(["--idle-timeout", "1"]).start();
     let status = wait_exit(&mut d.child, Duration::from_secs(30));
     assert_eq!(status.code(), Some(0));
     assert!(!home.socket().exists());
@@ -234,29 +234,13 @@ fn socket_activation_serves_the_inherited_listener() {
         let flags = libc::fcntl(fd, libc::F_GETFD);
         libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
     }
-    let mut child = home
-        .daemon_cmd()
-        .arg("serve")
-        .env("LISTEN_FDS", "1")
-        .env("LISTEN_FDS_FIRST_FD", fd.to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = openhuman_tests::Lines::spawn(child.stderr.take().unwrap());
-    loop {
-        let line = stderr.next().expect("daemon exited before it was ready");
-        assert!(!line.contains("ERROR"), "{line}");
-        if line.contains("daemon ready") {
-            break;
-        }
-    }
+    let mut d = Daemon::builder(&home).env("LISTEN_FDS", "1").env("LISTEN_FDS_FIRST_FD", fd.to_string()).start();
+    assert!(d.startup_log().iter().all(|l| !l.contains("ERROR")), "{:#?}", d.startup_log());
     drop(listener);
     let mut p = Peer::socket(&path);
     p.initialize("activated");
     assert!(p.call("tools/list", json!({}))["tools"].is_array());
     assert!(!home.socket().exists(), "an activated daemon binds no socket of its own");
-    kill(child.id(), libc::SIGTERM);
-    assert_eq!(wait_exit(&mut child, WAIT).code(), Some(0));
+    kill(d.pid(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut d.child, WAIT).code(), Some(0));
 }
