@@ -1,7 +1,9 @@
-//! Test support for driving the real binaries: a temp `OPENHUMAN_HOME`, a daemon started and
-//! stopped by the test, and line-protocol clients over a child's stdio or the daemon socket.
-//! Every wait is bounded (a hang fails the test instead of blocking CI), and when a test fails
-//! the daemon's log is printed.
+//! Test support for driving the real binaries, shared by the integration tests and the
+//! benchmarks: a temp `OPENHUMAN_HOME` (`home`), the daemon started and stopped through one
+//! builder (`daemon`), line-protocol clients over a child's stdio or the daemon socket (`peer`),
+//! helpers that read replies in assertions (`replies`), a raw HTTP client (`http`) and scripted
+//! stand-ins for upstream APIs (`fake`). Every wait is bounded (a hang fails the test instead of
+//! blocking CI), and when a test fails the daemon's log is printed.
 #![allow(clippy::print_stderr, unsafe_code)]
 
 mod binaries;
@@ -11,6 +13,7 @@ mod home;
 pub mod http;
 mod peer;
 mod process;
+mod replies;
 
 use std::time::Duration;
 
@@ -19,6 +22,7 @@ pub use daemon::{Daemon, DaemonBuilder};
 pub use home::Home;
 pub use peer::{ChildPeer, Lines, Peer};
 pub use process::{freeze, kill, processes_matching, wait_exit};
+pub use replies::{rpc_error, tool_err_text, tool_ok, tool_text};
 
 /// Upper bound for any single wait in the tests.
 pub const WAIT: Duration = Duration::from_secs(20);

@@ -130,6 +130,15 @@ impl Peer {
     pub fn tool(&mut self, name: &str, args: Value) -> Value {
         self.call("tools/call", json!({"name": name, "arguments": args}))
     }
+    /// The names `tools/list` offers.
+    pub fn tool_names(&mut self) -> Vec<String> {
+        let list = self.call("tools/list", json!({}));
+        let tools = list["tools"].as_array().unwrap_or_else(|| panic!("tools/list has no tools: {list}"));
+        tools
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_else(|| panic!("a tool without a name: {t}")).to_string())
+            .collect()
+    }
     /// Closes the writing side (EOF for the peer).
     pub fn close_write(&mut self) {
         self.w = Box::new(std::io::sink());
