@@ -89,9 +89,9 @@ fn run() -> Result<()> {
     corpus::write(&corpus_dir, &vocab, chunks)?;
     println!("written : {:.1} s", t.elapsed().as_secs_f64());
 
-    let daemon = Daemon::start(&bins, &home)?;
+    let daemon = support::start_daemon(&bins, &home)?;
     let ours = measure_daemon(&daemon, &corpus_dir, &vocab);
-    let pid = daemon.pid;
+    let pid = daemon.pid();
     daemon.stop()?;
     let ours = ours?;
     println!("daemon  : pid {pid} stopped cleanly");
@@ -159,7 +159,7 @@ struct Measured {
 }
 
 fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary) -> Result<Measured> {
-    let mut ctl = Session::socket(&daemon.socket)?;
+    let mut ctl = Session::socket(&daemon.socket())?;
     let started = Instant::now();
     let reply = call(&mut ctl, "openhuman.memory_ingest", json!({"paths": [corpus_dir]}))?;
     let ingest = started.elapsed();
@@ -177,7 +177,7 @@ fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary
     }
     let embedded = started.elapsed();
 
-    let mut s = Session::socket(&daemon.socket)?;
+    let mut s = Session::socket(&daemon.socket())?;
     s.handshake()?;
     let rare = time_tool(&mut s, "memory.search", &rare_words(vocab), |w| json!({"query": w, "k": 10}))?;
     let common = time_tool(&mut s, "memory.search", &common_words(vocab), |w| json!({"query": w, "k": 10}))?;
@@ -197,8 +197,8 @@ fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary
         rare,
         common,
         recall,
-        vm_hwm_kib: support::proc_status_kib(daemon.pid, "VmHWM:"),
-        vm_rss_kib: support::proc_status_kib(daemon.pid, "VmRSS:"),
+        vm_hwm_kib: support::proc_status_kib(daemon.pid(), "VmHWM:"),
+        vm_rss_kib: support::proc_status_kib(daemon.pid(), "VmRSS:"),
     })
 }
 

@@ -78,7 +78,7 @@ fn run() -> Result<()> {
     let setup = Setup { bins: &bins, daemon_home: home.path().join("daemon"), stdio_home: home.path().join("stdio") };
     std::fs::create_dir_all(&setup.daemon_home)?;
     std::fs::create_dir_all(&setup.stdio_home)?;
-    let daemon = Daemon::start(&bins, &setup.daemon_home)?;
+    let daemon = support::start_daemon(&bins, &setup.daemon_home)?;
     let outcome = measure(&setup, &daemon);
     let stopped = daemon.stop();
     outcome?;
@@ -108,7 +108,7 @@ impl Setup<'_> {
 
 fn measure(setup: &Setup, daemon: &Daemon) -> Result<()> {
     cold_start(setup)?;
-    shim_hop(setup, &daemon.socket)?;
+    shim_hop(setup, &daemon.socket())?;
     pipelined(setup, daemon)?;
     Ok(())
 }
@@ -269,7 +269,7 @@ struct PipelineRun {
 }
 
 fn pipelined(setup: &Setup, daemon: &Daemon) -> Result<()> {
-    let socket = || Session::socket(&daemon.socket);
+    let socket = || Session::socket(&daemon.socket());
     let variants = [
         Variant { name: "tools/call core.list_tools".into(), open: Box::new(socket), make: list_tools },
         Variant { name: "ping (dispatcher floor)".into(), open: Box::new(socket), make: ping },
@@ -284,14 +284,14 @@ fn pipelined(setup: &Setup, daemon: &Daemon) -> Result<()> {
     // threads, and its rate sizes the recorded runs.
     let mut calls = Vec::new();
     for v in &variants {
-        let warm = pipeline_once((v.open)()?, daemon.pid, v.make, PIPELINE_MIN_CALLS)?;
+        let warm = pipeline_once((v.open)()?, daemon.pid(), v.make, PIPELINE_MIN_CALLS)?;
         let rate = PIPELINE_MIN_CALLS as f64 / warm.elapsed.as_secs_f64();
         calls.push(((rate * PIPELINE_SPAN.as_secs_f64()) as usize).clamp(PIPELINE_MIN_CALLS, PIPELINE_CALLS));
     }
     let mut runs: [Vec<PipelineRun>; 4] = Default::default();
     for _ in 0..PIPELINE_RUNS {
         for ((v, n), out) in variants.iter().zip(&calls).zip(runs.iter_mut()) {
-            out.push(pipeline_once((v.open)()?, daemon.pid, v.make, *n)?);
+            out.push(pipeline_once((v.open)()?, daemon.pid(), v.make, *n)?);
         }
     }
     println!();

@@ -1,14 +1,17 @@
 //! The two servers under test, as processes: the daemon (`openhumand-mcp serve --http --port 0`,
-//! release build, fresh temporary home) and the rmcp peer (tests/bench-peers/rmcp-server, built
-//! on demand into the workspace's target directory). Also the machine facts the report prints,
-//! read from Linux's /proc ("n/a" elsewhere).
+//! release build, fresh temporary home, started with the test library's daemon builder) and the
+//! rmcp peer (tests/bench-peers/rmcp-server, built on demand into the workspace's target
+//! directory). Also the machine facts the report prints, read from Linux's /proc ("n/a"
+//! elsewhere).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::Duration;
+
+use openhuman_tests::Daemon;
 
 use super::Result;
 
@@ -62,77 +65,56 @@ pub fn build_peer() -> Result<PathBuf> {
     Ok(exe(&dir.join("release"), "rmcp-bench-peer"))
 }
 
-/// A server process and the address it listens on. Its log lines are drained by a thread (a
-/// full pipe would block the server) and the last ones kept for error reports.
+/// A server process and the address it listens on.
 pub struct Server {
     pub name: &'static str,
     pub addr: SocketAddr,
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stop: Option<Command>,
-    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    process: Process,
+}
+
+enum Process {
+    /// Started, read and stopped by the test library's daemon builder.
+    Daemon(Daemon),
+    /// The peer: its stdin stays open while it runs, and its output is drained by a thread (a
+    /// full pipe would block it), the last lines kept for error reports.
+    Peer { child: Child, stdin: Option<ChildStdin>, log: Arc<Mutex<Vec<String>>> },
 }
 
 impl Server {
-    /// `openhumand-mcp serve --http --port 0` under `home`; the address comes from its
-    /// `HTTP transport listening addr=…` log line.
+    /// `openhumand-mcp serve --http --port 0` under `home` (the builder reads the address from
+    /// its log).
     pub fn daemon(bin: &Path, home: &Path) -> Result<Server> {
-        let with_home = |args: &[&str]| {
-            let mut c = Command::new(bin);
-            c.args(args)
-                .env_clear()
-                .env("OPENHUMAN_HOME", home)
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default());
-            c
-        };
-        let mut cmd = with_home(&["serve", "--http", "--port", "0"]);
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-        let mut child = cmd.spawn()?;
-        let stderr = child.stderr.take().ok_or("no stderr")?;
-        let mut stop = with_home(&["stop"]);
-        stop.stdout(Stdio::null()).stderr(Stdio::null());
-        Server::listening("openhumand-mcp", child, None, Some(stop), stderr, |line| {
-            line.split("HTTP transport listening addr=").nth(1).and_then(|rest| rest.split_whitespace().next())
-        })
+        let daemon = Daemon::builder(home).bin(bin).http().wait(WAIT).try_start()?;
+        Ok(Server { name: "openhumand-mcp", addr: daemon.http_addr(), process: Process::Daemon(daemon) })
     }
 
     /// The rmcp peer serving `payload` (a JSON file); prints `listening on ADDR` on stdout.
     pub fn peer(bin: &Path, payload: &Path) -> Result<Server> {
+        let name = "rmcp";
         let mut cmd = Command::new(bin);
         cmd.arg("--payload").arg(payload).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         let mut child = cmd.spawn()?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         // Its stdin stays open while it runs: closing it is how the peer is stopped.
         let stdin = child.stdin.take();
-        Server::listening("rmcp", child, stdin, None, stdout, |line| line.strip_prefix("listening on "))
-    }
-
-    fn listening(
-        name: &'static str,
-        mut child: Child,
-        stdin: Option<ChildStdin>,
-        stop: Option<Command>,
-        output: impl Read + Send + 'static,
-        addr_of: fn(&str) -> Option<&str>,
-    ) -> Result<Server> {
-        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel();
         let keep = log.clone();
         std::thread::spawn(move || {
             let mut found = false;
-            for line in BufReader::new(output).lines().map_while(std::io::Result::ok) {
-                if !found && let Some(addr) = addr_of(&line) {
+            for line in BufReader::new(stdout).lines().map_while(std::io::Result::ok) {
+                if !found && let Some(addr) = line.strip_prefix("listening on ") {
                     found = true;
                     let _ = tx.send(addr.to_string());
                 }
-                let mut log = keep.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut log = keep.lock().unwrap_or_else(PoisonError::into_inner);
                 log.push(line);
                 let excess = log.len().saturating_sub(40);
                 log.drain(..excess);
             }
         });
         match rx.recv_timeout(WAIT) {
-            Ok(addr) => Ok(Server { name, addr: addr.parse()?, child, stdin, stop, log }),
+            Ok(addr) => Ok(Server { name, addr: addr.parse()?, process: Process::Peer { child, stdin, log } }),
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
@@ -143,18 +125,21 @@ impl Server {
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        match &self.process {
+            Process::Daemon(d) => d.pid(),
+            Process::Peer { child, .. } => child.id(),
+        }
     }
 
     /// Asks the server to stop (`openhumand-mcp stop`; the peer: its stdin closes) and waits,
     /// bounded, for it to exit; kills it when it does not.
-    pub fn stop(mut self) -> Result<()> {
-        if let Some(mut stop) = self.stop.take() {
-            stop.status()?;
-        }
-        drop(self.stdin.take());
+    pub fn stop(self) -> Result<()> {
+        let (mut child, stdin) = match self.process {
+            Process::Daemon(d) => return Ok(d.stop()?),
+            Process::Peer { child, stdin, .. } => (child, stdin),
+        };
+        drop(stdin);
         let (tx, rx) = mpsc::channel();
-        let mut child = self.child;
         let waiter = std::thread::spawn(move || {
             let status = child.wait();
             let _ = tx.send(());
@@ -171,8 +156,16 @@ impl Server {
         Ok(())
     }
 
+    /// The last lines of its log.
     pub fn log_tail(&self) -> String {
-        self.log.lock().map(|l| l.join("\n")).unwrap_or_default()
+        match &self.process {
+            Process::Daemon(d) => {
+                let log = d.log();
+                let lines: Vec<&str> = log.lines().collect();
+                lines[lines.len().saturating_sub(40)..].join("\n")
+            }
+            Process::Peer { log, .. } => log.lock().map(|l| l.join("\n")).unwrap_or_default(),
+        }
     }
 }
 

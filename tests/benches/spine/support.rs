@@ -1,13 +1,15 @@
 //! What the spine benchmark stands on: the protocol lines it speaks, line sessions over a child's
-//! stdio or the daemon socket, the daemon it starts and stops, the release binaries it builds,
-//! percentiles and number formatting, and machine facts read from Linux's /proc ("n/a"
-//! elsewhere).
+//! stdio or the daemon socket, the release binaries it builds (and the daemon it starts from them
+//! with the test library's `Daemon` builder), percentiles and number formatting, and machine facts
+//! read from Linux's /proc ("n/a" elsewhere).
 
 use std::error::Error;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+
+pub use openhuman_tests::Daemon;
 
 pub type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
@@ -38,7 +40,7 @@ pub fn memory_search(id: usize) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Sessions, daemon, binaries
+// Sessions, binaries, daemon
 
 /// One line-protocol session: a child's stdin/stdout or a socket connection.
 pub struct Session {
@@ -165,86 +167,10 @@ impl Binaries {
     }
 }
 
-/// `openhumand-mcp serve` started by the bench; `stop` (or drop, as a last resort) ends it.
-pub struct Daemon {
-    child: Child,
-    pub pid: u32,
-    pub socket: PathBuf,
-    stop_cmd: Command,
-    log: PathBuf,
-}
-
-impl Daemon {
-    pub fn start(bins: &Binaries, home: &Path) -> Result<Daemon> {
-        let log = home.join("serve.log");
-        let out = std::fs::File::create(&log)?;
-        let child = bins
-            .command(&bins.daemon, home, &["serve"])
-            .stdin(Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            .spawn()?;
-        let mut daemon = Daemon {
-            pid: child.id(),
-            child,
-            socket: home.join("run").join("mcp.sock"),
-            stop_cmd: bins.command(&bins.daemon, home, &["stop"]),
-            log,
-        };
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(2);
-        loop {
-            // Ready means answering a ping, not merely having bound the socket.
-            let answered = Session::socket(&daemon.socket)
-                .and_then(|mut s| s.round_trip(&ping(1)).map(|l| l.contains("\"result\"")));
-            if let Ok(true) = answered {
-                return Ok(daemon);
-            }
-            if let Some(status) = daemon.child.try_wait()? {
-                return Err(format!("{DAEMON} serve exited with {status}:\n{}", daemon.log_text()).into());
-            }
-            if start.elapsed() > DAEMON_WAIT {
-                return Err(format!(
-                    "{DAEMON} serve did not answer within {} s:\n{}",
-                    DAEMON_WAIT.as_secs(),
-                    daemon.log_text()
-                )
-                .into());
-            }
-            // Readiness poll of a just-spawned process: short, growing pauses.
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(50));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// `openhumand-mcp stop`, then a bounded wait for the process to exit.
-    pub fn stop(mut self) -> Result<()> {
-        let status = self.stop_cmd.stdout(Stdio::null()).stderr(Stdio::null()).status()?;
-        if !status.success() {
-            return Err(format!("{DAEMON} stop exited with {status}").into());
-        }
-        let start = Instant::now();
-        while start.elapsed() < DAEMON_WAIT {
-            if self.child.try_wait()?.is_some() {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Err(format!("{DAEMON} did not exit within {} s of `stop`", DAEMON_WAIT.as_secs()).into())
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// `openhumand-mcp serve` (the release build) in `home`, through the test library's daemon
+/// builder; `Daemon::stop` (or drop, as a last resort) ends it.
+pub fn start_daemon(bins: &Binaries, home: &Path) -> Result<Daemon> {
+    Ok(Daemon::builder(home).bin(&bins.daemon).wait(DAEMON_WAIT).try_start()?)
 }
 
 // ---------------------------------------------------------------------------------------------

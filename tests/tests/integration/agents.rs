@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use openhuman_tests::fake::{Reply, Request, Server};
-use openhuman_tests::{Daemon, Home, Peer};
+use openhuman_tests::{Daemon, Home, Peer, rpc_error, tool_err_text, tool_ok, tool_text};
 use serde_json::{Value, json};
 
 const LLM_KEY: &str = "sk-test-OPENHUMANfakeLLMkey0123456789";
@@ -33,31 +33,12 @@ fn connect(home: &Home) -> Peer {
     p
 }
 
-fn tool_names(p: &mut Peer) -> Vec<String> {
-    p.call("tools/list", json!({}))["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect()
-}
-
-fn err_text(r: &Value) -> String {
-    assert_eq!(r["isError"], true, "expected a tool error: {r}");
-    r["content"][0]["text"].as_str().unwrap().to_string()
-}
-
-fn ok(r: &Value) -> &Value {
-    assert_eq!(r["isError"], false, "expected success: {r}");
-    &r["structuredContent"]
-}
-
 /// Stores the lighthouse note and returns its chunk id.
 fn store_lighthouse(p: &mut Peer) -> String {
     let r = p.tool("memory.store", json!({"title": "Fenwick lighthouse", "content": LIGHTHOUSE}));
-    ok(&r);
+    tool_ok(&r);
     let hits = p.tool("memory.search", json!({"query": "lighthouse keeper"}));
-    ok(&hits)["hits"][0]["chunk_id"].as_str().expect("stored note is searchable").to_string()
+    tool_ok(&hits)["hits"][0]["chunk_id"].as_str().expect("stored note is searchable").to_string()
 }
 
 fn agent_prompt(p: &mut Peer, id: &str) -> String {
@@ -81,7 +62,7 @@ fn openai_text(text: &str) -> Value {
 /// text), and whether `core.tool_instructions` documents `tool`.
 fn agent_catalog(p: &mut Peer, tool: &str) -> (Vec<String>, bool) {
     let r = p.tool("core.list_tools", json!({}));
-    let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap();
+    let text: Value = serde_json::from_str(tool_text(&r)).unwrap();
     assert_eq!(text, r["structuredContent"], "the text block is the structured content");
     let names = tool_names_offered(&r["structuredContent"], "/name");
     let md = p.tool("core.tool_instructions", json!({}))["structuredContent"]["markdown"].as_str().unwrap().to_string();
@@ -115,15 +96,15 @@ fn openai_subagent_calls_memory_search_in_its_loop_and_answers() {
         Reply::ok(openai_text("Ada Marsh keeps the Fenwick lighthouse.")),
     ]);
     home.write_config(&openai_llm(&llm.url(), ""));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let chunk_id = store_lighthouse(&mut p);
     let system = agent_prompt(&mut p, "planner");
     let prompt = "Who keeps the lighthouse on Fenwick Island?";
 
     let r = run_subagent(&mut p, "planner", prompt, Some("run-1"));
-    let sc = ok(&r).clone();
-    assert_eq!(r["content"][0]["text"], "Ada Marsh keeps the Fenwick lighthouse.", "answer leads the content: {r}");
+    let sc = tool_ok(&r).clone();
+    assert_eq!(tool_text(&r), "Ada Marsh keeps the Fenwick lighthouse.", "answer leads the content: {r}");
     assert_eq!(sc["agent_id"], "planner");
     assert_eq!(sc["response"], "Ada Marsh keeps the Fenwick lighthouse.");
     assert_eq!(
@@ -192,13 +173,13 @@ fn anthropic_subagent_uses_tool_use_and_tool_result_blocks() {
         "[llm]\nprovider = \"anthropic\"\nbase_url = \"{}\"\nmodel = \"claude-test\"\napi_key_env = \"OH_TEST_LLM_KEY\"\n",
         llm.url()
     ));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let chunk_id = store_lighthouse(&mut p);
     let system = agent_prompt(&mut p, "critic");
 
     let r = run_subagent(&mut p, "critic", "When is the fog bell rung?", None);
-    let sc = ok(&r);
+    let sc = tool_ok(&r);
     assert_eq!(sc["response"], "Ada rings it at dusk.");
     assert_eq!(sc["steps"][0]["tool"], "memory.search");
     assert!(p.notifications.iter().all(|n| n["method"] != "notifications/progress"), "no token, no progress");
@@ -241,7 +222,7 @@ fn llm_errors_name_provider_host_and_status_retry_429_and_5xx_and_time_out() {
         if q.is_empty() { Reply::Json(500, json!({"error": {"message": "script empty"}})) } else { q.remove(0) }
     });
     home.write_config(&openai_llm(&llm.url(), "max_retries = 1\ntimeout_secs = 2"));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let host = llm.addr.to_string();
     let set = |replies: Vec<Reply>| *script.lock().unwrap() = replies;
@@ -253,7 +234,7 @@ fn llm_errors_name_provider_host_and_status_retry_429_and_5xx_and_time_out() {
     ]);
     let started = Instant::now();
     let r = run_subagent(&mut p, "planner", "hi", None);
-    assert_eq!(ok(&r)["response"], "after the wait");
+    assert_eq!(tool_ok(&r)["response"], "after the wait");
     assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After honoured");
     llm.next_request();
     llm.next_request();
@@ -263,7 +244,7 @@ fn llm_errors_name_provider_host_and_status_retry_429_and_5xx_and_time_out() {
         Reply::Json(503, json!({"error": {"message": "overloaded"}})),
         Reply::Json(500, json!({"error": {"message": "boom"}})),
     ]);
-    let e = err_text(&run_subagent(&mut p, "planner", "hi", None));
+    let e = tool_err_text(&run_subagent(&mut p, "planner", "hi", None));
     assert!(e.contains("LLM provider openai") && e.contains(&host), "{e}");
     assert!(e.contains("HTTP 500") && e.contains("boom") && e.contains("2 attempts"), "{e}");
     llm.next_request();
@@ -271,21 +252,21 @@ fn llm_errors_name_provider_host_and_status_retry_429_and_5xx_and_time_out() {
 
     // 4xx: not retried; the key the provider echoes is redacted.
     set(vec![Reply::Json(401, json!({"error": {"message": format!("Incorrect API key provided: {LLM_KEY}")}}))]);
-    let e = err_text(&run_subagent(&mut p, "planner", "hi", None));
+    let e = tool_err_text(&run_subagent(&mut p, "planner", "hi", None));
     assert!(e.contains("HTTP 401") && e.contains("Incorrect API key") && !e.contains(LLM_KEY), "{e}");
     llm.next_request();
     assert!(llm.try_request(Duration::from_millis(300)).is_none(), "a 401 is not retried");
 
     // A reply without choices is reported, not a crash.
     set(vec![Reply::ok(json!({"object": "chat.completion"}))]);
-    let e = err_text(&run_subagent(&mut p, "planner", "hi", None));
+    let e = tool_err_text(&run_subagent(&mut p, "planner", "hi", None));
     assert!(e.contains("choices[0].message"), "{e}");
     llm.next_request();
 
     // No answer within [llm].timeout_secs: a timeout error, and the connection is dropped.
     set(vec![Reply::Hang]);
     let started = Instant::now();
-    let e = err_text(&run_subagent(&mut p, "planner", "hi", None));
+    let e = tool_err_text(&run_subagent(&mut p, "planner", "hi", None));
     assert!(e.contains("timeout") && e.contains(&host), "{e}");
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     llm.wait_hangup();
@@ -296,7 +277,7 @@ fn cancelling_a_run_closes_the_upstream_request() {
     let home = Home::new();
     let llm = Server::scripted(vec![Reply::Hang]);
     home.write_config(&openai_llm(&llm.url(), "timeout_secs = 120"));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let id = p.start(
         "tools/call",
@@ -315,20 +296,21 @@ fn readonly_policy_refuses_run_subagent_before_any_llm_call() {
     let home = Home::new();
     let llm = Server::scripted(vec![Reply::ok(openai_text("must not be asked"))]);
     home.write_config(&format!("[autonomy]\nlevel = \"readonly\"\n{}", openai_llm(&llm.url(), "")));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let r = p.request(
         "tools/call",
         json!({"name": "agent.run_subagent", "arguments": {"agent_id": "planner", "prompt": "hi"}}),
     );
-    assert_eq!(r["error"]["code"], -32602, "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().starts_with("[policy-blocked]"), "{r}");
+    let (code, message) = rpc_error(&r);
+    assert_eq!(code, -32602, "{r}");
+    assert!(message.starts_with("[policy-blocked]"), "{r}");
     assert!(llm.try_request(Duration::from_millis(300)).is_none());
 }
 
 fn dispatch(p: &mut Peer) -> Vec<(String, bool, String)> {
     let r = p.tool("agent.list_subagents", json!({}));
-    ok(&r)["agents"]
+    tool_ok(&r)["agents"]
         .as_array()
         .unwrap()
         .iter()
@@ -351,11 +333,11 @@ fn list_subagents_is_truthful_and_tools_follow_config_reloads() {
     let home = Home::new();
     let llm = Server::start(|_| Reply::ok(openai_text("fine")));
     let searx = Server::start(|_| Reply::ok(json!({"results": []})));
-    let d = Daemon::start_env(&home, &env());
+    let d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
 
     // No LLM: nothing is dispatchable, run_subagent and the web tools are not listed.
-    let names = tool_names(&mut p);
+    let names = p.tool_names();
     for t in ["agent.run_subagent", "web_search", "web_answer", "searxng_search"] {
         assert!(!names.contains(&t.to_string()), "{t} listed without its backend");
     }
@@ -368,17 +350,18 @@ fn list_subagents_is_truthful_and_tools_follow_config_reloads() {
         "tools/call",
         json!({"name": "agent.run_subagent", "arguments": {"agent_id": "planner", "prompt": "hi"}}),
     );
-    assert_eq!(r["error"]["code"], -32602, "unlisted tool: {r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("[llm].provider"), "names the key: {r}");
+    let (code, message) = rpc_error(&r);
+    assert_eq!(code, -32602, "unlisted tool: {r}");
+    assert!(message.contains("[llm].provider"), "names the key: {r}");
     let r = p.request("tools/call", json!({"name": "web_search", "arguments": {"query": "x"}}));
-    assert!(r["error"]["message"].as_str().unwrap().contains("[search.providers.searxng].enabled"), "{r}");
+    assert!(rpc_error(&r).1.contains("[search.providers.searxng].enabled"), "{r}");
 
     // An LLM: memory agents become dispatchable; web agents name the search key; the session is told.
     home.write_config(&openai_llm(&llm.url(), ""));
     assert!(d.reload().contains("tools_changed=true"));
     let n = p.lines.next_json();
     assert_eq!(n["method"], "notifications/tools/list_changed", "{n}");
-    let names = tool_names(&mut p);
+    let names = p.tool_names();
     assert!(names.contains(&"agent.run_subagent".to_string()) && !names.contains(&"web_search".to_string()));
     let ds = dispatch(&mut p);
     assert!(find(&ds, "planner").1);
@@ -386,15 +369,15 @@ fn list_subagents_is_truthful_and_tools_follow_config_reloads() {
     assert!(!researcher.1 && researcher.2.contains("[search.providers.searxng].enabled"), "{researcher:?}");
     let integrations = find(&ds, "integrations");
     assert!(!integrations.1 && integrations.2.contains("toolkit"), "{integrations:?}");
-    let e = err_text(&run_subagent(&mut p, "researcher", "news?", None));
+    let e = tool_err_text(&run_subagent(&mut p, "researcher", "news?", None));
     assert!(e.contains("researcher") && e.contains("web search"), "{e}");
-    let e = err_text(&run_subagent(&mut p, "integrations", "sync my calendar", None));
+    let e = tool_err_text(&run_subagent(&mut p, "integrations", "sync my calendar", None));
     assert!(e.contains("toolkit"), "{e}");
-    let e = err_text(&run_subagent(&mut p, "nobody", "hi", None));
+    let e = tool_err_text(&run_subagent(&mut p, "nobody", "hi", None));
     assert!(e.contains("unknown agent `nobody`") && e.contains("planner"), "{e}");
-    let e = err_text(&p.tool("agent.run_subagent", json!({"agent_id": "planner", "prompt": "  "})));
+    let e = tool_err_text(&p.tool("agent.run_subagent", json!({"agent_id": "planner", "prompt": "  "})));
     assert!(e.contains("`prompt` must not be blank"), "{e}");
-    let e = err_text(&p.tool("agent.run_subagent", json!({"agent_id": "planner"})));
+    let e = tool_err_text(&p.tool("agent.run_subagent", json!({"agent_id": "planner"})));
     assert!(e.contains("missing required argument `prompt`"), "{e}");
 
     // A search provider too: web agents are dispatchable, web tools listed.
@@ -405,7 +388,7 @@ fn list_subagents_is_truthful_and_tools_follow_config_reloads() {
     ));
     assert!(d.reload().contains("tools_changed=true"));
     assert_eq!(p.lines.next_json()["method"], "notifications/tools/list_changed");
-    let names = tool_names(&mut p);
+    let names = p.tool_names();
     assert!(names.contains(&"web_search".to_string()) && names.contains(&"web_answer".to_string()));
     assert!(!names.contains(&"searxng_search".to_string()), "needs [searxng].enabled");
     let ds = dispatch(&mut p);
@@ -446,9 +429,9 @@ fn searxng_search_is_listed_only_when_enabled_and_speaks_the_json_api() {
             })),
         }
     });
-    let d = Daemon::start_env(&home, &env());
+    let d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
-    assert!(!tool_names(&mut p).contains(&"searxng_search".to_string()));
+    assert!(!p.tool_names().contains(&"searxng_search".to_string()));
     // Twice: the second answer comes from the daemon's per-config result cache.
     for _ in 0..2 {
         let (catalog, documented) = agent_catalog(&mut p, "searxng_search");
@@ -459,7 +442,7 @@ fn searxng_search_is_listed_only_when_enabled_and_speaks_the_json_api() {
     home.write_config(&format!("[searxng]\nenabled = true\nbase_url = \"{}\"\nmax_results = 3\n", searx.url()));
     assert!(d.reload().contains("tools_changed=true"));
     assert_eq!(p.lines.next_json()["method"], "notifications/tools/list_changed");
-    assert!(tool_names(&mut p).contains(&"searxng_search".to_string()));
+    assert!(p.tool_names().contains(&"searxng_search".to_string()));
     // The agent catalog follows the reload too.
     let (catalog, documented) = agent_catalog(&mut p, "searxng_search");
     assert!(catalog.contains(&"searxng_search".to_string()) && documented, "{catalog:?}");
@@ -468,7 +451,7 @@ fn searxng_search_is_listed_only_when_enabled_and_speaks_the_json_api() {
         "searxng_search",
         json!({"query": "rust async", "categories": ["web", "news", "web"], "language": "de", "max_results": 2}),
     );
-    let sc = ok(&r);
+    let sc = tool_ok(&r);
     assert_eq!(sc["count"], 2);
     assert_eq!(
         sc["results"][0],
@@ -487,22 +470,22 @@ fn searxng_search_is_listed_only_when_enabled_and_speaks_the_json_api() {
 
     // Defaults: [searxng].default_language and .max_results; no categories sent.
     let r = p.tool("searxng_search", json!({"query": "defaults"}));
-    assert_eq!(ok(&r)["count"], 3);
+    assert_eq!(tool_ok(&r)["count"], 3);
     let req = searx.next_request();
     assert_eq!(req.param("language").as_deref(), Some("en"));
     assert_eq!(req.param("categories"), None);
 
     // Bad arguments are rejected, not clamped.
-    let e = err_text(&p.tool("searxng_search", json!({"query": "x", "categories": ["videos"]})));
+    let e = tool_err_text(&p.tool("searxng_search", json!({"query": "x", "categories": ["videos"]})));
     assert!(e.contains("categories[0]") && e.contains("videos"), "{e}");
-    let e = err_text(&p.tool("searxng_search", json!({"query": "x", "max_results": 51})));
+    let e = tool_err_text(&p.tool("searxng_search", json!({"query": "x", "max_results": 51})));
     assert!(e.contains("max_results") && e.contains("50"), "{e}");
 
     // HTTP errors and non-JSON bodies name the instance and the status.
-    let e = err_text(&p.tool("searxng_search", json!({"query": "forbidden"})));
+    let e = tool_err_text(&p.tool("searxng_search", json!({"query": "forbidden"})));
     assert!(e.contains(&searx.url()) && e.contains("HTTP 403") && e.contains("search.formats"), "{e}");
     assert!(seen_403.load(Ordering::SeqCst));
-    let e = err_text(&p.tool("searxng_search", json!({"query": "html"})));
+    let e = tool_err_text(&p.tool("searxng_search", json!({"query": "html"})));
     assert!(e.contains(&searx.url()) && e.contains("HTTP 200") && e.contains("not JSON"), "{e}");
 
     // Switched off again: unlisted, and calling it is a protocol error naming the tool.
@@ -510,7 +493,7 @@ fn searxng_search_is_listed_only_when_enabled_and_speaks_the_json_api() {
     assert!(d.reload().contains("tools_changed=true"));
     assert_eq!(p.lines.next_json()["method"], "notifications/tools/list_changed");
     let r = p.request("tools/call", json!({"name": "searxng_search", "arguments": {"query": "x"}}));
-    let msg = r["error"]["message"].as_str().unwrap();
+    let (_, msg) = rpc_error(&r);
     assert!(msg.contains("not available under the current configuration") && msg.contains("[searxng].enabled"), "{r}");
 }
 
@@ -538,11 +521,11 @@ fn web_search_falls_back_across_providers_and_web_answer_cites_urls() {
         brave.url(),
         tavily.url()
     ));
-    let _d = Daemon::start_env(&home, &env());
+    let _d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
 
     let r = p.tool("web_search", json!({"query": "when did rust 1.0 ship"}));
-    let sc = ok(&r);
+    let sc = tool_ok(&r);
     assert_eq!(sc["provider"], "brave");
     assert_eq!(sc["count"], 2);
     assert_eq!(sc["results"][0]["url"], "https://blog.example/rust-1-0");
@@ -558,16 +541,16 @@ fn web_search_falls_back_across_providers_and_web_answer_cites_urls() {
 
     // Pinned: only that provider, no fallback.
     let r = p.tool("web_search", json!({"query": "tokio", "provider": "tavily", "max_results": 3}));
-    assert_eq!(ok(&r)["provider"], "tavily");
+    assert_eq!(tool_ok(&r)["provider"], "tavily");
     let t = tavily.next_request();
     assert_eq!((t.method.as_str(), t.path()), ("POST", "/search"));
     assert_eq!(t.header("authorization"), Some(format!("Bearer {TAVILY_KEY}").as_str()));
     assert_eq!(t.json(), json!({"query": "tokio", "max_results": 3, "search_depth": "basic"}));
-    let e = err_text(&p.tool("web_search", json!({"query": "tokio", "provider": "searxng"})));
+    let e = tool_err_text(&p.tool("web_search", json!({"query": "tokio", "provider": "searxng"})));
     assert!(e.contains("SearXNG") && e.contains("HTTP 500"), "{e}");
     searx.next_request();
     assert!(brave.try_request(Duration::from_millis(200)).is_none(), "pinned means no fallback");
-    let e = err_text(&p.tool("web_search", json!({"query": "x", "max_results": 21})));
+    let e = tool_err_text(&p.tool("web_search", json!({"query": "x", "max_results": 21})));
     assert!(e.contains("max_results") && e.contains("20"), "{e}");
 
     // web_answer: search (with fallback), then the LLM answers from the results only.
@@ -576,8 +559,8 @@ fn web_search_falls_back_across_providers_and_web_answer_cites_urls() {
         json!({"name": "web_answer", "arguments": {"query": "When did Rust 1.0 ship?"}, "_meta": {"progressToken": 7}}),
     );
     let r = p.wait(&id)["result"].clone();
-    let sc = ok(&r).clone();
-    assert_eq!(r["content"][0]["text"], "Rust 1.0 shipped in May 2015 [https://blog.example/rust-1-0].");
+    let sc = tool_ok(&r).clone();
+    assert_eq!(tool_text(&r), "Rust 1.0 shipped in May 2015 [https://blog.example/rust-1-0].");
     assert_eq!(sc["citations"], json!([{"url": "https://blog.example/rust-1-0", "title": "Rust 1.0 announced"}]));
     assert_eq!(sc["depth"], "quick");
     assert_eq!(sc["provider"], "brave");
@@ -602,18 +585,18 @@ fn memory_recall_carries_an_answer_citing_chunks_only_when_an_llm_is_configured(
         let id = user.split("[chunk:").nth(1).and_then(|r| r.split(']').next()).unwrap_or("none").to_string();
         Reply::ok(openai_text(&format!("Ada Marsh keeps it [chunk:{id}].")))
     });
-    let d = Daemon::start_env(&home, &env());
+    let d = Daemon::builder(&home).envs(env()).start();
     let mut p = connect(&home);
     let chunk_id = store_lighthouse(&mut p);
     let r = p.tool("memory.recall", json!({"query": "who keeps the lighthouse"}));
-    let plain = ok(&r).clone();
+    let plain = tool_ok(&r).clone();
     assert!(plain.get("answer").is_none() && plain.get("answer_error").is_none(), "{plain}");
 
     home.write_config(&openai_llm(&llm.url(), ""));
     d.reload();
     assert_eq!(p.lines.next_json()["method"], "notifications/tools/list_changed");
     let r = p.tool("memory.recall", json!({"query": "who keeps the lighthouse"}));
-    let sc = ok(&r);
+    let sc = tool_ok(&r);
     assert_eq!(sc["answer"], format!("Ada Marsh keeps it [chunk:{chunk_id}]."));
     assert_eq!(sc["chunks"], plain["chunks"], "the recall itself is unchanged");
     let b = llm.next_request().json();
@@ -658,7 +641,7 @@ fn openai_compatible_embeddings_are_used_and_their_size_remembered() {
         "[memory.embeddings]\nprovider = \"openai\"\nbase_url = \"{}\"\nmodel = \"test-embed\"\napi_key_env = \"OH_TEST_EMBED_KEY\"\n",
         emb.url()
     ));
-    let d = Daemon::start_env(&home, &[("OH_TEST_EMBED_KEY", EMBED_KEY)]);
+    let d = Daemon::builder(&home).env("OH_TEST_EMBED_KEY", EMBED_KEY).start();
     let probe = emb.next_request();
     assert_eq!((probe.method.as_str(), probe.path()), ("POST", "/v1/embeddings"));
     assert_eq!(probe.header("authorization"), Some(format!("Bearer {EMBED_KEY}").as_str()));
@@ -672,7 +655,7 @@ fn openai_compatible_embeddings_are_used_and_their_size_remembered() {
     let stored = emb.next_request().json();
     assert!(stored["input"].as_array().unwrap().iter().any(|t| t.as_str().unwrap().contains("fog bell")), "{stored}");
     let r = p.tool("memory.recall", json!({"query": "Fenwick lighthouse keeper"}));
-    let sc = ok(&r);
+    let sc = tool_ok(&r);
     assert_eq!(sc["chunks"][0]["chunk_id"], chunk_id.as_str());
     assert!(sc["chunks"][0]["vector_score"].as_f64().unwrap_or(0.0) > 0.0, "ranked by the vector too: {sc}");
     let mut queried = false;
@@ -685,11 +668,12 @@ fn openai_compatible_embeddings_are_used_and_their_size_remembered() {
 
     // The provider down at start: the daemon still opens the store with the remembered size.
     down.store(true, Ordering::SeqCst);
-    let (_d, log) = Daemon::start_env_log(&home, &[("OH_TEST_EMBED_KEY", EMBED_KEY)]);
+    let d = Daemon::builder(&home).env("OH_TEST_EMBED_KEY", EMBED_KEY).start();
+    let log = d.startup_log();
     assert!(log.iter().any(|l| l.contains("remembered vector size") && l.contains("HTTP 503")), "{log:#?}");
     let mut p = connect(&home);
     let hits = p.tool("memory.search", json!({"query": "fog bell"}));
-    assert_eq!(ok(&hits)["hits"][0]["chunk_id"], chunk_id.as_str());
+    assert_eq!(tool_ok(&hits)["hits"][0]["chunk_id"], chunk_id.as_str());
 }
 
 #[test]
@@ -704,7 +688,7 @@ fn ollama_embeddings_fall_back_to_the_single_text_endpoint() {
         "[memory.embeddings]\nprovider = \"ollama\"\nbase_url = \"{}\"\nmodel = \"nomic-test\"\n",
         emb.url()
     ));
-    let _d = Daemon::start_env(&home, &[]);
+    let _d = Daemon::start(&home);
     let first = emb.next_request();
     assert_eq!(first.path(), "/api/embed");
     assert_eq!(first.json(), json!({"model": "nomic-test", "input": ["dimension probe"]}));
@@ -716,7 +700,7 @@ fn ollama_embeddings_fall_back_to_the_single_text_endpoint() {
     let mut p = connect(&home);
     let chunk_id = store_lighthouse(&mut p);
     let r = p.tool("memory.recall", json!({"query": "lighthouse keeper"}));
-    assert_eq!(ok(&r)["chunks"][0]["chunk_id"], chunk_id.as_str());
+    assert_eq!(tool_ok(&r)["chunks"][0]["chunk_id"], chunk_id.as_str());
     // Once the batch endpoint is known missing, only the single-text one is used.
     while let Some(req) = emb.try_request(Duration::from_millis(300)) {
         assert_eq!(req.path(), "/api/embeddings");

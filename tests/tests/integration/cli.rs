@@ -1,6 +1,6 @@
 //! Command-line behaviour: exit codes, `config path|show|check`, reload keeping a good config.
 
-use openhuman_tests::{Daemon, Home, Peer};
+use openhuman_tests::{Daemon, Home, Peer, rpc_error};
 use serde_json::json;
 
 #[test]
@@ -50,7 +50,7 @@ fn failed_reload_keeps_the_old_config() {
     let mut p = Peer::socket(&home.socket());
     home.write_config("[autonomy]\nlevel = 5\n");
     let r = p.request("openhuman.config_reload", json!({}));
-    let msg = r["error"]["message"].as_str().unwrap();
+    let (_, msg) = rpc_error(&r);
     assert!(msg.contains("autonomy.level") && msg.contains("previous one stays"), "{msg}");
     // SIGHUP takes the same path and the daemon keeps serving.
     openhuman_tests::kill(d.pid(), libc::SIGHUP);
@@ -67,7 +67,7 @@ fn control_methods_are_not_on_stdio() {
     cmd.arg("stdio");
     let mut c = openhuman_tests::ChildPeer::spawn(cmd);
     let r = c.peer.request("openhuman.daemon_shutdown", json!({}));
-    assert_eq!(r["error"]["code"], -32601);
+    assert_eq!(rpc_error(&r).0, -32601, "{r}");
 }
 
 #[test]

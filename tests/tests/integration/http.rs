@@ -62,8 +62,8 @@ fn error_code(r: &Response) -> i64 {
 #[test]
 fn session_lifecycle_with_ids_kept_out_of_the_logs() {
     let home = Home::new();
-    let (d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
 
     let r = post(&c, &[], &init_body("2025-11-25", "HTTP Test Client"));
     assert_eq!(r.status, 200, "{}", r.text());
@@ -118,8 +118,8 @@ fn session_lifecycle_with_ids_kept_out_of_the_logs() {
 fn bearer_token_guards_everything_but_healthz() {
     let home = Home::new();
     let token = "s3cret-http-token";
-    let (_d, addr) = Daemon::start_http(&home, &[], &[("OPENHUMAN_MCP_AUTH_TOKEN", token)]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().env("OPENHUMAN_MCP_AUTH_TOKEN", token).start();
+    let c = Client::new(d.http_addr());
 
     let r = c.send("GET", "/healthz", &[], b"");
     assert_eq!(r.status, 200, "{}", r.text());
@@ -163,8 +163,8 @@ fn bearer_token_guards_everything_but_healthz() {
 fn foreign_origins_and_rebinding_hosts_are_refused() {
     let home = Home::new();
     home.write_config("[mcp.http]\nallowed_origins = [\"https://app.example\"]\n");
-    let (_d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
     let init = init_body("2025-11-25", "origin-test");
 
     let r = post(&c, &[("Origin", "http://evil.example")], &init);
@@ -186,12 +186,12 @@ fn foreign_origins_and_rebinding_hosts_are_refused() {
     assert_eq!(r.status, 204, "preflight: {}", r.text());
     assert!(r.header("access-control-allow-methods").unwrap().contains("POST"));
 
-    let evil_host = format!("evil.example.com:{}", addr.port());
+    let evil_host = format!("evil.example.com:{}", c.addr.port());
     let r = post(&c, &[("Host", &evil_host)], &init);
     assert_eq!(r.status, 403, "DNS rebinding: {}", r.text());
     let r = post(&c, &[("Host", "evil.example.com")], &init);
     assert_eq!(r.status, 403);
-    let local = format!("localhost:{}", addr.port());
+    let local = format!("localhost:{}", c.addr.port());
     let r = post(&c, &[("Host", &local), ("Origin", &format!("http://{local}"))], &init);
     assert_eq!(r.status, 200, "{}", r.text());
     let r = post(&c, &[("Host", "127.0.0.1:1")], &init);
@@ -202,8 +202,8 @@ fn foreign_origins_and_rebinding_hosts_are_refused() {
 fn bad_requests_get_their_status_and_the_daemon_keeps_serving() {
     let home = Home::new();
     home.write_config("[mcp.http]\nmax_body_bytes = 4096\n");
-    let (_d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
     let sid = initialize(&c, "2025-11-25");
     let ping = req(1, "ping", json!({})).to_string();
 
@@ -241,8 +241,8 @@ fn bad_requests_get_their_status_and_the_daemon_keeps_serving() {
 #[test]
 fn a_progress_token_or_a_log_level_gets_an_event_stream() {
     let home = Home::new();
-    let (_d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
     let sid = initialize(&c, "2025-11-25");
     let s = [("Mcp-Session-Id", sid.as_str())];
 
@@ -271,8 +271,8 @@ fn a_progress_token_or_a_log_level_gets_an_event_stream() {
 fn get_streams_prime_for_2025_11_25_only_and_keep_alive() {
     let home = Home::new();
     home.write_config("[mcp.http]\nsse_keepalive_secs = 1\n");
-    let (_d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
 
     let sid = initialize(&c, "2025-11-25");
     let get = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid.as_str())];
@@ -306,8 +306,8 @@ fn get_streams_prime_for_2025_11_25_only_and_keep_alive() {
 #[test]
 fn stateless_2026_requests_need_no_session_and_headers_must_match() {
     let home = Home::new();
-    let (_d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
 
     // server/discover with nothing else is answered at once (auto-negotiating clients).
     let r = post(&c, &[], &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}));
@@ -367,8 +367,8 @@ fn stateless_2026_requests_need_no_session_and_headers_must_match() {
 #[test]
 fn batches_are_answered_in_order() {
     let home = Home::new();
-    let (_d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
 
     // A batch may open the session, as 2025-03-26 allows.
     let r = post(&c, &[], &json!([init_body("2025-03-26", "batcher")]));
@@ -394,8 +394,8 @@ fn batches_are_answered_in_order() {
 fn the_session_cap_evicts_the_least_recently_used() {
     let home = Home::new();
     home.write_config("[mcp.http]\nmax_sessions = 2\n");
-    let (d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
     let first = initialize(&c, "2025-11-25");
     let second = initialize(&c, "2025-11-25");
     // `first` was used more recently than `second`.
@@ -412,8 +412,8 @@ fn the_session_cap_evicts_the_least_recently_used() {
 #[test]
 fn shutdown_ends_event_streams_and_the_daemon_exits_cleanly() {
     let home = Home::new();
-    let (mut d, addr) = Daemon::start_http(&home, &[], &[]);
-    let c = Client::new(addr);
+    let mut d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
     let sid = initialize(&c, "2025-11-25");
     let mut stream = c.open("GET", "/mcp", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)], b"");
     assert!(stream.next_event().expect("priming").id.is_some());

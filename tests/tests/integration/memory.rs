@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use openhuman_tests::{ChildPeer, Daemon, Home};
+use openhuman_tests::{ChildPeer, Daemon, Home, tool_err_text, tool_ok};
 use serde_json::{Value, json};
 
 const EML: &str = "From: Alice Smith <alice@example.com>\r\nTo: Me <me@example.org>\r\nSubject: Budget review\r\n\
@@ -42,11 +42,6 @@ fn ingest(home: &Home, path: &Path) -> (i32, String, String) {
     )
 }
 
-fn err_text(r: &Value) -> String {
-    assert_eq!(r["isError"], true, "expected a tool error: {r}");
-    r["content"][0]["text"].as_str().unwrap().to_string()
-}
-
 #[test]
 fn memory_tools_over_the_shim() {
     let home = Home::new();
@@ -62,12 +57,7 @@ fn memory_tools_over_the_shim() {
     let _d = Daemon::start(&home);
     let mut s = ChildPeer::spawn(home.shim_cmd());
     s.peer.initialize("Memory Test");
-    let names: Vec<String> = s.peer.call("tools/list", json!({}))["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let names = s.peer.tool_names();
     for t in [
         "memory.search",
         "memory.recall",
@@ -90,7 +80,7 @@ fn memory_tools_over_the_shim() {
     let chunk = s.peer.tool("tree.read_chunk", json!({"chunk_id": id}));
     assert!(chunk["structuredContent"]["content"].as_str().unwrap().contains("forty minutes"));
     let missing = s.peer.tool("tree.read_chunk", json!({"chunk_id": "0123456789abcdef0123456789abcdef"}));
-    assert!(err_text(&missing).contains("no chunk"));
+    assert!(tool_err_text(&missing).contains("no chunk"));
 
     // Semantic recall finds the car note for a query that shares no word with it.
     let r = s.peer.tool("memory.recall", json!({"query": "automobile maintenance", "k": 3}));
@@ -101,7 +91,7 @@ fn memory_tools_over_the_shim() {
     assert!(!r["structuredContent"]["citations"].as_array().unwrap().is_empty());
     // Its chunk id reads back too.
     let again = s.peer.tool("tree.read_chunk", json!({"chunk_id": first_id}));
-    assert_eq!(again["isError"], false);
+    tool_ok(&again);
 
     // Every bound is enforced with a message naming the argument.
     let cases = [
@@ -129,7 +119,7 @@ fn memory_tools_over_the_shim() {
     ];
     for (tool, args, want) in cases {
         let r = s.peer.tool(tool, args.clone());
-        let text = err_text(&r);
+        let text = tool_err_text(&r);
         assert!(text.contains(want), "{tool} {args}: {text}");
     }
 
@@ -171,7 +161,7 @@ fn memory_tools_over_the_shim() {
     let p2 = s.peer.tool("memory.fetch", json!({"query": "the", "mode": "keyword", "limit": 1, "cursor": cursor}));
     assert_ne!(p1["structuredContent"]["items"][0]["id"], p2["structuredContent"]["items"][0]["id"]);
     let bad = s.peer.tool("memory.fetch", json!({"query": "other", "limit": 1, "cursor": cursor}));
-    assert!(err_text(&bad).contains("cursor"));
+    assert!(tool_err_text(&bad).contains("cursor"));
     let filtered = s.peer.tool("memory.recall", json!({"query": "deploy", "filter": {"kinds": ["conversation"]}}));
     let fc = filtered["structuredContent"]["chunks"].as_array().unwrap();
     assert!(!fc.is_empty() && fc.iter().all(|c| c["source_kind"] == "chat"), "{filtered}");
@@ -213,7 +203,7 @@ fn memory_off_makes_memory_tools_say_which_key_to_set() {
     for (tool, args) in
         [("memory.search", json!({"query": "x"})), ("tree.list_sources", json!({})), ("memory.list", json!({}))]
     {
-        let text = err_text(&s.peer.tool(tool, args));
+        let text = tool_err_text(&s.peer.tool(tool, args));
         assert!(text.contains("MEMORY_OFF") && text.contains("[memory].engine"), "{tool}: {text}");
     }
 }

@@ -1,7 +1,7 @@
 //! The shim against real daemons: sessions, autostart under a lock, surviving a daemon killed
 //! mid-request, EOF handling, and clear errors when no daemon can be had.
 
-use openhuman_tests::{ChildPeer, Daemon, Home, freeze, kill, processes_matching};
+use openhuman_tests::{ChildPeer, Daemon, Home, freeze, kill, processes_matching, rpc_error, tool_ok};
 use serde_json::json;
 
 #[test]
@@ -14,8 +14,7 @@ fn session_through_shim_lists_calls_and_reads() {
     let tools = shim.peer.call("tools/list", json!({}));
     assert!(tools["tools"].as_array().unwrap().iter().all(|t| t["inputSchema"]["additionalProperties"] == false));
     let agents = shim.peer.tool("agent.list_subagents", json!({}));
-    assert_eq!(agents["isError"], false);
-    let list = agents["structuredContent"]["agents"].as_array().unwrap();
+    let list = tool_ok(&agents)["agents"].as_array().unwrap();
     assert!(list.len() >= 12);
     let orchestrator = list.iter().find(|a| a["id"] == "orchestrator").expect("orchestrator");
     assert_eq!(orchestrator["dispatchable_over_mcp"], false);
@@ -52,8 +51,7 @@ fn killed_daemon_fails_inflight_request_then_shim_continues_on_a_new_one() {
     }
     kill(first, libc::SIGKILL);
     let reply = shim.peer.wait(&id);
-    assert_eq!(reply["error"]["code"], -32603, "{reply}");
-    assert_eq!(reply["error"]["message"], "daemon restarted; request not completed");
+    assert_eq!(rpc_error(&reply), (-32603, "daemon restarted; request not completed"), "{reply}");
     // The shim reconnects to a fresh daemon and replays the handshake without telling the client.
     let tools = shim.peer.call("tools/list", json!({}));
     assert!(tools["tools"].is_array());
@@ -118,11 +116,11 @@ fn without_daemon_and_autostart_each_request_gets_advice_and_exit_is_nonzero() {
         "initialize",
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
     );
-    assert_eq!(r["error"]["code"], -32603);
-    let msg = r["error"]["message"].as_str().unwrap();
+    let (code, msg) = rpc_error(&r);
+    assert_eq!(code, -32603, "{r}");
     assert!(msg.contains("openhumand-mcp serve"), "{msg}");
     let r = shim.peer.request("ping", json!({}));
-    assert!(r["error"]["message"].as_str().unwrap().contains("openhumand-mcp serve"));
+    assert!(rpc_error(&r).1.contains("openhumand-mcp serve"), "{r}");
     let (status, _) = shim.finish();
     assert!(!status.success());
     assert!(home.daemon_pid().is_none(), "--no-autostart must not start a daemon");

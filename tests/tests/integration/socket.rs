@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use openhuman_tests::{Daemon, Home, Peer, WAIT, kill, wait_exit};
+use openhuman_tests::{Daemon, Home, Peer, WAIT, kill, rpc_error, tool_ok, wait_exit};
 use serde_json::{Value, json};
 
 fn line(s: &str) -> Vec<u8> {
@@ -81,13 +81,9 @@ fn bad_input_gets_clear_errors_and_the_session_goes_on() {
     for (bytes, code) in cases {
         p.send_raw(&bytes);
         let reply = p.lines.next_json();
-        assert_eq!(
-            reply["error"]["code"],
-            code,
-            "input {:?} -> {reply}",
-            String::from_utf8_lossy(&bytes[..bytes.len().min(80)])
-        );
-        assert!(!reply["error"]["message"].as_str().unwrap().is_empty());
+        let (got, message) = rpc_error(&reply);
+        assert_eq!(got, code, "input {:?} -> {reply}", String::from_utf8_lossy(&bytes[..bytes.len().min(80)]));
+        assert!(!message.is_empty(), "{reply}");
         // The session is still usable after every bad message.
         assert_eq!(p.call("ping", json!({})), json!({}));
     }
@@ -99,8 +95,9 @@ fn requests_before_initialize_are_refused_but_ping_and_discover_work() {
     let _d = Daemon::start(&home);
     let mut p = Peer::socket(&home.socket());
     let r = p.request("tools/list", json!({}));
-    assert_eq!(r["error"]["code"], -32600);
-    assert!(r["error"]["message"].as_str().unwrap().contains("not initialized"));
+    let (code, message) = rpc_error(&r);
+    assert_eq!(code, -32600, "{r}");
+    assert!(message.contains("not initialized"), "{r}");
     assert_eq!(p.call("ping", json!({})), json!({}));
     let d = p.call("server/discover", json!({}));
     assert_eq!(d["supportedVersions"], json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]));
@@ -123,11 +120,11 @@ fn stateless_2026_requests_need_no_handshake() {
     assert!(tools["ttlMs"].as_u64().unwrap() > 0);
     let call = p.call("tools/call", json!({"_meta": meta, "name": "core.list_tools", "arguments": {}}));
     assert_eq!(call["resultType"], "complete");
-    assert_eq!(call["isError"], false);
+    tool_ok(&call);
     let res = p.request("resources/read", json!({"_meta": meta, "uri": "openhuman://nope"}));
-    assert_eq!(res["error"]["code"], -32602, "2026-07-28 reports unknown resources as invalid params");
+    assert_eq!(rpc_error(&res).0, -32602, "2026-07-28 reports unknown resources as invalid params: {res}");
     let bad = p.request("tools/list", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2030-01-01"}}));
-    assert_eq!(bad["error"]["code"], -32022);
+    assert_eq!(rpc_error(&bad).0, -32022, "{bad}");
     assert_eq!(bad["error"]["data"]["requested"], "2030-01-01");
     assert!(bad["error"]["data"]["supported"].as_array().unwrap().contains(&json!("2026-07-28")));
 }
@@ -146,7 +143,7 @@ fn batches_answer_in_order_and_skip_notifications() {
     let reply = p.lines.next_json();
     let ids: Vec<&Value> = reply.as_array().unwrap().iter().map(|m| &m["id"]).collect();
     assert_eq!(ids, vec!["a", "b", "c"]);
-    assert_eq!(reply[2]["error"]["code"], -32601);
+    assert_eq!(rpc_error(&reply[2]).0, -32601, "{reply}");
     // Only notifications: no reply at all (the next line is the ping's).
     p.send(&json!([{"jsonrpc": "2.0", "method": "notifications/initialized"}]));
     assert_eq!(p.call("ping", json!({})), json!({}));
@@ -196,7 +193,7 @@ fn sigterm_drains_removes_socket_and_exits_zero() {
 #[test]
 fn idle_timeout_stops_an_unused_daemon() {
     let home = Home::new();
-    let mut d = Daemon::start_with(&home, &["--idle-timeout", "1"]);
+    let mut d = Daemon::builder(&home).args(["--idle-timeout", "1"]).start();
     let status = wait_exit(&mut d.child, Duration::from_secs(30));
     assert_eq!(status.code(), Some(0));
     assert!(!home.socket().exists());
@@ -234,29 +231,13 @@ fn socket_activation_serves_the_inherited_listener() {
         let flags = libc::fcntl(fd, libc::F_GETFD);
         libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
     }
-    let mut child = home
-        .daemon_cmd()
-        .arg("serve")
-        .env("LISTEN_FDS", "1")
-        .env("LISTEN_FDS_FIRST_FD", fd.to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = openhuman_tests::Lines::spawn(child.stderr.take().unwrap());
-    loop {
-        let line = stderr.next().expect("daemon exited before it was ready");
-        assert!(!line.contains("ERROR"), "{line}");
-        if line.contains("daemon ready") {
-            break;
-        }
-    }
+    let mut d = Daemon::builder(&home).env("LISTEN_FDS", "1").env("LISTEN_FDS_FIRST_FD", fd.to_string()).start();
+    assert!(d.startup_log().iter().all(|l| !l.contains("ERROR")), "{:#?}", d.startup_log());
     drop(listener);
     let mut p = Peer::socket(&path);
     p.initialize("activated");
     assert!(p.call("tools/list", json!({}))["tools"].is_array());
     assert!(!home.socket().exists(), "an activated daemon binds no socket of its own");
-    kill(child.id(), libc::SIGTERM);
-    assert_eq!(wait_exit(&mut child, WAIT).code(), Some(0));
+    kill(d.pid(), libc::SIGTERM);
+    assert_eq!(wait_exit(&mut d.child, WAIT).code(), Some(0));
 }

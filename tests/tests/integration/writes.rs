@@ -2,13 +2,8 @@
 //! success and rejection paths, readonly and rate-limit denials across sessions, provenance,
 //! audit rows without bodies, kill -9 in the middle of writes, and a flood of rejections.
 
-use openhuman_tests::{ChildPeer, Daemon, Home, Peer, WAIT, kill, wait_exit};
+use openhuman_tests::{ChildPeer, Daemon, Home, Peer, WAIT, kill, rpc_error, tool_err_text, tool_ok, wait_exit};
 use serde_json::{Value, json};
-
-fn err_text(r: &Value) -> String {
-    assert_eq!(r["isError"], true, "expected a tool error: {r}");
-    r["content"][0]["text"].as_str().unwrap().to_string()
-}
 
 /// Audit rows as `audit --json` prints them (through the daemon when it is up).
 fn audit_rows(home: &Home, extra: &[&str]) -> Vec<Value> {
@@ -33,8 +28,7 @@ fn write_tools_succeed_are_searchable_at_once_and_audited_without_bodies() {
         "memory.store",
         json!({"title": "Town errands", "content": body, "namespace": "home", "tags": ["errands"]}),
     );
-    assert_eq!(stored["isError"], false, "{stored}");
-    assert_eq!(stored["structuredContent"]["key"], "mcp-store-town-errands");
+    assert_eq!(tool_ok(&stored)["key"], "mcp-store-town-errands");
     // Found at once by every read path.
     let hits = s.peer.tool("memory.search", json!({"query": "zebra repainting"}));
     let hit = &hits["structuredContent"]["hits"][0];
@@ -65,9 +59,9 @@ fn write_tools_succeed_are_searchable_at_once_and_audited_without_bodies() {
         .to_string();
 
     let note = s.peer.tool("memory.note", json!({"chunk_id": chunk_id, "note_text": "Post office closes at five"}));
-    assert_eq!(note["isError"], false, "{note}");
+    tool_ok(&note);
     let tag = s.peer.tool("tree.tag", json!({"chunk_id": chunk_id, "tags": ["urgent", "town"]}));
-    assert_eq!(tag["isError"], false, "{tag}");
+    tool_ok(&tag);
     let read = s.peer.tool("tree.read_chunk", json!({"chunk_id": chunk_id}));
     let tags = read["structuredContent"]["tags"].as_array().unwrap();
     assert!(tags.contains(&json!("urgent")) && tags.contains(&json!("town")), "{read}");
@@ -165,7 +159,7 @@ fn rejections_are_errors_and_audited() {
         ("memory.forget", json!({"ids": ids}), "argument `ids` has 101 items; the limit is 100"),
     ];
     for (tool, args, want) in &cases {
-        let text = err_text(&s.peer.tool(tool, args.clone()));
+        let text = tool_err_text(&s.peer.tool(tool, args.clone()));
         assert!(text.contains(want), "{tool} {args}: {text}");
     }
     let rows = audit_rows(&home, &["--failed"]);
@@ -190,11 +184,12 @@ fn readonly_policy_denies_every_act_tool_with_an_audit_row() {
         ("memory.forget", json!({"ids": ["a"]})),
     ] {
         let r = s.peer.request("tools/call", json!({"name": tool, "arguments": args}));
-        assert_eq!(r["error"]["code"], -32602, "{r}");
-        assert!(r["error"]["message"].as_str().unwrap().starts_with("[policy-blocked]"), "{r}");
+        let (code, message) = rpc_error(&r);
+        assert_eq!(code, -32602, "{r}");
+        assert!(message.starts_with("[policy-blocked]"), "{r}");
     }
     // Reads still work.
-    assert_eq!(s.peer.tool("memory.search", json!({"query": "x"}))["isError"], false);
+    tool_ok(&s.peer.tool("memory.search", json!({"query": "x"})));
     let rows = audit_rows(&home, &[]);
     assert_eq!(rows.len(), 3);
     assert!(rows.iter().all(|r| r["success"] == false && r["error"].as_str().unwrap().starts_with("[policy-blocked]")));
@@ -208,15 +203,16 @@ fn rate_limit_spans_sessions() {
     let mut a = session(&home, "A");
     let mut b = session(&home, "B");
     for i in 0..2 {
-        assert_eq!(a.peer.tool("memory.learn", json!({"text": format!("fact {i}")}))["isError"], false);
+        tool_ok(&a.peer.tool("memory.learn", json!({"text": format!("fact {i}")})));
     }
-    assert_eq!(b.peer.tool("memory.learn", json!({"text": "fact b"}))["isError"], false);
+    tool_ok(&b.peer.tool("memory.learn", json!({"text": "fact b"})));
     let denied = b.peer.request("tools/call", json!({"name": "memory.learn", "arguments": {"text": "one too many"}}));
-    assert_eq!(denied["error"]["code"], -32602);
-    assert!(denied["error"]["message"].as_str().unwrap().contains("max_actions_per_hour = 3"), "{denied}");
+    let (code, message) = rpc_error(&denied);
+    assert_eq!(code, -32602, "{denied}");
+    assert!(message.contains("max_actions_per_hour = 3"), "{denied}");
     let denied =
         a.peer.request("tools/call", json!({"name": "memory.store", "arguments": {"title": "x", "content": "y"}}));
-    assert!(denied["error"]["message"].as_str().unwrap().starts_with("[policy-blocked] rate limit"));
+    assert!(rpc_error(&denied).1.starts_with("[policy-blocked] rate limit"), "{denied}");
     let sources: Vec<String> =
         audit_rows(&home, &[]).iter().map(|r| r["source"].as_str().unwrap().to_string()).collect();
     assert_eq!(sources.iter().filter(|s| *s == "mcp:a").count(), 3);
@@ -347,7 +343,7 @@ fn tool_registry_and_diagnostics_over_the_socket() {
     let _d = Daemon::start(&home);
     let mut s = session(&home, "Dash");
     let denied = s.peer.request("tools/call", json!({"name": "memory.learn", "arguments": {"text": "x"}}));
-    assert_eq!(denied["error"]["code"], -32602);
+    assert_eq!(rpc_error(&denied).0, -32602, "{denied}");
     let mut p = Peer::socket(&home.socket());
     let list = p.call("openhuman.tool_registry_list", json!({}));
     let entries = list["tools"].as_array().unwrap();
@@ -360,7 +356,7 @@ fn tool_registry_and_diagnostics_over_the_socket() {
     assert_eq!(store["policy"], "act");
     assert!(store["tags"].as_array().unwrap().contains(&json!("write")));
     let missing = p.request("openhuman.tool_registry_get", json!({"tool_id": "nope"}));
-    assert_eq!(missing["error"]["code"], -32602);
+    assert_eq!(rpc_error(&missing).0, -32602, "{missing}");
     let diag = p.call("openhuman.tool_registry_diagnostics", json!({}));
     assert_eq!(diag["policy"]["level"], "readonly");
     assert_eq!(diag["write_surfaces"].as_array().unwrap().len(), 5);
@@ -377,5 +373,5 @@ fn tool_registry_and_diagnostics_over_the_socket() {
     let hits = p.call("openhuman.memory_tree_search", json!({"query": "anything"}));
     assert!(hits["hits"].is_array());
     let bad = p.request("openhuman.memory_tree_search", json!({"query": "x", "k": 99}));
-    assert!(bad["error"]["message"].as_str().unwrap().contains("between 1 and 50"));
+    assert!(rpc_error(&bad).1.contains("between 1 and 50"), "{bad}");
 }
