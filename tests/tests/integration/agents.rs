@@ -235,6 +235,7 @@ fn llm_errors_name_provider_host_and_status_retry_429_and_5xx_and_time_out() {
     let started = Instant::now();
     let r = run_subagent(&mut p, "planner", "hi", None);
     assert_eq!(tool_ok(&r)["response"], "after the wait");
+    // A lower bound only: the retry cannot come before the wait the server asked for.
     assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After honoured");
     llm.next_request();
     llm.next_request();
@@ -265,10 +266,8 @@ fn llm_errors_name_provider_host_and_status_retry_429_and_5xx_and_time_out() {
 
     // No answer within [llm].timeout_secs: a timeout error, and the connection is dropped.
     set(vec![Reply::Hang]);
-    let started = Instant::now();
     let e = tool_err_text(&run_subagent(&mut p, "planner", "hi", None));
     assert!(e.contains("timeout") && e.contains(&host), "{e}");
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
     llm.wait_hangup();
 }
 
