@@ -38,7 +38,7 @@ impl From<MemoryError> for CoreError {
         match e {
             MemoryError::InvalidParams(m) => CoreError::InvalidParams(m),
             MemoryError::NotFound(m) => CoreError::NotFound(m),
-            MemoryError::Internal(e) => CoreError::Internal(e),
+            e => CoreError::Internal(e.into()),
         }
     }
 }
