@@ -5,6 +5,7 @@
 use rusqlite::{Connection, ToSql, params, params_from_iter};
 use serde_json::Value;
 
+use super::MemoryError;
 use super::types::{AuditQuery, AuditRow};
 use super::util::truncate_bytes;
 
@@ -31,7 +32,7 @@ pub(crate) fn insert(conn: &Connection, r: &AuditRow) -> rusqlite::Result<()> {
     Ok(())
 }
 
-pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> anyhow::Result<Vec<AuditRow>> {
+pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> Result<Vec<AuditRow>, MemoryError> {
     let mut sql = String::from(
         "SELECT ts_ms, tool, source, client_info, success, error, result_id, args_summary FROM mcp_audit WHERE 1",
     );

@@ -13,9 +13,9 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::store::rarray;
-use super::sync::{EMBED_BATCH, embed_text, read, write};
+use super::sync::{EMBED_BATCH, embed_text, read, write, wrong_count};
 use super::vectors::normalize;
-use super::{Inner, lock};
+use super::{Inner, MemoryError, lock};
 
 /// Rows embedded per round trip through the writer lock.
 const FILL_BATCH: usize = EMBED_BATCH * 4;
@@ -117,7 +117,7 @@ fn run(weak: &Weak<Inner>) {
 }
 
 /// Rowids above `after` that have no vector, ascending.
-fn missing(inner: &Inner, after: i64) -> anyhow::Result<Vec<i64>> {
+fn missing(inner: &Inner, after: i64) -> Result<Vec<i64>, MemoryError> {
     let conn = inner.read_conn()?;
     let mut stmt = conn.prepare_cached("SELECT rowid FROM chunks WHERE rowid > ?1 ORDER BY rowid")?;
     let ix = read(&inner.vectors);
@@ -134,7 +134,7 @@ fn missing(inner: &Inner, after: i64) -> anyhow::Result<Vec<i64>> {
 
 /// Embeds one batch and stores the vectors of the rows that still exist; false when
 /// the embedder failed.
-fn fill(inner: &Inner, batch: &[i64]) -> anyhow::Result<bool> {
+fn fill(inner: &Inner, batch: &[i64]) -> Result<bool, MemoryError> {
     let rows: Vec<(i64, String)> = inner
         .read_conn()?
         .prepare_cached("SELECT rowid, title, content FROM chunks WHERE rowid IN rarray(?1)")?
@@ -147,7 +147,7 @@ fn fill(inner: &Inner, batch: &[i64]) -> anyhow::Result<bool> {
     for part in texts.chunks(EMBED_BATCH) {
         match inner.embedder.embed(part) {
             Ok(v) if v.len() == part.len() => vecs.extend(v),
-            Ok(v) => anyhow::bail!("embedder returned {} vectors for {} texts", v.len(), part.len()),
+            Ok(v) => return Err(wrong_count(v.len(), part.len())),
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), "embedding failed; chunks stay keyword-only until retried");
                 return Ok(false);

@@ -173,7 +173,7 @@ impl Filter {
 
     /// All matching rowids if there are at most `cap` of them, else `None` (the filter
     /// is then better applied to ranked candidates).
-    pub fn matching_if_few(&self, conn: &Connection, cap: usize) -> anyhow::Result<Option<Vec<i64>>> {
+    pub fn matching_if_few(&self, conn: &Connection, cap: usize) -> Result<Option<Vec<i64>>, MemoryError> {
         let (pred, mut params) = self.sql();
         params.push(Box::new(cap as i64 + 1));
         let sql = format!("SELECT c.rowid FROM chunks c WHERE {pred} LIMIT ?{}", params.len());
@@ -185,7 +185,7 @@ impl Filter {
     }
 
     /// Those of `candidates` that match.
-    pub fn retain(&self, conn: &Connection, candidates: &[i64]) -> anyhow::Result<HashSet<i64>> {
+    pub fn retain(&self, conn: &Connection, candidates: &[i64]) -> Result<HashSet<i64>, MemoryError> {
         let (pred, mut params) = self.sql();
         params.push(Box::new(rarray(candidates)));
         let sql = format!("SELECT c.rowid FROM chunks c WHERE c.rowid IN rarray(?{}) AND {pred}", params.len());

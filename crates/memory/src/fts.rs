@@ -5,13 +5,14 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
 use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
 use tantivy::{DocId, Index, IndexReader, IndexWriter, ReloadPolicy, Score, SegmentReader, TantivyDocument, Term};
+
+use super::error::{MemoryError, ResultExt};
 
 /// Bumped when the document layout changes; an index of another layout is rebuilt.
 const LAYOUT: u32 = 1;
@@ -50,10 +51,10 @@ struct Payload {
 impl Fts {
     /// Opens (or creates) the index in `dir` and returns it with its writer and the
     /// change sequence of its last commit (0 for a new or unreadable index).
-    pub fn open(dir: &Path) -> anyhow::Result<(Fts, IndexWriter, i64)> {
+    pub fn open(dir: &Path) -> Result<(Fts, IndexWriter, i64), MemoryError> {
         match Self::try_open(dir) {
             Ok(x) => Ok(x),
-            Err(e) if matches!(e.downcast_ref(), Some(tantivy::TantivyError::LockFailure(..))) => Err(e),
+            Err(e @ MemoryError::Index(tantivy::TantivyError::LockFailure(..))) => Err(e),
             Err(e) => {
                 // Derived data: a damaged or foreign index is thrown away and rebuilt.
                 tracing::warn!(error = %format!("{e:#}"), "full-text index unusable; rebuilding it");
@@ -65,14 +66,18 @@ impl Fts {
         }
     }
 
-    fn try_open(dir: &Path) -> anyhow::Result<(Fts, IndexWriter, i64)> {
+    fn try_open(dir: &Path) -> Result<(Fts, IndexWriter, i64), MemoryError> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let (schema, rowid, title, body) = schema();
-        let index = Index::open_or_create(MmapDirectory::open(dir)?, schema)?;
+        let directory = MmapDirectory::open(dir).map_err(tantivy::TantivyError::from)?;
+        let index = Index::open_or_create(directory, schema)?;
         let seq = match index.load_metas()?.payload {
             Some(p) => {
-                let p: Payload = serde_json::from_str(&p).context("reading the full-text commit payload")?;
-                anyhow::ensure!(p.layout == LAYOUT, "full-text index layout {} is not {LAYOUT}", p.layout);
+                let p: Payload = serde_json::from_str(&p)
+                    .map_err(|e| MemoryError::Corrupt(format!("reading the full-text commit payload: {e}")))?;
+                if p.layout != LAYOUT {
+                    return Err(MemoryError::Corrupt(format!("full-text index layout {} is not {LAYOUT}", p.layout)));
+                }
                 p.seq
             }
             None => 0,
@@ -82,7 +87,7 @@ impl Fts {
         Ok((Fts { index, reader, rowid, title, body }, writer, seq))
     }
 
-    pub fn add(&self, w: &IndexWriter, rowid: i64, title: Option<&str>, body: &str) -> anyhow::Result<()> {
+    pub fn add(&self, w: &IndexWriter, rowid: i64, title: Option<&str>, body: &str) -> Result<(), MemoryError> {
         let mut doc = TantivyDocument::default();
         doc.add_u64(self.rowid, rowid as u64);
         if let Some(t) = title {
@@ -99,9 +104,11 @@ impl Fts {
 
     /// Commits everything added since the last commit, recording `seq`, and makes it
     /// visible to searches before returning.
-    pub fn commit(&self, w: &mut IndexWriter, seq: i64) -> anyhow::Result<()> {
+    pub fn commit(&self, w: &mut IndexWriter, seq: i64) -> Result<(), MemoryError> {
         let mut prepared = w.prepare_commit()?;
-        prepared.set_payload(&serde_json::to_string(&Payload { layout: LAYOUT, seq })?);
+        let payload = serde_json::to_string(&Payload { layout: LAYOUT, seq })
+            .map_err(|e| MemoryError::Other(format!("writing the full-text commit payload: {e}")))?;
+        prepared.set_payload(&payload);
         prepared.commit()?;
         self.reader.reload()?;
         Ok(())
@@ -159,7 +166,12 @@ impl Fts {
     }
 
     /// Top `limit` chunks by BM25 as `(rowid, score)`, optionally only among `restrict`.
-    pub fn search(&self, terms: &[String], limit: usize, restrict: Option<&[i64]>) -> anyhow::Result<Vec<(i64, f32)>> {
+    pub fn search(
+        &self,
+        terms: &[String],
+        limit: usize,
+        restrict: Option<&[i64]>,
+    ) -> Result<Vec<(i64, f32)>, MemoryError> {
         let Some(q) = self.text_query(terms) else {
             return Ok(Vec::new());
         };
@@ -184,7 +196,7 @@ impl Fts {
     }
 
     /// Rowids of every chunk matching any term (for filtered listings), unordered.
-    pub fn matching_rowids(&self, terms: &[String]) -> anyhow::Result<Vec<i64>> {
+    pub fn matching_rowids(&self, terms: &[String]) -> Result<Vec<i64>, MemoryError> {
         let Some(q) = self.text_query(terms) else {
             return Ok(Vec::new());
         };

@@ -12,7 +12,8 @@
 //! Map: `schema` (tables, migrations), `store` (write-side SQL), `sync` (index catch-up,
 //! rebuild), `backfill` (background embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
-//! methods), `audit`, `ingest/` (files, mail, chat), `chunker`, `entities`, `snippet`.
+//! methods), `audit`, `ingest/` (files, mail, chat), `chunker`, `entities`, `snippet`,
+//! `error` (`MemoryError`, the one error type of the crate).
 
 pub mod embed;
 
@@ -20,6 +21,7 @@ mod audit;
 mod backfill;
 mod chunker;
 mod entities;
+mod error;
 mod filter;
 mod fts;
 mod ingest;
@@ -45,30 +47,13 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use rusqlite::Connection;
 
+pub use error::MemoryError;
 pub use types::{AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, Kind, PutDocument, ReindexSummary};
 
 /// Where the engine keeps its files and which embedder it uses.
 pub struct MemoryOptions {
     pub data_dir: PathBuf,
     pub embedder: Arc<dyn embed::Embedder>,
-}
-
-/// Errors the JSON methods return; the dispatcher maps them to tool errors.
-#[derive(Debug, thiserror::Error)]
-pub enum MemoryError {
-    /// The caller's parameters are wrong; the message names the parameter.
-    #[error("{0}")]
-    InvalidParams(String),
-    #[error("{0}")]
-    NotFound(String),
-    #[error(transparent)]
-    Internal(#[from] anyhow::Error),
-}
-
-impl From<rusqlite::Error> for MemoryError {
-    fn from(e: rusqlite::Error) -> Self {
-        MemoryError::Internal(e.into())
-    }
 }
 
 /// A cloneable handle to one open memory store. When the last handle is dropped the
@@ -146,7 +131,7 @@ impl Inner {
         self.data_dir.join("memory.db")
     }
 
-    pub(crate) fn read_conn(&self) -> anyhow::Result<ReadConn<'_>> {
+    pub(crate) fn read_conn(&self) -> Result<ReadConn<'_>, MemoryError> {
         let pooled = lock(&self.readers).pop();
         let conn = match pooled {
             Some(c) => c,
@@ -164,7 +149,7 @@ impl MemoryEngine {
     /// Opens (creating if needed) the store in `opts.data_dir`, migrates the schema and
     /// brings both indexes up to date with the database. Vectors of another embedder are
     /// recomputed on a background thread; until then recall uses BM25 for those chunks.
-    pub fn open(opts: MemoryOptions) -> anyhow::Result<Self> {
+    pub fn open(opts: MemoryOptions) -> Result<Self, MemoryError> {
         let inner = Arc::new(sync::open(opts)?);
         let engine = MemoryEngine { inner: inner.clone(), _owner: Arc::new(Owner { inner }) };
         backfill::start(&engine.inner);
@@ -178,16 +163,16 @@ impl MemoryEngine {
     }
 
     /// Rebuilds the full-text and vector indexes from the database.
-    pub fn reindex(&self) -> anyhow::Result<ReindexSummary> {
+    pub fn reindex(&self) -> Result<ReindexSummary, MemoryError> {
         sync::reindex(&self.inner)
     }
 
     /// Counts and index positions, for `status` and diagnostics.
-    pub fn stats(&self) -> anyhow::Result<serde_json::Value> {
+    pub fn stats(&self) -> Result<serde_json::Value, MemoryError> {
         read_api::stats(&self.inner)
     }
 
-    pub fn record_audit(&self, rows: &[AuditRow]) -> anyhow::Result<()> {
+    pub fn record_audit(&self, rows: &[AuditRow]) -> Result<(), MemoryError> {
         let mut ws = lock(&self.inner.writer);
         let tx = ws.conn.transaction()?;
         for r in rows {
@@ -197,7 +182,7 @@ impl MemoryEngine {
         Ok(())
     }
 
-    pub fn query_audit(&self, q: AuditQuery) -> anyhow::Result<Vec<AuditRow>> {
+    pub fn query_audit(&self, q: AuditQuery) -> Result<Vec<AuditRow>, MemoryError> {
         audit::query(&*self.inner.read_conn()?, &q)
     }
 
@@ -206,7 +191,7 @@ impl MemoryEngine {
         paths: &[PathBuf],
         kind: Option<&str>,
         progress: &dyn Fn(&IngestProgress),
-    ) -> anyhow::Result<IngestSummary> {
+    ) -> Result<IngestSummary, MemoryError> {
         ingest::ingest_paths(&self.inner, paths, kind, progress)
     }
 }

@@ -311,9 +311,9 @@ fn other_party(meta: &Value, hint: Option<&str>) -> Option<String> {
         .map(str::to_string)
 }
 
-pub(crate) fn stats(inner: &Inner) -> anyhow::Result<Value> {
+pub(crate) fn stats(inner: &Inner) -> Result<Value, MemoryError> {
     let conn = inner.read_conn()?;
-    let count = |sql: &str| -> anyhow::Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
+    let count = |sql: &str| -> Result<i64, MemoryError> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
     let mut by_kind = serde_json::Map::new();
     let mut stmt = conn.prepare_cached("SELECT source_kind, count(*) FROM chunks GROUP BY source_kind ORDER BY 1")?;
     let mut rows = stmt.query([])?;

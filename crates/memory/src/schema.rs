@@ -8,8 +8,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::Context;
 use rusqlite::Connection;
+
+use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[V1];
@@ -181,7 +182,7 @@ pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 /// `synchronous=NORMAL` (a crash loses at most the last commits, never consistency),
 /// foreign-key-free schema, a busy timeout for the short writer waits, and the `rarray`
 /// table function used to pass id lists.
-pub(crate) fn open_connection(path: &Path) -> anyhow::Result<Connection> {
+pub(crate) fn open_connection(path: &Path) -> Result<Connection, MemoryError> {
     let conn = Connection::open(path).with_context(|| format!("opening {}", path.display()))?;
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -194,12 +195,11 @@ pub(crate) fn open_connection(path: &Path) -> anyhow::Result<Connection> {
 
 /// Brings the database to [`SCHEMA_VERSION`]; each step commits with its version bump, so
 /// running it again (or after a crash mid-way) is a no-op or resumes.
-pub(crate) fn migrate(conn: &mut Connection) -> anyhow::Result<()> {
+pub(crate) fn migrate(conn: &mut Connection) -> Result<(), MemoryError> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    anyhow::ensure!(
-        current <= SCHEMA_VERSION,
-        "the memory database has schema version {current}, newer than this build ({SCHEMA_VERSION}); upgrade openhumand-mcp"
-    );
+    if current > SCHEMA_VERSION {
+        return Err(MemoryError::SchemaTooNew { found: current, supported: SCHEMA_VERSION });
+    }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql).with_context(|| format!("applying memory schema migration {}", i + 1))?;

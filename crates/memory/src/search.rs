@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use rusqlite::{Connection, params_from_iter};
 use serde_json::{Map, Value};
 
-use super::Inner;
 use super::filter::Filter;
 use super::store::rarray;
 use super::sync::read;
+use super::{Inner, MemoryError};
 
 const RRF_K: f64 = 60.0;
 const RESTRICT_CAP: usize = 20_000;
@@ -86,7 +86,7 @@ pub(crate) fn rank(
     filter: &Filter,
     want: usize,
     pool: usize,
-) -> anyhow::Result<Vec<Hit>> {
+) -> Result<Vec<Hit>, MemoryError> {
     let terms = inner.fts.query_terms(query);
     let qvec = if mode == Mode::Keyword {
         None
@@ -174,7 +174,7 @@ pub(crate) fn chunk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow
 }
 
 /// Fills in the tags (own and added) of each row.
-pub(crate) fn attach_tags(conn: &Connection, rows: &mut [ChunkRow]) -> anyhow::Result<()> {
+pub(crate) fn attach_tags(conn: &Connection, rows: &mut [ChunkRow]) -> Result<(), MemoryError> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -194,7 +194,7 @@ pub(crate) fn attach_tags(conn: &Connection, rows: &mut [ChunkRow]) -> anyhow::R
 }
 
 /// Loads rows by rowid, in the given order (rowids no longer present are skipped).
-pub(crate) fn load_chunks(conn: &Connection, rowids: &[i64]) -> anyhow::Result<Vec<ChunkRow>> {
+pub(crate) fn load_chunks(conn: &Connection, rowids: &[i64]) -> Result<Vec<ChunkRow>, MemoryError> {
     let sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.rowid IN rarray(?1)");
     let mut by_id: HashMap<i64, ChunkRow> = conn
         .prepare_cached(&sql)?
@@ -208,7 +208,7 @@ pub(crate) fn load_chunks(conn: &Connection, rowids: &[i64]) -> anyhow::Result<V
 
 /// Loads the rows of ranked hits, keeping the ranking order and dropping hits whose
 /// chunk was deleted in the meantime.
-pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> anyhow::Result<Vec<(ChunkRow, Hit)>> {
+pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> Result<Vec<(ChunkRow, Hit)>, MemoryError> {
     let ids: Vec<i64> = hits.iter().map(|h| h.rowid).collect();
     let rows = load_chunks(conn, &ids)?;
     let mut by_row: HashMap<i64, Hit> = hits.into_iter().map(|h| (h.rowid, h)).collect();

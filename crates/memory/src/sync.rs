@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use anyhow::Context;
 use rusqlite::{Connection, OptionalExtension, params};
 use tantivy::IndexWriter;
 
 use super::backfill;
+use super::embed::EmbedError;
+use super::error::{MemoryError, ResultExt};
 use super::fts::Fts;
 use super::store::db_seq;
 use super::types::ReindexSummary;
@@ -55,7 +56,7 @@ fn write_state(conn: &Connection, name: &str, seq: i64, detail: &str) -> rusqlit
     Ok(())
 }
 
-pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
+pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
     let dir = &opts.data_dir;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     // One process owns the indexes: a second writer would interleave vector-log records
@@ -68,9 +69,7 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
         .with_context(|| format!("creating {}", dir.join("LOCK").display()))?;
     match lock_file.try_lock() {
         Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            anyhow::bail!("the memory store in {} is in use by another process (is the daemon running?)", dir.display())
-        }
+        Err(std::fs::TryLockError::WouldBlock) => return Err(MemoryError::InUse(dir.clone())),
         Err(std::fs::TryLockError::Error(e)) => return Err(e).context("locking the memory store"),
     }
     let mut conn = schema::open_connection(&dir.join("memory.db"))?;
@@ -137,7 +136,7 @@ pub(crate) fn open(opts: MemoryOptions) -> anyhow::Result<Inner> {
 /// Drops vectors of chunks that no longer exist. The vector log is not fsynced, so after
 /// a power loss it can be older than tombstones already pruned; such stale rows would
 /// only waste result slots, but they are cheap to find once at open.
-fn purge_ghost_vectors(inner: &Inner, ws: &mut WriteState) -> anyhow::Result<()> {
+fn purge_ghost_vectors(inner: &Inner, ws: &mut WriteState) -> Result<(), MemoryError> {
     let live: HashSet<i64> =
         ws.conn.prepare("SELECT rowid FROM chunks")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     let mut ix = write(&inner.vectors);
@@ -165,7 +164,7 @@ pub(crate) fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 
 /// Adds to tantivy what the database committed after `fts_applied`; commits (and makes
 /// it searchable) when `commit` is set.
-pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> anyhow::Result<()> {
+pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Result<(), MemoryError> {
     let target = db_seq(&ws.conn)?;
     let from = ws.fts_applied;
     if target > from {
@@ -214,14 +213,19 @@ pub(crate) fn embed_text(title: Option<&str>, content: &str) -> String {
     }
 }
 
+/// The embedder answered a batch of `texts` texts with `vectors` vectors.
+pub(crate) fn wrong_count(vectors: usize, texts: usize) -> MemoryError {
+    MemoryError::Embed(EmbedError(format!("embedder returned {vectors} vectors for {texts} texts")))
+}
+
 /// Embeds `(rowid, text)` pairs and stores the vectors; on embedder failure the rows are
 /// left without vectors for the background thread to retry.
-fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> anyhow::Result<bool> {
+fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Result<bool, MemoryError> {
     for batch in rows.chunks(EMBED_BATCH) {
         let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
         let vecs = match inner.embedder.embed(&texts) {
             Ok(v) if v.len() == batch.len() => v,
-            Ok(v) => anyhow::bail!("embedder returned {} vectors for {} texts", v.len(), batch.len()),
+            Ok(v) => return Err(wrong_count(v.len(), batch.len())),
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), "embedding failed; chunks stay keyword-only until retried");
                 return Ok(false);
@@ -241,7 +245,7 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> any
 
 /// Applies database changes after `vec_applied` to the vector index and commits them to
 /// the vector log. With `embed_limit`, a larger backlog is left to the background thread.
-pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Option<usize>) -> anyhow::Result<()> {
+pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Option<usize>) -> Result<(), MemoryError> {
     let target = db_seq(&ws.conn)?;
     let from = ws.vec_applied;
     if target <= from {
@@ -311,7 +315,7 @@ pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
 }
 
 /// Rebuilds both indexes from the database under the writer lock.
-pub(crate) fn reindex(inner: &Inner) -> anyhow::Result<ReindexSummary> {
+pub(crate) fn reindex(inner: &Inner) -> Result<ReindexSummary, MemoryError> {
     let started = Instant::now();
     let mut ws = lock(&inner.writer);
     ws.fts_writer.delete_all_documents()?;
@@ -348,12 +352,12 @@ pub(crate) fn positions(inner: &Inner) -> (i64, i64, i64) {
 impl MemoryEngine {
     /// Checks the store after a crash or on request: SQLite's `integrity_check` and
     /// `foreign_key_check`, and whether both indexes hold exactly the database's chunks.
-    pub fn check(&self) -> anyhow::Result<serde_json::Value> {
+    pub fn check(&self) -> Result<serde_json::Value, MemoryError> {
         check(&self.inner)
     }
 }
 
-fn check(inner: &Inner) -> anyhow::Result<serde_json::Value> {
+fn check(inner: &Inner) -> Result<serde_json::Value, MemoryError> {
     let conn = inner.read_conn()?;
     let integrity: Vec<String> =
         conn.prepare("PRAGMA integrity_check")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;

@@ -9,11 +9,10 @@
 //! of another embedder are discarded on open and the rows re-embedded.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
+use super::error::{MemoryError, ResultExt};
 use super::vectors::VectorIndex;
 
 const BASE_MAGIC: &[u8; 8] = b"OHVEC001";
@@ -68,7 +67,7 @@ impl VecFile {
     /// Loads the snapshot and replays the log. Returns the index, the file handle for
     /// further appends and the change sequence the loaded state covers (0 if nothing
     /// usable was found).
-    pub fn load(dir: &Path, signature: &str, dims: usize) -> anyhow::Result<(VectorIndex, VecFile, i64)> {
+    pub fn load(dir: &Path, signature: &str, dims: usize) -> Result<(VectorIndex, VecFile, i64), MemoryError> {
         fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut index = VectorIndex::new(dims);
         let base_path = dir.join("vectors.bin");
@@ -100,15 +99,17 @@ impl VecFile {
         // Cut a torn or foreign tail so new records follow valid ones.
         let log = if valid_len == 0 {
             let mut f = File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
-            f.write_all(&log_hdr)?;
+            f.write_all(&log_hdr).with_context(|| format!("writing {}", log_path.display()))?;
             valid_len = log_hdr.len() as u64;
             f
         } else {
-            let f = OpenOptions::new().write(true).open(&log_path)?;
-            f.set_len(valid_len)?;
-            let mut f = f;
-            std::io::Seek::seek(&mut f, std::io::SeekFrom::End(0))?;
-            f
+            let reopen = || -> std::io::Result<File> {
+                let mut f = OpenOptions::new().write(true).open(&log_path)?;
+                f.set_len(valid_len)?;
+                f.seek(SeekFrom::End(0))?;
+                Ok(f)
+            };
+            reopen().with_context(|| format!("opening {}", log_path.display()))?
         };
         let vf = VecFile {
             dir: dir.to_path_buf(),
@@ -209,16 +210,16 @@ impl VecFile {
         (seq, valid)
     }
 
-    fn write_record(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+    fn write_record(&mut self, bytes: &[u8]) -> Result<(), MemoryError> {
         self.hash = fnv(self.hash, bytes);
-        self.log.write_all(bytes)?;
+        self.log.write_all(bytes).with_context(|| format!("writing {}", self.dir.join("vectors.log").display()))?;
         self.log_len += bytes.len() as u64;
         self.dirty = true;
         Ok(())
     }
 
     /// Logs an upsert of an already-normalised vector.
-    pub fn upsert(&mut self, rowid: i64, v: &[f32]) -> anyhow::Result<()> {
+    pub fn upsert(&mut self, rowid: i64, v: &[f32]) -> Result<(), MemoryError> {
         let mut rec = Vec::with_capacity(9 + v.len() * 4);
         rec.push(REC_UPSERT);
         rec.extend_from_slice(&rowid.to_le_bytes());
@@ -228,7 +229,7 @@ impl VecFile {
         self.write_record(&rec)
     }
 
-    pub fn delete(&mut self, rowid: i64) -> anyhow::Result<()> {
+    pub fn delete(&mut self, rowid: i64) -> Result<(), MemoryError> {
         let mut rec = [0u8; 9];
         rec[0] = REC_DELETE;
         rec[1..].copy_from_slice(&rowid.to_le_bytes());
@@ -238,13 +239,15 @@ impl VecFile {
     /// Closes the records written so far as covering change sequence `seq` and hands
     /// them to the OS. No fsync: a crash can only lose a suffix, which is re-applied
     /// from SQLite on the next open.
-    pub fn commit(&mut self, seq: i64) -> anyhow::Result<()> {
+    pub fn commit(&mut self, seq: i64) -> Result<(), MemoryError> {
         let mut rec = [0u8; 17];
         rec[0] = REC_COMMIT;
         rec[1..9].copy_from_slice(&seq.to_le_bytes());
         rec[9..].copy_from_slice(&self.hash.to_le_bytes());
-        self.log.write_all(&rec)?;
-        self.log.flush()?;
+        self.log
+            .write_all(&rec)
+            .and_then(|()| self.log.flush())
+            .with_context(|| format!("writing {}", self.dir.join("vectors.log").display()))?;
         self.log_len += 17;
         self.hash = FNV_START;
         self.dirty = false;
@@ -260,10 +263,12 @@ impl VecFile {
     /// renamed over the old one) and starts an empty log. A crash before the rename
     /// keeps the old snapshot and log; after it, replaying the old log onto the new
     /// snapshot is harmless because every record is idempotent.
-    pub fn compact(&mut self, index: &VectorIndex, seq: i64) -> anyhow::Result<()> {
-        anyhow::ensure!(!self.dirty, "vector log has uncommitted records");
+    pub fn compact(&mut self, index: &VectorIndex, seq: i64) -> Result<(), MemoryError> {
+        if self.dirty {
+            return Err(MemoryError::Other("vector log has uncommitted records".to_string()));
+        }
         let tmp = self.dir.join("vectors.bin.tmp");
-        {
+        let write_snapshot = || -> std::io::Result<()> {
             let mut w = BufWriter::with_capacity(1 << 20, File::create(&tmp)?);
             w.write_all(&header(BASE_MAGIC, &self.signature, self.dims))?;
             w.write_all(&(index.len() as u64).to_le_bytes())?;
@@ -278,13 +283,16 @@ impl VecFile {
                 w.write_all(&buf)?;
             }
             w.flush()?;
-            w.get_ref().sync_all()?;
-        }
-        fs::rename(&tmp, self.dir.join("vectors.bin"))?;
-        self.base_len = fs::metadata(self.dir.join("vectors.bin"))?.len();
-        let mut f = File::create(self.dir.join("vectors.log"))?;
+            w.get_ref().sync_all()
+        };
+        write_snapshot().with_context(|| format!("writing {}", tmp.display()))?;
+        let base = self.dir.join("vectors.bin");
+        fs::rename(&tmp, &base).with_context(|| format!("renaming {} to {}", tmp.display(), base.display()))?;
+        self.base_len = fs::metadata(&base).with_context(|| format!("reading {}", base.display()))?.len();
+        let log_path = self.dir.join("vectors.log");
         let hdr = header(LOG_MAGIC, &self.signature, self.dims);
-        f.write_all(&hdr)?;
+        let mut f = File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+        f.write_all(&hdr).with_context(|| format!("writing {}", log_path.display()))?;
         self.log = BufWriter::with_capacity(1 << 20, f);
         self.log_len = hdr.len() as u64;
         self.hash = FNV_START;

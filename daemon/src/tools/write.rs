@@ -154,7 +154,7 @@ async fn blocking_write(
         .map_err(|e| ToolFailure::Tool(format!("internal error: the write task failed ({e}); nothing was written")))?;
     out.map_err(|e| match e {
         MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
-        MemoryError::Internal(e) => {
+        e => {
             tracing::error!("write failed: {e:#}");
             ToolFailure::Tool(format!("internal error: {e:#}; nothing was written"))
         }

@@ -13,11 +13,11 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result, anyhow, ensure};
 use sha2::{Digest, Sha256};
 
 use super::Embedder;
 use super::wordpiece::WordPiece;
+use crate::MemoryError;
 
 /// Model id written into the signature of every vector.
 pub const MODEL_ID: &str = "minilm-l6-v2-static";
@@ -35,6 +35,16 @@ const HEADER_LEN: usize = 32;
 /// Hex digits of the table's sha256 kept in the signature.
 const SHA_PREFIX: usize = 12;
 
+/// Fails the table check unless `ok`; `msg` says what is wrong with it.
+fn ensure(ok: bool, msg: impl FnOnce() -> String) -> Result<(), MemoryError> {
+    if ok { Ok(()) } else { Err(MemoryError::Corrupt(msg())) }
+}
+
+/// An embedding table whose sizes do not fit this platform.
+fn corrupt(e: impl std::fmt::Display) -> MemoryError {
+    MemoryError::Corrupt(format!("embedding table: {e}"))
+}
+
 /// A static (per-token) embedding model.
 pub struct StaticModel {
     tokenizer: WordPiece,
@@ -50,53 +60,53 @@ pub struct StaticModel {
 
 impl StaticModel {
     /// The model compiled into this binary. Parsed once, on first use.
-    pub fn builtin() -> Result<&'static StaticModel> {
-        static BUILTIN: OnceLock<std::result::Result<StaticModel, String>> = OnceLock::new();
+    pub fn builtin() -> Result<&'static StaticModel, MemoryError> {
+        static BUILTIN: OnceLock<Result<StaticModel, String>> = OnceLock::new();
         BUILTIN
             .get_or_init(|| {
                 let sha = serde_json::from_str::<serde_json::Value>(MANIFEST)
                     .ok()
                     .and_then(|m| m["table_sha256"].as_str().map(str::to_string));
-                StaticModel::build(MODEL_ID, Cow::Borrowed(TABLE), VOCAB, sha).map_err(|e| format!("{e:#}"))
+                StaticModel::build(MODEL_ID, Cow::Borrowed(TABLE), VOCAB, sha).map_err(|e| e.to_string())
             })
             .as_ref()
-            .map_err(|e| anyhow!("built-in embedder: {e}"))
+            .map_err(|e| MemoryError::Corrupt(format!("built-in embedder: {e}")))
     }
 
     /// Builds a model from a table in the format above and its `vocab.txt`.
-    pub fn from_parts(model_id: &str, table: Cow<'static, [u8]>, vocab: &str) -> Result<Self> {
+    pub fn from_parts(model_id: &str, table: Cow<'static, [u8]>, vocab: &str) -> Result<Self, MemoryError> {
         StaticModel::build(model_id, table, vocab, None)
     }
 
     /// As `from_parts`, trusting `sha256` (hex) as the table's digest when given.
-    fn build(model_id: &str, table: Cow<'static, [u8]>, vocab: &str, sha256: Option<String>) -> Result<Self> {
-        ensure!(table.len() >= HEADER_LEN, "embedding table too short");
-        ensure!(&table[..4] == MAGIC, "embedding table: bad magic");
+    fn build(
+        model_id: &str,
+        table: Cow<'static, [u8]>,
+        vocab: &str,
+        sha256: Option<String>,
+    ) -> Result<Self, MemoryError> {
+        ensure(table.len() >= HEADER_LEN, || "embedding table too short".to_string())?;
+        ensure(&table[..4] == MAGIC, || "embedding table: bad magic".to_string())?;
         let word = |i: usize| {
             let at = 4 + 4 * i;
             u32::from_le_bytes([table[at], table[at + 1], table[at + 2], table[at + 3]])
         };
         let (version, rows, dims, quant) = (word(0), word(1), word(2), word(3));
-        ensure!(version == VERSION, "embedding table: unsupported version {version}");
-        ensure!(quant == QUANT_INT8_ROW_SCALE, "embedding table: unsupported quantisation {quant}");
-        let rows = usize::try_from(rows)?;
-        let dims = usize::try_from(dims)?;
-        ensure!(dims > 0, "embedding table: zero dimensions");
-        let scales_len = rows.checked_mul(4).context("embedding table: size overflow")?;
-        let weights_len = rows.checked_mul(dims).context("embedding table: size overflow")?;
-        ensure!(
-            table.len() == HEADER_LEN + scales_len + weights_len,
-            "embedding table: {} bytes, expected {}",
-            table.len(),
-            HEADER_LEN + scales_len + weights_len
-        );
+        ensure(version == VERSION, || format!("embedding table: unsupported version {version}"))?;
+        ensure(quant == QUANT_INT8_ROW_SCALE, || format!("embedding table: unsupported quantisation {quant}"))?;
+        let rows = usize::try_from(rows).map_err(corrupt)?;
+        let dims = usize::try_from(dims).map_err(corrupt)?;
+        ensure(dims > 0, || "embedding table: zero dimensions".to_string())?;
+        let scales_len = rows.checked_mul(4).ok_or_else(|| corrupt("size overflow"))?;
+        let weights_len = rows.checked_mul(dims).ok_or_else(|| corrupt("size overflow"))?;
+        ensure(table.len() == HEADER_LEN + scales_len + weights_len, || {
+            format!("embedding table: {} bytes, expected {}", table.len(), HEADER_LEN + scales_len + weights_len)
+        })?;
 
         let tokenizer = WordPiece::from_vocab(vocab)?;
-        ensure!(
-            tokenizer.vocab_size() == rows,
-            "vocabulary has {} tokens, embedding table {rows} rows",
-            tokenizer.vocab_size()
-        );
+        ensure(tokenizer.vocab_size() == rows, || {
+            format!("vocabulary has {} tokens, embedding table {rows} rows", tokenizer.vocab_size())
+        })?;
 
         let sha256 = sha256.unwrap_or_else(|| hex::encode(Sha256::digest(&table[..])));
         let signature = format!("{model_id}/{dims}/{}", &sha256[..SHA_PREFIX]);
@@ -104,7 +114,7 @@ impl StaticModel {
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        ensure!(scales.iter().all(|s| s.is_finite()), "embedding table: non-finite scale");
+        ensure(scales.iter().all(|s| s.is_finite()), || "embedding table: non-finite scale".to_string())?;
         let start = HEADER_LEN + scales_len;
         let weights = match table {
             Cow::Borrowed(t) => Cow::Borrowed(&t[start..]),
@@ -113,7 +123,7 @@ impl StaticModel {
                 Cow::Owned(t)
             }
         };
-        let unk = usize::try_from(tokenizer.unk())?;
+        let unk = usize::try_from(tokenizer.unk()).map_err(corrupt)?;
         let skip = (0..rows)
             .map(|r| r == unk || scales[r] == 0.0 || weights[r * dims..(r + 1) * dims].iter().all(|&b| b == 0))
             .collect();
@@ -175,7 +185,7 @@ impl Embedder for StaticModel {
         self.dims
     }
 
-    fn embed(&self, texts: &[&str]) -> std::result::Result<Vec<Vec<f32>>, super::EmbedError> {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, super::EmbedError> {
         let mut ids = Vec::new();
         Ok(texts
             .iter()

@@ -10,9 +10,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use anyhow::{Result, bail};
-
 use super::unicode_tables::{CONTROL, NONSPACING_MARK, PUNCTUATION, STRIP_ACCENTS};
+use crate::MemoryError;
 
 /// Words longer than this many characters become `[UNK]`, as in BERT.
 const MAX_WORD_CHARS: usize = 100;
@@ -32,14 +31,14 @@ pub struct WordPiece {
 impl WordPiece {
     /// Builds the tokeniser from a `vocab.txt` (one token per line, the line
     /// number being the id). It must contain `[UNK]`.
-    pub fn from_vocab(vocab: &str) -> Result<Self> {
+    pub fn from_vocab(vocab: &str) -> Result<Self, MemoryError> {
         let mut heads = HashMap::with_capacity_and_hasher(32_768, FxBuild::default());
         let mut tails = HashMap::with_capacity_and_hasher(8_192, FxBuild::default());
         let mut max_piece_bytes = 1;
         let mut unk = None;
         let mut len = 0usize;
         for (id, line) in vocab.lines().enumerate() {
-            let id = u32::try_from(id)?;
+            let id = u32::try_from(id).map_err(|e| MemoryError::Corrupt(format!("vocabulary: {e}")))?;
             len += 1;
             if line == "[UNK]" {
                 unk = Some(id);
@@ -53,7 +52,7 @@ impl WordPiece {
             map.entry(piece.into()).or_insert(id);
         }
         let Some(unk) = unk else {
-            bail!("vocabulary has no [UNK] token");
+            return Err(MemoryError::Corrupt("vocabulary has no [UNK] token".to_string()));
         };
         Ok(Self { heads, tails, max_piece_bytes, unk, len })
     }

@@ -16,6 +16,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value, json};
 
 use crate::chunker::{Format, chunk_text};
+use crate::error::{MemoryError, ResultExt};
 use crate::store::{self, NewChunk, NewSource};
 use crate::types::Kind;
 use crate::util::{ms_to_rfc3339, sha256_hex};
@@ -109,12 +110,12 @@ fn parse_one(bytes: &[u8], fallback_ts: i64, fallback_id: String) -> Option<Mail
 }
 
 /// Parses an `.eml` file (one message) or an mbox (many).
-pub(crate) fn parse_file(bytes: &[u8], path: &Path, mtime_ms: i64) -> anyhow::Result<Vec<MailMessage>> {
+pub(crate) fn parse_file(bytes: &[u8], path: &Path, mtime_ms: i64) -> Result<Vec<MailMessage>, MemoryError> {
     let synthetic = |i: usize| format!("{}#{i}", sha256_hex(path.to_string_lossy().as_bytes())[..16].to_owned());
     if bytes.starts_with(b"From ") {
         let mut out = Vec::new();
         for (i, m) in mail_parser::mailbox::mbox::MessageIterator::new(BufReader::new(bytes)).enumerate() {
-            let m = m?;
+            let m = m.context("reading the mbox")?;
             let ts = if m.internal_date() > 0 { m.internal_date() as i64 * 1000 } else { mtime_ms };
             if let Some(msg) = parse_one(m.contents(), ts, synthetic(i)) {
                 out.push(msg);
@@ -122,11 +123,11 @@ pub(crate) fn parse_file(bytes: &[u8], path: &Path, mtime_ms: i64) -> anyhow::Re
         }
         return Ok(out);
     }
-    let msg = parse_one(bytes, mtime_ms, synthetic(0)).ok_or_else(|| anyhow::anyhow!("not an e-mail message"))?;
-    anyhow::ensure!(
-        msg.from.is_some() || !msg.subject.is_empty() || !msg.references.is_empty(),
-        "no e-mail headers found"
-    );
+    let msg = parse_one(bytes, mtime_ms, synthetic(0))
+        .ok_or_else(|| MemoryError::Parse("not an e-mail message".to_string()))?;
+    if msg.from.is_none() && msg.subject.is_empty() && msg.references.is_empty() {
+        return Err(MemoryError::Parse("no e-mail headers found".to_string()));
+    }
     Ok(vec![msg])
 }
 

@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
 use rusqlite::{OptionalExtension, params};
 
+use super::error::{MemoryError, ResultExt};
 use super::store::{self, NewChunk, NewSource};
 use super::sync::{self, read};
 use super::types::{FileError, IngestProgress, IngestSummary};
@@ -141,9 +141,14 @@ fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
 }
 
 /// Reads and parses one file; `Ok(None)` when it is unchanged since the last ingest.
-fn prepare(inner: &Inner, path: &Path, kind: FileKind, skipped_lines: &mut usize) -> anyhow::Result<Option<Pending>> {
-    let meta = std::fs::metadata(path)?;
-    let bytes = std::fs::read(path)?;
+fn prepare(
+    inner: &Inner,
+    path: &Path,
+    kind: FileKind,
+    skipped_lines: &mut usize,
+) -> Result<Option<Pending>, MemoryError> {
+    let meta = std::fs::metadata(path).context("reading the file")?;
+    let bytes = std::fs::read(path).context("reading the file")?;
     let hash = sha256_hex(&bytes);
     let path_str = path.to_string_lossy().into_owned();
     let origin = format!("file:{path_str}");
@@ -158,12 +163,12 @@ fn prepare(inner: &Inner, path: &Path, kind: FileKind, skipped_lines: &mut usize
     let mtime = mtime_ms(&meta);
     let parsed = match kind {
         FileKind::Markdown | FileKind::Text => {
-            let text = String::from_utf8(bytes).context("not UTF-8 text")?;
+            let text = utf8(bytes)?;
             let (c, s) = docs::parse(&text, path, kind == FileKind::Markdown, mtime, &origin);
             Parsed::Chunks(c, s)
         }
         FileKind::Chat => {
-            let text = String::from_utf8(bytes).context("not UTF-8 text")?;
+            let text = utf8(bytes)?;
             let (c, s, skipped) = chat::parse(&text, path, &origin);
             *skipped_lines += skipped;
             Parsed::Chunks(c, s)
@@ -171,6 +176,10 @@ fn prepare(inner: &Inner, path: &Path, kind: FileKind, skipped_lines: &mut usize
         FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime)?),
     };
     Ok(Some(Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed }))
+}
+
+fn utf8(bytes: Vec<u8>) -> Result<String, MemoryError> {
+    String::from_utf8(bytes).map_err(|e| MemoryError::Parse(format!("not UTF-8 text: {e}")))
 }
 
 fn pending_chunks(p: &Pending) -> usize {
@@ -186,7 +195,7 @@ fn write_batch(
     batch: Vec<Pending>,
     summary: &mut IngestSummary,
     commit_fts: bool,
-) -> anyhow::Result<usize> {
+) -> Result<usize, MemoryError> {
     let mut guard = lock(&inner.writer);
     let ws = &mut *guard;
     let tx = ws.conn.transaction()?;
@@ -231,9 +240,11 @@ pub(crate) fn ingest_paths(
     paths: &[PathBuf],
     kind: Option<&str>,
     progress: &dyn Fn(&IngestProgress),
-) -> anyhow::Result<IngestSummary> {
-    if let Some(k) = kind {
-        anyhow::ensure!(["document", "email", "chat"].contains(&k), "unknown kind `{k}`: use document, email or chat");
+) -> Result<IngestSummary, MemoryError> {
+    if let Some(k) = kind
+        && !["document", "email", "chat"].contains(&k)
+    {
+        return Err(MemoryError::InvalidParams(format!("unknown kind `{k}`: use document, email or chat")));
     }
     let started = Instant::now();
     let mut summary = IngestSummary::default();

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::super::{IngestSummary, MemoryEngine};
+use super::super::{IngestSummary, MemoryEngine, MemoryError};
 use super::open;
 
 fn ingest(m: &MemoryEngine, paths: &[&Path], kind: Option<&str>) -> IngestSummary {
@@ -88,7 +88,8 @@ fn unreadable_files_are_reported_and_the_rest_continue() {
     let names: Vec<&str> = failed.iter().map(|f| f.0.as_str()).collect();
     assert_eq!(names, ["bad.md", "junk.eml", "missing.md"], "{failed:?}");
     assert!(failed[0].1.contains("UTF-8"), "{failed:?}");
-    assert!(m.ingest_paths(&[], Some("video"), &|_| {}).is_err());
+    let bad_kind = m.ingest_paths(&[], Some("video"), &|_| {});
+    assert!(matches!(bad_kind, Err(MemoryError::InvalidParams(_))), "{bad_kind:?}");
 }
 
 #[test]

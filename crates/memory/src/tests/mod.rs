@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 
 use super::embed::{EmbedError, Embedder};
-use super::{AuditRow, MemoryEngine, MemoryOptions, PutDocument};
+use super::{AuditRow, MemoryEngine, MemoryError, MemoryOptions, PutDocument};
 
 /// Hashes each lowercase word to one of `dims` buckets with a sign: texts sharing words
 /// point the same way. `fail` makes it return errors, to test degraded paths.
@@ -209,8 +209,9 @@ fn a_second_open_of_the_same_store_is_refused() {
     let m = open(dir.path());
     let second =
         MemoryEngine::open(MemoryOptions { data_dir: dir.path().to_path_buf(), embedder: TestEmbedder::new("x") });
-    let err = second.err().expect("second open must fail").to_string();
-    assert!(err.contains("in use by another process"), "{err}");
+    let err = second.err().expect("second open must fail");
+    assert!(matches!(err, MemoryError::InUse(_)), "{err:?}");
+    assert!(err.to_string().contains("in use by another process"), "{err}");
     drop(m);
     open(dir.path());
 }
