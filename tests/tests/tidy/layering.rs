@@ -320,6 +320,28 @@ pub fn check_memory_externals(root: &Path) -> Vec<String> {
     problems
 }
 
+/// Library crates: typed errors only (`thiserror`); `anyhow` belongs to the daemon's command level.
+const LIBRARIES: &[&str] =
+    &["openhuman-common", "openhuman-config", "openhuman-memory", "openhuman-providers", "openhuman-mcp"];
+
+/// Library crates that depend on `anyhow` outside `[dev-dependencies]`.
+pub fn check_library_errors(root: &Path) -> Vec<String> {
+    let (members, _) = load(root);
+    let mut problems = Vec::new();
+    for member in members.iter().filter(|m| LIBRARIES.contains(&m.name.as_str())) {
+        for dep in &member.deps {
+            if dep.kind != Kind::Dev && !dep.internal && dep.package == "anyhow" {
+                problems.push(format!(
+                    "{}: library crate `{}` depends on `anyhow` in {}; library crates return typed errors \
+                     (thiserror) and only the daemon uses anyhow, so give the crate an error enum instead",
+                    member.manifest, member.name, dep.section
+                ));
+            }
+        }
+    }
+    problems
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,6 +88,11 @@ fn memory_engine_stays_sync_and_offline() {
 }
 
 #[test]
+fn library_crates_do_not_use_anyhow() {
+    assert_clean("library crates depend on anyhow", &layering::check_library_errors(repo_root()));
+}
+
+#[test]
 fn rust_files_start_with_a_module_doc_line() {
     assert_clean("Rust files without a `//!` header", &headers::check(repo_root()));
 }
