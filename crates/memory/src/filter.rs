@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::MemoryError;
 use super::params::{check_keys, invalid, type_name};
 use super::store::{FILTER_META_KEYS, rarray};
-use super::types::Kind;
+use super::types::SourceKind;
 use super::util::rfc3339_to_ms;
 
 const LIST_KEYS: &[&str] = &["kinds", "sources", "source_ids", "tags_any"];
@@ -56,7 +56,7 @@ fn string(key: &str, v: &Value) -> Result<String, MemoryError> {
 pub(crate) fn parse_kinds(name: &str, kinds: &[String]) -> Result<Vec<&'static str>, MemoryError> {
     let mut out = Vec::new();
     for k in kinds {
-        let kind = Kind::parse(k).ok_or_else(|| {
+        let kind = SourceKind::parse(k).ok_or_else(|| {
             invalid(format!("{name}: unknown kind `{k}` (use document, conversation, chat, email, note or learning)"))
         })?;
         if !out.contains(&kind.as_str()) {

@@ -123,7 +123,7 @@ impl MemoryEngine {
     }
 
     /// `{filter?, limit?, cursor?}` → stored items, newest first.
-    pub fn items_list(&self, p: Value) -> Result<Value, MemoryError> {
+    pub fn list(&self, p: Value) -> Result<Value, MemoryError> {
         let p: ListParams = parse(p, &["filter", "limit", "cursor"], "params")?;
         let filter = Filter::parse(p.filter.as_ref())?;
         let limit = bounded("limit", p.limit, 10, 1, MAX_LIMIT)?;

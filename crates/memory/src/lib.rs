@@ -48,7 +48,9 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use rusqlite::Connection;
 
 pub use error::MemoryError;
-pub use types::{AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, Kind, PutDocument, ReindexSummary};
+pub use types::{
+    AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, SourceKind,
+};
 
 /// Where the engine keeps its files and which embedder it uses.
 pub struct MemoryOptions {

@@ -78,7 +78,7 @@ struct ListSourcesParams {
 
 impl MemoryEngine {
     /// `{query, k?}` → BM25 hits with highlighted snippets.
-    pub fn tree_search(&self, p: Value) -> Result<Value, MemoryError> {
+    pub fn search(&self, p: Value) -> Result<Value, MemoryError> {
         let p: SearchParams = parse(p, &["query", "k"], "params")?;
         let query = required("query", &p.query)?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
@@ -99,7 +99,7 @@ impl MemoryEngine {
 
     /// `{query, k?, filter?}` → hybrid recall: chunks with fused score, cosine and BM25
     /// rank, plus citations.
-    pub fn tree_recall(&self, p: Value) -> Result<Value, MemoryError> {
+    pub fn recall(&self, p: Value) -> Result<Value, MemoryError> {
         let p: RecallParams = parse(p, &["query", "k", "filter"], "params")?;
         let query = required("query", &p.query)?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
@@ -126,7 +126,7 @@ impl MemoryEngine {
     }
 
     /// `{chunk_id}` → the whole chunk with metadata, tags, entity ids and notes.
-    pub fn tree_get_chunk(&self, p: Value) -> Result<Value, MemoryError> {
+    pub fn read_chunk(&self, p: Value) -> Result<Value, MemoryError> {
         let p: GetChunkParams = parse(p, &["chunk_id"], "params")?;
         let id = required("chunk_id", &p.chunk_id)?.trim();
         let conn = self.inner.read_conn()?;
@@ -161,7 +161,7 @@ impl MemoryEngine {
     }
 
     /// Filtered, paginated listing, newest first, with the total count.
-    pub fn tree_list_chunks(&self, p: Value) -> Result<Value, MemoryError> {
+    pub fn browse(&self, p: Value) -> Result<Value, MemoryError> {
         let allowed = ["source_kinds", "source_ids", "entity_ids", "since_ms", "until_ms", "query", "k", "offset"];
         let p: ListChunksParams = parse(p, &allowed, "params")?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
@@ -218,7 +218,7 @@ impl MemoryEngine {
     }
 
     /// Most-mentioned canonical entities, optionally of one kind.
-    pub fn tree_top_entities(&self, p: Value) -> Result<Value, MemoryError> {
+    pub fn top_entities(&self, p: Value) -> Result<Value, MemoryError> {
         let p: TopEntitiesParams = parse(p, &["kind", "k"], "params")?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
         let kind = optional("kind", &p.kind)?;
@@ -255,7 +255,7 @@ impl MemoryEngine {
 
     /// Sources with chunk counts and last activity, most recent first. For e-mail
     /// threads the display name is the first participant who is not the user.
-    pub fn tree_list_sources(&self, p: Value) -> Result<Value, MemoryError> {
+    pub fn list_sources(&self, p: Value) -> Result<Value, MemoryError> {
         let p: ListSourcesParams = parse(p, &["user_email_hint", "limit"], "params")?;
         let hint = optional("user_email_hint", &p.user_email_hint)?.map(|h| h.trim().to_ascii_lowercase());
         let limit = bounded("limit", p.limit, 200, 1, 10_000)?;

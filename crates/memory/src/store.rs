@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use std::rc::Rc;
 
 use super::entities;
-use super::types::Kind;
+use super::types::SourceKind;
 use super::util::{chunk_id, estimate_tokens};
 
 /// Metadata keys that filters match exactly; copied into `chunk_meta` for indexed lookups.
@@ -17,7 +17,7 @@ pub(crate) const FILTER_META_KEYS: &[&str] =
 /// A chunk about to be written. Its id is derived from kind, source, sequence and content.
 #[derive(Debug, Clone)]
 pub(crate) struct NewChunk {
-    pub kind: Kind,
+    pub kind: SourceKind,
     pub source_id: String,
     pub source_ref: String,
     /// What the chunk was written from: `file:<path>`, a document/note/learning item id.
@@ -42,7 +42,7 @@ impl NewChunk {
 #[derive(Debug, Clone)]
 pub(crate) struct NewSource {
     pub source_id: String,
-    pub kind: Kind,
+    pub kind: SourceKind,
     pub display_name: String,
     pub metadata: Map<String, Value>,
 }

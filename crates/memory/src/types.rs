@@ -9,7 +9,7 @@ use serde_json::Value;
 /// The kind of source a chunk came from (the `source_kind` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Kind {
+pub enum SourceKind {
     Document,
     Email,
     Chat,
@@ -17,27 +17,28 @@ pub enum Kind {
     Learning,
 }
 
-impl Kind {
-    pub const ALL: [Kind; 5] = [Kind::Document, Kind::Email, Kind::Chat, Kind::Note, Kind::Learning];
+impl SourceKind {
+    pub const ALL: [SourceKind; 5] =
+        [SourceKind::Document, SourceKind::Email, SourceKind::Chat, SourceKind::Note, SourceKind::Learning];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Kind::Document => "document",
-            Kind::Email => "email",
-            Kind::Chat => "chat",
-            Kind::Note => "note",
-            Kind::Learning => "learning",
+            SourceKind::Document => "document",
+            SourceKind::Email => "email",
+            SourceKind::Chat => "chat",
+            SourceKind::Note => "note",
+            SourceKind::Learning => "learning",
         }
     }
 
     /// Parses a kind name as clients write it; `conversation` is the documented alias of `chat`.
-    pub fn parse(s: &str) -> Option<Kind> {
+    pub fn parse(s: &str) -> Option<SourceKind> {
         match s {
-            "document" => Some(Kind::Document),
-            "email" => Some(Kind::Email),
-            "chat" | "conversation" => Some(Kind::Chat),
-            "note" => Some(Kind::Note),
-            "learning" => Some(Kind::Learning),
+            "document" => Some(SourceKind::Document),
+            "email" => Some(SourceKind::Email),
+            "chat" | "conversation" => Some(SourceKind::Chat),
+            "note" => Some(SourceKind::Note),
+            "learning" => Some(SourceKind::Learning),
             _ => None,
         }
     }

@@ -3,12 +3,12 @@
 
 use sha2::{Digest, Sha256};
 
-use super::types::Kind;
+use super::types::SourceKind;
 
 /// Chunk id: the first 32 hex digits of sha256 over kind, source (id and ref), sequence
 /// and content. Fields are separated by a unit separator so that no two field tuples
 /// hash the same bytes; the id is therefore stable across re-ingests of the same input.
-pub(crate) fn chunk_id(kind: Kind, source_id: &str, source_ref: &str, seq: i64, content: &str) -> String {
+pub(crate) fn chunk_id(kind: SourceKind, source_id: &str, source_ref: &str, seq: i64, content: &str) -> String {
     let mut h = Sha256::new();
     h.update(kind.as_str().as_bytes());
     h.update([0x1f]);

@@ -13,7 +13,7 @@ use super::params::{invalid, required};
 use super::read_api::no_chunk;
 use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
 use super::sync::{WriteState, after_write};
-use super::types::{AuditRow, Kind, PutDocument};
+use super::types::{AuditRow, PutDocument, SourceKind};
 use super::util::{now_ms, sha256_hex};
 use super::{Inner, MemoryEngine, MemoryError, audit, lock};
 
@@ -146,7 +146,7 @@ impl MemoryEngine {
                         metadata.insert("heading".into(), json!(h));
                     }
                     chunks.push(NewChunk {
-                        kind: Kind::Document,
+                        kind: SourceKind::Document,
                         source_id: item_id.clone(),
                         source_ref: key.clone(),
                         origin: item_id.clone(),
@@ -164,7 +164,7 @@ impl MemoryEngine {
                 let display = title.clone().unwrap_or_else(|| key.clone());
                 let src = NewSource {
                     source_id: item_id.clone(),
-                    kind: Kind::Document,
+                    kind: SourceKind::Document,
                     display_name: display,
                     metadata: Map::new(),
                 };
@@ -213,7 +213,7 @@ impl MemoryEngine {
             metadata.insert("chunk_id".into(), json!(chunk_id));
             metadata.insert("key".into(), json!(key));
             let chunk = NewChunk {
-                kind: Kind::Note,
+                kind: SourceKind::Note,
                 source_id: item_id.clone(),
                 source_ref: chunk_id.to_string(),
                 origin: item_id.clone(),
@@ -230,7 +230,7 @@ impl MemoryEngine {
             store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
             let src = NewSource {
                 source_id: item_id.clone(),
-                kind: Kind::Note,
+                kind: SourceKind::Note,
                 display_name: format!("Note on {chunk_id}"),
                 metadata: Map::new(),
             };
@@ -322,7 +322,7 @@ impl MemoryEngine {
             metadata.insert("learning_kind".into(), json!(kind));
             metadata.insert("confidence".into(), json!(confidence));
             let chunk = NewChunk {
-                kind: Kind::Learning,
+                kind: SourceKind::Learning,
                 source_id: "learnings".into(),
                 source_ref: item_id.clone(),
                 origin: item_id.clone(),
@@ -339,7 +339,7 @@ impl MemoryEngine {
             store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
             let src = NewSource {
                 source_id: "learnings".into(),
-                kind: Kind::Learning,
+                kind: SourceKind::Learning,
                 display_name: "Learnings".into(),
                 metadata: Map::new(),
             };

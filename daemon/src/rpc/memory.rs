@@ -62,7 +62,7 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::string("query", "Keywords to search for (BM25).").required().max_bytes(QUERY_BYTES),
                 Field::int("k", "How many hits (default 10).", 1, 50).default_int(10),
             ]),
-            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_search),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::search),
         },
         Method {
             group: Group::Memory,
@@ -74,7 +74,7 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::int("k", "How many chunks (default 10).", 1, 50).default_int(10),
                 Field::object("filter", "Restrict what is recalled.", filter_spec()),
             ]),
-            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_recall),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::recall),
         },
         Method {
             group: Group::Memory,
@@ -82,7 +82,7 @@ pub(super) fn methods() -> Vec<Method> {
             params: ArgSpec::new(vec![
                 Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_bytes(ID_BYTES),
             ]),
-            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_get_chunk),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::read_chunk),
         },
         Method {
             group: Group::Memory,
@@ -98,7 +98,7 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::int("k", "Page size (default 10).", 1, 50).default_int(10),
                 Field::int("offset", "Items to skip (default 0).", 0, 1_000_000).default_int(0),
             ]),
-            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_list_chunks),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::browse),
         },
         Method {
             group: Group::Memory,
@@ -111,7 +111,7 @@ pub(super) fn methods() -> Vec<Method> {
                 ),
                 Field::int("k", "How many (default 10).", 1, 50).default_int(10),
             ]),
-            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_top_entities),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::top_entities),
         },
         Method {
             group: Group::Memory,
@@ -124,7 +124,7 @@ pub(super) fn methods() -> Vec<Method> {
                 .max_bytes(320),
                 Field::int("limit", "How many sources, most recent first (default 200).", 1, 10_000),
             ]),
-            handler: |s, p, _| on_engine(s, p, MemoryEngine::tree_list_sources),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::list_sources),
         },
         Method {
             group: Group::Memory,
@@ -150,7 +150,7 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
                 Field::string("cursor", "next_cursor from the previous page.").max_bytes(1024),
             ]),
-            handler: |s, p, _| on_engine(s, p, MemoryEngine::items_list),
+            handler: |s, p, _| on_engine(s, p, MemoryEngine::list),
         },
     ]
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::chunker::MAX_TOKENS;
 use crate::store::{NewChunk, NewSource};
-use crate::types::Kind;
+use crate::types::SourceKind;
 use crate::util::{estimate_tokens, ms_to_rfc3339, rfc3339_to_ms};
 
 const GAP_MS: i64 = 2 * 3600 * 1000;
@@ -94,7 +94,7 @@ pub(crate) fn parse(text: &str, path: &Path, origin: &str) -> (Vec<NewChunk>, Ve
             metadata.insert("participants".into(), json!(speakers));
             metadata.insert("last_ts_ms".into(), json!(group.last().map(|m| m.ts)));
             chunks.push(NewChunk {
-                kind: Kind::Chat,
+                kind: SourceKind::Chat,
                 source_id: source_id.clone(),
                 source_ref: format!("{path_str}#L{}", group[0].line),
                 origin: origin.to_string(),
@@ -123,7 +123,12 @@ pub(crate) fn parse(text: &str, path: &Path, origin: &str) -> (Vec<NewChunk>, Ve
         flush(&mut group, &mut chunks);
         let mut meta = Map::new();
         meta.insert("channel".into(), json!(channel));
-        sources.push(NewSource { source_id, kind: Kind::Chat, display_name: format!("#{channel}"), metadata: meta });
+        sources.push(NewSource {
+            source_id,
+            kind: SourceKind::Chat,
+            display_name: format!("#{channel}"),
+            metadata: meta,
+        });
     }
     (chunks, sources, skipped)
 }

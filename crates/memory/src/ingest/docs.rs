@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::chunker::{Format, chunk_text};
 use crate::store::{NewChunk, NewSource};
-use crate::types::Kind;
+use crate::types::SourceKind;
 
 /// The first level-one heading, else the file name.
 fn title_of(text: &str, path: &Path, format: Format) -> String {
@@ -52,7 +52,7 @@ pub(crate) fn parse(
                 metadata.insert("heading".into(), json!(h));
             }
             NewChunk {
-                kind: Kind::Document,
+                kind: SourceKind::Document,
                 source_id: source_id.clone(),
                 source_ref: path_str.clone(),
                 origin: origin.to_string(),
@@ -69,6 +69,6 @@ pub(crate) fn parse(
         .collect();
     let mut meta = Map::new();
     meta.insert("file_path".into(), json!(path_str));
-    let source = NewSource { source_id, kind: Kind::Document, display_name: title, metadata: meta };
+    let source = NewSource { source_id, kind: SourceKind::Document, display_name: title, metadata: meta };
     (chunks, vec![source])
 }

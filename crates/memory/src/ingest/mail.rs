@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::chunker::{Format, chunk_text};
 use crate::error::{MemoryError, ResultExt};
 use crate::store::{self, NewChunk, NewSource};
-use crate::types::Kind;
+use crate::types::SourceKind;
 use crate::util::{ms_to_rfc3339, sha256_hex};
 
 #[derive(Debug, Clone)]
@@ -234,7 +234,7 @@ pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin:
             metadata.insert("to".into(), json!(m.to.iter().map(|t| &t.1).collect::<Vec<_>>()));
             metadata.insert("file_path".into(), json!(path_str));
             NewChunk {
-                kind: Kind::Email,
+                kind: SourceKind::Email,
                 source_id: thread.to_string(),
                 source_ref: m.message_id.clone(),
                 origin: origin.to_string(),
@@ -277,7 +277,7 @@ pub(crate) fn thread_source(conn: &Connection, thread: &str, msgs: &[&MailMessag
         }
     });
     let display = first.unwrap_or_else(|| meta.get("subject").and_then(Value::as_str).unwrap_or("").to_string());
-    Ok(NewSource { source_id: thread.to_string(), kind: Kind::Email, display_name: display, metadata: meta })
+    Ok(NewSource { source_id: thread.to_string(), kind: SourceKind::Email, display_name: display, metadata: meta })
 }
 
 /// The subject as people wrote it, minus reply prefixes.

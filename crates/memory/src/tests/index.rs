@@ -14,8 +14,8 @@ fn snapshot(m: &MemoryEngine) -> Vec<Value> {
         .iter()
         .flat_map(|q| {
             [
-                m.tree_search(json!({"query": q})).unwrap()["hits"].clone(),
-                m.tree_recall(json!({"query": q})).unwrap()["chunks"].clone(),
+                m.search(json!({"query": q})).unwrap()["hits"].clone(),
+                m.recall(json!({"query": q})).unwrap()["chunks"].clone(),
                 m.fetch(json!({"query": q, "mode": "vector"})).unwrap()["items"].clone(),
             ]
         })
@@ -97,7 +97,7 @@ fn an_index_from_another_database_is_discarded() {
     let m = open(dir.path());
     let s = m.stats().unwrap();
     assert_eq!((s["fts"]["docs"].as_i64(), s["vectors"]["count"].as_i64()), (Some(0), Some(0)), "{s}");
-    assert_eq!(m.tree_search(json!({"query": "bread"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.search(json!({"query": "bread"})).unwrap()["hits"], json!([]));
 }
 
 #[test]
@@ -112,13 +112,13 @@ fn a_new_embedder_reembeds_in_the_background_and_failures_degrade_to_keywords() 
     m.wait_background();
     // No vectors yet: recall still answers by keywords.
     assert_eq!(m.stats().unwrap()["vectors"]["count"], 0);
-    let r = m.tree_recall(json!({"query": "sourdough"})).unwrap();
+    let r = m.recall(json!({"query": "sourdough"})).unwrap();
     assert_eq!(r["chunks"][0]["title"], "Sourdough bread");
     assert_eq!(r["chunks"][0]["vector_score"], Value::Null);
     // Writes succeed while the embedder is down, and are searchable by keywords.
     put(&m, "late", "Late", "written while embedder failed", &[]);
     m.wait_background();
-    assert_eq!(m.tree_search(json!({"query": "embedder"})).unwrap()["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(m.search(json!({"query": "embedder"})).unwrap()["hits"].as_array().unwrap().len(), 1);
     drop(m);
     e2.fail.store(false, Ordering::Relaxed);
     let m = open_with(dir.path(), e2 as Arc<_>);
@@ -128,7 +128,7 @@ fn a_new_embedder_reembeds_in_the_background_and_failures_degrade_to_keywords() 
         (s["vectors"]["count"].as_i64(), s["vectors"]["signature"].as_str()),
         (Some(6), Some("test-hash-v2/64"))
     );
-    let r = m.tree_recall(json!({"query": "sourdough"})).unwrap();
+    let r = m.recall(json!({"query": "sourdough"})).unwrap();
     assert!(r["chunks"][0]["vector_score"].as_f64().unwrap() > 0.0);
 }
 

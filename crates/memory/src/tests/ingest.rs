@@ -47,14 +47,14 @@ fn documents_are_chunked_and_reingest_is_incremental() {
     m.wait_background();
     let stats = m.stats().unwrap();
     assert_eq!(stats["vectors"]["count"], stats["chunks"], "{stats}");
-    let hit = &m.tree_search(json!({"query": "comets"})).unwrap()["hits"][0];
+    let hit = &m.search(json!({"query": "comets"})).unwrap()["hits"][0];
     assert_eq!(hit["title"], "Alpha");
     assert_eq!(hit["source_kind"], "document");
     assert!(hit["source_ref"].as_str().unwrap().ends_with("a.md"));
     let fp = hit["source_ref"].as_str().unwrap();
     let r = m.fetch(json!({"query": "comets", "filter": {"file_path": fp}})).unwrap();
     assert_eq!(r["items"].as_array().unwrap().len(), 1);
-    let before = m.tree_search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"].clone();
+    let before = m.search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"].clone();
 
     // Unchanged: nothing happens.
     let s = ingest(&m, &[src.path()], None);
@@ -63,9 +63,9 @@ fn documents_are_chunked_and_reingest_is_incremental() {
     fs::write(notes.join("a.md"), "# Alpha\n\nNow about asteroids.\n").unwrap();
     let s = ingest(&m, &[src.path()], None);
     assert_eq!((s.files_unchanged, s.files_ingested, s.chunks_added, s.chunks_removed), (1, 1, 1, 1), "{s:?}");
-    assert_eq!(m.tree_search(json!({"query": "comets"})).unwrap()["hits"], json!([]));
-    assert_eq!(m.tree_search(json!({"query": "asteroids"})).unwrap()["hits"].as_array().unwrap().len(), 1);
-    assert_eq!(m.tree_search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"], before);
+    assert_eq!(m.search(json!({"query": "comets"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.search(json!({"query": "asteroids"})).unwrap()["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(m.search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"], before);
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     let m = open(data.path());
     let s = ingest(&m, &[src.path()], None);
     assert_eq!((s.files_ingested, s.chunks_added), (3, 5), "{s:?}");
-    let r = m.tree_list_sources(json!({"user_email_hint": "ME@example.com"})).unwrap();
+    let r = m.list_sources(json!({"user_email_hint": "ME@example.com"})).unwrap();
     let sources: Vec<(String, String, i64)> = r["sources"]
         .as_array()
         .unwrap()
@@ -125,9 +125,9 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     );
     assert_eq!(r["sources"][2]["subject"], "Budget review");
     // The reply's quoted text and "wrote:" line are not stored again.
-    let reply = m.tree_list_chunks(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
+    let reply = m.browse(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
     let newest = &reply["chunks"][0];
-    let full = m.tree_get_chunk(json!({"chunk_id": newest["chunk_id"]})).unwrap();
+    let full = m.read_chunk(json!({"chunk_id": newest["chunk_id"]})).unwrap();
     let content = full["content"].as_str().unwrap();
     assert!(content.starts_with("Subject: Re: Budget review\nFrom: Me <me@example.com>"), "{content}");
     assert!(
@@ -149,7 +149,7 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     )
     .unwrap();
     ingest(&m, &[src.path()], None);
-    let r = m.tree_list_chunks(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
+    let r = m.browse(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
     assert_eq!(r["total"], 3);
 }
 
@@ -162,16 +162,16 @@ fn chat_exports_group_by_channel_and_time() {
     let m = open(data.path());
     let s = ingest(&m, &[&path], None);
     assert_eq!((s.chunks_added, s.lines_skipped), (3, 2), "{s:?}");
-    let r = m.tree_list_chunks(json!({"source_ids": ["chat:team"], "source_kinds": ["conversation"]})).unwrap();
+    let r = m.browse(json!({"source_ids": ["chat:team"], "source_kinds": ["conversation"]})).unwrap();
     assert_eq!(r["total"], 2);
-    let first = m.tree_get_chunk(json!({"chunk_id": r["chunks"][1]["chunk_id"]})).unwrap();
+    let first = m.read_chunk(json!({"chunk_id": r["chunks"][1]["chunk_id"]})).unwrap();
     assert_eq!(
         first["content"],
         "[2024-03-01 10:00] ann: standup at ten?\n[2024-03-01 10:01] ben: yes, standup at ten"
     );
     assert_eq!(first["metadata"]["participants"], json!(["ann", "ben"]));
     assert_eq!(first["owner"], Value::Null);
-    let r = m.tree_list_sources(json!({})).unwrap();
+    let r = m.list_sources(json!({})).unwrap();
     let names: Vec<&str> =
         r["sources"].as_array().unwrap().iter().map(|s| s["display_name"].as_str().unwrap()).collect();
     assert_eq!(names, ["#team", "#random"]);

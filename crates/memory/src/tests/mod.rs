@@ -106,7 +106,7 @@ pub(crate) fn ids(v: &Value, list: &str, field: &str) -> Vec<String> {
 }
 
 pub(crate) fn chunk_of(m: &MemoryEngine, key: &str) -> String {
-    let r = m.items_list(json!({"limit": 100})).unwrap();
+    let r = m.list(json!({"limit": 100})).unwrap();
     r["items"]
         .as_array()
         .unwrap()
@@ -180,18 +180,18 @@ fn migrations_are_idempotent() {
 
 #[test]
 fn chunk_ids_are_stable_and_field_sensitive() {
-    use super::types::Kind;
+    use super::types::SourceKind;
     use super::util::chunk_id;
-    let a = chunk_id(Kind::Document, "doc:default/k", "k", 0, "hello");
+    let a = chunk_id(SourceKind::Document, "doc:default/k", "k", 0, "hello");
     assert_eq!(a.len(), 32);
-    assert_eq!(a, chunk_id(Kind::Document, "doc:default/k", "k", 0, "hello"));
+    assert_eq!(a, chunk_id(SourceKind::Document, "doc:default/k", "k", 0, "hello"));
     let variants = [
-        chunk_id(Kind::Note, "doc:default/k", "k", 0, "hello"),
-        chunk_id(Kind::Document, "doc:default/k2", "k", 0, "hello"),
-        chunk_id(Kind::Document, "doc:default/k", "k", 1, "hello"),
-        chunk_id(Kind::Document, "doc:default/k", "k", 0, "hello!"),
+        chunk_id(SourceKind::Note, "doc:default/k", "k", 0, "hello"),
+        chunk_id(SourceKind::Document, "doc:default/k2", "k", 0, "hello"),
+        chunk_id(SourceKind::Document, "doc:default/k", "k", 1, "hello"),
+        chunk_id(SourceKind::Document, "doc:default/k", "k", 0, "hello!"),
         // The separator keeps field boundaries: moving bytes between fields changes the id.
-        chunk_id(Kind::Document, "doc:default/k", "k0", 0, "hello"),
+        chunk_id(SourceKind::Document, "doc:default/k", "k0", 0, "hello"),
     ];
     for v in variants {
         assert_ne!(a, v);

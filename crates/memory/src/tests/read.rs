@@ -22,18 +22,18 @@ fn bm25_ranks_the_matching_document_first() {
         ("readers writer WAL", "SQLite WAL"),
     ];
     for (q, want) in cases {
-        let r = m.tree_search(json!({"query": q})).unwrap();
+        let r = m.search(json!({"query": q})).unwrap();
         assert_eq!(titles(&r, "hits").first().map(String::as_str), Some(want), "query {q}: {r}");
         let snippet = r["hits"][0]["snippet"].as_str().unwrap();
         assert!(snippet.contains("**"), "snippet not highlighted: {snippet}");
     }
     // A title word outranks the same word once in a body.
-    let r = m.tree_search(json!({"query": "rust"})).unwrap();
+    let r = m.search(json!({"query": "rust"})).unwrap();
     assert_eq!(titles(&r, "hits"), ["Rust ownership", "Tantivy search"]);
     // Query syntax is not interpreted: quotes and colons are just text.
-    let r = m.tree_search(json!({"query": "title:\"tomato"})).unwrap();
+    let r = m.search(json!({"query": "title:\"tomato"})).unwrap();
     assert_eq!(titles(&r, "hits"), ["Tomato garden"]);
-    assert_eq!(m.tree_search(json!({"query": "zzzz"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.search(json!({"query": "zzzz"})).unwrap()["hits"], json!([]));
 }
 
 #[test]
@@ -41,7 +41,7 @@ fn recall_fuses_and_cites() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     corpus(&m);
-    let r = m.tree_recall(json!({"query": "bake sourdough bread", "k": 3})).unwrap();
+    let r = m.recall(json!({"query": "bake sourdough bread", "k": 3})).unwrap();
     assert_eq!(titles(&r, "chunks")[0], "Sourdough bread");
     let top = &r["chunks"][0];
     assert_eq!(top["bm25_rank"], 1);
@@ -83,14 +83,14 @@ fn filters_apply_to_every_mode() {
     for (filter, want) in cases {
         let r = m.fetch(json!({"query": "bread", "mode": "keyword", "filter": filter})).unwrap();
         assert_eq!(titles(&r, "items"), want, "keyword, filter {filter}");
-        let l = m.items_list(json!({"filter": filter, "limit": 100})).unwrap();
+        let l = m.list(json!({"filter": filter, "limit": 100})).unwrap();
         let listed = titles(&l, "items");
         for t in &want {
             assert!(listed.iter().any(|l| l == t), "list with {filter} lacks {t}: {listed:?}");
         }
         // Hybrid modes add semantic neighbours, but never outside the filter.
         let hybrid = m.fetch(json!({"query": "bread", "mode": "hybrid", "filter": filter})).unwrap();
-        let recall = m.tree_recall(json!({"query": "bread", "filter": filter})).unwrap();
+        let recall = m.recall(json!({"query": "bread", "filter": filter})).unwrap();
         for got in [titles(&hybrid, "items"), titles(&recall, "chunks")] {
             assert_eq!(got.first().map(String::as_str), want.first().copied(), "filter {filter}: {got:?}");
             assert!(got.iter().all(|t| listed.contains(t)), "filter {filter}: {got:?} not within {listed:?}");
@@ -115,16 +115,16 @@ fn bad_parameters_are_rejected_with_names() {
         (m.fetch(json!({"query": "x", "mode": "fuzzy"})), "mode must be keyword, vector or hybrid"),
         (m.fetch(json!({"query": "x", "limit": 101})), "limit must be between 1 and 100, got 101"),
         (m.fetch(json!({"query": "x", "cursor": "%%%"})), "cursor is not valid"),
-        (m.tree_search(json!({"query": "  "})), "query must not be blank"),
-        (m.tree_search(json!({"query": "x", "k": 0})), "k must be between 1 and 50, got 0"),
-        (m.tree_search(json!({"query": "x", "extra": 1})), "unknown params key extra"),
-        (m.tree_recall(json!({"query": "x", "k": 51})), "k must be between 1 and 50"),
-        (m.tree_list_chunks(json!({"since_ms": -1})), "since_ms must be >= 0"),
-        (m.tree_list_chunks(json!({"source_kinds": ["bogus"]})), "unknown kind `bogus`"),
-        (m.tree_top_entities(json!({"kind": "planet"})), "kind must be one of"),
-        (m.tree_get_chunk(json!({})), "missing field `chunk_id`"),
-        (m.tree_list_sources(json!({"user_email_hint": ""})), "user_email_hint must not be blank"),
-        (m.items_list(json!([1])), "params must be an object"),
+        (m.search(json!({"query": "  "})), "query must not be blank"),
+        (m.search(json!({"query": "x", "k": 0})), "k must be between 1 and 50, got 0"),
+        (m.search(json!({"query": "x", "extra": 1})), "unknown params key extra"),
+        (m.recall(json!({"query": "x", "k": 51})), "k must be between 1 and 50"),
+        (m.browse(json!({"since_ms": -1})), "since_ms must be >= 0"),
+        (m.browse(json!({"source_kinds": ["bogus"]})), "unknown kind `bogus`"),
+        (m.top_entities(json!({"kind": "planet"})), "kind must be one of"),
+        (m.read_chunk(json!({})), "missing field `chunk_id`"),
+        (m.list_sources(json!({"user_email_hint": ""})), "user_email_hint must not be blank"),
+        (m.list(json!([1])), "params must be an object"),
     ];
     for (r, want) in cases {
         match r {
@@ -167,7 +167,7 @@ fn fetch_cursor_pages_without_overlap_and_is_bound_to_its_query() {
     let c = r["next_cursor"].as_str().unwrap();
     let err = m.fetch(json!({"query": "other words", "limit": 5, "cursor": c})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(ref s) if s.contains("different query")), "{err:?}");
-    let err = m.items_list(json!({"cursor": c})).unwrap_err();
+    let err = m.list(json!({"cursor": c})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(_)));
 }
 
@@ -194,7 +194,7 @@ fn items_list_is_newest_first_with_keyset_cursor() {
         if let Some(c) = &cursor {
             p["cursor"] = json!(c);
         }
-        let r = m.items_list(p).unwrap();
+        let r = m.list(p).unwrap();
         for it in r["items"].as_array().unwrap() {
             all.push((it["observed_at"].as_str().unwrap().to_string(), it["id"].as_str().unwrap().to_string()));
         }
@@ -205,7 +205,7 @@ fn items_list_is_newest_first_with_keyset_cursor() {
     }
     assert_eq!(all.len(), 7);
     assert!(all.windows(2).all(|w| w[0].0 >= w[1].0), "{all:?}");
-    let item = &m.items_list(json!({"limit": 1})).unwrap()["items"][0];
+    let item = &m.list(json!({"limit": 1})).unwrap()["items"][0];
     for field in ["id", "kind", "source", "content", "score", "metadata", "observed_at"] {
         assert!(item.get(field).is_some(), "item lacks {field}: {item}");
     }
@@ -217,7 +217,7 @@ fn get_chunk_returns_everything_and_not_found_says_where_ids_come_from() {
     let m = open(dir.path());
     put(&m, "p", "People", "Alice Smith emailed bob@example.com about #rust at https://example.com/x", &["t1"]);
     let id = chunk_of(&m, "p");
-    let c = m.tree_get_chunk(json!({"chunk_id": id})).unwrap();
+    let c = m.read_chunk(json!({"chunk_id": id})).unwrap();
     assert_eq!(c["content"], "Alice Smith emailed bob@example.com about #rust at https://example.com/x");
     assert_eq!(c["tags"], json!(["t1"]));
     assert_eq!(c["source"], "mcp:test");
@@ -226,7 +226,7 @@ fn get_chunk_returns_everything_and_not_found_says_where_ids_come_from() {
         c["entity_ids"],
         json!(["email:bob@example.com", "person:alice-smith", "topic:rust", "url:https://example.com/x"])
     );
-    let err = m.tree_get_chunk(json!({"chunk_id": "0123456789abcdef0123456789abcdef"})).unwrap_err();
+    let err = m.read_chunk(json!({"chunk_id": "0123456789abcdef0123456789abcdef"})).unwrap_err();
     match err {
         MemoryError::NotFound(msg) => {
             assert!(
@@ -254,17 +254,17 @@ fn list_chunks_filters_pages_and_counts() {
             },
         );
     }
-    let r = m.tree_list_chunks(json!({"k": 5})).unwrap();
+    let r = m.browse(json!({"k": 5})).unwrap();
     assert_eq!(r["total"], 12);
     assert_eq!(r["chunks"][0]["timestamp_ms"], 11_000);
-    let r = m.tree_list_chunks(json!({"entity_ids": ["handle:@ann"], "k": 50})).unwrap();
+    let r = m.browse(json!({"entity_ids": ["handle:@ann"], "k": 50})).unwrap();
     assert_eq!(r["total"], 6);
-    let r = m.tree_list_chunks(json!({"entity_ids": ["handle:@ann"], "query": "urgent", "k": 1, "offset": 1})).unwrap();
+    let r = m.browse(json!({"entity_ids": ["handle:@ann"], "query": "urgent", "k": 1, "offset": 1})).unwrap();
     assert_eq!((r["total"].as_i64(), r["offset"].as_i64(), r["k"].as_i64()), (Some(2), Some(1), Some(1)));
     assert_eq!(r["chunks"][0]["timestamp_ms"], 0);
-    let r = m.tree_list_chunks(json!({"since_ms": 3000, "until_ms": 5000})).unwrap();
+    let r = m.browse(json!({"since_ms": 3000, "until_ms": 5000})).unwrap();
     assert_eq!(r["total"], 3);
-    let r = m.tree_list_chunks(json!({"source_ids": ["doc:default/k3"], "source_kinds": ["document"]})).unwrap();
+    let r = m.browse(json!({"source_ids": ["doc:default/k3"], "source_kinds": ["document"]})).unwrap();
     assert_eq!(r["total"], 1);
     assert!(r["chunks"][0]["preview"].as_str().unwrap().starts_with("message 3"));
 }
@@ -275,17 +275,17 @@ fn top_entities_counts_mentions_and_chunks() {
     let m = open(dir.path());
     put(&m, "a", "A", "#rust #rust and @ann", &[]);
     put(&m, "b", "B", "#rust with Alice Smith", &[]);
-    let r = m.tree_top_entities(json!({})).unwrap();
+    let r = m.top_entities(json!({})).unwrap();
     assert_eq!(
         r["entities"][0],
         json!({"entity_id": "topic:rust", "kind": "topic", "display_name": "rust", "mention_count": 3, "chunk_count": 2})
     );
-    let r = m.tree_top_entities(json!({"kind": "person"})).unwrap();
+    let r = m.top_entities(json!({"kind": "person"})).unwrap();
     assert_eq!(ids(&r, "entities", "entity_id"), ["person:alice-smith"]);
     // Deleting a chunk takes its mentions away.
     m.forget(&["doc:default/a".to_string()], "mcp:test", super::audit("memory.forget")).unwrap();
-    let r = m.tree_top_entities(json!({"kind": "topic"})).unwrap();
+    let r = m.top_entities(json!({"kind": "topic"})).unwrap();
     assert_eq!(r["entities"][0]["mention_count"], 1);
-    let r = m.tree_top_entities(json!({"kind": "handle"})).unwrap();
+    let r = m.top_entities(json!({"kind": "handle"})).unwrap();
     assert_eq!(r["entities"], json!([]));
 }

@@ -17,16 +17,16 @@ fn put_document_creates_updates_and_detects_unchanged() {
     let first_ids = r["chunk_ids"].clone();
     // Visible at once to every reader.
     assert_eq!(
-        ids(&m.tree_search(json!({"query": "kites"})).unwrap(), "hits", "chunk_id"),
+        ids(&m.search(json!({"query": "kites"})).unwrap(), "hits", "chunk_id"),
         [first_ids[0].as_str().unwrap()]
     );
     assert_eq!(put(&m, "plan", "Plan", "first version about kites", &["a"])["status"], "unchanged");
     let r = put(&m, "plan", "Plan", "second version about balloons", &["a"]);
     assert_eq!(r["status"], "updated");
     assert_ne!(r["chunk_ids"], first_ids);
-    assert_eq!(m.tree_search(json!({"query": "kites"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.search(json!({"query": "kites"})).unwrap()["hits"], json!([]));
     assert_eq!(m.fetch(json!({"query": "kites", "mode": "vector"})).unwrap()["items"], json!([]));
-    assert_eq!(ids(&m.tree_search(json!({"query": "balloons"})).unwrap(), "hits", "chunk_id").len(), 1);
+    assert_eq!(ids(&m.search(json!({"query": "balloons"})).unwrap(), "hits", "chunk_id").len(), 1);
     assert_eq!(m.stats().unwrap()["chunks"], 1);
     // A long document is chunked, each chunk carrying the document's metadata.
     let long = (0..12).map(|i| format!("## Part {i}\n\n{}", "word ".repeat(150))).collect::<Vec<_>>().join("\n\n");
@@ -76,12 +76,12 @@ fn notes_are_searchable_upserted_by_key_and_shown_on_the_chunk() {
     let chunk = chunk_of(&m, "k");
     let n = m.add_note(&chunk, "remember the pastel de nata", "mcp-note-1", "mcp:test", audit("memory.note")).unwrap();
     assert_eq!(n["status"], "created");
-    let hits = m.tree_search(json!({"query": "pastel"})).unwrap();
+    let hits = m.search(json!({"query": "pastel"})).unwrap();
     assert_eq!(hits["hits"][0]["source_kind"], "note");
     let n2 = m.add_note(&chunk, "remember the sardines", "mcp-note-1", "mcp:test", audit("memory.note")).unwrap();
     assert_eq!(n2["status"], "updated");
-    assert_eq!(m.tree_search(json!({"query": "pastel"})).unwrap()["hits"], json!([]));
-    let c = m.tree_get_chunk(json!({"chunk_id": chunk})).unwrap();
+    assert_eq!(m.search(json!({"query": "pastel"})).unwrap()["hits"], json!([]));
+    let c = m.read_chunk(json!({"chunk_id": chunk})).unwrap();
     assert_eq!(c["notes"].as_array().unwrap().len(), 1);
     assert_eq!(c["notes"][0]["text"], "remember the sardines");
     let err = m.add_note("00000000000000000000000000000000", "x", "k", "mcp:test", audit("memory.note")).unwrap_err();
@@ -146,7 +146,7 @@ fn forget_removes_from_database_and_every_index() {
     for mode in ["keyword", "vector", "hybrid"] {
         assert_eq!(m.fetch(json!({"query": "zebra", "mode": mode})).unwrap()["items"], json!([]), "{mode}");
     }
-    assert!(matches!(m.tree_get_chunk(json!({"chunk_id": chunk})), Err(MemoryError::NotFound(_))));
+    assert!(matches!(m.read_chunk(json!({"chunk_id": chunk})), Err(MemoryError::NotFound(_))));
     assert_eq!(m.stats().unwrap()["chunks"], 1);
     // The same holds after reopening (indexes on disk agree).
     drop(m);
@@ -174,7 +174,7 @@ fn concurrent_reads_and_writes_stay_consistent() {
                     let r = put(&m, &key, "Concurrent", &format!("parallel write {t} {i}"), &[]);
                     // Read-your-writes from the same thread, through every reader.
                     let id = r["chunk_ids"][0].as_str().unwrap().to_string();
-                    m.tree_get_chunk(json!({"chunk_id": id})).unwrap();
+                    m.read_chunk(json!({"chunk_id": id})).unwrap();
                     let hits = m
                         .fetch(json!({"query": format!("parallel {t} {i}"), "mode": "keyword", "limit": 100}))
                         .unwrap();
@@ -185,8 +185,8 @@ fn concurrent_reads_and_writes_stay_consistent() {
         let reader = m.clone();
         s.spawn(move || {
             for _ in 0..30 {
-                reader.tree_recall(json!({"query": "parallel write"})).unwrap();
-                reader.items_list(json!({"limit": 5})).unwrap();
+                reader.recall(json!({"query": "parallel write"})).unwrap();
+                reader.list(json!({"limit": 5})).unwrap();
             }
         });
     });
