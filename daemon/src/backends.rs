@@ -1,6 +1,7 @@
 //! Opening the back-ends a config asks for: the memory engine with its embedder (the built-in
 //! one, or an HTTP provider from `[memory.embeddings]`).
 
+use std::path::Path;
 use std::sync::Arc;
 
 use openhuman_common::Paths;
@@ -26,20 +27,24 @@ impl Embedder for Builtin {
     }
 }
 
+/// The embedder `[memory.embeddings]` asks for (the built-in one by default). An HTTP embedder
+/// remembers its probed vector size in `data_dir`.
+pub fn embedder(config: &Config, data_dir: &Path) -> Result<Arc<dyn Embedder>, String> {
+    Ok(match config.memory.embeddings.provider {
+        EmbeddingProvider::Builtin => Arc::new(Builtin(StaticModel::builtin().map_err(|e| format!("{e:#}"))?)),
+        EmbeddingProvider::Ollama | EmbeddingProvider::Openai => {
+            Arc::new(HttpEmbedder::open(&config.memory.embeddings, data_dir).map_err(|e| e.to_string())?)
+        }
+    })
+}
+
 /// Opens the memory engine, or returns the message memory tools should answer with.
 pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, String> {
     if config.memory.engine == MemoryEngineKind::Off {
         return Err(MEMORY_OFF.to_string());
     }
-    let embedder: Arc<dyn Embedder> = match config.memory.embeddings.provider {
-        EmbeddingProvider::Builtin => Arc::new(Builtin(StaticModel::builtin().map_err(|e| format!("{e:#}"))?)),
-        EmbeddingProvider::Ollama | EmbeddingProvider::Openai => {
-            let e = HttpEmbedder::open(&config.memory.embeddings, &paths.data_dir);
-            Arc::new(
-                e.map_err(|e| e.to_string()).inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?,
-            )
-        }
-    };
+    let embedder =
+        embedder(config, &paths.data_dir).inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?;
     let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder });
     opened.map_err(|e| {
         let msg = format!(
