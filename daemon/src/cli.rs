@@ -44,6 +44,10 @@ pub enum Command {
     Audit(AuditArgs),
     /// Rebuild the full-text and vector indexes from the database.
     Reindex(SocketArg),
+    /// Measure retrieval quality on labelled data: a BEIR-layout folder (corpus.jsonl,
+    /// queries.jsonl, qrels.tsv) is loaded into a throwaway store and every query is run through
+    /// the memory tools' methods. Prints nDCG@10, Recall@10, Recall@100 and latency per method.
+    Eval(EvalArgs),
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -105,6 +109,38 @@ pub struct AuditArgs {
     pub json: bool,
     #[command(flatten)]
     pub socket: SocketArg,
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Folder holding corpus.jsonl ({"_id", "title", "text"} per line), queries.jsonl
+    /// ({"_id", "text"}) and qrels.tsv (query-id, corpus-id, score; score > 0 is relevant).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Methods to measure, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "search,recall,keyword,vector,hybrid")]
+    pub methods: Vec<EvalMethod>,
+    /// Evaluate only the first N queries (in file order) that have relevant documents.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_queries: Option<u32>,
+    /// Print one JSON object with every figure instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A retrieval method `eval` measures: the engine entry point an MCP tool calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalMethod {
+    /// `memory.search` (BM25).
+    Search,
+    /// `memory.recall` (hybrid).
+    Recall,
+    /// `memory.fetch` with mode keyword.
+    Keyword,
+    /// `memory.fetch` with mode vector.
+    Vector,
+    /// `memory.fetch` with mode hybrid.
+    Hybrid,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -14,6 +14,8 @@
 //!   tool registry and diagnostics
 //! - `agents/`    the subagent registry (built-in + user agents)
 //! - `resources`  the compiled-in prompt catalog
+//! - `eval`       `eval`: retrieval quality (nDCG@10, Recall@10/100, latency) on a labelled BEIR
+//!   folder, in a throwaway store
 //! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
 //! - `register`   adds the shim to MCP clients' configs
 //! - `service`    systemd/launchd install
@@ -25,6 +27,7 @@ pub mod audit_writer;
 pub mod backends;
 pub mod cli;
 pub mod client;
+pub mod eval;
 pub mod logging;
 pub mod policy;
 pub mod register;
@@ -382,6 +385,13 @@ fn run_command(cli: &Cli) -> Result<i32> {
                 "reindexed {} chunks ({} full-text documents, {} vectors) in {} ms",
                 summary["chunks"], summary["fts_docs"], summary["vectors"], summary["duration_ms"]
             ));
+            Ok(EXIT_OK)
+        }
+        Command::Eval(args) => {
+            let paths = resolve_paths(cli, None)?;
+            let loaded = config::load(&paths.config_file)?;
+            let report = eval::run(&loaded.config, args)?;
+            out(&if args.json { report.to_string() } else { eval::table(&report) });
             Ok(EXIT_OK)
         }
         Command::Config { action } => {
