@@ -4,6 +4,7 @@
 
 mod agents;
 mod cli;
+mod eval;
 mod http;
 mod memory;
 mod memory_crash;
