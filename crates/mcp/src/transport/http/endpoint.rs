@@ -63,7 +63,7 @@ async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
     // The request's own session: nothing outlives it, so nothing can leak between requests.
     let session = Arc::new(s.dispatcher.new_session(Transport::Http, closed_sink()));
     let stream = accepts_sse(headers) && message::may_notify(&msg, false);
-    respond(s, session, msg, stream, Era::Stateless).await
+    respond(s, session, msg, stream, Exchange::Stateless).await
 }
 
 /// Handshake era: `initialize` mints a session; everything else names one.
@@ -71,7 +71,7 @@ async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
     if message::has_initialize(&msg) {
         // A client that initialises again gets a new session, whatever id it still sends.
         let hs = s.sessions.create(s.dispatcher.as_ref());
-        let mut resp = respond(s, hs.session.clone(), msg, false, Era::Session).await;
+        let mut resp = respond(s, hs.session.clone(), msg, false, Exchange::Session).await;
         if hs.session.negotiated().is_none() {
             // `initialize` failed (bad params): no session came of it.
             s.sessions.remove(hs.id());
@@ -95,7 +95,7 @@ async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
         Err(refusal) => return refusal.into_response(),
     };
     let stream = accepts_sse(headers) && message::may_notify(&msg, hs.session.log_level().is_some());
-    let resp = respond(s, hs.session.clone(), msg, stream, Era::Session).await;
+    let resp = respond(s, hs.session.clone(), msg, stream, Exchange::Session).await;
     hs.touch();
     resp
 }
@@ -133,14 +133,16 @@ fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal>
     Ok(hs)
 }
 
+/// How a POST is served: inside a handshake-era session, or stateless (2026-07-28). Not the
+/// protocol `Era`, which the dispatcher works out per request.
 #[derive(Clone, Copy, PartialEq)]
-enum Era {
+enum Exchange {
     Session,
     Stateless,
 }
 
 /// Runs the message through the dispatcher and shapes the answer.
-async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: Era) -> Response {
+async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, exchange: Exchange) -> Response {
     if !message::has_requests(&msg) {
         return match s.dispatcher.handle_owned(session.clone(), msg, closed_sink()).await {
             None => StatusCode::ACCEPTED.into_response(),
@@ -153,7 +155,7 @@ async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: 
     }
     // Nobody reads notifications of a JSON answer; a closed sink drops them without waiting.
     match s.dispatcher.handle_owned(session.clone(), msg, closed_sink()).await {
-        Some(reply) => reply_response(status_of(&reply, era), &reply),
+        Some(reply) => reply_response(status_of(&reply, exchange), &reply),
         // The request was cancelled (`notifications/cancelled`, session ended, shutdown).
         None => StatusCode::ACCEPTED.into_response(),
     }
@@ -161,14 +163,14 @@ async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, era: 
 
 /// HTTP status of a JSON answer. Errors that the transport specs give a status of their own get
 /// it; other JSON-RPC errors travel in a 200.
-fn status_of(reply: &Reply, era: Era) -> StatusCode {
+fn status_of(reply: &Reply, exchange: Exchange) -> StatusCode {
     // A batch's answers each carry their own outcome.
     let Reply::Error { id, error } = reply else {
         return StatusCode::OK;
     };
-    match (era, error.code) {
-        (Era::Stateless, codes::UNSUPPORTED_PROTOCOL_VERSION | codes::HEADER_MISMATCH) => StatusCode::BAD_REQUEST,
-        (Era::Stateless, codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+    match (exchange, error.code) {
+        (Exchange::Stateless, codes::UNSUPPORTED_PROTOCOL_VERSION | codes::HEADER_MISMATCH) => StatusCode::BAD_REQUEST,
+        (Exchange::Stateless, codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         // Not a readable request at all (no usable id).
         _ if id.is_null() => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
@@ -312,14 +314,14 @@ mod tests {
     #[test]
     fn statuses() {
         let ok = Reply::Result { id: 1.into(), result: serde_json::json!({}).into() };
-        assert_eq!(status_of(&ok, Era::Stateless), StatusCode::OK);
+        assert_eq!(status_of(&ok, Exchange::Stateless), StatusCode::OK);
         let err = |code: i64, id: Value| Reply::error(&id, RpcError::new(code, "m"));
-        assert_eq!(status_of(&err(-32022, 1.into()), Era::Stateless), StatusCode::BAD_REQUEST);
-        assert_eq!(status_of(&err(-32601, 1.into()), Era::Stateless), StatusCode::NOT_FOUND);
-        assert_eq!(status_of(&err(-32601, 1.into()), Era::Session), StatusCode::OK);
-        assert_eq!(status_of(&err(-32602, 1.into()), Era::Stateless), StatusCode::OK);
-        assert_eq!(status_of(&err(-32600, Value::Null), Era::Session), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(&err(-32022, 1.into()), Exchange::Stateless), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(&err(-32601, 1.into()), Exchange::Stateless), StatusCode::NOT_FOUND);
+        assert_eq!(status_of(&err(-32601, 1.into()), Exchange::Session), StatusCode::OK);
+        assert_eq!(status_of(&err(-32602, 1.into()), Exchange::Stateless), StatusCode::OK);
+        assert_eq!(status_of(&err(-32600, Value::Null), Exchange::Session), StatusCode::BAD_REQUEST);
         let batch = Reply::Batch(vec![err(-32600, Value::Null)]);
-        assert_eq!(status_of(&batch, Era::Session), StatusCode::OK);
+        assert_eq!(status_of(&batch, Exchange::Session), StatusCode::OK);
     }
 }
