@@ -21,9 +21,12 @@
 //! ordinary words. `CamelCase` is one word.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use frostem::{Algorithm, Stemmer};
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+use crate::util::FxBuild;
 
 /// Longer words (encoded blobs, hashes) are not indexed by the word analyzer.
 pub(crate) const MAX_WORD: usize = 40;
@@ -40,57 +43,9 @@ pub(crate) fn is_stop_word(lower: &str) -> bool {
     STOP_WORDS.contains(&lower)
 }
 
-fn stemmer() -> Stemmer {
-    Stemmer::new(Algorithm::English)
-}
-
 /// The index form of one lowercased word.
 pub(crate) fn stem(lower: &str) -> Cow<'_, str> {
-    stemmer().stem(lower)
-}
-
-fn is_apostrophe(c: char) -> bool {
-    c == '\'' || c == '\u{2019}'
-}
-
-/// Calls `emit(start, end, lowercased)` for every word of `text` (byte offsets), skipping
-/// possessive `s` / contracted `t` and words longer than [`MAX_WORD`].
-pub(crate) fn for_each_word(text: &str, mut emit: impl FnMut(usize, usize, &str)) {
-    let mut lower = String::new();
-    let mut start: Option<usize> = None;
-    let mut prev: Option<char> = None;
-    let mut before_word: Option<char> = None;
-    let mut flush = |s: usize, e: usize, before: Option<char>, lower: &mut String| {
-        let word = &text[s..e];
-        if word.len() > MAX_WORD {
-            return;
-        }
-        if before.is_some_and(is_apostrophe) && (word == "s" || word == "t" || word == "S" || word == "T") {
-            return;
-        }
-        lower.clear();
-        if word.is_ascii() {
-            lower.push_str(word);
-            lower.make_ascii_lowercase();
-        } else {
-            lower.extend(word.chars().flat_map(char::to_lowercase));
-        }
-        emit(s, e, lower);
-    };
-    for (i, c) in text.char_indices() {
-        if c.is_alphanumeric() {
-            if start.is_none() {
-                start = Some(i);
-                before_word = prev;
-            }
-        } else if let Some(s) = start.take() {
-            flush(s, i, before_word, &mut lower);
-        }
-        prev = Some(c);
-    }
-    if let Some(s) = start {
-        flush(s, text.len(), before_word, &mut lower);
-    }
+    Stemmer::new(Algorithm::English).stem(lower)
 }
 
 /// Characters that end a compound as whitespace does: brackets, quotes and list punctuation
@@ -108,42 +63,159 @@ fn is_joiner(c: char) -> bool {
     !c.is_alphanumeric() && !matches!(c, '-' | '\u{2010}' | '\u{2011}' | '\u{2013}' | '\u{2014}')
 }
 
-/// Calls `emit(start, end, lowercased)` for every compound of `text`: a token between
-/// breaks, trimmed of leading and trailing non-alphanumerics, that still has a joiner
-/// inside.
-pub(crate) fn for_each_compound(text: &str, mut emit: impl FnMut(usize, usize, &str)) {
-    let mut lower = String::new();
-    for (s, e) in split_spans(text, is_compound_break) {
-        let piece = &text[s..e];
-        let Some(first) = piece.find(char::is_alphanumeric) else { continue };
-        let last = piece.rfind(char::is_alphanumeric).expect("has an alphanumeric");
-        let last_end = last + piece[last..].chars().next().map_or(1, char::len_utf8);
-        let core = &piece[first..last_end];
-        if core.len() > MAX_COMPOUND || !core.chars().any(is_joiner) {
-            continue;
-        }
-        lower.clear();
-        lower.extend(core.chars().flat_map(char::to_lowercase));
-        emit(s + first, s + last_end, &lower);
+/// Lowercases `text` into `out`.
+fn lowercase_into(text: &str, ascii: bool, out: &mut String) {
+    out.clear();
+    if ascii {
+        out.push_str(text);
+        out.make_ascii_lowercase();
+    } else {
+        out.extend(text.chars().flat_map(char::to_lowercase));
     }
 }
 
-/// Byte spans of the non-empty pieces of `text` between characters matching `is_break`.
-fn split_spans(text: &str, is_break: fn(char) -> bool) -> impl Iterator<Item = (usize, usize)> + '_ {
-    let mut start: Option<usize> = None;
-    let mut chars = text.char_indices().chain(std::iter::once((text.len(), ' ')));
-    std::iter::from_fn(move || {
-        for (i, c) in chars.by_ref() {
-            if is_break(c) {
-                if let Some(s) = start.take() {
-                    return Some((s, i));
-                }
-            } else if start.is_none() {
-                start = Some(i);
-            }
+/// What a character is to [`scan`].
+#[derive(Clone, Copy, PartialEq)]
+enum Class {
+    /// Part of a word.
+    Alnum,
+    /// Ends words and compounds.
+    Break,
+    /// Ends words; joins the parts of a compound.
+    Joiner,
+    /// Ends words; neither joins nor breaks a compound (hyphens, dashes).
+    Other,
+}
+
+fn class_of(c: char) -> Class {
+    if c.is_alphanumeric() {
+        Class::Alnum
+    } else if is_compound_break(c) {
+        Class::Break
+    } else if is_joiner(c) {
+        Class::Joiner
+    } else {
+        Class::Other
+    }
+}
+
+/// [`class_of`] for every ASCII character, looked up instead of computed on the hot path.
+const ASCII_CLASS: [Class; 128] = {
+    let mut t = [Class::Joiner; 128];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8 as char;
+        t[i] = if c.is_ascii_alphanumeric() {
+            Class::Alnum
+        } else if c.is_ascii_whitespace()
+            || c == '\x0b'
+            || matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | '"' | '\'' | '`' | ',' | ';' | '|' | '*')
+        {
+            Class::Break
+        } else if c == '-' {
+            Class::Other
+        } else {
+            Class::Joiner
+        };
+        i += 1;
+    }
+    t
+};
+
+/// One pass over `text` that calls `word(start, end, lowercased)` for every word (byte
+/// offsets) and `compound(start, end, lowercased)` for every compound.
+///
+/// A word is a run of alphanumerics; the possessive `s` and contracted `t` after an
+/// apostrophe and words longer than [`MAX_WORD`] are skipped. A compound is a piece between
+/// breaks (whitespace, brackets, quotes, list punctuation), trimmed of the non-alphanumerics
+/// around it, that has a joiner between two of its alphanumerics, at most
+/// [`MAX_COMPOUND`] bytes long.
+fn scan(text: &str, mut word: impl FnMut(usize, usize, &str), mut compound: impl FnMut(usize, usize, &str)) {
+    let bytes = text.as_bytes();
+    let is_ascii_alnum = |i: usize| bytes[i] < 0x80 && ASCII_CLASS[bytes[i] as usize] == Class::Alnum;
+    let char_at = |i: usize| text[i..].chars().next().expect("a char starts here");
+    let mut lower = String::new();
+    let mut prev_apostrophe = false;
+    // The current piece: its first alphanumeric, the end of its last one, whether it is
+    // ASCII, whether a joiner came after an alphanumeric, and whether one sits between two.
+    let mut first: Option<usize> = None;
+    let mut last_end = 0;
+    let mut piece_ascii = true;
+    let mut pending = false;
+    let mut joined = false;
+    let mut flush_piece = |first: Option<usize>, last_end: usize, ascii: bool, joined: bool, lower: &mut String| {
+        if let Some(s) = first
+            && joined
+            && last_end - s <= MAX_COMPOUND
+        {
+            lowercase_into(&text[s..last_end], ascii, lower);
+            compound(s, last_end, lower);
         }
-        None
-    })
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_word = is_ascii_alnum(i) || bytes[i] >= 0x80 && char_at(i).is_alphanumeric();
+        if starts_word {
+            // A word: ASCII alphanumerics in a tight loop, others decoded.
+            let start = i;
+            let mut ascii = true;
+            loop {
+                while i < bytes.len() && is_ascii_alnum(i) {
+                    i += 1;
+                }
+                if i < bytes.len() && bytes[i] >= 0x80 {
+                    let c = char_at(i);
+                    if c.is_alphanumeric() {
+                        ascii = false;
+                        i += c.len_utf8();
+                        continue;
+                    }
+                }
+                break;
+            }
+            let w = &text[start..i];
+            if w.len() <= MAX_WORD && !(prev_apostrophe && matches!(w.as_bytes(), b"s" | b"t" | b"S" | b"T")) {
+                lowercase_into(w, ascii, &mut lower);
+                word(start, i, &lower);
+            }
+            if first.is_none() {
+                first = Some(start);
+                piece_ascii = true;
+            }
+            piece_ascii &= ascii;
+            joined |= pending;
+            pending = false;
+            last_end = i;
+            prev_apostrophe = false;
+            continue;
+        }
+        let (class, len, apostrophe) = if bytes[i] < 0x80 {
+            (ASCII_CLASS[bytes[i] as usize], 1, bytes[i] == b'\'')
+        } else {
+            let c = char_at(i);
+            (class_of(c), c.len_utf8(), c == '\u{2019}')
+        };
+        if class == Class::Break {
+            flush_piece(first.take(), last_end, piece_ascii, joined, &mut lower);
+            (pending, joined) = (false, false);
+        } else if first.is_some() {
+            piece_ascii &= len == 1;
+            pending |= class == Class::Joiner;
+        }
+        prev_apostrophe = apostrophe;
+        i += len;
+    }
+    flush_piece(first, last_end, piece_ascii, joined, &mut lower);
+}
+
+/// Calls `emit(start, end, lowercased)` for every word of `text` (see [`scan`]).
+pub(crate) fn for_each_word(text: &str, emit: impl FnMut(usize, usize, &str)) {
+    scan(text, emit, |_, _, _| {});
+}
+
+/// Calls `emit(start, end, lowercased)` for every compound of `text` (see [`scan`]).
+pub(crate) fn for_each_compound(text: &str, emit: impl FnMut(usize, usize, &str)) {
+    scan(text, |_, _, _| {}, emit);
 }
 
 /// The terms of a query: word stems (without stop words, unless there is nothing else) and
@@ -230,10 +302,40 @@ impl Buffer {
     }
 }
 
-/// The English word analyzer as a tantivy tokenizer (name [`EnglishTokenizer::NAME`]).
+/// Stems of the words seen so far. Words repeat (a few thousand distinct ones make up most
+/// of any text), and a lookup costs a fraction of running the stemmer, which allocates.
+#[derive(Clone, Default)]
+struct StemCache {
+    stems: HashMap<Box<str>, Box<str>, FxBuild>,
+}
+
+/// Entries kept before the cache starts over (a few megabytes at most).
+const STEM_CACHE_MAX: usize = 50_000;
+
+impl StemCache {
+    fn with_stem(&mut self, lower: &str, f: impl FnOnce(&str)) {
+        // Snowball English leaves words of one or two letters as they are.
+        if lower.len() <= 2 {
+            return f(lower);
+        }
+        if let Some(s) = self.stems.get(lower) {
+            return f(s);
+        }
+        if self.stems.len() >= STEM_CACHE_MAX {
+            self.stems.clear();
+        }
+        let s: Box<str> = stem(lower).into();
+        f(&s);
+        self.stems.insert(lower.into(), s);
+    }
+}
+
+/// The English analyzer as a tantivy tokenizer (name [`EnglishTokenizer::NAME`]): word
+/// stems, then compounds.
 #[derive(Clone, Default)]
 pub(crate) struct EnglishTokenizer {
     buf: Buffer,
+    cache: StemCache,
 }
 
 impl EnglishTokenizer {
@@ -244,12 +346,14 @@ impl Tokenizer for EnglishTokenizer {
     type TokenStream<'a> = BufferStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> BufferStream<'a> {
-        let stemmer = stemmer();
-        let buf = &mut self.buf;
-        buf.len = 0;
-        for_each_word(text, |s, e, lower| buf.push(s, e, &stemmer.stem(lower)));
-        for_each_compound(text, |s, e, c| buf.push(s, e, c));
-        buf.stream()
+        let (cache, buf) = (&mut self.cache, std::cell::RefCell::new(&mut self.buf));
+        buf.borrow_mut().len = 0;
+        scan(
+            text,
+            |s, e, lower| cache.with_stem(lower, |stem| buf.borrow_mut().push(s, e, stem)),
+            |s, e, compound| buf.borrow_mut().push(s, e, compound),
+        );
+        buf.into_inner().stream()
     }
 }
 
@@ -280,10 +384,10 @@ mod tests {
         assert_eq!(tokens("Alice's notes don't CamelCase"), ["alic", "note", "don", "camelcas"]);
         assert_eq!(tokens(&format!("ok {} ok", "x".repeat(41))), ["ok", "ok"]);
         assert_eq!(tokens("Über straße"), ["über", "straße"]);
-        // Compounds come whole after the words, which hold their parts.
+        // Compounds come whole as well as by their parts.
         assert_eq!(
             tokens("snake_case_name v1.2.3"),
-            ["snake", "case", "name", "v1", "2", "3", "snake_case_name", "v1.2.3"]
+            ["snake", "case", "name", "snake_case_name", "v1", "2", "3", "v1.2.3"]
         );
     }
 
@@ -296,6 +400,24 @@ mod tests {
             ["foo.bar", "snake_case_name", "alice.smith@example.com", "v1.2.3", "https://example.com/a?b=1"]
         );
         assert!(compounds("--release \"quoted\" #channel @alice IL-6 don't").is_empty());
+    }
+
+    #[test]
+    fn the_ascii_table_agrees_with_the_character_classes() {
+        for b in 0u8..128 {
+            assert!(ASCII_CLASS[b as usize] == class_of(b as char), "byte {b}");
+        }
+        assert_eq!(tokens("Bob\u{2019}s caf\u{e9}\u{2019}s na\u{ef}ve"), ["bob", "caf\u{e9}", "na\u{ef}v"]);
+    }
+
+    #[test]
+    fn the_stem_cache_answers_as_the_stemmer_does() {
+        let mut cache = StemCache::default();
+        for w in ["is", "us", "a", "12", "ok", "developing", "developing", "skies", "1990s", "ökonomie"] {
+            let mut got = String::new();
+            cache.with_stem(w, |s| got = s.to_string());
+            assert_eq!(got, stem(w), "{w}");
+        }
     }
 
     #[test]
