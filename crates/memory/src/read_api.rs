@@ -85,7 +85,7 @@ impl MemoryEngine {
         let inner = &self.inner;
         let conn = inner.read_conn()?;
         let hits = search::rank(inner, &conn, query, Mode::Keyword, &Filter::default(), k, k)?;
-        let terms = inner.fts.query_terms(query);
+        let terms = inner.fts.query_terms(query).words;
         let out: Vec<Value> = search::load_hits(&conn, hits)?
             .iter()
             .map(|(c, h)| {
@@ -107,7 +107,7 @@ impl MemoryEngine {
         let inner = &self.inner;
         let conn = inner.read_conn()?;
         let hits = search::rank(inner, &conn, query, Mode::Hybrid, &filter, k, (k * 4).max(100))?;
-        let terms = inner.fts.query_terms(query);
+        let terms = inner.fts.query_terms(query).words;
         let mut chunks = Vec::new();
         let mut citations = Vec::new();
         for (c, h) in search::load_hits(&conn, hits)? {
@@ -182,8 +182,9 @@ impl MemoryEngine {
         let inner = &self.inner;
         let mut terms = Vec::new();
         if let Some(q) = optional("query", &p.query)? {
-            terms = inner.fts.query_terms(q);
-            filter.rowids = Some(inner.fts.matching_rowids(&terms)?);
+            let q = inner.fts.query_terms(q);
+            filter.rowids = Some(inner.fts.matching_rowids(&q)?);
+            terms = q.words;
         }
         let conn = inner.read_conn()?;
         let (pred, mut args) = filter.sql();

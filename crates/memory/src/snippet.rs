@@ -1,32 +1,27 @@
 //! Snippets: the ~200-character window of a chunk with the most query-term matches,
 //! matched words wrapped in `**…**` (Markdown bold, readable by people and models, no
-//! HTML escaping). Words are compared the way the full-text index tokenizes them:
-//! alphanumeric runs, lowercased.
+//! HTML escaping). Words are compared the way the full-text index analyzes them:
+//! alphanumeric runs, lowercased and stemmed, so `develop` highlights `developing`.
+
+use super::fts::{for_each_word, stem};
 
 pub(crate) const SNIPPET_CHARS: usize = 200;
 
-/// Byte ranges of the words of `text` that equal one of `terms`.
+/// Byte ranges of the words of `text` whose index form (stem) is one of `terms`, with
+/// the index of the term.
 fn matches(text: &str, terms: &[String]) -> Vec<(usize, usize, usize)> {
     let mut out = Vec::new();
-    let mut start = None;
-    let mut lower = String::new();
-    let mut check = |s: usize, e: usize, out: &mut Vec<(usize, usize, usize)>| {
-        lower.clear();
-        lower.extend(text[s..e].chars().flat_map(char::to_lowercase));
-        if let Some(t) = terms.iter().position(|t| *t == lower) {
+    for_each_word(text, |s, e, lower| {
+        // A stem keeps its word's first letter: only words that could match are stemmed.
+        let first = lower.as_bytes()[0];
+        if !terms.iter().any(|t| t.as_bytes().first() == Some(&first)) {
+            return;
+        }
+        let stemmed = stem(lower);
+        if let Some(t) = terms.iter().position(|t| *t == stemmed) {
             out.push((s, e, t));
         }
-    };
-    for (i, c) in text.char_indices() {
-        if c.is_alphanumeric() {
-            start.get_or_insert(i);
-        } else if let Some(s) = start.take() {
-            check(s, i, &mut out);
-        }
-    }
-    if let Some(s) = start {
-        check(s, text.len(), &mut out);
-    }
+    });
     out
 }
 
@@ -105,11 +100,11 @@ mod tests {
 
     #[test]
     fn highlights_best_window() {
-        let terms = vec!["tantivy".to_string(), "bm25".to_string()];
+        let terms = vec!["tantivi".to_string(), "bm25".to_string(), "rank".to_string()];
         let text =
             format!("{} Tantivy ranks with BM25. {}", "filler words here. ".repeat(30), "more filler. ".repeat(30));
         let s = snippet(&text, &terms);
-        assert!(s.contains("**Tantivy** ranks with **BM25**"), "{s}");
+        assert!(s.contains("**Tantivy** **ranks** with **BM25**"), "{s}");
         assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
         assert!(s.chars().count() <= SNIPPET_CHARS + 60, "{}", s.len());
     }

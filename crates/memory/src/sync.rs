@@ -188,11 +188,7 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Resu
             if change_seq <= dedupe_until {
                 inner.fts.delete(&ws.fts_writer, rowid);
             }
-            let title = match (title, heading) {
-                (Some(t), Some(h)) => Some(format!("{t}\n{h}")),
-                (t, h) => t.or(h),
-            };
-            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), &content)?;
+            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), heading.as_deref(), &content)?;
         }
         ws.fts_applied = target;
     }

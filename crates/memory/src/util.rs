@@ -1,9 +1,57 @@
-//! Small helpers shared by the memory engine: chunk ids, hashing, token estimates, time
-//! conversions and byte-bounded truncation.
+//! Small helpers shared by the memory engine: chunk ids, hashing (sha256, and FxHash for
+//! in-memory tables), token estimates, time conversions and byte-bounded truncation.
+
+use std::hash::{BuildHasherDefault, Hasher};
 
 use sha2::{Digest, Sha256};
 
 use super::types::SourceKind;
+
+/// FxHash (the rustc hasher): much faster than SipHash for short keys. Not keyed, so only
+/// for tables whose keys are fixed (the embedder's vocabulary) or bounded (the analyzer's
+/// stem cache, cleared when full).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher {
+    hash: u64,
+}
+
+pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
+
+const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
+    }
+}
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, mut bytes: &[u8]) {
+        while let Some((chunk, rest)) = bytes.split_first_chunk::<8>() {
+            self.add(u64::from_le_bytes(*chunk));
+            bytes = rest;
+        }
+        if let Some((chunk, rest)) = bytes.split_first_chunk::<4>() {
+            self.add(u64::from(u32::from_le_bytes(*chunk)));
+            bytes = rest;
+        }
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
 
 /// Chunk id: the first 32 hex digits of sha256 over kind, source (id and ref), sequence
 /// and content. Fields are separated by a unit separator so that no two field tuples

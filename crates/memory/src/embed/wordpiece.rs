@@ -8,10 +8,10 @@
 //! the special tokens: the static embedder pools word pieces only.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use super::unicode_tables::{CONTROL, NONSPACING_MARK, PUNCTUATION, STRIP_ACCENTS};
 use crate::MemoryError;
+use crate::util::FxBuild;
 
 /// Words longer than this many characters become `[UNK]`, as in BERT.
 const MAX_WORD_CHARS: usize = 100;
@@ -256,51 +256,6 @@ fn in_ranges(table: &[(u32, u32)], c: char) -> bool {
             }
         })
         .is_ok()
-}
-
-/// FxHash (the rustc hasher): much faster than SipHash for short keys, and
-/// the vocabulary is fixed, so there is no DoS concern.
-#[derive(Default, Clone, Copy)]
-struct FxHasher {
-    hash: u64,
-}
-
-type FxBuild = BuildHasherDefault<FxHasher>;
-
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    #[inline]
-    fn write(&mut self, mut bytes: &[u8]) {
-        while let Some((chunk, rest)) = bytes.split_first_chunk::<8>() {
-            self.add(u64::from_le_bytes(*chunk));
-            bytes = rest;
-        }
-        if let Some((chunk, rest)) = bytes.split_first_chunk::<4>() {
-            self.add(u64::from(u32::from_le_bytes(*chunk)));
-            bytes = rest;
-        }
-        for &b in bytes {
-            self.add(u64::from(b));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.hash
-    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Derived indexes: rebuild equals original, repair of an index that is behind or gone,
-//! a torn vector log, and re-embedding after a change of embedder.
+//! the rebuild of a full-text index built by an older version, a torn vector log, and
+//! re-embedding after a change of embedder.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -146,4 +147,87 @@ fn vectors_of_deleted_chunks_are_dropped_on_open() {
     assert_eq!(m.stats().unwrap()["vectors"]["count"], 4);
     let r = m.fetch(json!({"query": "sourdough bread", "mode": "vector", "limit": 10})).unwrap();
     assert!(r["items"].as_array().unwrap().iter().all(|i| i["title"] != "Sourdough bread"));
+}
+
+/// Replaces the full-text index with one as an older version built it, holding every chunk
+/// and claiming in its commit payload (layout 1) to be up to date with the database. With
+/// `same_schema`, the fields are today's but the analyzer is the old one (tantivy's default
+/// tokenizer, no stemming), so only the layout number tells them apart; otherwise the
+/// fields are layout 1's own: `title` and `body`.
+fn write_layout_1_index(dir: &std::path::Path, same_schema: bool) {
+    use tantivy::schema::{IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
+    use tantivy::tokenizer::{LowerCaser, SimpleTokenizer, TextAnalyzer};
+    let conn = rusqlite::Connection::open(dir.join("memory.db")).unwrap();
+    let seq: i64 = conn.query_row("SELECT value FROM meta WHERE name = 'db_seq'", [], |r| r.get(0)).unwrap();
+    let mut stmt = conn.prepare("SELECT rowid, title, content FROM chunks").unwrap();
+    let rows: Vec<(i64, Option<String>, String)> =
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect();
+    let fts = dir.join("fts");
+    std::fs::remove_dir_all(&fts).unwrap();
+    std::fs::create_dir_all(&fts).unwrap();
+    let (schema, rowid, title, body) = if same_schema {
+        let (schema, [rowid, text]) = crate::fts::schema();
+        (schema, rowid, text, text)
+    } else {
+        let mut b = Schema::builder();
+        let rowid = b.add_u64_field("rowid", NumericOptions::default().set_indexed().set_fast());
+        let text = TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default().set_tokenizer("default").set_index_option(IndexRecordOption::WithFreqs),
+        );
+        let title = b.add_text_field("title", text.clone());
+        let body = b.add_text_field("body", text);
+        (b.build(), rowid, title, body)
+    };
+    let index = tantivy::Index::create_in_dir(&fts, schema).unwrap();
+    let old_analyzer = TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).build();
+    index.tokenizers().register("oh_english", old_analyzer);
+    let mut w: tantivy::IndexWriter = index.writer_with_num_threads(1, 15_000_000).unwrap();
+    for (r, t, c) in &rows {
+        let mut doc = tantivy::TantivyDocument::default();
+        doc.add_u64(rowid, *r as u64);
+        if let Some(t) = t {
+            doc.add_text(title, t);
+        }
+        doc.add_text(body, c);
+        w.add_document(doc).unwrap();
+    }
+    let mut commit = w.prepare_commit().unwrap();
+    commit.set_payload(&json!({"layout": 1, "seq": seq}).to_string());
+    commit.commit().unwrap();
+}
+
+fn fts_payload(dir: &std::path::Path) -> Value {
+    let index = tantivy::Index::open_in_dir(dir.join("fts")).unwrap();
+    serde_json::from_str(&index.load_metas().unwrap().payload.unwrap()).unwrap()
+}
+
+#[test]
+fn a_full_text_index_of_an_older_layout_is_rebuilt_on_open() {
+    for same_schema in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let m = open(dir.path());
+        corpus(&m);
+        put(&m, "dev", "Roadmap", "The team is developing a parser.", &[]);
+        let chunks = m.stats().unwrap()["chunks"].clone();
+        drop(m);
+        write_layout_1_index(dir.path(), same_schema);
+        let old = fts_payload(dir.path());
+        assert_eq!(old["layout"], 1);
+
+        let m = open(dir.path());
+        let s = m.stats().unwrap();
+        assert_eq!((&s["chunks"], &s["fts"]["docs"], &s["fts"]["seq"]), (&chunks, &chunks, &s["db_seq"]), "{s}");
+        assert_eq!(m.check().unwrap()["ok"], true);
+        // Only the new analyzer stems: `develop` finds `developing`.
+        let r = m.search(json!({"query": "develop"})).unwrap();
+        assert_eq!(r["hits"][0]["title"], "Roadmap", "same schema: {same_schema}: {r}");
+        assert_eq!(m.search(json!({"query": "sourdough"})).unwrap()["hits"][0]["title"], "Sourdough bread");
+        drop(m);
+        let new = fts_payload(dir.path());
+        assert_eq!((new["layout"].as_u64(), &new["seq"]), (Some(u64::from(crate::fts::LAYOUT)), &old["seq"]));
+        // Once rebuilt, it is kept.
+        let m = open(dir.path());
+        assert_eq!(m.stats().unwrap()["fts"]["docs"], chunks);
+        assert_eq!(m.search(json!({"query": "developers"})).unwrap()["hits"][0]["title"], "Roadmap");
+    }
 }

@@ -4,6 +4,7 @@
 
 mod index;
 mod ingest;
+mod keyword;
 mod read;
 mod write;
 

@@ -1,0 +1,433 @@
+//! How text becomes index terms, as a tantivy tokenizer for indexing and as plain functions
+//! for queries and snippets.
+//!
+//! Words are maximal runs of alphanumeric characters, lowercased; the `s` and `t` after an
+//! apostrophe (`Alice's`, `don't`) are dropped, words longer than [`MAX_WORD`] bytes are
+//! skipped, and every word is stemmed with Snowball English (Porter2: the `frostem` crate,
+//! which tantivy's own stemmer wraps, with only its English stemmer compiled in). Stop words
+//! stay in the index and are dropped from queries instead, unless a query has nothing else:
+//! then `to be or not to be` is answered from the same field, and their tiny IDF would add
+//! nothing to other queries. (Dropping them at index time measured the same on the
+//! development set: nDCG@10 0.697 both ways.)
+//!
+//! Identifiers, e-mail addresses, versions, paths and URLs are split by the word rule
+//! (`snake_case_name` → `snake case name`, `1.2.3` → `1 2 3`), so each part stays findable
+//! on its own. The same tokenizer also emits each such token whole, as a compound: a piece of
+//! text between whitespace, brackets, quotes or list punctuation, trimmed of punctuation
+//! around it, that still has a joiner inside (`snake_case_name`, `foo.bar` from `foo.bar()`,
+//! `alice@example.com`, `1.2.3`, `https://example.com/a`), lowercased. A query naming one
+//! matches it whole as well as by its parts (the Lucene idea of keeping the original next to
+//! the word-delimited parts). Hyphens do not join: `state-of-the-art` and `IL-6` are
+//! ordinary words. `CamelCase` is one word.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use frostem::{Algorithm, Stemmer};
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+use crate::util::FxBuild;
+
+/// Longer words (encoded blobs, hashes) are not indexed by the word analyzer.
+pub(crate) const MAX_WORD: usize = 40;
+/// Longer compounds (long URLs, paths) are not indexed whole.
+const MAX_COMPOUND: usize = 128;
+
+/// Lucene's English stop words (the list its `EnglishAnalyzer` uses).
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is", "it", "no", "not", "of",
+    "on", "or", "such", "that", "the", "their", "then", "there", "these", "they", "this", "to", "was", "will", "with",
+];
+
+pub(crate) fn is_stop_word(lower: &str) -> bool {
+    STOP_WORDS.contains(&lower)
+}
+
+/// The index form of one lowercased word.
+pub(crate) fn stem(lower: &str) -> Cow<'_, str> {
+    Stemmer::new(Algorithm::English).stem(lower)
+}
+
+/// Characters that end a compound as whitespace does: brackets, quotes and list punctuation
+/// never belong inside an identifier, address, version or URL.
+fn is_compound_break(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | '"' | '\'' | '`' | ',' | ';' | '|' | '*')
+        || matches!(c, '\u{2018}' | '\u{2019}' | '\u{201c}' | '\u{201d}')
+}
+
+/// Punctuation that joins the parts of an identifier, address, version, path or URL.
+/// Hyphens and apostrophes are not joiners: they join ordinary words (`state-of-the-art`,
+/// `IL-6`, `don't`), which the word analyzer already finds by their parts.
+fn is_joiner(c: char) -> bool {
+    !c.is_alphanumeric() && !matches!(c, '-' | '\u{2010}' | '\u{2011}' | '\u{2013}' | '\u{2014}')
+}
+
+/// Lowercases `text` into `out`.
+fn lowercase_into(text: &str, ascii: bool, out: &mut String) {
+    out.clear();
+    if ascii {
+        out.push_str(text);
+        out.make_ascii_lowercase();
+    } else {
+        out.extend(text.chars().flat_map(char::to_lowercase));
+    }
+}
+
+/// What a character is to [`scan`].
+#[derive(Clone, Copy, PartialEq)]
+enum Class {
+    /// Part of a word.
+    Alnum,
+    /// Ends words and compounds.
+    Break,
+    /// Ends words; joins the parts of a compound.
+    Joiner,
+    /// Ends words; neither joins nor breaks a compound (hyphens, dashes).
+    Other,
+}
+
+fn class_of(c: char) -> Class {
+    if c.is_alphanumeric() {
+        Class::Alnum
+    } else if is_compound_break(c) {
+        Class::Break
+    } else if is_joiner(c) {
+        Class::Joiner
+    } else {
+        Class::Other
+    }
+}
+
+/// [`class_of`] for every ASCII character, looked up instead of computed on the hot path.
+const ASCII_CLASS: [Class; 128] = {
+    let mut t = [Class::Joiner; 128];
+    let mut i = 0;
+    while i < 128 {
+        let c = i as u8 as char;
+        t[i] = if c.is_ascii_alphanumeric() {
+            Class::Alnum
+        } else if c.is_ascii_whitespace()
+            || c == '\x0b'
+            || matches!(c, '(' | ')' | '[' | ']' | '{' | '}' | '<' | '>' | '"' | '\'' | '`' | ',' | ';' | '|' | '*')
+        {
+            Class::Break
+        } else if c == '-' {
+            Class::Other
+        } else {
+            Class::Joiner
+        };
+        i += 1;
+    }
+    t
+};
+
+/// One pass over `text` that calls `word(start, end, lowercased)` for every word (byte
+/// offsets) and `compound(start, end, lowercased)` for every compound.
+///
+/// A word is a run of alphanumerics; the possessive `s` and contracted `t` after an
+/// apostrophe and words longer than [`MAX_WORD`] are skipped. A compound is a piece between
+/// breaks (whitespace, brackets, quotes, list punctuation), trimmed of the non-alphanumerics
+/// around it, that has a joiner between two of its alphanumerics, at most
+/// [`MAX_COMPOUND`] bytes long.
+fn scan(text: &str, mut word: impl FnMut(usize, usize, &str), mut compound: impl FnMut(usize, usize, &str)) {
+    let bytes = text.as_bytes();
+    let is_ascii_alnum = |i: usize| bytes[i] < 0x80 && ASCII_CLASS[bytes[i] as usize] == Class::Alnum;
+    let char_at = |i: usize| text[i..].chars().next().expect("a char starts here");
+    let mut lower = String::new();
+    let mut prev_apostrophe = false;
+    // The current piece: its first alphanumeric, the end of its last one, whether it is
+    // ASCII, whether a joiner came after an alphanumeric, and whether one sits between two.
+    let mut first: Option<usize> = None;
+    let mut last_end = 0;
+    let mut piece_ascii = true;
+    let mut pending = false;
+    let mut joined = false;
+    let mut flush_piece = |first: Option<usize>, last_end: usize, ascii: bool, joined: bool, lower: &mut String| {
+        if let Some(s) = first
+            && joined
+            && last_end - s <= MAX_COMPOUND
+        {
+            lowercase_into(&text[s..last_end], ascii, lower);
+            compound(s, last_end, lower);
+        }
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts_word = is_ascii_alnum(i) || bytes[i] >= 0x80 && char_at(i).is_alphanumeric();
+        if starts_word {
+            // A word: ASCII alphanumerics in a tight loop, others decoded.
+            let start = i;
+            let mut ascii = true;
+            loop {
+                while i < bytes.len() && is_ascii_alnum(i) {
+                    i += 1;
+                }
+                if i < bytes.len() && bytes[i] >= 0x80 {
+                    let c = char_at(i);
+                    if c.is_alphanumeric() {
+                        ascii = false;
+                        i += c.len_utf8();
+                        continue;
+                    }
+                }
+                break;
+            }
+            let w = &text[start..i];
+            if w.len() <= MAX_WORD && !(prev_apostrophe && matches!(w.as_bytes(), b"s" | b"t" | b"S" | b"T")) {
+                lowercase_into(w, ascii, &mut lower);
+                word(start, i, &lower);
+            }
+            if first.is_none() {
+                first = Some(start);
+                piece_ascii = true;
+            }
+            piece_ascii &= ascii;
+            joined |= pending;
+            pending = false;
+            last_end = i;
+            prev_apostrophe = false;
+            continue;
+        }
+        let (class, len, apostrophe) = if bytes[i] < 0x80 {
+            (ASCII_CLASS[bytes[i] as usize], 1, bytes[i] == b'\'')
+        } else {
+            let c = char_at(i);
+            (class_of(c), c.len_utf8(), c == '\u{2019}')
+        };
+        if class == Class::Break {
+            flush_piece(first.take(), last_end, piece_ascii, joined, &mut lower);
+            (pending, joined) = (false, false);
+        } else if first.is_some() {
+            piece_ascii &= len == 1;
+            pending |= class == Class::Joiner;
+        }
+        prev_apostrophe = apostrophe;
+        i += len;
+    }
+    flush_piece(first, last_end, piece_ascii, joined, &mut lower);
+}
+
+/// Calls `emit(start, end, lowercased)` for every word of `text` (see [`scan`]).
+pub(crate) fn for_each_word(text: &str, emit: impl FnMut(usize, usize, &str)) {
+    scan(text, emit, |_, _, _| {});
+}
+
+/// Calls `emit(start, end, lowercased)` for every compound of `text` (see [`scan`]).
+pub(crate) fn for_each_compound(text: &str, emit: impl FnMut(usize, usize, &str)) {
+    scan(text, |_, _, _| {}, emit);
+}
+
+/// The terms of a query: word stems (without stop words, unless there is nothing else) and
+/// compounds, each deduplicated in order.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct QueryTerms {
+    pub words: Vec<String>,
+    pub compounds: Vec<String>,
+}
+
+impl QueryTerms {
+    pub fn parse(query: &str) -> QueryTerms {
+        let mut words: Vec<String> = Vec::new();
+        let mut stops: Vec<String> = Vec::new();
+        for_each_word(query, |_, _, lower| {
+            let list = if is_stop_word(lower) { &mut stops } else { &mut words };
+            let s = stem(lower);
+            if !list.iter().any(|w| *w == s) {
+                list.push(s.into_owned());
+            }
+        });
+        let mut compounds: Vec<String> = Vec::new();
+        for_each_compound(query, |_, _, c| {
+            if !compounds.iter().any(|x| x == c) {
+                compounds.push(c.to_string());
+            }
+        });
+        if words.is_empty() {
+            words = stops;
+        }
+        QueryTerms { words, compounds }
+    }
+}
+
+/// A token stream over tokens computed up front into a buffer the tokenizer keeps, so
+/// that token strings are allocated once per tokenizer, not once per document.
+pub(crate) struct BufferStream<'a> {
+    tokens: &'a mut [Token],
+    next: usize,
+}
+
+impl TokenStream for BufferStream<'_> {
+    fn advance(&mut self) -> bool {
+        if self.next < self.tokens.len() {
+            self.next += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self.next - 1]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        &mut self.tokens[self.next - 1]
+    }
+}
+
+#[derive(Clone, Default)]
+struct Buffer {
+    tokens: Vec<Token>,
+    len: usize,
+}
+
+impl Buffer {
+    fn push(&mut self, start: usize, end: usize, text: &str) {
+        if self.len == self.tokens.len() {
+            self.tokens.push(Token::default());
+        }
+        let t = &mut self.tokens[self.len];
+        t.offset_from = start;
+        t.offset_to = end;
+        t.position = self.len;
+        t.position_length = 1;
+        t.text.clear();
+        t.text.push_str(text);
+        self.len += 1;
+    }
+
+    fn stream(&mut self) -> BufferStream<'_> {
+        BufferStream { tokens: &mut self.tokens[..self.len], next: 0 }
+    }
+}
+
+/// Stems of the words seen so far. Words repeat (a few thousand distinct ones make up most
+/// of any text), and a lookup costs a fraction of running the stemmer, which allocates.
+#[derive(Clone, Default)]
+struct StemCache {
+    stems: HashMap<Box<str>, Box<str>, FxBuild>,
+}
+
+/// Entries kept before the cache starts over (a few megabytes at most).
+const STEM_CACHE_MAX: usize = 50_000;
+
+impl StemCache {
+    fn with_stem(&mut self, lower: &str, f: impl FnOnce(&str)) {
+        // Snowball English leaves words of one or two letters as they are.
+        if lower.len() <= 2 {
+            return f(lower);
+        }
+        if let Some(s) = self.stems.get(lower) {
+            return f(s);
+        }
+        if self.stems.len() >= STEM_CACHE_MAX {
+            self.stems.clear();
+        }
+        let s: Box<str> = stem(lower).into();
+        f(&s);
+        self.stems.insert(lower.into(), s);
+    }
+}
+
+/// The English analyzer as a tantivy tokenizer (name [`EnglishTokenizer::NAME`]): word
+/// stems, then compounds.
+#[derive(Clone, Default)]
+pub(crate) struct EnglishTokenizer {
+    buf: Buffer,
+    cache: StemCache,
+}
+
+impl EnglishTokenizer {
+    pub const NAME: &str = "oh_english";
+}
+
+impl Tokenizer for EnglishTokenizer {
+    type TokenStream<'a> = BufferStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> BufferStream<'a> {
+        let (cache, buf) = (&mut self.cache, std::cell::RefCell::new(&mut self.buf));
+        buf.borrow_mut().len = 0;
+        scan(
+            text,
+            |s, e, lower| cache.with_stem(lower, |stem| buf.borrow_mut().push(s, e, stem)),
+            |s, e, compound| buf.borrow_mut().push(s, e, compound),
+        );
+        buf.into_inner().stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(text: &str) -> Vec<String> {
+        let mut t = EnglishTokenizer::default();
+        let mut s = t.token_stream(text);
+        let mut out = Vec::new();
+        while let Some(tok) = s.next() {
+            out.push(tok.text.clone());
+        }
+        out
+    }
+
+    fn compounds(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_compound(text, |_, _, c| out.push(c.to_string()));
+        out
+    }
+
+    #[test]
+    fn words_are_lowercased_and_stemmed() {
+        assert_eq!(tokens("Developing developers develop"), ["develop", "develop", "develop"]);
+        assert_eq!(tokens("The progenitors' cells"), ["the", "progenitor", "cell"]);
+        assert_eq!(tokens("Alice's notes don't CamelCase"), ["alic", "note", "don", "camelcas"]);
+        assert_eq!(tokens(&format!("ok {} ok", "x".repeat(41))), ["ok", "ok"]);
+        assert_eq!(tokens("Über straße"), ["über", "straße"]);
+        // Compounds come whole as well as by their parts.
+        assert_eq!(
+            tokens("snake_case_name v1.2.3"),
+            ["snake", "case", "name", "snake_case_name", "v1", "2", "3", "v1.2.3"]
+        );
+    }
+
+    #[test]
+    fn compounds_keep_identifiers_addresses_versions_and_urls() {
+        let text = "Call foo.bar() with snake_case_name, mail Alice.Smith@Example.com about v1.2.3 \
+                    (see https://example.com/a?b=1). Plain words, CamelCase, state-of-the-art and end.";
+        assert_eq!(
+            compounds(text),
+            ["foo.bar", "snake_case_name", "alice.smith@example.com", "v1.2.3", "https://example.com/a?b=1"]
+        );
+        assert!(compounds("--release \"quoted\" #channel @alice IL-6 don't").is_empty());
+    }
+
+    #[test]
+    fn the_ascii_table_agrees_with_the_character_classes() {
+        for b in 0u8..128 {
+            assert!(ASCII_CLASS[b as usize] == class_of(b as char), "byte {b}");
+        }
+        assert_eq!(tokens("Bob\u{2019}s caf\u{e9}\u{2019}s na\u{ef}ve"), ["bob", "caf\u{e9}", "na\u{ef}v"]);
+    }
+
+    #[test]
+    fn the_stem_cache_answers_as_the_stemmer_does() {
+        let mut cache = StemCache::default();
+        for w in ["is", "us", "a", "12", "ok", "developing", "developing", "skies", "1990s", "ökonomie"] {
+            let mut got = String::new();
+            cache.with_stem(w, |s| got = s.to_string());
+            assert_eq!(got, stem(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn queries_drop_stop_words_unless_nothing_else_is_left() {
+        let q = QueryTerms::parse("What is the developing role of IL-6 in parse_args()?");
+        assert_eq!(q.words, ["what", "develop", "role", "il", "6", "pars", "arg"]);
+        // Hyphenated words are words; only code-like joiners make compounds.
+        assert_eq!(q.compounds, ["parse_args"]);
+        let q = QueryTerms::parse("to be or not to be");
+        assert_eq!(q.words, ["to", "be", "or", "not"]);
+        assert_eq!(QueryTerms::parse("?!"), QueryTerms::default());
+    }
+}
