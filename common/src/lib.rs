@@ -8,7 +8,7 @@ pub mod paths;
 pub mod text;
 
 pub use paths::Paths;
-pub use text::{is_loopback_host, looks_secret, normalize_id, redact};
+pub use text::{is_loopback_host, looks_secret, normalize_id, redact, truncate_bytes};
 
 /// Product version, shared so `status` and `serverInfo` agree across binaries.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -53,6 +53,18 @@ pub fn redact(text: &str, secret: Option<&str>) -> String {
     text.split(' ').map(|w| if looks_secret(w) { "[redacted]" } else { w }).collect::<Vec<_>>().join(" ")
 }
 
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// True for 127.0.0.0/8, ::1 (bracketed or not) and `localhost`.
 pub fn is_loopback_host(host: &str) -> bool {
     let h = host.trim_start_matches('[').trim_end_matches(']');
@@ -88,6 +100,13 @@ mod tests {
         assert_eq!(out, "upstream refused key [redacted] for user bob");
         assert_eq!(redact("[policy-blocked] readonly", None), "[policy-blocked] readonly");
         assert_eq!(redact("token abcd rejected", Some("abcd")), "token [redacted] rejected");
+    }
+
+    #[test]
+    fn truncation_keeps_whole_characters() {
+        assert_eq!(truncate_bytes("héllo", 2), "h");
+        assert_eq!(truncate_bytes("héllo", 3), "hé");
+        assert_eq!(truncate_bytes("abc", 10), "abc");
     }
 
     #[test]

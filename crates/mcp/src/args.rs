@@ -3,6 +3,7 @@
 //! clamps: unknown names, blank strings, out-of-range numbers, over-long or over-count
 //! arrays are all errors that name the argument and the bound.
 
+use openhuman_common::truncate_bytes;
 use serde_json::{Map, Value, json};
 
 /// Why arguments were refused: names the argument and the bound, e.g. "missing required
@@ -251,7 +252,11 @@ fn check_str(path: &str, s: &str, max_bytes: usize, one_of: Option<&[&str]>) -> 
     if let Some(values) = one_of
         && !values.contains(&s)
     {
-        return Err(format!("argument `{path}` must be one of {} (got {:?})", values.join(", "), truncate(s, 64)));
+        return Err(format!(
+            "argument `{path}` must be one of {} (got {:?})",
+            values.join(", "),
+            truncate_bytes(s, 64)
+        ));
     }
     Ok(())
 }
@@ -266,20 +271,9 @@ fn range_msg(path: &str, min: f64, max: f64, got: &str) -> String {
 
 fn short(v: &Value) -> String {
     match v {
-        Value::String(s) => format!("the string {:?}", truncate(s, 32)),
+        Value::String(s) => format!("the string {:?}", truncate_bytes(s, 32)),
         other => type_name(other).to_string(),
     }
-}
-
-fn truncate(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 fn field_schema(f: &Field) -> Value {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::MemoryError;
 use super::types::{AuditQuery, AuditRow};
-use super::util::truncate_bytes;
+use openhuman_common::truncate_bytes;
 
 /// Longest error message kept, in bytes.
 pub(crate) const MAX_ERROR_BYTES: usize = 1024;

@@ -100,18 +100,6 @@ pub(crate) fn rfc3339_to_ms(s: &str) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(s).ok().map(|d| d.timestamp_millis())
 }
 
-/// Cuts `s` to at most `max` bytes at a character boundary.
-pub(crate) fn truncate_bytes(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 /// Cuts `s` to at most `max` characters, appending `…` when something was cut.
 pub(crate) fn preview(s: &str, max_chars: usize) -> String {
     let mut out: String = s.chars().take(max_chars).collect();
