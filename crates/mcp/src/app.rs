@@ -3,11 +3,11 @@
 //! it serves, and the extension methods (outside MCP) it answers on trusted transports.
 
 use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
 use crate::context::RequestCtx;
-use crate::protocol::{Payload, RpcError, notification};
+use crate::protocol::{Payload, RpcError, progress_notification};
 
 /// Who the server is, as `initialize` and `server/discover` report it.
 #[derive(Debug, Clone)]
@@ -42,14 +42,7 @@ pub struct Progress {
 impl Progress {
     /// Sends `notifications/progress`, best effort: a slow reader misses some, never the result.
     pub fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let mut params = json!({ "progressToken": self.token, "progress": progress });
-        if let Some(t) = total {
-            params["total"] = Value::from(t);
-        }
-        if let Some(m) = message {
-            params["message"] = Value::from(m);
-        }
-        let _ = self.notify.try_send(notification("notifications/progress", params).to_string());
+        let _ = self.notify.try_send(progress_notification(&self.token, progress, total, message));
     }
 }
 

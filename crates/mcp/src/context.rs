@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::protocol::{Era, notification};
+use crate::protocol::{Era, notification, progress_notification};
 use crate::session::{LOG_LEVELS, Session};
 
 #[derive(Clone)]
@@ -34,14 +34,7 @@ impl RequestCtx {
         if self.cancel.is_cancelled() {
             return;
         }
-        let mut params = json!({ "progressToken": token, "progress": progress });
-        if let Some(t) = total {
-            params["total"] = Value::from(t);
-        }
-        if let Some(m) = message {
-            params["message"] = Value::from(m);
-        }
-        let _ = self.notify.send(notification("notifications/progress", params).to_string()).await;
+        let _ = self.notify.send(progress_notification(token, progress, total, message)).await;
     }
 
     /// Sends `notifications/message` when the level passes the session's (or request's) filter.

@@ -81,6 +81,18 @@ impl RpcError {
 }
 
 /// `{"jsonrpc":"2.0","id":..,"result":..}`
+/// A `notifications/progress` line for `token`.
+pub fn progress_notification(token: &Value, progress: f64, total: Option<f64>, message: Option<&str>) -> String {
+    let mut params = json!({ "progressToken": token, "progress": progress });
+    if let Some(t) = total {
+        params["total"] = Value::from(t);
+    }
+    if let Some(m) = message {
+        params["message"] = Value::from(m);
+    }
+    notification("notifications/progress", params).to_string()
+}
+
 pub fn result_envelope(id: &Value, result: Value) -> Value {
     // Built by hand: `json!` would deep-copy `result` through serde.
     let mut m = serde_json::Map::with_capacity(3);

@@ -300,19 +300,17 @@ pub fn internal_edges(root: &Path) -> Vec<(String, Vec<String>)> {
     edges
 }
 
-/// External dependencies of `openhuman-memory` outside `[dev-dependencies]` that are async or
-/// networked ([`MEMORY_FORBIDDEN`]). Passes when the crate is not a member yet.
-pub fn check_memory_externals(root: &Path) -> Vec<String> {
+/// Members named in `crates` that depend (outside `[dev-dependencies]`) on an external crate in
+/// `forbidden`; `why` ends each message. Passes for names that are not members yet.
+fn forbidden_externals(root: &Path, crates: &[&str], forbidden: &[&str], why: &str) -> Vec<String> {
     let (members, _) = load(root);
     let mut problems = Vec::new();
-    for member in members.iter().filter(|m| m.name == "openhuman-memory") {
+    for member in members.iter().filter(|m| crates.contains(&m.name.as_str())) {
         for dep in &member.deps {
-            if dep.kind != Kind::Dev && !dep.internal && MEMORY_FORBIDDEN.contains(&dep.package.as_str()) {
+            if dep.kind != Kind::Dev && !dep.internal && forbidden.contains(&dep.package.as_str()) {
                 problems.push(format!(
-                    "{}: `openhuman-memory` depends on `{}` in {}; the memory engine is synchronous and \
-                     offline, so keep async runtimes and network clients in the daemon or providers and \
-                     drop the dependency",
-                    member.manifest, dep.package, dep.section
+                    "{}: `{}` depends on `{}` in {}; {why}",
+                    member.manifest, member.name, dep.package, dep.section
                 ));
             }
         }
@@ -320,26 +318,30 @@ pub fn check_memory_externals(root: &Path) -> Vec<String> {
     problems
 }
 
+/// External dependencies of `openhuman-memory` that are async or networked ([`MEMORY_FORBIDDEN`]).
+pub fn check_memory_externals(root: &Path) -> Vec<String> {
+    forbidden_externals(
+        root,
+        &["openhuman-memory"],
+        MEMORY_FORBIDDEN,
+        "the memory engine is synchronous and offline, so keep async runtimes and network clients in the \
+         daemon or providers and drop the dependency",
+    )
+}
+
 /// Library crates: typed errors only (`thiserror`); `anyhow` belongs to the daemon's command level.
 const LIBRARIES: &[&str] =
     &["openhuman-common", "openhuman-config", "openhuman-memory", "openhuman-providers", "openhuman-mcp"];
 
-/// Library crates that depend on `anyhow` outside `[dev-dependencies]`.
+/// Library crates that depend on `anyhow`.
 pub fn check_library_errors(root: &Path) -> Vec<String> {
-    let (members, _) = load(root);
-    let mut problems = Vec::new();
-    for member in members.iter().filter(|m| LIBRARIES.contains(&m.name.as_str())) {
-        for dep in &member.deps {
-            if dep.kind != Kind::Dev && !dep.internal && dep.package == "anyhow" {
-                problems.push(format!(
-                    "{}: library crate `{}` depends on `anyhow` in {}; library crates return typed errors \
-                     (thiserror) and only the daemon uses anyhow, so give the crate an error enum instead",
-                    member.manifest, member.name, dep.section
-                ));
-            }
-        }
-    }
-    problems
+    forbidden_externals(
+        root,
+        LIBRARIES,
+        &["anyhow"],
+        "library crates return typed errors (thiserror) and only the daemon uses anyhow, so give the \
+         crate an error enum instead",
+    )
 }
 
 #[cfg(test)]
