@@ -25,6 +25,9 @@ impl Embedder for Builtin {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.0.embed(texts)
     }
+    fn fusion_weight(&self) -> f64 {
+        self.0.fusion_weight()
+    }
 }
 
 /// The embedder `[memory.embeddings]` asks for (the built-in one by default). An HTTP embedder

@@ -1,5 +1,5 @@
-//! Ranking: BM25 (tantivy), vector similarity (exact scan) and their hybrid by
-//! reciprocal-rank fusion (k = 60), with the filter applied to the fused list;
+//! Ranking: BM25 (tantivy), vector similarity (exact scan) and their hybrid, a weighted blend
+//! of max-normalised scores (see `fuse`), with the filter applied to the fused list;
 //! plus loading the ranked chunks' rows from SQLite.
 //!
 //! Filtering strategy: when a filter matches few chunks (≤ `RESTRICT_CAP`) both
@@ -16,7 +16,6 @@ use super::store::rarray;
 use super::sync::read;
 use super::{Inner, MemoryError};
 
-const RRF_K: f64 = 60.0;
 const RESTRICT_CAP: usize = 20_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,31 +39,42 @@ impl Mode {
 #[derive(Debug, Clone)]
 pub(crate) struct Hit {
     pub rowid: i64,
-    /// BM25 score (keyword), cosine (vector) or fused RRF score (hybrid).
+    /// BM25 score (keyword), cosine (vector) or the blend of both (hybrid, in `0..=1`).
     pub score: f64,
     /// 1-based rank in the BM25 list.
     pub bm25_rank: Option<usize>,
     pub vector_score: Option<f32>,
 }
 
-/// Fuses ranked lists: each list contributes `1 / (k + rank)` for every chunk it holds.
-fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)]) -> Vec<Hit> {
+/// Merges the ranked lists. Keyword and vector modes keep their ranker's score. Hybrid blends
+/// the two scores after dividing each by its list's best, `(1 − w)·bm25/bm25₁ + w·cos/cos₁`
+/// with `w` the embedder's [`fusion_weight`](crate::embed::Embedder::fusion_weight), a chunk
+/// missing from a list scoring 0 there. Unlike reciprocal-rank fusion this keeps how far
+/// ahead a confident first hit is, so a weak vector ranker refines keyword order instead of
+/// pulling a clear keyword winner down behind chunks both rankers only half like.
+fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hit> {
+    let weight = weight.clamp(0.0, 1.0);
     let mut hits: HashMap<i64, Hit> = HashMap::with_capacity(bm.len() + vs.len());
+    let top = |list: &[(i64, f32)]| list.iter().map(|&(_, s)| s as f64).fold(0.0, f64::max);
+    let bm_top = top(bm);
     for (i, &(rowid, score)) in bm.iter().enumerate() {
         let h = hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None });
         h.bm25_rank = Some(i + 1);
         h.score += match mode {
             Mode::Keyword => score as f64,
-            _ => 1.0 / (RRF_K + (i + 1) as f64),
+            _ if bm_top > 0.0 => (1.0 - weight) * score as f64 / bm_top,
+            _ => 0.0,
         };
     }
     // A vector at or below zero similarity is unrelated, whatever its rank.
-    for (i, &(rowid, score)) in vs.iter().enumerate().filter(|(_, v)| v.1 > 0.0) {
+    let vs: Vec<(i64, f32)> = vs.iter().copied().filter(|v| v.1 > 0.0).collect();
+    let vs_top = top(&vs);
+    for &(rowid, score) in &vs {
         let h = hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None });
         h.vector_score = Some(score);
         h.score += match mode {
             Mode::Vector => score as f64,
-            _ => 1.0 / (RRF_K + (i + 1) as f64),
+            _ => weight * score as f64 / vs_top,
         };
     }
     let mut out: Vec<Hit> = hits.into_values().collect();
@@ -101,6 +111,7 @@ pub(crate) fn rank(
             }
         }
     };
+    let weight = inner.embedder.fusion_weight();
     let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
     let mut pool = pool.max(want);
     loop {
@@ -110,7 +121,7 @@ pub(crate) fn rank(
             None => Vec::new(),
         };
         let exhausted = bm.len() < pool && vs.len() < pool;
-        let mut fused = fuse(mode, &bm, &vs);
+        let mut fused = fuse(mode, &bm, &vs, weight);
         if !filter.is_empty() && restrict.is_none() {
             let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
             let keep = filter.retain(conn, &ids)?;
@@ -213,4 +224,47 @@ pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> Result<Vec<(ChunkR
     let rows = load_chunks(conn, &ids)?;
     let mut by_row: HashMap<i64, Hit> = hits.into_iter().map(|h| (h.rowid, h)).collect();
     Ok(rows.into_iter().filter_map(|r| by_row.remove(&r.rowid).map(|h| (r, h))).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Mode, fuse};
+
+    fn order(hits: &[super::Hit]) -> Vec<i64> {
+        hits.iter().map(|h| h.rowid).collect()
+    }
+
+    #[test]
+    fn a_clear_keyword_winner_stays_first_against_a_weak_embedder() {
+        // Chunk 1 is far ahead by BM25 and unknown to the vectors; chunk 5 is fifth in both
+        // lists. Reciprocal-rank fusion put 5 first (2/65 > 1/61); the blend must not.
+        let bm = [(1, 12.0), (2, 6.0), (3, 5.8), (4, 5.5), (5, 5.2)];
+        let vs = [(7, 0.61), (8, 0.60), (9, 0.58), (6, 0.57), (5, 0.55)];
+        let hits = fuse(Mode::Hybrid, &bm, &vs, 0.1);
+        assert_eq!(hits[0].rowid, 1);
+        assert_eq!(hits[0].bm25_rank, Some(1));
+        assert_eq!(hits[0].vector_score, None);
+    }
+
+    #[test]
+    fn vectors_reorder_close_keyword_scores_and_add_what_words_miss() {
+        let bm = [(1, 5.0), (2, 4.9)];
+        let vs = [(2, 0.8), (3, 0.79), (1, 0.1)];
+        let hits = fuse(Mode::Hybrid, &bm, &vs, 0.5);
+        assert_eq!(order(&hits), [2, 1, 3]);
+        assert!(hits.iter().all(|h| (0.0..=1.0).contains(&h.score)));
+        // With no weight on vectors, keyword order is kept and vector-only chunks come last.
+        let hits = fuse(Mode::Hybrid, &bm, &vs, 0.0);
+        assert_eq!(order(&hits)[..2], [1, 2]);
+    }
+
+    #[test]
+    fn unrelated_vectors_never_count_and_single_modes_keep_raw_scores() {
+        let bm = [(1, 3.0)];
+        let vs = [(2, 0.0), (3, -0.2)];
+        assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, 0.9)), [1]);
+        assert_eq!(fuse(Mode::Keyword, &bm, &[], 0.5)[0].score, 3.0);
+        let v = fuse(Mode::Vector, &[], &[(4, 0.25)], 0.5);
+        assert!((v[0].score - 0.25).abs() < 1e-6);
+    }
 }

@@ -25,7 +25,18 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order. Vectors are L2-normalised, except for
     /// texts with no known token (e.g. empty), which get the zero vector.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// How much hybrid ranking trusts this embedder against BM25: the weight of its
+    /// (max-normalised) cosine in the blend, in `0..=1`, BM25 taking the rest. Sentence
+    /// models of general quality sit near the middle; a weak model gets less so that it
+    /// refines keyword ranking without overruling it.
+    fn fusion_weight(&self) -> f64 {
+        DEFAULT_FUSION_WEIGHT
+    }
 }
+
+/// The vector weight of an embedder that does not say how good it is.
+pub const DEFAULT_FUSION_WEIGHT: f64 = 0.5;
 
 /// Why an embedder could not embed a batch, in words for the log and the user (what failed and
 /// what to do). The engine keeps the chunks keyword-searchable and embeds them again later.
