@@ -110,7 +110,7 @@ impl MemoryEngine {
         let want = (offset + limit + 1).min(FETCH_WINDOW);
         let inner = &self.inner;
         let conn = inner.read_conn()?;
-        let hits = search::rank(inner, &conn, query, mode, &filter, want, FETCH_WINDOW)?;
+        let hits = search::rank(inner, &conn, query, mode, &filter, want, FETCH_WINDOW, None)?;
         let more = hits.len() > offset + limit;
         let page: Vec<_> = hits.into_iter().skip(offset).take(limit).collect();
         let items: Vec<Value> =

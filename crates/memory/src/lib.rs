@@ -20,6 +20,7 @@ pub mod embed;
 mod audit;
 mod backfill;
 mod chunker;
+mod dates;
 mod entities;
 mod error;
 mod filter;

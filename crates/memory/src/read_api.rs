@@ -5,16 +5,67 @@ use rusqlite::{OptionalExtension, params_from_iter};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::dates;
 use super::filter::{Filter, parse_kinds};
 use super::params::{bounded, invalid, optional, parse, required, string_list};
 use super::search::{self, CHUNK_COLUMNS, ChunkRow, Mode, chunk_from_row};
-use super::snippet::snippet;
+use super::snippet::{best_line, snippet};
 use super::sync::{positions, read};
+use super::types::SourceKind;
 use super::util::{ms_to_rfc3339, preview};
 use super::{Inner, MemoryEngine, MemoryError, schema};
 
 const MAX_K: usize = 50;
 const ENTITY_KINDS: &[&str] = &["email", "url", "handle", "topic", "person", "org"];
+
+/// Turns a chat hit shows: the one that matches best, one before it and two after it.
+const TURNS_BEFORE: usize = 1;
+const TURNS_AFTER: usize = 2;
+/// Characters kept of each turn.
+const TURN_CHARS: usize = 500;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// The turns around the one in chat chunk `c` that matches `terms` best (its first turn when
+/// none does): the answer to a question is usually the next turn, and it may have been packed
+/// into the conversation's next chunk, so the window crosses into the neighbouring chunks of
+/// the same conversation. Each turn is `{chunk_id, text}`.
+fn chat_turns(conn: &rusqlite::Connection, c: &ChunkRow, terms: &[String]) -> Result<Vec<Value>, MemoryError> {
+    let lines: Vec<&str> = c.content.lines().filter(|l| !l.trim().is_empty()).collect();
+    let at = best_line(&lines.join("\n"), terms).unwrap_or(0);
+    let turn = |id: &str, text: &str| json!({ "chunk_id": id, "text": preview(text, TURN_CHARS) });
+    let neighbour = |later: bool| -> Result<Option<(String, String)>, MemoryError> {
+        let sql = if later {
+            "SELECT id, content FROM chunks WHERE source_id = ?1 AND (timestamp_ms, rowid) > (?2, ?3) \
+             ORDER BY timestamp_ms, rowid LIMIT 1"
+        } else {
+            "SELECT id, content FROM chunks WHERE source_id = ?1 AND (timestamp_ms, rowid) < (?2, ?3) \
+             ORDER BY timestamp_ms DESC, rowid DESC LIMIT 1"
+        };
+        Ok(conn
+            .prepare_cached(sql)?
+            .query_row(rusqlite::params![c.source_id, c.timestamp_ms, c.rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    };
+    let mut out = Vec::new();
+    if at < TURNS_BEFORE
+        && let Some((id, text)) = neighbour(false)?
+    {
+        let prev: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        out.extend(prev[prev.len().saturating_sub(TURNS_BEFORE - at)..].iter().map(|l| turn(&id, l)));
+    }
+    let end = (at + TURNS_AFTER + 1).min(lines.len());
+    out.extend(lines[at.saturating_sub(TURNS_BEFORE)..end].iter().map(|l| turn(&c.id, l)));
+    let missing = at + TURNS_AFTER + 1 - end;
+    if missing > 0
+        && let Some((id, text)) = neighbour(true)?
+    {
+        out.extend(text.lines().filter(|l| !l.trim().is_empty()).take(missing).map(|l| turn(&id, l)));
+    }
+    Ok(out)
+}
 
 /// Message for a chunk id that does not exist.
 pub(crate) fn no_chunk(id: &str) -> MemoryError {
@@ -84,7 +135,7 @@ impl MemoryEngine {
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
         let inner = &self.inner;
         let conn = inner.read_conn()?;
-        let hits = search::rank(inner, &conn, query, Mode::Keyword, &Filter::default(), k, k)?;
+        let hits = search::rank(inner, &conn, query, Mode::Keyword, &Filter::default(), k, k, None)?;
         let terms = inner.fts.query_terms(query).words;
         let out: Vec<Value> = search::load_hits(&conn, hits)?
             .iter()
@@ -106,7 +157,9 @@ impl MemoryEngine {
         let filter = Filter::parse(p.filter.as_ref())?;
         let inner = &self.inner;
         let conn = inner.read_conn()?;
-        let hits = search::rank(inner, &conn, query, Mode::Hybrid, &filter, k, (k * 4).max(100))?;
+        let span = dates::span_in(query, now_ms());
+        let pool = (k * 4).max(100);
+        let hits = search::rank(inner, &conn, query, Mode::Hybrid, &filter, k, pool, span.as_ref())?;
         let terms = inner.fts.query_terms(query).words;
         let mut chunks = Vec::new();
         let mut citations = Vec::new();
@@ -117,12 +170,25 @@ impl MemoryEngine {
             m.insert("vector_score".into(), json!(h.vector_score));
             m.insert("bm25_rank".into(), json!(h.bm25_rank));
             m.insert("token_count".into(), json!(c.token_count));
+            if span.is_some() {
+                m.insert("in_date_range".into(), json!(h.in_span));
+            }
+            if c.kind == SourceKind::Chat.as_str() {
+                m.insert("turns".into(), json!(chat_turns(&conn, c, &terms)?));
+            }
             chunks.push(Value::Object(m));
             citations.push(json!({
                 "chunk_id": c.id, "source_kind": c.kind, "source_id": c.source_id, "source_ref": c.source_ref,
             }));
         }
-        Ok(json!({ "query": query, "chunks": chunks, "citations": citations }))
+        let mut out = json!({ "query": query, "chunks": chunks, "citations": citations });
+        if let Some(s) = span {
+            // What the question was read to mean, so the caller can tell when a date was misread.
+            out["date_range"] = json!({
+                "text": s.text, "from": ms_to_rfc3339(s.from_ms), "until": ms_to_rfc3339(s.to_ms),
+            });
+        }
+        Ok(out)
     }
 
     /// `{chunk_id}` → the whole chunk with metadata, tags, entity ids and notes.

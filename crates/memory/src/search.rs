@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use rusqlite::{Connection, params_from_iter};
 use serde_json::{Map, Value};
 
+use super::dates::Span;
 use super::filter::Filter;
 use super::store::rarray;
 use super::sync::read;
@@ -44,6 +45,8 @@ pub(crate) struct Hit {
     /// 1-based rank in the BM25 list.
     pub bm25_rank: Option<usize>,
     pub vector_score: Option<f32>,
+    /// Observed within the span of time the query names.
+    pub in_span: bool,
 }
 
 /// Merges the ranked lists. Keyword and vector modes keep their ranker's score. Hybrid blends
@@ -58,7 +61,8 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hi
     let top = |list: &[(i64, f32)]| list.iter().map(|&(_, s)| s as f64).fold(0.0, f64::max);
     let bm_top = top(bm);
     for (i, &(rowid, score)) in bm.iter().enumerate() {
-        let h = hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None });
+        let h =
+            hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None, in_span: false });
         h.bm25_rank = Some(i + 1);
         h.score += match mode {
             Mode::Keyword => score as f64,
@@ -70,7 +74,8 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hi
     let vs: Vec<(i64, f32)> = vs.iter().copied().filter(|v| v.1 > 0.0).collect();
     let vs_top = top(&vs);
     for &(rowid, score) in &vs {
-        let h = hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None });
+        let h =
+            hits.entry(rowid).or_insert(Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None, in_span: false });
         h.vector_score = Some(score);
         h.score += match mode {
             Mode::Vector => score as f64,
@@ -78,16 +83,37 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hi
         };
     }
     let mut out: Vec<Hit> = hits.into_values().collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| a.bm25_rank.unwrap_or(usize::MAX).cmp(&b.bm25_rank.unwrap_or(usize::MAX)))
-            .then_with(|| b.rowid.cmp(&a.rowid))
-    });
+    out.sort_by(order);
     out
 }
 
-/// The best `want` hits for `query`, taking `pool` candidates from each ranker first.
+/// Best first: by score, then by BM25 rank, then newest.
+fn order(a: &Hit, b: &Hit) -> std::cmp::Ordering {
+    b.score
+        .total_cmp(&a.score)
+        .then_with(|| a.bm25_rank.unwrap_or(usize::MAX).cmp(&b.bm25_rank.unwrap_or(usize::MAX)))
+        .then_with(|| b.rowid.cmp(&a.rowid))
+}
+
+/// One ranked list from two of the same ranker (scores comparable), best first, each chunk once.
+fn merge(mut a: Vec<(i64, f32)>, b: Vec<(i64, f32)>) -> Vec<(i64, f32)> {
+    let seen: std::collections::HashSet<i64> = a.iter().map(|x| x.0).collect();
+    a.extend(b.into_iter().filter(|x| !seen.contains(&x.0)));
+    a.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| y.0.cmp(&x.0)));
+    a
+}
+
+/// What a hybrid hit observed within the span a query names gains, in blended units (where
+/// the best hit of both rankers scores 1): a chunk from the named day with a keyword match half
+/// as strong as the best one elsewhere still comes first.
+pub(crate) const SPAN_BOOST: f64 = 0.3;
+
+/// The best `want` hits for `query`, taking `pool` candidates from each ranker first, and
+/// preferring chunks observed within `span` when one is given: the rankers also draw candidates from
+/// inside it (when it holds few enough chunks to restrict them), and in hybrid mode a hit
+/// inside it gains [`SPAN_BOOST`]. Chunks outside stay eligible, so a date read wrongly
+/// reorders hits but never hides them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn rank(
     inner: &Inner,
     conn: &Connection,
@@ -96,6 +122,7 @@ pub(crate) fn rank(
     filter: &Filter,
     want: usize,
     pool: usize,
+    span: Option<&Span>,
 ) -> Result<Vec<Hit>, MemoryError> {
     let terms = inner.fts.query_terms(query);
     let qvec = if mode == Mode::Keyword {
@@ -113,19 +140,49 @@ pub(crate) fn rank(
     };
     let weight = inner.embedder.fusion_weight();
     let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
+    // The caller's filter narrowed to the span (time bounds are inclusive).
+    let within = span.map(|s| Filter {
+        after_ms: Some(filter.after_ms.map_or(s.from_ms, |a| a.max(s.from_ms))),
+        before_ms: Some(filter.before_ms.map_or(s.to_ms - 1, |b| b.min(s.to_ms - 1))),
+        ..filter.clone()
+    });
+    let in_span = match &within {
+        Some(f) => f.matching_if_few(conn, RESTRICT_CAP)?,
+        None => None,
+    };
     let mut pool = pool.max(want);
     loop {
-        let bm = if mode == Mode::Vector { Vec::new() } else { inner.fts.search(&terms, pool, restrict.as_deref())? };
-        let vs = match &qvec {
-            Some(q) => read(&inner.vectors).search(q, pool, restrict.as_deref()),
+        let keyword = |only: Option<&[i64]>| match mode {
+            Mode::Vector => Ok(Vec::new()),
+            _ => inner.fts.search(&terms, pool, only),
+        };
+        let vector = |only: Option<&[i64]>| match &qvec {
+            Some(q) => read(&inner.vectors).search(q, pool, only),
             None => Vec::new(),
         };
+        let mut bm = keyword(restrict.as_deref())?;
+        let mut vs = vector(restrict.as_deref());
         let exhausted = bm.len() < pool && vs.len() < pool;
+        if let Some(ids) = &in_span {
+            bm = merge(bm, keyword(Some(ids))?);
+            vs = merge(vs, vector(Some(ids)));
+        }
         let mut fused = fuse(mode, &bm, &vs, weight);
         if !filter.is_empty() && restrict.is_none() {
             let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
             let keep = filter.retain(conn, &ids)?;
             fused.retain(|h| keep.contains(&h.rowid));
+        }
+        if let Some(within) = &within {
+            let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
+            let inside = within.retain(conn, &ids)?;
+            for h in fused.iter_mut().filter(|h| inside.contains(&h.rowid)) {
+                h.in_span = true;
+                if mode == Mode::Hybrid {
+                    h.score += SPAN_BOOST;
+                }
+            }
+            fused.sort_by(order);
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);

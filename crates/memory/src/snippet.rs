@@ -94,6 +94,21 @@ pub(crate) fn snippet(text: &str, terms: &[String]) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The index of the line of `text` that matches the most distinct `terms` (the first such line),
+/// or `None` when no line matches any.
+pub(crate) fn best_line(text: &str, terms: &[String]) -> Option<usize> {
+    let mut best: Option<(usize, usize)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let mut found: Vec<usize> = matches(line, terms).into_iter().map(|m| m.2).collect();
+        found.sort_unstable();
+        found.dedup();
+        if !found.is_empty() && best.is_none_or(|(_, n)| found.len() > n) {
+            best = Some((i, found.len()));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +130,13 @@ mod tests {
         let s = snippet(&text, &["zzz".to_string()]);
         assert!(s.ends_with('…'));
         assert_eq!(snippet("short text", &[]), "short text");
+    }
+
+    #[test]
+    fn best_line_is_the_one_matching_most_terms() {
+        let terms = vec!["cake".to_string(), "recip".to_string()];
+        let text = "[10:00] ann: hello\n[10:01] bob: any cake?\n[10:02] ann: the cake recipe is on the fridge";
+        assert_eq!(best_line(text, &terms), Some(2));
+        assert_eq!(best_line("nothing here", &terms), None);
     }
 }

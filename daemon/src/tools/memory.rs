@@ -66,8 +66,10 @@ pub fn tools() -> Vec<ToolDef> {
             name: "memory.recall",
             title: "Recall from memory (meaning)",
             description: "Semantic recall: finds chunks that match the meaning of a question even without shared \
-                          words (vector similarity fused with BM25), optionally filtered. Returns chunks with \
-                          scores and citations.",
+                          words (vector similarity blended with BM25), optionally filtered. A date in the question \
+                          (\"9 July 2022\", \"2022-07-09\", \"last March\") favours chunks from then; chat hits \
+                          carry the turns around the match (the reply included). Returns chunks with scores and \
+                          citations.",
             policy: Policy::Read,
             annotations: Annotations::READ,
             args: spec("openhuman.memory_tree_recall"),

@@ -290,3 +290,86 @@ fn top_entities_counts_mentions_and_chunks() {
     let r = m.top_entities(json!({"kind": "handle"})).unwrap();
     assert_eq!(r["entities"], json!([]));
 }
+
+#[test]
+fn a_date_in_the_question_prefers_what_was_observed_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    let day = |key: &str, content: &str, ts: i64| {
+        put_doc(
+            &m,
+            PutDocument {
+                key: key.into(),
+                title: None,
+                content: content.into(),
+                timestamp_ms: Some(ts),
+                source: "mcp:test".into(),
+                ..PutDocument::default()
+            },
+        )
+    };
+    // 2023-01-10 matches the words better; 2022-07-09 is the day the question names.
+    day("picnic-2023", "Picnic in the park: we baked bread, baked cake, baked pie for the picnic.", 1_673_344_800_000);
+    day("picnic-2022", "Caroline went to a picnic and we baked bread.", 1_657_360_800_000);
+    let first_key = |r: &Value| r["chunks"][0]["source_ref"].as_str().unwrap().to_string();
+    let plain = m.recall(json!({"query": "picnic baked bread"})).unwrap();
+    assert_eq!(first_key(&plain), "picnic-2023", "{plain}");
+    assert!(plain.get("date_range").is_none());
+    assert!(plain["chunks"][0].get("in_date_range").is_none());
+
+    for q in ["picnic baked bread on 9 July, 2022", "picnic baked bread 2022-07-09", "July 2022 picnic baked bread"] {
+        let r = m.recall(json!({"query": q})).unwrap();
+        assert_eq!(first_key(&r), "picnic-2022", "{q}: {r}");
+        assert_eq!(r["chunks"][0]["in_date_range"], true);
+        assert_eq!(r["chunks"][1]["in_date_range"], false, "the other day stays listed: {r}");
+        assert!(r["date_range"]["from"].as_str().unwrap().starts_with("2022-0"), "{r}");
+    }
+    assert_eq!(m.recall(json!({"query": "picnic on 9 July, 2022"})).unwrap()["date_range"]["text"], "9 July, 2022");
+    // A date outside every chunk reorders nothing and hides nothing.
+    let r = m.recall(json!({"query": "picnic baked bread in 1999"})).unwrap();
+    assert_eq!(first_key(&r), "picnic-2023");
+    assert_eq!(r["chunks"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let path = src.path().join("family.jsonl");
+    // The answer comes three hours later, past the two-hour gap that starts a new chunk.
+    let lines = [
+        r#"{"ts": "2024-05-01T09:00:00Z", "from": "ann", "text": "good morning", "channel": "home"}"#,
+        r#"{"ts": "2024-05-01T09:01:00Z", "from": "bob", "text": "where did you put the spare house keys?", "channel": "home"}"#,
+        r#"{"ts": "2024-05-01T12:30:00Z", "from": "ann", "text": "under the blue flowerpot by the door", "channel": "home"}"#,
+        r#"{"ts": "2024-05-01T12:31:00Z", "from": "bob", "text": "thanks", "channel": "home"}"#,
+        r#"{"ts": "2024-05-01T12:32:00Z", "from": "ann", "text": "see you tonight", "channel": "home"}"#,
+    ];
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let m = open(data.path());
+    m.ingest_paths(&[path], None, &|_| {}).unwrap();
+    let r = m.recall(json!({"query": "spare house keys"})).unwrap();
+    let hit = &r["chunks"][0];
+    assert!(hit["snippet"].as_str().unwrap().contains("keys"), "{r}");
+    let turns: Vec<&str> = hit["turns"].as_array().unwrap().iter().map(|t| t["text"].as_str().unwrap()).collect();
+    assert_eq!(
+        turns,
+        [
+            "[2024-05-01 09:00] ann: good morning",
+            "[2024-05-01 09:01] bob: where did you put the spare house keys?",
+            "[2024-05-01 12:30] ann: under the blue flowerpot by the door",
+            "[2024-05-01 12:31] bob: thanks",
+        ],
+        "{r}"
+    );
+    let owners: Vec<&Value> = hit["turns"].as_array().unwrap().iter().map(|t| &t["chunk_id"]).collect();
+    assert_eq!(owners[1], &hit["chunk_id"]);
+    assert_ne!(owners[2], &hit["chunk_id"], "the reply lives in the next chunk");
+    // Documents carry no turns.
+    put_doc(
+        &m,
+        PutDocument { key: "doc".into(), content: "spare keys list".into(), source: "t".into(), ..Default::default() },
+    );
+    let r = m.recall(json!({"query": "spare keys list"})).unwrap();
+    let doc = r["chunks"].as_array().unwrap().iter().find(|c| c["source_kind"] == "document").unwrap();
+    assert!(doc.get("turns").is_none());
+}
