@@ -15,6 +15,8 @@ use openhuman_mcp::args::ArgKind;
 use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, MemoryOptions, PutDocument};
 use serde_json::{Map, Value, json};
 
+mod baseline;
+
 use crate::cli::{EvalArgs, EvalMethod};
 use crate::{backends, rpc};
 
@@ -264,6 +266,31 @@ struct Score {
     latencies_ms: Vec<f64>,
 }
 
+impl Score {
+    /// Adds one query's ranking (document indexes, best first).
+    fn add(&mut self, docs: &[usize], data: &Dataset, relevant: &HashSet<String>, ms: f64) {
+        let gains: Vec<bool> = docs.iter().map(|&i| relevant.contains(&data.docs[i].id)).collect();
+        self.ndcg += ndcg_at(TOP, &gains, relevant.len());
+        self.recall_top += recall_at(TOP, &gains, relevant.len());
+        self.recall_deep += recall_at(DEEP, &gains, relevant.len());
+        self.latencies_ms.push(ms);
+    }
+
+    /// The means over `n` queries, as the JSON report shows them.
+    fn report(mut self, tool: &str, depth: usize, n: f64) -> Value {
+        self.latencies_ms.sort_by(f64::total_cmp);
+        json!({
+            "tool": tool,
+            "ndcg_at_10": self.ndcg / n,
+            "recall_at_10": self.recall_top / n,
+            "recall_at_100": self.recall_deep / n,
+            "depth": depth,
+            "latency_ms": { "p50": micros(percentile(&self.latencies_ms, 50.0)),
+                            "p95": micros(percentile(&self.latencies_ms, 95.0)) },
+        })
+    }
+}
+
 /// How a method is called: its schema and how deep one query's ranking goes.
 struct Runner {
     method: EvalMethod,
@@ -454,19 +481,35 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
     let ingest_ms = started.elapsed().as_secs_f64() * 1000.0;
     let stats = engine.stats()?;
 
+    // The reference rankers, over the same documents the store holds.
+    let texts: Vec<String> =
+        data.docs.iter().map(|d| format!("{}\n{}", d.title.as_deref().unwrap_or(""), d.text)).collect();
+    let bm25 = baseline::Bm25::build(texts.iter().map(String::as_str));
+    let vector_runner = runners.iter().position(|r| r.method == EvalMethod::Vector);
+    let mut reference: Vec<(&str, &str, Score)> = vec![("bm25", "BM25 k1 0.9 b 0.4, in eval", Score::default())];
+    if vector_runner.is_some() {
+        reference.push(("bm25+vec", "RRF of bm25 and vector", Score::default()));
+    }
+
     let started = Instant::now();
     let mut scores: Vec<Score> = runners.iter().map(|_| Score::default()).collect();
     let bar = progress(selected.len(), "queries");
     for (q, relevant) in selected {
-        for (r, s) in runners.iter().zip(&mut scores) {
+        let mut vector_docs = Vec::new();
+        for (i, (r, s)) in runners.iter().zip(&mut scores).enumerate() {
             let (docs, ms) = r
                 .rank(&engine, &q.text, &keys)
                 .with_context(|| format!("query {} (queries.jsonl line {}) on {}", q.id, q.line, r.method.tool()))?;
-            let gains: Vec<bool> = docs.iter().map(|&i| relevant.contains(&data.docs[i].id)).collect();
-            s.ndcg += ndcg_at(TOP, &gains, relevant.len());
-            s.recall_top += recall_at(TOP, &gains, relevant.len());
-            s.recall_deep += recall_at(DEEP, &gains, relevant.len());
-            s.latencies_ms.push(ms);
+            s.add(&docs, &data, relevant, ms);
+            if Some(i) == vector_runner {
+                vector_docs = docs;
+            }
+        }
+        let started = Instant::now();
+        let keyword = bm25.rank(&q.text, DEEP);
+        reference[0].2.add(&keyword, &data, relevant, started.elapsed().as_secs_f64() * 1000.0);
+        if let Some((_, _, s)) = reference.get_mut(1) {
+            s.add(&baseline::rrf(&[&keyword, &vector_docs], DEEP), &data, relevant, 0.0);
         }
         if let Some(b) = &bar {
             b.inc(1);
@@ -479,20 +522,12 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
 
     let n = selected.len().max(1) as f64;
     let mut by_method = Map::new();
-    for (r, mut s) in runners.iter().zip(scores) {
-        s.latencies_ms.sort_by(f64::total_cmp);
-        by_method.insert(
-            r.method.name().into(),
-            json!({
-                "tool": r.method.tool(),
-                "ndcg_at_10": s.ndcg / n,
-                "recall_at_10": s.recall_top / n,
-                "recall_at_100": s.recall_deep / n,
-                "depth": r.depth,
-                "latency_ms": { "p50": micros(percentile(&s.latencies_ms, 50.0)),
-                                "p95": micros(percentile(&s.latencies_ms, 95.0)) },
-            }),
-        );
+    for (r, s) in runners.iter().zip(scores) {
+        by_method.insert(r.method.name().into(), s.report(r.method.tool(), r.depth, n));
+    }
+    let mut baselines = Map::new();
+    for (name, what, s) in reference {
+        baselines.insert(name.into(), s.report(what, DEEP, n));
     }
     Ok(json!({
         "dir": data.dir.display().to_string(),
@@ -506,6 +541,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
         "query_ms": query_ms.round() as u64,
         "wall_ms": wall.elapsed().as_millis() as u64,
         "methods": by_method,
+        "baselines": baselines,
     }))
 }
 
@@ -536,7 +572,7 @@ pub fn table(r: &Value) -> String {
         "method", "tool", "nDCG@10", "Recall@10", "Recall@100", "p50 ms", "p95 ms"
     ));
     let mut shallow = Vec::new();
-    for (name, m) in r["methods"].as_object().into_iter().flatten() {
+    let mut row = |name: &str, m: &Value, latency: bool| {
         let depth = m["depth"].as_u64().unwrap_or(0) as usize;
         let mark = if depth < DEEP {
             shallow.push(format!("{name} ranks at most {depth}"));
@@ -545,16 +581,30 @@ pub fn table(r: &Value) -> String {
             " "
         };
         let f = |k: &str| m[k].as_f64().unwrap_or(0.0);
-        out.push_str(&format!(
-            "{:<8} {:<26} {:>8.4} {:>10.4} {:>10.4}{mark} {:>8.2} {:>8.2}\n",
+        let ms = |p: &str| match latency {
+            true => format!("{:.2}", m["latency_ms"][p].as_f64().unwrap_or(0.0)),
+            false => "-".into(),
+        };
+        format!(
+            "{:<8} {:<26} {:>8.4} {:>10.4} {:>10.4}{mark} {:>8} {:>8}\n",
             name,
             m["tool"].as_str().unwrap_or("?"),
             f("ndcg_at_10"),
             f("recall_at_10"),
             f("recall_at_100"),
-            m["latency_ms"]["p50"].as_f64().unwrap_or(0.0),
-            m["latency_ms"]["p95"].as_f64().unwrap_or(0.0),
-        ));
+            ms("p50"),
+            ms("p95"),
+        )
+    };
+    for (name, m) in r["methods"].as_object().into_iter().flatten() {
+        out.push_str(&row(name, m, true));
+    }
+    let baselines = r["baselines"].as_object().into_iter().flatten().collect::<Vec<_>>();
+    if !baselines.is_empty() {
+        out.push_str("baselines, computed in this run over the same documents:\n");
+        for (name, m) in baselines {
+            out.push_str(&row(name, m, name == "bm25"));
+        }
     }
     if !shallow.is_empty() {
         out.push_str(&format!(

@@ -38,6 +38,7 @@ use super::error::{MemoryError, ResultExt};
 mod analysis;
 
 use analysis::EnglishTokenizer;
+pub use analysis::word_stems;
 pub(crate) use analysis::{QueryTerms, for_each_word, stem};
 
 /// Bumped when the document layout or an analyzer changes; an index of another layout is

@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use rusqlite::Connection;
 
 pub use error::MemoryError;
+pub use fts::word_stems;
 pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, SourceKind,
 };

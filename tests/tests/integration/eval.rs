@@ -107,6 +107,14 @@ fn eval_measures_every_method_on_a_small_beir_folder() {
     let search = methods["search"]["ndcg_at_10"].as_f64().unwrap();
     assert!(search >= 0.8, "search nDCG@10 on an easy set: {search}");
     assert_eq!(methods["keyword"]["depth"], 100, "fetch pages to 100 documents");
+    // The reference rankers run over the same documents in the same run.
+    let baselines = report["baselines"].as_object().expect("baselines");
+    assert_eq!(baselines.keys().map(String::as_str).collect::<Vec<_>>(), ["bm25", "bm25+vec"]);
+    let bm25 = baselines["bm25"]["ndcg_at_10"].as_f64().unwrap();
+    assert!(bm25 >= 0.8, "textbook BM25 on an easy set: {bm25}");
+    assert!(baselines["bm25+vec"]["recall_at_100"].as_f64().is_some_and(|v| (0.0..=1.0).contains(&v)));
+    let recall = methods["recall"]["ndcg_at_10"].as_f64().unwrap();
+    assert!(recall >= search, "recall {recall} must not rank below search {search}");
     // The throwaway store lives elsewhere: nothing was written to the user's data directory.
     assert!(!home.path().join("data").exists(), "eval must not touch the user's store");
 }
@@ -128,6 +136,7 @@ fn eval_table_and_subsets() {
     assert!(stdout.contains("3 queries evaluated") && stdout.contains("nDCG@10"), "{stdout}");
     assert!(stdout.contains("memory.search") && stdout.contains("mode=vector"), "{stdout}");
     assert!(!stdout.contains("memory.recall"), "{stdout}");
+    assert!(stdout.contains("baselines") && stdout.contains("RRF of bm25 and vector"), "{stdout}");
 }
 
 #[test]

@@ -213,6 +213,18 @@ pub(crate) fn for_each_word(text: &str, emit: impl FnMut(usize, usize, &str)) {
     scan(text, emit, |_, _, _| {});
 }
 
+/// The word stems of `text` without stop words, in order and repeated as often as they occur:
+/// what a textbook English analyzer (Lucene's, say) would index, for baselines to compare with.
+pub fn word_stems(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_word(text, |_, _, lower| {
+        if !is_stop_word(lower) {
+            out.push(stem(lower).into_owned());
+        }
+    });
+    out
+}
+
 /// Calls `emit(start, end, lowercased)` for every compound of `text` (see [`scan`]).
 pub(crate) fn for_each_compound(text: &str, emit: impl FnMut(usize, usize, &str)) {
     scan(text, |_, _, _| {}, emit);
