@@ -266,15 +266,23 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
         );
     }
     out(&format!(
-        "ingested {} file(s), {} unchanged, {} unsupported, {} failed; {} chunks added, {} removed in {} ms",
+        "ingested {} file(s), {} unchanged, {} unsupported, {} failed, {} deleted file(s) removed; {} chunks added, {} \
+         removed in {} ms",
         summary["files_ingested"],
         summary["files_unchanged"],
         summary["files_unsupported"],
         failed.len(),
+        summary["files_removed"],
         summary["chunks_added"],
         summary["chunks_removed"],
         summary["duration_ms"]
     ));
+    let (moved, detached) = (&summary["annotations_moved"], &summary["annotations_detached"]);
+    if moved.as_u64().unwrap_or(0) + detached.as_u64().unwrap_or(0) > 0 {
+        out(&format!(
+            "tags and notes: {moved} passage(s) followed to their new place, {detached} kept detached (their text is gone)"
+        ));
+    }
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 

@@ -17,6 +17,7 @@
 
 pub mod embed;
 
+mod anchor;
 mod audit;
 mod backfill;
 mod chunker;

@@ -397,6 +397,8 @@ pub(crate) fn stats(inner: &Inner) -> Result<Value, MemoryError> {
         "sources": count("SELECT count(*) FROM sources")?,
         "entities": count("SELECT count(*) FROM entities WHERE chunk_count > 0")?,
         "files": count("SELECT count(*) FROM files")?,
+        // Chunks whose user tags and notes are kept without their passage (see `anchor`).
+        "annotations_detached": count("SELECT count(*) FROM detached")?,
         "audit_rows": count("SELECT count(*) FROM mcp_audit")?,
         "db_seq": db_seq,
         "fts": { "seq": fts_seq, "docs": inner.fts.num_docs() },

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -172,6 +172,25 @@ CREATE TABLE index_state (
     seq           INTEGER NOT NULL,
     updated_at_ms INTEGER NOT NULL,
     detail        TEXT
+) WITHOUT ROWID;
+"#;
+
+/// Annotations kept when the passage they were on left its file (see `anchor`).
+const V2: &str = r#"
+CREATE TABLE detached (
+    chunk_id       TEXT PRIMARY KEY,
+    origin         TEXT NOT NULL,
+    source_ref     TEXT NOT NULL,
+    content        TEXT NOT NULL,
+    detached_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX detached_origin ON detached(origin);
+
+CREATE TABLE detached_tags (
+    chunk_id   TEXT NOT NULL,
+    tag        TEXT NOT NULL,
+    origin_key TEXT NOT NULL,
+    PRIMARY KEY (chunk_id, tag, origin_key)
 ) WITHOUT ROWID;
 "#;
 

@@ -129,6 +129,12 @@ pub struct IngestSummary {
     pub files_failed: Vec<FileError>,
     pub chunks_added: usize,
     pub chunks_removed: usize,
+    /// Files ingested before under the named paths that no longer exist: their chunks were removed.
+    pub files_removed: usize,
+    /// Chunks of changed files whose user tags and notes moved to the chunk now holding their text.
+    pub annotations_moved: usize,
+    /// Chunks whose user tags and notes lost their text (edited away or file deleted): kept detached.
+    pub annotations_detached: usize,
     /// Lines of chat exports that were not `{ts, from, text, channel}` objects.
     pub lines_skipped: usize,
     /// Chunks still waiting for their vector when ingest returned; the background

@@ -15,7 +15,7 @@ use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
 use super::sync::{WriteState, after_write};
 use super::types::{AuditRow, PutDocument, SourceKind};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, MemoryEngine, MemoryError, audit, lock};
+use super::{Inner, MemoryEngine, MemoryError, anchor, audit, lock};
 
 const MAX_TAGS: usize = 50;
 const MAX_TAG_BYTES: usize = 128;
@@ -430,6 +430,7 @@ fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryE
         if let Some(path) = origin.strip_prefix("file:") {
             bare += tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
         }
+        anchor::forget_origin(tx, origin)?;
         if origin == id && n == 0 {
             n = bare;
         }

@@ -160,7 +160,8 @@ fn sigkill_during_a_100k_chunk_ingest_loses_nothing_committed() {
     // The same ingest again: what went in is skipped, the rest is added.
     let out = ingest_cli(&home, data.path());
     let summary = format!(
-        "ingested {} file(s), {files_in} unchanged, 0 unsupported, 0 failed; {} chunks added, 0 removed",
+        "ingested {} file(s), {files_in} unchanged, 0 unsupported, 0 failed, 0 deleted file(s) removed; {} chunks \
+         added, 0 removed",
         FILES - files_in,
         TOTAL - committed
     );

@@ -13,6 +13,7 @@ mod chat;
 mod docs;
 mod mail;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +25,7 @@ use super::store::{self, NewChunk, NewSource};
 use super::sync::{self, read};
 use super::types::{FileError, IngestProgress, IngestSummary};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, backfill, lock};
+use super::{Inner, anchor, backfill, lock};
 
 const BATCH_CHUNKS: usize = 2_000;
 const FTS_COMMIT_CHUNKS: usize = 100_000;
@@ -83,8 +84,15 @@ struct Pending {
     parsed: Parsed,
 }
 
-/// Collects the files under `paths`, each with the kind it will be read as.
-fn collect(paths: &[PathBuf], kind: Option<&str>, summary: &mut IngestSummary) -> Vec<(PathBuf, FileKind)> {
+/// Collects the files under `paths`, each with the kind it will be read as, and the absolute
+/// form of every path named (where files that were ingested before may have been deleted).
+/// `ingested` says whether a path is in the `files` table, to tell a deleted file from a typo.
+fn collect(
+    paths: &[PathBuf],
+    kind: Option<&str>,
+    ingested: &dyn Fn(&Path) -> bool,
+    summary: &mut IngestSummary,
+) -> (Vec<(PathBuf, FileKind)>, Vec<PathBuf>) {
     fn walk(dir: &Path, kind: Option<&str>, out: &mut Vec<(PathBuf, FileKind)>, summary: &mut IngestSummary) {
         let entries = match std::fs::read_dir(dir) {
             Ok(e) => e,
@@ -114,8 +122,10 @@ fn collect(paths: &[PathBuf], kind: Option<&str>, summary: &mut IngestSummary) -
         }
     }
     let mut out = Vec::new();
+    let mut roots = Vec::new();
     for p in paths {
         let p = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+        roots.push(p.clone());
         if p.is_dir() {
             walk(&p, kind, &mut out, summary);
         } else if p.is_file() {
@@ -124,12 +134,14 @@ fn collect(paths: &[PathBuf], kind: Option<&str>, summary: &mut IngestSummary) -
                 Some(k) => out.push((p, k)),
                 None => summary.files_unsupported += 1,
             }
+        } else if std::fs::symlink_metadata(&p).is_err() && ingested(&p) {
+            // A file ingested before and deleted since: pruned below, not an error.
         } else {
             summary.files_seen += 1;
             summary.files_failed.push(FileError { path: p, error: "no such file or folder".into() });
         }
     }
-    out
+    (out, roots)
 }
 
 fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
@@ -205,6 +217,7 @@ fn write_batch(
     let mut threads = mail::Threads::new(&tx);
     for p in &batch {
         let old = store::rowids_by_origin(&tx, &p.origin)?;
+        let annotated = anchor::collect(&tx, &p.origin, &old)?;
         summary.chunks_removed += store::delete_chunks(&tx, seq, &old)?;
         let (chunks, sources) = match &p.parsed {
             Parsed::Chunks(c, s) => (c.clone(), s.clone()),
@@ -213,7 +226,18 @@ fn write_batch(
         for s in &sources {
             store::upsert_source(&tx, s, now)?;
         }
-        let n = store::insert_chunks(&tx, seq, &chunks, now)?.len();
+        let inserted = store::insert_chunks(&tx, seq, &chunks, now)?;
+        let n = inserted.len();
+        if !annotated.is_empty() {
+            let text: HashMap<String, &str> = chunks.iter().map(|c| (c.id(), c.content.as_str())).collect();
+            let new: Vec<(i64, String, &str)> = inserted
+                .iter()
+                .map(|(rowid, id)| (*rowid, id.clone(), text.get(id).copied().unwrap_or_default()))
+                .collect();
+            let outcome = anchor::reattach(&tx, &p.origin, annotated, &new, now)?;
+            summary.annotations_moved += outcome.moved;
+            summary.annotations_detached += outcome.detached;
+        }
         tx.prepare_cached(
             "INSERT INTO files (path, content_hash, size, kind, chunk_count, ingested_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(path) DO UPDATE SET content_hash = excluded.content_hash, size = excluded.size,
@@ -235,6 +259,55 @@ fn write_batch(
     Ok(written)
 }
 
+/// The paths in the `files` table at or under `root`.
+fn ingested_under(conn: &rusqlite::Connection, root: &Path) -> Result<Vec<String>, MemoryError> {
+    let root = root.to_string_lossy();
+    let escaped = root.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    let dir = if escaped.ends_with('/') { escaped } else { format!("{escaped}/") };
+    Ok(conn
+        .prepare_cached("SELECT path FROM files WHERE path = ?1 OR path LIKE ?2 ESCAPE '\\'")?
+        .query_map(params![root, format!("{dir}%")], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// Removes from memory the files at or under `roots` that were ingested before and no longer
+/// exist. Tags and notes on their chunks are kept, detached (see `anchor`).
+fn prune_deleted(inner: &Arc<Inner>, roots: &[PathBuf], summary: &mut IngestSummary) -> Result<(), MemoryError> {
+    let mut gone = Vec::new();
+    {
+        let conn = inner.read_conn()?;
+        for root in roots {
+            for path in ingested_under(&conn, root)? {
+                if matches!(std::fs::symlink_metadata(&path), Err(e) if e.kind() == std::io::ErrorKind::NotFound) {
+                    gone.push(path);
+                }
+            }
+        }
+    }
+    gone.sort();
+    gone.dedup();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    let mut guard = lock(&inner.writer);
+    let ws = &mut *guard;
+    let tx = ws.conn.transaction()?;
+    let seq = store::bump_seq(&tx)?;
+    let now = now_ms();
+    for path in &gone {
+        let origin = format!("file:{path}");
+        let old = store::rowids_by_origin(&tx, &origin)?;
+        let annotated = anchor::collect(&tx, &origin, &old)?;
+        summary.chunks_removed += store::delete_chunks(&tx, seq, &old)?;
+        summary.annotations_detached += anchor::reattach(&tx, &origin, annotated, &[], now)?.detached;
+        tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
+        summary.files_removed += 1;
+    }
+    tx.commit()?;
+    sync::sync_vectors(inner, ws, Some(0))?;
+    Ok(())
+}
+
 pub(crate) fn ingest_paths(
     inner: &Arc<Inner>,
     paths: &[PathBuf],
@@ -248,7 +321,15 @@ pub(crate) fn ingest_paths(
     }
     let started = Instant::now();
     let mut summary = IngestSummary::default();
-    let files = collect(paths, kind, &mut summary);
+    let known = |p: &Path| -> bool {
+        let conn = inner.read_conn();
+        conn.is_ok_and(|c| {
+            c.prepare_cached("SELECT 1 FROM files WHERE path = ?1")
+                .and_then(|mut q| q.exists([p.to_string_lossy()]))
+                .unwrap_or(false)
+        })
+    };
+    let (files, roots) = collect(paths, kind, &known, &mut summary);
     let mut state = IngestProgress { files_total: files.len(), ..IngestProgress::default() };
     let mut batch: Vec<Pending> = Vec::new();
     let mut batch_chunks = 0;
@@ -277,6 +358,7 @@ pub(crate) fn ingest_paths(
     if !batch.is_empty() {
         state.chunks_written += write_batch(inner, batch, &mut summary, true)?;
     }
+    prune_deleted(inner, &roots, &mut summary)?;
     {
         let mut ws = lock(&inner.writer);
         sync::sync_fts(inner, &mut ws, true)?;

@@ -180,3 +180,96 @@ fn chat_exports_group_by_channel_and_time() {
     fs::write(&other, r#"{"ts": 1, "from": "x", "text": "forced chat", "channel": "c"}"#).unwrap();
     assert_eq!(ingest(&m, &[&other], Some("chat")).chunks_added, 1);
 }
+
+/// The id of the one chunk `query` finds first.
+fn found(m: &MemoryEngine, query: &str) -> Option<String> {
+    let r = m.search(json!({"query": query})).unwrap();
+    r["hits"][0]["chunk_id"].as_str().map(str::to_string)
+}
+
+const GARDEN: &str = "# Garden\n\n## Herbs\n\nThyme and rosemary grow by the south wall in dry soil.\n\n## Tools\n\nThe spade hangs in the shed next to the rake.\n";
+
+#[test]
+fn tags_and_notes_follow_their_text_when_the_file_changes() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let path = src.path().join("garden.md");
+    fs::write(&path, GARDEN).unwrap();
+    let m = open(data.path());
+    ingest(&m, &[&path], None);
+    let herbs = found(&m, "thyme rosemary").unwrap();
+    m.tag_chunk(&herbs, &["plants".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap();
+    m.add_note(&herbs, "water weekly in summer", "n1", "mcp:test", super::audit("memory.note")).unwrap();
+
+    // An edit elsewhere moves the passage (new chunk id); its tag and note go with it.
+    fs::write(&path, GARDEN.replace("## Herbs", "Planted in 2021.\n\n## Herbs").replace("spade", "shovel")).unwrap();
+    let s = ingest(&m, &[&path], None);
+    assert_eq!((s.annotations_moved, s.annotations_detached), (1, 0), "{s:?}");
+    let now = found(&m, "thyme rosemary").unwrap();
+    let chunk = m.read_chunk(json!({"chunk_id": now})).unwrap();
+    assert!(chunk["tags"].as_array().unwrap().contains(&json!("plants")), "{chunk}");
+    assert_eq!(chunk["notes"][0]["text"], "water weekly in summer", "{chunk}");
+    // A rewrite that keeps most of the words still counts as the same passage.
+    let reworded = fs::read_to_string(&path).unwrap().replace("in dry soil", "in dry sandy soil");
+    fs::write(&path, reworded).unwrap();
+    assert_eq!(ingest(&m, &[&path], None).annotations_moved, 1);
+    let now = found(&m, "thyme rosemary").unwrap();
+    assert_eq!(m.read_chunk(json!({"chunk_id": now})).unwrap()["notes"][0]["text"], "water weekly in summer");
+
+    // The passage deleted: the annotations are kept, detached, and the note says so.
+    let without = GARDEN.replace("Thyme and rosemary grow by the south wall in dry soil.", "Nothing grows here yet.");
+    fs::write(&path, &without).unwrap();
+    let s = ingest(&m, &[&path], None);
+    assert_eq!((s.annotations_moved, s.annotations_detached), (0, 1), "{s:?}");
+    assert_eq!(m.stats().unwrap()["annotations_detached"], 1);
+    let note = m.recall(json!({"query": "water weekly in summer"})).unwrap();
+    let note_id = note["chunks"][0]["chunk_id"].as_str().unwrap();
+    let note = m.read_chunk(json!({"chunk_id": note_id})).unwrap();
+    assert_eq!(note["source_kind"], "note");
+    assert_eq!(note["metadata"]["anchor"], "detached", "{note}");
+    assert!(note["metadata"]["anchor_text"].as_str().unwrap().contains("Thyme"), "{note}");
+
+    // The passage back: tags and note re-attach.
+    fs::write(&path, GARDEN).unwrap();
+    let s = ingest(&m, &[&path], None);
+    assert_eq!((s.annotations_moved, s.annotations_detached), (1, 0), "{s:?}");
+    assert_eq!(m.stats().unwrap()["annotations_detached"], 0);
+    let back = m.read_chunk(json!({"chunk_id": found(&m, "thyme rosemary").unwrap()})).unwrap();
+    assert!(back["tags"].as_array().unwrap().contains(&json!("plants")), "{back}");
+    assert_eq!(back["notes"][0]["text"], "water weekly in summer");
+    let note = m.read_chunk(json!({"chunk_id": note_id})).unwrap();
+    assert!(note["metadata"].get("anchor").is_none(), "{note}");
+    assert_eq!(note["metadata"]["chunk_id"], back["chunk_id"]);
+}
+
+#[test]
+fn deleted_files_leave_memory_on_the_next_ingest_of_their_folder() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let keep = src.path().join("keep.md");
+    let gone = src.path().join("sub").join("gone.md");
+    fs::create_dir(src.path().join("sub")).unwrap();
+    fs::write(&keep, "# Keep\n\nThe lighthouse lamp is trimmed nightly.\n").unwrap();
+    fs::write(&gone, GARDEN).unwrap();
+    let m = open(data.path());
+    assert_eq!(ingest(&m, &[src.path()], None).files_ingested, 2);
+    let herbs = found(&m, "thyme rosemary").unwrap();
+    m.tag_chunk(&herbs, &["plants".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap();
+
+    fs::remove_file(&gone).unwrap();
+    let s = ingest(&m, &[src.path()], None);
+    assert_eq!((s.files_removed, s.files_unchanged, s.annotations_detached), (1, 1, 1), "{s:?}");
+    assert!(s.files_failed.is_empty(), "{s:?}");
+    assert_eq!(found(&m, "thyme rosemary"), None);
+    assert!(found(&m, "lighthouse").is_some());
+    assert_eq!(m.stats().unwrap()["files"], 1);
+
+    // Naming a deleted file removes it too; a path that was never ingested is an error, and
+    // it does not stop the others.
+    fs::remove_file(&keep).unwrap();
+    let never = src.path().join("never.md");
+    let s = ingest(&m, &[&keep, &never], None);
+    assert_eq!(s.files_removed, 1, "{s:?}");
+    assert_eq!(s.files_failed.len(), 1, "{s:?}");
+    assert_eq!(found(&m, "lighthouse"), None);
+}
