@@ -54,6 +54,14 @@ pub enum MemoryError {
     /// unknown layout; the message names it.
     #[error("{0}")]
     Corrupt(String),
+    /// A write was committed to the database but the keyword index could not commit it, so
+    /// search does not find it yet. The index catches up from the database at the next write
+    /// or start (or `reindex`) once the cause (say, a full disk) is gone.
+    #[error(
+        "saved, but not searchable yet: the keyword index could not be updated ({0}). It catches up by itself \
+         once the cause is fixed (for a full disk, free space); `openhumand-mcp reindex` rebuilds it"
+    )]
+    NotSearchable(String),
     /// Another condition the engine detected itself (an internal invariant that did not hold).
     #[error("{0}")]
     Other(String),

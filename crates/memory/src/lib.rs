@@ -99,6 +99,8 @@ pub(crate) struct Inner {
     needs_fill: std::sync::atomic::AtomicBool,
     /// Set when the last handle goes: the background thread stops at its next batch.
     stopping: std::sync::atomic::AtomicBool,
+    /// Writers waiting for the keyword index to make their writes searchable.
+    group_commit: sync::GroupCommit,
 }
 
 /// A pooled read connection, returned to the pool when dropped.

@@ -9,9 +9,9 @@
 //! with `change_seq > s`. Rowids are never reused, so replays are idempotent.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use tantivy::IndexWriter;
@@ -108,6 +108,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         background: Mutex::new(backfill::Background::default()),
         needs_fill: AtomicBool::new(false),
         stopping: AtomicBool::new(false),
+        group_commit: GroupCommit::default(),
     };
     {
         let mut ws = lock(&inner.writer);
@@ -294,7 +295,9 @@ pub(crate) fn prune_tombstones(ws: &mut WriteState) -> rusqlite::Result<()> {
 /// Index failures are logged, not returned: the write itself is durable, and the next
 /// write or open replays what the indexes missed.
 pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
-    if let Err(e) = sync_fts(inner, ws, true) {
+    // The keyword index gets the rows now and commits them in `wait_searchable`, once for
+    // every write that is waiting by then.
+    if let Err(e) = sync_fts(inner, ws, false) {
         tracing::warn!(error = %format!("{e:#}"), "full-text index update failed; it will be retried");
         let _ = ws.fts_writer.rollback();
         ws.fts_applied = ws.fts_committed;
@@ -307,6 +310,107 @@ pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
     }
     if inner.needs_fill.load(Ordering::Relaxed) {
         backfill::start(inner);
+    }
+}
+
+/// Where the group commit of the keyword index stands.
+#[derive(Default)]
+pub(crate) struct GroupCommit {
+    state: Mutex<CommitState>,
+    done: Condvar,
+    /// Writes between taking their turn and handing their rows to the index writer: a commit
+    /// started now would leave them for the next one.
+    in_flight: AtomicUsize,
+}
+
+/// How long a waiting write holds the next index commit back for writes still in flight.
+const GATHER: Duration = Duration::from_millis(20);
+
+/// Counts a write in flight until dropped (also on error paths).
+pub(crate) struct InFlight<'a>(&'a Inner);
+
+impl<'a> InFlight<'a> {
+    pub fn enter(inner: &'a Inner) -> InFlight<'a> {
+        inner.group_commit.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(inner)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let group = &self.0.group_commit;
+        if group.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            // The last one in: whoever waits to commit may start now.
+            let _st = lock(&group.state);
+            group.done.notify_all();
+        }
+    }
+}
+
+#[derive(Default)]
+struct CommitState {
+    /// Every write at or below this change sequence is searchable.
+    searchable: i64,
+    /// A writer is committing the index for everyone waiting.
+    running: bool,
+    /// The last commit failed: writes up to this sequence get the error.
+    failed: Option<(i64, String)>,
+}
+
+/// Returns once the write with change sequence `seq` (committed to SQLite, its rows handed to
+/// the index writer by `after_write`) is searchable. Writes that arrive while one index
+/// commit runs wait for it to end and are all made durable by the next one, so many writers
+/// share each commit instead of paying one apiece: the first waiter to find no commit running
+/// and no write in flight ([`InFlight`], or once it has waited [`GATHER`]) runs it, under the
+/// writer lock, for every write applied so far.
+pub(crate) fn wait_searchable(inner: &Inner, seq: i64) -> Result<(), MemoryError> {
+    let group = &inner.group_commit;
+    let since = Instant::now();
+    let mut st = lock(&group.state);
+    loop {
+        if st.searchable >= seq {
+            return Ok(());
+        }
+        if let Some((upto, why)) = &st.failed
+            && *upto >= seq
+        {
+            return Err(MemoryError::NotSearchable(why.clone()));
+        }
+        if st.running {
+            st = group.done.wait(st).unwrap_or_else(|e| e.into_inner());
+            continue;
+        }
+        // Let the writes already under way join this commit, for at most GATHER.
+        let waited = since.elapsed();
+        if group.in_flight.load(Ordering::SeqCst) > 0 && waited < GATHER {
+            st = group.done.wait_timeout(st, GATHER - waited).map(|r| r.0).unwrap_or_else(|e| e.into_inner().0);
+            continue;
+        }
+        st.running = true;
+        drop(st);
+        let outcome = {
+            let mut ws = lock(&inner.writer);
+            let result = sync_fts(inner, &mut ws, true);
+            if result.is_err() {
+                // Start again from the last commit: the next writer re-adds what this one lost.
+                let _ = ws.fts_writer.rollback();
+                ws.fts_applied = ws.fts_committed;
+            }
+            (result, ws.fts_committed, db_seq(&ws.conn).unwrap_or(seq))
+        };
+        st = lock(&group.state);
+        st.running = false;
+        match outcome {
+            (Ok(()), committed, _) => {
+                st.searchable = st.searchable.max(committed);
+                st.failed = None;
+            }
+            (Err(e), _, upto) => {
+                tracing::warn!(error = %format!("{e:#}"), "full-text index commit failed; it will be retried");
+                st.failed = Some((upto, format!("{e:#}")));
+            }
+        }
+        group.done.notify_all();
     }
 }
 

@@ -12,7 +12,7 @@ use super::chunker::{Format, chunk_text};
 use super::params::{invalid, required};
 use super::read_api::no_chunk;
 use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
-use super::sync::{WriteState, after_write};
+use super::sync::{InFlight, WriteState, after_write, wait_searchable};
 use super::types::{AuditRow, PutDocument, SourceKind};
 use super::util::{now_ms, sha256_hex};
 use super::{Inner, MemoryEngine, MemoryError, anchor, audit, lock};
@@ -48,6 +48,7 @@ fn write_tx<T>(
     mut audit_row: AuditRow,
     f: impl FnOnce(&Transaction<'_>, i64, i64) -> Result<(T, String), MemoryError>,
 ) -> Result<T, MemoryError> {
+    let in_flight = InFlight::enter(inner);
     let mut guard = lock(&inner.writer);
     let ws: &mut WriteState = &mut guard;
     let tx = ws.conn.transaction()?;
@@ -62,6 +63,10 @@ fn write_tx<T>(
     audit::insert(&tx, &audit_row)?;
     tx.commit()?;
     after_write(inner, ws);
+    drop(guard);
+    drop(in_flight);
+    // Acknowledged only once searchable; concurrent writers share one index commit.
+    wait_searchable(inner, seq)?;
     Ok(out)
 }
 

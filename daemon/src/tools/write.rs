@@ -154,6 +154,8 @@ async fn blocking_write(
         .map_err(|e| ToolFailure::Tool(format!("internal error: the write task failed ({e}); nothing was written")))?;
     out.map_err(|e| match e {
         MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
+        // Written, audited, not yet searchable: the message says so and what to do.
+        e @ MemoryError::NotSearchable(_) => ToolFailure::Tool(e.to_string()),
         e => {
             tracing::error!("write failed: {e:#}");
             ToolFailure::Tool(format!("internal error: {e:#}; nothing was written"))

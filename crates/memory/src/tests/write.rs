@@ -163,10 +163,12 @@ fn forget_removes_from_database_and_every_index() {
 
 #[test]
 fn concurrent_reads_and_writes_stay_consistent() {
+    // Writers share index commits (a group commit); each must still be acknowledged only once
+    // it is searchable and audited.
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     std::thread::scope(|s| {
-        for t in 0..3 {
+        for t in 0..8 {
             let m = m.clone();
             s.spawn(move || {
                 for i in 0..15 {
@@ -193,6 +195,8 @@ fn concurrent_reads_and_writes_stay_consistent() {
     let s = m.stats().unwrap();
     assert_eq!(
         (s["chunks"].as_i64(), s["fts"]["docs"].as_i64(), s["vectors"]["count"].as_i64()),
-        (Some(45), Some(45), Some(45))
+        (Some(120), Some(120), Some(120))
     );
+    let rows = m.query_audit(AuditQuery { limit: Some(1000), ..Default::default() }).unwrap();
+    assert_eq!(rows.iter().filter(|r| r.success).count(), 120);
 }
