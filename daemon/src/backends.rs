@@ -45,7 +45,7 @@ pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, Strin
     }
     let embedder =
         embedder(config, &paths.data_dir).inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?;
-    let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder });
+    let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder, deep: None });
     opened.map_err(|e| {
         let msg = format!(
             "the memory store in {} could not be opened: {e:#}. If a daemon is running, use openhuman-mcp-shim \

@@ -448,7 +448,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
     let tmp = tempfile::Builder::new().prefix("openhuman-eval-").tempdir().context("cannot create a temp directory")?;
     let data_dir = tmp.path().join("data");
     let embedder = backends::embedder(config, &data_dir).map_err(anyhow::Error::msg)?;
-    let engine = MemoryEngine::open(MemoryOptions { data_dir, embedder })?;
+    let engine = MemoryEngine::open(MemoryOptions { data_dir, embedder, deep: None })?;
     let started = Instant::now();
     let (keys, empty) = ingest(&engine, &data)?;
     let ingest_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use super::filter::Filter;
 use super::store::rarray;
 use super::sync::read;
+use super::tier::Ranked;
 use super::{Inner, MemoryError};
 
 const RRF_K: f64 = 60.0;
@@ -77,7 +78,8 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)]) -> Vec<Hit> {
     out
 }
 
-/// The best `want` hits for `query`, taking `pool` candidates from each ranker first.
+/// The best `want` hits for `query`, taking `pool` candidates from each ranker first, and the
+/// vector tier that ranked them.
 pub(crate) fn rank(
     inner: &Inner,
     conn: &Connection,
@@ -86,27 +88,17 @@ pub(crate) fn rank(
     filter: &Filter,
     want: usize,
     pool: usize,
-) -> Result<Vec<Hit>, MemoryError> {
+) -> Result<Ranked, MemoryError> {
     let terms = inner.fts.query_terms(query);
-    let qvec = if mode == Mode::Keyword {
-        None
-    } else {
-        match inner.embedder.embed(&[query]) {
-            Ok(mut v) if !v.is_empty() => Some(v.swap_remove(0)),
-            Ok(_) => None,
-            Err(e) => {
-                // Recall still works by keywords when the embedder is unavailable.
-                tracing::warn!(error = %format!("{e:#}"), "query embedding failed; ranking by keywords only");
-                None
-            }
-        }
-    };
+    // The deep tier once it covers every chunk, else the fast one; neither (keywords only)
+    // when no embedder can embed the query.
+    let qvec = if mode == Mode::Keyword { None } else { inner.query_vector(query) };
     let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
     let mut pool = pool.max(want);
     loop {
         let bm = if mode == Mode::Vector { Vec::new() } else { inner.fts.search(&terms, pool, restrict.as_deref())? };
         let vs = match &qvec {
-            Some(q) => read(&inner.vectors).search(q, pool, restrict.as_deref()),
+            Some((q, tier)) => read(&tier.vectors).search(q, pool, restrict.as_deref()),
             None => Vec::new(),
         };
         let exhausted = bm.len() < pool && vs.len() < pool;
@@ -118,7 +110,7 @@ pub(crate) fn rank(
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);
-            return Ok(fused);
+            return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind) });
         }
         pool *= 4;
     }

@@ -25,6 +25,16 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order. Vectors are L2-normalised, except for
     /// texts with no known token (e.g. empty), which get the zero vector.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// The vector of a search query. Models trained with a query instruction (a prefix the
+    /// query gets and stored texts do not) override this; by default it is `embed` of one text.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut v = self.embed(&[query])?;
+        if v.len() != 1 {
+            return Err(EmbedError(format!("embedder returned {} vectors for 1 text", v.len())));
+        }
+        Ok(v.swap_remove(0))
+    }
 }
 
 /// Why an embedder could not embed a batch, in words for the log and the user (what failed and
