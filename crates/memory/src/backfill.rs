@@ -64,14 +64,18 @@ pub(crate) fn start_tier(inner: &Arc<Inner>, kind: TierKind) {
 /// Waits for the threads (if any) to finish their current work.
 pub(crate) fn wait(inner: &Inner) {
     for tier in inner.tiers() {
-        loop {
-            let handle = lock(&tier.background).handle.take();
-            match handle {
-                Some(h) => {
-                    let _ = h.join();
-                }
-                None => break,
+        wait_tier(tier);
+    }
+}
+
+pub(crate) fn wait_tier(tier: &Tier) {
+    loop {
+        let handle = lock(&tier.background).handle.take();
+        match handle {
+            Some(h) => {
+                let _ = h.join();
             }
+            None => return,
         }
     }
 }

@@ -172,6 +172,14 @@ impl MemoryEngine {
         backfill::wait(&self.inner);
     }
 
+    /// Blocks until one tier's background embedding has finished (the command-line `ingest`
+    /// waits for the fast tier only and leaves the deep tier's fill to the daemon).
+    pub fn wait_background_tier(&self, kind: TierKind) {
+        if let Some(tier) = self.inner.tier(kind) {
+            backfill::wait_tier(tier);
+        }
+    }
+
     /// Rebuilds the full-text and vector indexes from the database (the deep tier's vectors
     /// are dropped and filled again in the background).
     pub fn reindex(&self) -> Result<ReindexSummary, MemoryError> {
