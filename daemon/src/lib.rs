@@ -347,6 +347,20 @@ fn run_command(cli: &Cli) -> Result<i32> {
                         s["sessions"],
                         paths.socket.display()
                     ));
+                    let deep = &s["vectors"]["deep"];
+                    if deep.is_object() {
+                        out(&format!(
+                            "deep embedding tier {}: {} of {} chunks embedded{}",
+                            deep["model"].as_str().unwrap_or("?"),
+                            deep["covered"],
+                            deep["total"],
+                            if deep["answering"] == true {
+                                "; it answers vector queries"
+                            } else {
+                                "; the fast tier answers vector queries until it covers them all"
+                            }
+                        ));
+                    }
                     Ok(EXIT_OK)
                 }
                 Err(e) => {
