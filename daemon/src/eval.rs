@@ -1,7 +1,8 @@
 //! `openhumand-mcp eval <dir>`: retrieval quality on labelled data. Owns reading a BEIR-layout
 //! folder (`corpus.jsonl`, `queries.jsonl`, `qrels.tsv`; errors name the file and line), loading
-//! the corpus into a throwaway store in a temp directory (with the embedder `[memory.embeddings]`
-//! asks for), running every query through the engine methods the MCP tools call (parameters
+//! the corpus into a throwaway store in a temp directory (with the embedders `[memory.embeddings]`
+//! asks for; with a transformer configured, measuring waits until its background fill covers
+//! every chunk, so the figures are the deep tier's), running every query through the engine methods the MCP tools call (parameters
 //! checked by the same schemas), and the metrics: nDCG@10, Recall@10, Recall@100 and latency
 //! percentiles.
 
@@ -10,9 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
+use openhuman_common::Paths;
 use openhuman_config::Config;
 use openhuman_mcp::args::ArgKind;
-use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, MemoryOptions, PutDocument};
+use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, MemoryOptions, PutDocument, TierKind};
 use serde_json::{Map, Value, json};
 
 mod baseline;
@@ -345,8 +347,13 @@ impl Runner {
     }
 
     /// The documents `query` ranks, best first (a document at the rank of its best chunk), as
-    /// indexes into the corpus; and the time the engine took.
-    fn rank(&self, engine: &MemoryEngine, query: &str, keys: &HashMap<String, usize>) -> Result<(Vec<usize>, f64)> {
+    /// indexes into the corpus; the time the engine took; and the vector tier that answered.
+    fn rank(
+        &self,
+        engine: &MemoryEngine,
+        query: &str,
+        keys: &HashMap<String, usize>,
+    ) -> Result<(Vec<usize>, f64, Option<String>)> {
         let (list, key) = match self.method {
             EvalMethod::Search => ("hits", "/source_ref"),
             EvalMethod::Recall => ("chunks", "/source_ref"),
@@ -356,11 +363,15 @@ impl Runner {
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut elapsed = 0.0;
+        let mut tier = None;
         loop {
             let started = Instant::now();
             let params = self.params(query, cursor.as_deref()).map_err(anyhow::Error::msg)?;
             let out = (self.method.entry())(engine, params)?;
             elapsed += started.elapsed().as_secs_f64() * 1000.0;
+            if let Some(t) = out["vector_tier"].as_str() {
+                tier = Some(t.to_string());
+            }
             for hit in out[list].as_array().map(Vec::as_slice).unwrap_or_default() {
                 if let Some(&i) = hit.pointer(key).and_then(Value::as_str).and_then(|k| keys.get(k))
                     && seen.insert(i)
@@ -374,7 +385,7 @@ impl Runner {
             }
         }
         docs.truncate(self.depth);
-        Ok((docs, elapsed))
+        Ok((docs, elapsed, tier))
     }
 }
 
@@ -423,7 +434,7 @@ fn ingest(engine: &MemoryEngine, data: &Dataset) -> Result<(HashMap<String, usiz
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    engine.wait_background();
+    engine.wait_background_tier(TierKind::Fast);
     Ok((keys, empty))
 }
 
@@ -432,8 +443,9 @@ fn micros(ms: f64) -> f64 {
     (ms * 1000.0).round() / 1000.0
 }
 
-/// Runs the evaluation and returns the report as JSON (what `--json` prints).
-pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
+/// Runs the evaluation and returns the report as JSON (what `--json` prints). `paths` locates the
+/// model store a configured transformer is taken from; the user's memory store is not opened.
+pub fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
     let wall = Instant::now();
     let data = Dataset::read(&args.dir)?;
     let mut methods: Vec<EvalMethod> = Vec::new();
@@ -475,11 +487,19 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
     let tmp = tempfile::Builder::new().prefix("openhuman-eval-").tempdir().context("cannot create a temp directory")?;
     let data_dir = tmp.path().join("data");
     let embedder = backends::embedder(config, &data_dir).map_err(anyhow::Error::msg)?;
-    let engine = MemoryEngine::open(MemoryOptions { data_dir, embedder })?;
+    let deep = backends::deep_embedder(config, &paths.data_dir).map_err(anyhow::Error::msg)?;
+    let engine = MemoryEngine::open(MemoryOptions { data_dir, embedder, deep })?;
     let started = Instant::now();
     let (keys, empty) = ingest(&engine, &data)?;
     let ingest_ms = started.elapsed().as_secs_f64() * 1000.0;
+    // The deep tier's fill started with the first document; measuring waits until it is done.
+    let deep_fill_ms = engine.tiers()?.iter().any(|t| t.tier == TierKind::Deep).then(|| {
+        engine.wait_background();
+        started.elapsed().as_secs_f64() * 1000.0
+    });
     let stats = engine.stats()?;
+    let tiers = engine.tiers()?;
+    let answering = tiers.iter().find(|t| t.answering).map(|t| t.tier);
 
     // The reference rankers, over the same documents the store holds.
     let texts: Vec<String> =
@@ -493,14 +513,18 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
 
     let started = Instant::now();
     let mut scores: Vec<Score> = runners.iter().map(|_| Score::default()).collect();
+    let mut tiers_seen: Vec<HashSet<String>> = runners.iter().map(|_| HashSet::new()).collect();
     let bar = progress(selected.len(), "queries");
     for (q, relevant) in selected {
         let mut vector_docs = Vec::new();
-        for (i, (r, s)) in runners.iter().zip(&mut scores).enumerate() {
-            let (docs, ms) = r
+        for (i, ((r, s), seen)) in runners.iter().zip(&mut scores).zip(&mut tiers_seen).enumerate() {
+            let (docs, ms, tier) = r
                 .rank(&engine, &q.text, &keys)
                 .with_context(|| format!("query {} (queries.jsonl line {}) on {}", q.id, q.line, r.method.tool()))?;
             s.add(&docs, &data, relevant, ms);
+            if let Some(t) = tier {
+                seen.insert(t);
+            }
             if Some(i) == vector_runner {
                 vector_docs = docs;
             }
@@ -522,8 +546,12 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
 
     let n = selected.len().max(1) as f64;
     let mut by_method = Map::new();
-    for (r, s) in runners.iter().zip(scores) {
-        by_method.insert(r.method.name().into(), s.report(r.method.tool(), r.depth, n));
+    for ((r, s), seen) in runners.iter().zip(scores).zip(tiers_seen) {
+        let mut seen: Vec<String> = seen.into_iter().collect();
+        seen.sort();
+        let mut report = s.report(r.method.tool(), r.depth, n);
+        report["vector_tier"] = json!(seen.join(","));
+        by_method.insert(r.method.name().into(), report);
     }
     let mut baselines = Map::new();
     for (name, what, s) in reference {
@@ -536,6 +564,9 @@ pub fn run(config: &Config, args: &EvalArgs) -> Result<Value> {
         "documents_empty": empty,
         "chunks": stats["chunks"],
         "vectors_missing": stats["vectors"]["missing"],
+        "deep": stats["vectors"].get("deep").cloned(),
+        "vector_tier": answering.map(TierKind::name),
+        "deep_fill_ms": deep_fill_ms.map(|ms| ms.round() as u64),
         "queries": { "total": data.queries.len(), "without_relevant": without_relevant, "evaluated": selected.len() },
         "ingest_ms": ingest_ms.round() as u64,
         "query_ms": query_ms.round() as u64,
@@ -560,6 +591,17 @@ pub fn table(r: &Value) -> String {
     );
     if r["documents_empty"].as_u64().unwrap_or(0) > 0 {
         out.push_str(&format!("{} documents without title or text were left out\n", r["documents_empty"]));
+    }
+    if let Some(d) = r["deep"].as_object() {
+        out.push_str(&format!(
+            "deep tier {}: {} of {} chunks embedded in {:.1} s from the start of storing; vector queries answered by \
+             the {} tier\n",
+            d.get("model").and_then(Value::as_str).unwrap_or("?"),
+            d.get("covered").and_then(Value::as_u64).unwrap_or(0),
+            d.get("total").and_then(Value::as_u64).unwrap_or(0),
+            r["deep_fill_ms"].as_f64().unwrap_or(0.0) / 1000.0,
+            r["vector_tier"].as_str().unwrap_or("?"),
+        ));
     }
     if r["vectors_missing"].as_u64().unwrap_or(0) > 0 {
         out.push_str(&format!(

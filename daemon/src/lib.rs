@@ -16,6 +16,7 @@
 //! - `resources`  the compiled-in prompt catalog
 //! - `eval`       `eval`: retrieval quality (nDCG@10, Recall@10/100, latency) on a labelled BEIR
 //!   folder, in a throwaway store
+//! - `models`     `model install|list|remove`: the transformer model store of the deep tier
 //! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
 //! - `register`   adds the shim to MCP clients' configs
 //! - `service`    systemd/launchd install
@@ -29,6 +30,7 @@ pub mod cli;
 pub mod client;
 pub mod eval;
 pub mod logging;
+pub mod models;
 pub mod policy;
 pub mod register;
 pub mod resources;
@@ -56,7 +58,7 @@ pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 
 /// Writes command output (not protocol) to stdout. Never used by `stdio` or `serve`.
-fn out(text: &str) {
+pub(crate) fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{text}");
 }
@@ -250,7 +252,9 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
         let s = engine.ingest_paths(&files, kind, &|p: &openhuman_memory::IngestProgress| {
             show(p.files_done as u64, p.files_total as u64, format!("{} chunks", p.chunks_written))
         })?;
-        engine.wait_background();
+        // Only the fast tier: the deep tier's fill (slow) goes on in the daemon later, from
+        // where this one stops.
+        engine.wait_background_tier(openhuman_memory::TierKind::Fast);
         serde_json::to_value(s)?
     };
     if let Some(b) = bar {
@@ -351,6 +355,20 @@ fn run_command(cli: &Cli) -> Result<i32> {
                         s["sessions"],
                         paths.socket.display()
                     ));
+                    let deep = &s["vectors"]["deep"];
+                    if deep.is_object() {
+                        out(&format!(
+                            "deep embedding tier {}: {} of {} chunks embedded{}",
+                            deep["model"].as_str().unwrap_or("?"),
+                            deep["covered"],
+                            deep["total"],
+                            if deep["answering"] == true {
+                                "; it answers vector queries"
+                            } else {
+                                "; the fast tier answers vector queries until it covers them all"
+                            }
+                        ));
+                    }
                     Ok(EXIT_OK)
                 }
                 Err(e) => {
@@ -398,10 +416,11 @@ fn run_command(cli: &Cli) -> Result<i32> {
         Command::Eval(args) => {
             let paths = resolve_paths(cli, None)?;
             let loaded = config::load(&paths.config_file)?;
-            let report = eval::run(&loaded.config, args)?;
+            let report = eval::run(&paths, &loaded.config, args)?;
             out(&if args.json { report.to_string() } else { eval::table(&report) });
             Ok(EXIT_OK)
         }
+        Command::Model { action } => models::run(&resolve_paths(cli, None)?, action),
         Command::Config { action } => {
             let paths = resolve_paths(cli, None)?;
             match action {

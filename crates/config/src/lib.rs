@@ -128,6 +128,10 @@ pub struct EmbeddingsConfig {
     pub base_url: Option<String>,
     /// Name of the environment variable holding the API key (never the key itself).
     pub api_key_env: Option<String>,
+    /// The deep tier: a transformer model, by name under `<data dir>/models/` (what `model
+    /// install` puts there) or as an absolute directory. Its vectors are filled in the
+    /// background and answer queries once they cover every chunk.
+    pub transformer: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -358,6 +362,9 @@ fn validate(c: &Config) -> Result<(), String> {
     if let Some(url) = &c.memory.embeddings.base_url {
         check_url("memory.embeddings.base_url", url)?;
     }
+    if let Some(t) = &c.memory.embeddings.transformer {
+        check_model("memory.embeddings.transformer", t)?;
+    }
     for (name, key) in
         [("llm.api_key_env", &c.llm.api_key_env), ("memory.embeddings.api_key_env", &c.memory.embeddings.api_key_env)]
     {
@@ -384,6 +391,24 @@ fn validate(c: &Config) -> Result<(), String> {
 fn check_url(key: &str, url: &str) -> Result<(), String> {
     if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "https://".len() {
         return Err(format!("key `{key}` must be an http:// or https:// URL (got {url:?})"));
+    }
+    Ok(())
+}
+
+/// A model name (`a-z A-Z 0-9 . _ -`, not starting with a dot) or an absolute directory.
+fn check_model(key: &str, value: &str) -> Result<(), String> {
+    if Path::new(value).is_absolute() {
+        return Ok(());
+    }
+    let name_ok = !value.is_empty()
+        && value.len() <= 64
+        && !value.starts_with('.')
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !name_ok {
+        return Err(format!(
+            "key `{key}` must name an installed model (letters, digits, '.', '_', '-'; see `openhumand-mcp model \
+             list`) or be an absolute directory (got {value:?})"
+        ));
     }
     Ok(())
 }
@@ -524,6 +549,18 @@ mod tests {
         let text = "[[capability_providers]]\nid = \"Acme Tools\"\n[[capability_providers]]\nid = \"acme-tools\"\n";
         let err = load_text(text, &[]).unwrap_err().to_string();
         assert!(err.contains("capability_providers[1].id") && err.contains("acme-tools"), "{err}");
+    }
+
+    #[test]
+    fn transformer_is_a_model_name_or_an_absolute_directory() {
+        let c = load_text("[memory.embeddings]\ntransformer = \"all-minilm-l6-v2\"\n", &[]).unwrap();
+        assert_eq!(c.memory.embeddings.transformer.as_deref(), Some("all-minilm-l6-v2"));
+        let c = load_text("", &[("OPENHUMAN_MEMORY_EMBEDDINGS_TRANSFORMER", "/opt/models/bge")]).unwrap();
+        assert_eq!(c.memory.embeddings.transformer.as_deref(), Some("/opt/models/bge"));
+        for bad in ["../mini", "models/mini", ""] {
+            let err = load_text(&format!("[memory.embeddings]\ntransformer = {bad:?}\n"), &[]).unwrap_err().to_string();
+            assert!(err.contains("memory.embeddings.transformer") && err.contains("model list"), "{err}");
+        }
     }
 
     #[test]

@@ -1,10 +1,12 @@
-//! The background embedding thread: gives a vector to every chunk that lacks one —
-//! after bulk ingest (which leaves embedding here so that it overlaps with parsing and
-//! inserting), after a change of embedder, a large catch-up on open, or an embedder
-//! failure. It embeds without holding the writer lock and takes the lock only to store
-//! the vectors of chunks that still exist (rowids are never reused, so a rowid's text
-//! cannot change in between). It holds only a weak reference to the engine between
-//! batches, and stops at the next batch once the last engine handle is dropped.
+//! The background embedding threads, one per vector tier: each gives a vector of its tier
+//! to every chunk that lacks one — after bulk ingest (which leaves embedding here so that it
+//! overlaps with parsing and inserting), after a change of embedder, a large catch-up on open,
+//! an embedder failure, and for the deep tier after every write that adds chunks. A thread
+//! embeds without holding the writer lock and takes the lock only to store the vectors of
+//! chunks that still exist (rowids are never reused, so a rowid's text cannot change in
+//! between). It holds only a weak reference to the engine between passes, and stops at the
+//! next batch once the last engine handle is dropped. When the deep tier's thread finds
+//! nothing left to embed it re-checks coverage, which is what lets queries switch to it.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -13,45 +15,62 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::store::rarray;
-use super::sync::{EMBED_BATCH, embed_text, read, write, wrong_count};
+use super::sync::{embed_text, read, write, wrong_count};
+use super::tier::{Tier, TierKind};
 use super::vectors::normalize;
 use super::{Inner, MemoryError, lock};
-
-/// Rows embedded per round trip through the writer lock.
-const FILL_BATCH: usize = EMBED_BATCH * 4;
 
 #[derive(Default)]
 pub(crate) struct Background {
     handle: Option<JoinHandle<()>>,
     /// True from spawn until the thread has decided, under this lock, to stop.
-    running: bool,
+    pub running: bool,
 }
 
-/// Starts the thread unless it is running. A running thread re-checks
-/// `Inner::needs_fill` under the same lock before it stops, so no request is lost.
+/// Starts every tier's thread that is not running.
 pub(crate) fn start(inner: &Arc<Inner>) {
-    let mut bg = lock(&inner.background);
+    start_tier(inner, TierKind::Fast);
+    if inner.deep.is_some() {
+        start_tier(inner, TierKind::Deep);
+    }
+}
+
+/// Starts one tier's thread unless it is running. A running thread re-checks the tier's
+/// `needs_fill` under the same lock before it stops, so no request is lost.
+pub(crate) fn start_tier(inner: &Arc<Inner>, kind: TierKind) {
+    let Some(tier) = inner.tier(kind) else { return };
+    let mut bg = lock(&tier.background);
     if bg.running {
         return;
     }
     if let Some(h) = bg.handle.take() {
         let _ = h.join();
     }
-    inner.needs_fill.store(true, Ordering::Relaxed);
+    tier.needs_fill.store(true, Ordering::Relaxed);
     let weak = Arc::downgrade(inner);
-    match std::thread::Builder::new().name("memory-embed".into()).spawn(move || run(&weak)) {
+    let name = match kind {
+        TierKind::Fast => "memory-embed",
+        TierKind::Deep => "memory-embed-deep",
+    };
+    match std::thread::Builder::new().name(name.into()).spawn(move || run(&weak, kind)) {
         Ok(h) => {
             bg.handle = Some(h);
             bg.running = true;
         }
-        Err(e) => tracing::warn!(error = %e, "could not start the background embedding thread"),
+        Err(e) => tracing::warn!(tier = kind.name(), error = %e, "could not start the background embedding thread"),
     }
 }
 
-/// Waits for the thread (if any) to finish its current work.
+/// Waits for the threads (if any) to finish their current work.
 pub(crate) fn wait(inner: &Inner) {
+    for tier in inner.tiers() {
+        wait_tier(tier);
+    }
+}
+
+pub(crate) fn wait_tier(tier: &Tier) {
     loop {
-        let handle = lock(&inner.background).handle.take();
+        let handle = lock(&tier.background).handle.take();
         match handle {
             Some(h) => {
                 let _ = h.join();
@@ -61,25 +80,29 @@ pub(crate) fn wait(inner: &Inner) {
     }
 }
 
-fn run(weak: &Weak<Inner>) {
+fn run(weak: &Weak<Inner>, kind: TierKind) {
     let started = Instant::now();
     let mut done = 0usize;
     // Rowids only grow, so after one full scan only newer rows need looking at.
     let mut scanned_to = 0i64;
     loop {
         let Some(inner) = weak.upgrade() else { return };
+        let tier = inner.tier(kind).expect("a thread runs only for a configured tier");
         if inner.stopping.load(Ordering::Relaxed) {
-            lock(&inner.background).running = false;
+            lock(&tier.background).running = false;
             return;
         }
-        inner.needs_fill.store(false, Ordering::Relaxed);
-        let result = missing(&inner, scanned_to).and_then(|rows| {
+        tier.needs_fill.store(false, Ordering::Relaxed);
+        if tier.rescan.swap(false, Ordering::Relaxed) {
+            scanned_to = 0;
+        }
+        let result = missing(&inner, tier, scanned_to).and_then(|rows| {
             if let Some(&last) = rows.last() {
                 scanned_to = last;
             }
             let mut n = 0;
-            for batch in rows.chunks(FILL_BATCH) {
-                if inner.stopping.load(Ordering::Relaxed) || !fill(&inner, batch)? {
+            for batch in rows.chunks(kind.fill_batch()) {
+                if inner.stopping.load(Ordering::Relaxed) || !fill(&inner, tier, batch)? {
                     // The embedder failed: stop; a later write or open retries.
                     return Ok(None);
                 }
@@ -95,32 +118,45 @@ fn run(weak: &Weak<Inner>) {
             }
             Ok(None) => (true, true),
             Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "background embedding stopped");
+                tracing::warn!(tier = kind.name(), error = %format!("{e:#}"), "background embedding stopped");
                 (true, true)
             }
         };
         if stop {
-            let mut bg = lock(&inner.background);
+            // Coverage first (writer lock, then this tier's lock, as writers do): a write
+            // that lands after it clears the flag again and sets `needs_fill`.
+            if !failed && kind == TierKind::Deep {
+                let ws = lock(&inner.writer);
+                if let Err(e) = tier.update_coverage(&ws) {
+                    tracing::warn!(error = %format!("{e:#}"), "checking the deep tier's coverage failed");
+                }
+            }
+            let mut bg = lock(&tier.background);
             // New work arrived while this pass ran: take it, unless embedding fails.
-            if inner.needs_fill.load(Ordering::Relaxed) && !failed && !inner.stopping.load(Ordering::Relaxed) {
+            if tier.needs_fill.load(Ordering::Relaxed) && !failed && !inner.stopping.load(Ordering::Relaxed) {
                 continue;
             }
             bg.running = false;
             drop(bg);
             if done > 0 && !inner.stopping.load(Ordering::Relaxed) {
-                compact(&inner);
-                tracing::info!(chunks = done, secs = started.elapsed().as_secs_f64(), "background embedding done");
+                compact(&inner, tier);
+                tracing::info!(
+                    tier = kind.name(),
+                    chunks = done,
+                    secs = started.elapsed().as_secs_f64(),
+                    "background embedding done"
+                );
             }
             return;
         }
     }
 }
 
-/// Rowids above `after` that have no vector, ascending.
-fn missing(inner: &Inner, after: i64) -> Result<Vec<i64>, MemoryError> {
+/// Rowids above `after` that have no vector of `tier`, ascending.
+fn missing(inner: &Inner, tier: &Tier, after: i64) -> Result<Vec<i64>, MemoryError> {
     let conn = inner.read_conn()?;
     let mut stmt = conn.prepare_cached("SELECT rowid FROM chunks WHERE rowid > ?1 ORDER BY rowid")?;
-    let ix = read(&inner.vectors);
+    let ix = read(&tier.vectors);
     let mut out = Vec::new();
     let mut rows = stmt.query([after])?;
     while let Some(r) = rows.next()? {
@@ -132,9 +168,9 @@ fn missing(inner: &Inner, after: i64) -> Result<Vec<i64>, MemoryError> {
     Ok(out)
 }
 
-/// Embeds one batch and stores the vectors of the rows that still exist; false when
-/// the embedder failed.
-fn fill(inner: &Inner, batch: &[i64]) -> Result<bool, MemoryError> {
+/// Embeds one batch with `tier`'s embedder and stores the vectors of the rows that still
+/// exist; false when the embedder failed.
+fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> {
     let rows: Vec<(i64, String)> = inner
         .read_conn()?
         .prepare_cached("SELECT rowid, title, content FROM chunks WHERE rowid IN rarray(?1)")?
@@ -144,25 +180,30 @@ fn fill(inner: &Inner, batch: &[i64]) -> Result<bool, MemoryError> {
         .collect::<rusqlite::Result<_>>()?;
     let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
     let mut vecs = Vec::with_capacity(rows.len());
-    for part in texts.chunks(EMBED_BATCH) {
-        match inner.embedder.embed(part) {
+    for part in texts.chunks(tier.kind.embed_batch()) {
+        match tier.embedder.embed(part) {
             Ok(v) if v.len() == part.len() => vecs.extend(v),
             Ok(v) => return Err(wrong_count(v.len(), part.len())),
             Err(e) => {
-                tracing::warn!(error = %format!("{e:#}"), "embedding failed; chunks stay keyword-only until retried");
+                tracing::warn!(
+                    tier = tier.kind.name(),
+                    error = %format!("{e:#}"),
+                    "embedding failed; chunks wait for their vectors until retried"
+                );
                 return Ok(false);
             }
         }
     }
-    let dims = inner.embedder.dims();
+    let dims = tier.embedder.dims();
     let mut ws = lock(&inner.writer);
     let alive: HashSet<i64> = ws
         .conn
         .prepare_cached("SELECT rowid FROM chunks WHERE rowid IN rarray(?1)")?
         .query_map([rarray(batch)], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
+    let log = ws.log(tier.kind).expect("a configured tier has a log");
     {
-        let mut ix = write(&inner.vectors);
+        let mut ix = write(&tier.vectors);
         for ((rowid, _), mut v) in rows.iter().zip(vecs) {
             if !alive.contains(rowid) {
                 continue;
@@ -170,20 +211,21 @@ fn fill(inner: &Inner, batch: &[i64]) -> Result<bool, MemoryError> {
             v.resize(dims, 0.0);
             normalize(&mut v);
             ix.upsert_normalized(*rowid, &v);
-            ws.vec_file.upsert(*rowid, &v)?;
+            log.file.upsert(*rowid, &v)?;
         }
     }
-    let applied = ws.vec_applied;
-    ws.vec_file.commit(applied)?;
+    let applied = log.applied;
+    log.file.commit(applied)?;
     Ok(true)
 }
 
-fn compact(inner: &Inner) {
+fn compact(inner: &Inner, tier: &Tier) {
     let mut ws = lock(&inner.writer);
-    if ws.vec_file.should_compact() {
-        let applied = ws.vec_applied;
-        if let Err(e) = ws.vec_file.compact(&read(&inner.vectors), applied) {
-            tracing::warn!(error = %format!("{e:#}"), "compacting the vector file failed");
+    let Some(log) = ws.log(tier.kind) else { return };
+    if log.file.should_compact() {
+        let applied = log.applied;
+        if let Err(e) = log.file.compact(&read(&tier.vectors), applied) {
+            tracing::warn!(tier = tier.kind.name(), error = %format!("{e:#}"), "compacting the vector file failed");
         }
     }
 }

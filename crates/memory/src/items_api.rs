@@ -93,7 +93,8 @@ fn item_json(c: &ChunkRow, score: Option<f64>) -> Value {
 }
 
 impl MemoryEngine {
-    /// `{query, mode?, filter?, limit?, cursor?}` → `{items, next_cursor?}`.
+    /// `{query, mode?, filter?, limit?, cursor?}` → `{items, next_cursor?, vector_tier?}`
+    /// (`vector_tier`: `fast` or `deep`, the vector tier that ranked them, when one did).
     pub fn fetch(&self, p: Value) -> Result<Value, MemoryError> {
         let p: FetchParams = parse(p, &["query", "mode", "filter", "limit", "cursor"], "params")?;
         let query = required("query", &p.query)?;
@@ -110,12 +111,16 @@ impl MemoryEngine {
         let want = (offset + limit + 1).min(FETCH_WINDOW);
         let inner = &self.inner;
         let conn = inner.read_conn()?;
-        let hits = search::rank(inner, &conn, query, mode, &filter, want, FETCH_WINDOW, None)?;
+        let ranked = search::rank(inner, &conn, query, mode, &filter, want, FETCH_WINDOW, None)?;
+        let hits = ranked.hits;
         let more = hits.len() > offset + limit;
         let page: Vec<_> = hits.into_iter().skip(offset).take(limit).collect();
         let items: Vec<Value> =
             search::load_hits(&conn, page)?.iter().map(|(c, h)| item_json(c, Some(h.score))).collect();
         let mut out = json!({ "items": items });
+        if let Some(tier) = ranked.tier {
+            out["vector_tier"] = json!(tier.name());
+        }
         if more {
             out["next_cursor"] = json!(encode(&Cursor { h: fp, o: Some(offset + limit), ..Cursor::default() }));
         }

@@ -1,16 +1,18 @@
 //! The memory engine: a personal store of chunks (documents, e-mail, chat, notes,
 //! learnings) with keyword, semantic and hybrid search.
 //!
-//! SQLite (`data_dir/memory.db`) is the source of truth. Two derived indexes follow it:
-//! tantivy for BM25 (`data_dir/fts/`) and an exact-scan vector matrix
-//! (`data_dir/vectors/`). Every change to chunks happens in one SQLite transaction that
+//! SQLite (`data_dir/memory.db`) is the source of truth. Derived indexes follow it:
+//! tantivy for BM25 (`data_dir/fts/`) and an exact-scan vector matrix per vector tier
+//! (`data_dir/vectors/` for the fast tier every chunk gets at once; `data_dir/vectors-deep/`
+//! for the optional deep tier, a slower and better embedder filled in the background). Every change to chunks happens in one SQLite transaction that
 //! takes a new change sequence number; the indexes record the last sequence they
 //! applied, so after a crash `open()` replays what they missed, and `reindex()` rebuilds
 //! them from scratch. Writes are serialised through one writer connection; reads use a
 //! small pool of connections and never wait for a writer (WAL).
 //!
 //! Map: `schema` (tables, migrations), `store` (write-side SQL), `sync` (index catch-up,
-//! rebuild), `backfill` (background embedding), `fts`, `vectors` + `vecfile` (derived indexes),
+//! rebuild), `tier` (the two vector tiers and which one answers), `backfill` (background
+//! embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
 //! methods), `audit`, `ingest/` (files, mail, chat), `chunker`, `entities`, `snippet`,
 //! `error` (`MemoryError`, the one error type of the crate).
@@ -35,6 +37,7 @@ mod search;
 mod snippet;
 mod store;
 mod sync;
+mod tier;
 mod types;
 mod util;
 mod vecfile;
@@ -45,20 +48,25 @@ mod write_api;
 mod tests;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
 pub use error::MemoryError;
 pub use fts::word_stems;
+pub use tier::{TierKind, TierProgress};
 pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, SourceKind,
 };
 
-/// Where the engine keeps its files and which embedder it uses.
+/// Where the engine keeps its files and which embedders it uses.
 pub struct MemoryOptions {
     pub data_dir: PathBuf,
+    /// The fast tier: every chunk gets its vector when it is written.
     pub embedder: Arc<dyn embed::Embedder>,
+    /// The optional deep tier: a slower, better embedder whose vectors a background thread
+    /// fills in; queries use it once it covers every chunk.
+    pub deep: Option<Arc<dyn embed::Embedder>>,
 }
 
 /// A cloneable handle to one open memory store. When the last handle is dropped the
@@ -87,17 +95,16 @@ pub(crate) struct Inner {
     /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
     _lock: std::fs::File,
     data_dir: PathBuf,
-    embedder: Arc<dyn embed::Embedder>,
     /// The only connection that writes, with the index writers; held for the whole of
     /// a write so the indexes apply changes in commit order.
     writer: Mutex<sync::WriteState>,
     readers: Mutex<Vec<Connection>>,
     fts: fts::Fts,
-    vectors: RwLock<vectors::VectorIndex>,
-    background: Mutex<backfill::Background>,
-    /// Set when some chunks were left without vectors (backlog or embedder failure).
-    needs_fill: std::sync::atomic::AtomicBool,
-    /// Set when the last handle goes: the background thread stops at its next batch.
+    /// The fast vector tier (always present).
+    fast: tier::Tier,
+    /// The deep vector tier, when one is configured.
+    deep: Option<tier::Tier>,
+    /// Set when the last handle goes: the background threads stop at their next batch.
     stopping: std::sync::atomic::AtomicBool,
     /// Writers waiting for the keyword index to make their writes searchable.
     group_commit: sync::GroupCommit,
@@ -154,8 +161,9 @@ impl Inner {
 
 impl MemoryEngine {
     /// Opens (creating if needed) the store in `opts.data_dir`, migrates the schema and
-    /// brings both indexes up to date with the database. Vectors of another embedder are
-    /// recomputed on a background thread; until then recall uses BM25 for those chunks.
+    /// brings the indexes up to date with the database. Vectors of another embedder are
+    /// recomputed on a background thread; until then recall uses BM25 for those chunks (fast
+    /// tier) or the fast tier (deep tier).
     pub fn open(opts: MemoryOptions) -> Result<Self, MemoryError> {
         let inner = Arc::new(sync::open(opts)?);
         let engine = MemoryEngine { inner: inner.clone(), _owner: Arc::new(Owner { inner }) };
@@ -163,15 +171,26 @@ impl MemoryEngine {
         Ok(engine)
     }
 
-    /// Blocks until background re-embedding has finished (used by tests and by the
-    /// command line before it exits).
+    /// Blocks until background embedding (of both tiers) has finished (used by tests, `eval`
+    /// and the command line before it exits).
     pub fn wait_background(&self) {
         backfill::wait(&self.inner);
     }
 
-    /// Rebuilds the full-text and vector indexes from the database.
+    /// Blocks until one tier's background embedding has finished (the command-line `ingest`
+    /// waits for the fast tier only and leaves the deep tier's fill to the daemon).
+    pub fn wait_background_tier(&self, kind: TierKind) {
+        if let Some(tier) = self.inner.tier(kind) {
+            backfill::wait_tier(tier);
+        }
+    }
+
+    /// Rebuilds the full-text and vector indexes from the database (the deep tier's vectors
+    /// are dropped and filled again in the background).
     pub fn reindex(&self) -> Result<ReindexSummary, MemoryError> {
-        sync::reindex(&self.inner)
+        let summary = sync::reindex(&self.inner)?;
+        backfill::start(&self.inner);
+        Ok(summary)
     }
 
     /// Counts and index positions, for `status` and diagnostics.

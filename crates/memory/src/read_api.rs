@@ -11,6 +11,7 @@ use super::params::{bounded, invalid, optional, parse, required, string_list};
 use super::search::{self, CHUNK_COLUMNS, ChunkRow, Mode, chunk_from_row};
 use super::snippet::{best_line, snippet};
 use super::sync::{positions, read};
+use super::tier::{self, TierKind};
 use super::types::SourceKind;
 use super::util::{ms_to_rfc3339, preview};
 use super::{Inner, MemoryEngine, MemoryError, schema};
@@ -135,7 +136,7 @@ impl MemoryEngine {
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
         let inner = &self.inner;
         let conn = inner.read_conn()?;
-        let hits = search::rank(inner, &conn, query, Mode::Keyword, &Filter::default(), k, k, None)?;
+        let hits = search::rank(inner, &conn, query, Mode::Keyword, &Filter::default(), k, k, None)?.hits;
         let terms = inner.fts.query_terms(query).words;
         let out: Vec<Value> = search::load_hits(&conn, hits)?
             .iter()
@@ -149,7 +150,8 @@ impl MemoryEngine {
     }
 
     /// `{query, k?, filter?}` → hybrid recall: chunks with fused score, cosine and BM25
-    /// rank, plus citations.
+    /// rank, plus citations and the vector tier that ranked them (`fast`, `deep`, or null
+    /// when no embedder could embed the query).
     pub fn recall(&self, p: Value) -> Result<Value, MemoryError> {
         let p: RecallParams = parse(p, &["query", "k", "filter"], "params")?;
         let query = required("query", &p.query)?;
@@ -159,11 +161,11 @@ impl MemoryEngine {
         let conn = inner.read_conn()?;
         let span = dates::span_in(query, now_ms());
         let pool = (k * 4).max(100);
-        let hits = search::rank(inner, &conn, query, Mode::Hybrid, &filter, k, pool, span.as_ref())?;
+        let ranked = search::rank(inner, &conn, query, Mode::Hybrid, &filter, k, pool, span.as_ref())?;
         let terms = inner.fts.query_terms(query).words;
         let mut chunks = Vec::new();
         let mut citations = Vec::new();
-        for (c, h) in search::load_hits(&conn, hits)? {
+        for (c, h) in search::load_hits(&conn, ranked.hits)? {
             let c = &c;
             let mut m = hit_json(c, &terms);
             m.insert("score".into(), json!(h.score));
@@ -181,7 +183,8 @@ impl MemoryEngine {
                 "chunk_id": c.id, "source_kind": c.kind, "source_id": c.source_id, "source_ref": c.source_ref,
             }));
         }
-        let mut out = json!({ "query": query, "chunks": chunks, "citations": citations });
+        let tier = ranked.tier.map(TierKind::name);
+        let mut out = json!({ "query": query, "chunks": chunks, "citations": citations, "vector_tier": tier });
         if let Some(s) = span {
             // What the question was read to mean, so the caller can tell when a date was misread.
             out["date_range"] = json!({
@@ -388,9 +391,10 @@ pub(crate) fn stats(inner: &Inner) -> Result<Value, MemoryError> {
         by_kind.insert(r.get(0)?, json!(r.get::<_, i64>(1)?));
     }
     let (db_seq, fts_seq, vec_seq) = positions(inner);
-    let vectors = read(&inner.vectors).len();
+    let vectors = read(&inner.fast.vectors).len();
     let chunks = count("SELECT count(*) FROM chunks")?;
-    Ok(json!({
+    let fast = &inner.fast.embedder;
+    let mut out = json!({
         "schema_version": schema::SCHEMA_VERSION,
         "chunks": chunks,
         "chunks_by_kind": by_kind,
@@ -402,7 +406,11 @@ pub(crate) fn stats(inner: &Inner) -> Result<Value, MemoryError> {
         "audit_rows": count("SELECT count(*) FROM mcp_audit")?,
         "db_seq": db_seq,
         "fts": { "seq": fts_seq, "docs": inner.fts.num_docs() },
-        "vectors": { "seq": vec_seq, "count": vectors, "dims": inner.embedder.dims(),
-                     "signature": inner.embedder.signature(), "missing": (chunks as usize).saturating_sub(vectors) },
-    }))
+        "vectors": { "seq": vec_seq, "count": vectors, "dims": fast.dims(),
+                     "signature": fast.signature(), "missing": (chunks as usize).saturating_sub(vectors) },
+    });
+    if let Some(deep) = tier::progress(inner, chunks as usize).into_iter().find(|t| t.tier == TierKind::Deep) {
+        out["vectors"]["deep"] = serde_json::to_value(deep).unwrap_or_default();
+    }
+    Ok(out)
 }

@@ -15,6 +15,7 @@ use super::dates::Span;
 use super::filter::Filter;
 use super::store::rarray;
 use super::sync::read;
+use super::tier::Ranked;
 use super::{Inner, MemoryError};
 
 const RESTRICT_CAP: usize = 20_000;
@@ -108,8 +109,8 @@ fn merge(mut a: Vec<(i64, f32)>, b: Vec<(i64, f32)>) -> Vec<(i64, f32)> {
 /// as strong as the best one elsewhere still comes first.
 pub(crate) const SPAN_BOOST: f64 = 0.3;
 
-/// The best `want` hits for `query`, taking `pool` candidates from each ranker first, and
-/// preferring chunks observed within `span` when one is given: the rankers also draw candidates from
+/// The best `want` hits for `query` (and the vector tier that ranked them), taking `pool`
+/// candidates from each ranker first, and preferring chunks observed within `span` when one is given: the rankers also draw candidates from
 /// inside it (when it holds few enough chunks to restrict them), and in hybrid mode a hit
 /// inside it gains [`SPAN_BOOST`]. Chunks outside stay eligible, so a date read wrongly
 /// reorders hits but never hides them.
@@ -123,22 +124,12 @@ pub(crate) fn rank(
     want: usize,
     pool: usize,
     span: Option<&Span>,
-) -> Result<Vec<Hit>, MemoryError> {
+) -> Result<Ranked, MemoryError> {
     let terms = inner.fts.query_terms(query);
-    let qvec = if mode == Mode::Keyword {
-        None
-    } else {
-        match inner.embedder.embed(&[query]) {
-            Ok(mut v) if !v.is_empty() => Some(v.swap_remove(0)),
-            Ok(_) => None,
-            Err(e) => {
-                // Recall still works by keywords when the embedder is unavailable.
-                tracing::warn!(error = %format!("{e:#}"), "query embedding failed; ranking by keywords only");
-                None
-            }
-        }
-    };
-    let weight = inner.embedder.fusion_weight();
+    // The deep tier once it covers every chunk, else the fast one; neither (keywords only)
+    // when no embedder can embed the query.
+    let qvec = if mode == Mode::Keyword { None } else { inner.query_vector(query) };
+    let weight = qvec.as_ref().map_or(0.0, |(_, tier)| tier.embedder.fusion_weight());
     let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
     // The caller's filter narrowed to the span (time bounds are inclusive).
     let within = span.map(|s| Filter {
@@ -157,7 +148,7 @@ pub(crate) fn rank(
             _ => inner.fts.search(&terms, pool, only),
         };
         let vector = |only: Option<&[i64]>| match &qvec {
-            Some(q) => read(&inner.vectors).search(q, pool, only),
+            Some((q, tier)) => read(&tier.vectors).search(q, pool, only),
             None => Vec::new(),
         };
         let mut bm = keyword(restrict.as_deref())?;
@@ -186,7 +177,7 @@ pub(crate) fn rank(
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);
-            return Ok(fused);
+            return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind) });
         }
         pool *= 4;
     }

@@ -1,7 +1,7 @@
 //! Keeps the derived indexes in step with SQLite: opening (with catch-up after a crash
 //! or a deleted index directory), applying each committed write, and full rebuilds.
 //! Chunks left without a vector (bulk ingest, a large catch-up, a new embedder, an
-//! embedder failure) are embedded by `backfill`.
+//! embedder failure, and every new chunk for the deep tier) are embedded by `backfill`.
 //!
 //! Protocol: a transaction that changes chunks takes `db_seq + 1`; inserted chunks carry
 //! it in `change_seq`, deleted ones leave a tombstone with it. An index that has applied
@@ -9,6 +9,7 @@
 //! with `change_seq > s`. Rowids are never reused, so replays are idempotent.
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -21,10 +22,11 @@ use super::embed::EmbedError;
 use super::error::{MemoryError, ResultExt};
 use super::fts::Fts;
 use super::store::db_seq;
+use super::tier::{Tier, TierKind, TierLog};
 use super::types::ReindexSummary;
 use super::util::now_ms;
 use super::vecfile::VecFile;
-use super::vectors::normalize;
+use super::vectors::{VectorIndex, normalize};
 use super::{Inner, MemoryEngine, MemoryOptions, lock, schema};
 
 /// Above this many chunks to embed, `open()` leaves embedding to the background thread
@@ -39,8 +41,10 @@ pub(crate) struct WriteState {
     pub fts_applied: i64,
     /// Sequence of the last tantivy commit.
     pub fts_committed: i64,
-    pub vec_file: VecFile,
-    pub vec_applied: i64,
+    /// The fast tier's vector log and applied sequence.
+    pub fast: TierLog,
+    /// The deep tier's, when one is configured.
+    pub deep: Option<TierLog>,
 }
 
 fn read_state(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
@@ -77,9 +81,11 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
     let seq = db_seq(&conn)?;
 
     let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
-    let signature = opts.embedder.signature().to_string();
-    let dims = opts.embedder.dims();
-    let (vectors, vec_file, vec_durable) = VecFile::load(&dir.join("vectors"), &signature, dims)?;
+    let (fast, fast_log, fast_durable) = load_tier(&conn, dir, TierKind::Fast, opts.embedder, seq)?;
+    let deep = match opts.deep {
+        Some(e) => Some(load_tier(&conn, dir, TierKind::Deep, e, seq)?),
+        None => None,
+    };
 
     // An index ahead of the database belongs to another (restored or replaced)
     // database: start it over.
@@ -89,30 +95,25 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         fts_writer.delete_all_documents()?;
         fts_applied = 0;
     }
-    let mut vectors = vectors;
-    let mut vec_applied = vec_durable.min(read_state(&conn, "vectors")?.unwrap_or(0));
-    if vec_durable > seq {
-        tracing::warn!(index = vec_durable, db = seq, "vector index is ahead of the database; rebuilding it");
-        vectors.clear();
-        vec_applied = 0;
-    }
-    let ws = WriteState { conn, fts_writer, fts_applied, fts_committed: fts_durable, vec_file, vec_applied };
+    let (deep, deep_log, deep_durable) = match deep {
+        Some((t, l, d)) => (Some(t), Some(l), d),
+        None => (None, None, 0),
+    };
+    let ws = WriteState { conn, fts_writer, fts_applied, fts_committed: fts_durable, fast: fast_log, deep: deep_log };
     let inner = Inner {
         _lock: lock_file,
         data_dir: dir.clone(),
-        embedder: opts.embedder,
         writer: Mutex::new(ws),
         readers: Mutex::new(Vec::new()),
         fts,
-        vectors: RwLock::new(vectors),
-        background: Mutex::new(backfill::Background::default()),
-        needs_fill: AtomicBool::new(false),
+        fast,
+        deep,
         stopping: AtomicBool::new(false),
         group_commit: GroupCommit::default(),
     };
     {
         let mut ws = lock(&inner.writer);
-        let behind = (seq - ws.fts_applied, seq - ws.vec_applied);
+        let behind = (seq - ws.fts_applied, seq - ws.fast.applied);
         if behind != (0, 0) {
             tracing::info!(fts_behind = behind.0, vectors_behind = behind.1, "catching indexes up with the database");
         }
@@ -124,34 +125,69 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
             ws.fts_committed = applied;
         }
         sync_vectors(&inner, &mut ws, Some(OPEN_EMBED_LIMIT))?;
-        purge_ghost_vectors(&inner, &mut ws)?;
-        if ws.vec_file.should_compact() || vec_durable > seq {
-            let applied = ws.vec_applied;
-            ws.vec_file.compact(&read(&inner.vectors), applied)?;
+        for (tier, durable) in
+            std::iter::once((&inner.fast, fast_durable)).chain(inner.deep.as_ref().map(|d| (d, deep_durable)))
+        {
+            purge_ghost_vectors(tier, &mut ws)?;
+            let log = ws.log(tier.kind).expect("a configured tier has a log");
+            if log.file.should_compact() || durable > seq {
+                let applied = log.applied;
+                log.file.compact(&read(&tier.vectors), applied)?;
+            }
+            tier.update_coverage(&ws)?;
         }
         prune_tombstones(&mut ws)?;
     }
     Ok(inner)
 }
 
+/// Loads one tier's vectors; returns the tier, its log (with the sequence it may resume from)
+/// and the sequence its files were durable at.
+fn load_tier(
+    conn: &Connection,
+    dir: &Path,
+    kind: TierKind,
+    embedder: Arc<dyn super::embed::Embedder>,
+    seq: i64,
+) -> Result<(Tier, TierLog, i64), MemoryError> {
+    let signature = embedder.signature().to_string();
+    let (mut vectors, file, durable): (VectorIndex, VecFile, i64) =
+        VecFile::load(&dir.join(kind.dir()), &signature, embedder.dims())?;
+    // An index ahead of the database belongs to another (restored or replaced) database:
+    // start it over.
+    let mut applied = durable.min(read_state(conn, kind.dir())?.unwrap_or(0));
+    if durable > seq {
+        tracing::warn!(
+            tier = kind.name(),
+            index = durable,
+            db = seq,
+            "vector index is ahead of the database; rebuilding it"
+        );
+        vectors.clear();
+        applied = 0;
+    }
+    Ok((Tier::new(kind, embedder, vectors), TierLog { file, applied }, durable))
+}
+
 /// Drops vectors of chunks that no longer exist. The vector log is not fsynced, so after
 /// a power loss it can be older than tombstones already pruned; such stale rows would
 /// only waste result slots, but they are cheap to find once at open.
-fn purge_ghost_vectors(inner: &Inner, ws: &mut WriteState) -> Result<(), MemoryError> {
+fn purge_ghost_vectors(tier: &Tier, ws: &mut WriteState) -> Result<(), MemoryError> {
     let live: HashSet<i64> =
         ws.conn.prepare("SELECT rowid FROM chunks")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
-    let mut ix = write(&inner.vectors);
+    let mut ix = write(&tier.vectors);
     let ghosts: Vec<i64> = ix.rowids().filter(|r| !live.contains(r)).collect();
     if ghosts.is_empty() {
         return Ok(());
     }
-    tracing::info!(count = ghosts.len(), "dropping vectors of deleted chunks");
+    tracing::info!(tier = tier.kind.name(), count = ghosts.len(), "dropping vectors of deleted chunks");
+    let log = ws.log(tier.kind).expect("a configured tier has a log");
     for g in ghosts {
         ix.remove(g);
-        ws.vec_file.delete(g)?;
+        log.file.delete(g)?;
     }
-    let applied = ws.vec_applied;
-    ws.vec_file.commit(applied)?;
+    let applied = log.applied;
+    log.file.commit(applied)?;
     Ok(())
 }
 
@@ -215,12 +251,13 @@ pub(crate) fn wrong_count(vectors: usize, texts: usize) -> MemoryError {
     MemoryError::Embed(EmbedError(format!("embedder returned {vectors} vectors for {texts} texts")))
 }
 
-/// Embeds `(rowid, text)` pairs and stores the vectors; on embedder failure the rows are
-/// left without vectors for the background thread to retry.
+/// Embeds `(rowid, text)` pairs with the fast tier and stores the vectors; on embedder
+/// failure the rows are left without vectors for the background thread to retry.
 fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Result<bool, MemoryError> {
+    let tier = &inner.fast;
     for batch in rows.chunks(EMBED_BATCH) {
         let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
-        let vecs = match inner.embedder.embed(&texts) {
+        let vecs = match tier.embedder.embed(&texts) {
             Ok(v) if v.len() == batch.len() => v,
             Ok(v) => return Err(wrong_count(v.len(), batch.len())),
             Err(e) => {
@@ -228,41 +265,53 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Res
                 return Ok(false);
             }
         };
-        let dims = inner.embedder.dims();
-        let mut ix = write(&inner.vectors);
+        let dims = tier.embedder.dims();
+        let mut ix = write(&tier.vectors);
         for ((rowid, _), mut v) in batch.iter().zip(vecs) {
             v.resize(dims, 0.0);
             normalize(&mut v);
             ix.upsert_normalized(*rowid, &v);
-            ws.vec_file.upsert(*rowid, &v)?;
+            ws.fast.file.upsert(*rowid, &v)?;
         }
     }
     Ok(true)
 }
 
-/// Applies database changes after `vec_applied` to the vector index and commits them to
-/// the vector log. With `embed_limit`, a larger backlog is left to the background thread.
-pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Option<usize>) -> Result<(), MemoryError> {
-    let target = db_seq(&ws.conn)?;
-    let from = ws.vec_applied;
-    if target <= from {
-        return Ok(());
-    }
+/// Drops from `tier` the chunks deleted after its applied sequence; returns how many chunks
+/// were added after it (still without a vector of this tier).
+fn apply_deletions(ws: &mut WriteState, tier: &Tier) -> Result<i64, MemoryError> {
+    let log = ws.log(tier.kind).expect("a configured tier has a log");
+    let from = log.applied;
     let tombs: Vec<i64> = ws
         .conn
         .prepare_cached("SELECT chunk_rowid FROM tombstones WHERE seq > ?1")?
         .query_map([from], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    {
-        let mut ix = write(&inner.vectors);
-        for r in &tombs {
-            if ix.remove(*r) {
-                ws.vec_file.delete(*r)?;
-            }
+    let log = ws.log(tier.kind).expect("a configured tier has a log");
+    let mut ix = write(&tier.vectors);
+    for r in &tombs {
+        if ix.remove(*r) {
+            log.file.delete(*r)?;
         }
     }
-    let pending: i64 =
-        ws.conn.prepare_cached("SELECT count(*) FROM chunks WHERE change_seq > ?1")?.query_row([from], |r| r.get(0))?;
+    drop(ix);
+    Ok(ws.conn.prepare_cached("SELECT count(*) FROM chunks WHERE change_seq > ?1")?.query_row([from], |r| r.get(0))?)
+}
+
+/// Applies database changes after each tier's applied sequence to its index and commits them
+/// to its vector log. The fast tier embeds new chunks here; with `embed_limit`, a larger backlog
+/// is left to the background thread. The deep tier only drops deleted chunks: its new vectors
+/// always come from the background thread.
+pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Option<usize>) -> Result<(), MemoryError> {
+    let target = db_seq(&ws.conn)?;
+    if let Some(deep) = &inner.deep {
+        sync_deep(deep, ws, target)?;
+    }
+    let from = ws.fast.applied;
+    if target <= from {
+        return Ok(());
+    }
+    let pending = apply_deletions(ws, &inner.fast)?;
     let complete = if embed_limit.is_none_or(|l| pending as usize <= l) {
         let rows: Vec<(i64, String)> = ws
             .conn
@@ -275,18 +324,51 @@ pub(crate) fn sync_vectors(inner: &Inner, ws: &mut WriteState, embed_limit: Opti
     } else {
         false
     };
-    ws.vec_file.commit(target)?;
-    ws.vec_applied = target;
-    write_state(&ws.conn, "vectors", target, inner.embedder.signature())?;
+    ws.fast.file.commit(target)?;
+    ws.fast.applied = target;
+    write_state(&ws.conn, TierKind::Fast.dir(), target, inner.fast.embedder.signature())?;
     if !complete {
-        inner.needs_fill.store(true, Ordering::Relaxed);
+        inner.fast.needs_fill.store(true, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// The deep tier's part of `sync_vectors`: deletions now, new chunks to the background.
+fn sync_deep(deep: &Tier, ws: &mut WriteState, target: i64) -> Result<(), MemoryError> {
+    let Some(log) = ws.deep.as_ref() else { return Ok(()) };
+    if target <= log.applied {
+        return Ok(());
+    }
+    let added = apply_deletions(ws, deep)?;
+    if added > 0 {
+        deep.covered.store(false, Ordering::Relaxed);
+        deep.needs_fill.store(true, Ordering::Relaxed);
+    } else if !deep.covered.load(Ordering::Relaxed) {
+        // Deleting the chunks that lacked a deep vector can make the tier whole.
+        deep.update_coverage(ws)?;
+    }
+    let log = ws.deep.as_mut().expect("checked above");
+    log.file.commit(target)?;
+    log.applied = target;
+    write_state(&ws.conn, TierKind::Deep.dir(), target, deep.embedder.signature())?;
+    Ok(())
+}
+
+/// Compacts each tier's vector log that has grown past its snapshot.
+pub(crate) fn compact_if_due(inner: &Inner, ws: &mut WriteState) -> Result<(), MemoryError> {
+    for tier in inner.tiers() {
+        let log = ws.log(tier.kind).expect("a configured tier has a log");
+        if log.file.should_compact() {
+            let applied = log.applied;
+            log.file.compact(&read(&tier.vectors), applied)?;
+        }
     }
     Ok(())
 }
 
 /// Drops tombstones every index has applied.
 pub(crate) fn prune_tombstones(ws: &mut WriteState) -> rusqlite::Result<()> {
-    let upto = ws.fts_committed.min(ws.vec_applied);
+    let upto = ws.fts_committed.min(ws.fast.applied).min(ws.deep.as_ref().map_or(i64::MAX, |d| d.applied));
     ws.conn.prepare_cached("DELETE FROM tombstones WHERE seq <= ?1")?.execute([upto])?;
     Ok(())
 }
@@ -308,8 +390,10 @@ pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
     if let Err(e) = prune_tombstones(ws) {
         tracing::warn!(error = %e, "pruning tombstones failed");
     }
-    if inner.needs_fill.load(Ordering::Relaxed) {
-        backfill::start(inner);
+    for tier in inner.tiers() {
+        if tier.needs_fill.load(Ordering::Relaxed) {
+            backfill::start_tier(inner, tier.kind);
+        }
     }
 }
 
@@ -422,22 +506,32 @@ pub(crate) fn reindex(inner: &Inner) -> Result<ReindexSummary, MemoryError> {
     // Treat everything as new: nothing is left in the writer to de-duplicate against.
     ws.fts_applied = 0;
     ws.fts_committed = 0;
-    write(&inner.vectors).clear();
-    ws.vec_applied = 0;
+    write(&inner.fast.vectors).clear();
+    ws.fast.applied = 0;
     sync_fts(inner, &mut ws, false)?;
     let applied = ws.fts_applied;
     inner.fts.commit(&mut ws.fts_writer, applied)?;
     ws.fts_committed = applied;
     write_state(&ws.conn, "fts", applied, "")?;
     sync_vectors(inner, &mut ws, None)?;
-    let applied = ws.vec_applied;
-    ws.vec_file.compact(&read(&inner.vectors), applied)?;
+    let applied = ws.fast.applied;
+    ws.fast.file.compact(&read(&inner.fast.vectors), applied)?;
+    // The deep tier starts over too, in the background; the fast tier answers meanwhile.
+    let seq = db_seq(&ws.conn)?;
+    if let (Some(deep), Some(log)) = (&inner.deep, ws.deep.as_mut()) {
+        write(&deep.vectors).clear();
+        log.applied = seq;
+        log.file.compact(&read(&deep.vectors), log.applied)?;
+        deep.covered.store(false, Ordering::Relaxed);
+        deep.rescan.store(true, Ordering::Relaxed);
+        deep.needs_fill.store(true, Ordering::Relaxed);
+    }
     prune_tombstones(&mut ws)?;
     let chunks: i64 = ws.conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
     Ok(ReindexSummary {
         chunks: chunks as usize,
         fts_docs: inner.fts.num_docs(),
-        vectors: read(&inner.vectors).len(),
+        vectors: read(&inner.fast.vectors).len(),
         duration_ms: started.elapsed().as_millis() as u64,
     })
 }
@@ -446,7 +540,7 @@ pub(crate) fn reindex(inner: &Inner) -> Result<ReindexSummary, MemoryError> {
 pub(crate) fn positions(inner: &Inner) -> (i64, i64, i64) {
     let ws = lock(&inner.writer);
     let seq = db_seq(&ws.conn).unwrap_or(-1);
-    (seq, ws.fts_committed, ws.vec_applied)
+    (seq, ws.fts_committed, ws.fast.applied)
 }
 
 impl MemoryEngine {
@@ -463,21 +557,31 @@ fn check(inner: &Inner) -> Result<serde_json::Value, MemoryError> {
         conn.prepare("PRAGMA integrity_check")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     let foreign_key_violations = conn.prepare("PRAGMA foreign_key_check")?.query_map([], |_| Ok(()))?.count();
     // Counts and positions under the writer lock, so that no write lands between them.
-    let (chunks, seq, fts_seq, fts_docs, vec_seq, vectors, ghosts) = {
-        let ws = lock(&inner.writer);
+    let (chunks, seq, fts_seq, fts_docs, tiers) = {
+        let mut ws = lock(&inner.writer);
         let live: HashSet<i64> = ws
             .conn
             .prepare("SELECT rowid FROM chunks")?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
-        let ix = read(&inner.vectors);
-        let ghosts = ix.rowids().filter(|r| !live.contains(r)).count();
-        (live.len(), db_seq(&ws.conn)?, ws.fts_committed, inner.fts.num_docs(), ws.vec_applied, ix.len(), ghosts)
+        let mut tiers = Vec::new();
+        for tier in inner.tiers() {
+            let applied = ws.log(tier.kind).map_or(0, |l| l.applied);
+            let ix = read(&tier.vectors);
+            let ghosts = ix.rowids().filter(|r| !live.contains(r)).count();
+            tiers.push((applied, ix.len(), ghosts));
+        }
+        (live.len(), db_seq(&ws.conn)?, ws.fts_committed, inner.fts.num_docs(), tiers)
     };
+    let (vec_seq, vectors, ghosts) = tiers[0];
     let sqlite_ok = integrity == ["ok"] && foreign_key_violations == 0;
     let fts_current = fts_seq == seq && fts_docs == chunks as u64;
-    Ok(serde_json::json!({
-        "ok": sqlite_ok && fts_current && ghosts == 0,
+    let tier_ghosts: usize = tiers.iter().map(|t| t.2).sum();
+    let deep = tiers.get(1).map(|&(seq, count, ghosts)| {
+        serde_json::json!({ "seq": seq, "count": count, "missing": chunks.saturating_sub(count), "ghosts": ghosts })
+    });
+    let mut out = serde_json::json!({
+        "ok": sqlite_ok && fts_current && tier_ghosts == 0,
         "integrity_check": integrity,
         "foreign_key_violations": foreign_key_violations,
         "chunks": chunks,
@@ -486,5 +590,9 @@ fn check(inner: &Inner) -> Result<serde_json::Value, MemoryError> {
         // Vectors may lag behind while the background thread embeds; `missing` says how far.
         "vectors": { "seq": vec_seq, "count": vectors, "missing": chunks.saturating_sub(vectors),
                      "ghosts": ghosts },
-    }))
+    });
+    if let Some(deep) = deep {
+        out["vectors"]["deep"] = deep;
+    }
+    Ok(out)
 }

@@ -6,7 +6,10 @@
 //! a crash is recognised and dropped; the dropped changes are re-applied from SQLite.
 //!
 //! One signature per file: the vectors in it were all produced by that embedder. Files
-//! of another embedder are discarded on open and the rows re-embedded.
+//! of another embedder are discarded on open and the rows re-embedded. A snapshot that is
+//! unusable is deleted at once, so that a log written since (re-embedding under the new
+//! signature, which can take long for a slow embedder) is replayed after a restart instead of
+//! being started over.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -74,22 +77,28 @@ impl VecFile {
         let base_hdr = header(BASE_MAGIC, signature, dims);
         let mut seq = 0i64;
         let mut base_len = 0;
-        let mut base_ok = true;
         if let Ok(f) = File::open(&base_path) {
             base_len = f.metadata().map(|m| m.len()).unwrap_or(0);
             match Self::read_base(BufReader::with_capacity(1 << 20, f), &base_hdr, &mut index) {
                 Some(s) => seq = s,
                 None => {
-                    tracing::info!("vector snapshot is from another embedder or damaged; vectors will be rebuilt");
+                    tracing::info!(
+                        dir = %dir.display(),
+                        "vector snapshot is from another embedder or damaged; vectors will be rebuilt"
+                    );
                     index.clear();
-                    base_ok = false;
+                    base_len = 0;
+                    fs::remove_file(&base_path).with_context(|| format!("removing {}", base_path.display()))?;
                 }
             }
         }
+        // The log replays onto the snapshot, or alone when there is none: every record is an
+        // idempotent upsert or delete, so a partial index is only missing vectors, which the
+        // background thread fills in.
         let log_path = dir.join("vectors.log");
         let log_hdr = header(LOG_MAGIC, signature, dims);
         let mut valid_len = 0u64;
-        if base_ok && let Ok(f) = File::open(&log_path) {
+        if let Ok(f) = File::open(&log_path) {
             let (s, len) = Self::replay_log(BufReader::with_capacity(1 << 20, f), &log_hdr, dims, &mut index);
             if let Some(s) = s {
                 seq = seq.max(s);

@@ -359,6 +359,7 @@ mod tests {
             model: Some("m".into()),
             base_url: Some("http://127.0.0.1:9".into()),
             api_key_env: None,
+            ..EmbeddingsConfig::default()
         };
         let e = HttpEmbedder::open(&cfg, dir.path()).err().unwrap().to_string();
         assert!(e.contains("127.0.0.1:9") && e.contains("builtin"), "{e}");

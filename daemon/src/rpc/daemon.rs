@@ -21,7 +21,20 @@ fn internal(e: impl Into<anyhow::Error>) -> MethodError {
 pub(super) fn methods() -> Vec<Method> {
     vec![
         method("openhuman.daemon_status", ArgSpec::none(), |s, _, caller| {
-            async move { Ok(status(&s, caller.session)) }.boxed()
+            async move {
+                let mut out = status(&s, caller.session);
+                // The vector tiers' coverage: how far the deep tier's background fill has come.
+                if let Ok(engine) = engine(&s) {
+                    let tiers = blocking(move || engine.tiers().map_err(internal)).await?;
+                    let by_name: Map<String, Value> = tiers
+                        .into_iter()
+                        .map(|t| (t.tier.name().to_string(), serde_json::to_value(t).unwrap_or_default()))
+                        .collect();
+                    out["vectors"] = Value::Object(by_name);
+                }
+                Ok(out)
+            }
+            .boxed()
         }),
         method("openhuman.daemon_shutdown", ArgSpec::none(), |s, _, _| {
             async move {

@@ -12,4 +12,5 @@ mod recall_quality;
 mod shim;
 mod smoke;
 mod socket;
+mod transformer;
 mod writes;

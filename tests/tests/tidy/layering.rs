@@ -26,6 +26,9 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("openhuman-config", &["openhuman-common"]),
     // The memory engine, synchronous and offline; never config, MCP, providers or the daemon.
     ("openhuman-memory", &["openhuman-common"]),
+    // The transformer embedding tier (candle); implements memory's `Embedder`, never config,
+    // providers, MCP or the daemon.
+    ("openhuman-transformer", &["openhuman-common", "openhuman-memory"]),
     // LLM and web-search providers; never MCP or the daemon.
     ("openhuman-providers", &["openhuman-common", "openhuman-config", "openhuman-memory"]),
     // The MCP protocol crate; never config, memory, providers or the daemon.
@@ -33,7 +36,14 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // The daemon ties the libraries together; no workspace crate may depend on it.
     (
         "openhumand-mcp",
-        &["openhuman-common", "openhuman-config", "openhuman-memory", "openhuman-providers", "openhuman-mcp"],
+        &[
+            "openhuman-common",
+            "openhuman-config",
+            "openhuman-memory",
+            "openhuman-providers",
+            "openhuman-transformer",
+            "openhuman-mcp",
+        ],
     ),
     // The stdio shim MCP clients launch; stays small: never the daemon or its libraries.
     ("openhuman-mcp-shim", &["openhuman-common"]),
@@ -42,8 +52,9 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
 ];
 
 /// External crates `openhuman-memory` must not use outside `[dev-dependencies]`: the engine is
-/// synchronous and offline.
-const MEMORY_FORBIDDEN: &[&str] = &["tokio", "reqwest", "axum", "hyper"];
+/// synchronous and offline, and model runtimes live in `openhuman-transformer`.
+const MEMORY_FORBIDDEN: &[&str] =
+    &["tokio", "reqwest", "axum", "hyper", "candle-core", "candle-nn", "candle-transformers", "tokenizers"];
 
 const TABLE: &str = "tests/tests/tidy/layering.rs";
 
@@ -325,13 +336,19 @@ pub fn check_memory_externals(root: &Path) -> Vec<String> {
         &["openhuman-memory"],
         MEMORY_FORBIDDEN,
         "the memory engine is synchronous and offline, so keep async runtimes and network clients in the \
-         daemon or providers and drop the dependency",
+         daemon or providers and model runtimes in openhuman-transformer, and drop the dependency",
     )
 }
 
 /// Library crates: typed errors only (`thiserror`); `anyhow` belongs to the daemon's command level.
-const LIBRARIES: &[&str] =
-    &["openhuman-common", "openhuman-config", "openhuman-memory", "openhuman-providers", "openhuman-mcp"];
+const LIBRARIES: &[&str] = &[
+    "openhuman-common",
+    "openhuman-config",
+    "openhuman-memory",
+    "openhuman-providers",
+    "openhuman-transformer",
+    "openhuman-mcp",
+];
 
 /// Library crates that depend on `anyhow`.
 pub fn check_library_errors(root: &Path) -> Vec<String> {

@@ -33,6 +33,16 @@ pub trait Embedder: Send + Sync {
     fn fusion_weight(&self) -> f64 {
         DEFAULT_FUSION_WEIGHT
     }
+
+    /// The vector of a search query. Models trained with a query instruction (a prefix the
+    /// query gets and stored texts do not) override this; by default it is `embed` of one text.
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let mut v = self.embed(&[query])?;
+        if v.len() != 1 {
+            return Err(EmbedError(format!("embedder returned {} vectors for 1 text", v.len())));
+        }
+        Ok(v.swap_remove(0))
+    }
 }
 
 /// The vector weight of an embedder that does not say how good it is.

@@ -363,13 +363,10 @@ pub(crate) fn ingest_paths(
         let mut ws = lock(&inner.writer);
         sync::sync_fts(inner, &mut ws, true)?;
         sync::prune_tombstones(&mut ws)?;
-        if ws.vec_file.should_compact() {
-            let applied = ws.vec_applied;
-            ws.vec_file.compact(&read(&inner.vectors), applied)?;
-        }
+        sync::compact_if_due(inner, &mut ws)?;
     }
     let chunks: i64 = inner.read_conn()?.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
-    summary.vectors_pending = (chunks as usize).saturating_sub(read(&inner.vectors).len());
+    summary.vectors_pending = (chunks as usize).saturating_sub(read(&inner.fast.vectors).len());
     summary.lines_skipped = skipped_lines;
     summary.duration_ms = started.elapsed().as_millis() as u64;
     tracing::info!(

@@ -6,6 +6,7 @@ mod index;
 mod ingest;
 mod keyword;
 mod read;
+mod tiers;
 mod write;
 
 use std::path::Path;
@@ -64,7 +65,7 @@ impl Embedder for TestEmbedder {
 }
 
 pub(crate) fn open_with(dir: &Path, embedder: Arc<dyn Embedder>) -> MemoryEngine {
-    MemoryEngine::open(MemoryOptions { data_dir: dir.to_path_buf(), embedder }).expect("open memory engine")
+    MemoryEngine::open(MemoryOptions { data_dir: dir.to_path_buf(), embedder, deep: None }).expect("open memory engine")
 }
 
 pub(crate) fn open(dir: &Path) -> MemoryEngine {
@@ -208,8 +209,11 @@ fn chunk_ids_are_stable_and_field_sensitive() {
 fn a_second_open_of_the_same_store_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
-    let second =
-        MemoryEngine::open(MemoryOptions { data_dir: dir.path().to_path_buf(), embedder: TestEmbedder::new("x") });
+    let second = MemoryEngine::open(MemoryOptions {
+        data_dir: dir.path().to_path_buf(),
+        embedder: TestEmbedder::new("x"),
+        deep: None,
+    });
     let err = second.err().expect("second open must fail");
     assert!(matches!(err, MemoryError::InUse(_)), "{err:?}");
     assert!(err.to_string().contains("in use by another process"), "{err}");

