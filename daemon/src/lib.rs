@@ -63,19 +63,24 @@ fn out(text: &str) {
 
 /// Runs a parsed command; returns the exit code.
 pub fn main_with(cli: Cli) -> i32 {
-    let result = match &cli.command {
-        Command::Serve(_) | Command::Stdio => run_server(&cli),
-        _ => {
-            logging::init_stderr("warn", cli.verbose);
-            run_command(&cli)
-        }
+    let server = matches!(cli.command, Command::Serve(_) | Command::Stdio);
+    let result = if server {
+        run_server(&cli)
+    } else {
+        logging::init_stderr("warn", cli.verbose);
+        run_command(&cli)
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            tracing::error!("{e:#}");
-            // Also say it plainly on stderr in case logging is filtered.
-            let _ = writeln!(std::io::stderr(), "openhumand-mcp: {e:#}");
+            // Said once: a server logs it (stderr and its log file) when logging is up and lets
+            // errors through; a one-shot command, or a server that failed before that, says it
+            // plainly.
+            if server && tracing::enabled!(tracing::Level::ERROR) {
+                tracing::error!("{e:#}");
+            } else {
+                let _ = writeln!(std::io::stderr(), "openhumand-mcp: {e:#}");
+            }
             EXIT_FAILURE
         }
     }

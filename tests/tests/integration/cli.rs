@@ -110,3 +110,16 @@ fn register_merges_into_client_configs_and_keeps_a_backup() {
     let out = run(&["register", "claude-code", "--print"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"type\": \"stdio\""));
 }
+
+#[test]
+fn the_log_file_is_written_and_errors_are_said_once() {
+    let home = Home::new();
+    Daemon::start(&home).stop().unwrap();
+    let log = std::fs::read_to_string(home.path().join("logs/openhumand-mcp.log")).expect("the daemon's log file");
+    assert!(log.contains("daemon ready") && log.contains("daemon stopped"), "{log}");
+    // No daemon to stop: one error, said once.
+    let out = home.daemon_cmd().arg("stop").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "{err}");
+}
