@@ -93,9 +93,9 @@ pub(super) fn methods() -> Vec<Method> {
                     1,
                     i64::MAX,
                 ),
-                Field::string("tool", "Only this tool, e.g. memory.store.").max_bytes(256),
-                Field::string("client", "Only this client label, e.g. mcp:cursor.").max_bytes(256),
-                Field::string("since", "Only rows at or after this RFC 3339 time.").max_bytes(64),
+                Field::string("tool", "Only this tool, e.g. memory.store.").max_chars(256),
+                Field::string("client", "Only this client label, e.g. mcp:cursor.").max_chars(256),
+                Field::string("since", "Only rows at or after this RFC 3339 time.").max_chars(64),
                 Field::boolean("failed", "Only failed attempts."),
             ]),
             |s, p, _| {
@@ -117,7 +117,7 @@ pub(super) fn methods() -> Vec<Method> {
         method(
             "openhuman.tool_registry_get",
             ArgSpec::new(vec![
-                Field::string("tool_id", "A tool or method name, e.g. memory.search.").required().max_bytes(256),
+                Field::string("tool_id", "A tool or method name, e.g. memory.search.").required().max_chars(256),
             ]),
             |s, p, _| {
                 async move {

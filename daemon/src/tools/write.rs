@@ -190,11 +190,11 @@ pub fn tools() -> Vec<ToolDef> {
             args: ArgSpec::new(vec![
                 Field::string("title", "Title; also names the document (same title = same document).")
                     .required()
-                    .max_bytes(512),
+                    .max_chars(512),
                 Field::string("content", "The document text (Markdown welcome).").required(),
                 Field::string("namespace", "Namespace: lowercase letters, digits, '.', '_' or '-' (default: default).")
-                    .max_bytes(64),
-                Field::list("tags", "Tags (at most 50, 128 bytes each).", 50, 128),
+                    .max_chars(64),
+                Field::list("tags", "Tags (at most 50, 128 characters each).", 50, 128),
             ]),
             output_schema: None,
             available: always,
@@ -236,8 +236,8 @@ pub fn tools() -> Vec<ToolDef> {
             args: ArgSpec::new(vec![
                 Field::string("chunk_id", "The chunk to annotate (from search, recall or browse).")
                     .required()
-                    .max_bytes(256),
-                Field::string("note_text", "The note.").required().max_bytes(64 * 1024),
+                    .max_chars(256),
+                Field::string("note_text", "The note.").required().max_chars(64 * 1024),
             ]),
             output_schema: None,
             available: always,
@@ -260,8 +260,8 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Act,
             annotations: WRITE_ANNOTATIONS,
             args: ArgSpec::new(vec![
-                Field::string("chunk_id", "The chunk to tag.").required().max_bytes(256),
-                Field::list("tags", "Tags: 1 to 50, each at most 128 bytes (rejected, not trimmed).", 50, 128)
+                Field::string("chunk_id", "The chunk to tag.").required().max_chars(256),
+                Field::list("tags", "Tags: 1 to 50, each at most 128 characters (rejected, not trimmed).", 50, 128)
                     .required()
                     .min_items(1),
             ]),
@@ -286,7 +286,7 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Act,
             annotations: LEARN_ANNOTATIONS,
             args: ArgSpec::new(vec![
-                Field::string("text", "The learning, in one or a few sentences.").required().max_bytes(16 * 1024),
+                Field::string("text", "The learning, in one or a few sentences.").required().max_chars(16 * 1024),
                 Field::one_of("kind", "preference, fact, procedure, correction or other (default other).", LEARN_KINDS),
                 Field::number("confidence", "How sure, from 0 to 1.", 0.0, 1.0),
             ]),

@@ -149,7 +149,11 @@ fn rejections_are_errors_and_audited() {
         ),
         ("memory.store", json!({"title": "t", "content": "x", "extra": 1}), "unknown argument: `extra`"),
         ("tree.tag", json!({"chunk_id": "c", "tags": many}), "argument `tags` has 51 items; the limit is 50"),
-        ("tree.tag", json!({"chunk_id": "c", "tags": [long_tag]}), "argument `tags[0]` is 129 bytes; the limit is 128"),
+        (
+            "tree.tag",
+            json!({"chunk_id": "c", "tags": [long_tag]}),
+            "argument `tags[0]` is 129 characters long; the limit is 128",
+        ),
         ("tree.tag", json!({"chunk_id": "c", "tags": []}), "argument `tags` needs at least 1 item"),
         ("tree.tag", json!({"chunk_id": "0123456789abcdef0123456789abcdef", "tags": ["x"]}), "no chunk"),
         ("memory.note", json!({"chunk_id": "0123456789abcdef0123456789abcdef", "note_text": "hi"}), "no chunk"),
