@@ -96,9 +96,14 @@ fn session_lifecycle_with_ids_kept_out_of_the_logs() {
     let r = post(&c, &[], &req(4, "tools/list", json!({})));
     assert_eq!(r.status, 400, "no session id: {}", r.text());
     assert!(r.json()["error"]["message"].as_str().unwrap().contains("Mcp-Session-Id"));
+    // A supported version other than the negotiated one is served; an unknown one is refused.
     let r =
-        post(&c, &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "2025-06-18")], &req(5, "tools/list", json!({})));
-    assert_eq!(r.status, 400, "version header differs from the negotiated one: {}", r.text());
+        post(&c, &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "2025-03-26")], &req(5, "tools/list", json!({})));
+    assert_eq!(r.status, 200, "a supported version header: {}", r.text());
+    let r =
+        post(&c, &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "1999-01-01")], &req(5, "tools/list", json!({})));
+    assert_eq!(r.status, 400, "an unsupported version header: {}", r.text());
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("unsupported"), "{}", r.text());
     let r = post(&c, &[("Mcp-Session-Id", "0123456789abcdef0123456789abcdef")], &req(6, "ping", json!({})));
     assert_eq!(r.status, 404, "unknown session: {}", r.text());
 

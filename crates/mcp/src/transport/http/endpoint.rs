@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
 use super::sessions::HttpSession;
 use super::{Ctx, Refusal, parse_body, reply_response, rpc_error, sse};
-use crate::protocol::{LATEST_LEGACY, Reply, RpcError};
+use crate::protocol::{LATEST_LEGACY, Reply, RpcError, SUPPORTED};
 use crate::session::{Session, Transport};
 
 /// How many notifications of one request may wait for a slow client.
@@ -101,7 +101,8 @@ async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
 }
 
 /// The session a request names: 400 without `Mcp-Session-Id`, 404 for an unknown or ended one,
-/// 400 when `MCP-Protocol-Version` is not the negotiated version (an absent header is fine).
+/// 400 when `MCP-Protocol-Version` names a version this server does not speak (an absent header,
+/// or a supported version other than the negotiated one, is fine).
 fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
     let Some(id) = message::header(headers, SESSION_HEADER) else {
         return Err(Refusal(
@@ -119,16 +120,18 @@ fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal>
             ),
         ));
     };
-    if let Some(v) = headers.get(PROTOCOL_HEADER) {
-        let negotiated = hs.session.negotiated().unwrap_or_default();
-        if v.to_str().ok() != Some(negotiated.as_str()) {
-            return Err(Refusal(
-                StatusCode::BAD_REQUEST,
-                RpcError::invalid_request(format!(
-                    "MCP-Protocol-Version header {v:?} differs from the version this session negotiated ({negotiated})"
-                )),
-            ));
-        }
+    // Clients should repeat the negotiated version; the spec lets a server refuse only versions
+    // that are invalid or that it does not support, so any version we speak is accepted.
+    if let Some(v) = headers.get(PROTOCOL_HEADER)
+        && !v.to_str().is_ok_and(|v| SUPPORTED.contains(&v))
+    {
+        return Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            RpcError::invalid_request(format!(
+                "unsupported MCP-Protocol-Version header {v:?}: this server speaks {}",
+                SUPPORTED.join(", ")
+            )),
+        ));
     }
     Ok(hs)
 }
