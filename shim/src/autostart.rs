@@ -32,9 +32,7 @@ pub fn connect(opts: &Options) -> Result<Stream, String> {
         }
         Err(_) => {}
     }
-    std::fs::create_dir_all(&opts.paths.run_dir)
-        .map_err(|e| format!("cannot create {}: {e}", opts.paths.run_dir.display()))?;
-    restrict_dir(&opts.paths.run_dir);
+    private_dir(&opts.paths.run_dir)?;
     let lock = lock_file(opts.paths.autostart_lock()).map_err(|e| format!("cannot take the start-up lock: {e}"))?;
     // Whoever held the lock before us may have started the daemon already.
     if let Ok(s) = try_connect(opts) {
@@ -52,7 +50,11 @@ pub fn try_connect(opts: &Options) -> io::Result<Stream> {
 }
 
 fn lock_file(path: PathBuf) -> io::Result<File> {
-    let f = OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    let mut options = OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let f = options.open(path)?;
     f.lock()?;
     Ok(f)
 }
@@ -72,14 +74,13 @@ fn daemon_exe() -> Result<PathBuf, String> {
 
 fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
     let exe = daemon_exe()?;
-    std::fs::create_dir_all(&opts.paths.log_dir)
-        .map_err(|e| format!("cannot create {}: {e}", opts.paths.log_dir.display()))?;
+    private_dir(&opts.paths.log_dir)?;
     let log_path = opts.paths.log_dir.join("daemon-autostart.log");
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+    let mut log_options = OpenOptions::new();
+    log_options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut log_options, 0o600);
+    let log = log_options.open(&log_path).map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(&exe);
     if let Some(home) = &opts.home {
@@ -132,11 +133,15 @@ fn detach(cmd: &mut Command) {
     cmd.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
 }
 
-#[cfg(unix)]
-fn restrict_dir(dir: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+/// Creates `dir` (and missing parents) 0700. One that exists keeps its mode: it may be a shared
+/// directory named by `--socket`, and what the shim puts in it is private on its own.
+fn private_dir(dir: &std::path::Path) -> Result<(), String> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }
-
-#[cfg(not(unix))]
-fn restrict_dir(_dir: &std::path::Path) {}

@@ -29,6 +29,26 @@ fn socket_is_private() {
     assert_eq!(dir, 0o700, "dir mode {dir:o}");
 }
 
+/// `--socket DIR/x.sock` leaves an existing DIR's mode alone (a shared 1777 dir stays so) and
+/// makes only a directory it creates 0700; the socket is 0600 either way.
+#[test]
+fn a_socket_dir_it_did_not_create_keeps_its_mode() {
+    let home = Home::new();
+    let shared = home.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let sock = shared.join("x.sock");
+    let d = Daemon::builder(&home).args(["--socket".as_ref(), sock.as_os_str()]).start();
+    assert_eq!(std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777, 0o1777);
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+    drop(d);
+    let fresh = home.path().join("fresh/sub");
+    let sock = fresh.join("x.sock");
+    let _d = Daemon::builder(&home).args(["--socket".as_ref(), sock.as_os_str()]).start();
+    assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
 #[test]
 fn stale_socket_is_replaced_and_live_one_refused() {
     let home = Home::new();
