@@ -20,6 +20,7 @@
 //! - `register`   adds the shim to MCP clients' configs
 //! - `service`    systemd/launchd install
 //! - `logging`    stderr + rolling file
+//! - `private`    the umask and tightening of a home other users could read
 
 pub mod agents;
 pub mod app;
@@ -30,6 +31,7 @@ pub mod client;
 pub mod eval;
 pub mod logging;
 pub mod policy;
+pub mod private;
 pub mod register;
 pub mod resources;
 pub mod rpc;
@@ -63,6 +65,7 @@ fn out(text: &str) {
 
 /// Runs a parsed command; returns the exit code.
 pub fn main_with(cli: Cli) -> i32 {
+    private::set_umask();
     let server = matches!(cli.command, Command::Serve(_) | Command::Stdio);
     let result = if server {
         run_server(&cli)
@@ -90,6 +93,14 @@ fn resolve_paths(cli: &Cli, socket: Option<&std::path::Path>) -> Result<Paths> {
     Ok(Paths::resolve(cli.home.as_deref())?.with_config_file(cli.config.as_deref())?.with_socket(socket)?)
 }
 
+/// Makes the home private (see `private`); the run directory only when it is the home's own,
+/// not one named by `--socket`.
+fn tighten_home(cli: &Cli, paths: &Paths) -> Result<()> {
+    let own_run_dir = Paths::resolve(cli.home.as_deref())?.run_dir == paths.run_dir;
+    private::tighten_home(paths, own_run_dir);
+    Ok(())
+}
+
 fn runtime(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
     let mut b = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = threads {
@@ -103,6 +114,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
         Command::Stdio => {
             logging::init_stderr("warn", cli.verbose);
             let paths = resolve_paths(cli, None)?;
+            tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
             let memory = backends::open_memory(&paths, &loaded.config);
             let state = AppState::with_memory(paths, loaded.config, memory);
@@ -118,6 +130,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
         Command::Serve(args) => {
             let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
             let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
+            tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
             let http = http_options(args, &loaded.config)?;
             // Before any runtime thread exists: taking it edits the environment.
