@@ -308,13 +308,7 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
     }
     let env_token = std::env::var("OPENHUMAN_MCP_AUTH_TOKEN").ok().filter(|t| !t.trim().is_empty());
     let file_token = match &h.auth_token_file {
-        Some(f) => Some(
-            std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read [mcp.http].auth_token_file {}", f.display()))?
-                .trim()
-                .to_string(),
-        )
-        .filter(|t| !t.is_empty()),
+        Some(f) => Some(read_token_file(f)?).filter(|t| !t.is_empty()),
         None => None,
     };
     if args.auth_token.is_some() {
@@ -340,6 +334,26 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
         sse_keepalive: Duration::from_secs(h.sse_keepalive_secs),
         max_body_bytes: h.max_body_bytes,
     }))
+}
+
+/// The token in `[mcp.http].auth_token_file`, trimmed. A file other users may read is refused:
+/// anyone who can read the token can do everything the token allows.
+fn read_token_file(file: &std::path::Path) -> Result<String> {
+    let what = || format!("cannot read [mcp.http].auth_token_file {}", file.display());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(file).with_context(what)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            anyhow::bail!(
+                "[mcp.http].auth_token_file {} can be read by other users (mode {:o}); make it private with `chmod 600 {}`",
+                file.display(),
+                mode & 0o777,
+                file.display()
+            );
+        }
+    }
+    Ok(std::fs::read_to_string(file).with_context(what)?.trim().to_string())
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {

@@ -164,6 +164,27 @@ fn bearer_token_guards_everything_but_healthz() {
     assert_eq!(error_code(&r), -32700);
 }
 
+/// A token file other users can read is refused with the fix; a private one is used.
+#[test]
+fn a_token_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    // Outside the home: the daemon makes its home private at start, but not other places.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let file = elsewhere.path().join("token");
+    std::fs::write(&file, "file-token-0123456789\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    home.write_config(&format!("[mcp.http]\nauth_token_file = \"{}\"\n", file.display()));
+    let err = Daemon::builder(&home).http().try_start().err().expect("refused to start");
+    assert!(err.contains("can be read by other users") && err.contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let d = Daemon::builder(&home).http().start();
+    let c = Client::new(d.http_addr());
+    assert_eq!(post(&c, &[], &init_body("2025-11-25", "t")).status, 401);
+    let r = post(&c, &[("Authorization", "Bearer file-token-0123456789")], &init_body("2025-11-25", "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
 #[test]
 fn foreign_origins_and_rebinding_hosts_are_refused() {
     let home = Home::new();
