@@ -48,6 +48,10 @@ pub enum Command {
     /// queries.jsonl, qrels.tsv) is loaded into a throwaway store and every query is run through
     /// the memory tools' methods. Prints nDCG@10, Recall@10, Recall@100 and latency per method.
     Eval(EvalArgs),
+    /// Print the bearer token HTTP clients must send (`Authorization: Bearer <token>`): the one
+    /// you set (OPENHUMAN_MCP_AUTH_TOKEN, [mcp.http].auth_token_file), else the generated one,
+    /// made now if there is none yet.
+    HttpToken,
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]

@@ -16,6 +16,7 @@
 //! - `resources`  the compiled-in prompt catalog
 //! - `eval`       `eval`: retrieval quality (nDCG@10, Recall@10/100, latency) on a labelled BEIR
 //!   folder, in a throwaway store
+//! - `http_auth`  the HTTP bearer token: chosen by the user, or generated and kept 0600
 //! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
 //! - `register`   adds the shim to MCP clients' configs
 //! - `service`    systemd/launchd install
@@ -29,6 +30,7 @@ pub mod backends;
 pub mod cli;
 pub mod client;
 pub mod eval;
+pub mod http_auth;
 pub mod logging;
 pub mod policy;
 pub mod private;
@@ -132,7 +134,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
             let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
             tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
-            let http = http_options(args, &loaded.config)?;
+            let http = http_options(args, &paths, &loaded.config)?;
             // Before any runtime thread exists: taking it edits the environment.
             let activated = transport::socket::take_activated()?;
             let rt = runtime(None)?;
@@ -296,9 +298,14 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 
-/// HTTP settings from flags, environment and config; None when HTTP is off. Refuses a
-/// non-loopback bind without a token.
-fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option<transport::http::HttpOptions>> {
+/// HTTP settings from flags, environment and config; None when HTTP is off. HTTP needs a bearer
+/// token (see `http_auth`): one the user set, else the generated one; only loopback binds may
+/// go without, and only when `[mcp.http].allow_no_token` says so.
+fn http_options(
+    args: &cli::ServeArgs,
+    paths: &Paths,
+    config: &config::Config,
+) -> Result<Option<transport::http::HttpOptions>> {
     let h = &config.mcp.http;
     if !(args.http || h.enabled) {
         if args.host.is_some() || args.port.is_some() || args.auth_token.is_some() {
@@ -306,24 +313,28 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
         }
         return Ok(None);
     }
-    let env_token = std::env::var("OPENHUMAN_MCP_AUTH_TOKEN").ok().filter(|t| !t.trim().is_empty());
-    let file_token = match &h.auth_token_file {
-        Some(f) => Some(read_token_file(f)?).filter(|t| !t.is_empty()),
-        None => None,
-    };
     if args.auth_token.is_some() {
         tracing::warn!(
             "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
         );
     }
-    let token = env_token.or(file_token).or_else(|| args.auth_token.clone());
     let host = args.host.clone().unwrap_or_else(|| h.host.clone());
     let port = args.port.unwrap_or(h.port);
-    if !openhuman_common::is_loopback_host(&host) && token.is_none() {
-        anyhow::bail!(
-            "refusing to serve HTTP on non-loopback address {host} without a token: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
-        );
-    }
+    let loopback = openhuman_common::is_loopback_host(&host);
+    let token = match http_auth::chosen(config, args.auth_token.as_deref())? {
+        Some((token, _)) => Some(token),
+        None if !loopback => anyhow::bail!(
+            "refusing to serve HTTP on non-loopback address {host} without a token you chose: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
+        ),
+        None if h.allow_no_token => {
+            tracing::warn!(
+                "HTTP serves WITHOUT a token ([mcp.http].allow_no_token = true): every user of this machine can read, \
+                 change and delete your memory and stop the daemon through {host}:{port}"
+            );
+            None
+        }
+        None => Some(http_auth::token(paths, config, None)?.0),
+    };
     Ok(Some(transport::http::HttpOptions {
         host,
         port,
@@ -334,26 +345,6 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
         sse_keepalive: Duration::from_secs(h.sse_keepalive_secs),
         max_body_bytes: h.max_body_bytes,
     }))
-}
-
-/// The token in `[mcp.http].auth_token_file`, trimmed. A file other users may read is refused:
-/// anyone who can read the token can do everything the token allows.
-fn read_token_file(file: &std::path::Path) -> Result<String> {
-    let what = || format!("cannot read [mcp.http].auth_token_file {}", file.display());
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(file).with_context(what)?.permissions().mode();
-        if mode & 0o077 != 0 {
-            anyhow::bail!(
-                "[mcp.http].auth_token_file {} can be read by other users (mode {:o}); make it private with `chmod 600 {}`",
-                file.display(),
-                mode & 0o777,
-                file.display()
-            );
-        }
-    }
-    Ok(std::fs::read_to_string(file).with_context(what)?.trim().to_string())
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {
@@ -393,6 +384,12 @@ fn run_command(cli: &Cli) -> Result<i32> {
             let rt = runtime(Some(1))?;
             let reply = rt.block_on(client::call(&paths.socket, "openhuman.daemon_shutdown"))?;
             out(&format!("asked openhumand-mcp (pid {}) to stop", reply["pid"]));
+            Ok(EXIT_OK)
+        }
+        Command::HttpToken => {
+            let paths = resolve_paths(cli, None)?;
+            let loaded = config::load(&paths.config_file)?;
+            out(&http_auth::token(&paths, &loaded.config, None)?.0);
             Ok(EXIT_OK)
         }
         Command::Ingest(args) => ingest(cli, args),

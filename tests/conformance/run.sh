@@ -9,8 +9,8 @@
 #    $OPENHUMAN_CONFORMANCE_DIR (default target/conformance under the repo root). A stamp file
 #    keyed on the lock file makes a second run skip the install. Needs npm (any version).
 # 2. Starts `openhumand-mcp serve --http --port 0` from ${OPENHUMAN_BIN_DIR:-target/debug} (build
-#    it first) in a temporary OPENHUMAN_HOME, with no auth token, and reads the bound port from
-#    its log.
+#    it first) in a temporary OPENHUMAN_HOME, with no auth token ([mcp.http].allow_no_token, as
+#    the suite sends none), and reads the bound port from its log.
 # 3. Runs every server scenario that needs no test-only fixture tools (the others call tools such
 #    as test_simple_text that only the suite's reference server has):
 #      0.2.0-alpha.12 at the 2025-11-25 wire: server-initialize ping tools-list resources-list
@@ -133,7 +133,9 @@ start_daemon() {
     for v in $(env | grep -o '^OPENHUMAN_[A-Za-z0-9_]*' || true); do
         clean+=(-u "$v")
     done
-    env "${clean[@]}" OPENHUMAN_HOME="$WORK/home" "$bin" serve --http --host 127.0.0.1 --port 0 \
+    # The suite sends no token: serve without one, as the config must say explicitly.
+    env "${clean[@]}" OPENHUMAN_HOME="$WORK/home" OPENHUMAN_MCP_HTTP_ALLOW_NO_TOKEN=true \
+        "$bin" serve --http --host 127.0.0.1 --port 0 \
         >/dev/null 2>"$LOG" &
     DAEMON_PID=$!
     for _ in $(seq 300); do

@@ -188,6 +188,16 @@ impl Daemon {
         self.http_addr.expect("the daemon serves no HTTP: start it with `.http()`")
     }
 
+    /// An HTTP client for it that sends the bearer token the daemon generated in its home
+    /// (`http-token`); without that file, one that sends none.
+    pub fn http_client(&self) -> crate::http::Client {
+        let file = self.home.join("http-token");
+        match std::fs::read_to_string(&file) {
+            Ok(t) => crate::http::Client::with_token(self.http_addr(), t.trim()),
+            Err(_) => crate::http::Client::new(self.http_addr()),
+        }
+    }
+
     /// The log lines it wrote before `daemon ready`.
     pub fn startup_log(&self) -> &[String] {
         &self.startup_log

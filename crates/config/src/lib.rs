@@ -72,6 +72,8 @@ pub struct HttpConfig {
     pub port: u16,
     /// File holding the bearer token (OPENHUMAN_MCP_AUTH_TOKEN wins over it).
     pub auth_token_file: Option<PathBuf>,
+    /// Serve HTTP on loopback without any token (every local user then has full access).
+    pub allow_no_token: bool,
     /// Extra origins allowed besides loopback ones, e.g. "https://app.example".
     pub allowed_origins: Vec<String>,
     pub session_idle_secs: u64,
@@ -87,6 +89,7 @@ impl Default for HttpConfig {
             host: "127.0.0.1".to_string(),
             port: 9300,
             auth_token_file: None,
+            allow_no_token: false,
             allowed_origins: Vec::new(),
             session_idle_secs: 86_400,
             max_sessions: 1024,
