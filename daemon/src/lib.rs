@@ -10,6 +10,7 @@
 //! - `rpc`        the one table of `openhuman.*` methods (daemon and memory) and the one bounded
 //!   path onto the blocking pool
 //! - `backends`   opens the memory engine and its embedder per config
+//! - `check`      `config check`: what `serve` would refuse or run degraded, without network
 //! - `policy`     the Act limiter; `audit_writer` the rejection-row writer; `tool_registry` the
 //!   tool registry and diagnostics
 //! - `agents/`    the subagent registry (built-in + user agents)
@@ -27,6 +28,7 @@ pub mod agents;
 pub mod app;
 pub mod audit_writer;
 pub mod backends;
+pub mod check;
 pub mod cli;
 pub mod client;
 pub mod eval;
@@ -442,10 +444,13 @@ fn run_command(cli: &Cli) -> Result<i32> {
                 ConfigAction::Check => {
                     let loaded = config::load(&paths.config_file)?;
                     let agents = agents::Registry::load(&paths.config_dir);
-                    if !agents.load_errors.is_empty() {
-                        for e in &agents.load_errors {
-                            out(&format!("agent error: {e}"));
-                        }
+                    let findings = check::findings(&paths, &loaded.config, &agents);
+                    for f in &findings {
+                        let level = if f.level == check::Level::Error { "error" } else { "warning" };
+                        out(&format!("{level}: {}", f.text));
+                    }
+                    if findings.iter().any(|f| f.level == check::Level::Error) {
+                        out(&format!("config has errors: {}", paths.config_file.display()));
                         return Ok(EXIT_FAILURE);
                     }
                     out(&format!(
