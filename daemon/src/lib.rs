@@ -355,20 +355,28 @@ fn run_command(cli: &Cli) -> Result<i32> {
             let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
             let rt = runtime(Some(1))?;
             match rt.block_on(client::call(&paths.socket, "openhuman.daemon_status")) {
-                Ok(status) if args.json => {
-                    out(&status.to_string());
-                    Ok(EXIT_OK)
-                }
                 Ok(s) => {
+                    // A daemon that answers but cannot do what its config asks is not "up".
+                    let problems: Vec<&str> =
+                        s["problems"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+                    let code = if problems.is_empty() { EXIT_OK } else { EXIT_FAILURE };
+                    if args.json {
+                        out(&s.to_string());
+                        return Ok(code);
+                    }
+                    let state = if problems.is_empty() { "is running" } else { "is running but NOT READY" };
                     out(&format!(
-                        "openhumand-mcp {} is running: pid {}, up {} s, {} session(s), socket {}",
+                        "openhumand-mcp {} {state}: pid {}, up {} s, {} session(s), socket {}",
                         s["version"].as_str().unwrap_or("?"),
                         s["pid"],
                         s["uptime_ms"].as_u64().unwrap_or(0) / 1000,
                         s["sessions"],
                         paths.socket.display()
                     ));
-                    Ok(EXIT_OK)
+                    for p in problems {
+                        out(&format!("problem: {p}"));
+                    }
+                    Ok(code)
                 }
                 Err(e) => {
                     if args.json {

@@ -236,6 +236,7 @@ fn status(state: &AppState, caller: u64) -> Value {
     // The asking connection is not one of the sessions being reported on.
     let sessions: Vec<_> = state.sessions().all().into_iter().filter(|s| s.id != caller).collect();
     let inflight: usize = sessions.iter().map(|s| s.inflight_count()).sum();
+    let problems = state.problems();
     json!({
         "pid": std::process::id(),
         "version": openhuman_common::VERSION,
@@ -243,6 +244,8 @@ fn status(state: &AppState, caller: u64) -> Value {
         "sessions": sessions.len(),
         "in_flight": inflight,
         "memory": state.memory().is_ok(),
+        "ready": problems.is_empty(),
+        "problems": problems,
         "socket": state.paths().socket.display().to_string(),
         "config_file": state.paths().config_file.display().to_string(),
     })

@@ -261,3 +261,70 @@ fn socket_activation_serves_the_inherited_listener() {
     kill(d.pid(), libc::SIGTERM);
     assert_eq!(wait_exit(&mut d.child, WAIT).code(), Some(0));
 }
+
+/// One location rule: without a home, the socket sits beside the data whatever
+/// XDG_RUNTIME_DIR says, so a command started without that variable (cron, ssh) finds the
+/// daemon a login session started.
+#[test]
+fn the_socket_is_found_whatever_xdg_runtime_dir_says() {
+    let user = tempfile::Builder::new().prefix("oh-u-").tempdir_in("/tmp").unwrap();
+    let runtime = user.path().join("xdg-run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let cmd = |runtime_dir: Option<&std::path::Path>| {
+        let mut c = std::process::Command::new(openhuman_tests::daemon_bin());
+        c.env("HOME", user.path()).env_remove("RUST_LOG");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("OPENHUMAN_") || k.starts_with("XDG_") {
+                c.env_remove(k);
+            }
+        }
+        if let Some(dir) = runtime_dir {
+            c.env("XDG_RUNTIME_DIR", dir);
+        }
+        c
+    };
+    let mut serve = cmd(Some(&runtime));
+    serve.arg("serve").stdin(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    // Killed however the test ends.
+    struct Serving(std::process::Child);
+    impl Drop for Serving {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut serving = Serving(serve.spawn().unwrap());
+    let child = &mut serving.0;
+    let log = openhuman_tests::Lines::spawn(child.stderr.take().unwrap());
+    let ready = |l: Result<Option<String>, String>| l.unwrap().expect("the daemon's log ended early").contains("ready");
+    while !ready(log.next_within(WAIT)) {}
+    let socket = user.path().join(".local/share/openhuman/run/mcp.sock");
+    assert!(socket.exists(), "the socket beside the data");
+    let status = cmd(None).args(["status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status.status.code(), Some(0), "{v}");
+    assert_eq!(v["pid"], child.id());
+    assert_eq!(v["socket"], socket.display().to_string());
+    assert!(cmd(None).arg("stop").output().unwrap().status.success());
+    assert_eq!(wait_exit(child, WAIT).code(), Some(0));
+}
+
+/// A daemon that cannot open its store serves (other tools work) but does not claim to be
+/// ready, and `status` says why and exits 1.
+#[test]
+fn a_daemon_without_its_store_is_not_ready_and_status_says_why() {
+    let home = Home::new();
+    home.write_config("[memory.embeddings]\nprovider = \"ollama\"\n");
+    let d = Daemon::start(&home);
+    let last = d.startup_log().last().unwrap();
+    assert!(last.contains("daemon degraded") && !last.contains("daemon ready"), "{last}");
+    let out = home.daemon_cmd().arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("NOT READY") && text.contains("[memory.embeddings].model"), "{text}");
+    let out = home.daemon_cmd().args(["status", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ready"], false, "{v}");
+    assert_eq!(v["pid"], d.pid());
+}
