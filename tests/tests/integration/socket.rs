@@ -328,3 +328,27 @@ fn a_daemon_without_its_store_is_not_ready_and_status_says_why() {
     assert_eq!(v["ready"], false, "{v}");
     assert_eq!(v["pid"], d.pid());
 }
+
+/// Ids come back exactly as sent, even numbers an `f64` cannot hold; a batch is capped and a
+/// huge one refused before it is built (the daemon answers and keeps serving).
+#[test]
+fn odd_ids_come_back_unchanged_and_huge_batches_are_refused() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = initialized(&home);
+    for id in ["3555727065.2172546", "18446744073709551616", "1.5e300"] {
+        p.send_raw(&line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)));
+        let reply = p.lines.next().unwrap();
+        assert!(reply.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"#)), "{id}: {reply}");
+    }
+    p.send_raw(&line(r#"[{"jsonrpc":"2.0","id":0.30000000000000000001,"method":"ping"}]"#));
+    let reply = p.lines.next().unwrap();
+    assert!(reply.contains(r#""id":0.30000000000000000001"#), "{reply}");
+    // 2.7 million elements in well under the 8 MiB line limit.
+    let huge = format!("[{}]\n", vec!["{}"; 2_700_000].join(","));
+    p.send_raw(huge.as_bytes());
+    let r: Value = serde_json::from_str(&p.lines.next().unwrap()).unwrap();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("at most 256"), "{r}");
+    assert_eq!(p.call("ping", json!({})), json!({}), "the session goes on");
+}

@@ -37,6 +37,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use super::TransportError;
 use crate::app::App;
 use crate::dispatcher::{Dispatcher, Serve};
+use crate::incoming::{Incoming, MAX_BATCH, ReadError};
 use crate::protocol::{Reply, RpcError, error_envelope, result_envelope};
 use sessions::SessionTable;
 
@@ -129,7 +130,7 @@ async fn healthz() -> Response {
 /// `/rpc`: one JSON-RPC request for an extension method of the app, no MCP session.
 async fn rpc(State(s): State<Ctx>, body: Result<Bytes, BytesRejection>) -> Response {
     let msg = match parse_body(body) {
-        Ok(v) => v,
+        Ok(m) => m.value,
         Err(refusal) => return refusal.into_response(),
     };
     let Value::Object(obj) = msg else {
@@ -179,8 +180,9 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// The body as JSON, or why not: 413 too large, 400 unreadable or not JSON (-32700).
-fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
+/// The body as a message, or why not: 413 too large, 400 unreadable, not JSON (-32700) or a
+/// batch over `MAX_BATCH` (-32600).
+fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Incoming, Refusal> {
     let bytes = body.map_err(|rejection| {
         let status = rejection.status();
         let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -190,13 +192,19 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
         };
         Refusal(status, RpcError::new(codes::PARSE_ERROR, message))
     })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        let what =
-            if std::str::from_utf8(&bytes).is_err() { "body is not valid UTF-8" } else { "body is not valid JSON" };
-        Refusal(
+    Incoming::parse(&bytes).map_err(|e| match e {
+        ReadError::BatchTooLarge => Refusal(
             StatusCode::BAD_REQUEST,
-            RpcError::new(codes::PARSE_ERROR, format!("parse error: {what} ({e}); POST one JSON-RPC message")),
-        )
+            RpcError::invalid_request(e.to_string()).with_data(json!({ "max_batch": MAX_BATCH })),
+        ),
+        ReadError::Json(e) => {
+            let what =
+                if std::str::from_utf8(&bytes).is_err() { "body is not valid UTF-8" } else { "body is not valid JSON" };
+            Refusal(
+                StatusCode::BAD_REQUEST,
+                RpcError::new(codes::PARSE_ERROR, format!("parse error: {what} ({e}); POST one JSON-RPC message")),
+            )
+        }
     })
 }
 

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
 use super::sessions::HttpSession;
 use super::{Ctx, Refusal, parse_body, reply_response, rpc_error, sse};
+use crate::incoming::Incoming;
 use crate::protocol::{LATEST_LEGACY, Reply, RpcError, SUPPORTED};
 use crate::session::{Session, Transport};
 
@@ -48,7 +49,7 @@ pub async fn post(State(s): State<Ctx>, headers: HeaderMap, body: Result<Bytes, 
         Ok(v) => v,
         Err(refusal) => return refusal.into_response(),
     };
-    if message::is_stateless(&msg, &headers) {
+    if message::is_stateless(&msg.value, &headers) {
         stateless(&s, &headers, msg).await
     } else {
         in_session(&s, &headers, msg).await
@@ -56,19 +57,19 @@ pub async fn post(State(s): State<Ctx>, headers: HeaderMap, body: Result<Bytes, 
 }
 
 /// 2026-07-28 (and `server/discover`): no session; headers are checked against the body.
-async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
-    if let Err(e) = message::check_headers(&msg, headers) {
-        return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg), e);
+async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
+    if let Err(e) = message::check_headers(&msg.value, headers) {
+        return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg.value), e);
     }
     // The request's own session: nothing outlives it, so nothing can leak between requests.
     let session = Arc::new(s.dispatcher.new_session(Transport::Http, closed_sink()));
-    let stream = accepts_sse(headers) && message::may_notify(&msg, false);
+    let stream = accepts_sse(headers) && message::may_notify(&msg.value, false);
     respond(s, session, msg, stream, Exchange::Stateless).await
 }
 
 /// Handshake era: `initialize` mints a session; everything else names one.
-async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
-    if message::has_initialize(&msg) {
+async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
+    if message::has_initialize(&msg.value) {
         // A client that initialises again gets a new session, whatever id it still sends.
         let hs = s.sessions.create(s.dispatcher.as_ref());
         let mut resp = respond(s, hs.session.clone(), msg, false, Exchange::Session).await;
@@ -94,7 +95,7 @@ async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
         Ok(hs) => hs,
         Err(refusal) => return refusal.into_response(),
     };
-    let stream = accepts_sse(headers) && message::may_notify(&msg, hs.session.log_level().is_some());
+    let stream = accepts_sse(headers) && message::may_notify(&msg.value, hs.session.log_level().is_some());
     let resp = respond(s, hs.session.clone(), msg, stream, Exchange::Session).await;
     hs.touch();
     resp
@@ -145,8 +146,8 @@ enum Exchange {
 }
 
 /// Runs the message through the dispatcher and shapes the answer.
-async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, exchange: Exchange) -> Response {
-    if !message::has_requests(&msg) {
+async fn respond(s: &Ctx, session: Arc<Session>, msg: Incoming, stream: bool, exchange: Exchange) -> Response {
+    if !message::has_requests(&msg.value) {
         return match s.dispatcher.handle_owned(session.clone(), msg, closed_sink()).await {
             None => StatusCode::ACCEPTED.into_response(),
             // Something in it was malformed: say what.
@@ -182,7 +183,7 @@ fn status_of(reply: &Reply, exchange: Exchange) -> StatusCode {
 
 /// The answer as an event stream: the request's notifications as they happen, then its
 /// response, then the end. When the client goes away the request is dropped (cancelled).
-fn event_stream(s: &Ctx, session: Arc<Session>, msg: Value) -> Response {
+fn event_stream(s: &Ctx, session: Arc<Session>, msg: Incoming) -> Response {
     let (events, rx) = mpsc::channel::<String>(REQUEST_EVENTS);
     let dispatcher = s.dispatcher.clone();
     tokio::spawn(async move {
@@ -316,7 +317,7 @@ mod tests {
 
     #[test]
     fn statuses() {
-        let ok = Reply::Result { id: 1.into(), result: serde_json::json!({}).into() };
+        let ok = Reply::Result { id: Value::from(1).into(), result: serde_json::json!({}).into() };
         assert_eq!(status_of(&ok, Exchange::Stateless), StatusCode::OK);
         let err = |code: i64, id: Value| Reply::error(&id, RpcError::new(code, "m"));
         assert_eq!(status_of(&err(-32022, 1.into()), Exchange::Stateless), StatusCode::BAD_REQUEST);
