@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use interprocess::local_socket::Stream;
-use interprocess::local_socket::prelude::*;
+use interprocess::ConnectWaitMode;
+use interprocess::local_socket::{ConnectOptions, Stream};
 
 use crate::Options;
 
@@ -19,10 +19,16 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long an autostarted daemon lingers with no session before exiting.
 const IDLE_TIMEOUT_SECS: u64 = 900;
 
+/// How long a connect to the socket may wait (a daemon that accepts nothing, e.g. one out of
+/// file descriptors, leaves connects waiting in its backlog).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Connects to the daemon, starting it first when allowed. The error says what to do.
 pub fn connect(opts: &Options) -> Result<Stream, String> {
     match try_connect(opts) {
         Ok(s) => return Ok(s),
+        // Someone listens but does not accept: starting another daemon would not help.
+        Err(e) if timed_out(&e) => return Err(overloaded(opts)),
         Err(e) if !opts.autostart => {
             return Err(format!(
                 "no openhumand-mcp daemon answers on {} ({e}); start one with `openhumand-mcp serve` \
@@ -46,7 +52,20 @@ pub fn connect(opts: &Options) -> Result<Stream, String> {
 
 pub fn try_connect(opts: &Options) -> io::Result<Stream> {
     let name = openhuman_common::paths::socket_name(&opts.paths.socket)?;
-    Stream::connect(name)
+    ConnectOptions::new().name(name).wait_mode(ConnectWaitMode::Timeout(CONNECT_TIMEOUT)).connect_sync()
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
+}
+
+fn overloaded(opts: &Options) -> String {
+    format!(
+        "the daemon on {} accepted no connection within {} s: it is overloaded or stuck; \
+         `openhumand-mcp status` tells, `openhumand-mcp stop` (or killing it) lets a new one start",
+        opts.paths.socket.display(),
+        CONNECT_TIMEOUT.as_secs()
+    )
 }
 
 fn lock_file(path: PathBuf) -> io::Result<File> {
@@ -99,8 +118,10 @@ fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(2);
     loop {
-        if let Ok(s) = try_connect(opts) {
-            return Ok(s);
+        match try_connect(opts) {
+            Ok(s) => return Ok(s),
+            Err(e) if timed_out(&e) => return Err(overloaded(opts)),
+            Err(_) => {}
         }
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("the daemon exited during start-up ({status}); see {}", log_path.display()));
