@@ -346,7 +346,42 @@ fn http_options(
         session_idle: Duration::from_secs(h.session_idle_secs),
         sse_keepalive: Duration::from_secs(h.sse_keepalive_secs),
         max_body_bytes: h.max_body_bytes,
+        request_timeout: Duration::from_secs(h.request_timeout_secs),
+        max_connections: connection_cap(h.max_connections),
     }))
+}
+
+/// `[mcp.http].max_connections`, lowered to half the process's open-file limit so HTTP can
+/// never take the descriptors the socket, the store and the logs need.
+fn connection_cap(configured: usize) -> usize {
+    let cap = match open_file_limit() {
+        Some(limit) if configured > limit / 2 => {
+            let lowered = (limit / 2).max(1);
+            tracing::warn!(
+                configured,
+                open_file_limit = limit,
+                lowered,
+                "[mcp.http].max_connections lowered to half the open-file limit"
+            );
+            lowered
+        }
+        _ => configured,
+    };
+    cap.max(1)
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn open_file_limit() -> Option<usize> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit(2) writes into the struct we pass and reads nothing else.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
+}
+
+#[cfg(not(unix))]
+fn open_file_limit() -> Option<usize> {
+    None
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {

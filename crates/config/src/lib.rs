@@ -80,6 +80,10 @@ pub struct HttpConfig {
     pub max_sessions: usize,
     pub max_body_bytes: usize,
     pub sse_keepalive_secs: u64,
+    /// Seconds a request's head, and then its body, may take to arrive.
+    pub request_timeout_secs: u64,
+    /// HTTP connections served at once (kept below the process's file limit).
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -95,6 +99,8 @@ impl Default for HttpConfig {
             max_sessions: 1024,
             max_body_bytes: 8 * 1024 * 1024,
             sse_keepalive_secs: 15,
+            request_timeout_secs: 30,
+            max_connections: 256,
         }
     }
 }
@@ -339,6 +345,12 @@ fn validate(c: &Config) -> Result<(), String> {
     }
     if c.mcp.http.max_sessions == 0 {
         return Err("key `mcp.http.max_sessions` must be at least 1".to_string());
+    }
+    if c.mcp.http.request_timeout_secs == 0 {
+        return Err("key `mcp.http.request_timeout_secs` must be at least 1".to_string());
+    }
+    if c.mcp.http.max_connections == 0 {
+        return Err("key `mcp.http.max_connections` must be at least 1".to_string());
     }
     if c.mcp.http.session_idle_secs == 0 {
         return Err("key `mcp.http.session_idle_secs` must be at least 1".to_string());

@@ -451,23 +451,28 @@ fn batches_are_answered_in_order() {
     assert_eq!(error_code(&r), -32600);
 }
 
+/// The session cap: a flood of bare `initialize` calls pushes out only sessions that never came
+/// back after theirs; sessions in use stay, and when all are in use a new one gets 503.
 #[test]
-fn the_session_cap_evicts_the_least_recently_used() {
+fn the_session_cap_keeps_sessions_in_use() {
     let home = Home::new();
     home.write_config("[mcp.http]\nmax_sessions = 2\n");
     let d = Daemon::builder(&home).http().start();
     let c = d.http_client();
     let first = initialize(&c, "2025-11-25");
-    let second = initialize(&c, "2025-11-25");
-    // `first` was used more recently than `second`.
-    let r = post(&c, &[("Mcp-Session-Id", &first)], &req(1, "ping", json!({})));
-    assert_eq!(r.status, 200);
-    let third = initialize(&c, "2025-11-25");
+    for _ in 0..20 {
+        assert_eq!(post(&c, &[], &init_body("2025-11-25", "flood")).status, 200);
+    }
     d.wait_log("HTTP session evicted");
     let ping = |sid: &str| post(&c, &[("Mcp-Session-Id", sid)], &req(2, "ping", json!({}))).status;
-    assert_eq!(ping(&second), 404);
+    assert_eq!(ping(&first), 200, "a session in use survives the flood");
+    let second = initialize(&c, "2025-11-25");
+    let r = post(&c, &[], &init_body("2025-11-25", "one-too-many"));
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("max_sessions"), "{}", r.text());
+    assert!(r.header("retry-after").is_some(), "{:?}", r.headers);
     assert_eq!(ping(&first), 200);
-    assert_eq!(ping(&third), 200);
+    assert_eq!(ping(&second), 200);
 }
 
 #[test]

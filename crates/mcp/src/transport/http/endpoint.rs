@@ -71,7 +71,18 @@ async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
 async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
     if message::has_initialize(&msg.value) {
         // A client that initialises again gets a new session, whatever id it still sends.
-        let hs = s.sessions.create(s.dispatcher.as_ref());
+        let Ok(hs) = s.sessions.create(s.dispatcher.as_ref()) else {
+            tracing::warn!(open = s.sessions.len(), "HTTP session refused: every session is in use");
+            let mut resp = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &message::request_id(&msg.value),
+                RpcError::internal(
+                    "too many HTTP sessions are in use; end one with DELETE, or retry later (see [mcp.http].max_sessions)",
+                ),
+            );
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+            return resp;
+        };
         let mut resp = respond(s, hs.session.clone(), msg, false, Exchange::Session).await;
         if hs.session.negotiated().is_none() {
             // `initialize` failed (bad params): no session came of it.
