@@ -55,11 +55,10 @@ impl Paths {
             )
         })?;
         let data_dir = dirs.data_dir().to_path_buf();
-        // XDG_RUNTIME_DIR is often unset (containers, su sessions): fall back to the data dir.
-        let run_dir = match dirs.runtime_dir() {
-            Some(dir) => dir.to_path_buf(),
-            None => data_dir.join("run"),
-        };
+        // One rule for the socket and the store: the socket lives beside the data, never in
+        // XDG_RUNTIME_DIR. That variable is unset for cron, launchers, su and some ssh sessions,
+        // and a client started there must still find the daemon that owns the store.
+        let run_dir = data_dir.join("run");
         let log_dir = dirs.state_dir().unwrap_or(dirs.cache_dir()).join("logs");
         Ok(Paths {
             config_dir: dirs.config_dir().to_path_buf(),
@@ -141,6 +140,15 @@ mod tests {
         assert_eq!(p.data_dir, Path::new("/h/data"));
         assert_eq!(p.socket, Path::new("/h/run/mcp.sock"));
         assert_eq!(p.log_dir, Path::new("/h/logs"));
+    }
+
+    /// The socket's place follows the data's, whatever XDG_RUNTIME_DIR says.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_socket_sits_beside_the_data_whatever_the_runtime_dir() {
+        let p = Paths::platform().unwrap();
+        assert_eq!(p.run_dir, p.data_dir.join("run"));
+        assert_eq!(p.socket, p.data_dir.join("run/mcp.sock"));
     }
 
     #[test]

@@ -40,7 +40,8 @@ pub fn looks_secret(s: &str) -> bool {
 }
 
 /// Replaces `secret` (when given and at least 4 characters) and every word that looks like a
-/// credential with `[redacted]`.
+/// credential with `[redacted]`. A word is what lies between spaces, less the quotes, backticks
+/// and punctuation around it (error texts quote values: `` `sk-…`, `` or `"sk-…")`), which stay.
 pub fn redact(text: &str, secret: Option<&str>) -> String {
     let replaced;
     let text = match secret.filter(|s| s.len() >= 4) {
@@ -50,7 +51,18 @@ pub fn redact(text: &str, secret: Option<&str>) -> String {
         }
         None => text,
     };
-    text.split(' ').map(|w| if looks_secret(w) { "[redacted]" } else { w }).collect::<Vec<_>>().join(" ")
+    let quote = |c: char| "`'\"()[]{}<>,;:".contains(c);
+    text.split(' ')
+        .map(|w| {
+            let core = w.trim_matches(quote);
+            if core.is_empty() || !looks_secret(core) {
+                return w.to_string();
+            }
+            let start = w.len() - w.trim_start_matches(quote).len();
+            format!("{}[redacted]{}", &w[..start], &w[start + core.len()..])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `s` cut to at most `max` bytes, at a character boundary.
@@ -100,6 +112,11 @@ mod tests {
         assert_eq!(out, "upstream refused key [redacted] for user bob");
         assert_eq!(redact("[policy-blocked] readonly", None), "[policy-blocked] readonly");
         assert_eq!(redact("token abcd rejected", Some("abcd")), "token [redacted] rejected");
+        assert_eq!(
+            redact("unknown arguments: `sk-proj-abcdefghijklmnop1234`, `zeta`", None),
+            "unknown arguments: `[redacted]`, `zeta`"
+        );
+        assert_eq!(redact("got \"ghp_abcdefghijklmnopqrstu12345\")", None), "got \"[redacted]\")");
     }
 
     #[test]

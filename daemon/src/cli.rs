@@ -54,6 +54,10 @@ pub enum Command {
         #[command(subcommand)]
         action: ModelAction,
     },
+    /// Print the bearer token HTTP clients must send (`Authorization: Bearer <token>`): the one
+    /// you set (OPENHUMAN_MCP_AUTH_TOKEN, [mcp.http].auth_token_file), else the generated one,
+    /// made now if there is none yet.
+    HttpToken,
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]

@@ -10,6 +10,7 @@
 //! - `rpc`        the one table of `openhuman.*` methods (daemon and memory) and the one bounded
 //!   path onto the blocking pool
 //! - `backends`   opens the memory engine and its embedder per config
+//! - `check`      `config check`: what `serve` would refuse or run degraded, without network
 //! - `policy`     the Act limiter; `audit_writer` the rejection-row writer; `tool_registry` the
 //!   tool registry and diagnostics
 //! - `agents/`    the subagent registry (built-in + user agents)
@@ -17,21 +18,26 @@
 //! - `eval`       `eval`: retrieval quality (nDCG@10, Recall@10/100, latency) on a labelled BEIR
 //!   folder, in a throwaway store
 //! - `models`     `model install|list|remove`: the transformer model store of the deep tier
+//! - `http_auth`  the HTTP bearer token: chosen by the user, or generated and kept 0600
 //! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
 //! - `register`   adds the shim to MCP clients' configs
 //! - `service`    systemd/launchd install
 //! - `logging`    stderr + rolling file
+//! - `private`    the umask and tightening of a home other users could read
 
 pub mod agents;
 pub mod app;
 pub mod audit_writer;
 pub mod backends;
+pub mod check;
 pub mod cli;
 pub mod client;
 pub mod eval;
+pub mod http_auth;
 pub mod logging;
 pub mod models;
 pub mod policy;
+pub mod private;
 pub mod register;
 pub mod resources;
 pub mod rpc;
@@ -65,19 +71,25 @@ pub(crate) fn out(text: &str) {
 
 /// Runs a parsed command; returns the exit code.
 pub fn main_with(cli: Cli) -> i32 {
-    let result = match &cli.command {
-        Command::Serve(_) | Command::Stdio => run_server(&cli),
-        _ => {
-            logging::init_stderr("warn", cli.verbose);
-            run_command(&cli)
-        }
+    private::set_umask();
+    let server = matches!(cli.command, Command::Serve(_) | Command::Stdio);
+    let result = if server {
+        run_server(&cli)
+    } else {
+        logging::init_stderr("warn", cli.verbose);
+        run_command(&cli)
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            tracing::error!("{e:#}");
-            // Also say it plainly on stderr in case logging is filtered.
-            let _ = writeln!(std::io::stderr(), "openhumand-mcp: {e:#}");
+            // Said once: a server logs it (stderr and its log file) when logging is up and lets
+            // errors through; a one-shot command, or a server that failed before that, says it
+            // plainly.
+            if server && tracing::enabled!(tracing::Level::ERROR) {
+                tracing::error!("{e:#}");
+            } else {
+                let _ = writeln!(std::io::stderr(), "openhumand-mcp: {e:#}");
+            }
             EXIT_FAILURE
         }
     }
@@ -85,6 +97,14 @@ pub fn main_with(cli: Cli) -> i32 {
 
 fn resolve_paths(cli: &Cli, socket: Option<&std::path::Path>) -> Result<Paths> {
     Ok(Paths::resolve(cli.home.as_deref())?.with_config_file(cli.config.as_deref())?.with_socket(socket)?)
+}
+
+/// Makes the home private (see `private`); the run directory only when it is the home's own,
+/// not one named by `--socket`.
+fn tighten_home(cli: &Cli, paths: &Paths) -> Result<()> {
+    let own_run_dir = Paths::resolve(cli.home.as_deref())?.run_dir == paths.run_dir;
+    private::tighten_home(paths, own_run_dir);
+    Ok(())
 }
 
 fn runtime(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
@@ -100,6 +120,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
         Command::Stdio => {
             logging::init_stderr("warn", cli.verbose);
             let paths = resolve_paths(cli, None)?;
+            tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
             let memory = backends::open_memory(&paths, &loaded.config);
             let state = AppState::with_memory(paths, loaded.config, memory);
@@ -115,8 +136,9 @@ fn run_server(cli: &Cli) -> Result<i32> {
         Command::Serve(args) => {
             let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
             let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
+            tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
-            let http = http_options(args, &loaded.config)?;
+            let http = http_options(args, &paths, &loaded.config)?;
             // Before any runtime thread exists: taking it edits the environment.
             let activated = transport::socket::take_activated()?;
             let rt = runtime(None)?;
@@ -290,9 +312,14 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
 }
 
-/// HTTP settings from flags, environment and config; None when HTTP is off. Refuses a
-/// non-loopback bind without a token.
-fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option<transport::http::HttpOptions>> {
+/// HTTP settings from flags, environment and config; None when HTTP is off. HTTP needs a bearer
+/// token (see `http_auth`): one the user set, else the generated one; only loopback binds may
+/// go without, and only when `[mcp.http].allow_no_token` says so.
+fn http_options(
+    args: &cli::ServeArgs,
+    paths: &Paths,
+    config: &config::Config,
+) -> Result<Option<transport::http::HttpOptions>> {
     let h = &config.mcp.http;
     if !(args.http || h.enabled) {
         if args.host.is_some() || args.port.is_some() || args.auth_token.is_some() {
@@ -300,30 +327,28 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
         }
         return Ok(None);
     }
-    let env_token = std::env::var("OPENHUMAN_MCP_AUTH_TOKEN").ok().filter(|t| !t.trim().is_empty());
-    let file_token = match &h.auth_token_file {
-        Some(f) => Some(
-            std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read [mcp.http].auth_token_file {}", f.display()))?
-                .trim()
-                .to_string(),
-        )
-        .filter(|t| !t.is_empty()),
-        None => None,
-    };
     if args.auth_token.is_some() {
         tracing::warn!(
             "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
         );
     }
-    let token = env_token.or(file_token).or_else(|| args.auth_token.clone());
     let host = args.host.clone().unwrap_or_else(|| h.host.clone());
     let port = args.port.unwrap_or(h.port);
-    if !openhuman_common::is_loopback_host(&host) && token.is_none() {
-        anyhow::bail!(
-            "refusing to serve HTTP on non-loopback address {host} without a token: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
-        );
-    }
+    let loopback = openhuman_common::is_loopback_host(&host);
+    let token = match http_auth::chosen(config, args.auth_token.as_deref())? {
+        Some((token, _)) => Some(token),
+        None if !loopback => anyhow::bail!(
+            "refusing to serve HTTP on non-loopback address {host} without a token you chose: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
+        ),
+        None if h.allow_no_token => {
+            tracing::warn!(
+                "HTTP serves WITHOUT a token ([mcp.http].allow_no_token = true): every user of this machine can read, \
+                 change and delete your memory and stop the daemon through {host}:{port}"
+            );
+            None
+        }
+        None => Some(http_auth::token(paths, config, None)?.0),
+    };
     Ok(Some(transport::http::HttpOptions {
         host,
         port,
@@ -333,7 +358,42 @@ fn http_options(args: &cli::ServeArgs, config: &config::Config) -> Result<Option
         session_idle: Duration::from_secs(h.session_idle_secs),
         sse_keepalive: Duration::from_secs(h.sse_keepalive_secs),
         max_body_bytes: h.max_body_bytes,
+        request_timeout: Duration::from_secs(h.request_timeout_secs),
+        max_connections: connection_cap(h.max_connections),
     }))
+}
+
+/// `[mcp.http].max_connections`, lowered to half the process's open-file limit so HTTP can
+/// never take the descriptors the socket, the store and the logs need.
+fn connection_cap(configured: usize) -> usize {
+    let cap = match open_file_limit() {
+        Some(limit) if configured > limit / 2 => {
+            let lowered = (limit / 2).max(1);
+            tracing::warn!(
+                configured,
+                open_file_limit = limit,
+                lowered,
+                "[mcp.http].max_connections lowered to half the open-file limit"
+            );
+            lowered
+        }
+        _ => configured,
+    };
+    cap.max(1)
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn open_file_limit() -> Option<usize> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit(2) writes into the struct we pass and reads nothing else.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
+}
+
+#[cfg(not(unix))]
+fn open_file_limit() -> Option<usize> {
+    None
 }
 
 fn run_command(cli: &Cli) -> Result<i32> {
@@ -342,13 +402,18 @@ fn run_command(cli: &Cli) -> Result<i32> {
             let paths = resolve_paths(cli, args.socket.socket.as_deref())?;
             let rt = runtime(Some(1))?;
             match rt.block_on(client::call(&paths.socket, "openhuman.daemon_status")) {
-                Ok(status) if args.json => {
-                    out(&status.to_string());
-                    Ok(EXIT_OK)
-                }
                 Ok(s) => {
+                    // A daemon that answers but cannot do what its config asks is not "up".
+                    let problems: Vec<&str> =
+                        s["problems"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+                    let code = if problems.is_empty() { EXIT_OK } else { EXIT_FAILURE };
+                    if args.json {
+                        out(&s.to_string());
+                        return Ok(code);
+                    }
+                    let state = if problems.is_empty() { "is running" } else { "is running but NOT READY" };
                     out(&format!(
-                        "openhumand-mcp {} is running: pid {}, up {} s, {} session(s), socket {}",
+                        "openhumand-mcp {} {state}: pid {}, up {} s, {} session(s), socket {}",
                         s["version"].as_str().unwrap_or("?"),
                         s["pid"],
                         s["uptime_ms"].as_u64().unwrap_or(0) / 1000,
@@ -369,7 +434,10 @@ fn run_command(cli: &Cli) -> Result<i32> {
                             }
                         ));
                     }
-                    Ok(EXIT_OK)
+                    for p in problems {
+                        out(&format!("problem: {p}"));
+                    }
+                    Ok(code)
                 }
                 Err(e) => {
                     if args.json {
@@ -387,6 +455,12 @@ fn run_command(cli: &Cli) -> Result<i32> {
             let rt = runtime(Some(1))?;
             let reply = rt.block_on(client::call(&paths.socket, "openhuman.daemon_shutdown"))?;
             out(&format!("asked openhumand-mcp (pid {}) to stop", reply["pid"]));
+            Ok(EXIT_OK)
+        }
+        Command::HttpToken => {
+            let paths = resolve_paths(cli, None)?;
+            let loaded = config::load(&paths.config_file)?;
+            out(&http_auth::token(&paths, &loaded.config, None)?.0);
             Ok(EXIT_OK)
         }
         Command::Ingest(args) => ingest(cli, args),
@@ -440,10 +514,13 @@ fn run_command(cli: &Cli) -> Result<i32> {
                 ConfigAction::Check => {
                     let loaded = config::load(&paths.config_file)?;
                     let agents = agents::Registry::load(&paths.config_dir);
-                    if !agents.load_errors.is_empty() {
-                        for e in &agents.load_errors {
-                            out(&format!("agent error: {e}"));
-                        }
+                    let findings = check::findings(&paths, &loaded.config, &agents);
+                    for f in &findings {
+                        let level = if f.level == check::Level::Error { "error" } else { "warning" };
+                        out(&format!("{level}: {}", f.text));
+                    }
+                    if findings.iter().any(|f| f.level == check::Level::Error) {
+                        out(&format!("config has errors: {}", paths.config_file.display()));
                         return Ok(EXIT_FAILURE);
                     }
                     out(&format!(

@@ -40,18 +40,23 @@ pub fn init_stderr(default: &str, verbose: bool) {
 /// buffered lines are written.
 pub fn init_daemon(log_dir: &Path, verbose: bool) -> Result<WorkerGuard> {
     std::fs::create_dir_all(log_dir).with_context(|| format!("cannot create log dir {}", log_dir.display()))?;
+    let path = log_dir.join(LOG_FILE_NAME);
+    // The rotating writer uses exactly these options (it needs read, create and append) and
+    // drops lines silently when the open fails, so open once here to report a failure.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(&path).with_context(|| format!("cannot open the log file {}", path.display()))?;
     let rotate = file_rotate::FileRotate::new(
-        log_dir.join(LOG_FILE_NAME),
+        path,
         file_rotate::suffix::AppendCount::new(LOG_FILES_KEPT - 1),
         file_rotate::ContentLimit::BytesSurpassed(LOG_FILE_BYTES),
         file_rotate::compression::Compression::None,
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut o = std::fs::OpenOptions::new();
-            o.mode(0o600);
-            Some(o)
-        },
+        Some(options),
     );
     let (writer, guard) = tracing_appender::non_blocking(rotate);
     let _ = tracing_subscriber::registry()

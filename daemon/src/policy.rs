@@ -1,5 +1,6 @@
 //! The security policy: Read is always allowed; Act (writes and agent runs) is denied
-//! in `readonly` and limited by `max_actions_per_hour` in a sliding window. The window lives in
+//! in `readonly` and limited by `max_actions_per_hour` in a sliding window; control writes
+//! (ingest, reindex) are denied in `readonly`. The window lives in
 //! the daemon's state, so it spans every session and transport and survives config reloads.
 
 use std::collections::VecDeque;
@@ -45,6 +46,16 @@ impl ActLimiter {
     /// Admits one Act call under `config`, or says why not. An admitted call uses a slot.
     pub fn admit(&self, config: &Config) -> Result<(), Denial> {
         self.admit_at(config, Instant::now())
+    }
+
+    /// Admits a control write (`openhuman.memory_ingest`, `memory_reindex`): refused in
+    /// `readonly`, not counted against the hourly act budget (the user's own commands use them,
+    /// and one ingest of many files is one call).
+    pub fn admit_control(&self, config: &Config) -> Result<(), Denial> {
+        if config.autonomy.level == AutonomyLevel::Readonly {
+            return Err(Denial::Readonly);
+        }
+        Ok(())
     }
 
     fn admit_at(&self, config: &Config, now: Instant) -> Result<(), Denial> {

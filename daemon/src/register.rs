@@ -1,5 +1,6 @@
 //! `register <client>`: adds the shim to an MCP client's config file. The file is merged, not
-//! replaced (other servers and settings stay), a timestamped backup of the old file is kept, and
+//! replaced (other servers and settings stay), a timestamped private backup of the old file is
+//! kept, the file keeps its mode, a symlinked file is written through to its target, and
 //! `--print` shows the entry instead of writing. Files that are not plain JSON (Zed allows
 //! comments) are left alone with a message saying what to paste where.
 
@@ -76,26 +77,48 @@ pub fn register(client: ClientKind, home_dir: Option<&Path>) -> Result<String> {
         return Ok(format!("{} already has the {ENTRY} server; nothing to do", file.display()));
     }
     let replaced = servers.insert(ENTRY.to_string(), entry).is_some();
-    let backup = if file.exists() {
+    // A symlinked config (dotfiles) is written through to its target; the link stays.
+    let real = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+    let mode = std::fs::metadata(&real).ok().map(|m| m.permissions());
+    let backup = if mode.is_some() {
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
         let b = file.with_extension(format!("json.bak-{stamp}"));
-        std::fs::copy(&file, &b).with_context(|| format!("cannot back up {}", file.display()))?;
+        std::fs::copy(&real, &b).with_context(|| format!("cannot back up {}", file.display()))?;
+        // `copy` copies the mode too; a backup of a file that may hold keys is private.
+        make_private(&b)?;
         Some(b)
     } else {
         None
     };
-    if let Some(dir) = file.parent() {
+    if let Some(dir) = real.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    // Write beside, then rename: a crash never leaves a half-written client config.
-    let tmp = file.with_extension("json.openhuman-tmp");
+    // Write beside, then rename: a crash never leaves a half-written client config. The new file
+    // keeps the old one's mode (a 0600 file holding an API key stays 0600); a first one is
+    // private by the umask.
+    let tmp = real.with_extension("json.openhuman-tmp");
     std::fs::write(&tmp, serde_json::to_string_pretty(&root)? + "\n")
         .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &file).with_context(|| format!("cannot replace {}", file.display()))?;
+    if let Some(mode) = mode {
+        std::fs::set_permissions(&tmp, mode).with_context(|| format!("cannot set the mode of {}", tmp.display()))?;
+    }
+    std::fs::rename(&tmp, &real).with_context(|| format!("cannot replace {}", real.display()))?;
     Ok(format!(
         "{} the {ENTRY} server in {}{}; restart the client to pick it up",
         if replaced { "updated" } else { "added" },
         file.display(),
         backup.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default()
     ))
+}
+
+#[cfg(unix)]
+fn make_private(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("cannot make {} private", path.display()))
+}
+
+#[cfg(not(unix))]
+fn make_private(_path: &Path) -> Result<()> {
+    Ok(())
 }

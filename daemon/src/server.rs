@@ -25,12 +25,24 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
     let conns = TaskTracker::new();
     let owned_path = listener.owned_path().map(|p| p.to_path_buf());
     spawn_signal_handlers(&state)?;
-    tracing::info!(
-        pid = std::process::id(),
-        version = openhuman_common::VERSION,
-        socket = %state.paths().socket.display(),
-        "daemon ready"
-    );
+    // Ready only when it can do what its config asks; otherwise it serves (the other tools work,
+    // and `status` can say what is wrong) but says so instead.
+    let problems = state.problems();
+    if problems.is_empty() {
+        tracing::info!(
+            pid = std::process::id(),
+            version = openhuman_common::VERSION,
+            socket = %state.paths().socket.display(),
+            "daemon ready"
+        );
+    } else {
+        tracing::error!(
+            pid = std::process::id(),
+            socket = %state.paths().socket.display(),
+            "daemon degraded, not ready: {}; `openhumand-mcp status` reports it",
+            problems.join("; ")
+        );
+    }
     if let Some((tcp, http_opts)) = opts.http {
         // Tracked with the socket sessions, so the same grace period bounds its drain.
         let (d, st) = (dispatcher.clone(), state.clone());

@@ -85,6 +85,18 @@ impl AppState {
         self.inner.memory.clone()
     }
 
+    /// What keeps this daemon from doing what its config asks, each a sentence naming the cause
+    /// (a store that did not open, an embedder without a model). Empty when it is ready; a memory
+    /// engine switched off on purpose is not a problem.
+    pub fn problems(&self) -> Vec<String> {
+        match &self.inner.memory {
+            Err(why) if why != MEMORY_OFF && why != MEMORY_NOT_OPEN => {
+                vec![format!("memory store unavailable: {why}")]
+            }
+            _ => Vec::new(),
+        }
+    }
+
     pub fn limiter(&self) -> &ActLimiter {
         &self.inner.limiter
     }

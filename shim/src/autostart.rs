@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use interprocess::local_socket::Stream;
-use interprocess::local_socket::prelude::*;
+use interprocess::ConnectWaitMode;
+use interprocess::local_socket::{ConnectOptions, Stream};
 
 use crate::Options;
 
@@ -19,10 +19,16 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long an autostarted daemon lingers with no session before exiting.
 const IDLE_TIMEOUT_SECS: u64 = 900;
 
+/// How long a connect to the socket may wait (a daemon that accepts nothing, e.g. one out of
+/// file descriptors, leaves connects waiting in its backlog).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Connects to the daemon, starting it first when allowed. The error says what to do.
 pub fn connect(opts: &Options) -> Result<Stream, String> {
     match try_connect(opts) {
         Ok(s) => return Ok(s),
+        // Someone listens but does not accept: starting another daemon would not help.
+        Err(e) if timed_out(&e) => return Err(overloaded(opts)),
         Err(e) if !opts.autostart => {
             return Err(format!(
                 "no openhumand-mcp daemon answers on {} ({e}); start one with `openhumand-mcp serve` \
@@ -32,9 +38,7 @@ pub fn connect(opts: &Options) -> Result<Stream, String> {
         }
         Err(_) => {}
     }
-    std::fs::create_dir_all(&opts.paths.run_dir)
-        .map_err(|e| format!("cannot create {}: {e}", opts.paths.run_dir.display()))?;
-    restrict_dir(&opts.paths.run_dir);
+    private_dir(&opts.paths.run_dir)?;
     let lock = lock_file(opts.paths.autostart_lock()).map_err(|e| format!("cannot take the start-up lock: {e}"))?;
     // Whoever held the lock before us may have started the daemon already.
     if let Ok(s) = try_connect(opts) {
@@ -48,11 +52,28 @@ pub fn connect(opts: &Options) -> Result<Stream, String> {
 
 pub fn try_connect(opts: &Options) -> io::Result<Stream> {
     let name = openhuman_common::paths::socket_name(&opts.paths.socket)?;
-    Stream::connect(name)
+    ConnectOptions::new().name(name).wait_mode(ConnectWaitMode::Timeout(CONNECT_TIMEOUT)).connect_sync()
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
+}
+
+fn overloaded(opts: &Options) -> String {
+    format!(
+        "the daemon on {} accepted no connection within {} s: it is overloaded or stuck; \
+         `openhumand-mcp status` tells, `openhumand-mcp stop` (or killing it) lets a new one start",
+        opts.paths.socket.display(),
+        CONNECT_TIMEOUT.as_secs()
+    )
 }
 
 fn lock_file(path: PathBuf) -> io::Result<File> {
-    let f = OpenOptions::new().create(true).truncate(false).write(true).open(path)?;
+    let mut options = OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let f = options.open(path)?;
     f.lock()?;
     Ok(f)
 }
@@ -72,14 +93,13 @@ fn daemon_exe() -> Result<PathBuf, String> {
 
 fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
     let exe = daemon_exe()?;
-    std::fs::create_dir_all(&opts.paths.log_dir)
-        .map_err(|e| format!("cannot create {}: {e}", opts.paths.log_dir.display()))?;
+    private_dir(&opts.paths.log_dir)?;
     let log_path = opts.paths.log_dir.join("daemon-autostart.log");
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
+    let mut log_options = OpenOptions::new();
+    log_options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut log_options, 0o600);
+    let log = log_options.open(&log_path).map_err(|e| format!("cannot open {}: {e}", log_path.display()))?;
     let log2 = log.try_clone().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(&exe);
     if let Some(home) = &opts.home {
@@ -98,8 +118,10 @@ fn spawn_and_wait(opts: &Options) -> Result<Stream, String> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(2);
     loop {
-        if let Ok(s) = try_connect(opts) {
-            return Ok(s);
+        match try_connect(opts) {
+            Ok(s) => return Ok(s),
+            Err(e) if timed_out(&e) => return Err(overloaded(opts)),
+            Err(_) => {}
         }
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("the daemon exited during start-up ({status}); see {}", log_path.display()));
@@ -132,11 +154,15 @@ fn detach(cmd: &mut Command) {
     cmd.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
 }
 
-#[cfg(unix)]
-fn restrict_dir(dir: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+/// Creates `dir` (and missing parents) 0700. One that exists keeps its mode: it may be a shared
+/// directory named by `--socket`, and what the shim puts in it is private on its own.
+fn private_dir(dir: &std::path::Path) -> Result<(), String> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }
-
-#[cfg(not(unix))]
-fn restrict_dir(_dir: &std::path::Path) {}

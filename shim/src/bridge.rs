@@ -11,8 +11,10 @@ use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use interprocess::local_socket::Stream;
+use interprocess::local_socket::traits::Stream as _;
 use openhuman_common::codes;
 use serde_json::{Value, json};
 
@@ -20,6 +22,16 @@ use crate::{Options, autostart};
 
 /// Ids of the shim's own replayed `initialize` requests start with this; their replies are eaten.
 const REPLAY_PREFIX: &str = "openhuman-shim-replay-";
+/// How long a new connection may take to answer the replayed handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a new connection was not taken.
+enum Probe {
+    /// It failed (closed, refused a write): another connection may do better.
+    Failed(String),
+    /// It did not answer in time: the daemon is overloaded or stuck.
+    Silent,
+}
 
 struct Conn {
     stream: Option<Arc<Stream>>,
@@ -232,16 +244,44 @@ impl Bridge {
                         .map_err(|e| format!("cannot start reader thread: {e}"))?;
                     return Ok(());
                 }
-                Err(e) => {
+                Err(Probe::Failed(e)) => {
                     self.debug(&format!("connection {generation} failed its handshake: {e}"));
                     why = e;
+                }
+                // A daemon that takes the connection but does not answer: trying again would
+                // only wait again.
+                Err(Probe::Silent) => {
+                    return Err(format!(
+                        "the daemon on {} did not answer the handshake within {} s: it is overloaded or stuck; \
+                         `openhumand-mcp status` tells, `openhumand-mcp stop` (or killing it) lets a new one start",
+                        self.opts.paths.socket.display(),
+                        HANDSHAKE_TIMEOUT.as_secs()
+                    ));
                 }
             }
         }
         Err(format!("the daemon keeps closing new connections ({why})"))
     }
 
-    fn probe(&self, stream: &Stream, reader: &mut BufReader<ArcRead>, generation: u64) -> Result<(), String> {
+    /// Replays the handshake on a new connection and waits (at most `HANDSHAKE_TIMEOUT` for
+    /// each read and write) for its answer.
+    fn probe(&self, stream: &Stream, reader: &mut BufReader<ArcRead>, generation: u64) -> Result<(), Probe> {
+        let bounded = |t: Option<Duration>| {
+            stream
+                .set_recv_timeout(t)
+                .and_then(|_| stream.set_send_timeout(t))
+                .map_err(|e| Probe::Failed(e.to_string()))
+        };
+        bounded(Some(HANDSHAKE_TIMEOUT))?;
+        self.replay(stream, reader, generation).map_err(|e| match e.kind() {
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => Probe::Silent,
+            _ => Probe::Failed(e.to_string()),
+        })?;
+        // From here on the reader thread waits as long as requests take.
+        bounded(None)
+    }
+
+    fn replay(&self, stream: &Stream, reader: &mut BufReader<ArcRead>, generation: u64) -> io::Result<()> {
         let probe_id = Value::from(format!("{REPLAY_PREFIX}{generation}"));
         let (init, initialized) = {
             let h = self.handshake.lock().expect("handshake lock");
@@ -259,14 +299,12 @@ impl Bridge {
             None => out.push_str(&format!("{}\n", json!({"jsonrpc": "2.0", "id": probe_id, "method": "ping"}))),
         }
         let mut w: &Stream = stream;
-        w.write_all(out.as_bytes()).map_err(|e| format!("write failed: {e}"))?;
+        w.write_all(out.as_bytes())?;
         let mut line = Vec::new();
         loop {
             line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) => return Err("connection closed".into()),
-                Err(e) => return Err(format!("read failed: {e}")),
-                Ok(_) => {}
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed"));
             }
             if response_ids(&line).first() == Some(&probe_id.to_string()) {
                 self.debug(&format!("connected (connection {generation})"));

@@ -9,8 +9,8 @@
 #    $OPENHUMAN_CONFORMANCE_DIR (default target/conformance under the repo root). A stamp file
 #    keyed on the lock file makes a second run skip the install. Needs npm (any version).
 # 2. Starts `openhumand-mcp serve --http --port 0` from ${OPENHUMAN_BIN_DIR:-target/debug} (build
-#    it first) in a temporary OPENHUMAN_HOME, with no auth token, and reads the bound port from
-#    its log.
+#    it first) in a temporary OPENHUMAN_HOME, with no auth token ([mcp.http].allow_no_token, as
+#    the suite sends none), and reads the bound port from its log.
 # 3. Runs every server scenario that needs no test-only fixture tools (the others call tools such
 #    as test_simple_text that only the suite's reference server has):
 #      0.2.0-alpha.12 at the 2025-11-25 wire: server-initialize ping tools-list resources-list
@@ -20,11 +20,9 @@
 #      0.2.0-alpha.12 at the 2026-07-28 wire (stateless): tools-list resources-list
 #        dns-rebinding-protection server-sse-multiple-streams
 #      0.1.16 (latest stable) at its default wire: the 2025-11-25 list without
-#        server-session-lifecycle (not in 0.1.x) and server-sse-multiple-streams (0.1.16 sends a
-#        hard-coded `MCP-Protocol-Version: 2025-03-26` on a 2025-11-25 session, which the
-#        transport rightly refuses with 400; 0.2.x fixed the scenario and runs it above). Its
-#        server-sse-polling sends the same header, gets the same 400 and reports it as a warning
-#        only: that run shows the suite's summary, it proves little.
+#        server-session-lifecycle (not in 0.1.x). Its server-sse-multiple-streams and
+#        server-sse-polling send a hard-coded `MCP-Protocol-Version: 2025-03-26` on a 2025-11-25
+#        session, which the transport accepts: it is a version we speak.
 # 4. Prints each scenario's checks and the suite's summary, then a last line
 #    `N passed, M failed` counting scenario runs; exits 1 when any run failed. The daemon is
 #    stopped on exit. Results (checks.json per run) stay in $OPENHUMAN_CONFORMANCE_DIR/results.
@@ -45,7 +43,7 @@ NEXT_2025=(server-initialize ping tools-list resources-list logging-set-level
     server-session-lifecycle)
 NEXT_2026=(tools-list resources-list dns-rebinding-protection server-sse-multiple-streams)
 STABLE=(server-initialize ping tools-list resources-list logging-set-level
-    dns-rebinding-protection server-sse-polling)
+    dns-rebinding-protection server-sse-multiple-streams server-sse-polling)
 
 say() { echo "conformance: $*" >&2; }
 
@@ -135,7 +133,9 @@ start_daemon() {
     for v in $(env | grep -o '^OPENHUMAN_[A-Za-z0-9_]*' || true); do
         clean+=(-u "$v")
     done
-    env "${clean[@]}" OPENHUMAN_HOME="$WORK/home" "$bin" serve --http --host 127.0.0.1 --port 0 \
+    # The suite sends no token: serve without one, as the config must say explicitly.
+    env "${clean[@]}" OPENHUMAN_HOME="$WORK/home" OPENHUMAN_MCP_HTTP_ALLOW_NO_TOKEN=true \
+        "$bin" serve --http --host 127.0.0.1 --port 0 \
         >/dev/null 2>"$LOG" &
     DAEMON_PID=$!
     for _ in $(seq 300); do

@@ -75,6 +75,9 @@ class HttpDaemon:
         self.env = {"OPENHUMAN_HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         if token:
             self.env["OPENHUMAN_MCP_AUTH_TOKEN"] = token
+        else:
+            # The explicit opt-out: by default the daemon would generate a token and require it.
+            self.env["OPENHUMAN_MCP_HTTP_ALLOW_NO_TOKEN"] = "true"
         self.log_path = os.path.join(os.path.dirname(home), "daemon-stderr.log")
         self.addr: str | None = None
         self._listening = threading.Event()

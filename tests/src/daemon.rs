@@ -1,8 +1,8 @@
 //! The daemon a test (or a benchmark) starts in the foreground: `DaemonBuilder` spawns
 //! `openhumand-mcp serve` with its arguments and environment, reads its log until `daemon ready`
-//! (keeping the lines before it, and the `HTTP transport listening … addr=` address), and hands
-//! back a `Daemon`, which is killed on drop. This is the one place that starts a daemon and waits
-//! for it.
+//! or `daemon degraded` (keeping the lines up to it, and the `HTTP transport listening … addr=`
+//! address), and hands back a `Daemon`, which is killed on drop. This is the one place that starts
+//! a daemon and waits for it.
 
 use std::ffi::{OsStr, OsString};
 use std::net::SocketAddr;
@@ -18,6 +18,8 @@ use crate::process::{exit_within, kill};
 
 /// The log line the daemon writes once it serves.
 const READY: &str = "daemon ready";
+/// The line it writes instead when it serves but cannot do what its config asks.
+const DEGRADED: &str = "daemon degraded";
 /// The log line naming the address the HTTP transport bound, in an `addr=` field.
 const HTTP_LISTENING: &str = "HTTP transport listening";
 
@@ -125,7 +127,8 @@ impl DaemonBuilder {
                     ));
                 }
             };
-            if line.contains(READY) {
+            if line.contains(READY) || line.contains(DEGRADED) {
+                startup_log.push(line);
                 break;
             }
             if line.contains(HTTP_LISTENING) {
@@ -188,7 +191,17 @@ impl Daemon {
         self.http_addr.expect("the daemon serves no HTTP: start it with `.http()`")
     }
 
-    /// The log lines it wrote before `daemon ready`.
+    /// An HTTP client for it that sends the bearer token the daemon generated in its home
+    /// (`http-token`); without that file, one that sends none.
+    pub fn http_client(&self) -> crate::http::Client {
+        let file = self.home.join("http-token");
+        match std::fs::read_to_string(&file) {
+            Ok(t) => crate::http::Client::with_token(self.http_addr(), t.trim()),
+            Err(_) => crate::http::Client::new(self.http_addr()),
+        }
+    }
+
+    /// The log lines it wrote up to `daemon ready` (or `daemon degraded`).
     pub fn startup_log(&self) -> &[String] {
         &self.startup_log
     }

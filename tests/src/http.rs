@@ -91,15 +91,22 @@ fn find<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
-/// A client for one server address.
-#[derive(Clone, Copy)]
+/// A client for one server address, sending a bearer token when it has one (and the request
+/// names none of its own).
+#[derive(Clone)]
 pub struct Client {
     pub addr: SocketAddr,
+    pub token: Option<String>,
 }
 
 impl Client {
+    /// A client that sends no token (for requests about authentication).
     pub fn new(addr: SocketAddr) -> Client {
-        Client { addr }
+        Client { addr, token: None }
+    }
+
+    pub fn with_token(addr: SocketAddr, token: impl Into<String>) -> Client {
+        Client { addr, token: Some(token.into()) }
     }
 
     /// Sends one request and reads the whole response.
@@ -118,6 +125,11 @@ impl Client {
         let mut head = format!("{method} {path} HTTP/1.1\r\n");
         if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
             head.push_str(&format!("Host: {}\r\n", self.addr));
+        }
+        if let Some(token) = &self.token
+            && !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        {
+            head.push_str(&format!("Authorization: Bearer {token}\r\n"));
         }
         for (k, v) in headers {
             head.push_str(&format!("{k}: {v}\r\n"));

@@ -72,12 +72,18 @@ pub struct HttpConfig {
     pub port: u16,
     /// File holding the bearer token (OPENHUMAN_MCP_AUTH_TOKEN wins over it).
     pub auth_token_file: Option<PathBuf>,
+    /// Serve HTTP on loopback without any token (every local user then has full access).
+    pub allow_no_token: bool,
     /// Extra origins allowed besides loopback ones, e.g. "https://app.example".
     pub allowed_origins: Vec<String>,
     pub session_idle_secs: u64,
     pub max_sessions: usize,
     pub max_body_bytes: usize,
     pub sse_keepalive_secs: u64,
+    /// Seconds a request's head, and then its body, may take to arrive.
+    pub request_timeout_secs: u64,
+    /// HTTP connections served at once (kept below the process's file limit).
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -87,11 +93,14 @@ impl Default for HttpConfig {
             host: "127.0.0.1".to_string(),
             port: 9300,
             auth_token_file: None,
+            allow_no_token: false,
             allowed_origins: Vec::new(),
             session_idle_secs: 86_400,
             max_sessions: 1024,
             max_body_bytes: 8 * 1024 * 1024,
             sse_keepalive_secs: 15,
+            request_timeout_secs: 30,
+            max_connections: 256,
         }
     }
 }
@@ -340,6 +349,12 @@ fn validate(c: &Config) -> Result<(), String> {
     }
     if c.mcp.http.max_sessions == 0 {
         return Err("key `mcp.http.max_sessions` must be at least 1".to_string());
+    }
+    if c.mcp.http.request_timeout_secs == 0 {
+        return Err("key `mcp.http.request_timeout_secs` must be at least 1".to_string());
+    }
+    if c.mcp.http.max_connections == 0 {
+        return Err("key `mcp.http.max_connections` must be at least 1".to_string());
     }
     if c.mcp.http.session_idle_secs == 0 {
         return Err("key `mcp.http.session_idle_secs` must be at least 1".to_string());

@@ -14,11 +14,11 @@ pub struct ArgError(pub String);
 
 #[derive(Debug, Clone)]
 pub enum ArgKind {
-    Str { max_bytes: usize, one_of: Option<&'static [&'static str]> },
+    Str { max_chars: usize, one_of: Option<&'static [&'static str]> },
     Int { min: i64, max: i64, default: Option<i64> },
     Num { min: f64, max: f64 },
     Bool,
-    StrList { min_items: usize, max_items: usize, max_item_bytes: usize, one_of: Option<&'static [&'static str]> },
+    StrList { min_items: usize, max_items: usize, max_item_chars: usize, one_of: Option<&'static [&'static str]> },
     Object(ArgSpec),
 }
 
@@ -31,14 +31,15 @@ pub struct Field {
 }
 
 /// Default cap on a free-text argument: large enough for documents, small enough to bound memory.
-pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
+/// Like every string bound here (and JSON Schema's `maxLength`) it counts characters, not bytes.
+pub const DEFAULT_MAX_CHARS: usize = 1024 * 1024;
 
 impl Field {
     pub fn string(name: &'static str, description: &'static str) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Str { max_bytes: DEFAULT_MAX_BYTES, one_of: None } }
+        Field { name, description, required: false, kind: ArgKind::Str { max_chars: DEFAULT_MAX_CHARS, one_of: None } }
     }
     pub fn one_of(name: &'static str, description: &'static str, values: &'static [&'static str]) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Str { max_bytes: 256, one_of: Some(values) } }
+        Field { name, description, required: false, kind: ArgKind::Str { max_chars: 256, one_of: Some(values) } }
     }
     pub fn int(name: &'static str, description: &'static str, min: i64, max: i64) -> Field {
         Field { name, description, required: false, kind: ArgKind::Int { min, max, default: None } }
@@ -49,12 +50,12 @@ impl Field {
     pub fn boolean(name: &'static str, description: &'static str) -> Field {
         Field { name, description, required: false, kind: ArgKind::Bool }
     }
-    pub fn list(name: &'static str, description: &'static str, max_items: usize, max_item_bytes: usize) -> Field {
+    pub fn list(name: &'static str, description: &'static str, max_items: usize, max_item_chars: usize) -> Field {
         Field {
             name,
             description,
             required: false,
-            kind: ArgKind::StrList { min_items: 0, max_items, max_item_bytes, one_of: None },
+            kind: ArgKind::StrList { min_items: 0, max_items, max_item_chars, one_of: None },
         }
     }
     pub fn object(name: &'static str, description: &'static str, spec: ArgSpec) -> Field {
@@ -64,9 +65,10 @@ impl Field {
         self.required = true;
         self
     }
-    pub fn max_bytes(mut self, n: usize) -> Field {
-        if let ArgKind::Str { max_bytes, .. } = &mut self.kind {
-            *max_bytes = n;
+    /// The longest accepted value, in characters (JSON Schema's `maxLength`).
+    pub fn max_chars(mut self, n: usize) -> Field {
+        if let ArgKind::Str { max_chars, .. } = &mut self.kind {
+            *max_chars = n;
         }
         self
     }
@@ -182,9 +184,9 @@ fn type_name(v: &Value) -> &'static str {
 
 fn check(path: &str, kind: &ArgKind, v: &Value) -> Result<Value, String> {
     match kind {
-        ArgKind::Str { max_bytes, one_of } => {
+        ArgKind::Str { max_chars, one_of } => {
             let s = v.as_str().ok_or_else(|| format!("argument `{path}` must be a string (got {})", type_name(v)))?;
-            check_str(path, s, *max_bytes, *one_of)?;
+            check_str(path, s, *max_chars, *one_of)?;
             Ok(v.clone())
         }
         ArgKind::Int { min, max, .. } => {
@@ -211,7 +213,7 @@ fn check(path: &str, kind: &ArgKind, v: &Value) -> Result<Value, String> {
             v.as_bool().ok_or_else(|| format!("argument `{path}` must be true or false (got {})", short(v)))?;
             Ok(v.clone())
         }
-        ArgKind::StrList { min_items, max_items, max_item_bytes, one_of } => {
+        ArgKind::StrList { min_items, max_items, max_item_chars, one_of } => {
             let items = v
                 .as_array()
                 .ok_or_else(|| format!("argument `{path}` must be an array of strings (got {})", type_name(v)))?;
@@ -230,7 +232,7 @@ fn check(path: &str, kind: &ArgKind, v: &Value) -> Result<Value, String> {
                 let s = item
                     .as_str()
                     .ok_or_else(|| format!("argument `{p}` must be a string (got {})", type_name(item)))?;
-                check_str(&p, s, *max_item_bytes, *one_of)?;
+                check_str(&p, s, *max_item_chars, *one_of)?;
             }
             Ok(v.clone())
         }
@@ -242,12 +244,16 @@ fn check(path: &str, kind: &ArgKind, v: &Value) -> Result<Value, String> {
     }
 }
 
-fn check_str(path: &str, s: &str, max_bytes: usize, one_of: Option<&[&str]>) -> Result<(), String> {
+fn check_str(path: &str, s: &str, max_chars: usize, one_of: Option<&[&str]>) -> Result<(), String> {
     if s.trim().is_empty() {
         return Err(format!("argument `{path}` must not be blank"));
     }
-    if s.len() > max_bytes {
-        return Err(format!("argument `{path}` is {} bytes; the limit is {max_bytes}", s.len()));
+    // A string has no more characters than bytes, so only a long one is counted.
+    if s.len() > max_chars {
+        let chars = s.chars().count();
+        if chars > max_chars {
+            return Err(format!("argument `{path}` is {chars} characters long; the limit is {max_chars}"));
+        }
     }
     if let Some(values) = one_of
         && !values.contains(&s)
@@ -278,10 +284,10 @@ fn short(v: &Value) -> String {
 
 fn field_schema(f: &Field) -> Value {
     let mut s = match &f.kind {
-        ArgKind::Str { max_bytes, one_of } => {
+        ArgKind::Str { max_chars, one_of } => {
             let mut s = json!({ "type": "string", "minLength": 1 });
-            if *max_bytes != DEFAULT_MAX_BYTES {
-                s["maxLength"] = Value::from(*max_bytes);
+            if *max_chars != DEFAULT_MAX_CHARS {
+                s["maxLength"] = Value::from(*max_chars);
             }
             if let Some(values) = one_of {
                 s["enum"] = json!(values);
@@ -300,8 +306,8 @@ fn field_schema(f: &Field) -> Value {
         }
         ArgKind::Num { min, max } => json!({ "type": "number", "minimum": min, "maximum": max }),
         ArgKind::Bool => json!({ "type": "boolean" }),
-        ArgKind::StrList { min_items, max_items, max_item_bytes, one_of } => {
-            let mut item = json!({ "type": "string", "minLength": 1, "maxLength": max_item_bytes });
+        ArgKind::StrList { min_items, max_items, max_item_chars, one_of } => {
+            let mut item = json!({ "type": "string", "minLength": 1, "maxLength": max_item_chars });
             if let Some(values) = one_of {
                 item["enum"] = json!(values);
             }
@@ -363,7 +369,7 @@ mod tests {
             (json!({"query": "x", "tags": vec!["a"; 51]}), "argument `tags` has 51 items; the limit is 50"),
             (
                 json!({"query": "x", "tags": ["ok", "x".repeat(129)]}),
-                "argument `tags[1]` is 129 bytes; the limit is 128",
+                "argument `tags[1]` is 129 characters long; the limit is 128",
             ),
             (json!({"query": "x", "tags": ["ok", 3]}), "argument `tags[1]` must be a string (got integer)"),
             (
@@ -376,6 +382,20 @@ mod tests {
         for (args, want) in cases {
             assert_eq!(err(args.clone()), want, "args: {args}");
         }
+    }
+
+    /// `maxLength` counts characters, as JSON Schema does: 128 two-byte characters fit.
+    #[test]
+    fn lengths_count_characters_not_bytes() {
+        let accented = "é".repeat(128);
+        assert!(spec().validate(json!({"query": "x", "tags": [accented]}).as_object().unwrap()).is_ok());
+        let over = "é".repeat(129);
+        assert_eq!(
+            err(json!({"query": "x", "tags": [over]})),
+            "argument `tags[0]` is 129 characters long; the limit is 128"
+        );
+        let title = ArgSpec::new(vec![Field::string("title", "t").max_chars(512)]);
+        assert!(title.validate(json!({"title": "é".repeat(300)}).as_object().unwrap()).is_ok());
     }
 
     #[test]

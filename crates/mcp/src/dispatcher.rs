@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::{App, Extension, Progress};
 use crate::context::RequestCtx;
+use crate::incoming::{Id, Incoming, MAX_BATCH, Part, ReadError};
 use crate::lifecycle;
 use crate::protocol::{self, Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply, RpcError};
 use crate::session::{LOG_LEVELS, Session, SessionSet, Transport, id_key, source_label};
@@ -61,9 +62,15 @@ impl<A: App> Dispatcher<A> {
         if line.is_empty() {
             return;
         }
-        let msg: Value = match serde_json::from_slice(line) {
-            Ok(v) => v,
-            Err(e) => {
+        let msg = match Incoming::parse(line) {
+            Ok(m) => m,
+            Err(ReadError::BatchTooLarge) => {
+                let err = RpcError::invalid_request(ReadError::BatchTooLarge.to_string())
+                    .with_data(json!({ "max_batch": MAX_BATCH }));
+                session.send(Reply::error(&Value::Null, err).encode()).await;
+                return;
+            }
+            Err(ReadError::Json(e)) => {
                 let what = if std::str::from_utf8(line).is_err() {
                     "message is not valid UTF-8"
                 } else {
@@ -77,7 +84,7 @@ impl<A: App> Dispatcher<A> {
                 return;
             }
         };
-        let inline = match &msg {
+        let inline = match &msg.value {
             Value::Object(o) => o.get("id").is_none() || o.get("method").and_then(Value::as_str) == Some("initialize"),
             _ => false,
         };
@@ -115,17 +122,17 @@ impl<A: App> Dispatcher<A> {
 
     /// Handles one decoded message (object or batch). Returns the reply, if any. `notify` carries
     /// progress and log notifications of the requests in it.
-    pub async fn handle(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Reply> {
-        match msg {
-            Value::Array(items) => self.handle_batch(session, items, notify).await,
-            other => self.handle_one(session, other, notify).await,
+    pub async fn handle(&self, session: &Arc<Session>, msg: Incoming, notify: mpsc::Sender<String>) -> Option<Reply> {
+        match msg.into_parts() {
+            Ok(items) => self.handle_batch(session, items, notify).await,
+            Err((one, exact_id)) => self.handle_one(session, one, exact_id, notify).await,
         }
     }
 
     async fn handle_batch(
         &self,
         session: &Arc<Session>,
-        items: Vec<Value>,
+        items: Vec<Part>,
         notify: mpsc::Sender<String>,
     ) -> Option<Reply> {
         if items.is_empty() {
@@ -137,16 +144,16 @@ impl<A: App> Dispatcher<A> {
         // `initialize` must take effect before the rest of the batch is served.
         let mut replies: Vec<Option<Reply>> = std::iter::repeat_with(|| None).take(items.len()).collect();
         let mut rest = Vec::new();
-        for (i, item) in items.into_iter().enumerate() {
+        for (i, (item, exact_id)) in items.into_iter().enumerate() {
             if item.get("method").and_then(Value::as_str) == Some("initialize") {
-                replies[i] = self.handle_one(session, item, notify.clone()).await;
+                replies[i] = self.handle_one(session, item, exact_id, notify.clone()).await;
             } else {
-                rest.push((i, item));
+                rest.push((i, item, exact_id));
             }
         }
-        let futs = rest.into_iter().map(|(i, item)| {
+        let futs = rest.into_iter().map(|(i, item, exact_id)| {
             let notify = notify.clone();
-            async move { (i, self.handle_one(session, item, notify).await) }
+            async move { (i, self.handle_one(session, item, exact_id, notify).await) }
         });
         for (i, reply) in futures::future::join_all(futs).await {
             replies[i] = reply;
@@ -155,25 +162,38 @@ impl<A: App> Dispatcher<A> {
         if replies.is_empty() { None } else { Some(Reply::Batch(replies)) }
     }
 
-    async fn handle_one(&self, session: &Arc<Session>, msg: Value, notify: mpsc::Sender<String>) -> Option<Reply> {
+    /// `exact_id` is the id's original text when parsing changed it (a number `f64` cannot hold):
+    /// the reply carries that text; the in-flight table keys the parsed value, as cancellations
+    /// name it.
+    async fn handle_one(
+        &self,
+        session: &Arc<Session>,
+        msg: Value,
+        exact_id: Option<Box<str>>,
+        notify: mpsc::Sender<String>,
+    ) -> Option<Reply> {
         let Value::Object(mut obj) = msg else {
             return Some(Reply::error(&Value::Null, RpcError::invalid_request("a JSON-RPC message must be an object")));
         };
         let id = obj.get("id").cloned();
         let id_ok = matches!(id, Some(Value::String(_)) | Some(Value::Number(_)));
-        let reply_id = if id_ok { id.clone().unwrap_or(Value::Null) } else { Value::Null };
+        let reply_id = match (&id, exact_id) {
+            (Some(Value::Number(_)), Some(text)) => Id::Exact(text),
+            _ if id_ok => Id::from(id.clone().unwrap_or(Value::Null)),
+            _ => Id::null(),
+        };
         if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Some(Reply::error(&reply_id, RpcError::invalid_request("`jsonrpc` must be \"2.0\"")));
+            return Some(Reply::error(reply_id.clone(), RpcError::invalid_request("`jsonrpc` must be \"2.0\"")));
         }
         let method = match obj.get("method") {
             Some(Value::String(m)) => m.clone(),
             Some(_) => {
-                return Some(Reply::error(&reply_id, RpcError::invalid_request("`method` must be a string")));
+                return Some(Reply::error(reply_id.clone(), RpcError::invalid_request("`method` must be a string")));
             }
             // A response from the client: we never send requests, so there is nothing to match it to.
             None if obj.contains_key("result") || obj.contains_key("error") => return None,
             None => {
-                return Some(Reply::error(&reply_id, RpcError::invalid_request("missing `method`")));
+                return Some(Reply::error(reply_id.clone(), RpcError::invalid_request("missing `method`")));
             }
         };
         // Moved out, not copied: params may carry a whole document.
@@ -182,7 +202,7 @@ impl<A: App> Dispatcher<A> {
             Some(Value::Object(p)) => p,
             Some(_) => {
                 id.as_ref()?;
-                return Some(Reply::error(&reply_id, RpcError::invalid_params("`params` must be an object")));
+                return Some(Reply::error(reply_id.clone(), RpcError::invalid_params("`params` must be an object")));
             }
         };
         let Some(id) = id else {
@@ -196,7 +216,7 @@ impl<A: App> Dispatcher<A> {
         let cancel = session.cancel.child_token();
         if !session.begin(&key, cancel.clone()) {
             return Some(Reply::error(
-                &id,
+                reply_id,
                 RpcError::invalid_request(format!("request id {key} is already in flight; use a new id")),
             ));
         }
@@ -212,8 +232,8 @@ impl<A: App> Dispatcher<A> {
             r = routed => Some(r),
         };
         match outcome? {
-            Ok(Ok(result)) => Some(Reply::Result { id, result }),
-            Ok(Err(err)) => Some(Reply::Error { id, error: err }),
+            Ok(Ok(result)) => Some(Reply::Result { id: reply_id, result }),
+            Ok(Err(err)) => Some(Reply::Error { id: reply_id, error: err }),
             Err(panic) => {
                 let what = panic
                     .downcast_ref::<&str>()
@@ -222,7 +242,7 @@ impl<A: App> Dispatcher<A> {
                     .unwrap_or_default();
                 tracing::error!(method = %method, panic = %what, "handler panicked");
                 Some(Reply::error(
-                    &id,
+                    reply_id,
                     RpcError::internal(format!(
                         "internal error while handling {method}; the daemon logged the details and keeps running"
                     )),
@@ -415,7 +435,7 @@ pub(crate) trait Serve: Send + Sync + 'static {
     fn handle_owned(
         &self,
         session: Arc<Session>,
-        msg: Value,
+        msg: Incoming,
         notify: mpsc::Sender<String>,
     ) -> futures::future::BoxFuture<'static, Option<Reply>>;
     fn new_session(&self, transport: Transport, out: mpsc::Sender<String>) -> Session;
@@ -431,7 +451,7 @@ impl<A: App> Serve for Dispatcher<A> {
     fn handle_owned(
         &self,
         session: Arc<Session>,
-        msg: Value,
+        msg: Incoming,
         notify: mpsc::Sender<String>,
     ) -> futures::future::BoxFuture<'static, Option<Reply>> {
         let this = self.clone();

@@ -6,6 +6,7 @@
 //! and transports get their options and cancellation tokens as arguments. Map:
 //!
 //! - `app`        the [`App`] trait and the server's identity
+//! - `incoming`   reading a message: batches bounded while read, ids answered as sent
 //! - `dispatcher` envelope checks, batches, in-flight ids and cancellation, era choice, routing
 //! - `lifecycle`  `initialize`, `server/discover`, `logging/setLevel`
 //! - `protocol`   versions, [`RpcError`], [`Payload`]/[`Reply`] and their encoding
@@ -19,6 +20,7 @@ pub mod app;
 pub mod args;
 pub mod context;
 mod dispatcher;
+pub mod incoming;
 mod lifecycle;
 pub mod protocol;
 pub mod session;
@@ -30,5 +32,6 @@ pub mod transport;
 pub use app::{App, Extension, Progress, Resource, ServerInfo};
 pub use context::RequestCtx;
 pub use dispatcher::{Dispatcher, encode};
+pub use incoming::{Id, Incoming};
 pub use protocol::{Era, Payload, Reply, RpcError};
 pub use session::{Session, SessionGuard, SessionSet, Transport};

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use openhuman_common::codes;
 use serde_json::{Value, json};
 
+pub use crate::incoming::Id;
+
 /// Handshake-era versions, oldest first.
 pub const LEGACY_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// The newest handshake-era version: the answer to an unknown or missing requested version.
@@ -104,11 +106,16 @@ pub fn result_envelope(id: &Value, result: Value) -> Value {
 
 /// `{"jsonrpc":"2.0","id":..,"error":{..}}`; `id` is `null` when it could not be read.
 pub fn error_envelope(id: &Value, err: &RpcError) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "error": error_body(err) })
+}
+
+/// `{"code":..,"message":..,"data"?:..}`
+fn error_body(err: &RpcError) -> Value {
     let mut error = json!({ "code": err.code, "message": err.message });
     if let Some(data) = &err.data {
         error["data"] = data.clone();
     }
-    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+    error
 }
 
 /// A result on its way to the wire: a value still to be serialised, or JSON text that is already
@@ -138,14 +145,14 @@ impl Payload {
 /// What the dispatcher answers to one message: kept as parts, encoded once, when it is written.
 #[derive(Debug)]
 pub enum Reply {
-    Result { id: Value, result: Payload },
-    Error { id: Value, error: RpcError },
+    Result { id: Id, result: Payload },
+    Error { id: Id, error: RpcError },
     Batch(Vec<Reply>),
 }
 
 impl Reply {
-    pub fn error(id: &Value, error: RpcError) -> Reply {
-        Reply::Error { id: id.clone(), error }
+    pub fn error(id: impl Into<Id>, error: RpcError) -> Reply {
+        Reply::Error { id: id.into(), error }
     }
 
     /// The reply as one line of JSON (no newline).
@@ -159,12 +166,18 @@ impl Reply {
         match self {
             Reply::Result { id, result } => {
                 out.push_str(r#"{"jsonrpc":"2.0","id":"#);
-                push_json(out, id);
+                id.write(out);
                 out.push_str(r#","result":"#);
                 result.write(out);
                 out.push('}');
             }
-            Reply::Error { id, error } => push_json(out, &error_envelope(id, error)),
+            Reply::Error { id, error } => {
+                out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+                id.write(out);
+                out.push_str(r#","error":"#);
+                push_json(out, &error_body(error));
+                out.push('}');
+            }
             Reply::Batch(replies) => {
                 out.push('[');
                 for (i, r) in replies.iter().enumerate() {
@@ -213,14 +226,14 @@ mod tests {
     fn replies_encode_like_their_value_envelopes() {
         let id = json!("a\"b");
         let result = json!({ "x": [1, "two", null], "s": "line\nbreak" });
-        let from_value = Reply::Result { id: id.clone(), result: Payload::Value(result.clone()) };
-        let spliced = Reply::Result { id: id.clone(), result: Payload::Json(result.to_string().into()) };
+        let from_value = Reply::Result { id: Id::from(&id), result: Payload::Value(result.clone()) };
+        let spliced = Reply::Result { id: Id::from(&id), result: Payload::Json(result.to_string().into()) };
         let want = result_envelope(&id, result);
         for r in [&from_value, &spliced] {
             assert_eq!(serde_json::from_str::<Value>(&r.encode()).unwrap(), want);
         }
         let err = RpcError::invalid_params("bad").with_data(json!({ "k": 1 }));
-        let batch = Reply::Batch(vec![from_value, Reply::error(&json!(7), err.clone())]);
+        let batch = Reply::Batch(vec![from_value, Reply::error(json!(7), err.clone())]);
         let got: Value = serde_json::from_str(&batch.encode()).unwrap();
         assert_eq!(got, json!([want, error_envelope(&json!(7), &err)]));
     }

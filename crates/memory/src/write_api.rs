@@ -376,6 +376,15 @@ impl MemoryEngine {
                 let n = forget_one(tx, seq, id)?;
                 if n > 0 { deleted.push(id.to_string()) } else { not_found.push(id.to_string()) }
             }
+            // Nothing to forget is a failed attempt: the transaction rolls back, and the caller
+            // records the attempt as failed rather than this one committing a success row.
+            if deleted.is_empty() {
+                return Err(MemoryError::NotFound(format!(
+                    "nothing was forgotten: no item or chunk has the id{} {}",
+                    if not_found.len() == 1 { "" } else { "s" },
+                    not_found.join(", ")
+                )));
+            }
             let result = deleted.join(",");
             Ok((json!({ "deleted": deleted, "not_found": not_found }), result))
         })

@@ -49,6 +49,50 @@ pub struct HttpEmbedder {
     rt: Option<tokio::runtime::Runtime>,
 }
 
+/// What an HTTP embedder is configured to use, checked without any request.
+struct Settings {
+    kind: EmbedApi,
+    name: &'static str,
+    model: String,
+    base_url: String,
+    key: Option<String>,
+}
+
+fn settings(cfg: &EmbeddingsConfig) -> Result<Settings, String> {
+    let (kind, name, default_base) = match cfg.provider {
+        EmbeddingProvider::Ollama => (EmbedApi::Ollama, "ollama", OLLAMA_DEFAULT_BASE),
+        EmbeddingProvider::Openai => (EmbedApi::OpenAi, "openai", OPENAI_DEFAULT_BASE),
+        EmbeddingProvider::Builtin => return Err("the built-in embedder is not an HTTP embedder".to_string()),
+    };
+    let model = match cfg.model.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => {
+            return Err(format!(
+                "[memory.embeddings].provider = \"{name}\" needs [memory.embeddings].model (e.g. {})",
+                if kind == EmbedApi::Ollama { "nomic-embed-text" } else { "text-embedding-3-small" }
+            ));
+        }
+    };
+    let base_url = cfg.base_url.as_deref().unwrap_or(default_base).trim_end_matches('/').to_string();
+    let key = match &cfg.api_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
+            _ => {
+                return Err(format!(
+                    "[memory.embeddings].api_key_env names {var}, which is not set in the daemon's environment"
+                ));
+            }
+        },
+        None => None,
+    };
+    if kind == EmbedApi::OpenAi && base_url == OPENAI_DEFAULT_BASE && key.is_none() {
+        return Err("[memory.embeddings].provider = \"openai\" at api.openai.com needs \
+                    [memory.embeddings].api_key_env (the name of the variable holding the key)"
+            .to_string());
+    }
+    Ok(Settings { kind, name, model, base_url, key })
+}
+
 impl HttpEmbedder {
     /// Checks the config, learns the vector size (probe, or the remembered size when the server
     /// is down) and returns the embedder; Err names the key to fix or the server that failed.
@@ -56,38 +100,14 @@ impl HttpEmbedder {
         HttpEmbedder::open_inner(cfg, data_dir).map_err(ProviderError::NotConfigured)
     }
 
+    /// The checks `open` makes before any request: a model, the key variable set, a key for
+    /// api.openai.com. No network; `config check` uses it.
+    pub fn check(cfg: &EmbeddingsConfig) -> Result<(), ProviderError> {
+        settings(cfg).map(|_| ()).map_err(ProviderError::NotConfigured)
+    }
+
     fn open_inner(cfg: &EmbeddingsConfig, data_dir: &Path) -> Result<HttpEmbedder, String> {
-        let (kind, name, default_base) = match cfg.provider {
-            EmbeddingProvider::Ollama => (EmbedApi::Ollama, "ollama", OLLAMA_DEFAULT_BASE),
-            EmbeddingProvider::Openai => (EmbedApi::OpenAi, "openai", OPENAI_DEFAULT_BASE),
-            EmbeddingProvider::Builtin => return Err("the built-in embedder is not an HTTP embedder".to_string()),
-        };
-        let model = match cfg.model.as_deref().map(str::trim) {
-            Some(m) if !m.is_empty() => m.to_string(),
-            _ => {
-                return Err(format!(
-                    "[memory.embeddings].provider = \"{name}\" needs [memory.embeddings].model (e.g. {})",
-                    if kind == EmbedApi::Ollama { "nomic-embed-text" } else { "text-embedding-3-small" }
-                ));
-            }
-        };
-        let base_url = cfg.base_url.as_deref().unwrap_or(default_base).trim_end_matches('/').to_string();
-        let key = match &cfg.api_key_env {
-            Some(var) => match std::env::var(var) {
-                Ok(v) if !v.trim().is_empty() => Some(v.trim().to_string()),
-                _ => {
-                    return Err(format!(
-                        "[memory.embeddings].api_key_env names {var}, which is not set in the daemon's environment"
-                    ));
-                }
-            },
-            None => None,
-        };
-        if kind == EmbedApi::OpenAi && base_url == OPENAI_DEFAULT_BASE && key.is_none() {
-            return Err("[memory.embeddings].provider = \"openai\" at api.openai.com needs \
-                        [memory.embeddings].api_key_env (the name of the variable holding the key)"
-                .to_string());
-        }
+        let Settings { kind, name, model, base_url, key } = settings(cfg)?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("embed-http")

@@ -143,15 +143,14 @@ impl Registry {
 }
 
 fn load_user_agent(file: &Path) -> Result<Agent> {
-    let text = std::fs::read_to_string(file).context("cannot read file")?;
+    let text = read_text_file(file).context("cannot read file")?;
     let mut manifest: Manifest = toml::from_str(&text).map_err(|e| anyhow!("invalid agent manifest: {e}"))?;
     validate_manifest(&manifest)?;
     let prompt = match (manifest.prompt.take(), manifest.prompt_file.take()) {
         (Some(p), None) => p,
         (None, Some(f)) => {
             let path = file.parent().unwrap_or(Path::new(".")).join(&f);
-            std::fs::read_to_string(&path)
-                .with_context(|| format!("key `prompt_file`: cannot read {}", path.display()))?
+            read_text_file(&path).with_context(|| format!("key `prompt_file`: cannot read {}", path.display()))?
         }
         (Some(_), Some(_)) => bail!("set either `prompt` or `prompt_file`, not both"),
         (None, None) => bail!("missing `prompt` (inline system prompt) or `prompt_file`"),
@@ -207,9 +206,46 @@ pub fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads `<config dir>/<relative>` when the user has put one there.
+/// Reads `<config dir>/<relative>` when the user has put one there. Anything but a readable
+/// regular file of text is skipped with a warning, and the built-in text is used.
 pub fn override_text(config_dir: &Path, relative: &str) -> Option<String> {
-    std::fs::read_to_string(config_dir.join(relative)).ok().filter(|t| !t.trim().is_empty())
+    let path = config_dir.join(relative);
+    match read_text_file(&path) {
+        Ok(text) => Some(text).filter(|t| !t.trim().is_empty()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "prompt override skipped: {e}");
+            None
+        }
+    }
+}
+
+/// Largest prompt or manifest file read.
+const MAX_TEXT_FILE: u64 = 1024 * 1024;
+
+/// A user file the daemon reads (manifest, prompt): refused unless it is a regular file of at
+/// most 1 MiB. It is opened without blocking, so a FIFO or device in its place cannot stall the
+/// daemon (opening a FIFO with no writer blocks; reading one can block forever).
+pub fn read_text_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+    }
+    if meta.len() > MAX_TEXT_FILE {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than {} KiB", MAX_TEXT_FILE / 1024),
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_TEXT_FILE).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 #[cfg(test)]

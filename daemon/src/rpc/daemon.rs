@@ -73,15 +73,21 @@ pub(super) fn methods() -> Vec<Method> {
                     .min_items(1),
                 Field::one_of("kind", "Treat every file as this kind.", &["document", "email", "chat"]),
             ]),
-            |s, p, caller| ingest(s, p, caller).boxed(),
+            |s, p, caller| {
+                let summary = json!({
+                    "path_count": p.get("paths").and_then(Value::as_array).map_or(0, Vec::len),
+                    "kind": p.get("kind"),
+                });
+                control_write(s, "openhuman.memory_ingest", summary, move |s| ingest(s, p, caller)).boxed()
+            },
         ),
         method("openhuman.memory_reindex", ArgSpec::none(), |s, _, _| {
-            async move {
+            let work = |s: AppState| async move {
                 let engine = engine(&s)?;
                 let summary = blocking(move || engine.reindex().map_err(internal)).await?;
                 Ok(serde_json::to_value(summary).unwrap_or_default())
-            }
-            .boxed()
+            };
+            control_write(s, "openhuman.memory_reindex", json!({}), work).boxed()
         }),
         method("openhuman.memory_stats", ArgSpec::none(), |s, _, _| {
             async move {
@@ -106,9 +112,9 @@ pub(super) fn methods() -> Vec<Method> {
                     1,
                     i64::MAX,
                 ),
-                Field::string("tool", "Only this tool, e.g. memory.store.").max_bytes(256),
-                Field::string("client", "Only this client label, e.g. mcp:cursor.").max_bytes(256),
-                Field::string("since", "Only rows at or after this RFC 3339 time.").max_bytes(64),
+                Field::string("tool", "Only this tool, e.g. memory.store.").max_chars(256),
+                Field::string("client", "Only this client label, e.g. mcp:cursor.").max_chars(256),
+                Field::string("since", "Only rows at or after this RFC 3339 time.").max_chars(64),
                 Field::boolean("failed", "Only failed attempts."),
             ]),
             |s, p, _| {
@@ -130,7 +136,7 @@ pub(super) fn methods() -> Vec<Method> {
         method(
             "openhuman.tool_registry_get",
             ArgSpec::new(vec![
-                Field::string("tool_id", "A tool or method name, e.g. memory.search.").required().max_bytes(256),
+                Field::string("tool_id", "A tool or method name, e.g. memory.search.").required().max_chars(256),
             ]),
             |s, p, _| {
                 async move {
@@ -152,6 +158,39 @@ pub(super) fn methods() -> Vec<Method> {
             .boxed()
         }),
     ]
+}
+
+/// A method that writes the store outside the MCP tools: refused in `readonly` like an act
+/// call, and every call, refused, failed or done, leaves one audit row (tool = the method, source
+/// `rpc`, the summary given: counts, no paths or content).
+async fn control_write<F, Fut>(state: AppState, method: &str, summary: Value, work: F) -> Result<Value, MethodError>
+where
+    F: FnOnce(AppState) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, MethodError>>,
+{
+    let mut row = openhuman_memory::AuditRow {
+        ts_ms: chrono::Utc::now().timestamp_millis(),
+        tool: method.to_string(),
+        source: "rpc".to_string(),
+        client_info: Value::Null,
+        success: true,
+        error: None,
+        result_id: None,
+        args_summary: summary,
+    };
+    let outcome = match state.limiter().admit_control(&state.config()) {
+        Ok(()) => work(state.clone()).await,
+        Err(denial) => {
+            tracing::info!(method, "control write denied by policy");
+            Err(MethodError::InvalidParams(denial.to_string()))
+        }
+    };
+    if let Err(e) = &outcome {
+        row.success = false;
+        row.error = Some(openhuman_common::redact(&e.to_string(), None));
+    }
+    state.audit().record(row);
+    outcome
 }
 
 async fn ingest(state: AppState, params: Map<String, Value>, caller: Caller) -> Result<Value, MethodError> {
@@ -210,6 +249,7 @@ fn status(state: &AppState, caller: u64) -> Value {
     // The asking connection is not one of the sessions being reported on.
     let sessions: Vec<_> = state.sessions().all().into_iter().filter(|s| s.id != caller).collect();
     let inflight: usize = sessions.iter().map(|s| s.inflight_count()).sum();
+    let problems = state.problems();
     json!({
         "pid": std::process::id(),
         "version": openhuman_common::VERSION,
@@ -217,6 +257,8 @@ fn status(state: &AppState, caller: u64) -> Value {
         "sessions": sessions.len(),
         "in_flight": inflight,
         "memory": state.memory().is_ok(),
+        "ready": problems.is_empty(),
+        "problems": problems,
         "socket": state.paths().socket.display().to_string(),
         "config_file": state.paths().config_file.display().to_string(),
     })

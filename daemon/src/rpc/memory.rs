@@ -31,8 +31,8 @@ pub fn filter_spec() -> ArgSpec {
         Field::list("sources", "Only items written by these provenance labels, e.g. mcp:cursor.", 50, 256),
         Field::list("source_ids", "Only items from these sources (ids from tree.list_sources).", 100, 512),
         Field::list("tags_any", "Only items carrying at least one of these tags.", 50, 128),
-        Field::string("observed_after", "RFC 3339 time; only items observed after it.").max_bytes(64),
-        Field::string("observed_before", "RFC 3339 time; only items observed before it.").max_bytes(64),
+        Field::string("observed_after", "RFC 3339 time; only items observed after it.").max_chars(64),
+        Field::string("observed_before", "RFC 3339 time; only items observed before it.").max_chars(64),
     ];
     for (name, desc) in [
         ("workspace", "Exact workspace."),
@@ -45,13 +45,13 @@ pub fn filter_spec() -> ArgSpec {
         ("thread_id", "Exact thread id."),
         ("agent_id", "Exact agent id."),
     ] {
-        fields.push(Field::string(name, desc).max_bytes(2048));
+        fields.push(Field::string(name, desc).max_chars(2048));
     }
     ArgSpec::new(fields)
 }
 
-const QUERY_BYTES: usize = 4096;
-const ID_BYTES: usize = 256;
+const QUERY_CHARS: usize = 4096;
+const ID_CHARS: usize = 256;
 
 pub(super) fn methods() -> Vec<Method> {
     vec![
@@ -59,7 +59,7 @@ pub(super) fn methods() -> Vec<Method> {
             group: Group::Memory,
             name: "openhuman.memory_tree_search",
             params: ArgSpec::new(vec![
-                Field::string("query", "Keywords to search for (BM25).").required().max_bytes(QUERY_BYTES),
+                Field::string("query", "Keywords to search for (BM25).").required().max_chars(QUERY_CHARS),
                 Field::int("k", "How many hits (default 10).", 1, 50).default_int(10),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::search),
@@ -70,7 +70,7 @@ pub(super) fn methods() -> Vec<Method> {
             params: ArgSpec::new(vec![
                 Field::string("query", "A question or description; matched by meaning and keywords.")
                     .required()
-                    .max_bytes(QUERY_BYTES),
+                    .max_chars(QUERY_CHARS),
                 Field::int("k", "How many chunks (default 10).", 1, 50).default_int(10),
                 Field::object("filter", "Restrict what is recalled.", filter_spec()),
             ]),
@@ -80,7 +80,7 @@ pub(super) fn methods() -> Vec<Method> {
             group: Group::Memory,
             name: "openhuman.memory_tree_get_chunk",
             params: ArgSpec::new(vec![
-                Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_bytes(ID_BYTES),
+                Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_chars(ID_CHARS),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::read_chunk),
         },
@@ -94,7 +94,7 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::list("entity_ids", "Only chunks mentioning these entities, e.g. person:alice-smith.", 50, 512),
                 Field::int("since_ms", "Only chunks at or after this time (ms since epoch).", 0, i64::MAX),
                 Field::int("until_ms", "Only chunks before this time (ms since epoch).", 0, i64::MAX),
-                Field::string("query", "Only chunks matching these keywords.").max_bytes(QUERY_BYTES),
+                Field::string("query", "Only chunks matching these keywords.").max_chars(QUERY_CHARS),
                 Field::int("k", "Page size (default 10).", 1, 50).default_int(10),
                 Field::int("offset", "Items to skip (default 0).", 0, 1_000_000).default_int(0),
             ]),
@@ -121,7 +121,7 @@ pub(super) fn methods() -> Vec<Method> {
                     "user_email_hint",
                     "Your own e-mail address, so mail threads are named after the other party.",
                 )
-                .max_bytes(320),
+                .max_chars(320),
                 Field::int("limit", "How many sources, most recent first (default 200).", 1, 10_000),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::list_sources),
@@ -130,7 +130,7 @@ pub(super) fn methods() -> Vec<Method> {
             group: Group::Memory,
             name: "openhuman.memory_fetch",
             params: ArgSpec::new(vec![
-                Field::string("query", "What to fetch hits for.").required().max_bytes(QUERY_BYTES),
+                Field::string("query", "What to fetch hits for.").required().max_chars(QUERY_CHARS),
                 Field::one_of(
                     "mode",
                     "keyword (BM25), vector (semantic) or hybrid (default).",
@@ -138,7 +138,7 @@ pub(super) fn methods() -> Vec<Method> {
                 ),
                 Field::object("filter", "Restrict the hits.", filter_spec()),
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
-                Field::string("cursor", "next_cursor from the previous page.").max_bytes(1024),
+                Field::string("cursor", "next_cursor from the previous page.").max_chars(1024),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::fetch),
         },
@@ -148,7 +148,7 @@ pub(super) fn methods() -> Vec<Method> {
             params: ArgSpec::new(vec![
                 Field::object("filter", "Restrict the items.", filter_spec()),
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
-                Field::string("cursor", "next_cursor from the previous page.").max_bytes(1024),
+                Field::string("cursor", "next_cursor from the previous page.").max_chars(1024),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::list),
         },

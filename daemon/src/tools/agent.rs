@@ -16,7 +16,7 @@ use openhuman_mcp::args::{ArgSpec, Field};
 const RUN_ANNOTATIONS: Annotations =
     Annotations { read_only: false, destructive: Some(true), idempotent: Some(false), open_world: true };
 /// Longest prompt accepted for one run.
-const PROMPT_BYTES: usize = 64 * 1024;
+const PROMPT_CHARS: usize = 64 * 1024;
 
 pub fn tools() -> Vec<ToolDef> {
     vec![
@@ -87,8 +87,8 @@ pub fn tools() -> Vec<ToolDef> {
             args: ArgSpec::new(vec![
                 Field::string("agent_id", "The agent to run, e.g. researcher (ids from agent.list_subagents).")
                     .required()
-                    .max_bytes(64),
-                Field::string("prompt", "The task or question for the agent.").required().max_bytes(PROMPT_BYTES),
+                    .max_chars(64),
+                Field::string("prompt", "The task or question for the agent.").required().max_chars(PROMPT_CHARS),
             ]),
             output_schema: Some(json!({
                 "type": "object",

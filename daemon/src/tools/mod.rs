@@ -133,7 +133,8 @@ pub async fn call(
         if audited {
             let mut row = write::audit_row(tool.name, &ctx, &arguments);
             row.success = false;
-            row.error = Some(msg.to_string());
+            // Error texts quote what was sent (a bad namespace, unknown argument names).
+            row.error = Some(openhuman_common::redact(msg, None));
             state.audit().record(row);
         }
     };

@@ -13,7 +13,7 @@ use openhuman_mcp::args::{ArgSpec, Field};
 use openhuman_providers::llm::{self, Llm, grounded};
 use openhuman_providers::search::{self, ProviderId, searxng};
 
-const QUERY_BYTES: usize = 2048;
+const QUERY_CHARS: usize = 2048;
 
 fn searxng_available(c: &Config) -> bool {
     c.searxng.enabled
@@ -55,11 +55,11 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Read,
             annotations: Annotations::WEB,
             args: ArgSpec::new(vec![
-                Field::string("query", "What to search for.").required().max_bytes(QUERY_BYTES),
+                Field::string("query", "What to search for.").required().max_chars(QUERY_CHARS),
                 Field::list("categories", "SearXNG categories: web (same as general), general, news, images.", 4, 16)
                     .items_one_of(searxng::CATEGORIES),
                 Field::string("language", "Result language, e.g. en or de-DE (default [searxng].default_language).")
-                    .max_bytes(32),
+                    .max_chars(32),
                 Field::int("max_results", "How many results (default [searxng].max_results).", 1, 50),
             ]),
             output_schema: Some(json!({
@@ -116,7 +116,7 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Read,
             annotations: Annotations::WEB,
             args: ArgSpec::new(vec![
-                Field::string("query", "What to search for.").required().max_bytes(QUERY_BYTES),
+                Field::string("query", "What to search for.").required().max_chars(QUERY_CHARS),
                 Field::int("max_results", "How many results (default 10).", 1, 20).default_int(10),
                 Field::one_of("provider", "Use only this provider (no fallback).", ProviderId::NAMES),
             ]),
@@ -157,7 +157,7 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Read,
             annotations: Annotations::WEB,
             args: ArgSpec::new(vec![
-                Field::string("query", "The question.").required().max_bytes(QUERY_BYTES),
+                Field::string("query", "The question.").required().max_chars(QUERY_CHARS),
                 Field::one_of("depth", "quick (default) or deep.", &["quick", "deep"]),
             ]),
             output_schema: Some(json!({

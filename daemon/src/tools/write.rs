@@ -42,6 +42,12 @@ fn audit_title(t: &str) -> Value {
     json!(t.chars().take(TITLE_CHARS).collect::<String>())
 }
 
+/// A name or id as it may appear in an audit row: at most `max` characters, `[redacted]` when
+/// it looks like a credential.
+fn audit_word(w: &str, max: usize) -> Value {
+    if looks_secret(w) { json!("[redacted]") } else { json!(w.chars().take(max).collect::<String>()) }
+}
+
 fn safe_tags(tags: &Value) -> Value {
     match tags.as_array() {
         Some(items) => Value::Array(
@@ -72,9 +78,10 @@ fn len_of(v: Option<&Value>) -> Value {
 /// unvalidated arguments too (a rejection is audited with what was sent).
 pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
     let mut s = Map::new();
-    let mut names: Vec<&String> = args.keys().collect();
-    names.sort();
-    s.insert("arguments".into(), json!(names));
+    // Unknown names are the caller's text too.
+    let mut names: Vec<Value> = args.keys().take(64).map(|n| audit_word(n, 64)).collect();
+    names.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    s.insert("arguments".into(), Value::Array(names));
     match tool {
         "memory.store" => {
             if let Some(t) = args.get("title").and_then(Value::as_str) {
@@ -90,13 +97,13 @@ pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
         }
         "memory.note" => {
             if let Some(c) = args.get("chunk_id").and_then(Value::as_str) {
-                s.insert("chunk_id".into(), json!(c.chars().take(64).collect::<String>()));
+                s.insert("chunk_id".into(), audit_word(c, 64));
             }
             s.insert("note_bytes".into(), len_of(args.get("note_text")));
         }
         "tree.tag" => {
             if let Some(c) = args.get("chunk_id").and_then(Value::as_str) {
-                s.insert("chunk_id".into(), json!(c.chars().take(64).collect::<String>()));
+                s.insert("chunk_id".into(), audit_word(c, 64));
             }
             if let Some(tags) = args.get("tags") {
                 s.insert("tag_count".into(), len_of(Some(tags)));
@@ -115,12 +122,8 @@ pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
         "memory.forget" => {
             if let Some(ids) = args.get("ids").and_then(Value::as_array) {
                 s.insert("id_count".into(), json!(ids.len()));
-                let shown: Vec<Value> = ids
-                    .iter()
-                    .take(100)
-                    .filter_map(Value::as_str)
-                    .map(|i| json!(i.chars().take(128).collect::<String>()))
-                    .collect();
+                let shown: Vec<Value> =
+                    ids.iter().take(100).filter_map(Value::as_str).map(|i| audit_word(i, 128)).collect();
                 s.insert("ids".into(), Value::Array(shown));
             }
         }
@@ -157,7 +160,7 @@ async fn blocking_write(
         // Written, audited, not yet searchable: the message says so and what to do.
         e @ MemoryError::NotSearchable(_) => ToolFailure::Tool(e.to_string()),
         e => {
-            tracing::error!("write failed: {e:#}");
+            tracing::error!("write failed: {}", openhuman_common::redact(&format!("{e:#}"), None));
             ToolFailure::Tool(format!("internal error: {e:#}; nothing was written"))
         }
     })
@@ -192,11 +195,11 @@ pub fn tools() -> Vec<ToolDef> {
             args: ArgSpec::new(vec![
                 Field::string("title", "Title; also names the document (same title = same document).")
                     .required()
-                    .max_bytes(512),
+                    .max_chars(512),
                 Field::string("content", "The document text (Markdown welcome).").required(),
                 Field::string("namespace", "Namespace: lowercase letters, digits, '.', '_' or '-' (default: default).")
-                    .max_bytes(64),
-                Field::list("tags", "Tags (at most 50, 128 bytes each).", 50, 128),
+                    .max_chars(64),
+                Field::list("tags", "Tags (at most 50, 128 characters each).", 50, 128),
             ]),
             output_schema: None,
             available: always,
@@ -207,8 +210,8 @@ pub fn tools() -> Vec<ToolDef> {
                         && !namespace_ok(ns)
                     {
                         return Err(ToolFailure::Tool(format!(
-                            "invalid arguments for memory.store: argument `namespace` may hold only lowercase letters, digits, '.', '_' and '-' (at most 64); got {:?}",
-                            ns.chars().take(64).collect::<String>()
+                            "invalid arguments for memory.store: argument `namespace` may hold only lowercase letters, digits, '.', '_' and '-' (at most 64); got {}",
+                            audit_word(ns, 64)
                         )));
                     }
                     let title = str_arg(&args, "title");
@@ -238,8 +241,8 @@ pub fn tools() -> Vec<ToolDef> {
             args: ArgSpec::new(vec![
                 Field::string("chunk_id", "The chunk to annotate (from search, recall or browse).")
                     .required()
-                    .max_bytes(256),
-                Field::string("note_text", "The note.").required().max_bytes(64 * 1024),
+                    .max_chars(256),
+                Field::string("note_text", "The note.").required().max_chars(64 * 1024),
             ]),
             output_schema: None,
             available: always,
@@ -262,8 +265,8 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Act,
             annotations: WRITE_ANNOTATIONS,
             args: ArgSpec::new(vec![
-                Field::string("chunk_id", "The chunk to tag.").required().max_bytes(256),
-                Field::list("tags", "Tags: 1 to 50, each at most 128 bytes (rejected, not trimmed).", 50, 128)
+                Field::string("chunk_id", "The chunk to tag.").required().max_chars(256),
+                Field::list("tags", "Tags: 1 to 50, each at most 128 characters (rejected, not trimmed).", 50, 128)
                     .required()
                     .min_items(1),
             ]),
@@ -288,7 +291,7 @@ pub fn tools() -> Vec<ToolDef> {
             policy: Policy::Act,
             annotations: LEARN_ANNOTATIONS,
             args: ArgSpec::new(vec![
-                Field::string("text", "The learning, in one or a few sentences.").required().max_bytes(16 * 1024),
+                Field::string("text", "The learning, in one or a few sentences.").required().max_chars(16 * 1024),
                 Field::one_of("kind", "preference, fact, procedure, correction or other (default other).", LEARN_KINDS),
                 Field::number("confidence", "How sure, from 0 to 1.", 0.0, 1.0),
             ]),
@@ -356,5 +359,16 @@ mod tests {
         assert!(!s.to_string().contains("private"));
         let s = summarize("memory.learn", json!({"text": "I prefer tea", "kind": "preference"}).as_object().unwrap());
         assert!(!s.to_string().contains("tea"));
+        // Ids, chunk ids and unknown argument names are the caller's text as well.
+        let key = "sk-proj-abcdefghijklmnop1234";
+        for (tool, args) in [
+            ("memory.forget", json!({"ids": ["doc-1", key]})),
+            ("memory.note", json!({"chunk_id": key, "note_text": "n"})),
+            ("tree.tag", json!({"chunk_id": key, "tags": ["a"]})),
+            ("memory.store", json!({"title": "t", "content": "c", key: 1})),
+        ] {
+            let text = summarize(tool, args.as_object().unwrap()).to_string();
+            assert!(!text.contains(key) && text.contains("[redacted]"), "{tool}: {text}");
+        }
     }
 }

@@ -84,7 +84,13 @@ impl Server {
     /// `openhumand-mcp serve --http --port 0` under `home` (the builder reads the address from
     /// its log).
     pub fn daemon(bin: &Path, home: &Path) -> Result<Server> {
-        let daemon = Daemon::builder(home).bin(bin).http().wait(WAIT).try_start()?;
+        // The benchmark client sends no token: loopback only, told so explicitly.
+        let daemon = Daemon::builder(home)
+            .bin(bin)
+            .http()
+            .env("OPENHUMAN_MCP_HTTP_ALLOW_NO_TOKEN", "true")
+            .wait(WAIT)
+            .try_start()?;
         Ok(Server { name: "openhumand-mcp", addr: daemon.http_addr(), process: Process::Daemon(daemon) })
     }
 

@@ -68,7 +68,9 @@ class HttpDaemon {
   constructor(daemon, home, token) {
     this.daemon = daemon;
     this.env = { OPENHUMAN_HOME: home, PATH: process.env.PATH || '/usr/bin:/bin' };
+    // The daemon without a token is the explicit opt-out (by default it would generate one).
     if (token) this.env.OPENHUMAN_MCP_AUTH_TOKEN = token;
+    else this.env.OPENHUMAN_MCP_HTTP_ALLOW_NO_TOKEN = 'true';
     this.stderr = '';
     this.sessionsCreated = 0;
     this.proc = spawn(daemon, ['serve', '--http', '--port', '0'], { env: this.env, stdio: ['ignore', 'ignore', 'pipe'] });

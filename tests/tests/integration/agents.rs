@@ -705,3 +705,25 @@ fn ollama_embeddings_fall_back_to_the_single_text_endpoint() {
         assert_eq!(req.path(), "/api/embeddings");
     }
 }
+
+/// A FIFO (or anything but a regular file) where a prompt override or an agent file belongs is
+/// skipped: the daemon starts, serves the built-in text, and reports the agent file.
+#[test]
+fn fifos_in_place_of_prompt_files_are_skipped() {
+    let home = Home::new();
+    let agents = home.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    for fifo in [home.path().join("USER.md"), agents.join("critic.md"), agents.join("mine.toml")] {
+        let ok = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success();
+        assert!(ok, "mkfifo {}", fifo.display());
+    }
+    let d = Daemon::start(&home);
+    let mut p = connect(&home);
+    let r = p.call("resources/read", json!({"uri": "openhuman://prompts/user"}));
+    assert!(!r["contents"][0]["text"].as_str().unwrap().is_empty(), "{r}");
+    assert!(agent_prompt(&mut p, "critic").len() > 200, "the built-in prompt");
+    let listed = p.tool("agent.list_subagents", json!({}));
+    let errors = tool_ok(&listed)["load_errors"].to_string();
+    assert!(errors.contains("mine.toml") && errors.contains("not a regular file"), "{errors}");
+    drop(d);
+}

@@ -110,3 +110,38 @@ fn register_merges_into_client_configs_and_keeps_a_backup() {
     let out = run(&["register", "claude-code", "--print"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"type\": \"stdio\""));
 }
+
+#[test]
+fn the_log_file_is_written_and_errors_are_said_once() {
+    let home = Home::new();
+    Daemon::start(&home).stop().unwrap();
+    let log = std::fs::read_to_string(home.path().join("logs/openhumand-mcp.log")).expect("the daemon's log file");
+    assert!(log.contains("daemon ready") && log.contains("daemon stopped"), "{log}");
+    // No daemon to stop: one error, said once.
+    let out = home.daemon_cmd().arg("stop").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().filter(|l| !l.trim().is_empty()).count(), 1, "{err}");
+}
+
+/// `config check` fails for what `serve` refuses or would run half-working, and for what the
+/// README calls invalid; a risky but working choice is a warning.
+#[test]
+fn config_check_fails_what_serve_refuses_or_runs_degraded() {
+    let home = Home::new();
+    for (config, want) in [
+        ("[mcp.http]\nenabled = true\nhost = \"0.0.0.0\"\n", "without a token"),
+        ("[memory.embeddings]\nprovider = \"ollama\"\n", "[memory.embeddings].model"),
+        ("[llm]\nprovider = \"anthropic\"\nmodel = \"claude-x\"\n", "api_key_env"),
+    ] {
+        home.write_config(config);
+        let out = home.daemon_cmd().args(["config", "check"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{config}: {text}");
+        assert!(text.contains("error:") && text.contains(want), "{config}: {text}");
+    }
+    home.write_config("[mcp.http]\nenabled = true\nallow_no_token = true\n");
+    let out = home.daemon_cmd().args(["config", "check"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("warning:"), "{text}");
+}

@@ -63,7 +63,7 @@ fn error_code(r: &Response) -> i64 {
 fn session_lifecycle_with_ids_kept_out_of_the_logs() {
     let home = Home::new();
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
 
     let r = post(&c, &[], &init_body("2025-11-25", "HTTP Test Client"));
     assert_eq!(r.status, 200, "{}", r.text());
@@ -96,9 +96,14 @@ fn session_lifecycle_with_ids_kept_out_of_the_logs() {
     let r = post(&c, &[], &req(4, "tools/list", json!({})));
     assert_eq!(r.status, 400, "no session id: {}", r.text());
     assert!(r.json()["error"]["message"].as_str().unwrap().contains("Mcp-Session-Id"));
+    // A supported version other than the negotiated one is served; an unknown one is refused.
     let r =
-        post(&c, &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "2025-06-18")], &req(5, "tools/list", json!({})));
-    assert_eq!(r.status, 400, "version header differs from the negotiated one: {}", r.text());
+        post(&c, &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "2025-03-26")], &req(5, "tools/list", json!({})));
+    assert_eq!(r.status, 200, "a supported version header: {}", r.text());
+    let r =
+        post(&c, &[("Mcp-Session-Id", &sid), ("MCP-Protocol-Version", "1999-01-01")], &req(5, "tools/list", json!({})));
+    assert_eq!(r.status, 400, "an unsupported version header: {}", r.text());
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("unsupported"), "{}", r.text());
     let r = post(&c, &[("Mcp-Session-Id", "0123456789abcdef0123456789abcdef")], &req(6, "ping", json!({})));
     assert_eq!(r.status, 404, "unknown session: {}", r.text());
 
@@ -119,7 +124,7 @@ fn bearer_token_guards_everything_but_healthz() {
     let home = Home::new();
     let token = "s3cret-http-token";
     let d = Daemon::builder(&home).http().env("OPENHUMAN_MCP_AUTH_TOKEN", token).start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
 
     let r = c.send("GET", "/healthz", &[], b"");
     assert_eq!(r.status, 200, "{}", r.text());
@@ -159,12 +164,68 @@ fn bearer_token_guards_everything_but_healthz() {
     assert_eq!(error_code(&r), -32700);
 }
 
+/// HTTP needs a token by default: the daemon generates one, 0600 in the home, `http-token`
+/// prints it, and without it nothing but `/healthz` answers (not `/rpc`'s control methods).
+/// Serving without one takes `allow_no_token`, and a loud warning.
+#[test]
+fn http_needs_the_generated_token_unless_told_otherwise() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    let d = Daemon::builder(&home).http().start();
+    let file = home.path().join("http-token");
+    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    let out = home.daemon_cmd().arg("http-token").output().unwrap();
+    assert!(out.status.success());
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(token, std::fs::read_to_string(&file).unwrap().trim());
+    assert_eq!(token.len(), 64);
+    let anyone = Client::new(d.http_addr());
+    assert_eq!(post(&anyone, &[], &init_body("2025-11-25", "t")).status, 401);
+    let shutdown = json!({"jsonrpc": "2.0", "id": 1, "method": "openhuman.daemon_shutdown"}).to_string();
+    assert_eq!(anyone.send("POST", "/rpc", &[JSON], shutdown.as_bytes()).status, 401);
+    let ingest =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "openhuman.memory_ingest", "params": {"paths": ["/etc/hostname"]}});
+    assert_eq!(anyone.send("POST", "/rpc", &[JSON], ingest.to_string().as_bytes()).status, 401);
+    assert_eq!(anyone.send("GET", "/healthz", &[], b"").status, 200);
+    let owner = Client::with_token(d.http_addr(), &token);
+    assert_eq!(post(&owner, &[], &init_body("2025-11-25", "t")).status, 200);
+    drop(d);
+    // The same token on the next start.
+    let d = Daemon::builder(&home).http().start();
+    assert_eq!(post(&Client::with_token(d.http_addr(), &token), &[], &init_body("2025-11-25", "t")).status, 200);
+    drop(d);
+    let d = Daemon::builder(&home).http().env("OPENHUMAN_MCP_HTTP_ALLOW_NO_TOKEN", "true").start();
+    assert!(d.startup_log().iter().any(|l| l.contains("WITHOUT a token")), "{:#?}", d.startup_log());
+    assert_eq!(post(&Client::new(d.http_addr()), &[], &init_body("2025-11-25", "t")).status, 200);
+}
+
+/// A token file other users can read is refused with the fix; a private one is used.
+#[test]
+fn a_token_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new();
+    // Outside the home: the daemon makes its home private at start, but not other places.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let file = elsewhere.path().join("token");
+    std::fs::write(&file, "file-token-0123456789\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    home.write_config(&format!("[mcp.http]\nauth_token_file = \"{}\"\n", file.display()));
+    let err = Daemon::builder(&home).http().try_start().err().expect("refused to start");
+    assert!(err.contains("can be read by other users") && err.contains("chmod 600"), "{err}");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let d = Daemon::builder(&home).http().start();
+    let c = d.http_client();
+    assert_eq!(post(&c, &[], &init_body("2025-11-25", "t")).status, 401);
+    let r = post(&c, &[("Authorization", "Bearer file-token-0123456789")], &init_body("2025-11-25", "t"));
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
 #[test]
 fn foreign_origins_and_rebinding_hosts_are_refused() {
     let home = Home::new();
     home.write_config("[mcp.http]\nallowed_origins = [\"https://app.example\"]\n");
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
     let init = init_body("2025-11-25", "origin-test");
 
     let r = post(&c, &[("Origin", "http://evil.example")], &init);
@@ -203,7 +264,7 @@ fn bad_requests_get_their_status_and_the_daemon_keeps_serving() {
     let home = Home::new();
     home.write_config("[mcp.http]\nmax_body_bytes = 4096\n");
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
     let sid = initialize(&c, "2025-11-25");
     let ping = req(1, "ping", json!({})).to_string();
 
@@ -242,7 +303,7 @@ fn bad_requests_get_their_status_and_the_daemon_keeps_serving() {
 fn a_progress_token_or_a_log_level_gets_an_event_stream() {
     let home = Home::new();
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
     let sid = initialize(&c, "2025-11-25");
     let s = [("Mcp-Session-Id", sid.as_str())];
 
@@ -272,7 +333,7 @@ fn get_streams_prime_for_2025_11_25_only_and_keep_alive() {
     let home = Home::new();
     home.write_config("[mcp.http]\nsse_keepalive_secs = 1\n");
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
 
     let sid = initialize(&c, "2025-11-25");
     let get = [("Accept", "text/event-stream"), ("Mcp-Session-Id", sid.as_str())];
@@ -307,7 +368,7 @@ fn get_streams_prime_for_2025_11_25_only_and_keep_alive() {
 fn stateless_2026_requests_need_no_session_and_headers_must_match() {
     let home = Home::new();
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
 
     // server/discover with nothing else is answered at once (auto-negotiating clients).
     let r = post(&c, &[], &json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}));
@@ -368,7 +429,7 @@ fn stateless_2026_requests_need_no_session_and_headers_must_match() {
 fn batches_are_answered_in_order() {
     let home = Home::new();
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
 
     // A batch may open the session, as 2025-03-26 allows.
     let r = post(&c, &[], &json!([init_body("2025-03-26", "batcher")]));
@@ -390,30 +451,35 @@ fn batches_are_answered_in_order() {
     assert_eq!(error_code(&r), -32600);
 }
 
+/// The session cap: a flood of bare `initialize` calls pushes out only sessions that never came
+/// back after theirs; sessions in use stay, and when all are in use a new one gets 503.
 #[test]
-fn the_session_cap_evicts_the_least_recently_used() {
+fn the_session_cap_keeps_sessions_in_use() {
     let home = Home::new();
     home.write_config("[mcp.http]\nmax_sessions = 2\n");
     let d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
     let first = initialize(&c, "2025-11-25");
-    let second = initialize(&c, "2025-11-25");
-    // `first` was used more recently than `second`.
-    let r = post(&c, &[("Mcp-Session-Id", &first)], &req(1, "ping", json!({})));
-    assert_eq!(r.status, 200);
-    let third = initialize(&c, "2025-11-25");
+    for _ in 0..20 {
+        assert_eq!(post(&c, &[], &init_body("2025-11-25", "flood")).status, 200);
+    }
     d.wait_log("HTTP session evicted");
     let ping = |sid: &str| post(&c, &[("Mcp-Session-Id", sid)], &req(2, "ping", json!({}))).status;
-    assert_eq!(ping(&second), 404);
+    assert_eq!(ping(&first), 200, "a session in use survives the flood");
+    let second = initialize(&c, "2025-11-25");
+    let r = post(&c, &[], &init_body("2025-11-25", "one-too-many"));
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(r.json()["error"]["message"].as_str().unwrap().contains("max_sessions"), "{}", r.text());
+    assert!(r.header("retry-after").is_some(), "{:?}", r.headers);
     assert_eq!(ping(&first), 200);
-    assert_eq!(ping(&third), 200);
+    assert_eq!(ping(&second), 200);
 }
 
 #[test]
 fn shutdown_ends_event_streams_and_the_daemon_exits_cleanly() {
     let home = Home::new();
     let mut d = Daemon::builder(&home).http().start();
-    let c = Client::new(d.http_addr());
+    let c = d.http_client();
     let sid = initialize(&c, "2025-11-25");
     let mut stream = c.open("GET", "/mcp", &[("Accept", "text/event-stream"), ("Mcp-Session-Id", &sid)], b"");
     assert!(stream.next_event().expect("priming").id.is_some());

@@ -8,6 +8,7 @@ mod eval;
 mod http;
 mod memory;
 mod memory_crash;
+mod privacy;
 mod recall_quality;
 mod shim;
 mod smoke;

@@ -136,3 +136,24 @@ fn shim_help_goes_to_stdout_and_bad_flags_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bogus"));
 }
+
+/// A daemon socket that takes connections and never answers (a daemon out of file descriptors,
+/// or stuck): the shim says so on stderr after its handshake timeout instead of hanging.
+#[test]
+fn a_silent_daemon_gets_a_clear_error_instead_of_a_hang() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path().join("run")).unwrap();
+    // Listening, never accepting: connects wait in the backlog, nothing is ever read.
+    let _silent = std::os::unix::net::UnixListener::bind(home.socket()).unwrap();
+    let mut shim = home
+        .shim_cmd()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    openhuman_tests::wait_exit(&mut shim, openhuman_tests::WAIT);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut shim.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(err.contains("did not answer the handshake") && err.contains("overloaded or stuck"), "{err}");
+}

@@ -29,6 +29,26 @@ fn socket_is_private() {
     assert_eq!(dir, 0o700, "dir mode {dir:o}");
 }
 
+/// `--socket DIR/x.sock` leaves an existing DIR's mode alone (a shared 1777 dir stays so) and
+/// makes only a directory it creates 0700; the socket is 0600 either way.
+#[test]
+fn a_socket_dir_it_did_not_create_keeps_its_mode() {
+    let home = Home::new();
+    let shared = home.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let sock = shared.join("x.sock");
+    let d = Daemon::builder(&home).args(["--socket".as_ref(), sock.as_os_str()]).start();
+    assert_eq!(std::fs::metadata(&shared).unwrap().permissions().mode() & 0o7777, 0o1777);
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+    drop(d);
+    let fresh = home.path().join("fresh/sub");
+    let sock = fresh.join("x.sock");
+    let _d = Daemon::builder(&home).args(["--socket".as_ref(), sock.as_os_str()]).start();
+    assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
 #[test]
 fn stale_socket_is_replaced_and_live_one_refused() {
     let home = Home::new();
@@ -240,4 +260,95 @@ fn socket_activation_serves_the_inherited_listener() {
     assert!(!home.socket().exists(), "an activated daemon binds no socket of its own");
     kill(d.pid(), libc::SIGTERM);
     assert_eq!(wait_exit(&mut d.child, WAIT).code(), Some(0));
+}
+
+/// One location rule: without a home, the socket sits beside the data whatever
+/// XDG_RUNTIME_DIR says, so a command started without that variable (cron, ssh) finds the
+/// daemon a login session started.
+#[test]
+fn the_socket_is_found_whatever_xdg_runtime_dir_says() {
+    let user = tempfile::Builder::new().prefix("oh-u-").tempdir_in("/tmp").unwrap();
+    let runtime = user.path().join("xdg-run");
+    std::fs::create_dir_all(&runtime).unwrap();
+    let cmd = |runtime_dir: Option<&std::path::Path>| {
+        let mut c = std::process::Command::new(openhuman_tests::daemon_bin());
+        c.env("HOME", user.path()).env_remove("RUST_LOG");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("OPENHUMAN_") || k.starts_with("XDG_") {
+                c.env_remove(k);
+            }
+        }
+        if let Some(dir) = runtime_dir {
+            c.env("XDG_RUNTIME_DIR", dir);
+        }
+        c
+    };
+    let mut serve = cmd(Some(&runtime));
+    serve.arg("serve").stdin(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    // Killed however the test ends.
+    struct Serving(std::process::Child);
+    impl Drop for Serving {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut serving = Serving(serve.spawn().unwrap());
+    let child = &mut serving.0;
+    let log = openhuman_tests::Lines::spawn(child.stderr.take().unwrap());
+    let ready = |l: Result<Option<String>, String>| l.unwrap().expect("the daemon's log ended early").contains("ready");
+    while !ready(log.next_within(WAIT)) {}
+    let socket = user.path().join(".local/share/openhuman/run/mcp.sock");
+    assert!(socket.exists(), "the socket beside the data");
+    let status = cmd(None).args(["status", "--json"]).output().unwrap();
+    let v: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status.status.code(), Some(0), "{v}");
+    assert_eq!(v["pid"], child.id());
+    assert_eq!(v["socket"], socket.display().to_string());
+    assert!(cmd(None).arg("stop").output().unwrap().status.success());
+    assert_eq!(wait_exit(child, WAIT).code(), Some(0));
+}
+
+/// A daemon that cannot open its store serves (other tools work) but does not claim to be
+/// ready, and `status` says why and exits 1.
+#[test]
+fn a_daemon_without_its_store_is_not_ready_and_status_says_why() {
+    let home = Home::new();
+    home.write_config("[memory.embeddings]\nprovider = \"ollama\"\n");
+    let d = Daemon::start(&home);
+    let last = d.startup_log().last().unwrap();
+    assert!(last.contains("daemon degraded") && !last.contains("daemon ready"), "{last}");
+    let out = home.daemon_cmd().arg("status").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("NOT READY") && text.contains("[memory.embeddings].model"), "{text}");
+    let out = home.daemon_cmd().args(["status", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ready"], false, "{v}");
+    assert_eq!(v["pid"], d.pid());
+}
+
+/// Ids come back exactly as sent, even numbers an `f64` cannot hold; a batch is capped and a
+/// huge one refused before it is built (the daemon answers and keeps serving).
+#[test]
+fn odd_ids_come_back_unchanged_and_huge_batches_are_refused() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = initialized(&home);
+    for id in ["3555727065.2172546", "18446744073709551616", "1.5e300"] {
+        p.send_raw(&line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#)));
+        let reply = p.lines.next().unwrap();
+        assert!(reply.starts_with(&format!(r#"{{"jsonrpc":"2.0","id":{id},"#)), "{id}: {reply}");
+    }
+    p.send_raw(&line(r#"[{"jsonrpc":"2.0","id":0.30000000000000000001,"method":"ping"}]"#));
+    let reply = p.lines.next().unwrap();
+    assert!(reply.contains(r#""id":0.30000000000000000001"#), "{reply}");
+    // 2.7 million elements in well under the 8 MiB line limit.
+    let huge = format!("[{}]\n", vec!["{}"; 2_700_000].join(","));
+    p.send_raw(huge.as_bytes());
+    let r: Value = serde_json::from_str(&p.lines.next().unwrap()).unwrap();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    assert!(r["error"]["message"].as_str().unwrap().contains("at most 256"), "{r}");
+    assert_eq!(p.call("ping", json!({})), json!({}), "the session goes on");
 }

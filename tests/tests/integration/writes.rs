@@ -149,7 +149,11 @@ fn rejections_are_errors_and_audited() {
         ),
         ("memory.store", json!({"title": "t", "content": "x", "extra": 1}), "unknown argument: `extra`"),
         ("tree.tag", json!({"chunk_id": "c", "tags": many}), "argument `tags` has 51 items; the limit is 50"),
-        ("tree.tag", json!({"chunk_id": "c", "tags": [long_tag]}), "argument `tags[0]` is 129 bytes; the limit is 128"),
+        (
+            "tree.tag",
+            json!({"chunk_id": "c", "tags": [long_tag]}),
+            "argument `tags[0]` is 129 characters long; the limit is 128",
+        ),
         ("tree.tag", json!({"chunk_id": "c", "tags": []}), "argument `tags` needs at least 1 item"),
         ("tree.tag", json!({"chunk_id": "0123456789abcdef0123456789abcdef", "tags": ["x"]}), "no chunk"),
         ("memory.note", json!({"chunk_id": "0123456789abcdef0123456789abcdef", "note_text": "hi"}), "no chunk"),
@@ -374,4 +378,68 @@ fn tool_registry_and_diagnostics_over_the_socket() {
     assert!(hits["hits"].is_array());
     let bad = p.request("openhuman.memory_tree_search", json!({"query": "x", "k": 99}));
     assert!(rpc_error(&bad).1.contains("between 1 and 50"), "{bad}");
+}
+
+/// Failed attempts are audited as failures, and what the caller sent that looks like a
+/// credential (a namespace, an unknown argument name, an id) reaches neither the audit rows nor
+/// the log.
+#[test]
+fn failed_writes_are_audited_as_failures_without_secrets() {
+    let home = Home::new();
+    let d = Daemon::start(&home);
+    let mut s = session(&home, "Cursor");
+    // Upper case makes it an invalid namespace.
+    let key = "ghp_ABCdefghijklmnopqrstu12345";
+    let forgot = s.peer.tool("memory.forget", json!({"ids": ["nonexistent-id"]}));
+    assert!(tool_err_text(&forgot).contains("nonexistent-id"), "{forgot}");
+    for (tool, args) in [
+        ("memory.store", json!({"title": "t", "content": "c", "namespace": key})),
+        ("memory.store", json!({"title": "t", "content": "c", key: "x"})),
+        ("memory.forget", json!({"ids": [key]})),
+        ("memory.note", json!({"chunk_id": key, "note_text": "n"})),
+    ] {
+        let r = s.peer.tool(tool, args);
+        assert_eq!(r["isError"], true, "{tool}: {r}");
+    }
+    let rows = audit_rows(&home, &[]);
+    assert_eq!(rows.len(), 5, "{rows:#?}");
+    assert!(rows.iter().all(|r| r["success"] == false), "{rows:#?}");
+    let text = serde_json::to_string(&rows).unwrap();
+    assert!(!text.contains(key), "a secret in the audit rows: {text}");
+    d.stop().unwrap();
+    assert!(!home.log().contains(key), "a secret in the log");
+}
+
+/// `readonly` covers the control methods that write (ingest, reindex); every use of them is
+/// audited.
+#[test]
+fn readonly_refuses_ingest_and_reindex_and_both_are_audited() {
+    let home = Home::new();
+    let notes = home.path().join("notes.md");
+    std::fs::write(&notes, "# Garden\n\nThe quince tree needs pruning in February.\n").unwrap();
+    let _d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    let ingest = json!({"paths": [notes.display().to_string()]});
+    assert_eq!(p.call("openhuman.memory_ingest", ingest.clone())["files_ingested"], 1);
+    home.write_config("[autonomy]\nlevel = \"readonly\"\n");
+    assert_eq!(p.call("openhuman.config_reload", json!({}))["reloaded"], true);
+    std::fs::write(&notes, "# Garden\n\nThe medlar tree needs pruning too.\n").unwrap();
+    for (method, params) in [("openhuman.memory_ingest", ingest), ("openhuman.memory_reindex", json!({}))] {
+        let r = p.request(method, params);
+        let (code, msg) = rpc_error(&r);
+        assert!(code == -32602 && msg.starts_with("[policy-blocked]"), "{method}: {r}");
+    }
+    let mut s = session(&home, "reader");
+    let hits = s.peer.tool("memory.search", json!({"query": "medlar"}));
+    assert_eq!(tool_ok(&hits)["hits"], json!([]), "nothing was ingested in readonly");
+    let rows = audit_rows(&home, &[]);
+    let summary: Vec<(String, bool)> =
+        rows.iter().map(|r| (r["tool"].as_str().unwrap().to_string(), r["success"] == true)).collect();
+    for want in [
+        ("openhuman.memory_ingest".to_string(), true),
+        ("openhuman.memory_ingest".to_string(), false),
+        ("openhuman.memory_reindex".to_string(), false),
+    ] {
+        assert!(summary.contains(&want), "{want:?} in {summary:?}");
+    }
 }

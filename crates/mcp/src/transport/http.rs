@@ -9,7 +9,10 @@
 //! - `security` Origin / Host (DNS rebinding) checks, CORS for allowed origins, bearer auth
 //! - `sse`      event-stream framing with keep-alive comments
 //!
-//! HTTP settings (`[mcp.http]`) are read once at start; a config reload does not change them.
+//! Connections are served by hyper directly (one task each, at most `max_connections`; more get
+//! 503), with a timeout on each request's head and one on its body, so a half-sent request
+//! cannot hold a connection. HTTP settings (`[mcp.http]`) are read once at start; a config
+//! reload does not change them.
 
 mod endpoint;
 mod message;
@@ -29,14 +32,20 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use openhuman_common::codes;
 use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use super::TransportError;
 use crate::app::App;
-use crate::dispatcher::{Dispatcher, Serve};
+use crate::dispatcher::{Dispatcher, Serve, encode};
+use crate::incoming::{Incoming, MAX_BATCH, ReadError};
 use crate::protocol::{Reply, RpcError, error_envelope, result_envelope};
 use sessions::SessionTable;
 
@@ -58,6 +67,12 @@ pub struct HttpOptions {
     pub sse_keepalive: Duration,
     /// Largest request body accepted (413 beyond it).
     pub max_body_bytes: usize,
+    /// Longest wait for a request's head, and again for its body: a half-sent request is cut
+    /// off (the connection closed) after it.
+    pub request_timeout: Duration,
+    /// Connections served at once; one more is answered 503 and closed, so a flood cannot take
+    /// every file descriptor the daemon has.
+    pub max_connections: usize,
 }
 
 /// What every handler shares: the dispatcher, the session table and the settings in force.
@@ -94,25 +109,90 @@ pub async fn serve<A: App>(
         shutdown: shutdown.child_token(),
     });
     let sweeper = tokio::spawn(sessions::sweep(shared.clone()));
-    let app = router(shared.clone(), opts.max_body_bytes);
-    let stop = shutdown.clone();
-    let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
-    // Nothing is served any more: end the sessions (their GET streams already ended).
+    let app = router(shared.clone(), opts.max_body_bytes, opts.request_timeout);
+    let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+    let conns = TaskTracker::new();
+    let mut refused: u64 = 0;
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.cancelled() => break,
+        };
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "HTTP accept failed");
+                // Out of fds and similar: back off briefly instead of spinning.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if refused.is_multiple_of(1000) {
+                tracing::warn!(
+                    max_connections = opts.max_connections,
+                    refused,
+                    "HTTP connection refused: too many open"
+                );
+            }
+            refused += 1;
+            refuse(stream);
+            continue;
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let stop = shutdown.clone();
+        let header_timeout = opts.request_timeout;
+        conns.spawn(async move {
+            let _slot = slot;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let done = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = stop.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    conn.await
+                }
+            };
+            if let Err(e) = done {
+                tracing::debug!(error = %e, "HTTP connection ended with an error");
+            }
+        });
+    }
+    // Nothing new is accepted; open connections finish their responses (GET streams end on the
+    // shutdown token, calls are cut by the daemon's abort after its grace period).
+    conns.close();
+    conns.wait().await;
     shared.sessions.clear();
     shared.shutdown.cancel();
     let _ = sweeper.await;
     tracing::info!("HTTP transport stopped");
-    served.map_err(|e| TransportError::io("HTTP server failed", e))
+    Ok(())
 }
 
-fn router(shared: Ctx, max_body: usize) -> Router {
+/// Answers a connection over the cap with 503 and closes it, without waiting on the peer.
+fn refuse(stream: tokio::net::TcpStream) {
+    let body = encode(&error_envelope(
+        &Value::Null,
+        &RpcError::internal("too many HTTP connections are open; retry shortly (see [mcp.http].max_connections)"),
+    ));
+    let response = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.try_write(response.as_bytes());
+}
+
+fn router(shared: Ctx, max_body: usize, body_timeout: Duration) -> Router {
     let mcp = || post(endpoint::post).get(endpoint::get).delete(endpoint::delete);
     Router::new()
         .route("/mcp", mcp())
         .route("/", mcp())
         .route("/rpc", post(rpc))
-        // Innermost, so a request is authenticated before its size matters.
+        // Innermost, so a request is authenticated before its size and pace matter.
         .layer(RequestBodyLimitLayer::new(max_body))
+        .layer(RequestBodyTimeoutLayer::new(body_timeout))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), security::bearer))
         // Added after the bearer layer: health checks need no token.
         .route("/healthz", get(healthz))
@@ -129,7 +209,7 @@ async fn healthz() -> Response {
 /// `/rpc`: one JSON-RPC request for an extension method of the app, no MCP session.
 async fn rpc(State(s): State<Ctx>, body: Result<Bytes, BytesRejection>) -> Response {
     let msg = match parse_body(body) {
-        Ok(v) => v,
+        Ok(m) => m.value,
         Err(refusal) => return refusal.into_response(),
     };
     let Value::Object(obj) = msg else {
@@ -179,8 +259,9 @@ impl IntoResponse for Refusal {
     }
 }
 
-/// The body as JSON, or why not: 413 too large, 400 unreadable or not JSON (-32700).
-fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
+/// The body as a message, or why not: 413 too large, 400 unreadable, not JSON (-32700) or a
+/// batch over `MAX_BATCH` (-32600).
+fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Incoming, Refusal> {
     let bytes = body.map_err(|rejection| {
         let status = rejection.status();
         let message = if status == StatusCode::PAYLOAD_TOO_LARGE {
@@ -190,13 +271,19 @@ fn parse_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Refusal> {
         };
         Refusal(status, RpcError::new(codes::PARSE_ERROR, message))
     })?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        let what =
-            if std::str::from_utf8(&bytes).is_err() { "body is not valid UTF-8" } else { "body is not valid JSON" };
-        Refusal(
+    Incoming::parse(&bytes).map_err(|e| match e {
+        ReadError::BatchTooLarge => Refusal(
             StatusCode::BAD_REQUEST,
-            RpcError::new(codes::PARSE_ERROR, format!("parse error: {what} ({e}); POST one JSON-RPC message")),
-        )
+            RpcError::invalid_request(e.to_string()).with_data(json!({ "max_batch": MAX_BATCH })),
+        ),
+        ReadError::Json(e) => {
+            let what =
+                if std::str::from_utf8(&bytes).is_err() { "body is not valid UTF-8" } else { "body is not valid JSON" };
+            Refusal(
+                StatusCode::BAD_REQUEST,
+                RpcError::new(codes::PARSE_ERROR, format!("parse error: {what} ({e}); POST one JSON-RPC message")),
+            )
+        }
     })
 }
 

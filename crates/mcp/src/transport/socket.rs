@@ -1,4 +1,4 @@
-//! The daemon's local socket: a 0600 socket in a 0700 directory, a stale socket
+//! The daemon's local socket: a 0600 socket (in a 0700 directory when it creates one), a stale socket
 //! removed only when a connect is refused, a live one refused with a clear error, peers of
 //! another uid turned away, and one session per connection. Under systemd socket activation the
 //! inherited listener is used instead of binding.
@@ -132,16 +132,20 @@ fn probe(path: &Path) -> Probe {
     }
 }
 
+/// Creates the socket's directory (and any missing parent) 0700. A directory that exists is
+/// left as it is: it may be shared (`/tmp`), and the socket itself is 0600 whatever its mode.
 fn make_private_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| TransportError::io(format!("cannot create socket directory {}", dir.display()), e))?;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
     #[cfg(unix)]
     {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| TransportError::io(format!("cannot make {} private (0700)", dir.display()), e))?;
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
     }
-    Ok(())
+    builder.create(dir).map_err(|e| TransportError::io(format!("cannot create socket directory {}", dir.display()), e))
 }
 
 /// Accepts connections until `shutdown`, one session task each (tracked by `conns`).

@@ -159,6 +159,10 @@ fn forget_removes_from_database_and_every_index() {
     assert_eq!(r["deleted"], json!(["doc:default/other"]));
     assert_eq!(m.stats().unwrap()["sources"], 0);
     assert!(m.forget(&[], "mcp:test", audit("memory.forget")).is_err());
+    // Nothing found is a failure that commits nothing (no success row).
+    let before = m.query_audit(AuditQuery::default()).unwrap().len();
+    assert!(matches!(m.forget(&["nope".into()], "mcp:test", audit("memory.forget")), Err(MemoryError::NotFound(_))));
+    assert_eq!(m.query_audit(AuditQuery::default()).unwrap().len(), before);
 }
 
 #[test]

@@ -19,7 +19,8 @@ use tokio::sync::mpsc;
 use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
 use super::sessions::HttpSession;
 use super::{Ctx, Refusal, parse_body, reply_response, rpc_error, sse};
-use crate::protocol::{LATEST_LEGACY, Reply, RpcError};
+use crate::incoming::Incoming;
+use crate::protocol::{LATEST_LEGACY, Reply, RpcError, SUPPORTED};
 use crate::session::{Session, Transport};
 
 /// How many notifications of one request may wait for a slow client.
@@ -48,7 +49,7 @@ pub async fn post(State(s): State<Ctx>, headers: HeaderMap, body: Result<Bytes, 
         Ok(v) => v,
         Err(refusal) => return refusal.into_response(),
     };
-    if message::is_stateless(&msg, &headers) {
+    if message::is_stateless(&msg.value, &headers) {
         stateless(&s, &headers, msg).await
     } else {
         in_session(&s, &headers, msg).await
@@ -56,21 +57,32 @@ pub async fn post(State(s): State<Ctx>, headers: HeaderMap, body: Result<Bytes, 
 }
 
 /// 2026-07-28 (and `server/discover`): no session; headers are checked against the body.
-async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
-    if let Err(e) = message::check_headers(&msg, headers) {
-        return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg), e);
+async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
+    if let Err(e) = message::check_headers(&msg.value, headers) {
+        return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg.value), e);
     }
     // The request's own session: nothing outlives it, so nothing can leak between requests.
     let session = Arc::new(s.dispatcher.new_session(Transport::Http, closed_sink()));
-    let stream = accepts_sse(headers) && message::may_notify(&msg, false);
+    let stream = accepts_sse(headers) && message::may_notify(&msg.value, false);
     respond(s, session, msg, stream, Exchange::Stateless).await
 }
 
 /// Handshake era: `initialize` mints a session; everything else names one.
-async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
-    if message::has_initialize(&msg) {
+async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
+    if message::has_initialize(&msg.value) {
         // A client that initialises again gets a new session, whatever id it still sends.
-        let hs = s.sessions.create(s.dispatcher.as_ref());
+        let Ok(hs) = s.sessions.create(s.dispatcher.as_ref()) else {
+            tracing::warn!(open = s.sessions.len(), "HTTP session refused: every session is in use");
+            let mut resp = rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &message::request_id(&msg.value),
+                RpcError::internal(
+                    "too many HTTP sessions are in use; end one with DELETE, or retry later (see [mcp.http].max_sessions)",
+                ),
+            );
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+            return resp;
+        };
         let mut resp = respond(s, hs.session.clone(), msg, false, Exchange::Session).await;
         if hs.session.negotiated().is_none() {
             // `initialize` failed (bad params): no session came of it.
@@ -94,14 +106,15 @@ async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Value) -> Response {
         Ok(hs) => hs,
         Err(refusal) => return refusal.into_response(),
     };
-    let stream = accepts_sse(headers) && message::may_notify(&msg, hs.session.log_level().is_some());
+    let stream = accepts_sse(headers) && message::may_notify(&msg.value, hs.session.log_level().is_some());
     let resp = respond(s, hs.session.clone(), msg, stream, Exchange::Session).await;
     hs.touch();
     resp
 }
 
 /// The session a request names: 400 without `Mcp-Session-Id`, 404 for an unknown or ended one,
-/// 400 when `MCP-Protocol-Version` is not the negotiated version (an absent header is fine).
+/// 400 when `MCP-Protocol-Version` names a version this server does not speak (an absent header,
+/// or a supported version other than the negotiated one, is fine).
 fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
     let Some(id) = message::header(headers, SESSION_HEADER) else {
         return Err(Refusal(
@@ -119,16 +132,18 @@ fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal>
             ),
         ));
     };
-    if let Some(v) = headers.get(PROTOCOL_HEADER) {
-        let negotiated = hs.session.negotiated().unwrap_or_default();
-        if v.to_str().ok() != Some(negotiated.as_str()) {
-            return Err(Refusal(
-                StatusCode::BAD_REQUEST,
-                RpcError::invalid_request(format!(
-                    "MCP-Protocol-Version header {v:?} differs from the version this session negotiated ({negotiated})"
-                )),
-            ));
-        }
+    // Clients should repeat the negotiated version; the spec lets a server refuse only versions
+    // that are invalid or that it does not support, so any version we speak is accepted.
+    if let Some(v) = headers.get(PROTOCOL_HEADER)
+        && !v.to_str().is_ok_and(|v| SUPPORTED.contains(&v))
+    {
+        return Err(Refusal(
+            StatusCode::BAD_REQUEST,
+            RpcError::invalid_request(format!(
+                "unsupported MCP-Protocol-Version header {v:?}: this server speaks {}",
+                SUPPORTED.join(", ")
+            )),
+        ));
     }
     Ok(hs)
 }
@@ -142,8 +157,8 @@ enum Exchange {
 }
 
 /// Runs the message through the dispatcher and shapes the answer.
-async fn respond(s: &Ctx, session: Arc<Session>, msg: Value, stream: bool, exchange: Exchange) -> Response {
-    if !message::has_requests(&msg) {
+async fn respond(s: &Ctx, session: Arc<Session>, msg: Incoming, stream: bool, exchange: Exchange) -> Response {
+    if !message::has_requests(&msg.value) {
         return match s.dispatcher.handle_owned(session.clone(), msg, closed_sink()).await {
             None => StatusCode::ACCEPTED.into_response(),
             // Something in it was malformed: say what.
@@ -179,7 +194,7 @@ fn status_of(reply: &Reply, exchange: Exchange) -> StatusCode {
 
 /// The answer as an event stream: the request's notifications as they happen, then its
 /// response, then the end. When the client goes away the request is dropped (cancelled).
-fn event_stream(s: &Ctx, session: Arc<Session>, msg: Value) -> Response {
+fn event_stream(s: &Ctx, session: Arc<Session>, msg: Incoming) -> Response {
     let (events, rx) = mpsc::channel::<String>(REQUEST_EVENTS);
     let dispatcher = s.dispatcher.clone();
     tokio::spawn(async move {
@@ -313,7 +328,7 @@ mod tests {
 
     #[test]
     fn statuses() {
-        let ok = Reply::Result { id: 1.into(), result: serde_json::json!({}).into() };
+        let ok = Reply::Result { id: Value::from(1).into(), result: serde_json::json!({}).into() };
         assert_eq!(status_of(&ok, Exchange::Stateless), StatusCode::OK);
         let err = |code: i64, id: Value| Reply::error(&id, RpcError::new(code, "m"));
         assert_eq!(status_of(&err(-32022, 1.into()), Exchange::Stateless), StatusCode::BAD_REQUEST);

@@ -1,11 +1,14 @@
 //! Handshake-era HTTP sessions: `Mcp-Session-Id` → MCP `Session`. Ids are 128-bit random hex
 //! (uuid v4), never logged in the clear (`sha256:` + 8 hex). A session ends on DELETE, after
 //! `session_idle_secs` without a request (one with a request in flight or a GET stream open is
-//! not idle), or when the table is full and a new one needs its place (the least recently used
-//! idle session goes first). Ending a session cancels its in-flight requests and its GET stream.
+//! not idle), or when the table is full and a new one needs its place. Only an idle session can
+//! make room: first one that never came back after its `initialize`, then one in use before but
+//! idle for `EVICTABLE_AFTER`; when there is none, the new session is refused (503), so a flood
+//! of `initialize` calls can push out only its own kind. Ending a session cancels its in-flight
+//! requests and its GET stream.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,6 +21,13 @@ use crate::session::{Session, SessionGuard, Transport};
 
 /// How many session-level notifications wait for a GET stream before new ones are dropped.
 const INBOX: usize = 256;
+/// How long a session that was used after its `initialize` must have been idle before a new
+/// session may take its place.
+pub const EVICTABLE_AFTER: Duration = Duration::from_secs(600);
+
+/// The table is full of sessions in use: a new one is refused.
+#[derive(Debug)]
+pub struct Full;
 
 pub struct HttpSession {
     id: String,
@@ -25,6 +35,8 @@ pub struct HttpSession {
     pub tag: String,
     pub session: Arc<Session>,
     last_used: Mutex<Instant>,
+    /// Came back after `initialize` (any request naming the session since).
+    established: AtomicBool,
     /// Open GET streams (0 or 1).
     streams: AtomicUsize,
     /// Session-level notifications (`tools/list_changed`) until a GET stream takes them.
@@ -110,8 +122,12 @@ impl SessionTable {
         SessionTable { map: Mutex::new(HashMap::new()), idle, max: max.max(1) }
     }
 
-    /// Mints a session, evicting one when the table is full.
-    pub(crate) fn create(&self, dispatcher: &dyn Serve) -> Arc<HttpSession> {
+    /// Mints a session, evicting an idle one when the table is full; `Full` when every session
+    /// is in use.
+    pub(crate) fn create(&self, dispatcher: &dyn Serve) -> Result<Arc<HttpSession>, Full> {
+        if self.len() >= self.max && self.map.lock().expect("sessions lock").values().all(|hs| !evictable(hs)) {
+            return Err(Full);
+        }
         let (tx, rx) = mpsc::channel(INBOX);
         let session = Arc::new(dispatcher.new_session(Transport::Http, tx));
         let registered = dispatcher.sessions().register(&session);
@@ -121,6 +137,7 @@ impl SessionTable {
             id,
             session,
             last_used: Mutex::new(Instant::now()),
+            established: AtomicBool::new(false),
             streams: AtomicUsize::new(0),
             inbox: Mutex::new(Some(rx)),
             next_event: AtomicU64::new(0),
@@ -128,7 +145,15 @@ impl SessionTable {
         });
         let evicted = {
             let mut map = self.map.lock().expect("sessions lock");
-            let evicted = if map.len() >= self.max { victim(&map).and_then(|id| map.remove(&id)) } else { None };
+            let evicted = if map.len() >= self.max {
+                match victim(&map).and_then(|id| map.remove(&id)) {
+                    Some(old) => Some(old),
+                    // Filled up since the check above.
+                    None => return Err(Full),
+                }
+            } else {
+                None
+            };
             map.insert(hs.id.clone(), hs.clone());
             evicted
         };
@@ -136,7 +161,7 @@ impl SessionTable {
             old.end();
             tracing::info!(session = %old.tag, max_sessions = self.max, "HTTP session evicted: too many sessions");
         }
-        hs
+        Ok(hs)
     }
 
     /// The live session with this id (and marks it used); None when unknown or expired.
@@ -151,6 +176,7 @@ impl SessionTable {
             return None;
         }
         hs.touch();
+        hs.established.store(true, Ordering::Relaxed);
         Some(hs)
     }
 
@@ -194,10 +220,20 @@ impl SessionTable {
     }
 }
 
-/// The session to evict: the least recently used idle one, else the least recently used.
+/// Whether a new session may take this one's place: idle, and either never used after its
+/// `initialize` or idle for `EVICTABLE_AFTER`.
+fn evictable(hs: &HttpSession) -> bool {
+    !hs.busy() && (!hs.established.load(Ordering::Relaxed) || hs.idle_since().elapsed() >= EVICTABLE_AFTER)
+}
+
+/// The session to evict: the least recently used one that never came back after `initialize`,
+/// else the least recently used evictable one; None when every session is in use.
 fn victim(map: &HashMap<String, Arc<HttpSession>>) -> Option<String> {
-    let lru = |busy: bool| {
-        map.values().filter(|hs| busy || !hs.busy()).min_by_key(|hs| hs.idle_since()).map(|hs| hs.id.clone())
+    let lru = |established: bool| {
+        map.values()
+            .filter(|hs| evictable(hs) && hs.established.load(Ordering::Relaxed) == established)
+            .min_by_key(|hs| hs.idle_since())
+            .map(|hs| hs.id.clone())
     };
     lru(false).or_else(|| lru(true))
 }
@@ -229,8 +265,8 @@ mod tests {
     fn ids_are_128_bit_hex_and_logged_hashed() {
         let (state, _home) = state();
         let table = SessionTable::new(Duration::from_secs(60), 8);
-        let a = table.create(&state as &dyn Serve);
-        let b = table.create(&state as &dyn Serve);
+        let a = table.create(&state as &dyn Serve).unwrap();
+        let b = table.create(&state as &dyn Serve).unwrap();
         let id = a.id();
         assert_eq!(id.len(), 32);
         assert!(id.chars().all(|c| c.is_ascii_hexdigit()));
@@ -247,8 +283,8 @@ mod tests {
     fn idle_sessions_expire_but_streaming_ones_stay() {
         let (state, _home) = state();
         let table = SessionTable::new(Duration::from_secs(60), 8);
-        let quiet = table.create(&state as &dyn Serve);
-        let streaming = table.create(&state as &dyn Serve);
+        let quiet = table.create(&state as &dyn Serve).unwrap();
+        let streaming = table.create(&state as &dyn Serve).unwrap();
         let _lease = streaming.open_stream().expect("inbox free");
         assert!(streaming.open_stream().is_none(), "one GET stream per session");
         assert_eq!(table.expire(Instant::now()), 0);
@@ -260,16 +296,40 @@ mod tests {
         assert!(streaming.open_stream().is_some(), "the inbox comes back");
     }
 
+    /// A flood of `initialize` calls pushes out only sessions that never came back; sessions in
+    /// use stay, and when every session is in use a new one is refused.
+    #[test]
+    fn the_cap_keeps_sessions_in_use() {
+        let (state, _home) = state();
+        let table = SessionTable::new(Duration::from_secs(60), 3);
+        let used = [table.create(&state as &dyn Serve).unwrap(), table.create(&state as &dyn Serve).unwrap()];
+        for hs in &used {
+            table.get(hs.id()).unwrap();
+        }
+        for _ in 0..1100 {
+            table.create(&state as &dyn Serve).unwrap();
+        }
+        assert_eq!(table.len(), 3);
+        assert!(used.iter().all(|hs| table.get(hs.id()).is_some()), "sessions in use survive the flood");
+        let last = table.create(&state as &dyn Serve).unwrap();
+        table.get(last.id()).unwrap();
+        assert!(table.create(&state as &dyn Serve).is_err(), "full of sessions in use");
+        // One idle long enough makes room again.
+        *used[0].last_used.lock().unwrap() = Instant::now() - EVICTABLE_AFTER;
+        assert!(table.create(&state as &dyn Serve).is_ok());
+        assert!(table.get(used[0].id()).is_none());
+    }
+
     #[test]
     fn the_cap_evicts_the_least_recently_used_idle_session() {
         let (state, _home) = state();
         let table = SessionTable::new(Duration::from_secs(60), 2);
-        let first = table.create(&state as &dyn Serve);
-        let second = table.create(&state as &dyn Serve);
+        let first = table.create(&state as &dyn Serve).unwrap();
+        let second = table.create(&state as &dyn Serve).unwrap();
         // `second` was used last a while ago; `first` just now.
         *second.last_used.lock().unwrap() = Instant::now() - Duration::from_secs(10);
         first.touch();
-        let third = table.create(&state as &dyn Serve);
+        let third = table.create(&state as &dyn Serve).unwrap();
         assert_eq!(table.len(), 2);
         assert!(table.get(second.id()).is_none());
         assert!(second.session.cancel.is_cancelled());

@@ -1,7 +1,8 @@
 //! In-process tests of the HTTP transport where the daemon must be driven from inside: a
 //! session-level notification (`tools/list_changed`, which a config reload sends) reaches the
 //! session's GET stream, a 2025-06-18 stream has no priming event, and ending the session or
-//! the server ends the stream. The rest is tested against the real binary in the tests crate.
+//! the server ends the stream; half-sent requests are cut off and connections over the cap are
+//! refused. The rest is tested against the real binary in the tests crate.
 
 use std::time::Duration;
 
@@ -22,11 +23,15 @@ struct Rig {
 }
 
 async fn rig() -> Rig {
+    rig_with(|_| {}).await
+}
+
+async fn rig_with(adjust: impl FnOnce(&mut HttpOptions)) -> Rig {
     let d = dispatcher();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let shutdown = CancellationToken::new();
-    let opts = HttpOptions {
+    let mut opts = HttpOptions {
         host: "127.0.0.1".into(),
         port: addr.port(),
         token: None,
@@ -35,7 +40,10 @@ async fn rig() -> Rig {
         session_idle: Duration::from_secs(600),
         sse_keepalive: Duration::from_secs(15),
         max_body_bytes: 1 << 20,
+        request_timeout: Duration::from_secs(30),
+        max_connections: 64,
     };
+    adjust(&mut opts);
     let served = tokio::spawn(serve(listener, d.clone(), opts, shutdown.clone()));
     Rig { addr, dispatcher: d, shutdown, served }
 }
@@ -138,4 +146,42 @@ async fn shutdown_ends_open_streams_and_the_server_returns() {
     assert!(tail.ends_with("0\r\n\r\n"), "{tail:?}");
     tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
     assert!(TcpStream::connect(r.addr).await.is_err(), "no longer listening");
+}
+
+/// Reads until the server closes the connection; returns what it sent.
+async fn until_closed(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    tokio::time::timeout(LIMIT, s.read_to_end(&mut out)).await.expect("closed in time").unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn half_sent_requests_are_cut_off_and_the_cap_refuses_more_connections() {
+    let r = rig_with(|o| {
+        o.request_timeout = Duration::from_secs(2);
+        o.max_connections = 2;
+    })
+    .await;
+    // A head that never ends, and a body that never comes: both connections are closed.
+    let mut head_only = TcpStream::connect(r.addr).await.unwrap();
+    head_only.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
+    let mut body_short = TcpStream::connect(r.addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{",
+        r.addr
+    );
+    body_short.write_all(head.as_bytes()).await.unwrap();
+    // While both are open the cap is reached: a third connection is told so and closed.
+    let mut third = TcpStream::connect(r.addr).await.unwrap();
+    let refused = until_closed(&mut third).await;
+    assert!(refused.starts_with("HTTP/1.1 503") && refused.contains("max_connections"), "{refused}");
+    let cut = until_closed(&mut head_only).await;
+    assert!(!cut.contains(" 200 "), "{cut}");
+    let cut = until_closed(&mut body_short).await;
+    assert!(!cut.contains(" 200 "), "{cut}");
+    // Their slots are free again.
+    let sid = initialize(r.addr, "2025-11-25").await;
+    assert_eq!(sid.len(), 32);
+    r.shutdown.cancel();
+    tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
 }

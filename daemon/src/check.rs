@@ -1,0 +1,120 @@
+//! `config check`: what `serve` would refuse, what would run degraded, and what the README calls
+//! invalid, found from the config and the environment alone (no network). Errors make the check
+//! fail; warnings are printed and pass.
+
+use openhuman_common::Paths;
+use openhuman_config::{Config, EmbeddingProvider, LlmProvider, MemoryEngineKind};
+use openhuman_providers::embed::HttpEmbedder;
+
+use crate::agents::Registry;
+use crate::http_auth;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+}
+
+/// One thing `config check` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub level: Level,
+    pub text: String,
+}
+
+fn error(text: impl Into<String>) -> Finding {
+    Finding { level: Level::Error, text: text.into() }
+}
+
+fn warning(text: impl Into<String>) -> Finding {
+    Finding { level: Level::Warning, text: text.into() }
+}
+
+/// True when `var` names a variable this process does not have: the daemon may still have it
+/// (a service manager's environment), so a setting that needs it is a warning here.
+fn unset(var: Option<&String>) -> bool {
+    var.is_some_and(|v| std::env::var(v).map_or(true, |x| x.trim().is_empty()))
+}
+
+/// Everything wrong or doubtful in `config` (and the agents loaded beside it).
+pub fn findings(paths: &Paths, config: &Config, agents: &Registry) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let h = &config.mcp.http;
+    if h.enabled {
+        let loopback = openhuman_common::is_loopback_host(&h.host);
+        match http_auth::chosen(config, None) {
+            Err(e) => out.push(error(format!("HTTP: {e:#}"))),
+            Ok(None) if !loopback => out.push(error(format!(
+                "HTTP: `serve` refuses [mcp.http].host = {:?} (not loopback) without a token you chose: set \
+                 OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file",
+                h.host
+            ))),
+            Ok(None) if h.allow_no_token => out.push(warning(
+                "HTTP: [mcp.http].allow_no_token = true: every user of this machine can use the HTTP port",
+            )),
+            Ok(None) => {
+                // The generated token, when there is one already, must be usable.
+                let file = paths.config_dir.join(http_auth::TOKEN_FILE);
+                if file.exists()
+                    && let Err(e) = http_auth::read_token_file(&file)
+                {
+                    out.push(error(format!("HTTP: {e:#}")));
+                }
+            }
+            Ok(Some(_)) => {}
+        }
+    }
+    let e = &config.memory.embeddings;
+    if config.memory.engine == MemoryEngineKind::Embedded
+        && e.provider != EmbeddingProvider::Builtin
+        && let Err(why) = HttpEmbedder::check(e)
+    {
+        let text = format!("memory: the store would not open: {why}");
+        out.push(if unset(e.api_key_env.as_ref()) { warning(text) } else { error(text) });
+    }
+    if config.llm.provider != LlmProvider::None
+        && let Err(why) = openhuman_providers::llm::usable(config)
+    {
+        let text = format!("llm: {why}");
+        out.push(if unset(config.llm.api_key_env.as_ref()) { warning(text) } else { error(text) });
+    }
+    for e in &agents.load_errors {
+        out.push(error(format!("agent: {e}")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(toml_text: &str) -> Vec<Finding> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(&file, toml_text).unwrap();
+        let config = openhuman_config::load(&file).unwrap().config;
+        let paths = Paths::under_home(dir.path());
+        findings(&paths, &config, &Registry::load(&paths.config_dir))
+    }
+
+    fn levels(f: &[Finding]) -> Vec<Level> {
+        f.iter().map(|f| f.level).collect()
+    }
+
+    #[test]
+    fn what_serve_refuses_or_runs_degraded_is_an_error() {
+        assert!(check("").is_empty(), "defaults are fine");
+        let f = check("[mcp.http]\nenabled = true\nhost = \"0.0.0.0\"\n");
+        assert_eq!(levels(&f), [Level::Error]);
+        assert!(f[0].text.contains("without a token"), "{f:?}");
+        let f = check("[memory.embeddings]\nprovider = \"ollama\"\n");
+        assert_eq!(levels(&f), [Level::Error]);
+        assert!(f[0].text.contains("[memory.embeddings].model"), "{f:?}");
+        let f = check("[llm]\nprovider = \"anthropic\"\nmodel = \"claude\"\n");
+        assert_eq!(levels(&f), [Level::Error]);
+        assert!(f[0].text.contains("api_key_env"), "{f:?}");
+        let f = check("[mcp.http]\nenabled = true\nallow_no_token = true\n");
+        assert_eq!(levels(&f), [Level::Warning]);
+        assert!(check("[mcp.http]\nenabled = true\n").is_empty(), "a token will be generated");
+    }
+}
