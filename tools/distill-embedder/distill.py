@@ -10,7 +10,10 @@ This follows the model2vec recipe, implemented from scratch:
 3. PCA the 30522 x 384 matrix down to ``--dims`` dimensions.
 4. Weight every row by a Zipf-estimated SIF weight derived from its vocab
    rank (BERT's WordPiece ids are roughly frequency-ordered).
-5. Quantise to int8 with one f32 scale per row and write the table, the
+5. Optionally (``--fit-debs``), fit the table to the teacher's sentence
+   embeddings of real text (``fit.py``, ``corpus.py``): the sum of a text's
+   rows should point where the teacher's embedding of the whole text points.
+6. Quantise to int8 with one f32 scale per row and write the table, the
    vocabulary and a manifest into the output directory.
 
 Before distilling, the numpy forward pass is checked against the published
@@ -459,6 +462,48 @@ def sha256_file(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
+def sentence_fit(args: argparse.Namespace, bert: Bert, tok: WordPiece, raw: np.ndarray, skip: set[int]) -> tuple[np.ndarray, dict]:
+    """The single-token table, fitted to the teacher's embeddings of the training texts (fit.py)."""
+    from collections import Counter
+
+    import corpus as training
+    import fit
+
+    texts, sources = training.training_texts(Path(args.fit_debs), tok.encode, fit.MAX_LEN)
+    texts, sources = texts[: args.fit_texts], sources[: args.fit_texts]
+    counts = dict(sorted(Counter(sources).items()))
+    print(f"== sentence fit on {len(texts)} texts: {counts}")
+    t0 = time.process_time()
+    y = fit.teacher_targets(bert, tok, texts, Path(args.fit_cache) if args.fit_cache else None)
+    basis, kept = fit.sentence_basis(y, args.dims)
+    targets = _normalise(y @ basis)
+    x = fit.bag_of_tokens(tok, texts, len(tok.vocab), skip)
+    held = np.array([fit.held_out(t) for t in texts])
+    w0 = ((raw - raw.mean(axis=0)) * zipf_weights(len(tok.vocab), args.weighting, args.sif_a)[:, None]) @ basis
+    t1 = time.process_time()
+    table, log = fit.fit(x, targets, w0.astype(np.float32), held, args.fit_epochs, args.fit_lr, args.fit_l2)
+    t2 = time.process_time()
+    seen = int((np.asarray(x[~held].sum(axis=0)).ravel() > 0).sum())
+    info = {
+        "init": "the single-token table above, in the sentence basis",
+        "corpus": {pkg: {"deb": f, "sha256": h} for pkg, (f, h) in training.SOURCES.items()},
+        "texts": len(texts),
+        "texts_per_source": counts,
+        "tokens": int(x.sum()),
+        "held_out": int(held.sum()),
+        "rows_trained": seen,
+        "basis": f"top {args.dims} right singular vectors of the teacher embeddings (uncentred)",
+        "basis_energy_kept": round(kept, 4),
+        "loss": "1 - cosine(sum of rows, teacher embedding in the basis) + l2 * |W - W0|^2 (rows of mean norm 1)",
+        "epochs": args.fit_epochs,
+        "lr": args.fit_lr,
+        "l2": args.fit_l2,
+        "log": log,
+    }
+    print(f"sentence fit: {t1 - t0:.0f} s CPU for the teacher embeddings and the inputs, {t2 - t1:.0f} s for the fit")
+    return table.astype(np.float32), info
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
@@ -473,6 +518,14 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--compare-weightings", action="store_true", help="also evaluate the other weightings")
     ap.add_argument("--cache", help="optional .npy file to keep/reuse the raw per-token embeddings")
+    fit_opts = ap.add_argument_group("sentence fit (README.md)")
+    fit_opts.add_argument("--fit-debs", help="directory with the Debian packages listed in corpus.py; enables the fit")
+    fit_opts.add_argument("--fit-texts", type=int, default=56000, help="how many training texts (a prefix of the fixed order)")
+    fit_opts.add_argument("--fit-cache", help="optional .npz file to keep/reuse the teacher's embeddings of the texts")
+    fit_opts.add_argument("--fit-epochs", type=int, default=8)
+    fit_opts.add_argument("--fit-lr", type=float, default=1e-3)
+    fit_opts.add_argument("--fit-l2", type=float, default=0.3)
+    ap.add_argument("--eval-beir", help="also report vector-only nDCG@10 on a BEIR-layout folder (beir_eval.py)")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory() as tmpd:
@@ -526,6 +579,21 @@ def main() -> None:
             print(f"weighting {name}: " + json.dumps(_rounded(evals[name], 3)))
 
         table = (reduced * zipf_weights(len(vocab), args.weighting, args.sif_a)[:, None]).astype(np.float32)
+        beir = None
+        if args.eval_beir:
+            from beir_eval import Beir
+
+            beir = Beir(Path(args.eval_beir), tok.encode)
+            print(f"single-token table: vector nDCG@10 {beir.ndcg10(table, skip):.4f} on {args.eval_beir}")
+        fit_info = None
+        if args.fit_debs:
+            single_eval = evals[next(iter(evals))]
+            table, fit_info = sentence_fit(args, bert, tok, raw, skip)
+            evals = {"sentence fit": evaluate(table, tok, teacher_topic, corpus, teacher_corpus, skip)}
+            fit_info["single_token_f32"] = single_eval
+            print("sentence fit: " + json.dumps(_rounded(evals["sentence fit"], 3)))
+            if beir:
+                print(f"fitted table: vector nDCG@10 {beir.ndcg10(table, skip):.4f} on {args.eval_beir}")
         q, scale = quantise(table)
         deq = q.astype(np.float32) * scale[:, None]
         quant_eval = evaluate(deq, tok, teacher_topic, corpus, teacher_corpus, skip)
@@ -550,7 +618,7 @@ def main() -> None:
             "table_sha256": hashlib.sha256(blob).hexdigest(),
             "table_format": "little-endian; 32-byte header (magic 'OHSE', u32 version, u32 rows, u32 dims, u32 quant=1, 12 reserved bytes), then rows x f32 scale, then rows x dims int8; value = int8 * scale",
             "method": {
-                "recipe": "model2vec-style static distillation",
+                "recipe": "model2vec-style static distillation" + (", then a sentence fit" if fit_info else ""),
                 "token_input": "[CLS] token [SEP]",
                 "pooling": "mean over all positions (pooling_mode_mean_tokens)",
                 "pca_dims": args.dims,
@@ -559,6 +627,7 @@ def main() -> None:
                 "sif_a": args.sif_a if args.weighting == "sif" else None,
                 "rank": "vocab id",
                 "quantisation": "int8, symmetric, one f32 scale per row",
+                "sentence_fit": fit_info,
             },
             "source": source,
             "checks": {
