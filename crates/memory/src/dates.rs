@@ -21,7 +21,7 @@ pub(crate) struct Span {
     pub text: String,
 }
 
-const MONTHS: [(&str, u32); 22] = [
+const MONTHS: [(&str, u32); 24] = [
     ("january", 1),
     ("jan", 1),
     ("february", 2),
@@ -44,12 +44,11 @@ const MONTHS: [(&str, u32); 22] = [
     ("oct", 10),
     ("november", 11),
     ("nov", 11),
+    ("december", 12),
+    ("dec", 12),
 ];
 
 fn month(word: &str) -> Option<u32> {
-    if word == "december" || word == "dec" {
-        return Some(12);
-    }
     MONTHS.iter().find(|(name, _)| *name == word).map(|&(_, m)| m)
 }
 

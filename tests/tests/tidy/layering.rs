@@ -34,17 +34,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // The MCP protocol crate; never config, memory, providers or the daemon.
     ("openhuman-mcp", &["openhuman-common"]),
     // The daemon ties the libraries together; no workspace crate may depend on it.
-    (
-        "openhumand-mcp",
-        &[
-            "openhuman-common",
-            "openhuman-config",
-            "openhuman-memory",
-            "openhuman-providers",
-            "openhuman-transformer",
-            "openhuman-mcp",
-        ],
-    ),
+    ("openhumand-mcp", LIBRARIES),
     // The stdio shim MCP clients launch; stays small: never the daemon or its libraries.
     ("openhuman-mcp-shim", &["openhuman-common"]),
     // Integration tests drive the built binaries; never link a workspace crate.
