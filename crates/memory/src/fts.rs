@@ -22,10 +22,12 @@
 //! tantivy's own scorer, with its block-max WAND pruning, is kept.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
 use tantivy::columnar::Column;
-use tantivy::directory::MmapDirectory;
 use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery};
 use tantivy::schema::{Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::TextAnalyzer;
@@ -36,10 +38,12 @@ use tantivy::{
 use super::error::{MemoryError, ResultExt};
 
 mod analysis;
+mod directory;
 
 use analysis::EnglishTokenizer;
 pub use analysis::word_stems;
 pub(crate) use analysis::{QueryTerms, for_each_word, stem};
+use directory::SyncingDirectory;
 
 /// Bumped when the document layout or an analyzer changes; an index of another layout is
 /// rebuilt from the database when the store is opened. 1: `title` and `body` fields with
@@ -51,9 +55,14 @@ pub(crate) const LAYOUT: u32 = 2;
 const EXACT_BOOST: Score = 2.0;
 /// Memory for the single indexing thread (CPU is shared with the rest of the daemon).
 const WRITER_HEAP: usize = 64 * 1024 * 1024;
+/// How long a commit may stay in the page cache only before a flush makes it durable.
+const FLUSH_AFTER: Duration = Duration::from_secs(1);
 
 pub(crate) struct Fts {
     reader: IndexReader,
+    directory: SyncingDirectory,
+    /// A background flush is already waiting to run.
+    flush_scheduled: Arc<AtomicBool>,
     rowid: Field,
     text: Field,
 }
@@ -153,9 +162,12 @@ impl Fts {
     fn try_open(dir: &Path) -> Result<(Fts, IndexWriter, i64), Unusable> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let (schema, [rowid, text]) = schema();
-        let directory = MmapDirectory::open(dir).map_err(tantivy::TantivyError::from)?;
+        let directory =
+            SyncingDirectory::open(dir).with_context(|| format!("opening {}", dir.display()))?.map_err(|_| {
+                MemoryError::Corrupt("the full-text index was not flushed before the machine stopped".into())
+            })?;
         let (index, seq) = if Index::exists(&directory).map_err(tantivy::TantivyError::from)? {
-            let index = Index::open(directory)?;
+            let index = Index::open(directory.clone())?;
             let seq = match index.load_metas()?.payload {
                 Some(p) => {
                     let p: Payload = serde_json::from_str(&p)
@@ -172,12 +184,13 @@ impl Fts {
             }
             (index, seq)
         } else {
-            (Index::create(directory, schema, IndexSettings::default())?, 0)
+            (Index::create(directory.clone(), schema, IndexSettings::default())?, 0)
         };
         index.tokenizers().register(EnglishTokenizer::NAME, TextAnalyzer::from(EnglishTokenizer::default()));
         let writer = index.writer_with_num_threads(1, WRITER_HEAP)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok((Fts { reader, rowid, text }, writer, seq))
+        let fts = Fts { reader, directory, flush_scheduled: Arc::default(), rowid, text };
+        Ok((fts, writer, seq))
     }
 
     /// Adds one chunk: `title` is its item's title, `heading` its heading path.
@@ -214,7 +227,36 @@ impl Fts {
         prepared.set_payload(&payload);
         prepared.commit()?;
         self.reader.reload()?;
+        self.schedule_flush();
         Ok(())
+    }
+
+    /// Flushes the index to disk [`FLUSH_AFTER`] from now, unless a flush is already waiting.
+    /// The thread holds only the directory, so a store being closed is not kept open by it.
+    fn schedule_flush(&self) {
+        if self.directory.syncs_each_write() || self.flush_scheduled.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (directory, scheduled) = (self.directory.clone(), self.flush_scheduled.clone());
+        let spawned = std::thread::Builder::new().name("fts-flush".into()).spawn(move || {
+            std::thread::sleep(FLUSH_AFTER);
+            scheduled.store(false, Ordering::SeqCst);
+            if let Err(e) = directory.flush() {
+                tracing::warn!(error = %e, "flushing the full-text index failed; it will be retried");
+            }
+        });
+        if spawned.is_err() {
+            self.flush_scheduled.store(false, Ordering::SeqCst);
+            if let Err(e) = self.flush() {
+                tracing::warn!(error = %format!("{e:#}"), "flushing the full-text index failed");
+            }
+        }
+    }
+
+    /// Makes every commit so far durable (commits themselves only reach the page cache; see
+    /// `directory`).
+    pub fn flush(&self) -> Result<(), MemoryError> {
+        self.directory.flush().context("flushing the full-text index to disk")
     }
 
     pub fn num_docs(&self) -> u64 {

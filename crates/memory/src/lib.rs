@@ -22,6 +22,7 @@ pub mod embed;
 mod anchor;
 mod audit;
 mod backfill;
+mod checkpoint;
 mod chunker;
 mod dates;
 mod entities;
@@ -87,6 +88,10 @@ impl Drop for Owner {
     fn drop(&mut self) {
         self.inner.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         backfill::wait(&self.inner);
+        // Commits reach the disk in the background; the last ones before the store closes.
+        if let Err(e) = self.inner.fts.flush() {
+            tracing::warn!(error = %format!("{e:#}"), "flushing the full-text index at close failed");
+        }
     }
 }
 
@@ -108,6 +113,8 @@ pub(crate) struct Inner {
     stopping: std::sync::atomic::AtomicBool,
     /// Writers waiting for the keyword index to make their writes searchable.
     group_commit: sync::GroupCommit,
+    /// WAL checkpoints in the background, off the write path.
+    checkpointer: checkpoint::Checkpointer,
 }
 
 /// A pooled read connection, returned to the pool when dropped.

@@ -77,6 +77,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         Err(std::fs::TryLockError::Error(e)) => return Err(e).context("locking the memory store"),
     }
     let mut conn = schema::open_connection(&dir.join("memory.db"))?;
+    conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::WRITER_CHECKPOINT_PAGES)?;
     schema::migrate(&mut conn)?;
     let seq = db_seq(&conn)?;
 
@@ -110,6 +111,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         deep,
         stopping: AtomicBool::new(false),
         group_commit: GroupCommit::default(),
+        checkpointer: Default::default(),
     };
     {
         let mut ws = lock(&inner.writer);
@@ -228,6 +230,7 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Resu
             inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), heading.as_deref(), &content)?;
         }
         ws.fts_applied = target;
+        inner.checkpointer.schedule(&inner.db_path());
     }
     if commit && ws.fts_committed != ws.fts_applied {
         let applied = ws.fts_applied;
