@@ -87,6 +87,15 @@ struct Payload {
     seq: i64,
 }
 
+impl Drop for Fts {
+    /// The store is closing (its index writer already dropped): flush the last commits.
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            tracing::warn!(error = %format!("{e:#}"), "flushing the full-text index at close failed");
+        }
+    }
+}
+
 /// Why an existing index is not used as it is.
 enum Unusable {
     /// Built by another version of the engine (another layout or analyzer).

@@ -88,17 +88,13 @@ impl Drop for Owner {
     fn drop(&mut self) {
         self.inner.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         backfill::wait(&self.inner);
-        // Commits reach the disk in the background; the last ones before the store closes.
-        if let Err(e) = self.inner.fts.flush() {
-            tracing::warn!(error = %format!("{e:#}"), "flushing the full-text index at close failed");
-        }
     }
 }
 
 /// State shared by all handles.
+/// Fields drop in order: the index writer (with its merges) before the index's last flush
+/// (`Fts`'s drop), and the store's lock last of all.
 pub(crate) struct Inner {
-    /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
-    _lock: std::fs::File,
     data_dir: PathBuf,
     /// The only connection that writes, with the index writers; held for the whole of
     /// a write so the indexes apply changes in commit order.
@@ -115,6 +111,8 @@ pub(crate) struct Inner {
     group_commit: sync::GroupCommit,
     /// WAL checkpoints in the background, off the write path.
     checkpointer: checkpoint::Checkpointer,
+    /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
+    _lock: std::fs::File,
 }
 
 /// A pooled read connection, returned to the pool when dropped.
