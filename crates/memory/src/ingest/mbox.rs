@@ -19,10 +19,12 @@ pub(crate) struct RawMessage<'a> {
     pub envelope_ms: Option<i64>,
 }
 
-/// The date at the end of a `From sender date` line; the sender may itself contain spaces.
+/// The date at the end of a `From sender date` line (the sender may itself contain spaces);
+/// None when there is none, or it is the epoch.
 fn envelope_date(line: &str) -> Option<i64> {
     let words: Vec<&str> = line.strip_prefix("From ")?.split_whitespace().collect();
-    (1..words.len()).find_map(|i| when::mail_date(&words[i..].join(" ")))
+    // Some mail programs write the epoch (`Thu Jan 01 00:00:00 1970`) when they know no date.
+    (1..words.len()).find_map(|i| when::mail_date(&words[i..].join(" "))).filter(|ms| *ms > 0)
 }
 
 /// Splits an mbox into its messages.
@@ -161,5 +163,7 @@ Thanks.\n";
         let fixed = String::from_utf8_lossy(&fixed);
         assert!(fixed.starts_with("From: jjl@pobox.com (John J. Lee)\n"), "{fixed}");
         assert!(fixed.contains("\nFrom what I can tell, the cookie code is fine."), "the body is untouched");
+        assert_eq!(envelope_date("From - Thu Jan 01 00:00:00 1970"), None, "the epoch is no date");
+        assert_eq!(envelope_date("From MAILER-DAEMON Fri Nov  2 08:00:05 2001"), Some(1_004_688_005_000));
     }
 }

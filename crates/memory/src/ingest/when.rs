@@ -136,7 +136,7 @@ fn time_of(s: &str) -> Option<NaiveTime> {
 /// `[Weekday] Mon D HH:MM:SS [ZONE] YYYY [ZONE]`.
 fn asctime(s: &str) -> Option<i64> {
     let mut words: Vec<&str> = s.split_whitespace().collect();
-    if words.first().is_some_and(|w| month(w).is_none() || w.len() > 3 && !w.ends_with(',')) {
+    if words.first().is_some_and(|w| month(w).is_none()) {
         words.remove(0);
     }
     let mon = month(words.first()?)?;
@@ -196,6 +196,7 @@ mod tests {
             ("1 Jan 2024 05:00:00 EST", JAN1_10H),
             ("Mon Jan  1 10:00:00 2024", JAN1_10H),
             ("Mon Jan 1 05:00:00 EST 2024", JAN1_10H),
+            ("January 1 10:00:00 2024", JAN1_10H),
             ("1704103200", JAN1_10H),
             ("1704103200.000100", JAN1_10H),
             ("1704103200000", JAN1_10H),
