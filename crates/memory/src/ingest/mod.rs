@@ -2,7 +2,7 @@
 //! e-mail (`.eml`, mbox and Mailman/pipermail archives, Maildir folders) and chats (chat lines
 //! as JSON Lines or an array, ChatGPT and Claude exports, Slack export folders,
 //! DiscordChatExporter JSON, WhatsApp `.txt`). Folders are walked recursively (hidden entries
-//! skipped, in name order); `detect` decides what each file is from its place and content
+//! skipped but for Maildir++ folders, in name order); `detect` decides what each file is from its place and content
 //! first, its extension second, and a `kind` names the family to read files as. A file whose
 //! content hash matches its last ingest is skipped; a changed file replaces its chunks. Files
 //! are parsed outside the writer lock and written in batches of about `BATCH_CHUNKS` chunks,
@@ -105,16 +105,23 @@ fn collect(
             let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
             entries.sort_by_key(|e| e.file_name());
             for e in entries {
-                if e.file_name().to_string_lossy().starts_with('.') {
-                    continue;
-                }
                 let p = e.path();
                 // Symlinked folders are not followed: they can loop.
                 let Ok(ft) = e.file_type() else { continue };
+                // Hidden entries are skipped, but for Maildir++ folders (`.Sent/cur`, `.Sent/new`).
+                let maildir_folder = ft.is_dir() && p.join("cur").is_dir() && p.join("new").is_dir();
+                if e.file_name().to_string_lossy().starts_with('.') && !maildir_folder {
+                    self.skips.file("hidden (its name starts with a dot; not looked into)", &p);
+                    continue;
+                }
                 if ft.is_dir() {
                     self.dir(&p);
                 } else if p.is_file() {
                     self.file(p, false);
+                } else if p.is_dir() {
+                    self.skips.file("symlinked folder (not followed: it could loop)", &p);
+                } else {
+                    self.skips.file("not a regular file (a socket, a pipe or a broken link)", &p);
                 }
             }
         }

@@ -134,3 +134,26 @@ fn unsupported_files_are_named_and_bad_files_do_not_stop_the_rest() {
     assert_eq!(failed, ["array.json", "broken.pdf"], "{s:?}");
     assert!(s.files_failed[0].error.contains("invalid JSON array"), "{s:?}");
 }
+
+#[test]
+fn maildir_plus_plus_folders_are_walked_though_hidden_and_other_skips_are_named() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    for sub in ["Mail/cur", "Mail/new", "Mail/tmp", "Mail/.Sent/cur", "Mail/.Sent/new", "Mail/.git"] {
+        fs::create_dir_all(src.path().join(sub)).unwrap();
+    }
+    let sent = "From: Me <me@example.com>\nTo: Ann <ann@example.com>\nSubject: Seed swap\nDate: Sat, 2 Mar 2024 10:00:00 +0000\nMessage-ID: <swap@example.com>\n\nBringing the bean seeds on Sunday.\n";
+    fs::write(src.path().join("Mail/.Sent/cur/1709373600.M1P1.host,S=180"), sent).unwrap();
+    fs::write(src.path().join("Mail/.git/config"), "[core]\n").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(src.path().join("Mail"), src.path().join("loop")).unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, src.path());
+    assert_eq!((s.files_seen, s.files_ingested, s.files_unsupported), (1, 1, 0), "{s:?}");
+    let mut want = vec![skip("file", "hidden (its name starts with a dot; not looked into)", 1)];
+    if cfg!(unix) {
+        want.push(skip("file", "symlinked folder (not followed: it could loop)", 1));
+    }
+    assert_eq!(skips(&s), want);
+    assert_eq!(chunks_of(&m, "thread:swap@example.com")[0]["timestamp_ms"], 1_709_373_600_000i64);
+}
