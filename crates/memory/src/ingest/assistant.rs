@@ -16,6 +16,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::chat::{self, Channel, ChatMsg};
@@ -26,9 +27,29 @@ use crate::store::{NewChunk, NewSource};
 
 type Parsed = (Vec<NewChunk>, Vec<NewSource>);
 
-fn conversations(bytes: &[u8], what: &str) -> Result<Vec<Value>, MemoryError> {
+/// Calls `each` with every element of the export's top-level array in turn, so that a large
+/// export is never held as one JSON tree: only one conversation at a time.
+fn each_conversation(bytes: &[u8], what: &str, each: impl FnMut(usize, Value)) -> Result<(), MemoryError> {
+    struct Elements<F>(F);
+    impl<'de, F: FnMut(usize, Value)> Visitor<'de> for Elements<F> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON array of conversations")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0;
+            while let Some(v) = seq.next_element::<Value>()? {
+                (self.0)(i, v);
+                i += 1;
+            }
+            Ok(())
+        }
+    }
     let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-    serde_json::from_slice(bytes).map_err(|e| MemoryError::Parse(format!("not a {what} export (a JSON array): {e}")))
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.deserialize_seq(Elements(each))
+        .and_then(|()| de.end())
+        .map_err(|e| MemoryError::Parse(format!("not a {what} export (a JSON array): {e}")))
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -61,57 +82,62 @@ fn push_turn(ch: &mut Channel, t: Turn<'_>, path: &Path, skips: &mut Skips) {
 }
 
 pub(crate) fn parse_chatgpt(bytes: &[u8], path: &Path, origin: &str, skips: &mut Skips) -> Result<Parsed, MemoryError> {
-    let mut channels = Vec::new();
-    for (i, conv) in conversations(bytes, "ChatGPT")?.iter().enumerate() {
-        let id = str_of(conv, "conversation_id").or(str_of(conv, "id")).map_or_else(|| format!("{i}"), str::to_string);
-        let Some(mapping) = conv.get("mapping").and_then(Value::as_object) else {
-            skips.message("conversation without a `mapping`", path, &id);
+    let mut out: Parsed = (Vec::new(), Vec::new());
+    each_conversation(bytes, "ChatGPT", |i, conv| {
+        if let Some(ch) = chatgpt_conversation(i, &conv, path, skips) {
+            let (chunks, sources) = chat::pack(vec![ch], path, origin);
+            out.0.extend(chunks);
+            out.1.extend(sources);
+        }
+    })?;
+    Ok(out)
+}
+
+/// One conversation as a channel; None (counted) when it has no messages to read.
+fn chatgpt_conversation(i: usize, conv: &Value, path: &Path, skips: &mut Skips) -> Option<Channel> {
+    let id = str_of(conv, "conversation_id").or(str_of(conv, "id")).map_or_else(|| format!("{i}"), str::to_string);
+    let Some(mapping) = conv.get("mapping").and_then(Value::as_object) else {
+        skips.message("conversation without a `mapping`", path, &id);
+        return None;
+    };
+    let title = str_of(conv, "title").unwrap_or("ChatGPT conversation").trim().to_string();
+    let conv_ts = conv.get("create_time").and_then(when::from_json);
+    let mut ch = Channel::new(format!("chatgpt:{id}"), title.clone(), title, Some("chatgpt"));
+    let path_ids = current_path(mapping, str_of(conv, "current_node"));
+    let on_path: HashSet<&str> = path_ids.iter().map(String::as_str).collect();
+    for (node_id, node) in mapping {
+        if !on_path.contains(node_id.as_str()) && node.get("message").is_some_and(Value::is_object) {
+            skips.message("message on an abandoned branch (edited or regenerated)", path, &format!("{id}/{node_id}"));
+        }
+    }
+    for node_id in path_ids {
+        let Some(msg) = mapping.get(&node_id).and_then(|n| n.get("message")).filter(|m| m.is_object()) else {
             continue;
         };
-        let title = str_of(conv, "title").unwrap_or("ChatGPT conversation").trim().to_string();
-        let conv_ts = conv.get("create_time").and_then(when::from_json);
-        let mut ch = Channel::new(format!("chatgpt:{id}"), title.clone(), title, Some("chatgpt"));
-        let path_ids = current_path(mapping, str_of(conv, "current_node"));
-        let on_path: HashSet<&str> = path_ids.iter().map(String::as_str).collect();
-        for (node_id, node) in mapping {
-            if !on_path.contains(node_id.as_str()) && node.get("message").is_some_and(Value::is_object) {
-                skips.message(
-                    "message on an abandoned branch (edited or regenerated)",
-                    path,
-                    &format!("{id}/{node_id}"),
-                );
-            }
-        }
-        for node_id in path_ids {
-            let Some(msg) = mapping.get(&node_id).and_then(|n| n.get("message")).filter(|m| m.is_object()) else {
-                continue;
-            };
-            let at = format!("{id}/{node_id}");
-            let role = msg.pointer("/author/role").and_then(Value::as_str).unwrap_or("");
-            let hidden = msg.pointer("/metadata/is_visually_hidden_from_conversation").and_then(Value::as_bool);
-            let from = match role {
-                "user" => "user",
-                "assistant" => "ChatGPT",
-                "system" => {
-                    skips.message("system message", path, &at);
-                    continue;
-                }
-                _ => {
-                    skips.message("tool message (not part of the dialogue)", path, &at);
-                    continue;
-                }
-            };
-            if hidden == Some(true) {
-                skips.message("hidden message", path, &at);
+        let at = format!("{id}/{node_id}");
+        let role = msg.pointer("/author/role").and_then(Value::as_str).unwrap_or("");
+        let hidden = msg.pointer("/metadata/is_visually_hidden_from_conversation").and_then(Value::as_bool);
+        let from = match role {
+            "user" => "user",
+            "assistant" => "ChatGPT",
+            "system" => {
+                skips.message("system message", path, &at);
                 continue;
             }
-            let own = msg.get("create_time").and_then(when::from_json);
-            let turn = Turn { at, from, text: chatgpt_text(msg), own, conversation: conv_ts };
-            push_turn(&mut ch, turn, path, skips);
+            _ => {
+                skips.message("tool message (not part of the dialogue)", path, &at);
+                continue;
+            }
+        };
+        if hidden == Some(true) {
+            skips.message("hidden message", path, &at);
+            continue;
         }
-        channels.push(ch);
+        let own = msg.get("create_time").and_then(when::from_json);
+        let turn = Turn { at, from, text: chatgpt_text(msg), own, conversation: conv_ts };
+        push_turn(&mut ch, turn, path, skips);
     }
-    Ok(chat::pack(channels, path, origin))
+    Some(ch)
 }
 
 /// Node ids from the root to `current` (or, without it, to the newest leaf).
@@ -158,33 +184,42 @@ fn chatgpt_text(msg: &Value) -> String {
 }
 
 pub(crate) fn parse_claude(bytes: &[u8], path: &Path, origin: &str, skips: &mut Skips) -> Result<Parsed, MemoryError> {
-    let mut channels = Vec::new();
-    for (i, conv) in conversations(bytes, "Claude")?.iter().enumerate() {
-        let id = str_of(conv, "uuid").map_or_else(|| format!("{i}"), str::to_string);
-        let Some(messages) = conv.get("chat_messages").and_then(Value::as_array) else {
-            skips.message("conversation without `chat_messages`", path, &id);
-            continue;
-        };
-        let title = str_of(conv, "name").unwrap_or("Claude conversation").trim().to_string();
-        let conv_ts = str_of(conv, "created_at").and_then(when::parse);
-        let mut ch = Channel::new(format!("claude:{id}"), title.clone(), title, Some("claude"));
-        for (j, m) in messages.iter().enumerate() {
-            let at = format!("{id}/{}", str_of(m, "uuid").map_or_else(|| j.to_string(), str::to_string));
-            let from = match str_of(m, "sender") {
-                Some("human") => "user",
-                Some("assistant") => "Claude",
-                _ => {
-                    skips.message("message without a known `sender`", path, &at);
-                    continue;
-                }
-            };
-            let own = str_of(m, "created_at").and_then(when::parse);
-            let turn = Turn { at, from, text: claude_text(m), own, conversation: conv_ts };
-            push_turn(&mut ch, turn, path, skips);
+    let mut out: Parsed = (Vec::new(), Vec::new());
+    each_conversation(bytes, "Claude", |i, conv| {
+        if let Some(ch) = claude_conversation(i, &conv, path, skips) {
+            let (chunks, sources) = chat::pack(vec![ch], path, origin);
+            out.0.extend(chunks);
+            out.1.extend(sources);
         }
-        channels.push(ch);
+    })?;
+    Ok(out)
+}
+
+/// One conversation as a channel; None (counted) when it has no messages to read.
+fn claude_conversation(i: usize, conv: &Value, path: &Path, skips: &mut Skips) -> Option<Channel> {
+    let id = str_of(conv, "uuid").map_or_else(|| format!("{i}"), str::to_string);
+    let Some(messages) = conv.get("chat_messages").and_then(Value::as_array) else {
+        skips.message("conversation without `chat_messages`", path, &id);
+        return None;
+    };
+    let title = str_of(conv, "name").unwrap_or("Claude conversation").trim().to_string();
+    let conv_ts = str_of(conv, "created_at").and_then(when::parse);
+    let mut ch = Channel::new(format!("claude:{id}"), title.clone(), title, Some("claude"));
+    for (j, m) in messages.iter().enumerate() {
+        let at = format!("{id}/{}", str_of(m, "uuid").map_or_else(|| j.to_string(), str::to_string));
+        let from = match str_of(m, "sender") {
+            Some("human") => "user",
+            Some("assistant") => "Claude",
+            _ => {
+                skips.message("message without a known `sender`", path, &at);
+                continue;
+            }
+        };
+        let own = str_of(m, "created_at").and_then(when::parse);
+        let turn = Turn { at, from, text: claude_text(m), own, conversation: conv_ts };
+        push_turn(&mut ch, turn, path, skips);
     }
-    Ok(chat::pack(channels, path, origin))
+    Some(ch)
 }
 
 /// `text`, else the text blocks of `content`; attached files are named.
