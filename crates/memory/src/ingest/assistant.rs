@@ -52,6 +52,26 @@ fn each_conversation(bytes: &[u8], what: &str, each: impl FnMut(usize, Value)) -
         .map_err(|e| MemoryError::Parse(format!("not a {what} export (a JSON array): {e}")))
 }
 
+/// Reads an export conversation by conversation with `one` and packs each into chunks.
+fn parse_export(
+    bytes: &[u8],
+    what: &str,
+    path: &Path,
+    origin: &str,
+    skips: &mut Skips,
+    one: fn(usize, &Value, &Path, &mut Skips) -> Option<Channel>,
+) -> Result<Parsed, MemoryError> {
+    let mut out: Parsed = (Vec::new(), Vec::new());
+    each_conversation(bytes, what, |i, conv| {
+        if let Some(ch) = one(i, &conv, path, skips) {
+            let (chunks, sources) = chat::pack(vec![ch], path, origin);
+            out.0.extend(chunks);
+            out.1.extend(sources);
+        }
+    })?;
+    Ok(out)
+}
+
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.trim().is_empty())
 }
@@ -82,15 +102,7 @@ fn push_turn(ch: &mut Channel, t: Turn<'_>, path: &Path, skips: &mut Skips) {
 }
 
 pub(crate) fn parse_chatgpt(bytes: &[u8], path: &Path, origin: &str, skips: &mut Skips) -> Result<Parsed, MemoryError> {
-    let mut out: Parsed = (Vec::new(), Vec::new());
-    each_conversation(bytes, "ChatGPT", |i, conv| {
-        if let Some(ch) = chatgpt_conversation(i, &conv, path, skips) {
-            let (chunks, sources) = chat::pack(vec![ch], path, origin);
-            out.0.extend(chunks);
-            out.1.extend(sources);
-        }
-    })?;
-    Ok(out)
+    parse_export(bytes, "ChatGPT", path, origin, skips, chatgpt_conversation)
 }
 
 /// One conversation as a channel; None (counted) when it has no messages to read.
@@ -184,15 +196,7 @@ fn chatgpt_text(msg: &Value) -> String {
 }
 
 pub(crate) fn parse_claude(bytes: &[u8], path: &Path, origin: &str, skips: &mut Skips) -> Result<Parsed, MemoryError> {
-    let mut out: Parsed = (Vec::new(), Vec::new());
-    each_conversation(bytes, "Claude", |i, conv| {
-        if let Some(ch) = claude_conversation(i, &conv, path, skips) {
-            let (chunks, sources) = chat::pack(vec![ch], path, origin);
-            out.0.extend(chunks);
-            out.1.extend(sources);
-        }
-    })?;
-    Ok(out)
+    parse_export(bytes, "Claude", path, origin, skips, claude_conversation)
 }
 
 /// One conversation as a channel; None (counted) when it has no messages to read.
