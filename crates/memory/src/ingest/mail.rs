@@ -63,19 +63,21 @@ fn addresses(a: Option<&Address<'_>>) -> Vec<(String, String)> {
     .unwrap_or_default()
 }
 
-/// Lowercased subject without reply/forward prefixes.
+/// Lowercased subject without reply/forward prefixes and mailing-list tags (`[Python-Dev] Re:`),
+/// and whether it had a reply or forward prefix.
 pub(crate) fn normalize_subject(s: &str) -> (String, bool) {
     let mut rest = s.trim();
     let mut reply = false;
     loop {
         let lower = rest.to_ascii_lowercase();
         let cut = ["re:", "fwd:", "fw:", "aw:", "sv:", "re :"].iter().find(|p| lower.starts_with(**p)).map(|p| p.len());
-        match cut {
-            Some(n) => {
-                reply = true;
-                rest = rest[n..].trim_start();
-            }
-            None => break,
+        if let Some(n) = cut {
+            reply = true;
+            rest = rest[n..].trim_start();
+        } else if let Some(tag_end) = rest.strip_prefix('[').and_then(|r| r.find(']')) {
+            rest = rest[tag_end + 2..].trim_start();
+        } else {
+            break;
         }
     }
     (rest.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase(), reply)
@@ -171,18 +173,12 @@ pub(crate) fn parse_file(
 
 const NO_DATE: &str = "no date in the message (the file's time is used)";
 
-/// The thread links of one message.
-#[derive(Debug, Clone)]
-struct Link {
-    /// Where to walk up: the first References entry, else the In-Reply-To id.
-    up: Option<String>,
-}
-
 /// The links of every message of one ingest, read before any is written, and the earliest
 /// message of each normalised subject.
 #[derive(Debug, Default)]
 pub(crate) struct Links {
-    links: HashMap<String, Link>,
+    /// Message-ID → where to walk up: its first References entry, else its In-Reply-To id.
+    ups: HashMap<String, Option<String>>,
     subjects: HashMap<String, (i64, String)>,
 }
 
@@ -217,7 +213,7 @@ impl Links {
                 *e = (ts, id.to_string());
             }
         }
-        self.links.insert(id.to_string(), Link { up });
+        self.ups.insert(id.to_string(), up);
     }
 }
 
@@ -264,7 +260,7 @@ impl<'a> Threads<'a> {
             if let Some(t) = self.known(&cur)? {
                 return Ok(t);
             }
-            match self.links.links.get(&cur).and_then(|l| l.up.clone()) {
+            match self.links.ups.get(&cur).cloned().flatten() {
                 Some(up) if seen.insert(cur.clone()) => cur = up,
                 _ => return Ok(format!("thread:{cur}")),
             }
@@ -419,4 +415,17 @@ pub(crate) fn build(
         sources.push(thread_source(conn, t, ms)?);
     }
     Ok((chunks, sources))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_subject;
+
+    #[test]
+    fn subjects_lose_reply_prefixes_and_list_tags() {
+        assert_eq!(normalize_subject("RE: Quarterly  report"), ("quarterly report".to_string(), true));
+        assert_eq!(normalize_subject("[Garden-dev] Re: [Garden-dev] Compost"), ("compost".to_string(), true));
+        assert_eq!(normalize_subject("[Garden-dev] compost thermometer"), ("compost thermometer".to_string(), false));
+        assert_eq!(normalize_subject("Fwd: Re: plans"), ("plans".to_string(), true));
+    }
 }
