@@ -195,8 +195,13 @@ fn prepare(
         FileKind::WhatsApp => chunks(whatsapp::parse(&text::decode(&bytes)?.0, path, &origin, &mut mine)),
         FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime, &mut mine)?),
     };
+    let pending = Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed };
+    if pending_chunks(&pending) == 0 && mine.is_empty() {
+        // Written all the same (an edit that emptied a file must remove its old chunks).
+        mine.file("nothing to ingest in it (no text or messages)", path);
+    }
     skips.merge(mine);
-    Ok(Some(Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed }))
+    Ok(Some(pending))
 }
 
 /// What importers keep between the files of one ingest.

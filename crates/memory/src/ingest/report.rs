@@ -38,6 +38,10 @@ impl Skips {
         }
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.counts.is_empty()
+    }
+
     pub fn lines(&self) -> usize {
         self.counts.iter().filter(|((u, _), _)| *u == "line").map(|(_, (n, _))| n).sum()
     }

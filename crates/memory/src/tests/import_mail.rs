@@ -125,9 +125,11 @@ fn unsupported_files_are_named_and_bad_files_do_not_stop_the_rest() {
     fs::write(src.path().join("broken.pdf"), b"%PDF-1.4\nnot really").unwrap();
     fs::write(src.path().join("array.json"), b"[{\"ts\": 1, \"text\": \"cut").unwrap();
     fs::write(src.path().join("fine.md"), "# Fine\n\nStill ingested.").unwrap();
+    fs::write(src.path().join("empty.md"), "\n  \n").unwrap();
     let m = open(data.path());
     let s = ingest(&m, src.path());
-    assert_eq!((s.files_unsupported, s.unsupported.len(), s.files_ingested), (25, 20, 1), "{s:?}");
+    assert_eq!((s.files_unsupported, s.unsupported.len(), s.files_ingested), (25, 20, 2), "{s:?}");
+    assert_eq!(skips(&s), [skip("file", "nothing to ingest in it (no text or messages)", 1)], "the empty file");
     assert!(s.unsupported[0].ends_with("img00.png"), "{s:?}");
     let failed: Vec<String> =
         s.files_failed.iter().map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned()).collect();
