@@ -63,7 +63,21 @@ pub(crate) struct Page {
 /// The tag at the start of `s` (just after `<`): its lower-case name, whether it closes, and
 /// the length up to and including `>`.
 fn tag_at(s: &str) -> Option<(String, bool, usize)> {
-    let end = s.find('>')? + 1;
+    // The first `>` outside a quoted attribute value ends the tag.
+    let mut quote = None;
+    let close = s.char_indices().find(|&(_, c)| match quote {
+        Some(q) if c == q => {
+            quote = None;
+            false
+        }
+        Some(_) => false,
+        None if c == '"' || c == '\'' => {
+            quote = Some(c);
+            false
+        }
+        None => c == '>',
+    });
+    let end = close?.0 + 1;
     let inner = &s[..end - 1];
     let (closing, inner) = match inner.strip_prefix('/') {
         Some(rest) => (true, rest),
@@ -99,20 +113,23 @@ pub(crate) fn extract(html: &str) -> Page {
         if name == "title" && !closing {
             let end = find_close(rest, "title");
             title = Some(decode_entities(&collapse(&rest[..end])));
-            rest = skip_close(&rest[end..], "title");
+            rest = skip_close(&rest[end..]);
         } else if DROPPED.contains(&name.as_str()) && !closing {
             if name == "head" {
-                // Only the title matters in the head; it may also be found later.
-                let end = find_close(rest, "head");
-                if let Some(t) = rest[..end].find("<title").map(|t| &rest[..end][t..]) {
+                // Only the title matters in the head. `</head>` may be left out: `<body>`
+                // ends it too.
+                let end = find_close(rest, "head").min(find_tag(rest, "<", "body"));
+                let head = &rest[..end];
+                let t = &head[find_tag(head, "<", "title")..];
+                if !t.is_empty() {
                     let start = t.find('>').map_or(t.len(), |x| x + 1);
                     let stop = find_close(&t[start..], "title");
                     title = Some(decode_entities(&collapse(&t[start..start + stop])));
                 }
-                rest = skip_close(&rest[end..], "head");
+                rest = if rest[end..].starts_with("</") { skip_close(&rest[end..]) } else { &rest[end..] };
             } else {
                 let end = find_close(rest, &name);
-                rest = skip_close(&rest[end..], &name);
+                rest = skip_close(&rest[end..]);
             }
         } else if name.len() == 2 && name.starts_with('h') && name.as_bytes()[1].is_ascii_digit() {
             let level = (name.as_bytes()[1] - b'0') as usize;
@@ -174,13 +191,25 @@ fn push_text(out: &mut String, raw: &str, pre: bool, heading: &mut Option<String
     }
 }
 
+/// Where `</name` starts in `s` (any case), or the end of `s`.
 fn find_close(s: &str, name: &str) -> usize {
-    let lower = s.to_ascii_lowercase();
-    lower.find(&format!("</{name}")).unwrap_or(s.len())
+    find_tag(s, "</", name)
 }
 
-fn skip_close<'a>(s: &'a str, name: &str) -> &'a str {
-    if s.len() > name.len() + 2 { s.find('>').map_or("", |e| &s[e + 1..]) } else { "" }
+/// Where `{open}name` starts in `s`, any case, followed by no more of a name (so `</head`
+/// does not match `</header`); the end of `s` when it is not there.
+fn find_tag(s: &str, open: &str, name: &str) -> usize {
+    let at = |i: usize| {
+        let start = i + open.len();
+        s.get(start..start + name.len()).is_some_and(|n| n.eq_ignore_ascii_case(name))
+            && !s.as_bytes().get(start + name.len()).is_some_and(u8::is_ascii_alphanumeric)
+    };
+    s.match_indices(open).find(|(i, _)| at(*i)).map_or(s.len(), |(i, _)| i)
+}
+
+/// What follows the closing tag at the start of `s`.
+fn skip_close(s: &str) -> &str {
+    s.find('>').map_or("", |e| &s[e + 1..])
 }
 
 fn collapse(s: &str) -> String {
@@ -279,7 +308,7 @@ mod tests {
              <style>body{color:red}</style><script>var x = \"<p>no</p>\";</script></head>\
              <body><h1>Tides</h1><p>The moon <b>pulls</b> the sea.</p><!-- hidden -->\
              <ul><li>Spring tides</li><li>Neap&nbsp;tides</li></ul><pre>a  b\n  c</pre>\
-             <p>caf&#233; &#x263A; 3 &lt; 4</p><script src=x.js></script></body></html>",
+             <p>caf&#233; &#x263A; 3 &lt; 4</p><script src=x.js></script><SCRIPT>x()</Script></body></html>",
         );
         assert_eq!(page.title.as_deref(), Some("Tide & Moon"));
         assert_eq!(
@@ -288,5 +317,9 @@ mod tests {
         );
         let bare = extract("<h2>Only a heading</h2>text");
         assert_eq!(bare.title.as_deref(), Some("Only a heading"));
+        let quoted = extract(r#"<p><a title="a > b" href='x>y'>link</a> text</p>"#);
+        assert_eq!(quoted.text, "link text");
+        let no_head_end = extract("<html><HEAD><TITLE>T</TITLE><body><header>Top</header><p>Body text</p>");
+        assert_eq!((no_head_end.title.as_deref(), no_head_end.text.as_str()), (Some("T"), "Top\n\nBody text"));
     }
 }
