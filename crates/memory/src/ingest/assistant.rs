@@ -16,43 +16,18 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::chat::{self, Channel, ChatMsg};
 use super::report::Skips;
-use super::when;
+use super::{stream, when};
 use crate::error::MemoryError;
 use crate::store::{NewChunk, NewSource};
 
 type Parsed = (Vec<NewChunk>, Vec<NewSource>);
 
-/// Calls `each` with every element of the export's top-level array in turn, so that a large
-/// export is never held as one JSON tree: only one conversation at a time.
-fn each_conversation(bytes: &[u8], what: &str, each: impl FnMut(usize, Value)) -> Result<(), MemoryError> {
-    struct Elements<F>(F);
-    impl<'de, F: FnMut(usize, Value)> Visitor<'de> for Elements<F> {
-        type Value = ();
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a JSON array of conversations")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
-            let mut i = 0;
-            while let Some(v) = seq.next_element::<Value>()? {
-                (self.0)(i, v);
-                i += 1;
-            }
-            Ok(())
-        }
-    }
-    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    de.deserialize_seq(Elements(each))
-        .and_then(|()| de.end())
-        .map_err(|e| MemoryError::Parse(format!("not a {what} export (a JSON array): {e}")))
-}
-
-/// Reads an export conversation by conversation with `one` and packs each into chunks.
+/// Reads an export conversation by conversation (`stream`) with `one`, packing each into
+/// chunks as it goes.
 fn parse_export(
     bytes: &[u8],
     what: &str,
@@ -62,13 +37,14 @@ fn parse_export(
     one: fn(usize, &Value, &Path, &mut Skips) -> Option<Channel>,
 ) -> Result<Parsed, MemoryError> {
     let mut out: Parsed = (Vec::new(), Vec::new());
-    each_conversation(bytes, what, |i, conv| {
+    let each = |i, conv: Value| {
         if let Some(ch) = one(i, &conv, path, skips) {
             let (chunks, sources) = chat::pack(vec![ch], path, origin);
             out.0.extend(chunks);
             out.1.extend(sources);
         }
-    })?;
+    };
+    stream::read(bytes, &format!("a {what} export (a JSON array of conversations)"), stream::Elements(each))?;
     Ok(out)
 }
 

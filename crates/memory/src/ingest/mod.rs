@@ -25,6 +25,7 @@ mod mbox;
 mod pdf;
 mod report;
 mod slack;
+mod stream;
 mod text;
 mod whatsapp;
 mod when;
