@@ -90,7 +90,8 @@ pub struct IngestArgs {
     /// Files or folders to import.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Treat every file as this kind instead of guessing from its extension.
+    /// Read every file as this family; its content still picks the format within it (a PDF or
+    /// HTML document, a Maildir message or an mbox, a ChatGPT, Slack or WhatsApp export).
     #[arg(long, value_enum)]
     pub kind: Option<IngestKind>,
     #[command(flatten)]

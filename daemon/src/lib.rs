@@ -303,6 +303,9 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
         summary["chunks_removed"],
         summary["duration_ms"]
     ));
+    for line in passed_over(&summary) {
+        out(&line);
+    }
     let (moved, detached) = (&summary["annotations_moved"], &summary["annotations_detached"]);
     if moved.as_u64().unwrap_or(0) + detached.as_u64().unwrap_or(0) > 0 {
         out(&format!(
@@ -310,6 +313,31 @@ fn ingest(cli: &Cli, args: &cli::IngestArgs) -> Result<i32> {
         ));
     }
     Ok(if failed.is_empty() { EXIT_OK } else { EXIT_FAILURE })
+}
+
+/// The lines of an ingest summary that say what was passed over: the unsupported files by name
+/// (the summary names the first few; the count has them all), then each reason lines,
+/// messages or files were skipped for, with how many and where the first one was.
+fn passed_over(summary: &serde_json::Value) -> Vec<String> {
+    let mut lines = Vec::new();
+    let total = summary["files_unsupported"].as_u64().unwrap_or(0);
+    let named: Vec<&str> = summary["unsupported"].as_array().into_iter().flatten().filter_map(|p| p.as_str()).collect();
+    if total > 0 {
+        let more = total.saturating_sub(named.len() as u64);
+        let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+        lines.push(format!("unsupported ({total}, no importer reads them): {}{tail}", named.join(", ")));
+    }
+    for s in summary["skipped"].as_array().into_iter().flatten() {
+        let count = s["count"].as_u64().unwrap_or(0);
+        let unit = s["unit"].as_str().unwrap_or("item");
+        let plural = if count == 1 { "" } else { "s" };
+        lines.push(format!(
+            "skipped {count} {unit}{plural}: {} (first: {})",
+            s["reason"].as_str().unwrap_or("?"),
+            s["first"].as_str().unwrap_or("?")
+        ));
+    }
+    lines
 }
 
 /// HTTP settings from flags, environment and config; None when HTTP is off. HTTP needs a bearer

@@ -57,7 +57,8 @@ pub use error::MemoryError;
 pub use fts::word_stems;
 pub use tier::{TierKind, TierProgress};
 pub use types::{
-    AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, SourceKind,
+    AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, Skipped, SourceKind,
+    UNSUPPORTED_NAMED,
 };
 
 /// Where the engine keeps its files and which embedders it uses.

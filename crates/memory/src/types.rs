@@ -118,14 +118,31 @@ pub struct FileError {
     pub error: String,
 }
 
+/// Lines, messages or files that ingest passed over for one reason, with where the first was.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    /// `line`, `message` or `file`.
+    pub unit: String,
+    pub reason: String,
+    pub count: usize,
+    /// The first one: a path, with `:<line>` or `#<n>` when it was a line or a message.
+    pub first: String,
+}
+
+/// How many unsupported files `IngestSummary::unsupported` names; the count has them all.
+pub const UNSUPPORTED_NAMED: usize = 20;
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct IngestSummary {
     pub files_seen: usize,
     pub files_ingested: usize,
     /// Files whose content hash had not changed since the last ingest.
     pub files_unchanged: usize,
-    /// Files with an extension the ingester does not handle (and no `kind` given).
+    /// Files no importer reads (neither their content nor their extension says what they are,
+    /// and no `kind` was given).
     pub files_unsupported: usize,
+    /// The first `UNSUPPORTED_NAMED` of those files.
+    pub unsupported: Vec<PathBuf>,
     pub files_failed: Vec<FileError>,
     pub chunks_added: usize,
     pub chunks_removed: usize,
@@ -135,8 +152,11 @@ pub struct IngestSummary {
     pub annotations_moved: usize,
     /// Chunks whose user tags and notes lost their text (edited away or file deleted): kept detached.
     pub annotations_detached: usize,
-    /// Lines of chat exports that were not `{ts, from, text, channel}` objects.
+    /// Lines of chat exports that were not messages (the `line` entries of `skipped`, summed).
     pub lines_skipped: usize,
+    /// Everything passed over, counted by reason: bad lines, messages without text or time,
+    /// system lines, files kept out on purpose. Never silent.
+    pub skipped: Vec<Skipped>,
     /// Chunks still waiting for their vector when ingest returned; the background
     /// thread embeds them (recall uses keywords for them until then).
     pub vectors_pending: usize,

@@ -71,7 +71,11 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::list("paths", "Absolute paths of files or folders to ingest.", 10_000, 4096)
                     .required()
                     .min_items(1),
-                Field::one_of("kind", "Treat every file as this kind.", &["document", "email", "chat"]),
+                Field::one_of(
+                    "kind",
+                    "Read every file as this family (its content picks the format in it).",
+                    &["document", "email", "chat"],
+                ),
             ]),
             |s, p, caller| {
                 let summary = json!({

@@ -6,6 +6,7 @@ mod agents;
 mod cli;
 mod eval;
 mod http;
+mod import;
 mod memory;
 mod memory_crash;
 mod privacy;

@@ -48,7 +48,7 @@ fn memory_tools_over_the_shim() {
     let data = tempfile::tempdir().unwrap();
     corpus(data.path());
     // A file that cannot be read as text: reported by name, the rest still goes in.
-    std::fs::write(data.path().join("notes/binary.md"), [0xff, 0xfe, 0x00, 0x81]).unwrap();
+    std::fs::write(data.path().join("notes/binary.md"), [0x00, 0x01, 0xfe, 0x81]).unwrap();
     let (code, stdout, stderr) = ingest(&home, data.path());
     assert_eq!(code, 1, "one unreadable file makes the exit code 1\n{stdout}\n{stderr}");
     assert!(stderr.contains("binary.md") && stderr.contains("UTF-8"), "the unreadable file is named: {stderr}");

@@ -1,4 +1,5 @@
-//! Markdown and plain-text files → document chunks (one source per file).
+//! Document text → document chunks (one source per file): Markdown and plain text files, and
+//! the text that `html` and `pdf` extract.
 
 use std::path::Path;
 
@@ -36,7 +37,20 @@ pub(crate) fn parse(
     origin: &str,
 ) -> (Vec<NewChunk>, Vec<NewSource>) {
     let format = if markdown { Format::Markdown } else { Format::Plain };
-    let title = title_of(text, path, format);
+    parse_titled(text, path, format, None, mtime_ms, origin)
+}
+
+/// `parse` with a title found elsewhere (an HTML `<title>`, a PDF's metadata); None looks
+/// for a level-one heading, then takes the file name.
+pub(crate) fn parse_titled(
+    text: &str,
+    path: &Path,
+    format: Format,
+    title: Option<String>,
+    mtime_ms: i64,
+    origin: &str,
+) -> (Vec<NewChunk>, Vec<NewSource>) {
+    let title = title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| title_of(text, path, format));
     let path_str = path.to_string_lossy().into_owned();
     let folder = path.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let source_id = origin.to_string();

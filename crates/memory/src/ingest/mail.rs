@@ -1,22 +1,31 @@
-//! E-mail: `.eml` files and mbox mailboxes → email chunks, one source per thread.
+//! E-mail: `.eml` and Maildir files and mbox mailboxes (see `mbox`) → email chunks, one source
+//! per thread.
 //!
-//! Threads: a message joins the thread of any message it references that is already
-//! known (References, then In-Reply-To); otherwise the thread is named after the first
-//! References entry (the root), the In-Reply-To id, or — for a reply (`Re:`) without
-//! ids — an earlier thread with the same normalised subject; a new conversation is
-//! named after its own Message-ID. `email_messages` remembers Message-ID → thread so
-//! replies in later files and later ingests join the same thread.
+//! Dates: the message's own `Date:` in any form `when` reads (RFC 2822, `asctime` as Mailman
+//! writes it), else the mbox envelope date; only a message with neither takes the file's time,
+//! and that is reported. The stored text's `Date:` line is written only from the message's own
+//! date.
+//!
+//! Threads are rooted at their first message. Before anything is written, `Links::scan` reads
+//! the Message-ID, References and In-Reply-To of every message of the ingest; a message's
+//! root is found by walking up: the first References entry, else the In-Reply-To parent, then
+//! that message's own links, until a message that has none (or one already stored, whose
+//! thread is joined). A reply (`Re:`) with neither header joins the thread of the earliest
+//! message with the same normalised subject. So an Outlook chain linked only by In-Reply-To
+//! is one thread whatever order its messages arrive in. `email_messages` remembers
+//! Message-ID → thread so replies in later files and later ingests join the same thread.
 
 use std::collections::HashMap;
-use std::io::BufReader;
 use std::path::Path;
 
 use mail_parser::{Address, HeaderValue, MessageParser};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value, json};
 
+use super::report::Skips;
+use super::{detect, mbox, when};
 use crate::chunker::{Format, chunk_text};
-use crate::error::{MemoryError, ResultExt};
+use crate::error::MemoryError;
 use crate::store::{self, NewChunk, NewSource};
 use crate::types::SourceKind;
 use crate::util::{ms_to_rfc3339, sha256_hex};
@@ -31,6 +40,8 @@ pub(crate) struct MailMessage {
     pub from: Option<(String, String)>,
     pub to: Vec<(String, String)>,
     pub timestamp_ms: i64,
+    /// Whether `timestamp_ms` came from the message (its `Date:` or envelope), not the file.
+    pub dated: bool,
     pub body: String,
 }
 
@@ -52,19 +63,21 @@ fn addresses(a: Option<&Address<'_>>) -> Vec<(String, String)> {
     .unwrap_or_default()
 }
 
-/// Lowercased subject without reply/forward prefixes.
+/// Lowercased subject without reply/forward prefixes and mailing-list tags (`[Python-Dev] Re:`),
+/// and whether it had a reply or forward prefix.
 pub(crate) fn normalize_subject(s: &str) -> (String, bool) {
     let mut rest = s.trim();
     let mut reply = false;
     loop {
         let lower = rest.to_ascii_lowercase();
         let cut = ["re:", "fwd:", "fw:", "aw:", "sv:", "re :"].iter().find(|p| lower.starts_with(**p)).map(|p| p.len());
-        match cut {
-            Some(n) => {
-                reply = true;
-                rest = rest[n..].trim_start();
-            }
-            None => break,
+        if let Some(n) = cut {
+            reply = true;
+            rest = rest[n..].trim_start();
+        } else if let Some(tag_end) = rest.strip_prefix('[').and_then(|r| r.find(']')) {
+            rest = rest[tag_end + 2..].trim_start();
+        } else {
+            break;
         }
     }
     (rest.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase(), reply)
@@ -89,13 +102,21 @@ fn strip_quotes(body: &str) -> String {
     out.join("\n").trim().to_string()
 }
 
-fn parse_one(bytes: &[u8], fallback_ts: i64, fallback_id: String) -> Option<MailMessage> {
-    let msg = MessageParser::default().parse(bytes)?;
+/// The message's own date: its `Date:` header read by `when`, else mail-parser's reading of it.
+fn own_date(msg: &mail_parser::Message<'_>) -> Option<i64> {
+    let parsed = msg.header_raw("Date").and_then(when::mail_date);
+    parsed.or_else(|| msg.date().filter(|d| d.is_valid() && d.year >= 1971).map(|d| d.to_timestamp() * 1000))
+}
+
+fn parse_one(raw: &[u8], envelope_ms: Option<i64>, fallback_ts: i64, fallback_id: String) -> Option<MailMessage> {
+    let raw = mbox::restore_addresses(raw);
+    let msg = MessageParser::default().parse(raw.as_ref())?;
     let subject = msg.subject().unwrap_or("").trim().to_string();
     let (_, is_reply) = normalize_subject(&subject);
     let body = msg.body_text(0).map(|b| strip_quotes(&b)).unwrap_or_default();
     let mut to = addresses(msg.to());
     to.extend(addresses(msg.cc()));
+    let date = own_date(&msg).or(envelope_ms);
     Some(MailMessage {
         message_id: msg.message_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).unwrap_or(fallback_id),
         in_reply_to: id_list(msg.in_reply_to()),
@@ -104,43 +125,110 @@ fn parse_one(bytes: &[u8], fallback_ts: i64, fallback_id: String) -> Option<Mail
         is_reply,
         from: addresses(msg.from()).into_iter().next(),
         to,
-        timestamp_ms: msg.date().map(|d| d.to_timestamp() * 1000).unwrap_or(fallback_ts),
+        timestamp_ms: date.unwrap_or(fallback_ts),
+        dated: date.is_some(),
         body,
     })
 }
 
-/// Parses an `.eml` file (one message) or an mbox (many).
-pub(crate) fn parse_file(bytes: &[u8], path: &Path, mtime_ms: i64) -> Result<Vec<MailMessage>, MemoryError> {
+fn is_mbox(bytes: &[u8]) -> bool {
+    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    detect::is_mbox_separator(String::from_utf8_lossy(first).trim_end())
+}
+
+/// Parses an `.eml` or Maildir file (one message) or an mbox (many). A message with no date
+/// of its own is counted in `skips` (it keeps the file's time).
+pub(crate) fn parse_file(
+    bytes: &[u8],
+    path: &Path,
+    mtime_ms: i64,
+    skips: &mut Skips,
+) -> Result<Vec<MailMessage>, MemoryError> {
     let synthetic = |i: usize| format!("{}#{i}", sha256_hex(path.to_string_lossy().as_bytes())[..16].to_owned());
-    if bytes.starts_with(b"From ") {
+    if is_mbox(bytes) {
         let mut out = Vec::new();
-        for (i, m) in mail_parser::mailbox::mbox::MessageIterator::new(BufReader::new(bytes)).enumerate() {
-            let m = m.context("reading the mbox")?;
-            let ts = if m.internal_date() > 0 { m.internal_date() as i64 * 1000 } else { mtime_ms };
-            if let Some(msg) = parse_one(m.contents(), ts, synthetic(i)) {
-                out.push(msg);
+        for (i, m) in mbox::split(bytes).into_iter().enumerate() {
+            match parse_one(&m.bytes, m.envelope_ms, mtime_ms, synthetic(i)) {
+                Some(msg) => {
+                    if !msg.dated {
+                        skips.message(NO_DATE, path, &(i + 1).to_string());
+                    }
+                    out.push(msg);
+                }
+                None => skips.message("not a parsable e-mail message", path, &(i + 1).to_string()),
             }
         }
         return Ok(out);
     }
-    let msg = parse_one(bytes, mtime_ms, synthetic(0))
+    let msg = parse_one(bytes, None, mtime_ms, synthetic(0))
         .ok_or_else(|| MemoryError::Parse("not an e-mail message".to_string()))?;
     if msg.from.is_none() && msg.subject.is_empty() && msg.references.is_empty() {
         return Err(MemoryError::Parse("no e-mail headers found".to_string()));
     }
+    if !msg.dated {
+        skips.message(NO_DATE, path, "1");
+    }
     Ok(vec![msg])
 }
 
-/// Thread resolution with the database and the messages seen earlier in this batch.
+const NO_DATE: &str = "no date in the message (the file's time is used)";
+
+/// The links of every message of one ingest, read before any is written, and the earliest
+/// message of each normalised subject.
+#[derive(Debug, Default)]
+pub(crate) struct Links {
+    /// Message-ID → where to walk up: its first References entry, else its In-Reply-To id.
+    ups: HashMap<String, Option<String>>,
+    subjects: HashMap<String, (i64, String)>,
+}
+
+impl Links {
+    /// Reads the headers of every message in `paths`; files that cannot be read are left to
+    /// the main pass to report.
+    pub fn scan<'p>(paths: impl Iterator<Item = &'p Path>) -> Links {
+        let mut links = Links::default();
+        for path in paths {
+            let Ok(bytes) = std::fs::read(path) else { continue };
+            if is_mbox(&bytes) {
+                for m in mbox::split(&bytes) {
+                    links.add(&m.bytes, m.envelope_ms);
+                }
+            } else {
+                links.add(&bytes, None);
+            }
+        }
+        links
+    }
+
+    fn add(&mut self, raw: &[u8], envelope_ms: Option<i64>) {
+        let Some(msg) = MessageParser::default().parse_headers(raw) else { return };
+        let Some(id) = msg.message_id().map(str::trim).filter(|s| !s.is_empty()) else { return };
+        let refs = id_list(msg.references());
+        let up = refs.into_iter().next().or_else(|| id_list(msg.in_reply_to()).into_iter().next());
+        let (subject, reply) = normalize_subject(msg.subject().unwrap_or(""));
+        if !subject.is_empty() && !reply && up.is_none() {
+            let ts = own_date(&msg).or(envelope_ms).unwrap_or(i64::MAX);
+            let e = self.subjects.entry(subject).or_insert((ts, id.to_string()));
+            if ts < e.0 {
+                *e = (ts, id.to_string());
+            }
+        }
+        self.ups.insert(id.to_string(), up);
+    }
+}
+
+/// Thread resolution with the database, the links of this ingest and the messages seen
+/// earlier in this batch.
 pub(crate) struct Threads<'a> {
     conn: &'a Connection,
+    links: &'a Links,
     local: HashMap<String, String>,
     subjects: HashMap<String, String>,
 }
 
 impl<'a> Threads<'a> {
-    pub fn new(conn: &'a Connection) -> Self {
-        Threads { conn, local: HashMap::new(), subjects: HashMap::new() }
+    pub fn new(conn: &'a Connection, links: &'a Links) -> Self {
+        Threads { conn, links, local: HashMap::new(), subjects: HashMap::new() }
     }
 
     fn known(&self, id: &str) -> rusqlite::Result<Option<String>> {
@@ -163,27 +251,37 @@ impl<'a> Threads<'a> {
             .optional()
     }
 
-    pub fn resolve(&mut self, m: &MailMessage) -> rusqlite::Result<String> {
-        let (subject, _) = normalize_subject(&m.subject);
-        let mut thread = None;
-        for r in m.references.iter().chain(&m.in_reply_to) {
-            if let Some(t) = self.known(r)? {
-                thread = Some(t);
-                break;
+    /// The thread of the message `start`, walking up its links: the thread of the first
+    /// stored message on the way, else one named after the topmost message reached.
+    fn thread_from(&self, start: &str) -> rusqlite::Result<String> {
+        let mut cur = start.to_string();
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            if let Some(t) = self.known(&cur)? {
+                return Ok(t);
+            }
+            match self.links.ups.get(&cur).cloned().flatten() {
+                Some(up) if seen.insert(cur.clone()) => cur = up,
+                _ => return Ok(format!("thread:{cur}")),
             }
         }
-        if thread.is_none() {
-            thread = m.references.first().or(m.in_reply_to.first()).map(|r| format!("thread:{r}"));
-        }
-        if thread.is_none() && m.is_reply && !subject.is_empty() {
-            thread = self.by_subject(&subject)?;
-        }
-        let thread = match thread {
-            Some(t) => t,
-            None => match self.known(&m.message_id)? {
-                Some(t) => t,
-                None => format!("thread:{}", m.message_id),
-            },
+    }
+
+    pub fn resolve(&mut self, m: &MailMessage) -> rusqlite::Result<String> {
+        let (subject, _) = normalize_subject(&m.subject);
+        let up = m.references.first().or(m.in_reply_to.first());
+        let thread = if let Some(up) = up {
+            self.thread_from(up)?
+        } else if m.is_reply && !subject.is_empty() {
+            match self.links.subjects.get(&subject).filter(|(_, id)| *id != m.message_id) {
+                Some((_, first)) => self.thread_from(first)?,
+                None => match self.by_subject(&subject)? {
+                    Some(t) => t,
+                    None => format!("thread:{}", m.message_id),
+                },
+            }
+        } else {
+            format!("thread:{}", m.message_id)
         };
         self.local.insert(m.message_id.clone(), thread.clone());
         if !subject.is_empty() {
@@ -216,7 +314,10 @@ pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin:
     if !m.to.is_empty() {
         header.push_str(&format!("To: {}\n", m.to.iter().map(person).collect::<Vec<_>>().join(", ")));
     }
-    header.push_str(&format!("Date: {}", ms_to_rfc3339(m.timestamp_ms)));
+    if m.dated {
+        header.push_str(&format!("Date: {}\n", ms_to_rfc3339(m.timestamp_ms)));
+    }
+    let header = header.trim_end().to_string();
     let mut pieces: Vec<String> = chunk_text(&m.body, Format::Plain).into_iter().map(|c| c.content).collect();
     match pieces.first_mut() {
         Some(first) => *first = format!("{header}\n\n{first}"),
@@ -314,4 +415,17 @@ pub(crate) fn build(
         sources.push(thread_source(conn, t, ms)?);
     }
     Ok((chunks, sources))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_subject;
+
+    #[test]
+    fn subjects_lose_reply_prefixes_and_list_tags() {
+        assert_eq!(normalize_subject("RE: Quarterly  report"), ("quarterly report".to_string(), true));
+        assert_eq!(normalize_subject("[Garden-dev] Re: [Garden-dev] Compost"), ("compost".to_string(), true));
+        assert_eq!(normalize_subject("[Garden-dev] compost thermometer"), ("compost thermometer".to_string(), false));
+        assert_eq!(normalize_subject("Fwd: Re: plans"), ("plans".to_string(), true));
+    }
 }

@@ -1,17 +1,34 @@
-//! Importing files and folders: Markdown/text documents, e-mail (`.eml`, mbox) and chat
-//! exports (`.jsonl`). Folders are walked recursively (hidden entries skipped, in name
-//! order). A `kind` decides how files named on the command line are read, and how
-//! walked files with an unrecognised extension are read. A file whose content hash matches its last ingest is skipped; a changed file
-//! replaces its chunks. Files are parsed outside the writer lock and written in batches
-//! of about `BATCH_CHUNKS` chunks, one transaction per batch; the full-text index is
-//! committed every `FTS_COMMIT_CHUNKS` chunks and at the end, so ingested text is
-//! searchable by keywords when the call returns. Vectors are computed by the background
-//! thread meanwhile (`IngestSummary::vectors_pending` says how many were still to do;
-//! `MemoryEngine::wait_background` waits for them).
+//! Importing files and folders: documents (Markdown, text in any common encoding, HTML, PDF),
+//! e-mail (`.eml`, mbox and Mailman/pipermail archives, Maildir folders) and chats (chat lines
+//! as JSON Lines or an array, ChatGPT and Claude exports, Slack export folders,
+//! DiscordChatExporter JSON, WhatsApp `.txt`). Folders are walked recursively (hidden entries
+//! skipped but for Maildir++ folders, in name order); `detect` decides what each file is from its place and content
+//! first, its extension second, and a `kind` names the family to read files as. A file whose
+//! content hash matches its last ingest is skipped; a changed file replaces its chunks. Files
+//! are parsed outside the writer lock and written in batches of about `BATCH_CHUNKS` chunks,
+//! one transaction per batch; the full-text index is committed every `FTS_COMMIT_CHUNKS`
+//! chunks and at the end, so ingested text is searchable by keywords when the call returns.
+//! Vectors are computed by the background thread meanwhile (`IngestSummary::vectors_pending`
+//! says how many were still to do; `MemoryEngine::wait_background` waits for them). Whatever
+//! is passed over — a bad line, a message without a time, an unsupported file — is counted
+//! with its reason (`report`), and unsupported files are named; one bad file never stops the
+//! others.
 
+mod assistant;
 mod chat;
+mod detect;
+mod discord;
 mod docs;
+mod html;
 mod mail;
+mod mbox;
+mod pdf;
+mod report;
+mod slack;
+mod stream;
+mod text;
+mod whatsapp;
+mod when;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,51 +40,14 @@ use rusqlite::{OptionalExtension, params};
 use super::error::{MemoryError, ResultExt};
 use super::store::{self, NewChunk, NewSource};
 use super::sync::{self, read};
-use super::types::{FileError, IngestProgress, IngestSummary};
+use super::types::{FileError, IngestProgress, IngestSummary, UNSUPPORTED_NAMED};
 use super::util::{now_ms, sha256_hex};
 use super::{Inner, anchor, backfill, lock};
+use detect::{Detected, FileKind};
+use report::Skips;
 
 const BATCH_CHUNKS: usize = 2_000;
 const FTS_COMMIT_CHUNKS: usize = 100_000;
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum FileKind {
-    Markdown,
-    Text,
-    Email,
-    Chat,
-}
-
-impl FileKind {
-    fn name(self) -> &'static str {
-        match self {
-            FileKind::Markdown | FileKind::Text => "document",
-            FileKind::Email => "email",
-            FileKind::Chat => "chat",
-        }
-    }
-
-    fn from_path(p: &Path) -> Option<FileKind> {
-        let ext = p.extension()?.to_string_lossy().to_ascii_lowercase();
-        match ext.as_str() {
-            "md" | "markdown" => Some(FileKind::Markdown),
-            "txt" => Some(FileKind::Text),
-            "eml" | "mbox" => Some(FileKind::Email),
-            "jsonl" => Some(FileKind::Chat),
-            _ => None,
-        }
-    }
-
-    /// The kind a `--kind` override gives a file.
-    fn forced(kind: &str, p: &Path) -> FileKind {
-        match kind {
-            "email" => FileKind::Email,
-            "chat" => FileKind::Chat,
-            _ if FileKind::from_path(p) == Some(FileKind::Markdown) => FileKind::Markdown,
-            _ => FileKind::Text,
-        }
-    }
-}
 
 /// What a parsed file will write.
 enum Parsed {
@@ -92,56 +72,78 @@ fn collect(
     kind: Option<&str>,
     ingested: &dyn Fn(&Path) -> bool,
     summary: &mut IngestSummary,
+    skips: &mut Skips,
 ) -> (Vec<(PathBuf, FileKind)>, Vec<PathBuf>) {
-    fn walk(dir: &Path, kind: Option<&str>, out: &mut Vec<(PathBuf, FileKind)>, summary: &mut IngestSummary) {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(e) => e,
-            Err(e) => {
-                summary.files_failed.push(FileError { path: dir.to_path_buf(), error: e.to_string() });
-                return;
+    struct Walk<'a> {
+        kind: Option<&'a str>,
+        out: Vec<(PathBuf, FileKind)>,
+        summary: &'a mut IngestSummary,
+        skips: &'a mut Skips,
+    }
+    impl Walk<'_> {
+        fn file(&mut self, p: PathBuf, named: bool) {
+            self.summary.files_seen += 1;
+            match detect::detect(&p, self.kind, named) {
+                Detected::Read(k) => self.out.push((p, k)),
+                Detected::Skip(reason) => self.skips.file(reason, &p),
+                Detected::Unsupported => {
+                    self.summary.files_unsupported += 1;
+                    if self.summary.unsupported.len() < UNSUPPORTED_NAMED {
+                        self.summary.unsupported.push(p);
+                    }
+                }
             }
-        };
-        let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            if e.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let p = e.path();
-            // Symlinked folders are not followed: they can loop.
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                walk(&p, kind, out, summary);
-            } else if p.is_file() {
-                summary.files_seen += 1;
-                match FileKind::from_path(&p).or(kind.map(|k| FileKind::forced(k, &p))) {
-                    Some(k) => out.push((p, k)),
-                    None => summary.files_unsupported += 1,
+        }
+
+        fn dir(&mut self, dir: &Path) {
+            let entries = match std::fs::read_dir(dir) {
+                Ok(e) => e,
+                Err(e) => {
+                    self.summary.files_failed.push(FileError { path: dir.to_path_buf(), error: e.to_string() });
+                    return;
+                }
+            };
+            let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+            entries.sort_by_key(|e| e.file_name());
+            for e in entries {
+                let p = e.path();
+                // Symlinked folders are not followed: they can loop.
+                let Ok(ft) = e.file_type() else { continue };
+                // Hidden entries are skipped, but for Maildir++ folders (`.Sent/cur`, `.Sent/new`).
+                let maildir_folder = ft.is_dir() && p.join("cur").is_dir() && p.join("new").is_dir();
+                if e.file_name().to_string_lossy().starts_with('.') && !maildir_folder {
+                    self.skips.file("hidden (its name starts with a dot; not looked into)", &p);
+                    continue;
+                }
+                if ft.is_dir() {
+                    self.dir(&p);
+                } else if p.is_file() {
+                    self.file(p, false);
+                } else if p.is_dir() {
+                    self.skips.file("symlinked folder (not followed: it could loop)", &p);
+                } else {
+                    self.skips.file("not a regular file (a socket, a pipe or a broken link)", &p);
                 }
             }
         }
     }
-    let mut out = Vec::new();
+    let mut w = Walk { kind, out: Vec::new(), summary, skips };
     let mut roots = Vec::new();
     for p in paths {
         let p = std::path::absolute(p).unwrap_or_else(|_| p.clone());
         roots.push(p.clone());
         if p.is_dir() {
-            walk(&p, kind, &mut out, summary);
+            w.dir(&p);
         } else if p.is_file() {
-            summary.files_seen += 1;
-            match kind.map(|k| FileKind::forced(k, &p)).or(FileKind::from_path(&p)) {
-                Some(k) => out.push((p, k)),
-                None => summary.files_unsupported += 1,
-            }
+            w.file(p, true);
         } else if std::fs::symlink_metadata(&p).is_err() && ingested(&p) {
             // A file ingested before and deleted since: pruned below, not an error.
         } else {
-            summary.files_seen += 1;
-            summary.files_failed.push(FileError { path: p, error: "no such file or folder".into() });
+            w.summary.files_seen += 1;
+            w.summary.files_failed.push(FileError { path: p, error: "no such file or folder".into() });
         }
     }
-    (out, roots)
+    (w.out, roots)
 }
 
 fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
@@ -152,12 +154,14 @@ fn mtime_ms(meta: &std::fs::Metadata) -> i64 {
         .unwrap_or_else(now_ms)
 }
 
-/// Reads and parses one file; `Ok(None)` when it is unchanged since the last ingest.
+/// Reads and parses one file; `Ok(None)` when it is unchanged since the last ingest. What the
+/// file's importer passed over goes into `skips`.
 fn prepare(
     inner: &Inner,
     path: &Path,
     kind: FileKind,
-    skipped_lines: &mut usize,
+    ctx: &mut Context,
+    skips: &mut Skips,
 ) -> Result<Option<Pending>, MemoryError> {
     let meta = std::fs::metadata(path).context("reading the file")?;
     let bytes = std::fs::read(path).context("reading the file")?;
@@ -173,25 +177,38 @@ fn prepare(
         return Ok(None);
     }
     let mtime = mtime_ms(&meta);
+    // Each importer counts what it passes over in its own list, merged only when the file
+    // parsed: a file that fails is one error, not also a pile of skipped lines.
+    let mut mine = Skips::default();
+    let chunks = |(c, s)| Parsed::Chunks(c, s);
     let parsed = match kind {
         FileKind::Markdown | FileKind::Text => {
-            let text = utf8(bytes)?;
-            let (c, s) = docs::parse(&text, path, kind == FileKind::Markdown, mtime, &origin);
-            Parsed::Chunks(c, s)
+            let (text, _) = text::decode(&bytes)?;
+            chunks(docs::parse(&text, path, kind == FileKind::Markdown, mtime, &origin))
         }
-        FileKind::Chat => {
-            let text = utf8(bytes)?;
-            let (c, s, skipped) = chat::parse(&text, path, &origin);
-            *skipped_lines += skipped;
-            Parsed::Chunks(c, s)
-        }
-        FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime)?),
+        FileKind::Html => chunks(html::parse(&text::decode(&bytes)?.0, path, mtime, &origin)),
+        FileKind::Pdf => chunks(pdf::parse(&bytes, path, mtime, &origin)?),
+        FileKind::Chat => chunks(chat::parse(&text::decode(&bytes)?.0, path, &origin, &mut mine)?),
+        FileKind::ChatGpt => chunks(assistant::parse_chatgpt(&bytes, path, &origin, &mut mine)?),
+        FileKind::Claude => chunks(assistant::parse_claude(&bytes, path, &origin, &mut mine)?),
+        FileKind::Slack => chunks(slack::parse(&bytes, path, &origin, &mut ctx.slack, &mut mine)?),
+        FileKind::Discord => chunks(discord::parse(&bytes, path, &origin, &mut mine)?),
+        FileKind::WhatsApp => chunks(whatsapp::parse(&text::decode(&bytes)?.0, path, &origin, &mut mine)),
+        FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime, &mut mine)?),
     };
-    Ok(Some(Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed }))
+    let pending = Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed };
+    if pending_chunks(&pending) == 0 && mine.is_empty() {
+        // Written all the same (an edit that emptied a file must remove its old chunks).
+        mine.file("nothing to ingest in it (no text or messages)", path);
+    }
+    skips.merge(mine);
+    Ok(Some(pending))
 }
 
-fn utf8(bytes: Vec<u8>) -> Result<String, MemoryError> {
-    String::from_utf8(bytes).map_err(|e| MemoryError::Parse(format!("not UTF-8 text: {e}")))
+/// What importers keep between the files of one ingest.
+#[derive(Default)]
+struct Context {
+    slack: slack::Users,
 }
 
 fn pending_chunks(p: &Pending) -> usize {
@@ -205,6 +222,7 @@ fn pending_chunks(p: &Pending) -> usize {
 fn write_batch(
     inner: &Arc<Inner>,
     batch: Vec<Pending>,
+    links: &mail::Links,
     summary: &mut IngestSummary,
     commit_fts: bool,
 ) -> Result<usize, MemoryError> {
@@ -214,7 +232,7 @@ fn write_batch(
     let seq = store::bump_seq(&tx)?;
     let now = now_ms();
     let mut written = 0;
-    let mut threads = mail::Threads::new(&tx);
+    let mut threads = mail::Threads::new(&tx, links);
     for p in &batch {
         let old = store::rowids_by_origin(&tx, &p.origin)?;
         let annotated = anchor::collect(&tx, &p.origin, &old)?;
@@ -329,14 +347,19 @@ pub(crate) fn ingest_paths(
                 .unwrap_or(false)
         })
     };
-    let (files, roots) = collect(paths, kind, &known, &mut summary);
+    let mut skips = Skips::default();
+    let (files, roots) = collect(paths, kind, &known, &mut summary, &mut skips);
+    // Mail threads are rooted before any message is written, whatever order the files and
+    // messages come in: the links of every message of this ingest are read first.
+    let mail_files = files.iter().filter(|(_, k)| *k == FileKind::Email).map(|(p, _)| p.as_path());
+    let links = mail::Links::scan(mail_files);
+    let mut ctx = Context::default();
     let mut state = IngestProgress { files_total: files.len(), ..IngestProgress::default() };
     let mut batch: Vec<Pending> = Vec::new();
     let mut batch_chunks = 0;
     let mut since_commit = 0;
-    let mut skipped_lines = 0;
     for (path, fk) in files {
-        match prepare(inner, &path, fk, &mut skipped_lines) {
+        match prepare(inner, &path, fk, &mut ctx, &mut skips) {
             Ok(Some(p)) => {
                 batch_chunks += pending_chunks(&p);
                 batch.push(p);
@@ -346,7 +369,7 @@ pub(crate) fn ingest_paths(
         }
         if batch_chunks >= BATCH_CHUNKS {
             let commit = since_commit + batch_chunks >= FTS_COMMIT_CHUNKS;
-            let n = write_batch(inner, std::mem::take(&mut batch), &mut summary, commit)?;
+            let n = write_batch(inner, std::mem::take(&mut batch), &links, &mut summary, commit)?;
             since_commit = if commit { 0 } else { since_commit + n };
             state.chunks_written += n;
             batch_chunks = 0;
@@ -356,7 +379,7 @@ pub(crate) fn ingest_paths(
         progress(&state);
     }
     if !batch.is_empty() {
-        state.chunks_written += write_batch(inner, batch, &mut summary, true)?;
+        state.chunks_written += write_batch(inner, batch, &links, &mut summary, true)?;
     }
     prune_deleted(inner, &roots, &mut summary)?;
     {
@@ -367,7 +390,8 @@ pub(crate) fn ingest_paths(
     }
     let chunks: i64 = inner.read_conn()?.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
     summary.vectors_pending = (chunks as usize).saturating_sub(read(&inner.fast.vectors).len());
-    summary.lines_skipped = skipped_lines;
+    summary.lines_skipped = skips.lines();
+    summary.skipped = skips.into_list();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     tracing::info!(
         files = summary.files_ingested,

@@ -72,7 +72,7 @@ fn documents_are_chunked_and_reingest_is_incremental() {
 fn unreadable_files_are_reported_and_the_rest_continue() {
     let data = tempfile::tempdir().unwrap();
     let src = tempfile::tempdir().unwrap();
-    fs::write(src.path().join("bad.md"), [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    fs::write(src.path().join("bad.md"), [0x00, 0x01, 0xfe, 0x81]).unwrap();
     fs::write(src.path().join("good.md"), "good words").unwrap();
     fs::write(src.path().join("junk.eml"), "").unwrap();
     let missing = src.path().join("missing.md");

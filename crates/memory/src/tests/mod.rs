@@ -2,6 +2,8 @@
 //! with a small deterministic embedder (hashed bag of words) so that vector results are
 //! predictable and no model is needed.
 
+mod import;
+mod import_mail;
 mod index;
 mod ingest;
 mod keyword;

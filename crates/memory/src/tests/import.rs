@@ -1,0 +1,231 @@
+//! The importers on the real-shaped fixtures in `tests/fixtures/import/` (one folder per
+//! format): chunk counts, senders, stored times that date filters find, threads, and the
+//! report of everything passed over. Mail and document formats are in `import_mail`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::super::{IngestSummary, MemoryEngine, Skipped};
+use super::open;
+
+pub(super) fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/import").join(name)
+}
+
+pub(super) fn ingest(m: &MemoryEngine, path: &Path) -> IngestSummary {
+    m.ingest_paths(&[path.to_path_buf()], None, &|_| {}).expect("ingest")
+}
+
+/// Every chunk of a source, oldest first, read in full.
+pub(super) fn chunks_of(m: &MemoryEngine, source_id: &str) -> Vec<Value> {
+    let r = m.browse(json!({"source_ids": [source_id], "k": 50})).unwrap();
+    let mut out: Vec<Value> = r["chunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| m.read_chunk(json!({"chunk_id": c["chunk_id"]})).unwrap())
+        .collect();
+    out.sort_by_key(|c| c["timestamp_ms"].as_i64());
+    out
+}
+
+/// The skip entries as `(unit, reason, count)`.
+pub(super) fn skips(s: &IngestSummary) -> Vec<(String, String, usize)> {
+    s.skipped.iter().map(|Skipped { unit, reason, count, .. }| (unit.clone(), reason.clone(), *count)).collect()
+}
+
+pub(super) fn skip(unit: &str, reason: &str, count: usize) -> (String, String, usize) {
+    (unit.to_string(), reason.to_string(), count)
+}
+
+/// Recall restricted to one day (UTC) finds `query`'s chunk in `source_id`.
+pub(super) fn found_on_day(m: &MemoryEngine, query: &str, day: &str, source_id: &str) -> bool {
+    let filter = json!({"observed_after": format!("{day}T00:00:00Z"), "observed_before": format!("{day}T23:59:59Z")});
+    let r = m.recall(json!({"query": query, "filter": filter})).unwrap();
+    r["chunks"].as_array().unwrap().iter().any(|c| c["source_id"] == source_id)
+}
+
+fn contents(chunks: &[Value]) -> Vec<&str> {
+    chunks.iter().map(|c| c["content"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn chatgpt_follows_the_current_branch() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("chatgpt"));
+    assert_eq!((s.files_ingested, s.chunks_added), (1, 2), "{s:?}");
+    let sourdough = chunks_of(&m, "chatgpt:6a0c4f10-0000-4000-8000-000000000001");
+    assert_eq!(
+        contents(&sourdough),
+        ["[2024-03-01 10:00] user: How often should I feed a rye sourdough starter?\n\
+          [2024-03-01 10:01] ChatGPT: Twice a day keeps a rye starter lively; once a day is fine when it lives in the fridge.\n\
+          [2024-03-01 10:02] user: Thanks! And the flour to water ratio?\n\
+          [2024-03-01 10:03] ChatGPT: Equal weights of flour and water: a 1:1:1 feed with the starter."]
+    );
+    assert_eq!(sourdough[0]["timestamp_ms"], 1_709_287_201_250i64);
+    assert_eq!(sourdough[0]["title"], "Sourdough starter help");
+    assert_eq!(sourdough[0]["metadata"]["participants"], json!(["user", "ChatGPT"]));
+    let iceland = chunks_of(&m, "chatgpt:6a0c4f10-0000-4000-8000-000000000002");
+    assert_eq!(iceland[0]["timestamp_ms"], 1_712_052_000_000i64, "the question takes its conversation's time");
+    assert_eq!(
+        skips(&s),
+        [
+            skip("message", "message on an abandoned branch (edited or regenerated)", 1),
+            skip("message", "message without a time (its conversation's is used)", 1),
+            skip("message", "system message", 1),
+            skip("message", "tool message (not part of the dialogue)", 1),
+        ]
+    );
+    assert!(found_on_day(&m, "rye sourdough starter", "2024-03-01", "chatgpt:6a0c4f10-0000-4000-8000-000000000001"));
+    assert!(!found_on_day(&m, "rye sourdough starter", "2024-03-02", "chatgpt:6a0c4f10-0000-4000-8000-000000000001"));
+}
+
+#[test]
+fn claude_conversations_with_content_blocks() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("claude"));
+    assert_eq!((s.files_ingested, s.chunks_added), (1, 2), "{s:?}");
+    let blight = chunks_of(&m, "claude:5f1e2d3c-0000-4000-8000-00000000000a");
+    assert_eq!(
+        contents(&blight),
+        [
+            "[2024-05-10 08:30] user: My tomato leaves have brown spots with rings. What is it?\n\
+             [2024-05-10 08:30] Claude: That sounds like early blight, a fungus that starts on the lower leaves.",
+            "[2024-05-10 11:00] user: Should I remove the spotted leaves?\n[attachment: leaf.jpg]\n\
+             [2024-05-10 11:00] Claude: Yes: remove them, bin them rather than composting, and water at the base.",
+        ],
+        "a silence of over two hours starts a new chunk"
+    );
+    assert_eq!(blight[0]["timestamp_ms"], 1_715_329_805_123i64);
+    assert_eq!(blight[1]["title"], "Tomato blight");
+    assert_eq!(
+        skips(&s),
+        [skip("message", "message without a known `sender`", 1), skip("message", "message without text", 1)]
+    );
+    assert!(found_on_day(&m, "early blight tomato", "2024-05-10", "claude:5f1e2d3c-0000-4000-8000-00000000000a"));
+}
+
+#[test]
+fn slack_exports_resolve_names_and_keep_threads_together() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("slack"));
+    assert_eq!((s.files_seen, s.files_ingested, s.chunks_added), (5, 3, 5), "{s:?}");
+    let general = chunks_of(&m, "slack:general");
+    let threads: Vec<&str> = general.iter().map(|c| c["metadata"]["thread_id"].as_str().unwrap()).collect();
+    assert_eq!(
+        threads,
+        ["general", "general/thread/1709546460.000300", "general/thread/1709546460.000300", "general"],
+        "{general:#?}"
+    );
+    assert_eq!(
+        general[0]["content"],
+        "[2024-03-04 10:00] Ada Lovelace: Morning! The analytical engine demo is at noon, details in #random.\n\
+         [2024-03-04 10:03] Ada Lovelace: [file: engine-diagram.png]"
+    );
+    assert_eq!(
+        general[1]["content"],
+        "[2024-03-04 10:01] Grace Hopper: I'll bring the compiler notes\n\
+         [2024-03-04 10:02] Ada Lovelace: Great, @Grace Hopper please bring the punch cards & the loom diagrams too"
+    );
+    assert_eq!(general[2]["content"], "[2024-03-05 10:01] Grace Hopper: Notes are on the shared drive now");
+    assert_eq!(general[2]["owner"], "Grace Hopper");
+    let random = chunks_of(&m, "slack:random");
+    assert_eq!(random[0]["content"], "[2024-03-04 09:50] standup-bot: Reminder: standup in 5 minutes");
+    let r = m.fetch(json!({"query": "notes", "filter": {"thread_id": "general/thread/1709546460.000300"}})).unwrap();
+    assert_eq!(r["items"].as_array().unwrap().len(), 2, "the thread is found across day files: {r}");
+    let reasons = skips(&s);
+    assert_eq!(
+        reasons,
+        [
+            skip("file", "Slack export index (its names are used for the channel files)", 2),
+            skip("message", "Slack notice (channel_join)", 1),
+            skip("message", "message without a `ts`", 1),
+        ]
+    );
+    assert!(found_on_day(&m, "demo went well", "2024-03-05", "slack:general"));
+}
+
+#[test]
+fn discord_chat_exporter_files() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("discord"));
+    assert_eq!((s.files_ingested, s.chunks_added), (1, 1), "{s:?}");
+    let chunks = chunks_of(&m, "discord:900/111");
+    assert_eq!(
+        chunks[0]["content"],
+        "[2024-06-01 09:15] mossy_mara: Who has spare courgette seedlings?\n\
+         [2024-06-01 09:20] ben.grows: I do, six of them in the cold frame\n\
+         [2024-06-01 09:21] ben.grows: [attachment: seedlings.jpg]"
+    );
+    assert_eq!(chunks[0]["timestamp_ms"], 1_717_233_300_123i64);
+    assert_eq!(chunks[0]["title"], "Garden Club #general");
+    assert_eq!(skips(&s), [skip("message", "Discord notice (GuildMemberJoin)", 1)]);
+    assert!(found_on_day(&m, "courgette seedlings", "2024-06-01", "discord:900/111"));
+}
+
+#[test]
+fn whatsapp_both_line_shapes() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("whatsapp"));
+    assert_eq!((s.files_ingested, s.chunks_added), (2, 4), "{s:?}");
+    let rosa = chunks_of(&m, "whatsapp:Rosa Diaz");
+    assert_eq!(
+        contents(&rosa),
+        [
+            "[2024-02-14 19:02] Rosa Diaz: Are we still on for the pottery class tomorrow?\n\
+             [2024-02-14 19:05] Sam: Yes! I booked the wheel for 6pm.\nIt is the big one by the window.",
+            "[2024-02-15 21:30] Rosa Diaz: That glazed bowl came out great",
+        ]
+    );
+    let tom = chunks_of(&m, "whatsapp:Tom Baker");
+    assert_eq!(
+        contents(&tom),
+        [
+            "[2024-01-05 09:14] Tom Baker: Did you get the van keys?\n\
+             [2024-01-05 09:16] Me: Yes, picked them up from the depot office",
+            "[2024-01-13 18:46] Tom Baker: Van goes back Monday",
+        ],
+        "month-first with AM/PM"
+    );
+    assert_eq!(skips(&s), [skip("line", "media without text", 2), skip("line", "system line (no sender)", 3)]);
+    assert_eq!(s.lines_skipped, 5);
+    assert!(found_on_day(&m, "van keys", "2024-01-05", "whatsapp:Tom Baker"));
+    assert!(found_on_day(&m, "pottery class", "2024-02-14", "whatsapp:Rosa Diaz"));
+}
+
+#[test]
+fn chat_lines_in_common_time_forms_and_json_arrays() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("chat"));
+    assert_eq!((s.files_ingested, s.chunks_added), (2, 3), "{s:?}");
+    let workshop = chunks_of(&m, "chat:workshop");
+    assert_eq!(
+        workshop[0]["content"],
+        "[2024-01-08 09:30] nadia: Standup: the kiln firmware update is done\n\
+         [2024-01-08 09:31] omar: Nice. I am still on the glaze inventory\n\
+         [2024-01-08 09:33] nadia: Glaze order goes out Friday"
+    );
+    let kiln = chunks_of(&m, "chat:kiln");
+    assert_eq!(kiln.len(), 2, "the JSON array file is read: {kiln:?}");
+    assert_eq!(kiln[0]["timestamp_ms"], 1_704_783_600_000i64);
+    assert_eq!(
+        skips(&s),
+        [
+            skip("line", "`ts` in no known time form", 1),
+            skip("line", "invalid JSON", 1),
+            skip("line", "no `ts`", 1),
+            skip("line", "not a JSON object", 1),
+            skip("message", "no `text`", 1),
+        ]
+    );
+    let first = s.skipped.iter().find(|k| k.reason == "no `ts`").unwrap();
+    assert!(first.first.ends_with("standup.jsonl:3"), "{first:?}");
+    assert!(found_on_day(&m, "kiln firmware", "2024-01-08", "chat:workshop"));
+}
