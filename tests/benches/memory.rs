@@ -7,7 +7,7 @@
 //! ```
 //!
 //! (`MEMORY_BENCH_CHUNKS` sets the size too; `MEMORY_BENCH_DIR` where the corpus and stores go,
-//! about 3 GB per million chunks.) It writes a synthetic corpus (`memory/corpus.rs`: Zipf word
+//! about 3 GB per million chunks; `MEMORY_BENCH_KEEP=1` leaves them there, to profile the store.) It writes a synthetic corpus (`memory/corpus.rs`: Zipf word
 //! frequencies, ~300-word chunks), starts `openhumand-mcp serve` in a fresh home and prints:
 //!
 //! 1. ingest rate: `openhuman.memory_ingest` over the socket (chunks/s until it returns, and until
@@ -73,7 +73,11 @@ fn run() -> Result<()> {
     let bins = Binaries::build_and_locate()?;
     let scratch_root = std::env::var_os("MEMORY_BENCH_DIR").map(Into::into).unwrap_or_else(std::env::temp_dir);
     // Short: the socket path inside the home must fit in sun_path.
-    let scratch = tempfile::Builder::new().prefix("oh-mb-").tempdir_in(scratch_root)?;
+    let mut scratch = tempfile::Builder::new().prefix("oh-mb-").tempdir_in(scratch_root)?;
+    if std::env::var_os("MEMORY_BENCH_KEEP").is_some() {
+        scratch.disable_cleanup(true);
+        println!("keeping : {}", scratch.path().display());
+    }
     let (home, corpus_dir) = (scratch.path().join("h"), scratch.path().join("corpus"));
     std::fs::create_dir_all(&home)?;
     println!("# openhuman-mcp memory benchmark");

@@ -290,7 +290,14 @@ impl Fts {
             let q = BoostQuery::new(Box::new(TermQuery::new(t, record)), EXACT_BOOST);
             clauses.push((Occur::Should, Box::new(q)));
         }
-        (!clauses.is_empty()).then(|| Box::new(BooleanQuery::new(clauses)) as Box<dyn Query>)
+        match clauses.len() {
+            0 => None,
+            // One word alone as a plain term query: tantivy prunes it with its single-term
+            // block-max WAND, where a one-clause boolean scored nearly every posting (a word
+            // in every chunk took 8.5 ms at 1M chunks instead of under 2).
+            1 => clauses.pop().map(|(_, q)| q),
+            _ => Some(Box::new(BooleanQuery::new(clauses))),
+        }
     }
 
     fn restricted(&self, q: Box<dyn Query>, restrict: Option<&[i64]>) -> Box<dyn Query> {
