@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -192,6 +192,23 @@ CREATE TABLE detached_tags (
     origin_key TEXT NOT NULL,
     PRIMARY KEY (chunk_id, tag, origin_key)
 ) WITHOUT ROWID;
+"#;
+
+/// Watched folders: each file's modification time as last synced (so a daemon that was down
+/// compares size and time before reading anything), and the `[[wiki links]]` between notes
+/// (see `links`).
+const V3: &str = r#"
+ALTER TABLE files ADD COLUMN mtime_ms INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE links (
+    source_id  TEXT NOT NULL,
+    target     TEXT NOT NULL,
+    heading    TEXT NOT NULL DEFAULT '',
+    alias      TEXT NOT NULL DEFAULT '',
+    target_key TEXT NOT NULL,
+    PRIMARY KEY (source_id, target, heading, alias)
+) WITHOUT ROWID;
+CREATE INDEX links_target ON links(target_key);
 "#;
 
 /// The schema version this code writes.

@@ -1,4 +1,6 @@
-//! Markdown and plain-text files → document chunks (one source per file).
+//! Markdown and plain-text files → document chunks (one source per file). Markdown's front-matter
+//! `tags:` and inline `#tags` become the chunks' own tags, and its `[[wiki links]]` go with the
+//! source to the `links` table (see `vault`).
 
 use std::path::Path;
 
@@ -7,6 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::chunker::{Format, chunk_text};
 use crate::store::{NewChunk, NewSource};
 use crate::types::SourceKind;
+use crate::vault;
 
 /// The first level-one heading, else the file name.
 fn title_of(text: &str, path: &Path, format: Format) -> String {
@@ -36,7 +39,10 @@ pub(crate) fn parse(
     origin: &str,
 ) -> (Vec<NewChunk>, Vec<NewSource>) {
     let format = if markdown { Format::Markdown } else { Format::Plain };
-    let title = title_of(text, path, format);
+    let fm = if markdown { vault::front_matter(text) } else { vault::FrontMatter::default() };
+    let text = &text[fm.body_start..];
+    let title = fm.title.clone().unwrap_or_else(|| title_of(text, path, format));
+    let mut all_tags = fm.tags.clone();
     let path_str = path.to_string_lossy().into_owned();
     let folder = path.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let source_id = origin.to_string();
@@ -51,6 +57,17 @@ pub(crate) fn parse(
             if let Some(h) = piece.heading {
                 metadata.insert("heading".into(), json!(h));
             }
+            let mut tags = fm.tags.clone();
+            if markdown {
+                for t in vault::inline_tags(&piece.content) {
+                    if !tags.contains(&t) {
+                        tags.push(t.clone());
+                    }
+                    if !all_tags.contains(&t) {
+                        all_tags.push(t);
+                    }
+                }
+            }
             NewChunk {
                 kind: SourceKind::Document,
                 source_id: source_id.clone(),
@@ -63,12 +80,22 @@ pub(crate) fn parse(
                 title: Some(title.clone()),
                 content: piece.content,
                 metadata,
-                tags: Vec::new(),
+                tags,
             }
         })
         .collect();
     let mut meta = Map::new();
     meta.insert("file_path".into(), json!(path_str));
+    if !all_tags.is_empty() {
+        meta.insert("tags".into(), json!(all_tags));
+    }
+    if markdown {
+        let links: Vec<Value> = vault::wiki_links(text)
+            .into_iter()
+            .map(|l| json!({ "target": l.target, "heading": l.heading, "alias": l.alias }))
+            .collect();
+        meta.insert(crate::links::META_KEY.into(), Value::Array(links));
+    }
     let source = NewSource { source_id, kind: SourceKind::Document, display_name: title, metadata: meta };
     (chunks, vec![source])
 }

@@ -260,7 +260,7 @@ fn write_batch(
 }
 
 /// The paths in the `files` table at or under `root`.
-fn ingested_under(conn: &rusqlite::Connection, root: &Path) -> Result<Vec<String>, MemoryError> {
+pub(crate) fn ingested_under(conn: &rusqlite::Connection, root: &Path) -> Result<Vec<String>, MemoryError> {
     let root = root.to_string_lossy();
     let escaped = root.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
     let dir = if escaped.ends_with('/') { escaped } else { format!("{escaped}/") };
