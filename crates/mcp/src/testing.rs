@@ -116,6 +116,10 @@ impl App for FakeApp {
         (uri == "fake://greeting").then(|| ("hello".to_string(), "text/plain"))
     }
 
+    fn resource_notifications(&self) -> bool {
+        true
+    }
+
     fn extension(
         &self,
         method: String,
