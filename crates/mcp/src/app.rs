@@ -89,7 +89,7 @@ pub trait App: Send + Sync + 'static {
     fn resources(&self) -> Vec<Resource>;
 
     /// The text of the resource at `uri` with its MIME type, or None when there is none.
-    fn read_resource(&self, uri: &str) -> Option<(String, &'static str)>;
+    fn read_resource(&self, uri: &str) -> BoxFuture<'static, Option<(String, &'static str)>>;
 
     /// `resources/templates/list` entries.
     fn resource_templates(&self) -> Vec<ResourceTemplate> {

@@ -386,7 +386,7 @@ impl<A: App> Dispatcher<A> {
                 }
                 json!({})
             }
-            "resources/read" => self.read_resource(&params, &era)?,
+            "resources/read" => self.read_resource(&params, &era).await?,
             "logging/setLevel" => lifecycle::set_level(session, &params)?,
             "prompts/list" | "completion/complete" | "sampling/createMessage" => {
                 return Err(RpcError::method_not_found(method));
@@ -460,9 +460,9 @@ impl<A: App> Dispatcher<A> {
         Ok(Payload::Value(closing_result(id)))
     }
 
-    fn read_resource(&self, params: &Map<String, Value>, era: &Era) -> Result<Value, RpcError> {
+    async fn read_resource(&self, params: &Map<String, Value>, era: &Era) -> Result<Value, RpcError> {
         let uri = uri_param(params)?;
-        match self.app.read_resource(uri) {
+        match self.app.read_resource(uri).await {
             Some((text, mime)) => Ok(json!({ "contents": [{ "uri": uri, "mimeType": mime, "text": text }] })),
             None => {
                 let code = if era.is_modern() { codes::INVALID_PARAMS } else { codes::RESOURCE_NOT_FOUND };

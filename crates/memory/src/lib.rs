@@ -63,7 +63,7 @@ pub use tier::{TierKind, TierProgress};
 pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, SourceKind,
 };
-pub use watched::{FileState, SyncSummary, disk_state};
+pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
 
 /// Where the engine keeps its files and which embedders it uses.
 pub struct MemoryOptions {

@@ -54,6 +54,11 @@ pub fn disk_state(meta: &std::fs::Metadata) -> (u64, i64) {
     (meta.len(), mtime)
 }
 
+/// Whether a file found in a folder would be read (its extension names a format memory knows).
+pub fn is_supported_file(path: &Path) -> bool {
+    ingest::supported(path)
+}
+
 impl MemoryEngine {
     /// The ingested files at or under `root`, with the size and time they had when synced.
     pub fn file_states(&self, root: &Path) -> Result<Vec<FileState>, MemoryError> {

@@ -14,4 +14,5 @@ mod shim;
 mod smoke;
 mod socket;
 mod transformer;
+mod watch;
 mod writes;

@@ -69,6 +69,11 @@ impl FileKind {
     }
 }
 
+/// Whether a walked file of this name would be read (its extension names a known format).
+pub(crate) fn supported(p: &Path) -> bool {
+    FileKind::from_path(p).is_some()
+}
+
 /// What a parsed file will write.
 enum Parsed {
     Chunks(Vec<NewChunk>, Vec<NewSource>),
