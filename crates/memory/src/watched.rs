@@ -73,6 +73,12 @@ impl MemoryEngine {
         Ok(out)
     }
 
+    /// How many ingested files are at or under `root` (one query; `file_states` reads each).
+    pub fn file_count(&self, root: &Path) -> Result<usize, MemoryError> {
+        let conn = self.inner.read_conn()?;
+        Ok(ingest::ingested_under(&conn, root)?.len())
+    }
+
     /// Brings memory in step with `paths` (absolute; each a file, a folder, or a path that no
     /// longer exists): see the module documentation. `kind` forces one format for the files
     /// named, as `ingest_paths` does.

@@ -392,7 +392,7 @@ async fn sync_batch(
             } else {
                 engine.sync_files(&todo, kind.as_deref()).map_err(|e| MethodError::Internal(e.into()))?
             };
-            let files = engine.file_states(&m.root).map_err(|e| MethodError::Internal(e.into()))?.len();
+            let files = engine.file_count(&m.root).map_err(|e| MethodError::Internal(e.into()))?;
             Ok(Outcome { summary, paths: todo, files, errors })
         };
         let outcome = blocking(work).await;
