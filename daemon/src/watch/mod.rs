@@ -295,8 +295,19 @@ async fn serve(state: &AppState, engine: &MemoryEngine, setup: &Setup) -> bool {
     };
     let roots: Vec<PathBuf> = setup.sources.iter().map(|s| s.path.clone()).collect();
     let mut batch = Batch::default();
+    let mut unwatched = vec![false; roots.len()];
     for (i, root) in roots.iter().enumerate() {
         if matchers[i].is_none() {
+            continue;
+        }
+        if !root.exists() {
+            let e = format!("{} does not exist; it is watched once it does and the config is reloaded", root.display());
+            tracing::warn!("{e}");
+            watch.update(i, |st| {
+                st.state = "error";
+                st.last_error = Some(e);
+            });
+            unwatched[i] = true;
             continue;
         }
         if let Some(w) = watcher.as_mut()
@@ -318,7 +329,8 @@ async fn serve(state: &AppState, engine: &MemoryEngine, setup: &Setup) -> bool {
         tokio::select! {
             _ = state.shutdown_token().cancelled() => return false,
             _ = watch.reload.notified() => {
-                if Setup::of(&state.config()) != *setup {
+                // A folder that was missing at start is watched once it exists and a reload asks.
+                if Setup::of(&state.config()) != *setup || roots.iter().zip(&unwatched).any(|(r, u)| *u && r.exists()) {
                     return true;
                 }
                 continue;
@@ -417,8 +429,13 @@ fn expand(m: &Matcher, changed: Vec<PathBuf>) -> Vec<PathBuf> {
 
 /// Walks a source and lists what differs from the store: files new or changed since their last
 /// sync (by size and modification time), and files the store holds that are gone from disk or
-/// no longer match the source's rules.
+/// no longer match the source's rules. A root that is gone itself changes nothing.
 fn catch_up(engine: &MemoryEngine, m: &mut Matcher) -> (Vec<PathBuf>, Vec<String>) {
+    if !m.root.exists() {
+        // An unmounted drive or a folder moved away: forgetting everything read from it would be
+        // worse than waiting.
+        return (Vec::new(), vec![format!("{} does not exist; nothing was removed from memory", m.root.display())]);
+    }
     let (files, errors) = m.walk();
     let stored = match engine.file_states(&m.root) {
         Ok(s) => s,
