@@ -232,11 +232,16 @@ pub(crate) fn open_connection(path: &Path) -> Result<Connection, MemoryError> {
 /// Brings the database to [`SCHEMA_VERSION`]; each step commits with its version bump, so
 /// running it again (or after a crash mid-way) is a no-op or resumes.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), MemoryError> {
+    migrate_to(conn, SCHEMA_VERSION)
+}
+
+/// Brings the database to `target` (tests make stores of older versions with it).
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), MemoryError> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if current > SCHEMA_VERSION {
         return Err(MemoryError::SchemaTooNew { found: current, supported: SCHEMA_VERSION });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize).take((target - current).max(0) as usize) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql).with_context(|| format!("applying memory schema migration {}", i + 1))?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;

@@ -123,3 +123,33 @@ fn obsidian_front_matter_tags_inline_tags_and_wiki_links() {
     let p = m.read_chunk(json!({"chunk_id": hit(&m, "greenhouse sensors").unwrap()["chunk_id"]})).unwrap();
     assert!(p["backlinks"].as_array().unwrap().is_empty(), "{p}");
 }
+
+#[test]
+fn a_version_2_store_upgrades_and_its_files_are_not_read_again() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let note = src.path().join("old.md");
+    fs::write(&note, "Lanterns were lit along the old canal.\n").unwrap();
+    {
+        // A store as the version before watched folders wrote it: no mtimes, no links table.
+        let mut conn = super::super::schema::open_connection(&data.path().join("memory.db")).unwrap();
+        super::super::schema::migrate_to(&mut conn, 2).unwrap();
+        conn.execute(
+            "INSERT INTO files (path, content_hash, size, kind, chunk_count, ingested_at_ms) VALUES (?1, 'x', 1, 'document', 0, 0)",
+            [note.to_string_lossy()],
+        )
+        .unwrap();
+    }
+    let m = open(data.path());
+    assert_eq!(m.stats().unwrap()["schema_version"], super::super::schema::SCHEMA_VERSION);
+    let states = m.file_states(src.path()).unwrap();
+    assert_eq!(states.len(), 1);
+    assert_eq!(states[0].mtime_ms, 0, "unknown until the next sync");
+    // The made-up hash differs from the file's: the sync reads it and records its time.
+    let s = m.sync_files(std::slice::from_ref(&note), None).unwrap();
+    assert_eq!(s.ingest.files_ingested, 1, "{s:?}");
+    assert!(hit(&m, "lanterns").is_some());
+    assert!(m.file_states(src.path()).unwrap()[0].mtime_ms > 0);
+    let again = m.sync_files(std::slice::from_ref(&note), None).unwrap();
+    assert_eq!((again.ingest.files_ingested, again.ingest.files_unchanged), (0, 1), "{again:?}");
+}
