@@ -1,11 +1,13 @@
 //! The daemon as an MCP application: what the protocol crate's dispatcher asks of it. Tools come
-//! from the catalog in `tools`, resources from the prompt catalog in `resources`, and the
+//! from the catalog in `tools`, resources from the prompt catalog in `resources` and from memory
+//! in `live_resources` (with change notifications), and the
 //! `openhuman.*` extension methods from the method table in `rpc`.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use openhuman_mcp::{App, Extension, Payload, RequestCtx, Resource, RpcError, ServerInfo};
+use openhuman_mcp::{App, Extension, Payload, RequestCtx, Resource, ResourceTemplate, RpcError, ServerInfo};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
 
@@ -46,12 +48,30 @@ impl App for AppState {
     }
 
     fn resources(&self) -> Vec<Resource> {
-        crate::resources::list(&self.agents())
+        let mut out = crate::resources::list(&self.agents());
+        out.extend(crate::live_resources::list(self));
+        out
     }
 
-    fn read_resource(&self, uri: &str) -> Option<(String, &'static str)> {
-        let text = crate::resources::read(uri, &self.paths().config_dir, &self.agents())?;
-        Some((text, crate::resources::MIME))
+    fn read_resource(&self, uri: &str) -> BoxFuture<'static, Option<(String, &'static str)>> {
+        if let Some(text) = crate::resources::read(uri, &self.paths().config_dir, &self.agents()) {
+            return futures::future::ready(Some((text, crate::resources::MIME))).boxed();
+        }
+        let (state, uri) = (self.clone(), uri.to_string());
+        async move { Some((crate::live_resources::read(&state, &uri).await?, crate::live_resources::MIME)) }.boxed()
+    }
+
+    fn resource_templates(&self) -> Vec<ResourceTemplate> {
+        crate::live_resources::templates()
+    }
+
+    /// Memory changes (writes, watched folders) and config reloads are told to subscribers.
+    fn resource_notifications(&self) -> bool {
+        true
+    }
+
+    fn closing(&self) -> Option<CancellationToken> {
+        Some(self.shutdown_token().clone())
     }
 
     fn extension(

@@ -1,5 +1,6 @@
 //! `config check`: what `serve` would refuse, what would run degraded, and what the README calls
-//! invalid, found from the config and the environment alone (no network). Errors make the check
+//! invalid (bad globs of a watched folder included), found from the config and the environment
+//! alone (no network). Errors make the check
 //! fail; warnings are printed and pass.
 
 use openhuman_common::Paths;
@@ -80,6 +81,16 @@ pub fn findings(paths: &Paths, config: &Config, agents: &Registry) -> Vec<Findin
     }
     for e in &agents.load_errors {
         out.push(error(format!("agent: {e}")));
+    }
+    for (i, source) in config.memory.sources.iter().enumerate() {
+        if let Err(e) = crate::watch::scan::Matcher::new(source, Vec::new()) {
+            out.push(error(format!("memory.sources[{i}]: {e}; the daemon would not watch {}", source.path.display())));
+        } else if !source.path.exists() {
+            out.push(warning(format!(
+                "memory.sources[{i}]: {} does not exist; it is watched once it does and the config is reloaded",
+                source.path.display()
+            )));
+        }
     }
     out
 }

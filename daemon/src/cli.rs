@@ -40,6 +40,14 @@ pub enum Command {
     /// exports (JSON Lines of {ts, from, text, channel}). Goes through the running daemon when
     /// there is one; unchanged files are skipped, changed ones replaced.
     Ingest(IngestArgs),
+    /// Folders (or files) the daemon keeps in sync with memory: `[[memory.sources]]` in the
+    /// config file, edited in place (comments kept); a running daemon is told to reload.
+    Sources {
+        #[command(subcommand)]
+        action: SourcesAction,
+        #[command(flatten)]
+        socket: SocketArg,
+    },
     /// Show the write-audit log, newest first.
     Audit(AuditArgs),
     /// Rebuild the full-text and vector indexes from the database.
@@ -96,6 +104,41 @@ pub struct IngestArgs {
     pub kind: Option<IngestKind>,
     #[command(flatten)]
     pub socket: SocketArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SourcesAction {
+    /// Watch a folder (or a file): its files are read now and kept in sync as they change.
+    Add(SourceAddArgs),
+    /// Stop watching a folder; what was read from it stays in memory.
+    Remove {
+        /// The folder, as `sources list` shows it.
+        path: PathBuf,
+    },
+    /// The watched folders, with their sync status when a daemon is running.
+    List {
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SourceAddArgs {
+    /// The folder or file to watch.
+    pub path: PathBuf,
+    /// Read every file as this kind instead of by extension (use --include to pick the files).
+    #[arg(long, value_parser = ["auto", "document", "email", "chat"])]
+    pub kind: Option<String>,
+    /// Only files matching this glob, relative to the folder (repeatable), e.g. '**/*.md'.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Never files matching this glob, relative to the folder (repeatable), e.g. 'archive/**'.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Read files that .gitignore / .ignore files exclude, too.
+    #[arg(long)]
+    pub no_gitignore: bool,
 }
 
 #[derive(Debug, Args)]

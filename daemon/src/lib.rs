@@ -14,7 +14,9 @@
 //! - `policy`     the Act limiter; `audit_writer` the rejection-row writer; `tool_registry` the
 //!   tool registry and diagnostics
 //! - `agents/`    the subagent registry (built-in + user agents)
-//! - `resources`  the compiled-in prompt catalog
+//! - `resources`  the compiled-in prompt catalog; `live_resources` memory as resources
+//! - `watch/`     the one folder watcher keeping `[[memory.sources]]` in step with memory
+//! - `sources`    `sources add|remove|list`: edits `[[memory.sources]]` in the config file
 //! - `eval`       `eval`: retrieval quality (nDCG@10, Recall@10/100, latency) on a labelled BEIR
 //!   folder, in a throwaway store
 //! - `models`     `model install|list|remove`: the transformer model store of the deep tier
@@ -34,6 +36,7 @@ pub mod cli;
 pub mod client;
 pub mod eval;
 pub mod http_auth;
+pub mod live_resources;
 pub mod logging;
 pub mod models;
 pub mod policy;
@@ -43,9 +46,11 @@ pub mod resources;
 pub mod rpc;
 pub mod server;
 pub mod service;
+pub mod sources;
 pub mod state;
 pub mod tool_registry;
 pub mod tools;
+pub mod watch;
 
 use std::io::Write;
 use std::time::Duration;
@@ -169,6 +174,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
                     }
                     None => None,
                 };
+                watch::spawn(state.clone());
                 let opts = server::ServeOptions {
                     idle_timeout: args.idle_timeout.filter(|s| *s > 0).map(Duration::from_secs),
                     http,
@@ -462,6 +468,13 @@ fn run_command(cli: &Cli) -> Result<i32> {
                             }
                         ));
                     }
+                    if s["watch"]["readonly"] == true && s["watch"]["sources"].as_array().is_some_and(|l| !l.is_empty())
+                    {
+                        out("watched folders are not synced: [autonomy].level is readonly");
+                    }
+                    for w in s["watch"]["sources"].as_array().into_iter().flatten() {
+                        out(&format!("watching {}: {}", w["path"].as_str().unwrap_or("?"), watch::describe(w)));
+                    }
                     for p in problems {
                         out(&format!("problem: {p}"));
                     }
@@ -493,6 +506,10 @@ fn run_command(cli: &Cli) -> Result<i32> {
         }
         Command::Ingest(args) => ingest(cli, args),
         Command::Audit(args) => audit(cli, args),
+        Command::Sources { action, socket } => {
+            let paths = resolve_paths(cli, socket.socket.as_deref())?;
+            sources::run(&paths, action, &runtime(Some(1))?)
+        }
         Command::Reindex(sock) => {
             let paths = resolve_paths(cli, sock.socket.as_deref())?;
             let rt = runtime(Some(2))?;

@@ -1,6 +1,6 @@
 //! Daemon-wide state behind one cloneable handle: paths, the current config and agent registry
 //! (both swapped whole on reload), the memory engine, the Act limiter, the audit writer, live
-//! sessions, and the shutdown signals.
+//! sessions, the folder watcher's status, and the shutdown signals.
 
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::Registry;
 use crate::audit_writer::AuditWriter;
 use crate::policy::ActLimiter;
+use crate::watch::Watch;
 use openhuman_config::{self as config, Config};
 use openhuman_memory::MemoryEngine;
 
@@ -37,6 +38,8 @@ struct Inner {
     audit: AuditWriter,
     started: Instant,
     sessions: Arc<SessionSet>,
+    /// The folder watcher's status and reload signal (the watcher runs only under `serve`).
+    watch: Arc<Watch>,
     /// Stop accepting and reading; in-flight calls may finish.
     shutdown: CancellationToken,
     /// Abandon in-flight calls (after the grace period).
@@ -62,6 +65,7 @@ impl AppState {
                 audit,
                 started: Instant::now(),
                 sessions: Arc::default(),
+                watch: Arc::default(),
                 shutdown: CancellationToken::new(),
                 abort: CancellationToken::new(),
             }),
@@ -125,7 +129,23 @@ impl AppState {
         let after = crate::tools::listed_names(&loaded.config);
         *self.inner.config.write().expect("config lock") = Arc::new(loaded.config);
         *self.inner.agents.write().expect("agents lock") = Arc::new(Registry::load(&self.inner.paths.config_dir));
+        self.inner.watch.reload();
         Ok(before != after)
+    }
+
+    /// The folder watcher's shared side.
+    pub fn watch(&self) -> &Arc<Watch> {
+        &self.inner.watch
+    }
+
+    /// Tells subscribed clients that memory changed: the overview resource, plus `uris` (the
+    /// sources and watched folders concerned).
+    pub fn memory_changed(&self, uris: &[String]) {
+        let sessions = self.sessions();
+        sessions.notify_resource_updated(crate::live_resources::MEMORY_URI);
+        for u in uris {
+            sessions.notify_resource_updated(u);
+        }
     }
 
     /// The live MCP sessions of every transport.

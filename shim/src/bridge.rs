@@ -7,7 +7,7 @@
 //! ends, every request sent on it and still unanswered gets a -32603 error, and the bridge
 //! reconnects (autostarting if allowed), replays the handshake silently and carries on.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
 use std::sync::{Arc, Condvar, Mutex};
@@ -44,6 +44,9 @@ struct Inflight {
     ids: HashMap<String, u64>,
     /// Generations whose connection has ended (ids sent on them can no longer be answered).
     closed_upto: u64,
+    /// Ids of `subscriptions/listen` requests: streams answered only when they end, so EOF on
+    /// stdin does not wait for them.
+    streams: HashSet<String>,
 }
 
 struct Handshake {
@@ -93,9 +96,13 @@ pub fn run(opts: Options) -> ExitCode {
             }
         }
     }
-    // EOF: wait until every request in flight has been answered (or errored).
+    // EOF: wait until every request in flight has been answered (or errored); open
+    // subscription streams have nobody left to deliver to.
     {
         let mut inflight = bridge.inflight.lock().expect("inflight lock");
+        for id in std::mem::take(&mut inflight.streams) {
+            inflight.ids.remove(&id);
+        }
         while !inflight.ids.is_empty() {
             inflight = bridge.drained.wait(inflight).expect("inflight lock");
         }
@@ -152,6 +159,9 @@ impl Bridge {
                 Some("notifications/initialized") => {
                     self.handshake.lock().expect("handshake lock").initialized =
                         Some(String::from_utf8_lossy(line).trim_end().to_string());
+                }
+                Some("subscriptions/listen") => {
+                    self.inflight.lock().expect("inflight lock").streams.extend(ids.iter().cloned());
                 }
                 // A cancelled request gets no reply: stop waiting for one.
                 Some("notifications/cancelled") => {

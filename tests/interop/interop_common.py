@@ -1,6 +1,6 @@
 """What the Python interop drivers share: the SDK's version and error type, the versions and
-resources every server run must show, the timeouts, and the `ok - ` / `not ok - ` reporting with
-its tally. Imported by py_client.py, py_http_client.py and py_agents.py, which sit beside it
+resources every server run must show, the timeouts, the `ok - ` / `not ok - ` reporting with
+its tally, and the change-notification check (a store heard by a subscriber). Imported by py_client.py, py_http_client.py and py_agents.py, which sit beside it
 (Python puts a script's own directory first on `sys.path`).
 """
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import warnings
 from typing import Any, Callable
 
 import anyio
@@ -105,6 +106,8 @@ class Api:
     def __init__(self, target: Any, version: str | None) -> None:
         self.target = target
         self.protocol_version = version
+        # URIs of `notifications/resources/updated` heard, when the driver listens for them.
+        self.updates: Any = None
 
     async def list_tools(self) -> dict[str, Any]:
         return dump(await self.target.list_tools())
@@ -117,6 +120,54 @@ class Api:
 
     async def read_resource(self, uri: str) -> dict[str, Any]:
         return dump(await self.target.read_resource(uri))
+
+
+def updates_handler() -> tuple[Any, Any]:
+    """A `message_handler` that passes the URI of every `notifications/resources/updated` on to
+    the returned receive stream (the handshake versions' change notifications)."""
+    send, receive = anyio.create_memory_object_stream(256)
+
+    async def handler(message: Any) -> None:
+        root = getattr(message, "root", message)  # 1.x wraps notifications in a RootModel
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            try:
+                send.send_nowait(str(root.params.uri))
+            except anyio.WouldBlock:
+                pass
+
+    return handler, receive
+
+
+MEMORY_URI = "openhuman://memory"
+
+
+async def store_note(api: Api, title: str) -> None:
+    res = await api.call_tool("memory.store", {"title": title, "content": f"{title}: subscribers hear of this."})
+    expect(not res.get("isError"), f"memory.store failed: {res.get('content')}")
+
+
+async def check_subscription(api: Api) -> None:
+    """Subscribe to the memory overview, store a note, hear that the overview changed: through
+    `subscriptions/listen` on 2026-07-28, `resources/subscribe` on the handshake versions."""
+    if api.protocol_version == MODERN:
+        from mcp.client.subscriptions import ResourceUpdated
+
+        async with api.target.listen(resource_subscriptions=[MEMORY_URI]) as sub:
+            honored = list(sub.honored.resource_subscriptions or [])
+            expect(honored == [MEMORY_URI], f"acknowledged {honored}, want [{MEMORY_URI}]")
+            await store_note(api, "listen check")
+            async for event in sub:
+                if isinstance(event, ResourceUpdated) and str(event.uri) == MEMORY_URI:
+                    return
+        raise AssertionError("the stream ended before notifications/resources/updated")
+    with warnings.catch_warnings():
+        # 2.x marks the handshake-era method deprecated; it is what those versions have.
+        warnings.simplefilter("ignore")
+        await api.target.subscribe_resource(MEMORY_URI)
+    await store_note(api, "subscribe check")
+    async for uri in api.updates:
+        if uri == MEMORY_URI:
+            return
 
 
 async def run_checks(label: str, checks: list[tuple[str, Any]], arg: Any, done: set[str],

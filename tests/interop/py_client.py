@@ -42,8 +42,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from interop_common import (Api, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
-                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, SdkError, describe, dump, expect, note,
-                             report, run_checks, tally)
+                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, SdkError, check_subscription, describe,
+                             dump, expect, note, report, run_checks, tally, updates_handler)
 
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
@@ -54,17 +54,22 @@ CLEAN_EXIT_SECONDS = 1.9  # under the SDK's 2 s grace: the server exited on stdi
 
 @asynccontextmanager
 async def connect(mode: str, params: StdioServerParameters, errlog: Any) -> AsyncIterator[Api]:
+    handler, updates = updates_handler()
     if mode == "session":
         async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, message_handler=handler) as session:
                 result = await session.initialize()
-                yield Api(session, result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version)
+                api = Api(session, result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version)
+                api.updates = updates
+                yield api
         return
     # 2.x high-level client; `Client(StdioServerParameters)` launches it with `stdio_client`.
     kwargs: dict[str, Any] = {} if mode == "auto" else {"mode": mode}
-    client = Client(stdio_client(params, errlog=errlog), **kwargs)
+    client = Client(stdio_client(params, errlog=errlog), message_handler=handler, **kwargs)
     async with client:
-        yield Api(client, client.session.protocol_version)
+        api = Api(client, client.session.protocol_version)
+        api.updates = updates
+        yield api
 
 
 def server_env(home: str) -> dict[str, str]:
@@ -251,6 +256,7 @@ CHECKS = [
     ("unknown tool: error", check_unknown_tool),
     ("resources/list has identity, soul, user, agents/orchestrator", check_resources_list),
     ("resources/read identity: markdown text", check_read_identity),
+    ("a store is heard by a subscriber to openhuman://memory (resources/updated)", check_subscription),
 ]
 
 

@@ -48,8 +48,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
 from interop_common import (Api, CHECK_TIMEOUT, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
-                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, describe, dump, expect, note, report,
-                             run_checks, tally)
+                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, check_subscription, describe, dump, expect,
+                             note, report, run_checks, tally, updates_handler)
 
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
@@ -239,19 +239,26 @@ class Wire:
 @asynccontextmanager
 async def connect(mode: str, url: str, headers: dict[str, str], wire: Wire) -> AsyncIterator[Api]:
     info = Implementation(name=CLIENT_NAME, version="0.0.0")
+    handler, updates = updates_handler()
     async with create_mcp_http_client(headers=headers or None) as http:
         http.event_hooks = {"response": [wire.on_response]}
         if mode == "session":
             async with streamable_http_client(url, http_client=http) as streams:
                 read, write = streams[0], streams[1]  # 1.x adds a get_session_id callback
-                async with ClientSession(read, write, client_info=info) as session:
+                async with ClientSession(read, write, client_info=info, message_handler=handler) as session:
                     result = await session.initialize()
-                    yield Api(session, result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version)
+                    api = Api(session, result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version)
+                    api.updates = updates
+                    yield api
             return
         kwargs: dict[str, Any] = {} if mode == "auto" else {"mode": mode}
-        client = Client(streamable_http_client(url, http_client=http), client_info=info, **kwargs)
+        client = Client(
+            streamable_http_client(url, http_client=http), client_info=info, message_handler=handler, **kwargs
+        )
         async with client:
-            yield Api(client, client.session.protocol_version)
+            api = Api(client, client.session.protocol_version)
+            api.updates = updates
+            yield api
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,6 +361,10 @@ async def check_wire(c: Case) -> None:
     expect(not refused, f"HTTP errors: {refused}")
 
 
+async def check_http_subscription(c: Case) -> None:
+    await check_subscription(c.api)
+
+
 CHECKS = [
     ("tools/list has core.list_tools, agent.list_subagents, memory.search, memory.store", check_tools_list),
     ("tools/call agent.list_subagents: >= 12 agents with orchestrator", check_list_subagents),
@@ -361,6 +372,7 @@ CHECKS = [
     ("tools/call memory.search finds the stored document", check_memory_search),
     ("resources/list has identity, soul, user, agents/orchestrator", check_resources_list),
     ("resources/read identity: markdown text", check_read_identity),
+    ("a store is heard by a subscriber to openhuman://memory (resources/updated)", check_http_subscription),
     ("HTTP: session header / bearer token on every request, no HTTP errors", check_wire),
 ]
 

@@ -113,11 +113,57 @@ pub enum MemoryEngineKind {
     Off,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
     pub engine: MemoryEngineKind,
     pub embeddings: EmbeddingsConfig,
+    /// Quiet time after the last file-system event before a watched change is synced.
+    pub watch_debounce_ms: u64,
+    /// Folders (or files) the daemon keeps in sync with memory (`[[memory.sources]]`).
+    pub sources: Vec<WatchedSource>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            engine: MemoryEngineKind::default(),
+            embeddings: EmbeddingsConfig::default(),
+            watch_debounce_ms: 300,
+            sources: Vec::new(),
+        }
+    }
+}
+
+/// What a watched source's files are read as: `auto` (by extension) or one format for all.
+pub const SOURCE_KINDS: &[&str] = &["auto", "document", "email", "chat"];
+
+/// One `[[memory.sources]]` entry: a folder or file kept in sync with memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchedSource {
+    /// An absolute path.
+    pub path: PathBuf,
+    /// `auto` (by extension), `document`, `email` or `chat`.
+    #[serde(default = "auto_kind")]
+    pub kind: String,
+    /// Glob patterns, relative to `path`; when any is given, only files matching one are read.
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Glob patterns, relative to `path`, of files never read.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Skip what `.gitignore` (and `.ignore`) files under `path` exclude.
+    #[serde(default = "yes")]
+    pub gitignore: bool,
+}
+
+fn auto_kind() -> String {
+    "auto".to_string()
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -387,6 +433,31 @@ fn validate(c: &Config) -> Result<(), String> {
             check_env_var_name(name, var)?;
         }
     }
+    if c.memory.watch_debounce_ms > 60_000 {
+        return Err(format!(
+            "key `memory.watch_debounce_ms` must be at most 60000 (got {})",
+            c.memory.watch_debounce_ms
+        ));
+    }
+    let mut roots = BTreeSet::new();
+    for (i, s) in c.memory.sources.iter().enumerate() {
+        if !s.path.is_absolute() {
+            return Err(format!(
+                "key `memory.sources[{i}].path` must be an absolute path (got {}); `openhumand-mcp sources add` makes it one",
+                s.path.display()
+            ));
+        }
+        if !SOURCE_KINDS.contains(&s.kind.as_str()) {
+            return Err(format!(
+                "key `memory.sources[{i}].kind` must be one of {} (got {:?})",
+                SOURCE_KINDS.join(", "),
+                s.kind
+            ));
+        }
+        if !roots.insert(s.path.clone()) {
+            return Err(format!("key `memory.sources[{i}].path`: {} is listed twice", s.path.display()));
+        }
+    }
     let mut seen = BTreeSet::new();
     for (i, p) in c.capability_providers.iter().enumerate() {
         let id = normalize_id(&p.id);
@@ -450,6 +521,7 @@ fn collect_leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>,
         // Arrays of tables (capability_providers) cannot be expressed as one variable.
         Value::Array(items) if items.iter().any(Value::is_object) => {}
         Value::Array(_) if path.first().is_some_and(|p| p == "capability_providers") => {}
+        Value::Array(_) if path.len() == 2 && path[0] == "memory" && path[1] == "sources" => {}
         other => out.push((path.clone(), other.clone())),
     }
 }
@@ -576,6 +648,20 @@ mod tests {
             let err = load_text(&format!("[memory.embeddings]\ntransformer = {bad:?}\n"), &[]).unwrap_err().to_string();
             assert!(err.contains("memory.embeddings.transformer") && err.contains("model list"), "{err}");
         }
+    }
+
+    #[test]
+    fn watched_sources_need_absolute_paths_and_known_kinds() {
+        let c = load_text("[[memory.sources]]\npath = \"/notes\"\ninclude = [\"**/*.md\"]\n", &[]).unwrap();
+        assert_eq!(c.memory.sources.len(), 1);
+        assert_eq!(c.memory.sources[0].kind, "auto");
+        assert!(c.memory.sources[0].gitignore);
+        let err = load_text("[[memory.sources]]\npath = \"notes\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.sources[0].path") && err.contains("absolute"), "{err}");
+        let err = load_text("[[memory.sources]]\npath = \"/n\"\nkind = \"pdf\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.sources[0].kind"), "{err}");
+        let twice = "[[memory.sources]]\npath = \"/n\"\n[[memory.sources]]\npath = \"/n\"\n";
+        assert!(load_text(twice, &[]).unwrap_err().to_string().contains("listed twice"));
     }
 
     #[test]

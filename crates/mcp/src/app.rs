@@ -5,6 +5,7 @@
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::RequestCtx;
 use crate::protocol::{Payload, RpcError, progress_notification};
@@ -25,6 +26,16 @@ pub struct ServerInfo {
 #[derive(Debug, Clone)]
 pub struct Resource {
     pub uri: String,
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub mime_type: &'static str,
+}
+
+/// One entry of `resources/templates/list`: URIs the app serves by pattern (RFC 6570).
+#[derive(Debug, Clone)]
+pub struct ResourceTemplate {
+    pub uri_template: String,
     pub name: String,
     pub title: String,
     pub description: String,
@@ -78,7 +89,25 @@ pub trait App: Send + Sync + 'static {
     fn resources(&self) -> Vec<Resource>;
 
     /// The text of the resource at `uri` with its MIME type, or None when there is none.
-    fn read_resource(&self, uri: &str) -> Option<(String, &'static str)>;
+    fn read_resource(&self, uri: &str) -> BoxFuture<'static, Option<(String, &'static str)>>;
+
+    /// `resources/templates/list` entries.
+    fn resource_templates(&self) -> Vec<ResourceTemplate> {
+        Vec::new()
+    }
+
+    /// True when the app tells the server's [`crate::SessionSet`] of resource changes
+    /// (`notify_resource_updated`, `notify_resources_list_changed`): then `resources/subscribe`
+    /// is served and the `subscribe` and `listChanged` resource capabilities are advertised.
+    fn resource_notifications(&self) -> bool {
+        false
+    }
+
+    /// A token that fires when the server starts closing: open `subscriptions/listen` streams
+    /// then end with their result instead of holding the drain until the grace period is over.
+    fn closing(&self) -> Option<CancellationToken> {
+        None
+    }
 
     /// An extension method (its name starts with [`ServerInfo::extension_prefix`]).
     fn extension(

@@ -19,6 +19,7 @@ use crate::incoming::{Id, Incoming, MAX_BATCH, Part, ReadError};
 use crate::lifecycle;
 use crate::protocol::{self, Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply, RpcError};
 use crate::session::{LOG_LEVELS, Session, SessionSet, Transport, id_key, source_label};
+use crate::subscriptions::{Filter, closing_result};
 
 /// The dispatcher and what every transport shares through it: the application, the set of live
 /// sessions, and the token that cancels in-flight calls when the server gives up waiting for
@@ -223,7 +224,7 @@ impl<A: App> Dispatcher<A> {
         // Unregisters the id however this future ends, including being dropped (an HTTP client
         // that hangs up).
         let _inflight = InflightGuard { session, key: &key };
-        let routed = AssertUnwindSafe(self.route(session, &method, params, cancel.clone(), notify)).catch_unwind();
+        let routed = AssertUnwindSafe(self.route(session, &id, &method, params, cancel.clone(), notify)).catch_unwind();
         // Biased towards the cancel branch: a handler finishing at the instant of a cancel must
         // not send a reply the client was promised it would not get.
         let outcome = tokio::select! {
@@ -268,6 +269,7 @@ impl<A: App> Dispatcher<A> {
     async fn route(
         &self,
         session: &Arc<Session>,
+        id: &Value,
         method: &str,
         params: Map<String, Value>,
         cancel: CancellationToken,
@@ -276,8 +278,13 @@ impl<A: App> Dispatcher<A> {
         let meta = params.get("_meta").and_then(Value::as_object);
         let meta_version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
         match method {
-            "initialize" => return lifecycle::initialize(self.app.info(), session, &params).map(Payload::Value),
-            "server/discover" => return Ok(Payload::Value(lifecycle::discover(self.app.info()))),
+            "initialize" => {
+                let notifies = self.app.resource_notifications();
+                return lifecycle::initialize(self.app.info(), notifies, session, &params).map(Payload::Value);
+            }
+            "server/discover" => {
+                return Ok(Payload::Value(lifecycle::discover(self.app.info(), self.app.resource_notifications())));
+            }
             _ => {}
         }
         let prefix = self.app.info().extension_prefix;
@@ -304,6 +311,9 @@ impl<A: App> Dispatcher<A> {
                 )));
             }
         };
+        if method == "subscriptions/listen" && era.is_modern() {
+            return self.listen(session, id, &params, cancel, notify).await;
+        }
         let (source, client_info, log_level) = if era.is_modern() {
             let info = meta.and_then(|m| m.get(META_CLIENT_INFO)).cloned();
             let name = info.as_ref().and_then(|i| i.get("name")).and_then(Value::as_str);
@@ -353,9 +363,30 @@ impl<A: App> Dispatcher<A> {
             }
             "resources/templates/list" => {
                 reject_cursor(&params)?;
-                json!({ "resourceTemplates": [] })
+                let items: Vec<Value> = self
+                    .app
+                    .resource_templates()
+                    .into_iter()
+                    .map(|t| {
+                        json!({ "uriTemplate": t.uri_template, "name": t.name, "title": t.title,
+                                "description": t.description, "mimeType": t.mime_type })
+                    })
+                    .collect();
+                json!({ "resourceTemplates": items })
             }
-            "resources/read" => self.read_resource(&params, &era)?,
+            // Replaced by `subscriptions/listen` in 2026-07-28.
+            "resources/subscribe" | "resources/unsubscribe"
+                if !era.is_modern() && self.app.resource_notifications() =>
+            {
+                let uri = uri_param(&params)?;
+                if method == "resources/subscribe" {
+                    session.subscribe(uri);
+                } else {
+                    session.unsubscribe(uri);
+                }
+                json!({})
+            }
+            "resources/read" => self.read_resource(&params, &era).await?,
             "logging/setLevel" => lifecycle::set_level(session, &params)?,
             "prompts/list" | "completion/complete" | "sampling/createMessage" => {
                 return Err(RpcError::method_not_found(method));
@@ -397,17 +428,41 @@ fn modernise(method: &str, result: &mut Value) {
     }
 }
 
+/// The `uri` parameter of `resources/read`, `resources/subscribe` and `resources/unsubscribe`.
+fn uri_param(params: &Map<String, Value>) -> Result<&str, RpcError> {
+    match params.get("uri") {
+        Some(Value::String(u)) if !u.trim().is_empty() => Ok(u.as_str()),
+        Some(Value::String(_)) => Err(RpcError::invalid_params("`uri` must not be blank")),
+        Some(_) => Err(RpcError::invalid_params("`uri` must be a string")),
+        None => Err(RpcError::invalid_params("missing `uri`: resources/list shows the available ones")),
+    }
+}
+
 impl<A: App> Dispatcher<A> {
-    fn read_resource(&self, params: &Map<String, Value>, era: &Era) -> Result<Value, RpcError> {
-        let uri = match params.get("uri") {
-            Some(Value::String(u)) if !u.trim().is_empty() => u.as_str(),
-            Some(Value::String(_)) => return Err(RpcError::invalid_params("`uri` must not be blank")),
-            Some(_) => return Err(RpcError::invalid_params("`uri` must be a string")),
-            None => {
-                return Err(RpcError::invalid_params("missing `uri`: resources/list shows the available ones"));
-            }
-        };
-        match self.app.read_resource(uri) {
+    /// `subscriptions/listen`: acknowledges, then delivers what was asked for on `notify` until
+    /// the request is cancelled (no reply) or the transport or server closes (a result).
+    async fn listen(
+        &self,
+        session: &Session,
+        id: &Value,
+        params: &Map<String, Value>,
+        cancel: CancellationToken,
+        notify: mpsc::Sender<String>,
+    ) -> Result<Payload, RpcError> {
+        let filter = Filter::parse(params, self.app.resource_notifications())?;
+        let _open = self.sessions.listeners.open(id.clone(), filter, notify);
+        let closing = self.app.closing().unwrap_or_default();
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = session.streams_end.cancelled() => {}
+            _ = closing.cancelled() => {}
+        }
+        Ok(Payload::Value(closing_result(id)))
+    }
+
+    async fn read_resource(&self, params: &Map<String, Value>, era: &Era) -> Result<Value, RpcError> {
+        let uri = uri_param(params)?;
+        match self.app.read_resource(uri).await {
             Some((text, mime)) => Ok(json!({ "contents": [{ "uri": uri, "mimeType": mime, "text": text }] })),
             None => {
                 let code = if era.is_modern() { codes::INVALID_PARAMS } else { codes::RESOURCE_NOT_FOUND };

@@ -11,6 +11,7 @@
 //! - `lifecycle`  `initialize`, `server/discover`, `logging/setLevel`
 //! - `protocol`   versions, [`RpcError`], [`Payload`]/[`Reply`] and their encoding
 //! - `session`    per-connection state and the set of live sessions
+//! - `subscriptions` change notifications: `resources/subscribe` and `subscriptions/listen`
 //! - `context`    [`RequestCtx`]: what a running request may use (cancel, progress, logs)
 //! - `args`       argument schemas: rendered as JSON Schema, applied as the validator
 //! - `tool`       tool descriptions and results (`tools/list` entries, `isError` results)
@@ -24,12 +25,13 @@ pub mod incoming;
 mod lifecycle;
 pub mod protocol;
 pub mod session;
+pub mod subscriptions;
 #[cfg(test)]
 mod testing;
 pub mod tool;
 pub mod transport;
 
-pub use app::{App, Extension, Progress, Resource, ServerInfo};
+pub use app::{App, Extension, Progress, Resource, ResourceTemplate, ServerInfo};
 pub use context::RequestCtx;
 pub use dispatcher::{Dispatcher, encode};
 pub use incoming::{Id, Incoming};

@@ -1,5 +1,6 @@
 //! Session lifecycle methods: `initialize` (handshake era), `server/discover` (stateless era,
-//! answered at any time), and `logging/setLevel`.
+//! answered at any time), and `logging/setLevel`. The capabilities they state follow what the
+//! app does: resource subscriptions and list changes only when it tells of resource changes.
 
 use std::sync::Arc;
 
@@ -9,7 +10,12 @@ use crate::app::ServerInfo;
 use crate::protocol::{META_SERVER_INFO, RpcError, SUPPORTED, negotiate};
 use crate::session::{LOG_LEVELS, Session};
 
-pub fn initialize(info: &ServerInfo, session: &Arc<Session>, params: &Map<String, Value>) -> Result<Value, RpcError> {
+pub fn initialize(
+    info: &ServerInfo,
+    notifies: bool,
+    session: &Arc<Session>,
+    params: &Map<String, Value>,
+) -> Result<Value, RpcError> {
     let requested = match params.get("protocolVersion") {
         None | Some(Value::Null) => None,
         Some(Value::String(v)) => Some(v.as_str()),
@@ -32,7 +38,7 @@ pub fn initialize(info: &ServerInfo, session: &Arc<Session>, params: &Map<String
         "protocolVersion": version,
         "capabilities": {
             "tools": { "listChanged": true },
-            "resources": { "subscribe": false, "listChanged": false },
+            "resources": { "subscribe": notifies, "listChanged": notifies },
             "logging": {}
         },
         "serverInfo": { "name": info.name, "title": info.title, "version": info.version },
@@ -40,13 +46,14 @@ pub fn initialize(info: &ServerInfo, session: &Arc<Session>, params: &Map<String
     }))
 }
 
-pub fn discover(info: &ServerInfo) -> Value {
+pub fn discover(info: &ServerInfo, notifies: bool) -> Value {
+    let resources = if notifies { json!({ "subscribe": true, "listChanged": true }) } else { json!({}) };
     json!({
         "resultType": "complete",
         "supportedVersions": SUPPORTED,
         "capabilities": {
-            "tools": {},
-            "resources": {},
+            "tools": { "listChanged": true },
+            "resources": resources,
             "logging": {}
         },
         "_meta": { META_SERVER_INFO: { "name": info.name, "title": info.title, "version": info.version } },

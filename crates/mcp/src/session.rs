@@ -3,7 +3,7 @@
 //! one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP), and registers it in the
 //! server's [`SessionSet`] for as long as it lives.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
@@ -13,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use openhuman_common::normalize_id;
+
+use crate::subscriptions::{Listeners, updated_line};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -41,9 +43,14 @@ pub struct Session {
     client_info: OnceLock<Value>,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<String, CancellationToken>>,
+    /// Resource URIs this session subscribed to with `resources/subscribe`.
+    subscribed: Mutex<BTreeSet<String>>,
     slots: Arc<Semaphore>,
     /// Cancelled when the connection ends or the daemon shuts down.
     pub cancel: CancellationToken,
+    /// Cancelled when the transport stops reading (EOF, shutdown): open `subscriptions/listen`
+    /// streams end gracefully then, so a drain never waits on them.
+    pub streams_end: CancellationToken,
     /// Every request task of this session, so the transport can drain them.
     pub tracker: TaskTracker,
     out: mpsc::Sender<String>,
@@ -60,8 +67,10 @@ impl Session {
             client_info: OnceLock::new(),
             log_level: AtomicU8::new(LEVEL_UNSET),
             inflight: Mutex::new(HashMap::new()),
+            subscribed: Mutex::new(BTreeSet::new()),
             slots: Arc::new(Semaphore::new(MAX_CONCURRENT)),
             cancel: parent.child_token(),
+            streams_end: CancellationToken::new(),
             tracker: TaskTracker::new(),
             out,
         }
@@ -169,6 +178,20 @@ impl Session {
         self.out.clone()
     }
 
+    /// `resources/subscribe`: this session hears `notifications/resources/updated` for `uri`.
+    pub fn subscribe(&self, uri: &str) {
+        self.subscribed.lock().expect("subscriptions lock").insert(uri.to_string());
+    }
+
+    /// `resources/unsubscribe`; false when it was not subscribed.
+    pub fn unsubscribe(&self, uri: &str) -> bool {
+        self.subscribed.lock().expect("subscriptions lock").remove(uri)
+    }
+
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscribed.lock().expect("subscriptions lock").contains(uri)
+    }
+
     /// Queues a message without waiting (notifications from synchronous contexts); drops it when
     /// the client is not reading.
     pub fn try_send(&self, line: String) -> bool {
@@ -194,11 +217,17 @@ pub fn source_label(name: Option<&str>) -> String {
 pub struct SessionSet {
     sessions: Mutex<HashMap<u64, Weak<Session>>>,
     count: watch::Sender<usize>,
+    /// Open `subscriptions/listen` streams (2026-07-28), whichever session they came on.
+    pub listeners: Listeners,
 }
 
 impl Default for SessionSet {
     fn default() -> Self {
-        SessionSet { sessions: Mutex::new(HashMap::new()), count: watch::Sender::new(0) }
+        SessionSet {
+            sessions: Mutex::new(HashMap::new()),
+            count: watch::Sender::new(0),
+            listeners: Listeners::default(),
+        }
     }
 }
 
@@ -219,9 +248,35 @@ impl SessionSet {
         self.count.subscribe()
     }
 
-    /// Sends `notifications/tools/list_changed` to every initialised handshake-era session.
+    /// Sends `notifications/tools/list_changed` to every initialised handshake-era session and
+    /// every stream that asked for it.
     pub fn notify_tools_changed(&self) {
-        let line = crate::protocol::notification("notifications/tools/list_changed", serde_json::json!({})).to_string();
+        self.broadcast("notifications/tools/list_changed");
+        self.listeners.tools_changed();
+    }
+
+    /// Sends `notifications/resources/list_changed` to every initialised handshake-era session
+    /// and every stream that asked for it. Only for apps that advertise it
+    /// ([`crate::App::resource_notifications`]).
+    pub fn notify_resources_list_changed(&self) {
+        self.broadcast("notifications/resources/list_changed");
+        self.listeners.resources_list_changed();
+    }
+
+    /// Sends `notifications/resources/updated` for `uri` to the sessions and streams subscribed
+    /// to it.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        let line = updated_line(uri);
+        for s in self.all() {
+            if s.is_initialized() && s.is_subscribed(uri) {
+                s.try_send(line.clone());
+            }
+        }
+        self.listeners.resource_updated(uri);
+    }
+
+    fn broadcast(&self, method: &str) {
+        let line = crate::protocol::notification(method, serde_json::json!({})).to_string();
         for s in self.all() {
             if s.is_initialized() {
                 s.try_send(line.clone());

@@ -112,8 +112,12 @@ impl App for FakeApp {
         }]
     }
 
-    fn read_resource(&self, uri: &str) -> Option<(String, &'static str)> {
-        (uri == "fake://greeting").then(|| ("hello".to_string(), "text/plain"))
+    fn read_resource(&self, uri: &str) -> BoxFuture<'static, Option<(String, &'static str)>> {
+        futures::future::ready((uri == "fake://greeting").then(|| ("hello".to_string(), "text/plain"))).boxed()
+    }
+
+    fn resource_notifications(&self) -> bool {
+        true
     }
 
     fn extension(

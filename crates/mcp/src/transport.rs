@@ -86,6 +86,7 @@ pub async fn serve_lines<A, R, W>(
     if eof && on_eof == OnEof::Cancel {
         session.cancel.cancel();
     }
+    session.streams_end.cancel();
     session.tracker.close();
     session.tracker.wait().await;
     tracing::debug!(session = session.id, "session ended");

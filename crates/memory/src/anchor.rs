@@ -190,6 +190,15 @@ fn point_note(tx: &Connection, item: &str, chunk_id: &str, anchor_text: Option<&
     Ok(())
 }
 
+/// A live chunk's id changed (its file moved): its user tags' and notes' references follow it.
+pub(crate) fn rename_chunk(tx: &Connection, old: &str, new: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached("UPDATE kv SET item_id = ?2 WHERE kind = 'tag' AND item_id = ?1")?.execute(params![old, new])?;
+    for note in notes_on(tx, old)? {
+        point_note(tx, &note, new, None)?;
+    }
+    Ok(())
+}
+
 /// Drops what is detached from `origin` (its file was deleted or the item forgotten).
 pub(crate) fn forget_origin(tx: &Connection, origin: &str) -> rusqlite::Result<()> {
     tx.prepare_cached("DELETE FROM detached_tags WHERE chunk_id IN (SELECT chunk_id FROM detached WHERE origin = ?1)")?

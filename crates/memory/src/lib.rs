@@ -14,7 +14,9 @@
 //! rebuild), `tier` (the two vector tiers and which one answers), `backfill` (background
 //! embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
-//! methods), `audit`, `ingest/` (files, mail, chat), `chunker`, `entities`, `snippet`,
+//! methods), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
+//! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
+//! `links` (links between sources), `chunker`, `entities`, `snippet`,
 //! `error` (`MemoryError`, the one error type of the crate).
 
 pub mod embed;
@@ -31,6 +33,7 @@ mod filter;
 mod fts;
 mod ingest;
 mod items_api;
+mod links;
 mod params;
 mod read_api;
 mod schema;
@@ -41,8 +44,10 @@ mod sync;
 mod tier;
 mod types;
 mod util;
+mod vault;
 mod vecfile;
 mod vectors;
+mod watched;
 mod write_api;
 
 #[cfg(test)]
@@ -60,6 +65,7 @@ pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, Skipped, SourceKind,
     UNSUPPORTED_NAMED,
 };
+pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
 
 /// Where the engine keeps its files and which embedders it uses.
 pub struct MemoryOptions {

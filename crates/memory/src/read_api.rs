@@ -220,12 +220,15 @@ impl MemoryEngine {
                 }))
             })?
             .collect::<rusqlite::Result<_>>()?;
+        let file_path = c.metadata.get("file_path").and_then(Value::as_str);
+        let linked = crate::links::of_source(&conn, &c.source_id, file_path)?;
         Ok(json!({
             "chunk_id": c.id, "source_kind": c.kind, "source_id": c.source_id, "source_ref": c.source_ref,
             "item_id": c.origin, "owner": c.owner, "source": c.provenance, "timestamp_ms": c.timestamp_ms,
             "observed_at": ms_to_rfc3339(c.timestamp_ms), "seq_in_source": c.seq_in_source, "title": c.title,
             "content": c.content, "token_count": c.token_count, "tags": c.tags, "metadata": c.metadata,
             "entity_ids": entities, "notes": notes, "created_at_ms": c.created_at_ms,
+            "links": linked["links"], "backlinks": linked["backlinks"],
         }))
     }
 

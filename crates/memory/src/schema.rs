@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -194,6 +194,23 @@ CREATE TABLE detached_tags (
 ) WITHOUT ROWID;
 "#;
 
+/// Watched folders: each file's modification time as last synced (so a daemon that was down
+/// compares size and time before reading anything), and the `[[wiki links]]` between notes
+/// (see `links`).
+const V3: &str = r#"
+ALTER TABLE files ADD COLUMN mtime_ms INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE links (
+    source_id  TEXT NOT NULL,
+    target     TEXT NOT NULL,
+    heading    TEXT NOT NULL DEFAULT '',
+    alias      TEXT NOT NULL DEFAULT '',
+    target_key TEXT NOT NULL,
+    PRIMARY KEY (source_id, target, heading, alias)
+) WITHOUT ROWID;
+CREATE INDEX links_target ON links(target_key);
+"#;
+
 /// The schema version this code writes.
 pub(crate) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -215,11 +232,16 @@ pub(crate) fn open_connection(path: &Path) -> Result<Connection, MemoryError> {
 /// Brings the database to [`SCHEMA_VERSION`]; each step commits with its version bump, so
 /// running it again (or after a crash mid-way) is a no-op or resumes.
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), MemoryError> {
+    migrate_to(conn, SCHEMA_VERSION)
+}
+
+/// Brings the database to `target` (tests make stores of older versions with it).
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), MemoryError> {
     let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if current > SCHEMA_VERSION {
         return Err(MemoryError::SchemaTooNew { found: current, supported: SCHEMA_VERSION });
     }
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize).take((target - current).max(0) as usize) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql).with_context(|| format!("applying memory schema migration {}", i + 1))?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;

@@ -6,9 +6,9 @@ use rusqlite::{Connection, OptionalExtension, params, types::Value as SqlValue};
 use serde_json::{Map, Value};
 use std::rc::Rc;
 
-use super::entities;
 use super::types::SourceKind;
 use super::util::{chunk_id, estimate_tokens};
+use super::{entities, links};
 
 /// Metadata keys that filters match exactly; copied into `chunk_meta` for indexed lookups.
 pub(crate) const FILTER_META_KEYS: &[&str] =
@@ -173,11 +173,14 @@ pub(crate) fn delete_chunks(conn: &Connection, seq: i64, rowids: &[i64]) -> rusq
     )?
     .execute(params![seq, &ids])?;
     let n = conn.prepare_cached("DELETE FROM chunks WHERE rowid IN rarray(?1)")?.execute([&ids])?;
-    conn.prepare_cached(
-        "DELETE FROM sources WHERE source_id IN rarray(?1)
-         AND NOT EXISTS (SELECT 1 FROM chunks WHERE chunks.source_id = sources.source_id)",
-    )?
-    .execute([rarray(&sources)])?;
+    let emptied: Vec<String> = conn
+        .prepare_cached(
+            "DELETE FROM sources WHERE source_id IN rarray(?1)
+             AND NOT EXISTS (SELECT 1 FROM chunks WHERE chunks.source_id = sources.source_id) RETURNING source_id",
+        )?
+        .query_map([rarray(&sources)], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    links::delete_for(conn, &emptied)?;
     Ok(n)
 }
 
@@ -187,19 +190,15 @@ pub(crate) fn rowids_by_origin(conn: &Connection, origin: &str) -> rusqlite::Res
 }
 
 pub(crate) fn upsert_source(conn: &Connection, s: &NewSource, now: i64) -> rusqlite::Result<()> {
+    let mut metadata = s.metadata.clone();
+    links::take_from_metadata(conn, &s.source_id, &mut metadata)?;
     conn.prepare_cached(
         "INSERT INTO sources (source_id, source_kind, display_name, metadata, created_at_ms, updated_at_ms)
          VALUES (?1, ?2, ?3, ?4, ?5, ?5)
          ON CONFLICT(source_id) DO UPDATE SET display_name = excluded.display_name,
             metadata = excluded.metadata, updated_at_ms = excluded.updated_at_ms",
     )?
-    .execute(params![
-        s.source_id,
-        s.kind.as_str(),
-        s.display_name,
-        Value::Object(s.metadata.clone()).to_string(),
-        now
-    ])?;
+    .execute(params![s.source_id, s.kind.as_str(), s.display_name, Value::Object(metadata).to_string(), now])?;
     Ok(())
 }
 

@@ -23,6 +23,7 @@ pub(super) fn methods() -> Vec<Method> {
         method("openhuman.daemon_status", ArgSpec::none(), |s, _, caller| {
             async move {
                 let mut out = status(&s, caller.session);
+                out["watch"] = s.watch().status_json(&s.config());
                 // The vector tiers' coverage: how far the deep tier's background fill has come.
                 if let Ok(engine) = engine(&s) {
                     let tiers = blocking(move || engine.tiers().map_err(internal)).await?;
@@ -227,6 +228,7 @@ async fn ingest(state: AppState, params: Map<String, Value>, caller: Caller) -> 
         engine.ingest_paths(&paths, kind.as_deref(), &report).map_err(internal)
     })
     .await?;
+    state.memory_changed(&[]);
     Ok(serde_json::to_value(summary).unwrap_or_default())
 }
 

@@ -155,6 +155,9 @@ async fn blocking_write(
     let out = tokio::task::spawn_blocking(move || f(&engine))
         .await
         .map_err(|e| ToolFailure::Tool(format!("internal error: the write task failed ({e}); nothing was written")))?;
+    if out.is_ok() {
+        state.memory_changed(&[]);
+    }
     out.map_err(|e| match e {
         MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
         // Written, audited, not yet searchable: the message says so and what to do.

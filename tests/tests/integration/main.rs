@@ -15,4 +15,5 @@ mod shim;
 mod smoke;
 mod socket;
 mod transformer;
+mod watch;
 mod writes;

@@ -1,5 +1,7 @@
 //! Document text → document chunks (one source per file): Markdown and plain text files, and
-//! the text that `html` and `pdf` extract.
+//! the text that `html` and `pdf` extract. Markdown's front-matter `tags:` and inline `#tags`
+//! become the chunks' own tags, and its `[[wiki links]]` go with the source to the `links`
+//! table (see `vault`).
 
 use std::path::Path;
 
@@ -8,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::chunker::{Format, chunk_text};
 use crate::store::{NewChunk, NewSource};
 use crate::types::SourceKind;
+use crate::vault;
 
 /// The first level-one heading, else the file name.
 fn title_of(text: &str, path: &Path, format: Format) -> String {
@@ -40,8 +43,8 @@ pub(crate) fn parse(
     parse_titled(text, path, format, None, mtime_ms, origin)
 }
 
-/// `parse` with a title found elsewhere (an HTML `<title>`, a PDF's metadata); None looks
-/// for a level-one heading, then takes the file name.
+/// `parse` with a title found elsewhere (an HTML `<title>`, a PDF's metadata); None takes the
+/// front matter's, then looks for a level-one heading, then takes the file name.
 pub(crate) fn parse_titled(
     text: &str,
     path: &Path,
@@ -50,7 +53,14 @@ pub(crate) fn parse_titled(
     mtime_ms: i64,
     origin: &str,
 ) -> (Vec<NewChunk>, Vec<NewSource>) {
-    let title = title.filter(|t| !t.trim().is_empty()).unwrap_or_else(|| title_of(text, path, format));
+    let markdown = format == Format::Markdown;
+    let fm = if markdown { vault::front_matter(text) } else { vault::FrontMatter::default() };
+    let text = &text[fm.body_start..];
+    let title = title
+        .filter(|t| !t.trim().is_empty())
+        .or_else(|| fm.title.clone())
+        .unwrap_or_else(|| title_of(text, path, format));
+    let mut all_tags = fm.tags.clone();
     let path_str = path.to_string_lossy().into_owned();
     let folder = path.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let source_id = origin.to_string();
@@ -65,6 +75,17 @@ pub(crate) fn parse_titled(
             if let Some(h) = piece.heading {
                 metadata.insert("heading".into(), json!(h));
             }
+            let mut tags = fm.tags.clone();
+            if markdown {
+                for t in vault::inline_tags(&piece.content) {
+                    if !tags.contains(&t) {
+                        tags.push(t.clone());
+                    }
+                    if !all_tags.contains(&t) {
+                        all_tags.push(t);
+                    }
+                }
+            }
             NewChunk {
                 kind: SourceKind::Document,
                 source_id: source_id.clone(),
@@ -77,12 +98,22 @@ pub(crate) fn parse_titled(
                 title: Some(title.clone()),
                 content: piece.content,
                 metadata,
-                tags: Vec::new(),
+                tags,
             }
         })
         .collect();
     let mut meta = Map::new();
     meta.insert("file_path".into(), json!(path_str));
+    if !all_tags.is_empty() {
+        meta.insert("tags".into(), json!(all_tags));
+    }
+    if markdown {
+        let links: Vec<Value> = vault::wiki_links(text)
+            .into_iter()
+            .map(|l| json!({ "target": l.target, "heading": l.heading, "alias": l.alias }))
+            .collect();
+        meta.insert(crate::links::META_KEY.into(), Value::Array(links));
+    }
     let source = NewSource { source_id, kind: SourceKind::Document, display_name: title, metadata: meta };
     (chunks, vec![source])
 }

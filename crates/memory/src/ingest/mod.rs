@@ -49,6 +49,12 @@ use report::Skips;
 const BATCH_CHUNKS: usize = 2_000;
 const FTS_COMMIT_CHUNKS: usize = 100_000;
 
+/// Whether a walked file would be read: its content or, failing that, its extension names a
+/// format memory knows (what `ingest` decides, without a `kind` override).
+pub(crate) fn supported(p: &Path) -> bool {
+    matches!(detect::detect(p, None, false), Detected::Read(_))
+}
+
 /// What a parsed file will write.
 enum Parsed {
     Chunks(Vec<NewChunk>, Vec<NewSource>),
@@ -278,7 +284,7 @@ fn write_batch(
 }
 
 /// The paths in the `files` table at or under `root`.
-fn ingested_under(conn: &rusqlite::Connection, root: &Path) -> Result<Vec<String>, MemoryError> {
+pub(crate) fn ingested_under(conn: &rusqlite::Connection, root: &Path) -> Result<Vec<String>, MemoryError> {
     let root = root.to_string_lossy();
     let escaped = root.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
     let dir = if escaped.ends_with('/') { escaped } else { format!("{escaped}/") };

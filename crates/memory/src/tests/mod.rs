@@ -9,6 +9,7 @@ mod ingest;
 mod keyword;
 mod read;
 mod tiers;
+mod watched;
 mod write;
 
 use std::path::Path;

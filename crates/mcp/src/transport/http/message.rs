@@ -64,12 +64,14 @@ fn is_request(o: &Map<String, Value>) -> bool {
 }
 
 /// Whether a request may send notifications before its response: it asked for progress, or
-/// asked for log messages (per request in 2026-07-28, per session before).
+/// asked for log messages (per request in 2026-07-28, per session before), or it is a
+/// `subscriptions/listen` stream.
 pub fn may_notify(msg: &Value, session_logs: bool) -> bool {
     objects(msg).into_iter().any(|o| {
         let m = meta(o);
         m.is_some_and(|m| m.contains_key("progressToken") || m.contains_key(META_LOG_LEVEL))
             || (session_logs && o.contains_key("id"))
+            || method(o) == Some("subscriptions/listen")
     })
 }
 

@@ -1,0 +1,170 @@
+//! Memory as MCP resources, for clients that show or subscribe to them: `openhuman://memory`
+//! (counts, watched folders and the most recently changed sources), one
+//! `openhuman://watched/<n>` per `[[memory.sources]]` entry (its sync status), and the template
+//! `openhuman://source/{id}` (one source's chunks, with tags and links). Each changes as memory
+//! does, and the daemon says so to subscribers (`AppState::memory_changed`); the watched-folder
+//! list changes with the config (`notifications/resources/list_changed`).
+
+use openhuman_mcp::{Resource, ResourceTemplate};
+use serde_json::{Value, json};
+
+use crate::rpc::{MethodError, blocking};
+use crate::state::AppState;
+use crate::watch::source_id_of;
+
+pub const MIME: &str = "text/markdown";
+pub const MEMORY_URI: &str = "openhuman://memory";
+const WATCHED_PREFIX: &str = "openhuman://watched/";
+/// Chunks a source resource shows (the engine's page bound).
+const CHUNKS_SHOWN: u64 = 50;
+
+/// The listed resources: the overview and one per watched folder.
+pub fn list(state: &AppState) -> Vec<Resource> {
+    let mut out = vec![Resource {
+        uri: MEMORY_URI.into(),
+        name: "memory".into(),
+        title: "Memory overview".into(),
+        description: "What memory holds: counts, watched folders, and the sources that changed last.".into(),
+        mime_type: MIME,
+    }];
+    for (i, s) in state.config().memory.sources.iter().enumerate() {
+        out.push(Resource {
+            uri: format!("{WATCHED_PREFIX}{i}"),
+            name: format!("watched/{i}"),
+            title: format!("Watched folder {}", s.path.display()),
+            description: "Sync status of a watched folder: files in memory, last sync, pending changes, last error."
+                .into(),
+            mime_type: MIME,
+        });
+    }
+    out
+}
+
+pub fn templates() -> Vec<ResourceTemplate> {
+    vec![ResourceTemplate {
+        uri_template: "openhuman://source/{id}".into(),
+        name: "source".into(),
+        title: "Memory source".into(),
+        description: "One source (a file, mail thread or chat channel; its id percent-encoded, as tree.list_sources \
+                      names it): its chunks with tags and wiki links."
+            .into(),
+        mime_type: MIME,
+    }]
+}
+
+/// The text of a memory resource, or None when `uri` is not one (or names nothing).
+pub async fn read(state: &AppState, uri: &str) -> Option<String> {
+    if uri == MEMORY_URI {
+        return overview(state).await.inspect_err(|e| tracing::warn!("reading {uri}: {e}")).ok();
+    }
+    if let Some(n) = uri.strip_prefix(WATCHED_PREFIX) {
+        return watched(state, n.parse().ok()?);
+    }
+    let id = source_id_of(uri)?;
+    source(state, id).await.inspect_err(|e| tracing::warn!("reading {uri}: {e}")).ok().flatten()
+}
+
+fn internal(e: impl Into<anyhow::Error>) -> MethodError {
+    MethodError::Internal(e.into())
+}
+
+async fn overview(state: &AppState) -> Result<String, MethodError> {
+    let engine = crate::rpc::engine(state)?;
+    let (stats, sources) = blocking(move || {
+        let stats = engine.stats().map_err(internal)?;
+        let sources = engine.list_sources(json!({ "limit": 20 })).map_err(internal)?;
+        Ok((stats, sources))
+    })
+    .await?;
+    let mut text = String::from("# Memory\n\n");
+    for key in ["chunks", "sources", "files"] {
+        if let Some(v) = stats.get(key) {
+            text.push_str(&format!("- {key}: {v}\n"));
+        }
+    }
+    let watch = state.watch().status_json(&state.config());
+    if let Some(list) = watch["sources"].as_array().filter(|l| !l.is_empty()) {
+        text.push_str("\n## Watched folders\n\n");
+        for s in list {
+            text.push_str(&format!(
+                "- {} — {} files, {}\n",
+                s["path"].as_str().unwrap_or("?"),
+                s["files"],
+                s["state"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    text.push_str("\n## Recently changed sources\n\n");
+    for s in sources["sources"].as_array().into_iter().flatten() {
+        let id = s["source_id"].as_str().unwrap_or_default();
+        text.push_str(&format!(
+            "- [{}]({}) ({}, {} chunks)\n",
+            s["display_name"].as_str().unwrap_or(id),
+            crate::watch::source_uri(id),
+            s["source_kind"].as_str().unwrap_or("?"),
+            s["chunk_count"]
+        ));
+    }
+    Ok(text)
+}
+
+fn watched(state: &AppState, n: usize) -> Option<String> {
+    let status = state.watch().status_json(&state.config());
+    let s = status["sources"].get(n)?;
+    let last = s["last_sync_ms"]
+        .as_i64()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| "never".into());
+    Some(format!(
+        "# Watched folder {}\n\n- kind: {}\n- state: {}\n- files in memory: {}\n- last sync: {last}\n- pending changes: {}\n- last error: {}\n",
+        s["path"].as_str().unwrap_or("?"),
+        s["kind"].as_str().unwrap_or("?"),
+        s["state"].as_str().unwrap_or("?"),
+        s["files"],
+        s["pending"],
+        s["last_error"].as_str().unwrap_or("none"),
+    ))
+}
+
+async fn source(state: &AppState, id: String) -> Result<Option<String>, MethodError> {
+    let engine = crate::rpc::engine(state)?;
+    blocking(move || {
+        let page = engine.browse(json!({ "source_ids": [id.clone()], "k": CHUNKS_SHOWN })).map_err(internal)?;
+        let chunks = page["chunks"].as_array().cloned().unwrap_or_default();
+        if chunks.is_empty() {
+            return Ok(None);
+        }
+        let first = engine.read_chunk(json!({ "chunk_id": chunks[0]["chunk_id"] })).map_err(internal)?;
+        let mut text = format!("# {}\n\nsource: `{id}`\n", first["title"].as_str().unwrap_or(&id));
+        let links: Vec<String> = first["links"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|l| match l["source_id"].as_str() {
+                Some(to) => format!("[{}]({})", l["target"].as_str().unwrap_or("?"), crate::watch::source_uri(to)),
+                None => format!("{} (not in memory)", l["target"].as_str().unwrap_or("?")),
+            })
+            .collect();
+        if !links.is_empty() {
+            text.push_str(&format!("links: {}\n", links.join(", ")));
+        }
+        if page["total"].as_u64().unwrap_or(0) > CHUNKS_SHOWN {
+            text.push_str(&format!(
+                "\n{} chunks; the newest {CHUNKS_SHOWN} follow (tree.browse pages through all)\n",
+                page["total"]
+            ));
+        }
+        // Oldest first reads as the source does.
+        for c in chunks.iter().rev() {
+            let tags: Vec<&str> = c["tags"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            text.push_str(&format!("\n## chunk {}\n", c["chunk_id"].as_str().unwrap_or("?")));
+            if !tags.is_empty() {
+                text.push_str(&format!("tags: {}\n", tags.join(", ")));
+            }
+            text.push_str(&format!("\n{}\n", c["preview"].as_str().unwrap_or_default()));
+        }
+        Ok(Some(text))
+    })
+    .await
+}

@@ -1,0 +1,163 @@
+//! `sources add|remove|list`: the watched folders (`[[memory.sources]]`) from the command line.
+//!
+//! The config file is edited in place with `toml_edit`, so comments, key order and keys this
+//! version does not know are kept. The edited text must load as a valid config before it
+//! replaces the file: it is written to a temporary file beside it (0600) and renamed over it,
+//! through a symlink to its target. A running daemon is then told to
+//! reload, which starts or stops watching at once.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use openhuman_common::Paths;
+use openhuman_config as config;
+use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
+
+use crate::cli::{SourceAddArgs, SourcesAction};
+use crate::{EXIT_OK, client, out};
+
+pub fn run(paths: &Paths, action: &SourcesAction, rt: &tokio::runtime::Runtime) -> Result<i32> {
+    match action {
+        SourcesAction::Add(args) => {
+            let root = std::fs::canonicalize(&args.path)
+                .with_context(|| format!("cannot watch {}: no such file or folder", args.path.display()))?;
+            edit(paths, |doc| add(doc, &root, args))?;
+            out(&format!("watching {} ({})", root.display(), paths.config_file.display()));
+            tell_daemon(paths, rt);
+        }
+        SourcesAction::Remove { path } => {
+            let given = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            let canonical = std::fs::canonicalize(path).ok();
+            let removed = edit(paths, |doc| remove(doc, &given, canonical.as_deref()))?;
+            out(&format!(
+                "no longer watching {}; what was read from it stays in memory (forget it with memory.forget of its files)",
+                removed.display()
+            ));
+            tell_daemon(paths, rt);
+        }
+        SourcesAction::List { json } => list(paths, *json, rt)?,
+    }
+    Ok(EXIT_OK)
+}
+
+fn sources_mut(doc: &mut DocumentMut) -> Result<&mut ArrayOfTables> {
+    let memory = doc.entry("memory").or_insert_with(|| {
+        let mut t = Table::new();
+        t.set_implicit(true);
+        Item::Table(t)
+    });
+    let memory = memory.as_table_mut().context("`memory` in the config file is not a table")?;
+    let sources = memory.entry("sources").or_insert(Item::ArrayOfTables(ArrayOfTables::new()));
+    sources.as_array_of_tables_mut().context("`memory.sources` in the config file is not a list of [[memory.sources]]")
+}
+
+fn add(doc: &mut DocumentMut, root: &Path, args: &SourceAddArgs) -> Result<()> {
+    let sources = sources_mut(doc)?;
+    let root_str = root.to_string_lossy();
+    if sources.iter().any(|t| t.get("path").and_then(Item::as_str) == Some(root_str.as_ref())) {
+        bail!("{} is already watched (`openhumand-mcp sources list`)", root.display());
+    }
+    let mut t = Table::new();
+    t.insert("path", value(root_str.as_ref()));
+    if let Some(kind) = &args.kind {
+        t.insert("kind", value(kind.as_str()));
+    }
+    for (key, globs) in [("include", &args.include), ("exclude", &args.exclude)] {
+        if !globs.is_empty() {
+            t.insert(key, value(globs.iter().map(String::as_str).collect::<toml_edit::Array>()));
+        }
+    }
+    if args.no_gitignore {
+        t.insert("gitignore", value(false));
+    }
+    sources.push(t);
+    Ok(())
+}
+
+fn remove(doc: &mut DocumentMut, given: &Path, canonical: Option<&Path>) -> Result<PathBuf> {
+    let sources = sources_mut(doc)?;
+    let found = sources.iter().position(|t| {
+        t.get("path").and_then(Item::as_str).is_some_and(|p| Path::new(p) == given || Some(Path::new(p)) == canonical)
+    });
+    let Some(i) = found else {
+        bail!("{} is not a watched source (`openhumand-mcp sources list` shows them)", given.display());
+    };
+    let path = PathBuf::from(sources.get(i).and_then(|t| t.get("path")).and_then(Item::as_str).unwrap_or_default());
+    sources.remove(i);
+    Ok(path)
+}
+
+/// Applies `change` to the config file and replaces it, only if the result is a valid config.
+fn edit<T>(paths: &Paths, change: impl FnOnce(&mut DocumentMut) -> Result<T>) -> Result<T> {
+    // A symlinked config is written through to its target.
+    let file = std::fs::canonicalize(&paths.config_file).unwrap_or_else(|_| paths.config_file.clone());
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    let mut doc: DocumentMut = text.parse().with_context(|| format!("{} is not valid TOML", file.display()))?;
+    let result = change(&mut doc)?;
+    let dir = file.parent().context("the config file has no folder")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".config.toml.")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    std::io::Write::write_all(&mut tmp, doc.to_string().as_bytes())?;
+    tmp.as_file().sync_all()?;
+    config::load(tmp.path()).context("the edited config would not be valid; the file was left as it was")?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Private, as everything the daemon keeps (it tightens a looser config at start anyway).
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o600))?;
+    }
+    tmp.persist(&file).with_context(|| format!("cannot replace {}", file.display()))?;
+    Ok(result)
+}
+
+fn tell_daemon(paths: &Paths, rt: &tokio::runtime::Runtime) {
+    if !rt.block_on(client::daemon_up(&paths.socket)) {
+        out("no daemon is running; it will watch from its next start");
+        return;
+    }
+    match rt.block_on(client::call(&paths.socket, "openhuman.config_reload")) {
+        Ok(_) => out("the running daemon reloaded its config"),
+        Err(e) => out(&format!("the running daemon did not reload ({e:#}); `kill -HUP` it or restart it")),
+    }
+}
+
+fn list(paths: &Paths, json: bool, rt: &tokio::runtime::Runtime) -> Result<()> {
+    let loaded = config::load(&paths.config_file)?;
+    let live = if rt.block_on(client::daemon_up(&paths.socket)) {
+        rt.block_on(client::call(&paths.socket, "openhuman.daemon_status")).ok().map(|s| s["watch"].clone())
+    } else {
+        None
+    };
+    if json {
+        let sources = serde_json::to_value(&loaded.config.memory.sources)?;
+        out(&serde_json::json!({ "sources": sources, "daemon": live }).to_string());
+        return Ok(());
+    }
+    if loaded.config.memory.sources.is_empty() {
+        out("no watched sources; add one with `openhumand-mcp sources add <folder>`");
+    }
+    for (i, s) in loaded.config.memory.sources.iter().enumerate() {
+        let mut line = format!("{} (kind {})", s.path.display(), s.kind);
+        if !s.include.is_empty() {
+            line.push_str(&format!(", include {}", s.include.join(" ")));
+        }
+        if !s.exclude.is_empty() {
+            line.push_str(&format!(", exclude {}", s.exclude.join(" ")));
+        }
+        if !s.gitignore {
+            line.push_str(", .gitignore not honoured");
+        }
+        if let Some(st) = live.as_ref().and_then(|l| l["sources"].get(i)) {
+            line.push_str(&format!("\n  {}", crate::watch::describe(st)));
+        }
+        out(&line);
+    }
+    Ok(())
+}
