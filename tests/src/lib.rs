@@ -1,13 +1,14 @@
 //! Test support for driving the real binaries, shared by the integration tests and the
 //! benchmarks: a temp `OPENHUMAN_HOME` (`home`), the daemon started and stopped through one
 //! builder (`daemon`), line-protocol clients over a child's stdio or the daemon socket (`peer`),
-//! helpers that read replies in assertions (`replies`), a raw HTTP client (`http`) and scripted
-//! stand-ins for upstream APIs (`fake`). Every wait is bounded (a hang fails the test instead of
+//! helpers that read replies in assertions (`replies`), a raw HTTP client (`http`), scripted
+//! stand-ins for upstream APIs (`fake`) and a disk that really fills up (`disk`). Every wait is bounded (a hang fails the test instead of
 //! blocking CI), and when a test fails the daemon's log is printed.
 #![allow(clippy::print_stderr, unsafe_code)]
 
 mod binaries;
 mod daemon;
+pub mod disk;
 pub mod fake;
 mod home;
 pub mod http;

@@ -5,6 +5,7 @@
 mod agents;
 mod cli;
 mod eval;
+mod full_disk;
 mod http;
 mod memory;
 mod memory_crash;
