@@ -11,6 +11,7 @@ mod memory;
 mod memory_crash;
 mod privacy;
 mod recall_quality;
+mod reliability;
 mod shim;
 mod smoke;
 mod socket;
