@@ -315,7 +315,14 @@ fn kill_nine_loops_during_writes_and_ingest_lose_no_acknowledged_write_or_its_au
     let mut cut_ingests = 0;
     for round in 0..rounds {
         let mut d = Daemon::start(&home);
-        let chunks = || Peer::socket(&home.socket()).call("openhuman.memory_stats", json!({}))["chunks"].as_u64();
+        // Progress is read from the database file itself (a WAL reader beside the daemon's
+        // writer): a stats call to the daemon would queue behind the ingest and the writers.
+        let db = home.path().join("data/memory.db");
+        let chunks = || {
+            let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let conn = rusqlite::Connection::open_with_flags(&db, flags).ok()?;
+            conn.query_row("SELECT count(*) FROM chunks", [], |r| r.get::<_, i64>(0)).ok().map(|n| n as u64)
+        };
         let chunks_before = chunks().unwrap_or(0);
         // Every other round a fresh folder is being ingested when the kill comes.
         let ingest = (round % 2 == 0).then(|| {
