@@ -68,12 +68,58 @@ pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, Strin
         .inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?;
     let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder, deep });
     opened.map_err(|e| {
-        let msg = format!(
-            "the memory store in {} could not be opened: {e:#}. If a daemon is running, use openhuman-mcp-shim \
-             (which talks to it) instead of a second server on the same store",
-            paths.data_dir.display()
-        );
-        tracing::error!("{msg}");
+        let cause = format!("{e:#}");
+        let msg = if no_room(&cause, &paths.data_dir) {
+            disk_full(&paths.data_dir, "the memory store could not be opened", RESTART)
+        } else {
+            format!(
+                "the memory store in {} could not be opened: {cause}. If a daemon is running, use openhuman-mcp-shim \
+                 (which talks to it) instead of a second server on the same store",
+                paths.data_dir.display()
+            )
+        };
+        tracing::error!(cause = %cause, "{msg}");
         msg
     })
+}
+
+/// What a user reads when the store's disk has no room: what is wrong, where, and what to do,
+/// in one short sentence (the raw cause goes to the log).
+pub fn disk_full(data_dir: &Path, what: &str, then: &str) -> String {
+    format!("{what}: the disk holding {} is full. Free space there, then {then}", data_dir.display())
+}
+
+/// What to do once space is free, when the store did not open at start.
+pub const RESTART: &str = "restart the daemon (`openhumand-mcp stop`; your MCP client starts it again)";
+
+/// Whether a failure (its whole `{e:#}` text) came from a disk without room for `dir`: the text
+/// says so (SQLite's "disk is full", the operating system's no-space, quota and file-size
+/// errors), or a small file cannot be written there now. Blocking; call it only on failure.
+pub fn no_room(cause: &str, dir: &Path) -> bool {
+    ["database or disk is full", "No space left on device", "Disk quota exceeded", "File too large"]
+        .iter()
+        .any(|needle| cause.contains(needle))
+        || !has_room(dir)
+}
+
+/// Bytes the probe in `has_room` writes: more than an open of the store needs.
+const ROOM_PROBE: usize = 256 * 1024;
+
+/// Whether `dir` can take a small file. Called only after a failure, to tell a full disk from
+/// other causes whose SQLite message does not say (a WAL index that cannot grow is reported as
+/// a plain "disk I/O error").
+fn has_room(dir: &Path) -> bool {
+    use std::io::Write;
+    let probe = dir.join(".space-probe");
+    let written = std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::File::create(&probe))
+        .and_then(|mut f| f.write_all(&[0u8; ROOM_PROBE]).and_then(|()| f.sync_all()));
+    let _ = std::fs::remove_file(&probe);
+    match written {
+        Ok(()) => true,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded | std::io::ErrorKind::FileTooLarge
+        ),
+    }
 }

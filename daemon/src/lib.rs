@@ -59,6 +59,7 @@ use anyhow::{Context, Result};
 use openhuman_common::Paths;
 use openhuman_config as config;
 use openhuman_mcp::transport;
+use openhuman_mcp::transport::limits::Rate;
 
 use cli::{Cli, Command, ConfigAction, ServiceAction};
 use state::AppState;
@@ -177,6 +178,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
                 watch::spawn(state.clone());
                 let opts = server::ServeOptions {
                     idle_timeout: args.idle_timeout.filter(|s| *s > 0).map(Duration::from_secs),
+                    socket: socket_options(state.config().as_ref()),
                     http,
                 };
                 server::run(state, listener, opts).await
@@ -393,21 +395,33 @@ fn http_options(
         sse_keepalive: Duration::from_secs(h.sse_keepalive_secs),
         max_body_bytes: h.max_body_bytes,
         request_timeout: Duration::from_secs(h.request_timeout_secs),
-        max_connections: connection_cap(h.max_connections),
+        max_connections: connection_cap("[mcp.http].max_connections", h.max_connections, 2),
+        max_connections_per_peer: h.max_connections_per_peer,
+        new_sessions: Rate::new(h.new_sessions_per_sec, h.new_sessions_burst),
     }))
 }
 
-/// `[mcp.http].max_connections`, lowered to half the process's open-file limit so HTTP can
-/// never take the descriptors the socket, the store and the logs need.
-fn connection_cap(configured: usize) -> usize {
+/// The socket's bounds from `[mcp]`.
+fn socket_options(config: &config::Config) -> transport::socket::SocketOptions {
+    let m = &config.mcp;
+    transport::socket::SocketOptions {
+        max_connections: connection_cap("[mcp].max_socket_connections", m.max_socket_connections, 4),
+        new_connections: Rate::new(m.socket_connects_per_sec, m.socket_connect_burst),
+    }
+}
+
+/// A connection cap (`key`), lowered to the process's open-file limit divided by `share` (HTTP
+/// half, the socket a quarter), so connections can never take the descriptors the other
+/// transport, the store and the logs need.
+fn connection_cap(key: &str, configured: usize, share: usize) -> usize {
     let cap = match open_file_limit() {
-        Some(limit) if configured > limit / 2 => {
-            let lowered = (limit / 2).max(1);
+        Some(limit) if configured > limit / share => {
+            let lowered = (limit / share).max(1);
             tracing::warn!(
                 configured,
                 open_file_limit = limit,
                 lowered,
-                "[mcp.http].max_connections lowered to half the open-file limit"
+                "{key} lowered to a share of the open-file limit"
             );
             lowered
         }

@@ -15,6 +15,8 @@ use crate::state::AppState;
 pub struct ServeOptions {
     /// Stop after this long with no session.
     pub idle_timeout: Option<Duration>,
+    /// The socket's bounds (connections at once, new ones per second).
+    pub socket: socket::SocketOptions,
     /// Serve Streamable HTTP too, on this already-bound listener.
     pub http: Option<(tokio::net::TcpListener, openhuman_mcp::transport::http::HttpOptions)>,
 }
@@ -54,7 +56,7 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
             }
         });
     }
-    let accept = tokio::spawn(socket::accept_loop(listener, dispatcher, shutdown.clone(), conns.clone()));
+    let accept = tokio::spawn(socket::accept_loop(listener, dispatcher, opts.socket, shutdown.clone(), conns.clone()));
     if let Some(idle) = opts.idle_timeout {
         tokio::spawn(idle_watch(state.clone(), idle));
     }

@@ -33,6 +33,8 @@ pub struct DaemonBuilder {
     envs: Vec<(OsString, OsString)>,
     http: bool,
     wait: Duration,
+    /// SIGXFSZ ignored, and this file-size limit when Some (see `disk`).
+    file_size: Option<Option<u64>>,
 }
 
 impl DaemonBuilder {
@@ -69,6 +71,14 @@ impl DaemonBuilder {
         self
     }
 
+    /// Starts the daemon so that `disk` can fill up under it: with SIGXFSZ ignored (a write
+    /// past its file-size limit then fails with EFBIG instead of killing it), and with the
+    /// limit already at 0 when the disk is to be full from the start in file-size mode.
+    pub fn on_small_disk(mut self, disk: &crate::disk::SmallDisk) -> Self {
+        self.file_size = Some(disk.start_limit());
+        self
+    }
+
     /// Runs this daemon binary instead of the debug build under test (benchmarks: release).
     pub fn bin(mut self, bin: impl Into<PathBuf>) -> Self {
         self.bin = Some(bin.into());
@@ -96,6 +106,22 @@ impl DaemonBuilder {
             cmd.args(["--http", "--port", "0"]);
         }
         cmd.args(&self.args).envs(self.envs.iter().map(|(k, v)| (k, v)));
+        if let Some(limit) = self.file_size {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec only async-signal-safe calls (signal, setrlimit).
+            unsafe {
+                cmd.pre_exec(move || {
+                    libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                    if let Some(bytes) = limit {
+                        let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+                        libc::getrlimit(libc::RLIMIT_FSIZE, &mut rl);
+                        rl.rlim_cur = bytes.min(rl.rlim_max);
+                        libc::setrlimit(libc::RLIMIT_FSIZE, &rl);
+                    }
+                    Ok(())
+                });
+            }
+        }
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -169,6 +195,7 @@ impl Daemon {
             envs: Vec::new(),
             http: false,
             wait: WAIT,
+            file_size: None,
         }
     }
 

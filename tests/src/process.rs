@@ -1,5 +1,6 @@
 //! Process helpers on Linux: signals, bounded waits for exit, freezing a process until every
-//! thread is stopped, and finding processes by command line (/proc).
+//! thread is stopped, finding processes by command line, and a process's resident memory and
+//! open descriptors (all from /proc).
 
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -71,4 +72,19 @@ pub fn freeze(pid: u32) {
         assert!(start.elapsed() < WAIT, "process {pid} did not stop");
         std::thread::yield_now();
     }
+}
+
+/// Resident memory of `pid` in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc/<pid>/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS for {pid}"))
+}
+
+/// How many file descriptors `pid` has open.
+pub fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).expect("read /proc/<pid>/fd").count()
 }

@@ -55,12 +55,24 @@ pub struct McpConfig {
     pub max_line_bytes: usize,
     /// Seconds that in-flight calls get to finish on shutdown.
     pub shutdown_grace_secs: u64,
+    /// Socket connections open at once (kept below the process's file limit).
+    pub max_socket_connections: usize,
+    /// New socket connections per second on average, and at once after a quiet spell.
+    pub socket_connects_per_sec: u32,
+    pub socket_connect_burst: u32,
     pub http: HttpConfig,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        McpConfig { max_line_bytes: 8 * 1024 * 1024, shutdown_grace_secs: 10, http: HttpConfig::default() }
+        McpConfig {
+            max_line_bytes: 8 * 1024 * 1024,
+            shutdown_grace_secs: 10,
+            max_socket_connections: 256,
+            socket_connects_per_sec: 200,
+            socket_connect_burst: 1000,
+            http: HttpConfig::default(),
+        }
     }
 }
 
@@ -84,6 +96,12 @@ pub struct HttpConfig {
     pub request_timeout_secs: u64,
     /// HTTP connections served at once (kept below the process's file limit).
     pub max_connections: usize,
+    /// HTTP connections one client address may hold at once.
+    pub max_connections_per_peer: usize,
+    /// Sessions (`initialize`) one client address may create per second on average, and at
+    /// once after a quiet spell.
+    pub new_sessions_per_sec: u32,
+    pub new_sessions_burst: u32,
 }
 
 impl Default for HttpConfig {
@@ -101,6 +119,9 @@ impl Default for HttpConfig {
             sse_keepalive_secs: 15,
             request_timeout_secs: 30,
             max_connections: 256,
+            max_connections_per_peer: 128,
+            new_sessions_per_sec: 20,
+            new_sessions_burst: 100,
         }
     }
 }
@@ -389,6 +410,18 @@ pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
 fn validate(c: &Config) -> Result<(), String> {
     if c.mcp.max_line_bytes < 1024 {
         return Err(format!("key `mcp.max_line_bytes` must be at least 1024 (got {})", c.mcp.max_line_bytes));
+    }
+    for (key, value) in [
+        ("mcp.max_socket_connections", c.mcp.max_socket_connections as u64),
+        ("mcp.socket_connects_per_sec", u64::from(c.mcp.socket_connects_per_sec)),
+        ("mcp.socket_connect_burst", u64::from(c.mcp.socket_connect_burst)),
+        ("mcp.http.max_connections_per_peer", c.mcp.http.max_connections_per_peer as u64),
+        ("mcp.http.new_sessions_per_sec", u64::from(c.mcp.http.new_sessions_per_sec)),
+        ("mcp.http.new_sessions_burst", u64::from(c.mcp.http.new_sessions_burst)),
+    ] {
+        if value == 0 {
+            return Err(format!("key `{key}` must be at least 1"));
+        }
     }
     if c.mcp.http.host.trim().is_empty() {
         return Err("key `mcp.http.host` must not be blank".to_string());

@@ -3,6 +3,7 @@
 
 pub mod framing;
 pub mod http;
+pub mod limits;
 pub mod socket;
 pub mod stdio;
 

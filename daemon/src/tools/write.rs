@@ -152,19 +152,32 @@ async fn blocking_write(
     f: impl FnOnce(&MemoryEngine) -> Result<Value, MemoryError> + Send + 'static,
 ) -> ToolOutcome {
     let engine = state.memory().map_err(ToolFailure::Tool)?;
-    let out = tokio::task::spawn_blocking(move || f(&engine))
-        .await
-        .map_err(|e| ToolFailure::Tool(format!("internal error: the write task failed ({e}); nothing was written")))?;
+    let data_dir = state.paths().data_dir.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        f(&engine).map_err(|e| {
+            // Told apart here, on the blocking thread: the check may write a probe file.
+            let full =
+                !matches!(e, MemoryError::InvalidParams(_) | MemoryError::NotFound(_) | MemoryError::NotSearchable(_))
+                    && crate::backends::no_room(&format!("{e:#}"), &data_dir);
+            (e, full.then_some(data_dir))
+        })
+    })
+    .await
+    .map_err(|e| ToolFailure::Tool(format!("internal error: the write task failed ({e}); nothing was written")))?;
     if out.is_ok() {
         state.memory_changed(&[]);
     }
-    out.map_err(|e| match e {
+    out.map_err(|(e, full)| match e {
         MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
         // Written, audited, not yet searchable: the message says so and what to do.
         e @ MemoryError::NotSearchable(_) => ToolFailure::Tool(e.to_string()),
         e => {
-            tracing::error!("write failed: {}", openhuman_common::redact(&format!("{e:#}"), None));
-            ToolFailure::Tool(format!("internal error: {e:#}; nothing was written"))
+            let cause = format!("{e:#}");
+            tracing::error!("write failed: {}", openhuman_common::redact(&cause, None));
+            match full {
+                Some(dir) => ToolFailure::Tool(crate::backends::disk_full(&dir, "not saved", "try again")),
+                None => ToolFailure::Tool(format!("internal error: {cause}; nothing was written")),
+            }
         }
     })
 }

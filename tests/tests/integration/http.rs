@@ -489,3 +489,24 @@ fn shutdown_ends_event_streams_and_the_daemon_exits_cleanly() {
     let status = wait_exit(&mut d.child, WAIT);
     assert_eq!(status.code(), Some(0), "{}", home.log());
 }
+
+/// One address may mint sessions at `[mcp.http].new_sessions_per_sec` (after a burst of
+/// `new_sessions_burst`): a faster `initialize` gets 429 with `Retry-After` and a JSON-RPC error
+/// saying when to retry, and the sessions it has keep working.
+#[test]
+fn sessions_minted_faster_than_the_rate_get_429_with_retry_after() {
+    let home = Home::new();
+    home.write_config("[mcp.http]\nnew_sessions_per_sec = 1\nnew_sessions_burst = 2\n");
+    let d = Daemon::builder(&home).http().start();
+    let c = d.http_client();
+    let first = initialize(&c, "2025-11-25");
+    initialize(&c, "2025-11-25");
+    let r = post(&c, &[], &init_body("2025-11-25", "too-fast"));
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert!(r.header("retry-after").is_some_and(|s| s.parse::<u64>().is_ok()), "{:?}", r.headers);
+    assert_eq!(r.json()["id"], 0, "{}", r.text());
+    let message = r.json()["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(message.contains("retry in") && message.contains("new_sessions_per_sec"), "{message}");
+    let ping = post(&c, &[("Mcp-Session-Id", &first)], &req(2, "ping", json!({})));
+    assert_eq!(ping.status, 200, "{}", ping.text());
+}

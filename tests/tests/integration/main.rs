@@ -5,12 +5,14 @@
 mod agents;
 mod cli;
 mod eval;
+mod full_disk;
 mod http;
 mod import;
 mod memory;
 mod memory_crash;
 mod privacy;
 mod recall_quality;
+mod reliability;
 mod shim;
 mod smoke;
 mod socket;

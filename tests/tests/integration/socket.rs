@@ -352,3 +352,35 @@ fn odd_ids_come_back_unchanged_and_huge_batches_are_refused() {
     assert!(r["error"]["message"].as_str().unwrap().contains("at most 256"), "{r}");
     assert_eq!(p.call("ping", json!({})), json!({}), "the session goes on");
 }
+
+/// `[mcp].max_socket_connections` bounds the connections open at once: one more is told so in
+/// a JSON-RPC error line and closed, and a slot comes back when a client leaves.
+#[test]
+fn connections_beyond_the_socket_cap_are_told_to_retry_and_closed() {
+    let home = Home::new();
+    home.write_config("[mcp]\nmax_socket_connections = 2\n");
+    let _d = Daemon::start(&home);
+    // A raw stream, so that it can really be closed (a `Peer`'s reader thread holds its socket).
+    let mut first = UnixStream::connect(home.socket()).unwrap();
+    first.write_all(&line(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)).unwrap();
+    let mut answer = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(&first), &mut answer).unwrap();
+    assert!(answer.contains(r#""result":{}"#), "{answer}");
+    let _second = initialized(&home);
+    let mut third = Peer::socket(&home.socket());
+    third.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+    let refused = third.lines.next_json();
+    let (_, message) = rpc_error(&refused);
+    assert!(message.contains("max_socket_connections") && message.contains("retry"), "{refused}");
+    assert_eq!(third.lines.next(), None, "closed after the line");
+    first.shutdown(std::net::Shutdown::Both).unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        let mut p = Peer::socket(&home.socket());
+        p.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+        if p.lines.next_json()["result"] == json!({}) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no slot came back after a client left");
+    }
+}

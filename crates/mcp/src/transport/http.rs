@@ -9,9 +9,11 @@
 //! - `security` Origin / Host (DNS rebinding) checks, CORS for allowed origins, bearer auth
 //! - `sse`      event-stream framing with keep-alive comments
 //!
-//! Connections are served by hyper directly (one task each, at most `max_connections`; more get
-//! 503), with a timeout on each request's head and one on its body, so a half-sent request
-//! cannot hold a connection. HTTP settings (`[mcp.http]`) are read once at start; a config
+//! Connections are served by hyper directly (one task each, at most `max_connections`, and at
+//! most `max_connections_per_peer` from one client address; more get 503), with a timeout on
+//! each request's head and one on its body, so a half-sent request cannot hold a connection.
+//! Each address may mint sessions (`initialize`) at `new_sessions` at most; faster ones get 429
+//! with `Retry-After`. HTTP settings (`[mcp.http]`) are read once at start; a config
 //! reload does not change them.
 
 mod endpoint;
@@ -22,16 +24,18 @@ mod sse;
 #[cfg(test)]
 mod tests;
 
+use std::net::IpAddr;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use openhuman_common::codes;
@@ -43,6 +47,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use super::TransportError;
+use super::limits::{PeerCount, Rate, RateTable};
 use crate::app::App;
 use crate::dispatcher::{Dispatcher, Serve, encode};
 use crate::incoming::{Incoming, MAX_BATCH, ReadError};
@@ -73,7 +78,16 @@ pub struct HttpOptions {
     /// Connections served at once; one more is answered 503 and closed, so a flood cannot take
     /// every file descriptor the daemon has.
     pub max_connections: usize,
+    /// Connections one client address may hold at once (503 beyond). On loopback every local
+    /// client shares one address, so this bounds them together.
+    pub max_connections_per_peer: usize,
+    /// How fast one client address may mint sessions with `initialize` (429 beyond).
+    pub new_sessions: Rate,
 }
+
+/// The client address of the connection a request came on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Peer(pub IpAddr);
 
 /// What every handler shares: the dispatcher, the session table and the settings in force.
 pub(crate) struct Shared {
@@ -85,6 +99,10 @@ pub(crate) struct Shared {
     allowed_origins: Vec<String>,
     keepalive: Duration,
     shutdown: CancellationToken,
+    /// New sessions per client address.
+    session_rate: RateTable<IpAddr>,
+    /// `initialize` calls answered 429 so far (the log says so every thousandth).
+    too_fast: AtomicU64,
 }
 
 type Ctx = Arc<Shared>;
@@ -107,10 +125,13 @@ pub async fn serve<A: App>(
         keepalive: opts.sse_keepalive.max(Duration::from_secs(1)),
         // Its own child, so the sweeper also stops when serving fails.
         shutdown: shutdown.child_token(),
+        session_rate: RateTable::new(opts.new_sessions),
+        too_fast: AtomicU64::new(0),
     });
     let sweeper = tokio::spawn(sessions::sweep(shared.clone()));
     let app = router(shared.clone(), opts.max_body_bytes, opts.request_timeout);
     let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+    let per_peer = PeerCount::new(opts.max_connections_per_peer);
     let conns = TaskTracker::new();
     let mut refused: u64 = 0;
     loop {
@@ -118,8 +139,8 @@ pub async fn serve<A: App>(
             a = listener.accept() => a,
             _ = shutdown.cancelled() => break,
         };
-        let stream = match accepted {
-            Ok((stream, _peer)) => stream,
+        let (stream, peer) = match accepted {
+            Ok((stream, peer)) => (stream, peer.ip()),
             Err(e) => {
                 tracing::warn!(error = %e, "HTTP accept failed");
                 // Out of fds and similar: back off briefly instead of spinning.
@@ -127,19 +148,30 @@ pub async fn serve<A: App>(
                 continue;
             }
         };
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            if refused.is_multiple_of(1000) {
-                tracing::warn!(
-                    max_connections = opts.max_connections,
-                    refused,
-                    "HTTP connection refused: too many open"
-                );
-            }
-            refused += 1;
-            refuse(stream);
-            continue;
+        let admitted = match slots.clone().try_acquire_owned() {
+            Ok(slot) => per_peer.acquire(peer).map(|mine| (slot, mine)).ok_or(
+                "too many HTTP connections are open from your address; close some or retry shortly \
+                 (see [mcp.http].max_connections_per_peer)",
+            ),
+            Err(_) => Err("too many HTTP connections are open; retry shortly (see [mcp.http].max_connections)"),
         };
-        let service = TowerToHyperService::new(app.clone());
+        let slot = match admitted {
+            Ok(slot) => slot,
+            Err(why) => {
+                if refused.is_multiple_of(1000) {
+                    tracing::warn!(
+                        max_connections = opts.max_connections,
+                        max_connections_per_peer = opts.max_connections_per_peer,
+                        refused,
+                        "HTTP connection refused: {why}"
+                    );
+                }
+                refused += 1;
+                refuse(stream, why);
+                continue;
+            }
+        };
+        let service = TowerToHyperService::new(app.clone().layer(Extension(Peer(peer))));
         let stop = shutdown.clone();
         let header_timeout = opts.request_timeout;
         conns.spawn(async move {
@@ -171,12 +203,9 @@ pub async fn serve<A: App>(
     Ok(())
 }
 
-/// Answers a connection over the cap with 503 and closes it, without waiting on the peer.
-fn refuse(stream: tokio::net::TcpStream) {
-    let body = encode(&error_envelope(
-        &Value::Null,
-        &RpcError::internal("too many HTTP connections are open; retry shortly (see [mcp.http].max_connections)"),
-    ));
+/// Answers a connection over a cap with 503 and closes it, without waiting on the peer.
+fn refuse(stream: tokio::net::TcpStream, why: &str) {
+    let body = encode(&error_envelope(&Value::Null, &RpcError::internal(why)));
     let response = format!(
         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
         body.len()

@@ -1,20 +1,36 @@
 //! The daemon's local socket: a 0600 socket (in a 0700 directory when it creates one), a stale socket
 //! removed only when a connect is refused, a live one refused with a clear error, peers of
-//! another uid turned away, and one session per connection. Under systemd socket activation the
-//! inherited listener is used instead of binding.
+//! another uid turned away, and one session per connection. The socket admits only its own
+//! user, so that user is its one peer: the connections open at once and the rate of new ones
+//! are bounded (`SocketOptions`), and a connection beyond either gets one JSON-RPC error line
+//! saying to retry, then is closed. Under systemd socket activation the inherited listener is
+//! used instead of binding.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use interprocess::local_socket::ListenerOptions;
 use interprocess::local_socket::tokio::{Listener as IpcListener, prelude::*};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::limits::{PeerCount, Rate, RateTable, retry_secs};
 use super::{OnEof, TransportError, serve_lines};
 use crate::app::App;
-use crate::dispatcher::Dispatcher;
+use crate::dispatcher::{Dispatcher, encode};
+use crate::protocol::{RpcError, error_envelope};
 use crate::session::Transport;
+
+/// Bounds of the socket transport, resolved by the caller at start.
+#[derive(Debug, Clone, Copy)]
+pub struct SocketOptions {
+    /// Connections open at once (the socket's one peer is its own user).
+    pub max_connections: usize,
+    /// How fast new connections may come.
+    pub new_connections: Rate,
+}
 
 type Result<T, E = TransportError> = std::result::Result<T, E>;
 
@@ -148,23 +164,44 @@ fn make_private_dir(dir: &Path) -> Result<()> {
     builder.create(dir).map_err(|e| TransportError::io(format!("cannot create socket directory {}", dir.display()), e))
 }
 
-/// Accepts connections until `shutdown`, one session task each (tracked by `conns`).
+/// Accepts connections until `shutdown`, one session task each (tracked by `conns`), within
+/// `opts`' bounds.
 pub async fn accept_loop<A: App>(
     listener: SocketListener,
     dispatcher: Dispatcher<A>,
+    opts: SocketOptions,
     shutdown: CancellationToken,
     conns: TaskTracker,
 ) {
+    let open = PeerCount::new(opts.max_connections);
+    let rate = RateTable::new(opts.new_connections);
+    let mut refused: u64 = 0;
     loop {
         let accepted = tokio::select! {
             a = accept(&listener) => a,
             _ = shutdown.cancelled() => break,
         };
         match accepted {
-            Ok(Some(conn)) => {
+            Ok(Some((conn, peer))) => {
+                let admitted = match rate.take(&peer) {
+                    Ok(()) => open.acquire(peer).ok_or(Refused::TooMany(opts.max_connections)),
+                    Err(wait) => Err(Refused::TooFast(retry_secs(wait))),
+                };
+                let slot = match admitted {
+                    Ok(slot) => slot,
+                    Err(why) => {
+                        if refused.is_multiple_of(1000) {
+                            tracing::warn!(refused, "socket connection refused: {}", why.message());
+                        }
+                        refused += 1;
+                        conns.spawn(refuse(conn, why));
+                        continue;
+                    }
+                };
                 let d = dispatcher.clone();
                 let s = shutdown.clone();
                 conns.spawn(async move {
+                    let _slot = slot;
                     match conn {
                         Conn::Ipc(stream) => {
                             let (r, w) = tokio::io::split(stream);
@@ -188,35 +225,93 @@ pub async fn accept_loop<A: App>(
     }
 }
 
+/// Why a connection was turned away.
+#[derive(Clone, Copy)]
+enum Refused {
+    /// `max_connections` are open.
+    TooMany(usize),
+    /// New connections came faster than allowed; retry after this many seconds.
+    TooFast(u64),
+}
+
+impl Refused {
+    fn message(self) -> String {
+        match self {
+            Refused::TooMany(max) => format!(
+                "too many connections to the daemon are open ({max}); close one or retry shortly \
+                 (see [mcp].max_socket_connections)"
+            ),
+            Refused::TooFast(secs) => format!(
+                "new connections to the daemon come too fast; retry in {secs} s (see [mcp].socket_connects_per_sec)"
+            ),
+        }
+    }
+
+    fn retry_after_secs(self) -> u64 {
+        match self {
+            Refused::TooMany(_) => 1,
+            Refused::TooFast(secs) => secs,
+        }
+    }
+}
+
+/// Tells a refused client why in one JSON-RPC error line (id null), then closes. What the client
+/// sent meanwhile is read and dropped first (closing on unread data would reset the connection
+/// before the client reads the line). Bounded: a peer that neither reads nor stops writing
+/// cannot hold the task.
+async fn refuse(conn: Conn, why: Refused) {
+    let error = RpcError::internal(why.message()).with_data(json!({ "retry_after_secs": why.retry_after_secs() }));
+    let mut line = encode(&error_envelope(&Value::Null, &error));
+    line.push('\n');
+    let told = match conn {
+        Conn::Ipc(stream) => tokio::time::timeout(REFUSAL_TIME, tell(stream, line)).await,
+        #[cfg(unix)]
+        Conn::Unix(stream) => tokio::time::timeout(REFUSAL_TIME, tell(stream, line)).await,
+    };
+    if told.is_err() {
+        tracing::debug!("a refused socket client was cut off");
+    }
+}
+
+/// The most time a refused connection is given.
+const REFUSAL_TIME: std::time::Duration = std::time::Duration::from_secs(1);
+
+async fn tell<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut stream: S, line: String) {
+    use tokio::io::AsyncReadExt;
+    if stream.write_all(line.as_bytes()).await.is_err() || stream.shutdown().await.is_err() {
+        return;
+    }
+    let mut sink = [0u8; 4096];
+    while stream.read(&mut sink).await.is_ok_and(|n| n > 0) {}
+}
+
 enum Conn {
     Ipc(interprocess::local_socket::tokio::Stream),
     #[cfg(unix)]
     Unix(tokio::net::UnixStream),
 }
 
-/// Accepts one connection; Ok(None) when the peer was refused.
-async fn accept(listener: &SocketListener) -> io::Result<Option<Conn>> {
+/// Accepts one connection and names its peer (the user id; 0 where there is none to read);
+/// Ok(None) when the peer was refused.
+async fn accept(listener: &SocketListener) -> io::Result<Option<(Conn, u32)>> {
     match listener {
         SocketListener::Bound { listener, .. } => {
             let stream = listener.accept().await?;
             #[cfg(unix)]
             if let Ok(creds) = stream.peer_creds()
                 && let Some(uid) = creds.euid()
-                && !same_uid(uid)
             {
-                return Ok(None);
+                return Ok(same_uid(uid).then_some((Conn::Ipc(stream), uid)));
             }
-            Ok(Some(Conn::Ipc(stream)))
+            Ok(Some((Conn::Ipc(stream), 0)))
         }
         #[cfg(unix)]
         SocketListener::Activated(l) => {
             let (stream, _) = l.accept().await?;
-            if let Ok(cred) = stream.peer_cred()
-                && !same_uid(cred.uid())
-            {
-                return Ok(None);
+            match stream.peer_cred() {
+                Ok(cred) => Ok(same_uid(cred.uid()).then_some((Conn::Unix(stream), cred.uid()))),
+                Err(_) => Ok(Some((Conn::Unix(stream), 0))),
             }
-            Ok(Some(Conn::Unix(stream)))
         }
     }
 }
@@ -235,4 +330,80 @@ fn same_uid(peer: u32) -> bool {
 fn euid() -> u32 {
     // SAFETY: geteuid(2) takes no arguments, has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    use tokio::net::UnixStream;
+
+    use super::*;
+    use crate::testing::dispatcher;
+
+    const LIMIT: Duration = Duration::from_secs(20);
+
+    /// A daemon-side accept loop on a socket in a temp dir, with `opts`.
+    fn serve(opts: SocketOptions) -> (tempfile::TempDir, PathBuf, CancellationToken) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sock");
+        let listener = bind(&path).unwrap();
+        let shutdown = CancellationToken::new();
+        tokio::spawn(accept_loop(listener, dispatcher(), opts, shutdown.clone(), TaskTracker::new()));
+        (dir, path, shutdown)
+    }
+
+    /// Connects and pings: the open connection when admitted, else the error line it was told.
+    async fn ping(path: &Path) -> Result<BufReader<UnixStream>, Value> {
+        let mut s = BufReader::new(UnixStream::connect(path).await.unwrap());
+        s.get_mut().write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.unwrap();
+        let mut line = String::new();
+        tokio::time::timeout(LIMIT, s.read_line(&mut line)).await.expect("an answer in time").unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        if reply["id"] == 1 {
+            return Ok(s);
+        }
+        // Refused: one line, then the end.
+        let mut more = String::new();
+        let n = tokio::time::timeout(LIMIT, s.read_line(&mut more)).await.expect("closed in time").unwrap();
+        assert_eq!(n, 0, "a refused connection is closed after its line: {more}");
+        Err(reply)
+    }
+
+    fn message(reply: &Value) -> &str {
+        reply["error"]["message"].as_str().unwrap_or_default()
+    }
+
+    #[tokio::test]
+    async fn connections_beyond_the_cap_are_told_why_and_closed_until_one_ends() {
+        let (_dir, path, shutdown) =
+            serve(SocketOptions { max_connections: 2, new_connections: Rate::new(1000, 1000) });
+        let first = ping(&path).await.expect("first admitted");
+        let _second = ping(&path).await.expect("second admitted");
+        let refused = ping(&path).await.expect_err("third refused");
+        assert!(message(&refused).contains("max_socket_connections"), "{refused}");
+        assert_eq!(refused["id"], Value::Null);
+        drop(first);
+        // The server notices the end of the first, then has room again.
+        let deadline = Instant::now() + LIMIT;
+        while ping(&path).await.is_err() {
+            assert!(Instant::now() < deadline, "a slot never came back");
+            tokio::task::yield_now().await;
+        }
+        shutdown.cancel();
+    }
+
+    #[tokio::test]
+    async fn connections_faster_than_the_rate_are_told_when_to_retry() {
+        let (_dir, path, shutdown) = serve(SocketOptions { max_connections: 100, new_connections: Rate::new(1, 3) });
+        let mut open = Vec::new();
+        for _ in 0..3 {
+            open.push(ping(&path).await.expect("within the burst"));
+        }
+        let refused = ping(&path).await.expect_err("past the burst");
+        assert!(message(&refused).contains("retry in 1 s"), "{refused}");
+        assert_eq!(refused["error"]["data"]["retry_after_secs"], 1, "{refused}");
+        shutdown.cancel();
+    }
 }

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
 use super::sessions::HttpSession;
-use super::{Ctx, Refusal, parse_body, reply_response, rpc_error, sse};
+use super::{Ctx, Peer, Refusal, parse_body, reply_response, rpc_error, sse};
 use crate::incoming::Incoming;
 use crate::protocol::{LATEST_LEGACY, Reply, RpcError, SUPPORTED};
 use crate::session::{Session, Transport};
@@ -26,7 +26,12 @@ use crate::session::{Session, Transport};
 /// How many notifications of one request may wait for a slow client.
 const REQUEST_EVENTS: usize = 64;
 
-pub async fn post(State(s): State<Ctx>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+pub async fn post(
+    State(s): State<Ctx>,
+    Extension(peer): Extension<Peer>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     if !(accepts(&headers, "application/json") && accepts(&headers, "text/event-stream")) {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -52,7 +57,7 @@ pub async fn post(State(s): State<Ctx>, headers: HeaderMap, body: Result<Bytes, 
     if message::is_stateless(&msg.value, &headers) {
         stateless(&s, &headers, msg).await
     } else {
-        in_session(&s, &headers, msg).await
+        in_session(&s, peer, &headers, msg).await
     }
 }
 
@@ -68,8 +73,11 @@ async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
 }
 
 /// Handshake era: `initialize` mints a session; everything else names one.
-async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
+async fn in_session(s: &Ctx, peer: Peer, headers: &HeaderMap, msg: Incoming) -> Response {
     if message::has_initialize(&msg.value) {
+        if let Err(wait) = s.session_rate.take(&peer.0) {
+            return too_fast(s, &msg, wait);
+        }
         // A client that initialises again gets a new session, whatever id it still sends.
         let Ok(hs) = s.sessions.create(s.dispatcher.as_ref()) else {
             tracing::warn!(open = s.sessions.len(), "HTTP session refused: every session is in use");
@@ -109,6 +117,27 @@ async fn in_session(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
     let stream = accepts_sse(headers) && message::may_notify(&msg.value, hs.session.log_level().is_some());
     let resp = respond(s, hs.session.clone(), msg, stream, Exchange::Session).await;
     hs.touch();
+    resp
+}
+
+/// 429 for an `initialize` that came faster than its address may mint sessions: the JSON-RPC
+/// error and `Retry-After` say when to try again.
+fn too_fast(s: &Ctx, msg: &Incoming, wait: std::time::Duration) -> Response {
+    let secs = crate::transport::limits::retry_secs(wait);
+    let n = s.too_fast.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if n.is_multiple_of(1000) {
+        tracing::warn!(refused = n + 1, "HTTP session refused: new sessions come too fast from one address");
+    }
+    let mut resp = rpc_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        &message::request_id(&msg.value),
+        RpcError::internal(format!(
+            "new sessions come too fast from your address; retry in {secs} s, or reuse the Mcp-Session-Id you \
+             have (see [mcp.http].new_sessions_per_sec)"
+        ))
+        .with_data(serde_json::json!({ "retry_after_secs": secs })),
+    );
+    resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
     resp
 }
 

@@ -12,6 +12,7 @@ use tokio::net::TcpStream;
 
 use super::*;
 use crate::testing::{FakeApp, dispatcher};
+use crate::transport::limits::Rate;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -42,6 +43,8 @@ async fn rig_with(adjust: impl FnOnce(&mut HttpOptions)) -> Rig {
         max_body_bytes: 1 << 20,
         request_timeout: Duration::from_secs(30),
         max_connections: 64,
+        max_connections_per_peer: 64,
+        new_sessions: Rate::new(1000, 1000),
     };
     adjust(&mut opts);
     let served = tokio::spawn(serve(listener, d.clone(), opts, shutdown.clone()));
@@ -182,6 +185,54 @@ async fn half_sent_requests_are_cut_off_and_the_cap_refuses_more_connections() {
     // Their slots are free again.
     let sid = initialize(r.addr, "2025-11-25").await;
     assert_eq!(sid.len(), 32);
+    r.shutdown.cancel();
+    tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn one_address_gets_its_share_of_connections_and_mints_sessions_at_its_rate() {
+    let r = rig_with(|o| {
+        o.max_connections_per_peer = 2;
+        o.new_sessions = Rate::new(1, 3);
+    })
+    .await;
+    // Two connections of this address are open (their requests half sent): a third is refused
+    // with the per-address key, though the server-wide cap (64) is far off.
+    let mut open = Vec::new();
+    for _ in 0..2 {
+        let mut s = TcpStream::connect(r.addr).await.unwrap();
+        s.write_all(b"POST /mcp HTTP/1.1\r\n").await.unwrap();
+        open.push(s);
+    }
+    let mut third = TcpStream::connect(r.addr).await.unwrap();
+    let refused = until_closed(&mut third).await;
+    assert!(refused.starts_with("HTTP/1.1 503") && refused.contains("max_connections_per_peer"), "{refused}");
+    drop(open);
+    // The burst of three sessions, then 429 with Retry-After and a JSON-RPC error saying when.
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": "rig"}}}).to_string();
+    let mut minted = Vec::new();
+    let refusal = loop {
+        let (s, head) = send(r.addr, "POST", &[BOTH, JSON], &body).await;
+        if !head.starts_with("HTTP/1.1 200") {
+            break (head, rest(s).await);
+        }
+        minted.push(header(&head, "mcp-session-id").expect("session id"));
+        assert!(minted.len() <= 3, "more sessions than the burst allows");
+    };
+    assert_eq!(minted.len(), 3, "{refusal:?}");
+    let (head, body) = refusal;
+    assert!(head.starts_with("HTTP/1.1 429"), "{head}");
+    let secs: u64 = header(&head, "retry-after").expect("Retry-After").parse().unwrap();
+    assert!((1..=2).contains(&secs), "{head}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reply["id"], 7, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("retry in") && message.contains("new_sessions_per_sec"), "{reply}");
+    // Sessions already made keep working.
+    let ping = json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}).to_string();
+    let (s, head) = send(r.addr, "POST", &[BOTH, JSON, ("Mcp-Session-Id", &minted[0])], &ping).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert_eq!(serde_json::from_str::<Value>(&rest(s).await).unwrap()["result"], json!({}));
     r.shutdown.cancel();
     tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
 }
