@@ -251,6 +251,18 @@ pub enum ClientKind {
     Windsurf,
     Zed,
     ClaudeCode,
+    /// VS Code's user `mcp.json`.
+    Vscode,
+    /// GitHub Copilot in VS Code: the same file as `vscode`.
+    Copilot,
+    /// OpenAI Codex CLI (`config.toml`).
+    Codex,
+    /// Google Gemini CLI.
+    Gemini,
+    /// The Cline extension for VS Code.
+    Cline,
+    /// Continue (a JSON file of its own in its `mcpServers` folder).
+    Continue,
 }
 
 #[derive(Debug, Subcommand)]

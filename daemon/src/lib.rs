@@ -594,10 +594,7 @@ fn run_command(cli: &Cli) -> Result<i32> {
         }
         Command::Register { client, print } => {
             if *print {
-                let (file, key) = register::target(*client)?;
-                let entry = register::entry(*client, cli.home.as_deref())?;
-                out(&format!("# add under \"{key}\" in {}", file.display()));
-                out(&serde_json::to_string_pretty(&serde_json::json!({ register::ENTRY: entry }))?);
+                out(&register::print(*client, cli.home.as_deref())?);
             } else {
                 out(&register::register(*client, cli.home.as_deref())?);
             }

@@ -2,7 +2,24 @@
 //! replaced (other servers and settings stay), a timestamped private backup of the old file is
 //! kept, the file keeps its mode, a symlinked file is written through to its target, and
 //! `--print` shows the entry instead of writing. Files that are not plain JSON (Zed allows
-//! comments) are left alone with a message saying what to paste where.
+//! comments) are left alone with a message saying what to paste where. Codex's file is TOML:
+//! the entry's table is appended (or its old table swapped out) as text, so comments stay.
+//!
+//! Where each client keeps its servers, as its own documentation described it (November 2026):
+//! - VS Code keeps user-level servers in `mcp.json` in its user folder (`Code/User` under the
+//!   platform's config folder), under a `servers` object, each stdio entry with `"type": "stdio"`;
+//!   GitHub Copilot's agent mode in VS Code reads that same file (code.visualstudio.com, MCP
+//!   configuration reference).
+//! - Codex CLI reads `[mcp_servers.<name>]` tables (`command`, `args`) from `config.toml` in its
+//!   home, `$CODEX_HOME` when set and `~/.codex` otherwise (OpenAI's Codex config docs).
+//! - Gemini CLI reads an `mcpServers` object from the user settings file `~/.gemini/settings.json`
+//!   (geminicli.com, configuration and MCP server pages).
+//! - Cline keeps `cline_mcp_settings.json`, with an `mcpServers` object, in the extension's
+//!   storage: `globalStorage/saoudrizwan.claude-dev/settings/` in VS Code's user folder
+//!   (docs.cline.bot, configuring MCP servers).
+//! - Continue loads every JSON file in `~/.continue/mcpServers/` written in the Claude-style
+//!   `mcpServers` shape alongside its `config.yaml` (docs.continue.dev, MCP deep dive); writing a
+//!   file of our own there leaves the user's YAML untouched.
 
 use std::path::{Path, PathBuf};
 
@@ -14,23 +31,46 @@ use crate::cli::ClientKind;
 /// The server's name in the client's config.
 pub const ENTRY: &str = "openhuman";
 
-/// Where `client` keeps its MCP servers, and under which key.
-pub fn target(client: ClientKind) -> Result<(PathBuf, &'static str)> {
+/// How a client's file is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Toml,
+}
+
+/// Where `client` keeps its MCP servers, under which key, and in which format.
+pub fn target(client: ClientKind) -> Result<(PathBuf, &'static str, Format)> {
     let base = directories::BaseDirs::new().context("cannot find your home directory")?;
     let home = base.home_dir();
-    Ok(match client {
-        ClientKind::ClaudeDesktop => {
-            let dir = if cfg!(target_os = "macos") {
-                home.join("Library/Application Support/Claude")
-            } else {
-                base.config_dir().join("Claude")
-            };
-            (dir.join("claude_desktop_config.json"), "mcpServers")
+    let app_dir = |name: &str| {
+        if cfg!(target_os = "macos") {
+            home.join("Library/Application Support").join(name)
+        } else {
+            base.config_dir().join(name)
         }
-        ClientKind::Cursor => (home.join(".cursor/mcp.json"), "mcpServers"),
-        ClientKind::Windsurf => (home.join(".codeium/windsurf/mcp_config.json"), "mcpServers"),
-        ClientKind::Zed => (home.join(".config/zed/settings.json"), "context_servers"),
-        ClientKind::ClaudeCode => (home.join(".claude.json"), "mcpServers"),
+    };
+    let vscode_user = app_dir("Code").join("User");
+    Ok(match client {
+        ClientKind::ClaudeDesktop => (app_dir("Claude").join("claude_desktop_config.json"), "mcpServers", Format::Json),
+        ClientKind::Cursor => (home.join(".cursor/mcp.json"), "mcpServers", Format::Json),
+        ClientKind::Windsurf => (home.join(".codeium/windsurf/mcp_config.json"), "mcpServers", Format::Json),
+        ClientKind::Zed => (home.join(".config/zed/settings.json"), "context_servers", Format::Json),
+        ClientKind::ClaudeCode => (home.join(".claude.json"), "mcpServers", Format::Json),
+        ClientKind::Vscode | ClientKind::Copilot => (vscode_user.join("mcp.json"), "servers", Format::Json),
+        ClientKind::Codex => {
+            let dir = std::env::var_os("CODEX_HOME")
+                .filter(|d| !d.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(".codex"));
+            (dir.join("config.toml"), "mcp_servers", Format::Toml)
+        }
+        ClientKind::Gemini => (home.join(".gemini/settings.json"), "mcpServers", Format::Json),
+        ClientKind::Cline => (
+            vscode_user.join("globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"),
+            "mcpServers",
+            Format::Json,
+        ),
+        ClientKind::Continue => (home.join(".continue/mcpServers/openhuman.json"), "mcpServers", Format::Json),
     })
 }
 
@@ -50,39 +90,142 @@ pub fn entry(client: ClientKind, home_dir: Option<&Path>) -> Result<Value> {
     Ok(match client {
         ClientKind::Zed => json!({ "command": command, "args": args, "env": {} }),
         ClientKind::ClaudeCode => json!({ "type": "stdio", "command": command, "args": args, "env": {} }),
+        ClientKind::Vscode | ClientKind::Copilot => json!({ "type": "stdio", "command": command, "args": args }),
         _ => json!({ "command": command, "args": args }),
+    })
+}
+
+/// What `--print` shows: where the entry goes, and the entry in the file's own format.
+pub fn print(client: ClientKind, home_dir: Option<&Path>) -> Result<String> {
+    let (file, key, format) = target(client)?;
+    let entry = entry(client, home_dir)?;
+    Ok(match format {
+        Format::Json => format!(
+            "# add under \"{key}\" in {}\n{}",
+            file.display(),
+            serde_json::to_string_pretty(&json!({ ENTRY: entry }))?
+        ),
+        Format::Toml => format!("# add to {}\n{}", file.display(), toml_block(key, &entry)?.trim_end()),
     })
 }
 
 /// Merges the entry into the client's file. Returns a sentence saying what happened.
 pub fn register(client: ClientKind, home_dir: Option<&Path>) -> Result<String> {
-    let (file, key) = target(client)?;
+    let (file, key, format) = target(client)?;
     let entry = entry(client, home_dir)?;
-    let mut root = match std::fs::read_to_string(&file) {
-        Ok(text) if text.trim().is_empty() => Value::Object(Map::new()),
-        Ok(text) => serde_json::from_str::<Value>(&text).map_err(|e| {
+    let text = match std::fs::read_to_string(&file) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+    };
+    let merged = match format {
+        Format::Json => merge_json(&file, key, &entry, text.as_deref().unwrap_or(""))?,
+        Format::Toml => merge_toml(&file, key, &entry, text.as_deref().unwrap_or(""))?,
+    };
+    let Some((new_text, replaced)) = merged else {
+        return Ok(format!("{} already has the {ENTRY} server; nothing to do", file.display()));
+    };
+    let backup = write_config(&file, &new_text)?;
+    Ok(format!(
+        "{} the {ENTRY} server in {}{}; restart the client to pick it up",
+        if replaced { "updated" } else { "added" },
+        file.display(),
+        backup.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default()
+    ))
+}
+
+/// The JSON file with the entry under `key`, and whether an older entry was replaced; `None`
+/// when the file already has this very entry.
+fn merge_json(file: &Path, key: &str, entry: &Value, text: &str) -> Result<Option<(String, bool)>> {
+    let mut root = if text.trim().is_empty() {
+        Value::Object(Map::new())
+    } else {
+        serde_json::from_str::<Value>(text).map_err(|e| {
             anyhow!(
                 "{} is not plain JSON ({e}), so it was left untouched; add this under \"{key}\" yourself:\n\"{ENTRY}\": {}",
                 file.display(),
-                serde_json::to_string_pretty(&entry).unwrap_or_default()
+                serde_json::to_string_pretty(entry).unwrap_or_default()
             )
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Map::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
+        })?
     };
     let obj = root.as_object_mut().ok_or_else(|| anyhow!("{} does not hold a JSON object", file.display()))?;
     let servers = obj.entry(key).or_insert_with(|| Value::Object(Map::new()));
     let servers = servers.as_object_mut().ok_or_else(|| anyhow!("\"{key}\" in {} is not an object", file.display()))?;
-    if servers.get(ENTRY) == Some(&entry) {
-        return Ok(format!("{} already has the {ENTRY} server; nothing to do", file.display()));
+    if servers.get(ENTRY) == Some(entry) {
+        return Ok(None);
     }
-    let replaced = servers.insert(ENTRY.to_string(), entry).is_some();
-    // A symlinked config (dotfiles) is written through to its target; the link stays.
-    let real = std::fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
+    let replaced = servers.insert(ENTRY.to_string(), entry.clone()).is_some();
+    Ok(Some((serde_json::to_string_pretty(&root)? + "\n", replaced)))
+}
+
+/// `[<key>.openhuman]` with the entry's fields, as TOML text.
+fn toml_block(key: &str, entry: &Value) -> Result<String> {
+    let table: toml::Table = serde_json::from_value(entry.clone()).context("the entry does not fit TOML")?;
+    let mut servers = toml::Table::new();
+    servers.insert(ENTRY.to_string(), toml::Value::Table(table));
+    let mut root = toml::Table::new();
+    root.insert(key.to_string(), toml::Value::Table(servers));
+    Ok(toml::to_string(&root)?)
+}
+
+/// The entry as it stands in a parsed TOML document, if it is there.
+fn toml_entry<'a>(doc: &'a toml::Table, key: &str) -> Option<&'a toml::Value> {
+    doc.get(key)?.as_table()?.get(ENTRY)
+}
+
+/// The TOML file with the entry's table appended (an older `[<key>.openhuman]` table, and its
+/// subtables, cut out first), so the rest of the text, comments included, stays as it was.
+fn merge_toml(file: &Path, key: &str, entry: &Value, text: &str) -> Result<Option<(String, bool)>> {
+    let block = toml_block(key, entry)?;
+    let paste = || format!("add this to {} yourself:\n{}", file.display(), block.trim_end());
+    let doc: toml::Table = toml::from_str(text)
+        .map_err(|e| anyhow!("{} is not valid TOML ({e}), so it was left untouched; {}", file.display(), paste()))?;
+    let want: toml::Table = toml::from_str(&block)?;
+    let old = toml_entry(&doc, key);
+    if old.is_some() && old == toml_entry(&want, key) {
+        return Ok(None);
+    }
+    let header = format!("[{key}.{ENTRY}]");
+    let sub = format!("[{key}.{ENTRY}.");
+    let mut kept: Vec<&str> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            inside = t.trim_end() == header || t.starts_with(&sub);
+        }
+        if !inside {
+            kept.push(line);
+        }
+    }
+    let mut out = kept.join("\n").trim_end().to_string();
+    let rest: toml::Table =
+        toml::from_str(&out).map_err(|e| anyhow!("{} could not be merged ({e}); {}", file.display(), paste()))?;
+    if toml_entry(&rest, key).is_some() {
+        // Written some other way (inline table, dotted keys): not ours to rewrite.
+        bail!(
+            "{} defines {key}.{ENTRY} in a form this command does not rewrite, so it was left untouched; {}",
+            file.display(),
+            paste()
+        );
+    }
+    if !out.is_empty() {
+        out.push_str("\n\n");
+    }
+    out.push_str(&block);
+    Ok(Some((out, old.is_some())))
+}
+
+/// Writes `text` as the client's file: a private timestamped backup of the old file first, then
+/// a sibling temporary file renamed over the target. A symlinked file is written through to its
+/// target (the link stays); the file keeps its mode. Returns the backup's path, if one was made.
+fn write_config(file: &Path, text: &str) -> Result<Option<PathBuf>> {
+    let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("conf").to_string();
+    let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let mode = std::fs::metadata(&real).ok().map(|m| m.permissions());
     let backup = if mode.is_some() {
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-        let b = file.with_extension(format!("json.bak-{stamp}"));
+        let b = file.with_extension(format!("{ext}.bak-{stamp}"));
         std::fs::copy(&real, &b).with_context(|| format!("cannot back up {}", file.display()))?;
         // `copy` copies the mode too; a backup of a file that may hold keys is private.
         make_private(&b)?;
@@ -96,19 +239,13 @@ pub fn register(client: ClientKind, home_dir: Option<&Path>) -> Result<String> {
     // Write beside, then rename: a crash never leaves a half-written client config. The new file
     // keeps the old one's mode (a 0600 file holding an API key stays 0600); a first one is
     // private by the umask.
-    let tmp = real.with_extension("json.openhuman-tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&root)? + "\n")
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    let tmp = real.with_extension(format!("{ext}.openhuman-tmp"));
+    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     if let Some(mode) = mode {
         std::fs::set_permissions(&tmp, mode).with_context(|| format!("cannot set the mode of {}", tmp.display()))?;
     }
     std::fs::rename(&tmp, &real).with_context(|| format!("cannot replace {}", real.display()))?;
-    Ok(format!(
-        "{} the {ENTRY} server in {}{}; restart the client to pick it up",
-        if replaced { "updated" } else { "added" },
-        file.display(),
-        backup.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default()
-    ))
+    Ok(backup)
 }
 
 #[cfg(unix)]

@@ -1,18 +1,16 @@
 //! `memory.fetch` (raw hits in keyword/vector/hybrid mode) and `memory.list` (stored
-//! items, newest first), both with opaque cursors. A cursor is base64url of a small JSON
-//! object holding the position and a fingerprint of the query, mode and filter, so a
-//! cursor from another query is rejected instead of silently paging something else.
+//! items, newest first, with their total), both with opaque cursors (see `cursor`): fetch's
+//! holds an offset into the ranked list, list's the last item's (time, rowid) keyset position.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rusqlite::params_from_iter;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::cursor::{Cursor, decode, encode, fingerprint, keyset_rowid};
 use super::filter::Filter;
 use super::params::{bounded, invalid, parse, required};
 use super::search::{self, CHUNK_COLUMNS, ChunkRow, Mode, chunk_from_row};
-use super::util::{ms_to_rfc3339, sha256_hex};
+use super::util::ms_to_rfc3339;
 use super::{MemoryEngine, MemoryError};
 
 /// Ranked results beyond this position are not paged (each ranker contributes this many
@@ -34,39 +32,6 @@ struct ListParams {
     filter: Option<Value>,
     limit: Option<i64>,
     cursor: Option<String>,
-}
-
-#[derive(Serialize, Deserialize, Default)]
-struct Cursor {
-    /// Fingerprint of what is being paged.
-    h: String,
-    /// Offset into a ranked list (fetch).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    o: Option<usize>,
-    /// Last (timestamp_ms, rowid) returned (list).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    t: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    r: Option<i64>,
-}
-
-fn fingerprint(parts: &[&str]) -> String {
-    sha256_hex(parts.join("\u{1f}").as_bytes())[..16].to_string()
-}
-
-fn encode(c: &Cursor) -> String {
-    URL_SAFE_NO_PAD.encode(serde_json::to_vec(c).unwrap_or_default())
-}
-
-fn decode(s: &Option<String>, expect: &str) -> Result<Option<Cursor>, MemoryError> {
-    let Some(s) = s else { return Ok(None) };
-    let bad = || invalid("cursor is not valid; pass next_cursor from the previous page unchanged");
-    let bytes = URL_SAFE_NO_PAD.decode(s.trim()).map_err(|_| bad())?;
-    let c: Cursor = serde_json::from_slice(&bytes).map_err(|_| bad())?;
-    if c.h != expect {
-        return Err(invalid("cursor belongs to a different query, mode or filter; start again without a cursor"));
-    }
-    Ok(Some(c))
 }
 
 fn item_json(c: &ChunkRow, score: Option<f64>) -> Value {
@@ -127,7 +92,8 @@ impl MemoryEngine {
         Ok(out)
     }
 
-    /// `{filter?, limit?, cursor?}` → stored items, newest first.
+    /// `{filter?, limit?, cursor?}` → `{items, total, next_cursor?}`: stored items, newest
+    /// first (rowid breaks ties), `total` counting every item the filter matches.
     pub fn list(&self, p: Value) -> Result<Value, MemoryError> {
         let p: ListParams = parse(p, &["filter", "limit", "cursor"], "params")?;
         let filter = Filter::parse(p.filter.as_ref())?;
@@ -136,8 +102,12 @@ impl MemoryEngine {
         let after = decode(&p.cursor, &fp)?;
         let conn = self.inner.read_conn()?;
         let (pred, mut args) = filter.sql();
+        let total: i64 = conn
+            .prepare_cached(&format!("SELECT count(*) FROM chunks c WHERE {pred}"))?
+            .query_row(params_from_iter(args.iter().map(|a| a.as_ref())), |r| r.get(0))?;
         let mut sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE {pred}");
-        if let Some(Cursor { t: Some(t), r: Some(r), .. }) = after {
+        if let Some(after) = after {
+            let (t, r) = keyset_rowid(&after)?;
             args.push(Box::new(t));
             args.push(Box::new(r));
             let (a, b) = (args.len() - 1, args.len());
@@ -153,7 +123,7 @@ impl MemoryEngine {
         rows.truncate(limit);
         search::attach_tags(&conn, &mut rows)?;
         let items: Vec<Value> = rows.iter().map(|c| item_json(c, None)).collect();
-        let mut out = json!({ "items": items });
+        let mut out = json!({ "items": items, "total": total });
         if let (true, Some(last)) = (more, rows.last()) {
             let c = Cursor { h: fp, t: Some(last.timestamp_ms), r: Some(last.rowid), ..Cursor::default() };
             out["next_cursor"] = json!(encode(&c));

@@ -26,6 +26,7 @@ mod audit;
 mod backfill;
 mod checkpoint;
 mod chunker;
+mod cursor;
 mod dates;
 mod entities;
 mod error;

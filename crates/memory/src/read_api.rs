@@ -5,6 +5,7 @@ use rusqlite::{OptionalExtension, params_from_iter};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::cursor::{Cursor, decode, encode, fingerprint, keyset_key, keyset_rowid};
 use super::dates;
 use super::filter::{Filter, parse_kinds};
 use super::params::{bounded, invalid, optional, parse, required, string_list};
@@ -17,6 +18,8 @@ use super::util::{ms_to_rfc3339, preview};
 use super::{Inner, MemoryEngine, MemoryError, schema};
 
 const MAX_K: usize = 50;
+/// Page size of `tree.list_sources`: by default and at most (it used to be a hard cap).
+const SOURCES_PAGE: usize = 200;
 const ENTITY_KINDS: &[&str] = &["email", "url", "handle", "topic", "person", "org"];
 
 /// Turns a chat hit shows: the one that matches best, one before it and two after it.
@@ -114,18 +117,21 @@ struct ListChunksParams {
     query: Option<String>,
     k: Option<i64>,
     offset: Option<i64>,
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct TopEntitiesParams {
     kind: Option<String>,
     k: Option<i64>,
+    cursor: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct ListSourcesParams {
     user_email_hint: Option<String>,
     limit: Option<i64>,
+    cursor: Option<String>,
 }
 
 impl MemoryEngine {
@@ -232,12 +238,21 @@ impl MemoryEngine {
         }))
     }
 
-    /// Filtered, paginated listing, newest first, with the total count.
+    /// Filtered, paged listing, newest first (rowid breaks ties), with the total count and
+    /// `next_cursor` when more follow. Pages by `cursor` (keyset, stable while chunks are
+    /// added) or by `offset`, not both.
     pub fn browse(&self, p: Value) -> Result<Value, MemoryError> {
-        let allowed = ["source_kinds", "source_ids", "entity_ids", "since_ms", "until_ms", "query", "k", "offset"];
+        let allowed =
+            ["source_kinds", "source_ids", "entity_ids", "since_ms", "until_ms", "query", "k", "offset", "cursor"];
         let p: ListChunksParams = parse(p, &allowed, "params")?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
         let offset = bounded("offset", p.offset, 0, 0, i64::MAX as usize)?;
+        let what = json!([p.source_kinds, p.source_ids, p.entity_ids, p.since_ms, p.until_ms, p.query]).to_string();
+        let fp = fingerprint(&["browse", &what]);
+        let after = decode(&p.cursor, &fp)?.map(|c| keyset_rowid(&c)).transpose()?;
+        if after.is_some() && offset > 0 {
+            return Err(invalid("pass either offset or cursor, not both"));
+        }
         for (name, v) in [("since_ms", p.since_ms), ("until_ms", p.until_ms)] {
             if v.is_some_and(|v| v < 0) {
                 return Err(invalid(format!("{name} must be >= 0")));
@@ -263,17 +278,26 @@ impl MemoryEngine {
         let total: i64 = conn
             .prepare_cached(&format!("SELECT count(*) FROM chunks c WHERE {pred}"))?
             .query_row(params_from_iter(args.iter().map(|a| a.as_ref())), |r| r.get(0))?;
-        args.push(Box::new(k as i64));
+        let mut sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE {pred}");
+        if let Some((t, r)) = after {
+            args.push(Box::new(t));
+            args.push(Box::new(r));
+            let (a, b) = (args.len() - 1, args.len());
+            sql.push_str(&format!(" AND (c.timestamp_ms < ?{a} OR (c.timestamp_ms = ?{a} AND c.rowid < ?{b}))"));
+        }
+        args.push(Box::new(k as i64 + 1));
         args.push(Box::new(offset as i64));
-        let sql = format!(
-            "SELECT {CHUNK_COLUMNS} FROM chunks c WHERE {pred} ORDER BY c.timestamp_ms DESC, c.rowid DESC LIMIT ?{} OFFSET ?{}",
+        sql.push_str(&format!(
+            " ORDER BY c.timestamp_ms DESC, c.rowid DESC LIMIT ?{} OFFSET ?{}",
             args.len() - 1,
             args.len()
-        );
+        ));
         let mut rows: Vec<ChunkRow> = conn
             .prepare_cached(&sql)?
             .query_map(params_from_iter(args.iter().map(|a| a.as_ref())), chunk_from_row)?
             .collect::<rusqlite::Result<_>>()?;
+        let more = rows.len() > k;
+        rows.truncate(k);
         search::attach_tags(&conn, &mut rows)?;
         let chunks: Vec<Value> = rows
             .iter()
@@ -287,12 +311,18 @@ impl MemoryEngine {
                 Value::Object(m)
             })
             .collect();
-        Ok(json!({ "chunks": chunks, "total": total, "offset": offset, "k": k }))
+        let mut out = json!({ "chunks": chunks, "total": total, "offset": offset, "k": k });
+        if let (true, Some(last)) = (more, rows.last()) {
+            let c = Cursor { h: fp, t: Some(last.timestamp_ms), r: Some(last.rowid), ..Cursor::default() };
+            out["next_cursor"] = json!(encode(&c));
+        }
+        Ok(out)
     }
 
-    /// Most-mentioned canonical entities, optionally of one kind.
+    /// Most-mentioned canonical entities, optionally of one kind: `{entities, total,
+    /// next_cursor?}`, by mention count then id (the keyset a cursor continues from).
     pub fn top_entities(&self, p: Value) -> Result<Value, MemoryError> {
-        let p: TopEntitiesParams = parse(p, &["kind", "k"], "params")?;
+        let p: TopEntitiesParams = parse(p, &["kind", "k", "cursor"], "params")?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
         let kind = optional("kind", &p.kind)?;
         if let Some(kind) = kind
@@ -300,47 +330,60 @@ impl MemoryEngine {
         {
             return Err(invalid(format!("kind must be one of {}, got `{kind}`", ENTITY_KINDS.join(", "))));
         }
+        let fp = fingerprint(&["entities", kind.unwrap_or("")]);
+        let after = decode(&p.cursor, &fp)?.map(|c| keyset_key(&c)).transpose()?;
         let conn = self.inner.read_conn()?;
-        let map = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Value> {
-            Ok(json!({
-                "entity_id": r.get::<_, String>(0)?, "kind": r.get::<_, String>(1)?,
-                "display_name": r.get::<_, String>(2)?, "mention_count": r.get::<_, i64>(3)?,
-                "chunk_count": r.get::<_, i64>(4)?,
-            }))
-        };
-        let cols = "id, kind, display_name, mention_count, chunk_count";
-        let entities: Vec<Value> = match kind {
-            Some(kind) => conn
-                .prepare_cached(&format!(
-                    "SELECT {cols} FROM entities WHERE kind = ?1 AND chunk_count > 0 ORDER BY mention_count DESC, id LIMIT ?2"
-                ))?
-                .query_map(rusqlite::params![kind, k as i64], map)?
-                .collect::<rusqlite::Result<_>>()?,
-            None => conn
-                .prepare_cached(&format!(
-                    "SELECT {cols} FROM entities WHERE chunk_count > 0 ORDER BY mention_count DESC, id LIMIT ?1"
-                ))?
-                .query_map([k as i64], map)?
-                .collect::<rusqlite::Result<_>>()?,
-        };
-        Ok(json!({ "entities": entities }))
+        // ?1 the kind (empty: every kind), ?2/?3 the keyset position (none: the first page).
+        let pred = "chunk_count > 0 AND (?1 = '' OR kind = ?1)";
+        let kind = kind.unwrap_or("");
+        let total: i64 = conn
+            .prepare_cached(&format!("SELECT count(*) FROM entities WHERE {pred}"))?
+            .query_row([kind], |r| r.get(0))?;
+        let (after_n, after_id) = after.map_or((None, None), |(n, id)| (Some(n), Some(id)));
+        let rows: Vec<(Value, i64, String)> = conn
+            .prepare_cached(&format!(
+                "SELECT id, kind, display_name, mention_count, chunk_count FROM entities WHERE {pred}
+                 AND (?2 IS NULL OR mention_count < ?2 OR (mention_count = ?2 AND id > ?3))
+                 ORDER BY mention_count DESC, id LIMIT ?4"
+            ))?
+            .query_map(rusqlite::params![kind, after_n, after_id, k as i64 + 1], |r| {
+                let (id, mentions) = (r.get::<_, String>(0)?, r.get::<_, i64>(3)?);
+                let v = json!({
+                    "entity_id": id, "kind": r.get::<_, String>(1)?,
+                    "display_name": r.get::<_, String>(2)?, "mention_count": mentions,
+                    "chunk_count": r.get::<_, i64>(4)?,
+                });
+                Ok((v, mentions, id))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(keyset_page("entities", rows, k, total, fp))
     }
 
-    /// Sources with chunk counts and last activity, most recent first. For e-mail
-    /// threads the display name is the first participant who is not the user.
+    /// Sources with chunk counts and last activity, most recent first (source id breaks
+    /// ties): `{sources, total, next_cursor?}`. For e-mail threads the display name is the
+    /// first participant who is not the user.
     pub fn list_sources(&self, p: Value) -> Result<Value, MemoryError> {
-        let p: ListSourcesParams = parse(p, &["user_email_hint", "limit"], "params")?;
+        let p: ListSourcesParams = parse(p, &["user_email_hint", "limit", "cursor"], "params")?;
         let hint = optional("user_email_hint", &p.user_email_hint)?.map(|h| h.trim().to_ascii_lowercase());
-        let limit = bounded("limit", p.limit, 200, 1, 10_000)?;
+        let limit = bounded("limit", p.limit, SOURCES_PAGE, 1, SOURCES_PAGE)?;
+        let fp = fingerprint(&["sources"]);
+        let after = decode(&p.cursor, &fp)?.map(|c| keyset_key(&c)).transpose()?;
+        let (after_t, after_id) = after.map_or((None, None), |(t, id)| (Some(t), Some(id)));
         let conn = self.inner.read_conn()?;
-        let sources: Vec<Value> = conn
+        let total: i64 = conn
+            .prepare_cached(
+                "SELECT count(*) FROM sources s WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.source_id = s.source_id)",
+            )?
+            .query_row([], |r| r.get(0))?;
+        let rows: Vec<(Value, i64, String)> = conn
             .prepare_cached(
                 "SELECT s.source_id, s.source_kind, s.display_name, s.metadata, a.n, a.last
                  FROM (SELECT source_id, count(*) AS n, max(timestamp_ms) AS last FROM chunks GROUP BY source_id) AS a
                  JOIN sources s ON s.source_id = a.source_id
-                 ORDER BY a.last DESC, s.source_id LIMIT ?1",
+                 WHERE ?1 IS NULL OR a.last < ?1 OR (a.last = ?1 AND s.source_id > ?2)
+                 ORDER BY a.last DESC, s.source_id LIMIT ?3",
             )?
-            .query_map([limit as i64], |r| {
+            .query_map(rusqlite::params![after_t, after_id, limit as i64 + 1], |r| {
                 let kind: String = r.get(1)?;
                 let mut display: String = r.get(2)?;
                 let meta: Value = serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or(Value::Null);
@@ -353,17 +396,31 @@ impl MemoryEngine {
                     extra.insert("participants".into(), meta.get("participants").cloned().unwrap_or(json!([])));
                 }
                 let mut m = serde_json::Map::new();
-                m.insert("source_id".into(), json!(r.get::<_, String>(0)?));
+                let (id, last) = (r.get::<_, String>(0)?, r.get::<_, i64>(5)?);
+                m.insert("source_id".into(), json!(id));
                 m.insert("source_kind".into(), json!(kind));
                 m.insert("display_name".into(), json!(display));
                 m.insert("chunk_count".into(), json!(r.get::<_, i64>(4)?));
-                m.insert("last_activity_ms".into(), json!(r.get::<_, i64>(5)?));
+                m.insert("last_activity_ms".into(), json!(last));
                 m.extend(extra);
-                Ok(Value::Object(m))
+                Ok((Value::Object(m), last, id))
             })?
             .collect::<rusqlite::Result<_>>()?;
-        Ok(json!({ "sources": sources }))
+        Ok(keyset_page("sources", rows, limit, total, fp))
     }
+}
+
+/// A page of a listing keyed by (sort value, text id): `rows` holds one more than `limit` when
+/// more follow, and then the page carries a cursor at its last row.
+fn keyset_page(list: &str, mut rows: Vec<(Value, i64, String)>, limit: usize, total: i64, fp: String) -> Value {
+    let more = rows.len() > limit;
+    rows.truncate(limit);
+    let mut out = json!({ "total": total });
+    if let (true, Some((_, t, id))) = (more, rows.last()) {
+        out["next_cursor"] = json!(encode(&Cursor { h: fp, t: Some(*t), k: Some(id.clone()), ..Cursor::default() }));
+    }
+    out[list] = Value::Array(rows.into_iter().map(|(v, _, _)| v).collect());
+    out
 }
 
 /// The first thread participant whose address is not `hint` (name, else address).

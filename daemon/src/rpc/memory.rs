@@ -50,6 +50,12 @@ pub fn filter_spec() -> ArgSpec {
     ArgSpec::new(fields)
 }
 
+/// The `cursor` argument of every paged method: opaque, only ever a previous page's answer.
+fn cursor() -> Field {
+    Field::string("cursor", "next_cursor from the previous page, unchanged; omit it for the first page.")
+        .max_chars(1024)
+}
+
 const QUERY_CHARS: usize = 4096;
 const ID_CHARS: usize = 256;
 
@@ -96,7 +102,9 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::int("until_ms", "Only chunks before this time (ms since epoch).", 0, i64::MAX),
                 Field::string("query", "Only chunks matching these keywords.").max_chars(QUERY_CHARS),
                 Field::int("k", "Page size (default 10).", 1, 50).default_int(10),
-                Field::int("offset", "Items to skip (default 0).", 0, 1_000_000).default_int(0),
+                Field::int("offset", "Items to skip (default 0); cursor is the stable way to page.", 0, 1_000_000)
+                    .default_int(0),
+                cursor(),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::browse),
         },
@@ -109,7 +117,8 @@ pub(super) fn methods() -> Vec<Method> {
                     "Only this kind of entity.",
                     &["email", "url", "handle", "topic", "person", "org"],
                 ),
-                Field::int("k", "How many (default 10).", 1, 50).default_int(10),
+                Field::int("k", "Page size (default 10).", 1, 50).default_int(10),
+                cursor(),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::top_entities),
         },
@@ -122,7 +131,8 @@ pub(super) fn methods() -> Vec<Method> {
                     "Your own e-mail address, so mail threads are named after the other party.",
                 )
                 .max_chars(320),
-                Field::int("limit", "How many sources, most recent first (default 200).", 1, 10_000),
+                Field::int("limit", "Page size, most recent first (default 200).", 1, 200).default_int(200),
+                cursor(),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::list_sources),
         },
@@ -138,7 +148,7 @@ pub(super) fn methods() -> Vec<Method> {
                 ),
                 Field::object("filter", "Restrict the hits.", filter_spec()),
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
-                Field::string("cursor", "next_cursor from the previous page.").max_chars(1024),
+                cursor(),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::fetch),
         },
@@ -148,7 +158,7 @@ pub(super) fn methods() -> Vec<Method> {
             params: ArgSpec::new(vec![
                 Field::object("filter", "Restrict the items.", filter_spec()),
                 Field::int("limit", "Page size (default 10).", 1, 100).default_int(10),
-                Field::string("cursor", "next_cursor from the previous page.").max_chars(1024),
+                cursor(),
             ]),
             handler: |s, p, _| on_engine(s, p, MemoryEngine::list),
         },

@@ -92,7 +92,7 @@ pub fn tools() -> Vec<ToolDef> {
             name: "tree.browse",
             title: "Browse memory",
             description: "List memory chunks newest first, filtered by source kind, source, mentioned entity, time \
-                          range or keywords, with paging (k, offset) and the total count.",
+                          range or keywords, with the total count; page on with next_cursor (or offset).",
             policy: Policy::Read,
             annotations: Annotations::READ,
             args: spec("openhuman.memory_tree_list_chunks"),
@@ -104,7 +104,8 @@ pub fn tools() -> Vec<ToolDef> {
             name: "tree.top_entities",
             title: "Top entities",
             description: "The most-mentioned people, organisations, e-mail addresses, URLs, handles and topics in \
-                          memory, optionally of one kind. Entity ids can filter tree.browse.",
+                          memory, optionally of one kind, with the total; page on with next_cursor. Entity ids can \
+                          filter tree.browse.",
             policy: Policy::Read,
             annotations: Annotations::READ,
             args: spec("openhuman.memory_tree_top_entities"),
@@ -116,7 +117,7 @@ pub fn tools() -> Vec<ToolDef> {
             name: "tree.list_sources",
             title: "List memory sources",
             description: "The sources in memory (files, mail threads, chat channels, MCP writes) with chunk counts \
-                          and last activity.",
+                          and last activity, most recent first, with the total; page on with next_cursor.",
             policy: Policy::Read,
             annotations: Annotations::READ,
             args: spec("openhuman.memory_tree_list_sources"),
@@ -139,7 +140,7 @@ pub fn tools() -> Vec<ToolDef> {
         ToolDef {
             name: "memory.list",
             title: "List stored items",
-            description: "Stored memory items newest first, filtered, paged with an opaque cursor.",
+            description: "Stored memory items newest first, filtered, with the total, paged with an opaque cursor.",
             policy: Policy::Read,
             annotations: Annotations::READ,
             args: spec("openhuman.memory_items_list"),

@@ -111,6 +111,144 @@ fn register_merges_into_client_configs_and_keeps_a_backup() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"type\": \"stdio\""));
 }
 
+/// Runs `register <args>` with `user` as HOME (no XDG or Codex override), for the clients added
+/// after the first five.
+fn register_in(home: &Home, user: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let out = home
+        .daemon_cmd()
+        .env("HOME", user)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CODEX_HOME")
+        .arg("register")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "register {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn backups_of(path: &std::path::Path) -> usize {
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("{name}.bak-")))
+        .count()
+}
+
+#[cfg(unix)]
+fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+#[cfg(unix)]
+fn register_vscode_and_copilot_share_mcp_json_under_servers() {
+    let home = Home::new();
+    let user = tempfile::tempdir().unwrap();
+    let file = user.path().join(".config/Code/User/mcp.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, r#"{"servers": {"other": {"type": "stdio", "command": "x"}}, "inputs": []}"#).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+    register_in(&home, user.path(), &["vscode"]);
+    let v = read_json(&file);
+    assert_eq!(v["servers"]["other"]["command"], "x", "other servers kept");
+    assert_eq!(v["inputs"], json!([]), "other settings kept");
+    assert_eq!(v["servers"]["openhuman"]["type"], "stdio");
+    assert!(v["servers"]["openhuman"]["command"].as_str().unwrap().ends_with("openhuman-mcp-shim"));
+    assert_eq!(v["servers"]["openhuman"]["args"], json!(["--home", home.path().display().to_string()]));
+    assert_eq!(mode_of(&file), 0o640, "the file keeps its mode");
+    assert_eq!(backups_of(&file), 1);
+    // Copilot in VS Code reads the same file, so it is already registered.
+    let out = register_in(&home, user.path(), &["copilot"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to do"));
+}
+
+#[test]
+#[cfg(unix)]
+fn register_codex_merges_toml_keeping_comments_mode_and_symlink() {
+    let home = Home::new();
+    let user = tempfile::tempdir().unwrap();
+    // The config is a link into a dotfiles folder: the link stays, its target is updated.
+    let dotfiles = user.path().join("dotfiles");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let real = dotfiles.join("codex.toml");
+    let old = "# my codex settings\nmodel = \"o4\"\n\n[mcp_servers.other]\ncommand = \"x\"\n\n\
+               [mcp_servers.openhuman]\ncommand = \"/old/shim\"\n\n[mcp_servers.openhuman.env]\nA = \"1\"\n\n\
+               [profiles.fast]\nmodel = \"o4-mini\"\n";
+    std::fs::write(&real, old).unwrap();
+    std::fs::set_permissions(&real, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let link = user.path().join(".codex/config.toml");
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let out = register_in(&home, user.path(), &["codex"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("updated"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is followed, not replaced");
+    let text = std::fs::read_to_string(&real).unwrap();
+    assert!(text.starts_with("# my codex settings\n"), "comments kept: {text}");
+    assert_eq!(text.matches("[mcp_servers.openhuman]").count(), 1, "{text}");
+    assert!(!text.contains("/old/shim") && !text.contains("[mcp_servers.openhuman.env]"), "{text}");
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    assert_eq!(doc["model"].as_str(), Some("o4"));
+    assert_eq!(doc["profiles"]["fast"]["model"].as_str(), Some("o4-mini"));
+    assert_eq!(doc["mcp_servers"]["other"]["command"].as_str(), Some("x"));
+    let entry = &doc["mcp_servers"]["openhuman"];
+    assert!(entry["command"].as_str().unwrap().ends_with("openhuman-mcp-shim"));
+    let args: Vec<&str> = entry["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+    assert_eq!(args, ["--home", &home.path().display().to_string()]);
+    assert_eq!(mode_of(&real), 0o600, "the target keeps its mode");
+    assert_eq!(backups_of(&link), 1, "one backup beside the link");
+    let out = register_in(&home, user.path(), &["codex"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing to do"));
+    let out = register_in(&home, user.path(), &["codex", "--print"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[mcp_servers.openhuman]"));
+}
+
+#[test]
+fn register_gemini_merges_into_its_settings() {
+    let home = Home::new();
+    let user = tempfile::tempdir().unwrap();
+    let file = user.path().join(".gemini/settings.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, r#"{"theme": "Dracula", "mcpServers": {"git": {"command": "uvx"}}}"#).unwrap();
+    register_in(&home, user.path(), &["gemini"]);
+    let v = read_json(&file);
+    assert_eq!(v["theme"], "Dracula");
+    assert_eq!(v["mcpServers"]["git"]["command"], "uvx");
+    assert!(v["mcpServers"]["openhuman"]["command"].as_str().unwrap().ends_with("openhuman-mcp-shim"));
+    assert_eq!(backups_of(&file), 1);
+}
+
+#[test]
+fn register_cline_writes_its_settings_in_vscode_global_storage() {
+    let home = Home::new();
+    let user = tempfile::tempdir().unwrap();
+    register_in(&home, user.path(), &["cline"]);
+    let file =
+        user.path().join(".config/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json");
+    let v = read_json(&file);
+    assert!(v["mcpServers"]["openhuman"]["command"].as_str().unwrap().ends_with("openhuman-mcp-shim"));
+    assert_eq!(backups_of(&file), 0, "nothing to back up for a first file");
+}
+
+#[test]
+fn register_continue_adds_its_own_file_and_leaves_config_yaml_alone() {
+    let home = Home::new();
+    let user = tempfile::tempdir().unwrap();
+    let yaml = user.path().join(".continue/config.yaml");
+    std::fs::create_dir_all(yaml.parent().unwrap()).unwrap();
+    std::fs::write(&yaml, "name: mine\nmcpServers:\n  - name: other\n    command: x\n").unwrap();
+    register_in(&home, user.path(), &["continue"]);
+    let v = read_json(&user.path().join(".continue/mcpServers/openhuman.json"));
+    assert!(v["mcpServers"]["openhuman"]["command"].as_str().unwrap().ends_with("openhuman-mcp-shim"));
+    assert_eq!(std::fs::read_to_string(&yaml).unwrap(), "name: mine\nmcpServers:\n  - name: other\n    command: x\n");
+}
+
 #[test]
 fn the_log_file_is_written_and_errors_are_said_once() {
     let home = Home::new();

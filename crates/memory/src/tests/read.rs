@@ -373,3 +373,120 @@ fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
     let doc = r["chunks"].as_array().unwrap().iter().find(|c| c["source_kind"] == "document").unwrap();
     assert!(doc.get("turns").is_none());
 }
+
+/// Every page of a listing, following `next_cursor` from `first`: the ids in order, the
+/// `total` each page reported, and how many pages there were.
+fn walk(
+    call: impl Fn(Value) -> Result<Value, MemoryError>,
+    first: Value,
+    list: &str,
+    field: &str,
+) -> (Vec<String>, Vec<i64>, usize) {
+    let (mut seen, mut totals, mut pages) = (Vec::new(), Vec::new(), 0);
+    let mut p = first.clone();
+    loop {
+        let r = call(p.clone()).unwrap();
+        pages += 1;
+        seen.extend(ids(&r, list, field));
+        totals.push(r["total"].as_i64().unwrap());
+        match r.get("next_cursor").and_then(Value::as_str) {
+            Some(c) => {
+                p = first.clone();
+                p["cursor"] = json!(c);
+            }
+            None => break,
+        }
+        assert!(pages < 100, "paging does not end");
+    }
+    (seen, totals, pages)
+}
+
+fn assert_each_once(seen: &[String], n: usize, what: &str) {
+    let mut unique = seen.to_vec();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((seen.len(), unique.len()), (n, n), "{what}: every item exactly once: {seen:?}");
+}
+
+#[test]
+fn every_listing_pages_with_a_total_and_a_cursor_and_returns_each_item_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    // 23 one-chunk sources; timestamps repeat in threes and mention counts repeat too, so
+    // every page boundary falls between ties that only the tie-breaker orders.
+    let n = 23;
+    for i in 0..n {
+        put_doc(
+            &m,
+            PutDocument {
+                key: format!("k{i:02}"),
+                content: format!("note {i} about #common and #tag{i}{}", if i % 2 == 0 { " #even" } else { "" }),
+                timestamp_ms: Some((i / 3) * 1000),
+                source: "mcp:test".into(),
+                ..PutDocument::default()
+            },
+        );
+    }
+    let (seen, totals, pages) = walk(|p| m.browse(p), json!({"k": 5}), "chunks", "chunk_id");
+    assert_each_once(&seen, n as usize, "tree.browse");
+    assert!(totals.iter().all(|t| *t == n), "{totals:?}");
+    assert_eq!(pages, 5);
+    // The pages concatenate to the one-page answer, in its order.
+    assert_eq!(seen, ids(&m.browse(json!({"k": 50})).unwrap(), "chunks", "chunk_id"));
+    // A filtered walk pages only what the filter matches.
+    let (seen, totals, _) = walk(|p| m.browse(p), json!({"k": 4, "query": "even"}), "chunks", "chunk_id");
+    assert_each_once(&seen, 12, "tree.browse with a query");
+    assert!(totals.iter().all(|t| *t == 12), "{totals:?}");
+
+    let (seen, totals, pages) = walk(|p| m.list_sources(p), json!({"limit": 4}), "sources", "source_id");
+    assert_each_once(&seen, n as usize, "tree.list_sources");
+    assert!(totals.iter().all(|t| *t == n), "{totals:?}");
+    assert_eq!(pages, 6);
+    assert_eq!(seen, ids(&m.list_sources(json!({})).unwrap(), "sources", "source_id"));
+    assert!(m.list_sources(json!({})).unwrap().get("next_cursor").is_none(), "one default page holds 23");
+
+    let all = m.top_entities(json!({"k": 50})).unwrap();
+    let entities = ids(&all, "entities", "entity_id");
+    assert!(entities.len() > 7, "{entities:?}");
+    let (seen, totals, _) = walk(|p| m.top_entities(p), json!({"k": 3}), "entities", "entity_id");
+    assert_each_once(&seen, entities.len(), "tree.top_entities");
+    assert_eq!(seen, entities);
+    assert!(totals.iter().all(|t| *t == entities.len() as i64), "{totals:?}");
+
+    let (seen, totals, pages) = walk(|p| m.list(p), json!({"limit": 10}), "items", "id");
+    assert_each_once(&seen, n as usize, "memory.list");
+    assert!(totals.iter().all(|t| *t == n), "{totals:?}");
+    assert_eq!(pages, 3);
+}
+
+#[test]
+fn a_bad_or_foreign_cursor_says_to_start_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    for i in 0..4 {
+        put(&m, &format!("k{i}"), &format!("Doc {i}"), &format!("#topic{i} text"), &[]);
+    }
+    let browse = m.browse(json!({"k": 1})).unwrap()["next_cursor"].as_str().unwrap().to_string();
+    let sources = m.list_sources(json!({"limit": 1})).unwrap()["next_cursor"].as_str().unwrap().to_string();
+    let cases = [
+        m.browse(json!({"cursor": "not a cursor!"})),
+        m.browse(json!({"cursor": "eyJoIjoxfQ"})),
+        m.browse(json!({"cursor": browse, "source_kinds": ["document"]})),
+        m.browse(json!({"cursor": sources})),
+        m.top_entities(json!({"cursor": browse})),
+        m.list_sources(json!({"cursor": browse})),
+        m.list(json!({"cursor": sources})),
+        m.list_sources(json!({"cursor": "x".repeat(2000)})),
+    ];
+    for (i, r) in cases.into_iter().enumerate() {
+        let err = r.unwrap_err();
+        assert!(
+            matches!(err, MemoryError::InvalidParams(ref s) if s.contains("start again without a cursor")),
+            "case {i}: {err:?}"
+        );
+    }
+    let err = m.browse(json!({"cursor": browse, "offset": 1})).unwrap_err();
+    assert!(matches!(err, MemoryError::InvalidParams(ref s) if s.contains("not both")), "{err:?}");
+    let err = m.list_sources(json!({"limit": 201})).unwrap_err();
+    assert!(matches!(err, MemoryError::InvalidParams(_)), "{err:?}");
+}
