@@ -60,6 +60,26 @@ impl Lines {
     }
 }
 
+/// The writing side of a socket peer. Dropping it closes the connection for both sides: the
+/// reader thread holds a clone of the socket, so closing this handle alone would leave the
+/// daemon a connection that never ends.
+struct SocketWriter(UnixStream);
+
+impl Write for SocketWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Drop for SocketWriter {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Both);
+    }
+}
+
 /// A JSON-RPC peer over some writer + line reader (a child's stdio or a socket).
 pub struct Peer {
     w: Box<dyn Write + Send>,
@@ -76,7 +96,7 @@ impl Peer {
     pub fn socket(path: &Path) -> Peer {
         let s = UnixStream::connect(path).unwrap_or_else(|e| panic!("connect {}: {e}", path.display()));
         let r = s.try_clone().expect("clone");
-        Peer::new(Box::new(s), Lines::spawn(r))
+        Peer::new(Box::new(SocketWriter(s)), Lines::spawn(r))
     }
     pub fn send_raw(&mut self, bytes: &[u8]) {
         self.w.write_all(bytes).expect("write");
