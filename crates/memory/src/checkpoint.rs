@@ -8,11 +8,11 @@
 //! crash loses nothing; as before, a power loss can lose the commits since the last fsync.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
+
+use super::util::Deferred;
 
 /// Pages of log after which the writer checkpoints itself, if the background has not.
 pub(crate) const WRITER_CHECKPOINT_PAGES: i64 = 8192;
@@ -21,29 +21,20 @@ const CHECKPOINT_AFTER: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 pub(crate) struct Checkpointer {
-    /// A background checkpoint is already waiting to run.
-    scheduled: Arc<AtomicBool>,
+    later: Deferred,
 }
 
 impl Checkpointer {
-    /// Checkpoints `db` [`CHECKPOINT_AFTER`] from now, unless one is already waiting. The thread
-    /// holds no part of the engine, so a store being closed is not kept open by it.
+    /// Checkpoints `db` [`CHECKPOINT_AFTER`] from now, unless one is already waiting.
     pub fn schedule(&self, db: &Path) {
-        if self.scheduled.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let (db, scheduled) = (db.to_path_buf(), self.scheduled.clone());
-        let spawned = std::thread::Builder::new().name("wal-checkpoint".into()).spawn(move || {
-            std::thread::sleep(CHECKPOINT_AFTER);
-            scheduled.store(false, Ordering::SeqCst);
+        let db = db.to_path_buf();
+        // Without a thread nothing is lost: the writer's backstop checkpoints.
+        let _ = self.later.request("wal-checkpoint", CHECKPOINT_AFTER, move || {
             if let Err(e) = checkpoint(&db) {
                 // The writer's backstop checkpoints if these keep failing.
                 tracing::debug!(error = %e, "background WAL checkpoint failed");
             }
         });
-        if spawned.is_err() {
-            self.scheduled.store(false, Ordering::SeqCst);
-        }
     }
 }
 

@@ -22,8 +22,6 @@
 //! tantivy's own scorer, with its block-max WAND pruning, is kept.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tantivy::collector::{Collector, SegmentCollector, TopDocs};
@@ -36,6 +34,7 @@ use tantivy::{
 };
 
 use super::error::{MemoryError, ResultExt};
+use super::util::Deferred;
 
 mod analysis;
 mod directory;
@@ -61,8 +60,8 @@ const FLUSH_AFTER: Duration = Duration::from_secs(1);
 pub(crate) struct Fts {
     reader: IndexReader,
     directory: SyncingDirectory,
-    /// A background flush is already waiting to run.
-    flush_scheduled: Arc<AtomicBool>,
+    /// The background flush after commits.
+    flush_later: Deferred,
     rowid: Field,
     text: Field,
 }
@@ -198,7 +197,7 @@ impl Fts {
         index.tokenizers().register(EnglishTokenizer::NAME, TextAnalyzer::from(EnglishTokenizer::default()));
         let writer = index.writer_with_num_threads(1, WRITER_HEAP)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        let fts = Fts { reader, directory, flush_scheduled: Arc::default(), rowid, text };
+        let fts = Fts { reader, directory, flush_later: Deferred::default(), rowid, text };
         Ok((fts, writer, seq))
     }
 
@@ -241,24 +240,18 @@ impl Fts {
     }
 
     /// Flushes the index to disk [`FLUSH_AFTER`] from now, unless a flush is already waiting.
-    /// The thread holds only the directory, so a store being closed is not kept open by it.
     fn schedule_flush(&self) {
-        if self.directory.syncs_each_write() || self.flush_scheduled.swap(true, Ordering::SeqCst) {
+        if self.directory.syncs_each_write() {
             return;
         }
-        let (directory, scheduled) = (self.directory.clone(), self.flush_scheduled.clone());
-        let spawned = std::thread::Builder::new().name("fts-flush".into()).spawn(move || {
-            std::thread::sleep(FLUSH_AFTER);
-            scheduled.store(false, Ordering::SeqCst);
+        let directory = self.directory.clone();
+        let flush = move || {
             if let Err(e) = directory.flush() {
                 tracing::warn!(error = %e, "flushing the full-text index failed; it will be retried");
             }
-        });
-        if spawned.is_err() {
-            self.flush_scheduled.store(false, Ordering::SeqCst);
-            if let Err(e) = self.flush() {
-                tracing::warn!(error = %format!("{e:#}"), "flushing the full-text index failed");
-            }
+        };
+        if let Err(flush) = self.flush_later.request("fts-flush", FLUSH_AFTER, flush) {
+            flush();
         }
     }
 

@@ -114,3 +114,44 @@ pub(crate) fn preview(s: &str, max_chars: usize) -> String {
 pub(crate) fn slug(s: &str) -> String {
     openhuman_common::normalize_id(s)
 }
+
+/// Background work that runs once, a delay after it is first asked for: every request while it
+/// waits joins that run (the fts flush and the WAL checkpoint, each about a second after writes).
+/// The thread holds only what `work` captures, so a store being closed is not kept open by it.
+#[derive(Default)]
+pub(crate) struct Deferred {
+    waiting: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Deferred {
+    /// Runs `work` on a thread named `name` after `delay`, unless a run is already waiting.
+    /// Returns `work` back when no thread could be started, for the caller to run or drop.
+    pub fn request<F: FnOnce() + Send + 'static>(
+        &self,
+        name: &str,
+        delay: std::time::Duration,
+        work: F,
+    ) -> Result<(), F> {
+        use std::sync::atomic::Ordering;
+        if self.waiting.swap(true, Ordering::SeqCst) {
+            return Ok(());
+        }
+        let waiting = self.waiting.clone();
+        let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(work)));
+        let taken = slot.clone();
+        let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
+            std::thread::sleep(delay);
+            waiting.store(false, Ordering::SeqCst);
+            if let Some(work) = taken.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                work();
+            }
+        });
+        if spawned.is_err() {
+            self.waiting.store(false, Ordering::SeqCst);
+            if let Some(work) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                return Err(work);
+            }
+        }
+        Ok(())
+    }
+}

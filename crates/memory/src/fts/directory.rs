@@ -21,6 +21,8 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
+
+use crate::lock;
 use tantivy::directory::{
     AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite, WatchCallback,
     WatchHandle, WritePtr,
@@ -130,7 +132,7 @@ impl SyncingDirectory {
             for entry in std::fs::read_dir(root)? {
                 let entry = entry?;
                 if entry.file_type()?.is_file() {
-                    dir.dirty.lock().unwrap_or_else(|e| e.into_inner()).insert(PathBuf::from(entry.file_name()));
+                    lock(&dir.dirty).insert(PathBuf::from(entry.file_name()));
                 }
             }
             dir.flush()?;
@@ -141,7 +143,7 @@ impl SyncingDirectory {
     /// Makes every file written so far durable, then records which `meta.json` that was.
     pub fn flush(&self) -> io::Result<()> {
         let Some(boot) = &self.boot else { return Ok(()) };
-        let _one = self.flushing.lock().unwrap_or_else(|e| e.into_inner());
+        let _one = lock(&self.flushing);
         // The meta opened first names only files terminated before it was written, which are
         // in the dirty set taken next. Hash and sync that very file (not whatever the name
         // points to by then), so the marker describes bytes that are on the disk.
@@ -158,7 +160,7 @@ impl SyncingDirectory {
             }
             None => None,
         };
-        let dirty: Vec<PathBuf> = self.dirty.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
+        let dirty: Vec<PathBuf> = lock(&self.dirty).drain().collect();
         let synced = (|| {
             for p in &dirty {
                 sync_path(&self.root.join(p))?;
@@ -170,7 +172,7 @@ impl SyncingDirectory {
         })();
         if let Err(e) = synced {
             // Try these again next time.
-            self.dirty.lock().unwrap_or_else(|e| e.into_inner()).extend(dirty);
+            lock(&self.dirty).extend(dirty);
             return Err(e);
         }
         let marker = serde_json::to_vec(&Marker { boot: boot.clone(), meta_sha256 }).map_err(io::Error::other)?;
@@ -184,7 +186,7 @@ impl SyncingDirectory {
     }
 
     fn written(&self, path: &Path) {
-        self.dirty.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf());
+        lock(&self.dirty).insert(path.to_path_buf());
     }
 }
 
@@ -223,7 +225,7 @@ impl Directory for SyncingDirectory {
     }
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
-        self.dirty.lock().unwrap_or_else(|e| e.into_inner()).remove(path);
+        lock(&self.dirty).remove(path);
         self.mmap.delete(path)
     }
 
