@@ -179,21 +179,9 @@ fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> 
         })?
         .collect::<rusqlite::Result<_>>()?;
     let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
-    let mut vecs = Vec::with_capacity(rows.len());
-    for part in texts.chunks(tier.kind.embed_batch()) {
-        match tier.embedder.embed(part) {
-            Ok(v) if v.len() == part.len() => vecs.extend(v),
-            Ok(v) => return Err(wrong_count(v.len(), part.len())),
-            Err(e) => {
-                tracing::warn!(
-                    tier = tier.kind.name(),
-                    error = %format!("{e:#}"),
-                    "embedding failed; chunks wait for their vectors until retried"
-                );
-                return Ok(false);
-            }
-        }
-    }
+    let Some(vecs) = embed_parallel(tier, &texts)? else {
+        return Ok(false);
+    };
     let dims = tier.embedder.dims();
     let mut ws = lock(&inner.writer);
     let alive: HashSet<i64> = ws
@@ -217,6 +205,50 @@ fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> 
     let applied = log.applied;
     log.file.commit(applied)?;
     Ok(true)
+}
+
+/// Embeds `texts` in the tier's batches, split across up to the embedder's
+/// [`crate::embed::Embedder::parallelism`] threads (one part each, in order); `None` when the embedder
+/// failed (logged: the chunks wait for their vectors until retried).
+fn embed_parallel(tier: &Tier, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>, MemoryError> {
+    let batch = tier.kind.embed_batch();
+    let embed_part = |part: &[&str]| -> Result<Option<Vec<Vec<f32>>>, MemoryError> {
+        let mut vecs = Vec::with_capacity(part.len());
+        for b in part.chunks(batch) {
+            match tier.embedder.embed(b) {
+                Ok(v) if v.len() == b.len() => vecs.extend(v),
+                Ok(v) => return Err(wrong_count(v.len(), b.len())),
+                Err(e) => {
+                    tracing::warn!(
+                        tier = tier.kind.name(),
+                        error = %format!("{e:#}"),
+                        "embedding failed; chunks wait for their vectors until retried"
+                    );
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(vecs))
+    };
+    let threads = tier.embedder.parallelism().clamp(1, texts.len().div_ceil(batch).max(1));
+    if threads == 1 {
+        return embed_part(texts);
+    }
+    let per = texts.len().div_ceil(threads);
+    let parts: Vec<Result<Option<Vec<Vec<f32>>>, MemoryError>> = std::thread::scope(|s| {
+        let embed_part = &embed_part;
+        let handles: Vec<_> = texts.chunks(per).map(|part| (part, s.spawn(move || embed_part(part)))).collect();
+        // A part whose thread could not finish is embedded here instead.
+        handles.into_iter().map(|(part, h)| h.join().unwrap_or_else(|_| embed_part(part))).collect()
+    });
+    let mut vecs = Vec::with_capacity(texts.len());
+    for part in parts {
+        match part? {
+            Some(v) => vecs.extend(v),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(vecs))
 }
 
 fn compact(inner: &Inner, tier: &Tier) {

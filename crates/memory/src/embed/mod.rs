@@ -34,6 +34,13 @@ pub trait Embedder: Send + Sync {
         DEFAULT_FUSION_WEIGHT
     }
 
+    /// How many threads may embed parts of one backlog at once. An in-process model bound by
+    /// the CPU says how many cores it may use; the default, one, suits an embedder that is a
+    /// remote service or runs its own threads.
+    fn parallelism(&self) -> usize {
+        1
+    }
+
     /// The vector of a search query. Models trained with a query instruction (a prefix the
     /// query gets and stored texts do not) override this; by default it is `embed` of one text.
     fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {

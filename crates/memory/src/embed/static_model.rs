@@ -198,6 +198,11 @@ impl Embedder for StaticModel {
             .collect())
     }
 
+    /// A table lookup and a sum per token: pure CPU work, so every core helps a backlog.
+    fn parallelism(&self) -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+    }
+
     /// Chosen on the SciFact development claims: with the sentence-fitted table the blend
     /// stays above BM25 alone from 0.1 to 0.3 and peaks at 0.15 (the single-token table
     /// peaked near 0.1 and fell below BM25 past 0.2); a static table still keeps only
