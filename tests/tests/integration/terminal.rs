@@ -1,16 +1,20 @@
 //! Memory at the terminal with the real binary: `search`, `recall`, `show`, `sources list
 //! --stored` and `forget`, each with no daemon (the store opened directly) and with one running
 //! (which holds the store, so the command can only have gone through it), in text and `--json`;
-//! `forget` refuses without a terminal unless `--yes`, and is audited like the MCP tool.
+//! `forget` asks on a terminal (a pseudo-terminal here), refuses without one unless `--yes`, and
+//! is audited like the MCP tool.
 
 use std::path::Path;
 
-use openhuman_tests::{Daemon, Home};
+use std::io::Write;
+use std::process::Stdio;
+
+use openhuman_tests::{Daemon, Home, WAIT, pty, wait_exit};
 use serde_json::Value;
 
 /// Runs a command in `home` with stdin not a terminal: (exit code, stdout, stderr).
 fn run(home: &Home, args: &[&str]) -> (i32, String, String) {
-    let out = home.daemon_cmd().args(args).stdin(std::process::Stdio::null()).output().unwrap();
+    let out = home.daemon_cmd().args(args).stdin(Stdio::null()).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -110,4 +114,44 @@ fn forget_is_refused_under_readonly_like_the_tool() {
     let rows = ok(&home, &["audit", "--json", "--failed", "--tool", "memory.forget"]);
     assert_eq!(rows.lines().count(), 1, "the denied attempt is audited: {rows}");
     assert_eq!(json(&home, &["sources", "list", "--stored", "--json"])["total"], 2);
+}
+
+/// `forget` with a terminal on stdin: `answer` typed at its prompt; (exit code, stdout, stderr).
+fn forget_typing(home: &Home, id: &str, answer: &str) -> (i32, String, String) {
+    let (mut user, terminal) = pty();
+    let mut child = home
+        .daemon_cmd()
+        .args(["forget", id])
+        .stdin(Stdio::from(terminal))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    user.write_all(answer.as_bytes()).unwrap();
+    let status = wait_exit(&mut child, WAIT);
+    let out = child.wait_with_output().unwrap();
+    drop(user);
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn forget_on_a_terminal_shows_what_goes_and_asks() {
+    let home = Home::new();
+    let dir = tempfile::tempdir().unwrap();
+    notes(dir.path());
+    ok(&home, &["ingest", dir.path().to_str().unwrap()]);
+    let garden = format!("file:{}", dir.path().join("garden.md").display());
+    let (code, out, err) = forget_typing(&home, &garden, "n\n");
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains(&format!("{garden}: 1 chunk(s)")) && err.contains("Tomatoes need full sun"), "{err}");
+    assert!(err.contains("Forget 1 chunk(s)? [y/N]") && err.contains("nothing was forgotten"), "{err}");
+    assert_eq!(json(&home, &["sources", "list", "--stored", "--json"])["total"], 2);
+    let (code, out, err) = forget_typing(&home, &garden, "y\n");
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains(&format!("forgot {garden}")), "{out}");
+    assert_eq!(json(&home, &["sources", "list", "--stored", "--json"])["total"], 1);
 }
