@@ -1,9 +1,10 @@
 //! Memory at the terminal: `search`, `recall`, `show`, `forget` and `sources list --stored`.
-//! Each is the MCP tool of the same job (`memory.search`, `memory.recall`, `tree.read_chunk` or
-//! `tree.browse`, `memory.forget`, `tree.list_sources`) called through `via` — the running
+//! Each is the MCP tool of the same job (`memory.search`, `memory.recall`, `tree.read_chunk`,
+//! `memory.forget`, `tree.list_sources`) called through `via` — the running
 //! daemon, else the store opened here — and printed for people, or as the tool's JSON with
-//! `--json`. `forget` first shows what it will delete (`openhuman.memory_forget_preview`) and
-//! asks on a terminal.
+//! `--json`. An id that is no chunk is read by `openhuman.memory_resolve`, as `memory.forget`
+//! reads ids: `show` lists what it names, and `forget` shows what it will delete and asks on a
+//! terminal.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -45,25 +46,22 @@ pub fn query(paths: &Paths, args: &QueryArgs, tool: &str, list: &str) -> Result<
     Ok(EXIT_OK)
 }
 
-/// `show`: a chunk whole; an id that is no chunk is tried as a source or item.
+/// `show`: a chunk whole; an id that is no chunk is read as an item or source id, and the
+/// chunks it names are listed.
 pub fn show(paths: &Paths, args: &ShowArgs) -> Result<i32> {
     let via = Via::open(paths)?;
-    let chunk = via.tool("tree.read_chunk", json!({ "chunk_id": args.id }));
-    let result = match chunk {
+    let result = match via.tool("tree.read_chunk", json!({ "chunk_id": args.id })) {
         Ok(c) => Ok((true, c)),
-        Err(not_chunk) => {
-            let listed = via.tool("tree.browse", json!({ "source_ids": [args.id], "k": 50 }));
-            match listed {
-                Ok(l) if l["total"].as_u64().unwrap_or(0) > 0 => Ok((false, l)),
-                Ok(_) if not_chunk.to_string().contains("no chunk") => Err(anyhow::anyhow!(
-                    "nothing in memory has the id {} (chunk ids come from search, recall and show; source ids from \
-                     `sources list --stored`)",
-                    args.id
-                )),
-                Ok(_) => Err(not_chunk),
-                Err(e) => Err(e),
-            }
-        }
+        Err(not_chunk) => match via.method("openhuman.memory_resolve", json!({ "ids": [args.id] }), None) {
+            Ok(r) if r["ids"][0]["chunk_count"].as_u64().unwrap_or(0) > 0 => Ok((false, r["ids"][0].clone())),
+            Ok(_) if not_chunk.to_string().contains("no chunk") => Err(anyhow::anyhow!(
+                "nothing in memory has the id {} (chunk ids come from search, recall and show; source ids from \
+                 `sources list --stored`)",
+                args.id
+            )),
+            Ok(_) => Err(not_chunk),
+            Err(e) => Err(e),
+        },
     };
     via.finish();
     let (is_chunk, v) = result?;
@@ -72,8 +70,9 @@ pub fn show(paths: &Paths, args: &ShowArgs) -> Result<i32> {
     } else if is_chunk {
         print_chunk(&v);
     } else {
-        out(&format!("{} chunk(s) of {}:", v["total"], args.id));
-        for c in v["chunks"].as_array().into_iter().flatten() {
+        out(&format!("{} chunk(s) of {}:", v["chunk_count"], args.id));
+        let listed = v["chunks"].as_array().cloned().unwrap_or_default();
+        for c in &listed {
             out(&format!(
                 "{}  {}  {}",
                 c["chunk_id"].as_str().unwrap_or("?"),
@@ -81,8 +80,9 @@ pub fn show(paths: &Paths, args: &ShowArgs) -> Result<i32> {
                 one_line(c["preview"].as_str().unwrap_or(""))
             ));
         }
-        if v["next_cursor"].is_string() {
-            out("(only the 50 most recent are shown; --json and the tree.browse tool page through the rest)");
+        let total = v["chunk_count"].as_u64().unwrap_or(0) as usize;
+        if total > listed.len() {
+            out(&format!("… and {} more (the tree.browse tool pages through them all)", total - listed.len()));
         }
     }
     Ok(EXIT_OK)
@@ -169,7 +169,7 @@ pub fn forget(paths: &Paths, args: &ForgetArgs) -> Result<i32> {
 }
 
 fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
-    let preview = via.method("openhuman.memory_forget_preview", json!({ "ids": args.ids }), None)?;
+    let preview = via.method("openhuman.memory_resolve", json!({ "ids": args.ids }), None)?;
     let mut chunks = 0;
     let mut lines = Vec::new();
     for p in preview["ids"].as_array().into_iter().flatten() {
@@ -180,8 +180,9 @@ fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
             lines.push(format!("{id}: not found"));
             continue;
         }
-        chunks += found.len();
-        let mut head = format!("{id}: {} chunk(s)", found.len());
+        let count = p["chunk_count"].as_u64().unwrap_or(found.len() as u64) as usize;
+        chunks += count;
+        let mut head = format!("{id}: {count} chunk(s)");
         if notes > 0 {
             head.push_str(&format!(" and {notes} note(s) on them"));
         }
@@ -198,8 +199,8 @@ fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
                 one_line(c["preview"].as_str().unwrap_or(""))
             ));
         }
-        if found.len() > 10 {
-            lines.push(format!("  … and {} more", found.len() - 10));
+        if count > 10 {
+            lines.push(format!("  … and {} more", count - 10));
         }
     }
     if lines.iter().all(|l| l.ends_with(": not found")) {

@@ -415,12 +415,16 @@ fn forget_targets(conn: &rusqlite::Connection, id: &str) -> Result<Vec<i64>, Mem
         .collect::<rusqlite::Result<_>>()?)
 }
 
+/// Chunks listed per id by [`MemoryEngine::resolve_ids`] (`chunk_count` has them all).
+const RESOLVE_LISTED: usize = 100;
+
 impl MemoryEngine {
-    /// What `forget` would delete for each id, without deleting anything: `{ids: [{id, chunks:
-    /// [{chunk_id, kind, source_id, title, preview}], notes, records}]}` — `notes` the notes on
-    /// those chunks that would go with them, `records` the bare records (a learning, a document's
-    /// key) left without chunks that would go too.
-    pub fn forget_preview(&self, ids: &[String]) -> Result<Value, MemoryError> {
+    /// What each id names, read as `forget` reads ids (a chunk, else an item, else a source),
+    /// without changing anything: `{ids: [{id, chunk_count, chunks: [{chunk_id, kind, source_id,
+    /// title, preview}], notes, records}]}` — at most 100 chunks listed per id, in source order;
+    /// `notes` the notes on those chunks (which a forget takes with them), `records` the bare
+    /// records (a learning, a document's key) an id names when it has no chunks.
+    pub fn resolve_ids(&self, ids: &[String]) -> Result<Value, MemoryError> {
         let conn = self.inner.read_conn()?;
         let mut out = Vec::new();
         for id in ids {
@@ -429,9 +433,9 @@ impl MemoryEngine {
             let chunks: Vec<Value> = conn
                 .prepare_cached(
                     "SELECT id, source_kind, source_id, title, content FROM chunks WHERE rowid IN rarray(?1)
-                     ORDER BY source_id, seq_in_source, rowid",
+                     ORDER BY source_id, seq_in_source, rowid LIMIT ?2",
                 )?
-                .query_map([store::rarray(&rowids)], |r| {
+                .query_map(rusqlite::params![store::rarray(&rowids), RESOLVE_LISTED as i64], |r| {
                     let content: String = r.get(4)?;
                     Ok(json!({
                         "chunk_id": r.get::<_, String>(0)?, "kind": r.get::<_, String>(1)?,
@@ -454,7 +458,9 @@ impl MemoryEngine {
             } else {
                 0
             };
-            out.push(json!({ "id": id, "chunks": chunks, "notes": notes, "records": records }));
+            out.push(json!({
+                "id": id, "chunk_count": rowids.len(), "chunks": chunks, "notes": notes, "records": records,
+            }));
         }
         Ok(json!({ "ids": out }))
     }

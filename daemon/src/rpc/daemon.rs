@@ -1,6 +1,6 @@
 //! The daemon's own `openhuman.*` methods, outside the MCP catalog: status, stop, config
-//! reload, ingest, export and import, reindex, stats, check, what a forget would delete, the
-//! audit log and the tool registry. They need no MCP
+//! reload, ingest, export and import, reindex, stats, check, what ids name (the chunks `show`
+//! lists and `forget` deletes), the audit log and the tool registry. They need no MCP
 //! handshake; `status`, `stop`, `ingest`, `reindex` and `audit` on the command line use them,
 //! as can dashboards.
 
@@ -133,9 +133,9 @@ pub(super) fn methods() -> Vec<Method> {
             },
         ),
         method(
-            "openhuman.memory_forget_preview",
+            "openhuman.memory_resolve",
             ArgSpec::new(vec![
-                Field::list("ids", "Item, chunk or source ids, as memory.forget takes them.", 100, 512)
+                Field::list("ids", "Chunk, item or source ids, read as memory.forget reads them.", 100, 512)
                     .required()
                     .min_items(1),
             ]),
@@ -147,7 +147,7 @@ pub(super) fn methods() -> Vec<Method> {
                         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                         .unwrap_or_default();
                     let engine = engine(&s)?;
-                    blocking(move || engine.forget_preview(&ids).map_err(MethodError::from)).await
+                    blocking(move || engine.resolve_ids(&ids).map_err(MethodError::from)).await
                 }
                 .boxed()
             },

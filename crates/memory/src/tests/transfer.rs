@@ -97,3 +97,34 @@ fn a_backup_restores_over_newer_data_and_keeps_the_old_as_a_side_file() {
     let err = crate::restore(a.path(), &a.path().join("LOCK"), false).unwrap_err().to_string();
     assert!(err.contains("not a memory backup"), "{err}");
 }
+
+#[test]
+fn a_backup_during_writes_is_one_consistent_snapshot() {
+    let (a, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let m = open(a.path());
+    let writer = {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            for i in 0..200 {
+                put(&m, &format!("k{i}"), &format!("Doc {i}"), &format!("entry number {i} of the log"), &["log"]);
+            }
+        })
+    };
+    let mut last = 0;
+    for i in 0..5 {
+        let file = out.path().join(format!("b{i}"));
+        let b = crate::backup(a.path(), &file).unwrap();
+        assert!(b.chunks >= last, "{b:?}");
+        last = b.chunks;
+        // Every document's chunk, key, source and audit row come from the same moment.
+        let conn = rusqlite::Connection::open(&file).unwrap();
+        let one = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+        let chunks = one("SELECT count(*) FROM chunks");
+        assert_eq!(chunks, b.chunks);
+        assert_eq!(one("SELECT count(*) FROM kv WHERE kind = 'document'"), chunks);
+        assert_eq!(one("SELECT count(*) FROM sources"), chunks);
+        assert_eq!(one("SELECT count(*) FROM mcp_audit"), chunks);
+        assert_eq!(one("SELECT count(*) FROM chunk_tags"), chunks);
+    }
+    writer.join().unwrap();
+}
