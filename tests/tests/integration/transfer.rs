@@ -199,6 +199,12 @@ fn a_backup_taken_while_serving_restores_over_later_changes() {
     assert!(code == 1 && err.contains("not a memory backup"), "{err}");
     let said = ok(&home, &["restore", backup.to_str().unwrap()]);
     assert!(said.contains("restored 2 chunks") && said.contains("before-restore-"), "{said}");
+    // Without a daemon, backup and export open the store themselves.
+    let again = files.path().join("again.backup");
+    assert!(ok(&home, &["backup", again.to_str().unwrap()]).starts_with("backed up 2 chunks"));
+    let export = files.path().join("export");
+    assert!(ok(&home, &["export", export.to_str().unwrap()]).starts_with("exported 2 chunks from 2 sources"));
+    assert!(export.join("manifest.json").is_file());
     let _d = Daemon::start(&home);
     let mut p = peer(&home);
     assert_same(&at_backup, &answers(&mut p));
