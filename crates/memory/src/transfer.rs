@@ -35,9 +35,10 @@ pub(crate) enum Load {
     Tags,
     /// Audit rows have no key of their own: a row identical in every field is not added again.
     Audit,
-    /// Derived from other records (entities are counted from chunk text): exported for
-    /// reading, recomputed on import.
-    Derived,
+    /// Entities are derived (extracted and counted from chunk text as chunks are written); only
+    /// the display name of an entity the import brought is taken from the file, since the
+    /// store names an entity after the first chunk that mentioned it, which may be gone.
+    Entities,
 }
 
 /// One exported table: its file, the query that reads it (columns in `columns` order), which
@@ -180,7 +181,7 @@ pub(crate) const TABLES: &[Table] = &[
         select: "SELECT id, kind, display_name, mention_count, chunk_count FROM entities WHERE chunk_count > 0 \
                  ORDER BY mention_count DESC, id",
         json: &[],
-        load: Load::Derived,
+        load: Load::Entities,
     },
     Table {
         file: "audit.jsonl",

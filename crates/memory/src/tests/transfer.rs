@@ -128,3 +128,19 @@ fn a_backup_during_writes_is_one_consistent_snapshot() {
     }
     writer.join().unwrap();
 }
+
+#[test]
+fn an_entity_keeps_its_name_when_the_chunk_that_named_it_is_gone() {
+    let (a, b, out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let src = open(a.path());
+    put(&src, "first", "First", "Write to Bob@Example.COM about the kiln.", &[]);
+    put(&src, "second", "Second", "Later: write to bob@example.com again.", &[]);
+    src.forget(&["doc:default/first".into()], "mcp:test", audit("memory.forget")).unwrap();
+    let dir = out.path().join("e");
+    src.export(&dir).unwrap();
+    let dst = open(b.path());
+    dst.import(&dir).unwrap();
+    let names = |m: &crate::MemoryEngine| m.top_entities(json!({"kind": "email"})).unwrap();
+    assert_eq!(names(&src)["entities"][0]["display_name"], "Bob@Example.COM");
+    assert_eq!(names(&src), names(&dst));
+}

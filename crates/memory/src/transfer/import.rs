@@ -6,8 +6,8 @@
 //! An item (a document, a file, a note, a learning: a chunk `origin`) the store already holds in
 //! another version keeps the store's version: the export's chunks of it are skipped and reported
 //! as conflicts. Everything else keyed (sources, notes, items, files, links…) is added only when
-//! its key is new. Entities are recomputed from the chunks' text; audit rows are added unless an
-//! identical row is there. The import writes no audit row of its own: the caller records one
+//! its key is new. Entities are recomputed from the chunks' text (an entity new to the store takes
+//! its exported display name); audit rows are added unless an identical row is there. The import writes no audit row of its own: the caller records one
 //! for the whole run.
 
 use std::collections::{BTreeMap, HashSet};
@@ -29,6 +29,14 @@ use crate::types::SourceKind;
 use crate::write_api::write_tx;
 use crate::{Inner, MemoryEngine};
 
+/// What the store held when the import began.
+struct Before {
+    /// Items (chunk origins): the export's version of one of these is a conflict.
+    origins: HashSet<String>,
+    /// Entities: their display names stay the store's.
+    entities: HashSet<String>,
+}
+
 /// Records per write transaction.
 const BATCH: usize = 500;
 /// Conflicting items named in the summary (the count has them all).
@@ -40,8 +48,8 @@ pub struct ImportSummary {
     pub format_version: u64,
     /// Records read per file.
     pub read: BTreeMap<String, u64>,
-    /// Records added per file; the rest were in the store already (or are derived, like
-    /// entities, which are counted again from the chunks).
+    /// Records added per file; the rest were in the store already. For entities, which are
+    /// counted again from the chunks, the display names taken from the file.
     pub added: BTreeMap<String, u64>,
     /// Items the store holds in another version, kept as they are (their exported chunks and
     /// tags skipped): how many, and the first few ids.
@@ -75,15 +83,20 @@ impl MemoryEngine {
                 )));
             }
         }
-        let live: HashSet<String> = {
+        let before = {
             let conn = self.inner.read_conn()?;
-            let mut stmt = conn.prepare("SELECT DISTINCT origin FROM chunks")?;
-            stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?
+            let set = |sql: &str| -> Result<HashSet<String>, MemoryError> {
+                Ok(conn.prepare(sql)?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?)
+            };
+            Before {
+                origins: set("SELECT DISTINCT origin FROM chunks")?,
+                entities: set("SELECT id FROM entities WHERE chunk_count > 0")?,
+            }
         };
         let mut summary = ImportSummary { format_version: version, ..ImportSummary::default() };
         let mut conflicts: HashSet<String> = HashSet::new();
         for t in TABLES {
-            let (read, added) = load_table(&self.inner, dir, t, &live, &mut conflicts)?;
+            let (read, added) = load_table(&self.inner, dir, t, &before, &mut conflicts)?;
             summary.read.insert(t.file.to_string(), read);
             summary.added.insert(t.file.to_string(), added);
         }
@@ -152,7 +165,7 @@ fn load_table(
     inner: &Arc<Inner>,
     dir: &Path,
     t: &Table,
-    live: &HashSet<String>,
+    before: &Before,
     conflicts: &mut HashSet<String>,
 ) -> Result<(u64, u64), MemoryError> {
     let path = dir.join(t.file);
@@ -178,10 +191,10 @@ fn load_table(
                 continue;
             }
         }
-        if !batch.is_empty() && t.load != Load::Derived {
+        if !batch.is_empty() {
             let records = std::mem::take(&mut batch);
             added += write_tx(inner, None, |tx, seq, _now| {
-                let n = load_batch(tx, seq, t, &path, &records, live, conflicts)?;
+                let n = load_batch(tx, seq, t, &path, &records, before, conflicts)?;
                 Ok((n, String::new()))
             })?;
         }
@@ -205,7 +218,7 @@ fn load_batch(
     t: &Table,
     path: &Path,
     records: &[(usize, Map<String, Value>)],
-    live: &HashSet<String>,
+    before: &Before,
     conflicts: &mut HashSet<String>,
 ) -> Result<u64, MemoryError> {
     let mut added = 0;
@@ -218,7 +231,7 @@ fn load_batch(
                 if exists {
                     continue;
                 }
-                if live.contains(&chunk.origin) {
+                if before.origins.contains(&chunk.origin) {
                     conflicts.insert(chunk.origin.clone());
                     continue;
                 }
@@ -270,7 +283,19 @@ fn load_batch(
                     as u64;
             }
         }
-        Load::Derived => {}
+        Load::Entities => {
+            for (line, rec) in records {
+                let (Some(id), Some(name)) = (text(rec, "id"), text(rec, "display_name")) else {
+                    return Err(bad_line(path, *line, "not an entity record"));
+                };
+                if before.entities.contains(id) {
+                    continue;
+                }
+                added += tx
+                    .prepare_cached("UPDATE entities SET display_name = ?2 WHERE id = ?1 AND display_name != ?2")?
+                    .execute([id, name])? as u64;
+            }
+        }
     }
     Ok(added)
 }
