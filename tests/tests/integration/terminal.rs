@@ -102,7 +102,7 @@ fn memory_commands_go_through_a_running_daemon() {
 }
 
 #[test]
-fn forget_is_refused_under_readonly_like_the_tool() {
+fn forget_and_import_are_refused_under_readonly() {
     let home = Home::new();
     let dir = tempfile::tempdir().unwrap();
     notes(dir.path());
@@ -114,6 +114,9 @@ fn forget_is_refused_under_readonly_like_the_tool() {
     let rows = ok(&home, &["audit", "--json", "--failed", "--tool", "memory.forget"]);
     assert_eq!(rows.lines().count(), 1, "the denied attempt is audited: {rows}");
     assert_eq!(json(&home, &["sources", "list", "--stored", "--json"])["total"], 2);
+    // So is an import, the other command that writes (it checks the policy before the export).
+    let (code, _, err) = run(&home, &["import", dir.path().to_str().unwrap()]);
+    assert!(code == 1 && err.contains("readonly"), "{err}");
 }
 
 /// `forget` with a terminal on stdin: `answer` typed at its prompt; (exit code, stdout, stderr).
