@@ -40,6 +40,27 @@ pub enum Command {
     /// exports (JSON Lines of {ts, from, text, channel}). Goes through the running daemon when
     /// there is one; unchanged files are skipped, changed ones replaced.
     Ingest(IngestArgs),
+    /// Search memory by keywords (BM25), as the memory.search tool does.
+    Search(QueryArgs),
+    /// Recall from memory by meaning and keywords, as the memory.recall tool does.
+    Recall(QueryArgs),
+    /// Show one chunk whole (tree.read_chunk), or the chunks of a source or item.
+    Show(ShowArgs),
+    /// Delete items, chunks or sources for good. Shows what will go and asks first (on a
+    /// terminal; --yes to skip); audited like the memory.forget tool.
+    Forget(ForgetArgs),
+    /// Write everything in memory to a directory: JSON Lines per table with a manifest (for
+    /// `import`), and a Markdown copy for reading, one file per source.
+    Export(DirArgs),
+    /// Load a directory written by `export` into memory (empty or not). What is already there
+    /// stays; running it twice adds nothing.
+    Import(DirArgs),
+    /// Copy the memory database into one file, from a consistent snapshot, while the daemon
+    /// serves.
+    Backup(BackupArgs),
+    /// Put a backup file back as the memory database (the daemon must be stopped). The indexes
+    /// are rebuilt when the store next opens.
+    Restore(RestoreArgs),
     /// Folders (or files) the daemon keeps in sync with memory: `[[memory.sources]]` in the
     /// config file, edited in place (comments kept); a running daemon is told to reload.
     Sources {
@@ -106,6 +127,80 @@ pub struct IngestArgs {
     pub socket: SocketArg,
 }
 
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// What to look for (several words are one query).
+    #[arg(required = true, value_name = "QUERY")]
+    pub query: Vec<String>,
+    /// How many results (1 to 50).
+    #[arg(short, long, value_name = "N", default_value_t = 10)]
+    pub k: u32,
+    /// Print the tool's JSON result instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A chunk id (from search, recall or show), or a source or item id (from `sources list
+    /// --stored`).
+    pub id: String,
+    /// Print the tool's JSON result instead of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ForgetArgs {
+    /// Item, chunk or source ids (1 to 100).
+    #[arg(required = true, value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Do not ask for confirmation.
+    #[arg(short, long)]
+    pub yes: bool,
+    /// Print what was forgotten as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, Args)]
+pub struct DirArgs {
+    /// The export directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The file to write (it must not exist).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// A file written by `backup`.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Do not keep the database being replaced (by default it stays beside the new one as
+    /// memory.db.before-restore-<time>).
+    #[arg(long)]
+    pub discard_current: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum SourcesAction {
     /// Watch a folder (or a file): its files are read now and kept in sync as they change.
@@ -115,11 +210,16 @@ pub enum SourcesAction {
         /// The folder, as `sources list` shows it.
         path: PathBuf,
     },
-    /// The watched folders, with their sync status when a daemon is running.
+    /// The watched folders, with their sync status when a daemon is running; with --stored,
+    /// the sources held in memory instead (as tree.list_sources lists them).
     List {
         /// One JSON object.
         #[arg(long)]
         json: bool,
+        /// List the sources stored in memory (documents, files, threads, chats, notes), not the
+        /// watched folders.
+        #[arg(long)]
+        stored: bool,
     },
 }
 

@@ -1,6 +1,6 @@
-//! A minimal client of the daemon socket for `status`, `stop`, `ingest` and `reindex`: one
-//! JSON-RPC request to an `openhuman.*` control method (no MCP handshake needed), progress
-//! notifications passed to a callback, then the reply.
+//! A minimal client of the daemon socket for `status`, `stop`, `ingest`, `reindex` and `via`:
+//! one JSON-RPC request to an `openhuman.*` control method or a stateless `tools/call` (no MCP
+//! handshake needed), progress notifications passed to a callback, then the reply.
 
 use std::path::Path;
 use std::time::Duration;
@@ -36,7 +36,8 @@ pub async fn call_with(
     let stream =
         Stream::connect(name).await.with_context(|| format!("no daemon is answering on {}", socket.display()))?;
     let (r, mut w) = tokio::io::split(stream);
-    params["_meta"] = json!({ "progressToken": "cli" });
+    // Kept beside any request metadata the caller set (a tool call's protocol version).
+    params["_meta"]["progressToken"] = json!("cli");
     let req = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
     w.write_all(format!("{req}\n").as_bytes()).await?;
     w.flush().await?;

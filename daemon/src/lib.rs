@@ -17,6 +17,10 @@
 //! - `resources`  the compiled-in prompt catalog; `live_resources` memory as resources
 //! - `watch/`     the one folder watcher keeping `[[memory.sources]]` in step with memory
 //! - `sources`    `sources add|remove|list`: edits `[[memory.sources]]` in the config file
+//! - `terminal`   `search`, `recall`, `show`, `forget`, `sources list --stored`: the memory tools
+//!   at the terminal
+//! - `transfer`   `export`, `import`, `backup`, `restore`
+//! - `via`        how a one-shot command reaches the store: the running daemon, else in process
 //! - `eval`       `eval`: retrieval quality (nDCG@10, Recall@10/100, latency) on a labelled BEIR
 //!   folder, in a throwaway store
 //! - `models`     `model install|list|remove`: the transformer model store of the deep tier
@@ -48,8 +52,11 @@ pub mod server;
 pub mod service;
 pub mod sources;
 pub mod state;
+pub mod terminal;
 pub mod tool_registry;
 pub mod tools;
+pub mod transfer;
+pub mod via;
 pub mod watch;
 
 use std::io::Write;
@@ -61,7 +68,7 @@ use openhuman_config as config;
 use openhuman_mcp::transport;
 use openhuman_mcp::transport::limits::Rate;
 
-use cli::{Cli, Command, ConfigAction, ServiceAction};
+use cli::{Cli, Command, ConfigAction, ServiceAction, SourcesAction};
 use state::AppState;
 
 /// Process exit codes.
@@ -113,7 +120,7 @@ fn tighten_home(cli: &Cli, paths: &Paths) -> Result<()> {
     Ok(())
 }
 
-fn runtime(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime(threads: Option<usize>) -> Result<tokio::runtime::Runtime> {
     let mut b = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = threads {
         b.worker_threads(n);
@@ -520,6 +527,21 @@ fn run_command(cli: &Cli) -> Result<i32> {
         }
         Command::Ingest(args) => ingest(cli, args),
         Command::Audit(args) => audit(cli, args),
+        Command::Search(args) => {
+            terminal::query(&resolve_paths(cli, args.socket.socket.as_deref())?, args, "memory.search", "hits")
+        }
+        Command::Recall(args) => {
+            terminal::query(&resolve_paths(cli, args.socket.socket.as_deref())?, args, "memory.recall", "chunks")
+        }
+        Command::Show(args) => terminal::show(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
+        Command::Forget(args) => terminal::forget(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
+        Command::Export(args) => transfer::export(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
+        Command::Import(args) => transfer::import(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
+        Command::Backup(args) => transfer::backup(&resolve_paths(cli, None)?, args),
+        Command::Restore(args) => transfer::restore(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
+        Command::Sources { action: SourcesAction::List { json, stored: true }, socket } => {
+            terminal::stored_sources(&resolve_paths(cli, socket.socket.as_deref())?, *json)
+        }
         Command::Sources { action, socket } => {
             let paths = resolve_paths(cli, socket.socket.as_deref())?;
             sources::run(&paths, action, &runtime(Some(1))?)

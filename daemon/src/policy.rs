@@ -48,7 +48,7 @@ impl ActLimiter {
         self.admit_at(config, Instant::now())
     }
 
-    /// Admits a control write (`openhuman.memory_ingest`, `memory_reindex`): refused in
+    /// Admits a control write (`openhuman.memory_ingest`, `memory_import`, `memory_reindex`): refused in
     /// `readonly`, not counted against the hourly act budget (the user's own commands use them,
     /// and one ingest of many files is one call).
     pub fn admit_control(&self, config: &Config) -> Result<(), Denial> {

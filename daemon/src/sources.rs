@@ -35,7 +35,7 @@ pub fn run(paths: &Paths, action: &SourcesAction, rt: &tokio::runtime::Runtime) 
             ));
             tell_daemon(paths, rt);
         }
-        SourcesAction::List { json } => list(paths, *json, rt)?,
+        SourcesAction::List { json, .. } => list(paths, *json, rt)?,
     }
     Ok(EXIT_OK)
 }

@@ -24,7 +24,7 @@ pub use binaries::{bin, bin_dir, build_binaries, daemon_bin, shim_bin};
 pub use daemon::{Daemon, DaemonBuilder};
 pub use home::Home;
 pub use peer::{ChildPeer, Lines, Peer};
-pub use process::{freeze, kill, open_fds, processes_matching, rss_kib, wait_exit};
+pub use process::{freeze, kill, open_fds, processes_matching, pty, rss_kib, wait_exit};
 pub use replies::{rpc_error, tool_err_text, tool_ok, tool_text};
 
 /// Upper bound for any single wait in the tests.

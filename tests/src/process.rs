@@ -1,6 +1,6 @@
 //! Process helpers on Linux: signals, bounded waits for exit, freezing a process until every
-//! thread is stopped, finding processes by command line, and a process's resident memory and
-//! open descriptors (all from /proc).
+//! thread is stopped, finding processes by command line, a process's resident memory and open
+//! descriptors (all from /proc), and a pseudo-terminal to give a child as its stdin.
 
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -12,6 +12,20 @@ pub fn kill(pid: u32, sig: i32) {
     unsafe {
         libc::kill(pid as i32, sig);
     }
+}
+
+/// A pseudo-terminal: (the side a test writes what the user types to, the side a child reads
+/// as a terminal). Keep the first open until the child has exited.
+pub fn pty() -> (std::fs::File, std::fs::File) {
+    use std::os::fd::FromRawFd;
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty(3) writes two new descriptors into the ints we pass; name, termios and
+    // window size may be null.
+    let rc =
+        unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty failed: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors are new and owned by nothing else.
+    unsafe { (std::fs::File::from_raw_fd(master), std::fs::File::from_raw_fd(slave)) }
 }
 
 /// Waits (bounded) for a child to exit.

@@ -16,7 +16,8 @@
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
 //! methods), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
 //! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
-//! `links` (links between sources), `chunker`, `entities`, `snippet`,
+//! `links` (links between sources), `transfer` (export and import as JSON Lines with a
+//! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,
 //! `error` (`MemoryError`, the one error type of the crate).
 
 pub mod embed;
@@ -43,6 +44,7 @@ mod snippet;
 mod store;
 mod sync;
 mod tier;
+mod transfer;
 mod types;
 mod util;
 mod vault;
@@ -62,6 +64,10 @@ use rusqlite::Connection;
 pub use error::MemoryError;
 pub use fts::word_stems;
 pub use tier::{TierKind, TierProgress};
+pub use transfer::{
+    BackupSummary, ExportSummary, FORMAT_VERSION as EXPORT_FORMAT_VERSION, ImportSummary, RestoreSummary, backup,
+    restore,
+};
 pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, Skipped, SourceKind,
     UNSUPPORTED_NAMED,

@@ -60,7 +60,8 @@ pub(crate) fn rarray<T: Into<SqlValue> + Clone>(items: &[T]) -> Rc<Vec<SqlValue>
     Rc::new(items.iter().cloned().map(Into::into).collect())
 }
 
-fn meta_string(v: &Value) -> Option<String> {
+/// A scalar metadata value as text (objects and arrays: none).
+pub(crate) fn meta_string(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Number(n) => Some(n.to_string()),
@@ -76,6 +77,16 @@ pub(crate) fn insert_chunks(
     seq: i64,
     chunks: &[NewChunk],
     now: i64,
+) -> rusqlite::Result<Vec<(i64, String)>> {
+    insert_chunks_as(conn, seq, chunks.iter().map(|c| (c, c.id(), now)))
+}
+
+/// Inserts chunks under the given ids and creation times (an import keeps both as exported: a
+/// renamed file's chunks keep the ids they had); otherwise as [`insert_chunks`].
+pub(crate) fn insert_chunks_as<'a>(
+    conn: &Connection,
+    seq: i64,
+    chunks: impl Iterator<Item = (&'a NewChunk, String, i64)>,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut ins = conn.prepare_cached(
         "INSERT OR IGNORE INTO chunks (id, source_kind, source_id, source_ref, origin, owner, provenance, timestamp_ms,
@@ -93,9 +104,8 @@ pub(crate) fn insert_chunks(
     let mut chunk_ent = conn.prepare_cached(
         "INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)",
     )?;
-    let mut written = Vec::with_capacity(chunks.len());
-    for c in chunks {
-        let id = c.id();
+    let mut written = Vec::new();
+    for (c, id, created_at_ms) in chunks {
         let metadata = Value::Object(c.metadata.clone()).to_string();
         let n = ins.execute(params![
             id,
@@ -111,7 +121,7 @@ pub(crate) fn insert_chunks(
             c.content,
             estimate_tokens(&c.content) as i64,
             metadata,
-            now,
+            created_at_ms,
             seq
         ])?;
         if n == 0 {

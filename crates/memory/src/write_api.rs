@@ -43,9 +43,11 @@ fn check_tags(tags: &[String]) -> Result<Vec<String>, MemoryError> {
 
 /// Runs `f` in a transaction with a new change sequence, commits it with the audit row
 /// (success, `result_id` from `f`), then updates the indexes.
-fn write_tx<T>(
+/// Without an audit row (`None`: a batch of an import, whose caller audits the whole) it is
+/// otherwise the same path.
+pub(crate) fn write_tx<T>(
     inner: &Arc<Inner>,
-    mut audit_row: AuditRow,
+    audit_row: Option<AuditRow>,
     f: impl FnOnce(&Transaction<'_>, i64, i64) -> Result<(T, String), MemoryError>,
 ) -> Result<T, MemoryError> {
     let in_flight = InFlight::enter(inner);
@@ -54,13 +56,15 @@ fn write_tx<T>(
     let tx = ws.conn.transaction()?;
     let seq = store::bump_seq(&tx)?;
     let (out, result_id) = f(&tx, seq, now_ms())?;
-    audit_row.success = true;
-    audit_row.error = None;
-    audit_row.result_id = Some(result_id);
-    if audit_row.ts_ms == 0 {
-        audit_row.ts_ms = now_ms();
+    if let Some(mut audit_row) = audit_row {
+        audit_row.success = true;
+        audit_row.error = None;
+        audit_row.result_id = Some(result_id);
+        if audit_row.ts_ms == 0 {
+            audit_row.ts_ms = now_ms();
+        }
+        audit::insert(&tx, &audit_row)?;
     }
-    audit::insert(&tx, &audit_row)?;
     tx.commit()?;
     after_write(inner, ws);
     drop(guard);
@@ -126,7 +130,7 @@ impl MemoryEngine {
                 .as_bytes(),
         );
         let ts = w.timestamp_ms.unwrap_or_else(now_ms);
-        write_tx(&self.inner, audit, |tx, seq, now| {
+        write_tx(&self.inner, Some(audit), |tx, seq, now| {
             let old_hash: Option<String> = tx
                 .prepare_cached("SELECT content_hash FROM kv WHERE kind = 'document' AND namespace = ?1 AND key = ?2")?
                 .query_row(params![namespace, key], |r| r.get(0))
@@ -209,7 +213,7 @@ impl MemoryEngine {
         let key = required("key", key)?.trim();
         let source = required("source", source)?;
         let item_id = format!("note:{key}");
-        write_tx(&self.inner, audit, |tx, seq, now| {
+        write_tx(&self.inner, Some(audit), |tx, seq, now| {
             chunk_rowid(tx, chunk_id)?;
             let old = store::rowids_by_origin(tx, &item_id)?;
             let updated = !old.is_empty();
@@ -278,7 +282,7 @@ impl MemoryEngine {
             return Err(invalid("tags must have at least one entry"));
         }
         let tags = check_tags(tags)?;
-        write_tx(&self.inner, audit, |tx, _seq, now| {
+        write_tx(&self.inner, Some(audit), |tx, _seq, now| {
             let rowid = chunk_rowid(tx, chunk_id)?;
             tx.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid = ?1 AND origin_key = ?2")?
                 .execute(params![rowid, key])?;
@@ -322,7 +326,7 @@ impl MemoryEngine {
             return Err(invalid(format!("confidence must be between 0 and 1, got {c}")));
         }
         let item_id = format!("learning:{}", uuid::Uuid::new_v4().simple());
-        write_tx(&self.inner, audit, |tx, seq, now| {
+        write_tx(&self.inner, Some(audit), |tx, seq, now| {
             let mut metadata = Map::new();
             metadata.insert("learning_kind".into(), json!(kind));
             metadata.insert("confidence".into(), json!(confidence));
@@ -368,7 +372,7 @@ impl MemoryEngine {
         for (i, id) in ids.iter().enumerate() {
             required(&format!("ids[{i}]"), id)?;
         }
-        write_tx(&self.inner, audit, |tx, seq, _now| {
+        write_tx(&self.inner, Some(audit), |tx, seq, _now| {
             let mut deleted = Vec::new();
             let mut not_found = Vec::new();
             for id in ids {
@@ -391,24 +395,80 @@ impl MemoryEngine {
     }
 }
 
-/// Deletes what `id` names; returns how many things went (chunks or bare records).
-fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryError> {
-    let by_chunk: Vec<i64> = tx
+/// The chunks `id` names for `forget`: the chunk with that id, else the chunks of the item
+/// (origin) with that id, else those of the source with that id.
+fn forget_targets(conn: &rusqlite::Connection, id: &str) -> Result<Vec<i64>, MemoryError> {
+    let by_chunk: Vec<i64> = conn
         .prepare_cached("SELECT rowid FROM chunks WHERE id = ?1")?
         .query_map([id], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let rowids = if !by_chunk.is_empty() {
-        by_chunk
-    } else {
-        let by_origin = store::rowids_by_origin(tx, id)?;
-        if !by_origin.is_empty() {
-            by_origin
-        } else {
-            tx.prepare_cached("SELECT rowid FROM chunks WHERE source_id = ?1")?
-                .query_map([id], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?
+    if !by_chunk.is_empty() {
+        return Ok(by_chunk);
+    }
+    let by_origin = store::rowids_by_origin(conn, id)?;
+    if !by_origin.is_empty() {
+        return Ok(by_origin);
+    }
+    Ok(conn
+        .prepare_cached("SELECT rowid FROM chunks WHERE source_id = ?1")?
+        .query_map([id], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
+/// Chunks listed per id by [`MemoryEngine::resolve_ids`] (`chunk_count` has them all).
+const RESOLVE_LISTED: usize = 100;
+
+impl MemoryEngine {
+    /// What each id names, read as `forget` reads ids (a chunk, else an item, else a source),
+    /// without changing anything: `{ids: [{id, chunk_count, chunks: [{chunk_id, kind, source_id,
+    /// title, preview}], notes, records}]}` — at most 100 chunks listed per id, in source order;
+    /// `notes` the notes on those chunks (which a forget takes with them), `records` the bare
+    /// records (a learning, a document's key) an id names when it has no chunks.
+    pub fn resolve_ids(&self, ids: &[String]) -> Result<Value, MemoryError> {
+        let conn = self.inner.read_conn()?;
+        let mut out = Vec::new();
+        for id in ids {
+            let id = id.trim();
+            let rowids = forget_targets(&conn, id)?;
+            let chunks: Vec<Value> = conn
+                .prepare_cached(
+                    "SELECT id, source_kind, source_id, title, content FROM chunks WHERE rowid IN rarray(?1)
+                     ORDER BY source_id, seq_in_source, rowid LIMIT ?2",
+                )?
+                .query_map(rusqlite::params![store::rarray(&rowids), RESOLVE_LISTED as i64], |r| {
+                    let content: String = r.get(4)?;
+                    Ok(json!({
+                        "chunk_id": r.get::<_, String>(0)?, "kind": r.get::<_, String>(1)?,
+                        "source_id": r.get::<_, String>(2)?, "title": r.get::<_, Option<String>>(3)?,
+                        "preview": crate::util::preview(content.trim(), 120),
+                    }))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let notes: i64 = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM notes WHERE chunk_id IN (SELECT id FROM chunks WHERE rowid IN rarray(?1))",
+                )?
+                .query_row([store::rarray(&rowids)], |r| r.get(0))?;
+            let records: i64 = if rowids.is_empty() {
+                conn.prepare_cached(
+                    "SELECT (SELECT count(*) FROM kv WHERE item_id = ?1 AND kind != 'tag')
+                          + (SELECT count(*) FROM learnings WHERE item_id = ?1)",
+                )?
+                .query_row([id], |r| r.get(0))?
+            } else {
+                0
+            };
+            out.push(json!({
+                "id": id, "chunk_count": rowids.len(), "chunks": chunks, "notes": notes, "records": records,
+            }));
         }
-    };
+        Ok(json!({ "ids": out }))
+    }
+}
+
+/// Deletes what `id` names; returns how many things went (chunks or bare records).
+fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryError> {
+    let rowids = forget_targets(tx, id)?;
     // Collect what hangs off the chunks before they go.
     let gone: Vec<(String, String)> = tx
         .prepare_cached("SELECT id, origin FROM chunks WHERE rowid IN rarray(?1)")?

@@ -1,5 +1,6 @@
 //! The daemon's own `openhuman.*` methods, outside the MCP catalog: status, stop, config
-//! reload, ingest, reindex, stats, check, the audit log and the tool registry. They need no MCP
+//! reload, ingest, export and import, reindex, stats, check, what ids name (the chunks `show`
+//! lists and `forget` deletes), the audit log and the tool registry. They need no MCP
 //! handshake; `status`, `stop`, `ingest`, `reindex` and `audit` on the command line use them,
 //! as can dashboards.
 
@@ -94,6 +95,63 @@ pub(super) fn methods() -> Vec<Method> {
             };
             control_write(s, "openhuman.memory_reindex", json!({}), work).boxed()
         }),
+        method(
+            "openhuman.memory_export",
+            ArgSpec::new(vec![
+                Field::string("dir", "Absolute path of a new or empty directory to write the export into.")
+                    .required()
+                    .max_chars(4096),
+            ]),
+            |s, p, _| {
+                async move {
+                    let dir = absolute_dir(&p)?;
+                    let engine = engine(&s)?;
+                    let summary = blocking(move || engine.export(&dir).map_err(MethodError::from)).await?;
+                    Ok(serde_json::to_value(summary).unwrap_or_default())
+                }
+                .boxed()
+            },
+        ),
+        method(
+            "openhuman.memory_import",
+            ArgSpec::new(vec![
+                Field::string("dir", "Absolute path of a directory written by openhuman.memory_export.")
+                    .required()
+                    .max_chars(4096),
+            ]),
+            |s, p, _| {
+                let work = move |s: AppState| async move {
+                    let dir = absolute_dir(&p)?;
+                    let engine = engine(&s)?;
+                    let summary = blocking(move || engine.import(&dir).map_err(MethodError::from)).await?;
+                    if summary.added_total() > 0 {
+                        s.memory_changed(&[]);
+                    }
+                    Ok(serde_json::to_value(summary).unwrap_or_default())
+                };
+                control_write(s, "openhuman.memory_import", json!({}), work).boxed()
+            },
+        ),
+        method(
+            "openhuman.memory_resolve",
+            ArgSpec::new(vec![
+                Field::list("ids", "Chunk, item or source ids, read as memory.forget reads them.", 100, 512)
+                    .required()
+                    .min_items(1),
+            ]),
+            |s, p, _| {
+                async move {
+                    let ids: Vec<String> = p
+                        .get("ids")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                        .unwrap_or_default();
+                    let engine = engine(&s)?;
+                    blocking(move || engine.resolve_ids(&ids).map_err(MethodError::from)).await
+                }
+                .boxed()
+            },
+        ),
         method("openhuman.memory_stats", ArgSpec::none(), |s, _, _| {
             async move {
                 let engine = engine(&s)?;
@@ -163,6 +221,16 @@ pub(super) fn methods() -> Vec<Method> {
             .boxed()
         }),
     ]
+}
+
+/// The `dir` parameter, which must be absolute: the daemon's working directory is not the
+/// caller's.
+fn absolute_dir(p: &Map<String, Value>) -> Result<std::path::PathBuf, MethodError> {
+    let dir = std::path::PathBuf::from(p.get("dir").and_then(Value::as_str).unwrap_or_default());
+    if !dir.is_absolute() {
+        return Err(MethodError::InvalidParams(format!("dir must be an absolute path, got {}", dir.display())));
+    }
+    Ok(dir)
 }
 
 /// A method that writes the store outside the MCP tools: refused in `readonly` like an act

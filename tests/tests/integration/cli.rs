@@ -13,7 +13,10 @@ fn exit_codes_follow_the_contract() {
     assert_eq!(out.status.code(), Some(2));
     let out = home.daemon_cmd().args(["serve", "--port", "notaport"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    for sub in ["serve", "stdio", "status", "stop", "config", "service"] {
+    for sub in [
+        "serve", "stdio", "status", "stop", "config", "service", "search", "recall", "show", "forget", "export",
+        "import", "backup", "restore",
+    ] {
         let out = home.daemon_cmd().args([sub, "--help"]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{sub} --help");
     }

@@ -16,6 +16,8 @@ mod reliability;
 mod shim;
 mod smoke;
 mod socket;
+mod terminal;
+mod transfer;
 mod transformer;
 mod watch;
 mod writes;

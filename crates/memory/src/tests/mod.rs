@@ -9,6 +9,7 @@ mod ingest;
 mod keyword;
 mod read;
 mod tiers;
+mod transfer;
 mod watched;
 mod write;
 
