@@ -14,7 +14,7 @@
 //! rebuild), `tier` (the two vector tiers and which one answers), `backfill` (background
 //! embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
-//! methods), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
+//! methods), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
 //! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
 //! `links` (links between sources), `chunker`, `entities`, `snippet`,
 //! `error` (`MemoryError`, the one error type of the crate).
@@ -26,6 +26,7 @@ mod audit;
 mod backfill;
 mod checkpoint;
 mod chunker;
+mod complete_api;
 mod cursor;
 mod dates;
 mod entities;
@@ -59,9 +60,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
+pub use complete_api::Completable;
 pub use error::MemoryError;
 pub use fts::word_stems;
 pub use tier::{TierKind, TierProgress};
+pub use util::estimate_tokens;
 pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, Skipped, SourceKind,
     UNSUPPORTED_NAMED,
