@@ -803,9 +803,7 @@ mod tests {
         let list = r.next().await["result"]["prompts"].clone();
         assert_eq!(list[0]["name"], "greet");
         assert_eq!(list[0]["arguments"][0], json!({"name": "name", "description": "Who to greet.", "required": true}));
-        let get = |id: i64, args: Value| {
-            json!({"jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": {"name": "greet", "arguments": args}})
-        };
+        let get = |id: i64, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": {"name": "greet", "arguments": args}});
         r.line(get(2, json!({"name": "Ada", "style": "Hi"}))).await;
         let got = r.next().await;
         assert_eq!(got["result"]["messages"][0]["content"]["text"], "Hi, Ada!", "{got}");
@@ -821,11 +819,17 @@ mod tests {
         };
         r.line(complete(5, json!({"type": "ref/prompt", "name": "greet"}), "name", "n")).await;
         let c = r.next().await["result"]["completion"].clone();
-        assert_eq!((c["values"].as_array().unwrap().len(), c["total"].as_u64(), c["hasMore"].as_bool()), (100, Some(150), Some(true)));
+        assert_eq!(
+            (c["values"].as_array().unwrap().len(), c["total"].as_u64(), c["hasMore"].as_bool()),
+            (100, Some(150), Some(true))
+        );
         r.line(complete(6, json!({"type": "ref/prompt", "name": "greet"}), "name", "n14")).await;
         let c = r.next().await["result"]["completion"].clone();
-        assert_eq!(c, json!({"values": ["n140", "n141", "n142", "n143", "n144", "n145", "n146", "n147", "n148", "n149"],
-                             "total": 10, "hasMore": false}));
+        assert_eq!(
+            c,
+            json!({"values": ["n140", "n141", "n142", "n143", "n144", "n145", "n146", "n147", "n148", "n149"],
+                             "total": 10, "hasMore": false})
+        );
         r.line(complete(7, json!({"type": "ref/resource", "uri": "fake://item/{id}"}), "id", "a")).await;
         assert_eq!(r.next().await["result"]["completion"]["values"], json!(["a1", "a2"]));
         r.line(complete(8, json!({"type": "ref/prompt", "name": "nope"}), "name", "")).await;
@@ -834,7 +838,10 @@ mod tests {
         let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
         r.line(json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/list", "params": {"_meta": meta}})).await;
         let modern = r.next().await["result"].clone();
-        assert_eq!((modern["resultType"].as_str(), modern["ttlMs"].as_u64()), (Some("complete"), Some(protocol::TOOLS_TTL_MS)));
+        assert_eq!(
+            (modern["resultType"].as_str(), modern["ttlMs"].as_u64()),
+            (Some("complete"), Some(protocol::TOOLS_TTL_MS))
+        );
         r.line(json!({"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta}})).await;
         assert_eq!(r.next().await["result"]["capabilities"]["completions"], json!({}));
     }

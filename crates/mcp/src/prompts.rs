@@ -69,7 +69,10 @@ pub fn user_resource(uri: &str, mime_type: &str, text: impl Into<String>) -> Val
 
 /// The arguments of a `prompts/get`, checked against the prompt they name: every key is one of
 /// its arguments, every value a string, every required one present and not blank.
-pub fn get_params(params: &Map<String, Value>, prompts: &[Prompt]) -> Result<(String, BTreeMap<String, String>), RpcError> {
+pub fn get_params(
+    params: &Map<String, Value>,
+    prompts: &[Prompt],
+) -> Result<(String, BTreeMap<String, String>), RpcError> {
     let name = match params.get("name") {
         Some(Value::String(n)) if !n.trim().is_empty() => n.as_str(),
         Some(Value::String(_)) => return Err(RpcError::invalid_params("`params.name` must not be blank")),
@@ -297,19 +300,34 @@ mod tests {
     fn complete_params_check_the_reference_and_argument() {
         let (p, t) = (prompts(), templates());
         let check = |v: Value| complete_params(&obj(v), &p, &t);
-        let ok = check(json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "topic", "value": "ab"},
+        let ok =
+            check(json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "topic", "value": "ab"},
             "context": {"arguments": {"budget": "5"}}}))
-        .unwrap();
+            .unwrap();
         assert_eq!(ok.reference, CompletionRef::Prompt("p".into()));
         assert_eq!((ok.value.as_str(), ok.context["budget"].as_str()), ("ab", "5"));
-        let ok = check(json!({"ref": {"type": "ref/resource", "uri": "x://item/{id}"}, "argument": {"name": "id", "value": ""}}))
-            .unwrap();
+        let ok = check(
+            json!({"ref": {"type": "ref/resource", "uri": "x://item/{id}"}, "argument": {"name": "id", "value": ""}}),
+        )
+        .unwrap();
         assert_eq!(ok.reference, CompletionRef::Resource("x://item/{id}".into()));
         for (bad, says) in [
-            (json!({"ref": {"type": "ref/prompt", "name": "q"}, "argument": {"name": "topic", "value": ""}}), "unknown prompt"),
-            (json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "zz", "value": ""}}), "no argument `zz`"),
-            (json!({"ref": {"type": "ref/resource", "uri": "x://other/{id}"}, "argument": {"name": "id", "value": ""}}), "no resource template"),
-            (json!({"ref": {"type": "ref/resource", "uri": "x://item/{id}"}, "argument": {"name": "n", "value": ""}}), "no variable `n`"),
+            (
+                json!({"ref": {"type": "ref/prompt", "name": "q"}, "argument": {"name": "topic", "value": ""}}),
+                "unknown prompt",
+            ),
+            (
+                json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "zz", "value": ""}}),
+                "no argument `zz`",
+            ),
+            (
+                json!({"ref": {"type": "ref/resource", "uri": "x://other/{id}"}, "argument": {"name": "id", "value": ""}}),
+                "no resource template",
+            ),
+            (
+                json!({"ref": {"type": "ref/resource", "uri": "x://item/{id}"}, "argument": {"name": "n", "value": ""}}),
+                "no variable `n`",
+            ),
             (json!({"ref": {"type": "ref/tool", "name": "p"}, "argument": {"name": "topic", "value": ""}}), "ref.type"),
             (json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "topic"}}), "string `value`"),
             (json!({"argument": {"name": "topic", "value": ""}}), "missing `params.ref`"),

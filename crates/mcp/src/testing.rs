@@ -16,10 +16,10 @@ use tokio_util::sync::CancellationToken;
 use std::collections::BTreeMap;
 
 use crate::app::{App, Extension, Resource, ResourceTemplate, ServerInfo};
-use crate::prompts::{CompleteRequest, Completion, CompletionRef, Prompt, PromptArgument, PromptResult, user_text};
 use crate::args::{ArgSpec, Field};
 use crate::context::RequestCtx;
 use crate::dispatcher::Dispatcher;
+use crate::prompts::{CompleteRequest, Completion, CompletionRef, Prompt, PromptArgument, PromptResult, user_text};
 use crate::protocol::{Payload, RpcError};
 use crate::session::{Session, SessionSet, Transport};
 use crate::tool::{self, Annotations, Description};
@@ -155,8 +155,11 @@ impl App for FakeApp {
     ) -> BoxFuture<'static, Result<PromptResult, RpcError>> {
         let style = arguments.get("style").map_or("Hello", String::as_str);
         let text = format!("{style}, {}!", arguments["name"]);
-        futures::future::ready(Ok(PromptResult { description: format!("{name} prompt"), messages: vec![user_text(text)] }))
-            .boxed()
+        futures::future::ready(Ok(PromptResult {
+            description: format!("{name} prompt"),
+            messages: vec![user_text(text)],
+        }))
+        .boxed()
     }
 
     fn completions(&self) -> bool {

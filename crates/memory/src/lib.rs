@@ -64,11 +64,11 @@ pub use complete_api::Completable;
 pub use error::MemoryError;
 pub use fts::word_stems;
 pub use tier::{TierKind, TierProgress};
-pub use util::estimate_tokens;
 pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, Skipped, SourceKind,
     UNSUPPORTED_NAMED,
 };
+pub use util::estimate_tokens;
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
 
 /// Where the engine keeps its files and which embedders it uses.

@@ -179,6 +179,28 @@ pub async fn call(
     }
 }
 
+/// The gate `tools/call` puts before `tool`, for another surface that reads what the tool reads
+/// (prompts, completions): the tool must be listed under the current config, and an Act tool
+/// must be admitted by the policy. Err is the refusal, as `tools/call` would give it.
+pub fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
+    let config = state.config();
+    let Some(t) = ALL.iter().find(|t| t.name == tool) else {
+        return Err(RpcError::internal(format!("no tool `{tool}` to check the policy of")));
+    };
+    if !(t.available)(&config) {
+        return Err(RpcError::invalid_params(format!(
+            "`{tool}` is not available under the current configuration ({})",
+            unavailable(tool, &config)
+        )));
+    }
+    if t.policy == Policy::Act
+        && let Err(denial) = state.limiter().admit(&config)
+    {
+        return Err(RpcError::invalid_params(denial.to_string()).with_data(json!({ "tool": tool, "policy": "act" })));
+    }
+    Ok(())
+}
+
 /// Tools whose result depends on nothing but the config: their results are kept, serialised,
 /// until the config is reloaded.
 const CONFIG_ONLY: &[&str] = &["core.list_tools", "core.tool_instructions"];
