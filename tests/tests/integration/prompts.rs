@@ -3,7 +3,7 @@
 //! -32602, completion offers stored topics and ids, and neither topic nor memory text reaches
 //! the log.
 
-use openhuman_tests::{Daemon, Home, Peer, tool_ok};
+use openhuman_tests::{ChildPeer, Daemon, Home, Peer, tool_ok};
 use serde_json::{Value, json};
 
 /// The daemon's token estimate: whitespace-separated words × 1.3, rounded up.
@@ -104,4 +104,30 @@ fn recall_prompt_completion_and_memory_items_work_on_stored_memory() {
     let log = home.log();
     assert!(log.contains("prompt built"), "the prompt ran with debug logging on");
     assert!(!log.contains(marker) && !log.contains("kestrel nesting barn"), "content in the log:\n{log}");
+}
+
+#[test]
+fn with_memory_off_the_recall_prompt_and_completion_say_which_key_to_set() {
+    let home = Home::new();
+    home.write_config("[memory]\nengine = \"off\"\n");
+    let mut cmd = home.daemon_cmd();
+    cmd.arg("stdio");
+    let mut s = ChildPeer::spawn(cmd);
+    s.peer.initialize("prompts-off");
+    let got = s.peer.request("prompts/get", json!({"name": "recall_context", "arguments": {"topic": "x"}}));
+    assert_eq!(error_code(&got), -32603);
+    assert!(got["error"]["message"].as_str().unwrap().contains("[memory].engine"), "{got}");
+    let done = s.peer.request(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "recall_context"}, "argument": {"name": "topic", "value": "x"}}),
+    );
+    assert_eq!(error_code(&done), -32603, "{done}");
+    // What needs no memory still works: a subagent prompt and the budget suggestions.
+    let agent = s.peer.call("prompts/get", json!({"name": "agent.planner", "arguments": {"task": "Plan a trip"}}));
+    assert!(agent["messages"][1]["content"]["text"].as_str().unwrap().contains("Plan a trip"), "{agent}");
+    let budgets = s.peer.call(
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "recall_context"}, "argument": {"name": "token_budget", "value": "1"}}),
+    );
+    assert_eq!(budgets["completion"]["values"], json!(["1000", "16000"]));
 }
