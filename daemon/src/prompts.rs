@@ -1,5 +1,7 @@
-//! The MCP prompt catalog. One prompt per built-in subagent (`agent.<id>`) sets up the task that
-//! agent does, for the client's own model to carry out with this server's tools; `recall_context`
+//! The MCP prompt catalog. One prompt per subagent (`agent.<id>`, built-in and user agents) sets
+//! up the task that agent does, for the client's own model to carry out with this server's tools;
+//! the list follows the agent registry, so a reload that adds or removes a user agent changes it
+//! (`AppState::reload` says so). `recall_context`
 //! runs a memory recall and packs the best memories for a topic, each with its citation, into a
 //! token budget.
 //!
@@ -18,7 +20,7 @@ use openhuman_mcp::prompts::{Prompt, PromptArgument, PromptResult, user_resource
 use openhuman_memory::estimate_tokens;
 use serde_json::{Map, Value, json};
 
-use crate::agents::{Agent, Registry};
+use crate::agents::{Agent, Origin, Registry};
 use crate::rpc::{self, Caller, MethodError};
 use crate::state::AppState;
 
@@ -57,7 +59,7 @@ pub fn list(agents: &Registry) -> Vec<Prompt> {
             },
         ],
     }];
-    for agent in agents.builtins() {
+    for agent in agents.agents.values() {
         let m = &agent.manifest;
         out.push(Prompt {
             name: format!("{AGENT_PREFIX}{}", m.id),
@@ -85,7 +87,7 @@ pub async fn get(state: AppState, name: String, args: BTreeMap<String, String>) 
     let agents = state.agents();
     let agent = name
         .strip_prefix(AGENT_PREFIX)
-        .and_then(|id| agents.builtins().find(|a| a.manifest.id == id))
+        .and_then(|id| agents.get(id))
         .ok_or_else(|| RpcError::invalid_params(format!("unknown prompt `{name}`")))?;
     Ok(agent_prompt(&state, agent, &args["task"], args.get("context").map(String::as_str)))
 }
@@ -101,8 +103,8 @@ fn budget(arg: Option<&String>) -> Result<usize, RpcError> {
     })
 }
 
-/// The agent's system prompt as an embedded resource, then the task, naming the agent's tools
-/// this server lists now.
+/// The agent's system prompt (a built-in's as its embedded resource), then the task, naming the
+/// agent's tools this server lists now.
 fn agent_prompt(state: &AppState, agent: &Agent, task: &str, context: Option<&str>) -> PromptResult {
     let m = &agent.manifest;
     let listed = crate::tools::listed_names(&state.config());
@@ -117,16 +119,16 @@ fn agent_prompt(state: &AppState, agent: &Agent, task: &str, context: Option<&st
     } else {
         text.push_str(&format!("\nUse these tools of this server for it: {}.\n", tools.join(", ")));
     }
+    let system = match agent.origin {
+        Origin::Builtin => {
+            user_resource(&format!("openhuman://prompts/agents/{}", m.id), crate::resources::MIME, agent.prompt.clone())
+        }
+        // A user agent's prompt is no resource: it goes in as text.
+        Origin::User => user_text(agent.prompt.clone()),
+    };
     PromptResult {
         description: format!("Set up the {} subagent's task", m.name),
-        messages: vec![
-            user_resource(
-                &format!("openhuman://prompts/agents/{}", m.id),
-                crate::resources::MIME,
-                agent.prompt.clone(),
-            ),
-            user_text(text),
-        ],
+        messages: vec![system, user_text(text)],
     }
 }
 
@@ -327,12 +329,20 @@ mod tests {
     }
 
     #[test]
-    fn there_is_a_prompt_per_builtin_subagent_and_the_recall_prompt() {
+    fn there_is_a_prompt_per_subagent_and_the_recall_prompt() {
         let dir = tempfile::tempdir().unwrap();
         let reg = Registry::load(dir.path());
         let names: Vec<String> = list(&reg).into_iter().map(|p| p.name).collect();
         assert_eq!(names[0], RECALL);
         let agents: Vec<String> = crate::agents::BUILTINS.iter().map(|b| format!("{AGENT_PREFIX}{}", b.id)).collect();
         assert_eq!(names[1..], agents[..]);
+        std::fs::create_dir_all(dir.path().join("agents")).unwrap();
+        std::fs::write(
+            dir.path().join("agents/birder.toml"),
+            "id = \"birder\"\nname = \"Birder\"\ndescription = \"Birds.\"\nprompt = \"You log birds.\"\n",
+        )
+        .unwrap();
+        let names: Vec<String> = list(&Registry::load(dir.path())).into_iter().map(|p| p.name).collect();
+        assert!(names.contains(&"agent.birder".to_string()), "{names:?}");
     }
 }

@@ -108,9 +108,10 @@ pub trait App: Send + Sync + 'static {
         false
     }
 
-    /// `prompts/list` entries. Non-empty: the `prompts` capability is advertised and
-    /// `prompts/get` served. The list must not change while the server runs (no
-    /// `notifications/prompts/list_changed` is sent).
+    /// `prompts/list` entries. Non-empty: the `prompts` capability (with `listChanged`) is
+    /// advertised and `prompts/get` served. When the list changes, the app says so with
+    /// [`crate::SessionSet::notify_prompts_changed`]; it must not become empty while the server
+    /// runs (the capability would no longer hold).
     fn prompts(&self) -> Vec<Prompt> {
         Vec::new()
     }

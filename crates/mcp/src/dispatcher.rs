@@ -468,7 +468,8 @@ impl<A: App> Dispatcher<A> {
         cancel: CancellationToken,
         notify: mpsc::Sender<String>,
     ) -> Result<Payload, RpcError> {
-        let filter = Filter::parse(params, self.app.resource_notifications())?;
+        let features = self.features();
+        let filter = Filter::parse(params, features.resource_notifications, features.prompts)?;
         let _open = self.sessions.listeners.open(id.clone(), filter, notify);
         let closing = self.app.closing().unwrap_or_default();
         tokio::select! {
@@ -797,7 +798,7 @@ mod tests {
         r.line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}))
             .await;
         let caps = r.next().await["result"]["capabilities"].clone();
-        assert_eq!((caps["prompts"].clone(), caps["completions"].clone()), (json!({"listChanged": false}), json!({})));
+        assert_eq!((caps["prompts"].clone(), caps["completions"].clone()), (json!({"listChanged": true}), json!({})));
         r.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         r.line(json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/list"})).await;
         let list = r.next().await["result"]["prompts"].clone();
@@ -844,6 +845,9 @@ mod tests {
         );
         r.line(json!({"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta}})).await;
         assert_eq!(r.next().await["result"]["capabilities"]["completions"], json!({}));
+        let _g = r.dispatcher.sessions().register(&r.session);
+        r.dispatcher.sessions().notify_prompts_changed();
+        assert_eq!(r.next().await["method"], "notifications/prompts/list_changed");
     }
 
     #[tokio::test]

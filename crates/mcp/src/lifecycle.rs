@@ -26,7 +26,7 @@ impl Features {
         let resources = if modern && !n { json!({}) } else { json!({ "subscribe": n, "listChanged": n }) };
         let mut caps = json!({ "tools": { "listChanged": true }, "resources": resources, "logging": {} });
         if self.prompts {
-            caps["prompts"] = json!({ "listChanged": false });
+            caps["prompts"] = json!({ "listChanged": true });
         }
         if self.completions {
             caps["completions"] = json!({});

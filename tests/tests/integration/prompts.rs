@@ -21,7 +21,7 @@ fn recall_prompt_completion_and_memory_items_work_on_stored_memory() {
     let d = Daemon::builder(&home).env("RUST_LOG", "debug").start();
     let mut p = Peer::socket(&home.socket());
     let init = p.initialize("prompts-test");
-    assert_eq!(init["capabilities"]["prompts"], json!({"listChanged": false}), "{init}");
+    assert_eq!(init["capabilities"]["prompts"], json!({"listChanged": true}), "{init}");
     assert_eq!(init["capabilities"]["completions"], json!({}), "{init}");
 
     let marker = "Zephyrine";
@@ -130,4 +130,32 @@ fn with_memory_off_the_recall_prompt_and_completion_say_which_key_to_set() {
         json!({"ref": {"type": "ref/prompt", "name": "recall_context"}, "argument": {"name": "token_budget", "value": "1"}}),
     );
     assert_eq!(budgets["completion"]["values"], json!(["1000", "16000"]));
+}
+
+#[test]
+fn a_user_agent_added_by_a_reload_becomes_a_prompt_and_clients_hear_of_it() {
+    let home = Home::new();
+    let d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    p.initialize("prompts-reload");
+    let agents = home.path().join("agents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(
+        agents.join("birder.toml"),
+        "id = \"birder\"\nname = \"Birder\"\ndescription = \"Keeps the bird log.\"\ntools = [\"memory.search\"]\n\
+         prompt = \"You keep the user's bird log.\"\n",
+    )
+    .unwrap();
+    p.call("openhuman.config_reload", json!({}));
+    while !p.notifications.iter().any(|n| n["method"] == "notifications/prompts/list_changed") {
+        let msg = p.lines.next_json();
+        p.notifications.push(msg);
+    }
+    let list = p.call("prompts/list", json!({}));
+    assert!(list["prompts"].as_array().unwrap().iter().any(|p| p["name"] == "agent.birder"), "{list}");
+    let got = p.call("prompts/get", json!({"name": "agent.birder", "arguments": {"task": "Log a heron"}}));
+    assert_eq!(got["messages"][0]["content"]["text"], "You keep the user's bird log.", "{got}");
+    let task = got["messages"][1]["content"]["text"].as_str().unwrap();
+    assert!(task.contains("Log a heron") && task.contains("memory.search"), "{task}");
+    d.stop().unwrap();
 }
