@@ -1,10 +1,14 @@
 //! The daemon as an MCP application: what the protocol crate's dispatcher asks of it. Tools come
 //! from the catalog in `tools`, resources from the prompt catalog in `resources` and from memory
-//! in `live_resources` (with change notifications), and the
-//! `openhuman.*` extension methods from the method table in `rpc`.
+//! in `live_resources` (with change notifications), MCP prompts from `prompts`, argument
+//! completion from `completion`, and the `openhuman.*` extension methods from the method table
+//! in `rpc`.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use std::collections::BTreeMap;
+
+use openhuman_mcp::prompts::{CompleteRequest, Completion, Prompt, PromptResult};
 use openhuman_mcp::{App, Extension, Payload, RequestCtx, Resource, ResourceTemplate, RpcError, ServerInfo};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -68,6 +72,27 @@ impl App for AppState {
     /// Memory changes (writes, watched folders) and config reloads are told to subscribers.
     fn resource_notifications(&self) -> bool {
         true
+    }
+
+    fn prompts(&self) -> Vec<Prompt> {
+        crate::prompts::list(&self.agents())
+    }
+
+    fn get_prompt(
+        &self,
+        name: String,
+        arguments: BTreeMap<String, String>,
+        _ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<PromptResult, RpcError>> {
+        crate::prompts::get(self.clone(), name, arguments).boxed()
+    }
+
+    fn completions(&self) -> bool {
+        true
+    }
+
+    fn complete(&self, request: CompleteRequest, _ctx: RequestCtx) -> BoxFuture<'static, Result<Completion, RpcError>> {
+        crate::completion::complete(self.clone(), request).boxed()
     }
 
     fn closing(&self) -> Option<CancellationToken> {

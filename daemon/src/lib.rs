@@ -3,7 +3,8 @@
 //!
 //! - `cli`        command-line shapes (clap)
 //! - `state`      `AppState`, the cloneable handle to everything warm
-//! - `app`        the daemon as an MCP application: tools, resources, `openhuman.*` methods
+//! - `app`        the daemon as an MCP application: tools, resources, prompts, completions,
+//!   `openhuman.*` methods
 //! - `tools/`     the tool catalog and `tools/call`: lookup, validation, policy, audit, one file
 //!   per tool family
 //! - `server`     `serve`: accept loop, signals, idle timeout, graceful drain
@@ -15,6 +16,9 @@
 //!   tool registry and diagnostics
 //! - `agents/`    the subagent registry (built-in + user agents)
 //! - `resources`  the compiled-in prompt catalog; `live_resources` memory as resources
+//! - `prompts`    MCP prompts: one per built-in subagent, and `recall_context` (memory packed
+//!   into a token budget); `completion` completes their arguments and the resource templates'
+//!   ids
 //! - `watch/`     the one folder watcher keeping `[[memory.sources]]` in step with memory
 //! - `sources`    `sources add|remove|list`: edits `[[memory.sources]]` in the config file
 //! - `terminal`   `search`, `recall`, `show`, `forget`, `sources list --stored`: the memory tools
@@ -38,6 +42,7 @@ pub mod backends;
 pub mod check;
 pub mod cli;
 pub mod client;
+pub mod completion;
 pub mod eval;
 pub mod http_auth;
 pub mod live_resources;
@@ -45,6 +50,7 @@ pub mod logging;
 pub mod models;
 pub mod policy;
 pub mod private;
+pub mod prompts;
 pub mod register;
 pub mod resources;
 pub mod rpc;

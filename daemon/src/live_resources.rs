@@ -1,20 +1,24 @@
 //! Memory as MCP resources, for clients that show or subscribe to them: `openhuman://memory`
 //! (counts, watched folders and the most recently changed sources), one
-//! `openhuman://watched/<n>` per `[[memory.sources]]` entry (its sync status), and the template
-//! `openhuman://source/{id}` (one source's chunks, with tags and links). Each changes as memory
-//! does, and the daemon says so to subscribers (`AppState::memory_changed`); the watched-folder
-//! list changes with the config (`notifications/resources/list_changed`).
+//! `openhuman://watched/<n>` per `[[memory.sources]]` entry (its sync status), and the templates
+//! `openhuman://source/{id}` (one source's chunks, with tags and links) and
+//! `openhuman://memory/{id}` (one stored memory item, i.e. chunk: its text and metadata). Each
+//! changes as memory does, and the daemon says so to subscribers (`AppState::memory_changed`);
+//! the watched-folder list changes with the config (`notifications/resources/list_changed`).
 
 use openhuman_mcp::{Resource, ResourceTemplate};
 use serde_json::{Value, json};
 
 use crate::rpc::{MethodError, blocking};
 use crate::state::AppState;
-use crate::watch::source_id_of;
+use crate::watch::{id_of, id_uri, source_id_of};
 
 pub const MIME: &str = "text/markdown";
 pub const MEMORY_URI: &str = "openhuman://memory";
 const WATCHED_PREFIX: &str = "openhuman://watched/";
+pub const SOURCE_TEMPLATE: &str = "openhuman://source/{id}";
+pub const MEMORY_TEMPLATE: &str = "openhuman://memory/{id}";
+const ITEM_PREFIX: &str = "openhuman://memory/";
 /// Chunks a source resource shows (the engine's page bound).
 const CHUNKS_SHOWN: u64 = 50;
 
@@ -41,15 +45,31 @@ pub fn list(state: &AppState) -> Vec<Resource> {
 }
 
 pub fn templates() -> Vec<ResourceTemplate> {
-    vec![ResourceTemplate {
-        uri_template: "openhuman://source/{id}".into(),
-        name: "source".into(),
-        title: "Memory source".into(),
-        description: "One source (a file, mail thread or chat channel; its id percent-encoded, as tree.list_sources \
-                      names it): its chunks with tags and wiki links."
-            .into(),
-        mime_type: MIME,
-    }]
+    vec![
+        ResourceTemplate {
+            uri_template: SOURCE_TEMPLATE.into(),
+            name: "source".into(),
+            title: "Memory source".into(),
+            description: "One source (a file, mail thread or chat channel; its id percent-encoded, as \
+                          tree.list_sources names it): its chunks with tags and wiki links."
+                .into(),
+            mime_type: MIME,
+        },
+        ResourceTemplate {
+            uri_template: MEMORY_TEMPLATE.into(),
+            name: "memory-item".into(),
+            title: "Memory item".into(),
+            description: "One stored memory item (a chunk id, as memory.list, memory.recall and memory.search name \
+                          it): its text and metadata."
+                .into(),
+            mime_type: MIME,
+        },
+    ]
+}
+
+/// The URI of the memory item (chunk) `id`.
+pub fn item_uri(id: &str) -> String {
+    id_uri(ITEM_PREFIX, id)
 }
 
 /// The text of a memory resource, or None when `uri` is not one (or names nothing).
@@ -59,6 +79,9 @@ pub async fn read(state: &AppState, uri: &str) -> Option<String> {
     }
     if let Some(n) = uri.strip_prefix(WATCHED_PREFIX) {
         return watched(state, n.parse().ok()?);
+    }
+    if let Some(id) = id_of(ITEM_PREFIX, uri) {
+        return item(state, id).await.inspect_err(|e| tracing::warn!("reading a memory item: {e}")).ok().flatten();
     }
     let id = source_id_of(uri)?;
     source(state, id).await.inspect_err(|e| tracing::warn!("reading {uri}: {e}")).ok().flatten()
@@ -167,4 +190,51 @@ async fn source(state: &AppState, id: String) -> Result<Option<String>, MethodEr
         Ok(Some(text))
     })
     .await
+}
+
+/// One chunk: title, its metadata as a list, its text, then its notes.
+async fn item(state: &AppState, id: String) -> Result<Option<String>, MethodError> {
+    let engine = crate::rpc::engine(state)?;
+    let c = match blocking(move || engine.read_chunk(json!({ "chunk_id": id })).map_err(MethodError::from)).await {
+        Ok(c) => c,
+        Err(MethodError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let s = |k: &str| c[k].as_str().unwrap_or_default();
+    let list = |k: &str| -> String {
+        c[k].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
+    };
+    let title = c["title"].as_str().filter(|t| !t.is_empty()).unwrap_or("Memory item");
+    let mut text = format!("# {title}\n\n- id: `{}`\n- kind: {}\n", s("chunk_id"), s("source_kind"));
+    text.push_str(&format!(
+        "- source: [{}]({}) ({})\n",
+        s("source_ref"),
+        crate::watch::source_uri(s("source_id")),
+        s("source_id")
+    ));
+    text.push_str(&format!("- observed: {}\n- written by: {}\n", s("observed_at"), s("source")));
+    text.push_str(&format!("- tokens: {}\n", c["token_count"]));
+    for (key, label) in [("tags", "tags"), ("entity_ids", "entities")] {
+        let l = list(key);
+        if !l.is_empty() {
+            text.push_str(&format!("- {label}: {l}\n"));
+        }
+    }
+    for (k, v) in c["metadata"].as_object().into_iter().flatten() {
+        let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+        text.push_str(&format!("- {k}: {v}\n"));
+    }
+    text.push_str(&format!("\n{}\n", s("content").trim()));
+    let notes: Vec<&Value> = c["notes"].as_array().into_iter().flatten().collect();
+    if !notes.is_empty() {
+        text.push_str("\n## Notes\n\n");
+        for n in notes {
+            text.push_str(&format!(
+                "- {} ({})\n",
+                n["text"].as_str().unwrap_or_default(),
+                n["source"].as_str().unwrap_or("?")
+            ));
+        }
+    }
+    Ok(Some(text))
 }

@@ -122,14 +122,20 @@ impl AppState {
     }
 
     /// Re-reads config and user agents. On error the old values stay and the error is returned.
-    /// Returns true when the set of listed tools changed.
+    /// Returns true when the set of listed tools changed. A change of the prompt list (a user
+    /// agent added or removed) is told to clients here.
     pub fn reload(&self) -> Result<bool> {
         let loaded = config::load(&self.inner.paths.config_file)?;
         let before = crate::tools::listed_names(&self.config());
         let after = crate::tools::listed_names(&loaded.config);
+        let agents = Registry::load(&self.inner.paths.config_dir);
+        let prompts_changed = self.agents().agents.keys().ne(agents.agents.keys());
         *self.inner.config.write().expect("config lock") = Arc::new(loaded.config);
-        *self.inner.agents.write().expect("agents lock") = Arc::new(Registry::load(&self.inner.paths.config_dir));
+        *self.inner.agents.write().expect("agents lock") = Arc::new(agents);
         self.inner.watch.reload();
+        if prompts_changed {
+            self.sessions().notify_prompts_changed();
+        }
         Ok(before != after)
     }
 

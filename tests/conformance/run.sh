@@ -14,13 +14,16 @@
 # 3. Runs every server scenario that needs no test-only fixture tools (the others call tools such
 #    as test_simple_text that only the suite's reference server has):
 #      0.2.0-alpha.12 at the 2025-11-25 wire: server-initialize ping tools-list resources-list
-#        logging-set-level dns-rebinding-protection server-sse-multiple-streams
+#        prompts-list logging-set-level dns-rebinding-protection server-sse-multiple-streams
 #        server-sse-polling server-session-lifecycle (every run also adds the wire-schema check:
 #        each message the server sent is validated against the spec's JSON schema)
-#      0.2.0-alpha.12 at the 2026-07-28 wire (stateless): tools-list resources-list
-#        dns-rebinding-protection server-sse-multiple-streams
+#      0.2.0-alpha.12 at the 2026-07-28 wire (stateless): tools-list resources-list prompts-list
+#        caching dns-rebinding-protection server-sse-multiple-streams
 #      0.1.16 (latest stable) at its default wire: the 2025-11-25 list without
-#        server-session-lifecycle (not in 0.1.x). Its server-sse-multiple-streams and
+#        server-session-lifecycle (not in 0.1.x).
+#    Not run: completion-complete and prompts-get-* ask for the reference server's fixture
+#    prompts (test_prompt_with_arguments, test_simple_prompt, …), which this server answers, as
+#    the spec says for an unknown prompt, with -32602. Its server-sse-multiple-streams and
 #        server-sse-polling send a hard-coded `MCP-Protocol-Version: 2025-03-26` on a 2025-11-25
 #        session, which the transport accepts: it is a version we speak.
 # 4. Prints each scenario's checks and the suite's summary, then a last line
@@ -38,11 +41,12 @@ BIN_DIR="${OPENHUMAN_BIN_DIR:-target/debug}"
 BIN_DIR="$(cd "$BIN_DIR" 2>/dev/null && pwd || echo "$BIN_DIR")"
 RUN_TIMEOUT="${OPENHUMAN_CONFORMANCE_TIMEOUT:-300}"
 
-NEXT_2025=(server-initialize ping tools-list resources-list logging-set-level
+NEXT_2025=(server-initialize ping tools-list resources-list prompts-list logging-set-level
     dns-rebinding-protection server-sse-multiple-streams server-sse-polling
     server-session-lifecycle)
-NEXT_2026=(tools-list resources-list dns-rebinding-protection server-sse-multiple-streams)
-STABLE=(server-initialize ping tools-list resources-list logging-set-level
+NEXT_2026=(tools-list resources-list prompts-list caching dns-rebinding-protection
+    server-sse-multiple-streams)
+STABLE=(server-initialize ping tools-list resources-list prompts-list logging-set-level
     dns-rebinding-protection server-sse-multiple-streams server-sse-polling)
 
 say() { echo "conformance: $*" >&2; }

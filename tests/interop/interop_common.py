@@ -1,6 +1,7 @@
 """What the Python interop drivers share: the SDK's version and error type, the versions and
 resources every server run must show, the timeouts, the `ok - ` / `not ok - ` reporting with
-its tally, and the change-notification check (a store heard by a subscriber). Imported by py_client.py, py_http_client.py and py_agents.py, which sit beside it
+its tally, the change-notification check (a store heard by a subscriber) and the prompt and
+completion checks. Imported by py_client.py, py_http_client.py and py_agents.py, which sit beside it
 (Python puts a script's own directory first on `sys.path`).
 """
 
@@ -10,6 +11,8 @@ import importlib.metadata
 import os
 import warnings
 from typing import Any, Callable
+
+import json
 
 import anyio
 
@@ -121,6 +124,15 @@ class Api:
     async def read_resource(self, uri: str) -> dict[str, Any]:
         return dump(await self.target.read_resource(uri))
 
+    async def list_prompts(self) -> dict[str, Any]:
+        return dump(await self.target.list_prompts())
+
+    async def get_prompt(self, name: str, arguments: dict[str, str]) -> dict[str, Any]:
+        return dump(await self.target.get_prompt(name, arguments))
+
+    async def complete(self, ref: Any, name: str, value: str) -> dict[str, Any]:
+        return dump(await self.target.complete(ref, {"name": name, "value": value}))
+
 
 def updates_handler() -> tuple[Any, Any]:
     """A `message_handler` that passes the URI of every `notifications/resources/updated` on to
@@ -192,3 +204,65 @@ async def run_checks(label: str, checks: list[tuple[str, Any]], arg: Any, done: 
                 if on_failure:
                     on_failure()
         done.add(name)
+
+
+# The prompt and completion checks: a note stored with a rare word and a hashtag, recalled by
+# the `recall_context` prompt and offered by completion.
+RECALL_WORD = "Quetzalwing"
+RECALL_TAG = "quetzalnotes"
+
+
+def estimate_tokens(text: str) -> int:
+    """The server's token estimate: whitespace-separated words x 1.3, rounded up."""
+    return (len(text.split()) * 13 + 9) // 10
+
+
+async def check_prompts_list(api: Api) -> None:
+    prompts = {p.get("name"): p for p in (await api.list_prompts()).get("prompts", [])}
+    expect("recall_context" in prompts and "agent.orchestrator" in prompts, f"got {sorted(prompts)}")
+    args = {a.get("name"): a.get("required") for a in prompts["recall_context"].get("arguments", [])}
+    expect(args == {"topic": True, "token_budget": False}, f"recall_context arguments {args}")
+
+
+async def check_recall_prompt(api: Api) -> None:
+    res = await api.call_tool("memory.store", {
+        "title": "Interop field notes",
+        "content": f"{RECALL_WORD} herons nest by the north pier in May. #{RECALL_TAG}",
+    })
+    expect(not res.get("isError"), f"memory.store failed: {res.get('content')}")
+    chunk = (res.get("structuredContent") or {}).get("chunk_ids", [None])[0]
+    got = await api.get_prompt("recall_context", {"topic": f"{RECALL_WORD} herons", "token_budget": "300"})
+    messages = got.get("messages", [])
+    expect(len(messages) == 1 and messages[0].get("role") == "user", f"messages: {json.dumps(messages)[:300]}")
+    text = messages[0].get("content", {}).get("text", "")
+    expect(RECALL_WORD in text, f"the stored note is not in the prompt: {text[:300]!r}")
+    expect(f"[chunk:{chunk}]" in text, f"no citation [chunk:{chunk}] in {text[:300]!r}")
+    expect(estimate_tokens(text) <= 300, f"{estimate_tokens(text)} tokens over the budget of 300")
+
+
+async def check_prompt_missing_argument(api: Api) -> None:
+    try:
+        got = await api.get_prompt("recall_context", {})
+    except SdkError as e:
+        err = getattr(e, "error", None)
+        expect(err is not None and err.code == -32602, f"want -32602, got {describe(e)}")
+        expect("topic" in err.message, f"the message does not name `topic`: {err.message!r}")
+        return
+    raise AssertionError(f"a prompt without its required argument succeeded: {json.dumps(got)[:300]}")
+
+
+async def check_completion(api: Api) -> None:
+    from mcp.types import PromptReference, ResourceTemplateReference
+
+    # After check_recall_prompt: its hashtag is a topic in memory.
+    ref = PromptReference(type="ref/prompt", name="recall_context")
+    done = (await api.complete(ref, "topic", RECALL_TAG[:6])).get("completion", {})
+    expect(RECALL_TAG in done.get("values", []), f"topic completion: {done}")
+    expect(done.get("hasMore") is False, f"hasMore: {done}")
+    ids = (await api.complete(ResourceTemplateReference(type="ref/resource", uri="openhuman://memory/{id}"), "id", "")
+           ).get("completion", {})
+    values = ids.get("values", [])
+    expect(values and len(values) <= 100 and ids.get("total", 0) >= len(values), f"memory id completion: {ids}")
+    item = await api.read_resource(f"openhuman://memory/{values[0]}")
+    text = (item.get("contents") or [{}])[0].get("text", "")
+    expect(f"- id: `{values[0]}`" in text, f"memory item {values[0]} reads as {text[:200]!r}")

@@ -42,8 +42,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from interop_common import (Api, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
-                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, SdkError, check_subscription, describe,
-                             dump, expect, note, report, run_checks, tally, updates_handler)
+                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, SdkError, check_completion,
+                             check_prompt_missing_argument, check_prompts_list, check_recall_prompt,
+                             check_subscription, describe, dump, expect, note, report, run_checks, tally,
+                             updates_handler)
 
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
@@ -257,6 +259,11 @@ CHECKS = [
     ("resources/list has identity, soul, user, agents/orchestrator", check_resources_list),
     ("resources/read identity: markdown text", check_read_identity),
     ("a store is heard by a subscriber to openhuman://memory (resources/updated)", check_subscription),
+    ("prompts/list has recall_context (topic required, token_budget optional) and agent.orchestrator",
+     check_prompts_list),
+    ("prompts/get recall_context: the stored note, cited, within a 300-token budget", check_recall_prompt),
+    ("prompts/get recall_context without topic: -32602 naming it", check_prompt_missing_argument),
+    ("completion/complete: the stored hashtag as a topic; memory ids that read as resources", check_completion),
 ]
 
 

@@ -48,8 +48,9 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
 from interop_common import (Api, CHECK_TIMEOUT, CLOSE_TIMEOUT, CONNECT_TIMEOUT, HANDSHAKE_VERSIONS, MODERN,
-                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, check_subscription, describe, dump, expect,
-                             note, report, run_checks, tally, updates_handler)
+                             REQUIRED_RESOURCES, SDK_MAJOR, SDK_VERSION, check_completion, check_recall_prompt,
+                             check_subscription, describe, dump, expect, note, report, run_checks, tally,
+                             updates_handler)
 
 if SDK_MAJOR >= 2:
     from mcp.client.client import Client
@@ -365,6 +366,14 @@ async def check_http_subscription(c: Case) -> None:
     await check_subscription(c.api)
 
 
+async def check_http_recall_prompt(c: Case) -> None:
+    await check_recall_prompt(c.api)
+
+
+async def check_http_completion(c: Case) -> None:
+    await check_completion(c.api)
+
+
 CHECKS = [
     ("tools/list has core.list_tools, agent.list_subagents, memory.search, memory.store", check_tools_list),
     ("tools/call agent.list_subagents: >= 12 agents with orchestrator", check_list_subagents),
@@ -372,6 +381,8 @@ CHECKS = [
     ("tools/call memory.search finds the stored document", check_memory_search),
     ("resources/list has identity, soul, user, agents/orchestrator", check_resources_list),
     ("resources/read identity: markdown text", check_read_identity),
+    ("prompts/get recall_context: the stored note, cited, within a 300-token budget", check_http_recall_prompt),
+    ("completion/complete: the stored hashtag as a topic; memory ids that read as resources", check_http_completion),
     ("a store is heard by a subscriber to openhuman://memory (resources/updated)", check_http_subscription),
     ("HTTP: session header / bearer token on every request, no HTTP errors", check_wire),
 ]

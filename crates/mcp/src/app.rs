@@ -1,13 +1,18 @@
 //! The application behind the dispatcher. The protocol layer owns framing, envelopes, sessions,
 //! eras and errors; an [`App`] owns meaning: which tools exist and what they do, which resources
-//! it serves, and the extension methods (outside MCP) it answers on trusted transports.
+//! it serves, which prompts it offers and how it completes their arguments, and the extension
+//! methods (outside MCP) it answers on trusted transports.
 
+use std::collections::BTreeMap;
+
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::RequestCtx;
+use crate::prompts::{CompleteRequest, Completion, Prompt, PromptResult};
 use crate::protocol::{Payload, RpcError, progress_notification};
 
 /// Who the server is, as `initialize` and `server/discover` report it.
@@ -101,6 +106,39 @@ pub trait App: Send + Sync + 'static {
     /// is served and the `subscribe` and `listChanged` resource capabilities are advertised.
     fn resource_notifications(&self) -> bool {
         false
+    }
+
+    /// `prompts/list` entries. Non-empty: the `prompts` capability (with `listChanged`) is
+    /// advertised and `prompts/get` served. When the list changes, the app says so with
+    /// [`crate::SessionSet::notify_prompts_changed`]; it must not become empty while the server
+    /// runs (the capability would no longer hold).
+    fn prompts(&self) -> Vec<Prompt> {
+        Vec::new()
+    }
+
+    /// `prompts/get` of `name` with `arguments`, already checked against the prompt's declared
+    /// arguments (required ones present, no others). An Err is a JSON-RPC error.
+    fn get_prompt(
+        &self,
+        name: String,
+        arguments: BTreeMap<String, String>,
+        ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<PromptResult, RpcError>> {
+        let _ = (arguments, ctx);
+        futures::future::ready(Err(RpcError::invalid_params(format!("unknown prompt `{name}`")))).boxed()
+    }
+
+    /// True when the app completes prompt and template arguments: then the `completions`
+    /// capability is advertised and `completion/complete` served.
+    fn completions(&self) -> bool {
+        false
+    }
+
+    /// Candidate values for `request` (its reference and argument already checked to exist),
+    /// best first; the protocol layer caps them.
+    fn complete(&self, request: CompleteRequest, ctx: RequestCtx) -> BoxFuture<'static, Result<Completion, RpcError>> {
+        let _ = (request, ctx);
+        futures::future::ready(Ok(Completion::default())).boxed()
     }
 
     /// A token that fires when the server starts closing: open `subscriptions/listen` streams

@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{App, Extension, Progress};
 use crate::context::RequestCtx;
 use crate::incoming::{Id, Incoming, MAX_BATCH, Part, ReadError};
-use crate::lifecycle;
+use crate::lifecycle::{self, Features};
+use crate::prompts::{self, Prompt};
 use crate::protocol::{self, Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply, RpcError};
 use crate::session::{LOG_LEVELS, Session, SessionSet, Transport, id_key, source_label};
 use crate::subscriptions::{Filter, closing_result};
@@ -48,6 +49,15 @@ impl<A: App> Dispatcher<A> {
 
     pub fn sessions(&self) -> &Arc<SessionSet> {
         &self.sessions
+    }
+
+    /// What the app serves beyond tools and resources.
+    fn features(&self) -> Features {
+        Features {
+            resource_notifications: self.app.resource_notifications(),
+            prompts: !self.app.prompts().is_empty(),
+            completions: self.app.completions(),
+        }
     }
 
     /// A new session of `transport` whose messages leave by `out`, its cancel token a child of
@@ -279,11 +289,10 @@ impl<A: App> Dispatcher<A> {
         let meta_version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
         match method {
             "initialize" => {
-                let notifies = self.app.resource_notifications();
-                return lifecycle::initialize(self.app.info(), notifies, session, &params).map(Payload::Value);
+                return lifecycle::initialize(self.app.info(), self.features(), session, &params).map(Payload::Value);
             }
             "server/discover" => {
-                return Ok(Payload::Value(lifecycle::discover(self.app.info(), self.app.resource_notifications())));
+                return Ok(Payload::Value(lifecycle::discover(self.app.info(), self.features())));
             }
             _ => {}
         }
@@ -388,8 +397,18 @@ impl<A: App> Dispatcher<A> {
             }
             "resources/read" => self.read_resource(&params, &era).await?,
             "logging/setLevel" => lifecycle::set_level(session, &params)?,
-            "prompts/list" | "completion/complete" | "sampling/createMessage" => {
-                return Err(RpcError::method_not_found(method));
+            "prompts/list" if self.features().prompts => {
+                reject_cursor(&params)?;
+                let prompts: Vec<Value> = self.app.prompts().iter().map(Prompt::to_json).collect();
+                json!({ "prompts": prompts })
+            }
+            "prompts/get" if self.features().prompts => {
+                let (name, arguments) = prompts::get_params(&params, &self.app.prompts())?;
+                self.app.get_prompt(name, arguments, ctx).await?.to_json()
+            }
+            "completion/complete" if self.app.completions() => {
+                let request = prompts::complete_params(&params, &self.app.prompts(), &self.app.resource_templates())?;
+                self.app.complete(request, ctx).await?.to_json()
             }
             other => return Err(RpcError::method_not_found(other)),
         };
@@ -418,7 +437,7 @@ fn modernise(method: &str, result: &mut Value) {
     };
     obj.insert("resultType".into(), Value::from("complete"));
     let ttl = match method {
-        "tools/list" => Some(protocol::TOOLS_TTL_MS),
+        "tools/list" | "prompts/list" => Some(protocol::TOOLS_TTL_MS),
         "resources/list" | "resources/templates/list" | "resources/read" => Some(protocol::RESOURCES_TTL_MS),
         _ => None,
     };
@@ -449,7 +468,8 @@ impl<A: App> Dispatcher<A> {
         cancel: CancellationToken,
         notify: mpsc::Sender<String>,
     ) -> Result<Payload, RpcError> {
-        let filter = Filter::parse(params, self.app.resource_notifications())?;
+        let features = self.features();
+        let filter = Filter::parse(params, features.resource_notifications, features.prompts)?;
         let _open = self.sessions.listeners.open(id.clone(), filter, notify);
         let closing = self.app.closing().unwrap_or_default();
         tokio::select! {
@@ -765,11 +785,69 @@ mod tests {
             .await;
         let refused = r.next().await;
         assert_eq!(refused["result"]["isError"], true, "argument errors are tool results: {refused}");
-        r.line(json!({"jsonrpc": "2.0", "id": 7, "method": "prompts/list"})).await;
+        r.line(json!({"jsonrpc": "2.0", "id": 7, "method": "sampling/createMessage"})).await;
         assert_eq!(r.next().await["error"]["code"], -32601);
         r.line(json!({"jsonrpc": "2.0", "id": 8, "method": "initialize", "params": {"protocolVersion": "1999-01-01"}}))
             .await;
         assert_eq!(r.next().await["result"]["serverInfo"]["name"], "fake");
+    }
+
+    #[tokio::test]
+    async fn prompts_and_completions_are_advertised_listed_got_and_completed() {
+        let mut r = rig();
+        r.line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}))
+            .await;
+        let caps = r.next().await["result"]["capabilities"].clone();
+        assert_eq!((caps["prompts"].clone(), caps["completions"].clone()), (json!({"listChanged": true}), json!({})));
+        r.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        r.line(json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/list"})).await;
+        let list = r.next().await["result"]["prompts"].clone();
+        assert_eq!(list[0]["name"], "greet");
+        assert_eq!(list[0]["arguments"][0], json!({"name": "name", "description": "Who to greet.", "required": true}));
+        let get = |id: i64, args: Value| json!({"jsonrpc": "2.0", "id": id, "method": "prompts/get", "params": {"name": "greet", "arguments": args}});
+        r.line(get(2, json!({"name": "Ada", "style": "Hi"}))).await;
+        let got = r.next().await;
+        assert_eq!(got["result"]["messages"][0]["content"]["text"], "Hi, Ada!", "{got}");
+        r.line(get(3, json!({}))).await;
+        let missing = r.next().await;
+        assert_eq!(missing["error"]["code"], -32602);
+        assert!(missing["error"]["message"].as_str().unwrap().contains("`name`"), "{missing}");
+        r.line(json!({"jsonrpc": "2.0", "id": 4, "method": "prompts/get", "params": {"name": "nope"}})).await;
+        assert_eq!(r.next().await["error"]["code"], -32602);
+        let complete = |id: i64, reference: Value, name: &str, value: &str| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "completion/complete",
+                   "params": {"ref": reference, "argument": {"name": name, "value": value}}})
+        };
+        r.line(complete(5, json!({"type": "ref/prompt", "name": "greet"}), "name", "n")).await;
+        let c = r.next().await["result"]["completion"].clone();
+        assert_eq!(
+            (c["values"].as_array().unwrap().len(), c["total"].as_u64(), c["hasMore"].as_bool()),
+            (100, Some(150), Some(true))
+        );
+        r.line(complete(6, json!({"type": "ref/prompt", "name": "greet"}), "name", "n14")).await;
+        let c = r.next().await["result"]["completion"].clone();
+        assert_eq!(
+            c,
+            json!({"values": ["n140", "n141", "n142", "n143", "n144", "n145", "n146", "n147", "n148", "n149"],
+                             "total": 10, "hasMore": false})
+        );
+        r.line(complete(7, json!({"type": "ref/resource", "uri": "fake://item/{id}"}), "id", "a")).await;
+        assert_eq!(r.next().await["result"]["completion"]["values"], json!(["a1", "a2"]));
+        r.line(complete(8, json!({"type": "ref/prompt", "name": "nope"}), "name", "")).await;
+        assert_eq!(r.next().await["error"]["code"], -32602);
+        // The stateless era: the same, with its result fields.
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        r.line(json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/list", "params": {"_meta": meta}})).await;
+        let modern = r.next().await["result"].clone();
+        assert_eq!(
+            (modern["resultType"].as_str(), modern["ttlMs"].as_u64()),
+            (Some("complete"), Some(protocol::TOOLS_TTL_MS))
+        );
+        r.line(json!({"jsonrpc": "2.0", "id": 10, "method": "server/discover", "params": {"_meta": meta}})).await;
+        assert_eq!(r.next().await["result"]["capabilities"]["completions"], json!({}));
+        let _g = r.dispatcher.sessions().register(&r.session);
+        r.dispatcher.sessions().notify_prompts_changed();
+        assert_eq!(r.next().await["method"], "notifications/prompts/list_changed");
     }
 
     #[tokio::test]

@@ -2,8 +2,9 @@
 //! (generic over an [`App`], the way a language server's protocol crate is generic over its
 //! server), sessions, argument schemas and validation, tool-result shapes, and the transports
 //! (line-framed socket and stdio, Streamable HTTP). It knows nothing of config, memory or
-//! providers: the application supplies tools, resources and extension methods through [`App`],
-//! and transports get their options and cancellation tokens as arguments. Map:
+//! providers: the application supplies tools, resources, prompts, completions and extension
+//! methods through [`App`], and transports get their options and cancellation tokens as
+//! arguments. Map:
 //!
 //! - `app`        the [`App`] trait and the server's identity
 //! - `incoming`   reading a message: batches bounded while read, ids answered as sent
@@ -11,6 +12,7 @@
 //! - `lifecycle`  `initialize`, `server/discover`, `logging/setLevel`
 //! - `protocol`   versions, [`RpcError`], [`Payload`]/[`Reply`] and their encoding
 //! - `session`    per-connection state and the set of live sessions
+//! - `prompts`    prompts and completion: list entries, argument checks, the completion cap
 //! - `subscriptions` change notifications: `resources/subscribe` and `subscriptions/listen`
 //! - `context`    [`RequestCtx`]: what a running request may use (cancel, progress, logs)
 //! - `args`       argument schemas: rendered as JSON Schema, applied as the validator
@@ -23,6 +25,7 @@ pub mod context;
 mod dispatcher;
 pub mod incoming;
 mod lifecycle;
+pub mod prompts;
 pub mod protocol;
 pub mod session;
 pub mod subscriptions;

@@ -1,6 +1,7 @@
 //! Session lifecycle methods: `initialize` (handshake era), `server/discover` (stateless era,
 //! answered at any time), and `logging/setLevel`. The capabilities they state follow what the
-//! app does: resource subscriptions and list changes only when it tells of resource changes.
+//! app does: resource subscriptions and list changes only when it tells of resource changes,
+//! prompts only when it has some, completions only when it completes.
 
 use std::sync::Arc;
 
@@ -10,9 +11,33 @@ use crate::app::ServerInfo;
 use crate::protocol::{META_SERVER_INFO, RpcError, SUPPORTED, negotiate};
 use crate::session::{LOG_LEVELS, Session};
 
+/// What the app does beyond tools and resources, as the capabilities state it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Features {
+    pub resource_notifications: bool,
+    pub prompts: bool,
+    pub completions: bool,
+}
+
+impl Features {
+    /// The `capabilities` object; `modern` omits subscription flags the app does not serve.
+    fn capabilities(&self, modern: bool) -> Value {
+        let n = self.resource_notifications;
+        let resources = if modern && !n { json!({}) } else { json!({ "subscribe": n, "listChanged": n }) };
+        let mut caps = json!({ "tools": { "listChanged": true }, "resources": resources, "logging": {} });
+        if self.prompts {
+            caps["prompts"] = json!({ "listChanged": true });
+        }
+        if self.completions {
+            caps["completions"] = json!({});
+        }
+        caps
+    }
+}
+
 pub fn initialize(
     info: &ServerInfo,
-    notifies: bool,
+    features: Features,
     session: &Arc<Session>,
     params: &Map<String, Value>,
 ) -> Result<Value, RpcError> {
@@ -36,26 +61,17 @@ pub fn initialize(
     tracing::info!(session = session.id, version, source = %session.source(), "session initialised");
     Ok(json!({
         "protocolVersion": version,
-        "capabilities": {
-            "tools": { "listChanged": true },
-            "resources": { "subscribe": notifies, "listChanged": notifies },
-            "logging": {}
-        },
+        "capabilities": features.capabilities(false),
         "serverInfo": { "name": info.name, "title": info.title, "version": info.version },
         "instructions": info.instructions
     }))
 }
 
-pub fn discover(info: &ServerInfo, notifies: bool) -> Value {
-    let resources = if notifies { json!({ "subscribe": true, "listChanged": true }) } else { json!({}) };
+pub fn discover(info: &ServerInfo, features: Features) -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": SUPPORTED,
-        "capabilities": {
-            "tools": { "listChanged": true },
-            "resources": resources,
-            "logging": {}
-        },
+        "capabilities": features.capabilities(true),
         "_meta": { META_SERVER_INFO: { "name": info.name, "title": info.title, "version": info.version } },
         "instructions": info.instructions,
         "ttlMs": crate::protocol::TOOLS_TTL_MS,

@@ -255,6 +255,13 @@ impl SessionSet {
         self.listeners.tools_changed();
     }
 
+    /// Sends `notifications/prompts/list_changed` to every initialised handshake-era session and
+    /// every stream that asked for it. Only for apps that serve prompts ([`crate::App::prompts`]).
+    pub fn notify_prompts_changed(&self) {
+        self.broadcast("notifications/prompts/list_changed");
+        self.listeners.prompts_changed();
+    }
+
     /// Sends `notifications/resources/list_changed` to every initialised handshake-era session
     /// and every stream that asked for it. Only for apps that advertise it
     /// ([`crate::App::resource_notifications`]).

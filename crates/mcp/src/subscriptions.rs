@@ -1,11 +1,12 @@
-//! Change notifications: who wants to hear that resources (or the tool list) changed, and
-//! delivering it.
+//! Change notifications: who wants to hear that resources (or the tool or prompt list) changed,
+//! and delivering it.
 //!
 //! Two shapes, one per era. In the handshake era a session subscribes to resource URIs with
 //! `resources/subscribe` and hears `notifications/resources/updated` for them, and every
-//! initialised session hears `notifications/resources/list_changed`. In 2026-07-28 a client
-//! opens a stream with `subscriptions/listen` naming what it wants (`toolsListChanged`,
-//! `resourcesListChanged`, `resourceSubscriptions`); the server acknowledges with
+//! initialised session hears `notifications/resources/list_changed` (and the tool and prompt
+//! list changes). In 2026-07-28 a client opens a stream with `subscriptions/listen` naming what
+//! it wants (`toolsListChanged`, `promptsListChanged`, `resourcesListChanged`,
+//! `resourceSubscriptions`); the server acknowledges with
 //! `notifications/subscriptions/acknowledged` and sends only what was asked, each message
 //! carrying the request's id as `io.modelcontextprotocol/subscriptionId`. Such a stream lives as
 //! long as its request: cancelling the request ends it, and the server's closing signal ends it
@@ -28,14 +29,16 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     pub tools_list_changed: bool,
+    pub prompts_list_changed: bool,
     pub resources_list_changed: bool,
     pub resource_uris: BTreeSet<String>,
 }
 
 impl Filter {
-    /// Reads `params.notifications`. Types this server never sends (`promptsListChanged`) and
-    /// resource types when `resources` is false are left out, as the acknowledgement must.
-    pub fn parse(params: &Map<String, Value>, resources: bool) -> Result<Filter, RpcError> {
+    /// Reads `params.notifications`. Types this server never sends are left out, as the
+    /// acknowledgement must: resource types when `resources` is false, `promptsListChanged`
+    /// when `prompts` is.
+    pub fn parse(params: &Map<String, Value>, resources: bool, prompts: bool) -> Result<Filter, RpcError> {
         let n = match params.get("notifications") {
             None | Some(Value::Null) => return Ok(Filter::default()),
             Some(Value::Object(n)) => n,
@@ -67,9 +70,9 @@ impl Filter {
             }
             Some(_) => return Err(RpcError::invalid_params("`notifications.resourceSubscriptions` must be an array")),
         }
-        flag("promptsListChanged")?;
         Ok(Filter {
             tools_list_changed: flag("toolsListChanged")?,
+            prompts_list_changed: prompts && flag("promptsListChanged")?,
             resources_list_changed: resources && flag("resourcesListChanged")?,
             resource_uris: if resources { uris } else { BTreeSet::new() },
         })
@@ -80,6 +83,9 @@ impl Filter {
         let mut out = Map::new();
         if self.tools_list_changed {
             out.insert("toolsListChanged".into(), Value::Bool(true));
+        }
+        if self.prompts_list_changed {
+            out.insert("promptsListChanged".into(), Value::Bool(true));
         }
         if self.resources_list_changed {
             out.insert("resourcesListChanged".into(), Value::Bool(true));
@@ -161,6 +167,10 @@ impl Listeners {
 
     pub fn tools_changed(&self) {
         self.send("notifications/tools/list_changed", &Map::new(), |f| f.tools_list_changed);
+    }
+
+    pub fn prompts_changed(&self) {
+        self.send("notifications/prompts/list_changed", &Map::new(), |f| f.prompts_list_changed);
     }
 
     pub fn resources_list_changed(&self) {
@@ -252,8 +262,9 @@ mod tests {
         let n = next(&mut rx).await;
         assert_eq!(n["params"]["uri"], "fake://greeting");
         assert_eq!(n["params"]["_meta"][META_SUBSCRIPTION_ID], "sub-1");
+        d.sessions().notify_prompts_changed();
         d.sessions().notify_tools_changed();
-        assert_eq!(next(&mut rx).await["method"], "notifications/tools/list_changed");
+        assert_eq!(next(&mut rx).await["method"], "notifications/tools/list_changed", "prompts were not asked for");
         // The transport stops reading: the stream ends with its result.
         s.streams_end.cancel();
         let end = next(&mut rx).await;
@@ -271,15 +282,16 @@ mod tests {
     fn filter_keeps_only_what_is_served() {
         let p = json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true,
             "resourcesListChanged": true, "resourceSubscriptions": ["a://x", "a://x", "b://y"]}});
-        let f = Filter::parse(p.as_object().unwrap(), true).unwrap();
+        let f = Filter::parse(p.as_object().unwrap(), true, true).unwrap();
         assert_eq!(
             f.to_json(),
-            json!({"toolsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["a://x", "b://y"]})
+            json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true,
+                   "resourceSubscriptions": ["a://x", "b://y"]})
         );
-        let f = Filter::parse(p.as_object().unwrap(), false).unwrap();
+        let f = Filter::parse(p.as_object().unwrap(), false, false).unwrap();
         assert_eq!(f.to_json(), json!({"toolsListChanged": true}));
         let bad = json!({"notifications": {"resourceSubscriptions": [1]}});
-        assert!(Filter::parse(bad.as_object().unwrap(), true).is_err());
+        assert!(Filter::parse(bad.as_object().unwrap(), true, true).is_err());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! A fake application for the protocol crate's own tests: the dispatcher and transports are
 //! exercised in memory, with no config, store or temp directory. Its one tool, `test.sleep`,
 //! sleeps in 10 ms steps reporting progress and counts the runs dropped before they finished.
+//! Its one prompt, `greet`, greets `name`; completion offers `name` values from a list of 150
+//! (more than one result may carry) and `id` values of the template `fake://item/{id}`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,10 +13,13 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{App, Extension, Resource, ServerInfo};
+use std::collections::BTreeMap;
+
+use crate::app::{App, Extension, Resource, ResourceTemplate, ServerInfo};
 use crate::args::{ArgSpec, Field};
 use crate::context::RequestCtx;
 use crate::dispatcher::Dispatcher;
+use crate::prompts::{CompleteRequest, Completion, CompletionRef, Prompt, PromptArgument, PromptResult, user_text};
 use crate::protocol::{Payload, RpcError};
 use crate::session::{Session, SessionSet, Transport};
 use crate::tool::{self, Annotations, Description};
@@ -118,6 +123,57 @@ impl App for FakeApp {
 
     fn resource_notifications(&self) -> bool {
         true
+    }
+
+    fn resource_templates(&self) -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate {
+            uri_template: "fake://item/{id}".into(),
+            name: "item".into(),
+            title: "Item".into(),
+            description: "An item.".into(),
+            mime_type: "text/plain",
+        }]
+    }
+
+    fn prompts(&self) -> Vec<Prompt> {
+        vec![Prompt {
+            name: "greet".into(),
+            title: "Greet".into(),
+            description: "Greets someone.".into(),
+            arguments: vec![
+                PromptArgument { name: "name", description: "Who to greet.".into(), required: true },
+                PromptArgument { name: "style", description: "How.".into(), required: false },
+            ],
+        }]
+    }
+
+    fn get_prompt(
+        &self,
+        name: String,
+        arguments: BTreeMap<String, String>,
+        _ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<PromptResult, RpcError>> {
+        let style = arguments.get("style").map_or("Hello", String::as_str);
+        let text = format!("{style}, {}!", arguments["name"]);
+        futures::future::ready(Ok(PromptResult {
+            description: format!("{name} prompt"),
+            messages: vec![user_text(text)],
+        }))
+        .boxed()
+    }
+
+    fn completions(&self) -> bool {
+        true
+    }
+
+    fn complete(&self, request: CompleteRequest, _ctx: RequestCtx) -> BoxFuture<'static, Result<Completion, RpcError>> {
+        let pool: Vec<String> = match request.reference {
+            CompletionRef::Prompt(_) if request.argument == "name" => (0..150).map(|i| format!("n{i:03}")).collect(),
+            CompletionRef::Resource(_) => vec!["a1".into(), "a2".into(), "b1".into()],
+            CompletionRef::Prompt(_) => Vec::new(),
+        };
+        let values = pool.into_iter().filter(|v| v.starts_with(&request.value)).collect();
+        futures::future::ready(Ok(Completion { values, total: None })).boxed()
     }
 
     fn extension(

@@ -14,7 +14,7 @@
 //! rebuild), `tier` (the two vector tiers and which one answers), `backfill` (background
 //! embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
-//! methods), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
+//! methods), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
 //! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
 //! `links` (links between sources), `transfer` (export and import as JSON Lines with a
 //! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,
@@ -27,6 +27,7 @@ mod audit;
 mod backfill;
 mod checkpoint;
 mod chunker;
+mod complete_api;
 mod cursor;
 mod dates;
 mod entities;
@@ -61,6 +62,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
+pub use complete_api::Completable;
 pub use error::MemoryError;
 pub use fts::word_stems;
 pub use tier::{TierKind, TierProgress};
@@ -72,6 +74,7 @@ pub use types::{
     AuditQuery, AuditRow, FileError, IngestProgress, IngestSummary, PutDocument, ReindexSummary, Skipped, SourceKind,
     UNSUPPORTED_NAMED,
 };
+pub use util::estimate_tokens;
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
 
 /// Where the engine keeps its files and which embedders it uses.

@@ -78,7 +78,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 /// Token estimate used for chunk sizing and `token_count`: whitespace-separated words
 /// times 1.3, rounded up. Cheap, tokenizer-independent and close enough to BPE counts
 /// for English prose to size chunks at 300–500 tokens.
-pub(crate) fn estimate_tokens(text: &str) -> usize {
+pub fn estimate_tokens(text: &str) -> usize {
     words_to_tokens(text.split_whitespace().count())
 }
 

@@ -179,6 +179,28 @@ pub async fn call(
     }
 }
 
+/// The gate `tools/call` puts before `tool`, for another surface that reads what the tool reads
+/// (prompts, completions): the tool must be listed under the current config, and an Act tool
+/// must be admitted by the policy. Err is the refusal, as `tools/call` would give it.
+pub fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
+    let config = state.config();
+    let Some(t) = ALL.iter().find(|t| t.name == tool) else {
+        return Err(RpcError::internal(format!("no tool `{tool}` to check the policy of")));
+    };
+    if !(t.available)(&config) {
+        return Err(RpcError::invalid_params(format!(
+            "`{tool}` is not available under the current configuration ({})",
+            unavailable(tool, &config)
+        )));
+    }
+    if t.policy == Policy::Act
+        && let Err(denial) = state.limiter().admit(&config)
+    {
+        return Err(RpcError::invalid_params(denial.to_string()).with_data(json!({ "tool": tool, "policy": "act" })));
+    }
+    Ok(())
+}
+
 /// Tools whose result depends on nothing but the config: their results are kept, serialised,
 /// until the config is reloaded.
 const CONFIG_ONLY: &[&str] = &["core.list_tools", "core.tool_instructions"];
@@ -319,6 +341,19 @@ mod tests {
         cache.put(&b, "core.list_tools", false, "{}".into());
         let entries = cache.0.lock().unwrap();
         assert!(entries.iter().all(|e| e.config.strong_count() > 0), "entries of dropped configs are gone");
+    }
+
+    #[tokio::test]
+    async fn other_surfaces_meet_the_gate_of_the_tool_they_read_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.autonomy.level = openhuman_config::AutonomyLevel::Readonly;
+        let state = AppState::new(openhuman_common::Paths::under_home(dir.path()), config);
+        admit_as(&state, "memory.recall").unwrap();
+        admit_as(&state, "tree.read_chunk").unwrap();
+        let denied = admit_as(&state, "memory.store").unwrap_err();
+        assert!(crate::policy::Denial::is_denial_text(&denied.message), "{denied:?}");
+        assert_eq!(admit_as(&state, "no.such_tool").unwrap_err().code, -32603);
     }
 
     /// The whole catalog as clients see it in `tools/list` (every tool, listed or not). A change

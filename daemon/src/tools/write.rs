@@ -146,9 +146,12 @@ pub fn audit_row(tool: &str, ctx: &RequestCtx, args: &Map<String, Value>) -> Aud
     }
 }
 
-/// Runs a blocking engine write; engine errors become tool failures the client can act on.
+/// Runs a blocking engine write; engine errors become tool failures the client can act on. After
+/// a success, subscribers hear of it: the memory overview and the memory items (chunk ids) in
+/// `items`.
 async fn blocking_write(
     state: AppState,
+    items: &[&str],
     f: impl FnOnce(&MemoryEngine) -> Result<Value, MemoryError> + Send + 'static,
 ) -> ToolOutcome {
     let engine = state.memory().map_err(ToolFailure::Tool)?;
@@ -165,7 +168,8 @@ async fn blocking_write(
     .await
     .map_err(|e| ToolFailure::Tool(format!("internal error: the write task failed ({e}); nothing was written")))?;
     if out.is_ok() {
-        state.memory_changed(&[]);
+        let uris: Vec<String> = items.iter().map(|id| crate::live_resources::item_uri(id.trim())).collect();
+        state.memory_changed(&uris);
     }
     out.map_err(|(e, full)| match e {
         MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
@@ -242,7 +246,7 @@ pub fn tools() -> Vec<ToolDef> {
                         source: ctx.source.clone(),
                     };
                     let row = audit_row("memory.store", &ctx, &args);
-                    blocking_write(state, move |e| e.put_document(doc, row)).await
+                    blocking_write(state, &[], move |e| e.put_document(doc, row)).await
                 }
                 .boxed()
             },
@@ -268,7 +272,8 @@ pub fn tools() -> Vec<ToolDef> {
                     let note = str_arg(&args, "note_text");
                     let key = format!("mcp-note-{}", chunk.trim());
                     let (source, row) = (ctx.source.clone(), audit_row("memory.note", &ctx, &args));
-                    blocking_write(state, move |e| e.add_note(&chunk, &note, &key, &source, row)).await
+                    let item = chunk.clone();
+                    blocking_write(state, &[&item], move |e| e.add_note(&chunk, &note, &key, &source, row)).await
                 }
                 .boxed()
             },
@@ -294,7 +299,8 @@ pub fn tools() -> Vec<ToolDef> {
                     let tags = list_arg(&args, "tags");
                     let key = format!("mcp-tag-{}", chunk.trim());
                     let (source, row) = (ctx.source.clone(), audit_row("tree.tag", &ctx, &args));
-                    blocking_write(state, move |e| e.tag_chunk(&chunk, &tags, &key, &source, row)).await
+                    let item = chunk.clone();
+                    blocking_write(state, &[&item], move |e| e.tag_chunk(&chunk, &tags, &key, &source, row)).await
                 }
                 .boxed()
             },
@@ -319,7 +325,7 @@ pub fn tools() -> Vec<ToolDef> {
                     let kind = args.get("kind").and_then(Value::as_str).unwrap_or("other").to_string();
                     let confidence = args.get("confidence").and_then(Value::as_f64);
                     let (source, row) = (ctx.source.clone(), audit_row("memory.learn", &ctx, &args));
-                    blocking_write(state, move |e| e.learn(&text, &kind, confidence, &source, row)).await
+                    blocking_write(state, &[], move |e| e.learn(&text, &kind, confidence, &source, row)).await
                 }
                 .boxed()
             },
@@ -340,7 +346,7 @@ pub fn tools() -> Vec<ToolDef> {
                 async move {
                     let ids = list_arg(&args, "ids");
                     let (source, row) = (ctx.source.clone(), audit_row("memory.forget", &ctx, &args));
-                    blocking_write(state, move |e| e.forget(&ids, &source, row)).await
+                    blocking_write(state, &[], move |e| e.forget(&ids, &source, row)).await
                 }
                 .boxed()
             },

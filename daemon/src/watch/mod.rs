@@ -113,8 +113,18 @@ pub fn describe(s: &Value) -> String {
 
 /// Percent-encodes a source id for an `openhuman://source/{id}` URI.
 pub fn source_uri(source_id: &str) -> String {
-    let mut out = String::from("openhuman://source/");
-    for b in source_id.bytes() {
+    id_uri("openhuman://source/", source_id)
+}
+
+/// The inverse of [`source_uri`]: the source id, or None for another URI or bad encoding.
+pub fn source_id_of(uri: &str) -> Option<String> {
+    id_of("openhuman://source/", uri)
+}
+
+/// `prefix` followed by `id`, percent-encoded but for RFC 3986 unreserved characters.
+pub fn id_uri(prefix: &str, id: &str) -> String {
+    let mut out = String::from(prefix);
+    for b in id.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
             out.push(b as char);
         } else {
@@ -124,9 +134,9 @@ pub fn source_uri(source_id: &str) -> String {
     out
 }
 
-/// The inverse of [`source_uri`]: the source id, or None for another URI or bad encoding.
-pub fn source_id_of(uri: &str) -> Option<String> {
-    let enc = uri.strip_prefix("openhuman://source/")?.as_bytes();
+/// The inverse of [`id_uri`]: the id after `prefix`, or None for another URI or bad encoding.
+pub fn id_of(prefix: &str, uri: &str) -> Option<String> {
+    let enc = uri.strip_prefix(prefix)?.as_bytes();
     let mut out = Vec::with_capacity(enc.len());
     let mut i = 0;
     while i < enc.len() {

@@ -27,6 +27,13 @@ const CLEAN_EXIT_MS = 1_900; // under the SDK's 2 s grace: the server exited on 
 
 const REQUIRED_TOOLS = ['core.list_tools', 'core.tool_instructions', 'agent.list_subagents'];
 
+// The prompt and completion checks store a note with a rare word and a hashtag, then find them
+// through the `recall_context` prompt and completion.
+const RECALL_WORD = 'Quetzalwing';
+const RECALL_TAG = 'quetzalnotes';
+// The server's token estimate: whitespace-separated words x 1.3, rounded up.
+const estimateTokens = (text) => Math.ceil((text.split(/\s+/).filter(Boolean).length * 13) / 10);
+
 const CHECKS = [
   ['tools/list has core.list_tools, core.tool_instructions, agent.list_subagents', async (c) => {
     const names = (await c.listTools(undefined, REQUEST_OPTS)).tools.map((t) => t.name);
@@ -91,6 +98,51 @@ const CHECKS = [
     expect(first.mimeType === 'text/markdown', `mimeType ${first.mimeType}`);
     expect(typeof first.text === 'string' && first.text.trimStart().startsWith('#'),
       `not markdown text: ${String(first.text).slice(0, 120)}`);
+  }],
+  ['prompts/list has recall_context (topic required, token_budget optional) and agent.orchestrator', async (c) => {
+    const prompts = (await c.listPrompts(undefined, REQUEST_OPTS)).prompts;
+    const byName = Object.fromEntries(prompts.map((p) => [p.name, p]));
+    expect(byName.recall_context && byName['agent.orchestrator'], `got ${Object.keys(byName)}`);
+    const args = Object.fromEntries((byName.recall_context.arguments || []).map((a) => [a.name, a.required]));
+    expect(args.topic === true && args.token_budget === false && Object.keys(args).length === 2,
+      `recall_context arguments ${JSON.stringify(args)}`);
+  }],
+  ['prompts/get recall_context: the stored note, cited, within a 300-token budget', async (c) => {
+    const stored = await c.callTool({ name: 'memory.store', arguments: {
+      title: 'Interop field notes', content: `${RECALL_WORD} herons nest by the north pier in May. #${RECALL_TAG}`,
+    } }, undefined, REQUEST_OPTS);
+    expect(!stored.isError, `memory.store failed: ${textOf(stored)}`);
+    const chunk = stored.structuredContent?.chunk_ids?.[0];
+    const got = await c.getPrompt({ name: 'recall_context', arguments: { topic: `${RECALL_WORD} herons`, token_budget: '300' } },
+      REQUEST_OPTS);
+    expect(got.messages.length === 1 && got.messages[0].role === 'user', `messages: ${JSON.stringify(got.messages).slice(0, 300)}`);
+    const text = got.messages[0].content.text || '';
+    expect(text.includes(RECALL_WORD), `the stored note is not in the prompt: ${text.slice(0, 300)}`);
+    expect(text.includes(`[chunk:${chunk}]`), `no citation [chunk:${chunk}] in ${text.slice(0, 300)}`);
+    expect(estimateTokens(text) <= 300, `${estimateTokens(text)} tokens over the budget of 300`);
+  }],
+  ['prompts/get recall_context without topic: -32602 naming it', async (c) => {
+    let got;
+    try {
+      got = await c.getPrompt({ name: 'recall_context', arguments: {} }, REQUEST_OPTS);
+    } catch (e) {
+      expect(e.code === -32602, `want -32602, got ${describe(e)}`);
+      expect(String(e.message).includes('topic'), `the message does not name \`topic\`: ${e.message}`);
+      return;
+    }
+    throw new Error(`a prompt without its required argument succeeded: ${JSON.stringify(got).slice(0, 300)}`);
+  }],
+  ['completion/complete: the stored hashtag as a topic; memory ids that read as resources', async (c) => {
+    const topics = (await c.complete({ ref: { type: 'ref/prompt', name: 'recall_context' },
+      argument: { name: 'topic', value: RECALL_TAG.slice(0, 6) } }, REQUEST_OPTS)).completion;
+    expect(topics.values.includes(RECALL_TAG) && topics.hasMore === false, `topic completion: ${JSON.stringify(topics)}`);
+    const ids = (await c.complete({ ref: { type: 'ref/resource', uri: 'openhuman://memory/{id}' },
+      argument: { name: 'id', value: '' } }, REQUEST_OPTS)).completion;
+    expect(ids.values.length >= 1 && ids.values.length <= 100 && ids.total >= ids.values.length,
+      `memory id completion: ${JSON.stringify(ids)}`);
+    const item = await c.readResource({ uri: `openhuman://memory/${ids.values[0]}` }, REQUEST_OPTS);
+    const text = item.contents?.[0]?.text || '';
+    expect(text.includes(`- id: \`${ids.values[0]}\``), `memory item ${ids.values[0]} reads as ${text.slice(0, 200)}`);
   }],
 ];
 

@@ -11,6 +11,7 @@ mod import;
 mod memory;
 mod memory_crash;
 mod privacy;
+mod prompts;
 mod recall_quality;
 mod reliability;
 mod shim;

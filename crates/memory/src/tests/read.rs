@@ -490,3 +490,27 @@ fn a_bad_or_foreign_cursor_says_to_start_again() {
     let err = m.list_sources(json!({"limit": 201})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(_)), "{err:?}");
 }
+
+#[test]
+fn completion_matches_prefixes_of_topics_sources_and_chunk_ids() {
+    use super::super::Completable;
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    put(&m, "a", "A", "#rust #rust and #rustacean and #go", &[]);
+    put(&m, "b", "B", "#rust again, and 100% #r_d", &[]);
+    let r = m.complete(Completable::Topic, "RUS", 10).unwrap();
+    assert_eq!(r, json!({"values": ["rust", "rustacean"], "total": 2}), "most mentioned first, ASCII case ignored");
+    let r = m.complete(Completable::Topic, "r_", 10).unwrap();
+    assert_eq!(r["values"], json!(["r_d"]), "LIKE wildcards in the prefix are literal");
+    let r = m.complete(Completable::Topic, "", 1).unwrap();
+    assert_eq!((r["values"].as_array().unwrap().len(), r["total"].as_i64()), (1, Some(4)));
+    let sources = m.complete(Completable::Source, "", 10).unwrap();
+    assert_eq!(sources["total"], 2);
+    let first = sources["values"][0].as_str().unwrap().to_string();
+    let r = m.complete(Completable::Source, &first, 10).unwrap();
+    assert_eq!(r["values"][0], first.as_str());
+    let chunk = chunk_of(&m, "a");
+    let r = m.complete(Completable::Chunk, &chunk[..6], 10).unwrap();
+    assert!(r["values"].as_array().unwrap().iter().any(|v| v == chunk.as_str()), "{r}");
+    assert_eq!(m.complete(Completable::Chunk, "zz-none", 10).unwrap(), json!({"values": [], "total": 0}));
+}
