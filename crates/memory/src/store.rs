@@ -86,13 +86,6 @@ pub(crate) fn insert_chunks(
         conn.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')")?;
     let mut meta =
         conn.prepare_cached("INSERT OR IGNORE INTO chunk_meta (key, value, chunk_rowid) VALUES (?1, ?2, ?3)")?;
-    let mut ent = conn.prepare_cached(
-        "INSERT INTO entities (id, kind, display_name, mention_count, chunk_count) VALUES (?1, ?2, ?3, ?4, 1)
-         ON CONFLICT(id) DO UPDATE SET mention_count = mention_count + excluded.mention_count, chunk_count = chunk_count + 1",
-    )?;
-    let mut chunk_ent = conn.prepare_cached(
-        "INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)",
-    )?;
     let mut written = Vec::with_capacity(chunks.len());
     for c in chunks {
         let id = c.id();
@@ -126,16 +119,14 @@ pub(crate) fn insert_chunks(
                 meta.execute(params![key, v, rowid])?;
             }
         }
-        let mut text = String::with_capacity(c.content.len() + 64);
-        if let Some(t) = &c.title {
-            text.push_str(t);
-            text.push('\n');
-        }
-        text.push_str(&c.content);
-        for e in entities::extract(&text) {
-            ent.execute(params![e.id, e.kind, e.display, e.mentions])?;
-            chunk_ent.execute(params![rowid, e.id, e.mentions])?;
-        }
+        let view = entities::ChunkView {
+            kind: c.kind,
+            title: c.title.as_deref(),
+            content: &c.content,
+            metadata: &c.metadata,
+            tags: &c.tags,
+        };
+        entities::index_chunk(conn, rowid, &view, now)?;
         written.push((rowid, id));
     }
     Ok(written)
@@ -152,20 +143,7 @@ pub(crate) fn delete_chunks(conn: &Connection, seq: i64, rowids: &[i64]) -> rusq
         .prepare_cached("SELECT DISTINCT source_id FROM chunks WHERE rowid IN rarray(?1)")?
         .query_map([&ids], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let ents: Vec<String> = conn
-        .prepare_cached("SELECT DISTINCT entity_id FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?
-        .query_map([&ids], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    conn.prepare_cached(
-        "UPDATE entities SET mention_count = mention_count - d.m, chunk_count = chunk_count - d.c
-         FROM (SELECT entity_id, SUM(mentions) AS m, COUNT(*) AS c FROM chunk_entities
-               WHERE chunk_rowid IN rarray(?1) GROUP BY entity_id) AS d
-         WHERE entities.id = d.entity_id",
-    )?
-    .execute([&ids])?;
-    conn.prepare_cached("DELETE FROM entities WHERE id IN rarray(?1) AND chunk_count <= 0")?
-        .execute([rarray(&ents)])?;
-    conn.prepare_cached("DELETE FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    entities::unindex_chunks(conn, rowids)?;
     conn.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached("DELETE FROM chunk_meta WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached(

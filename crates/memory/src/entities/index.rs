@@ -1,0 +1,413 @@
+//! Stored entities: what `extract` finds in a chunk becomes rows of `entities` and
+//! `chunk_entities`, its senders and recipients rows of `people` and `chunk_senders`, and
+//! what links one person's names and addresses becomes `entity_aliases` (a merge: the alias
+//! counts as the entity it points to, with the reason). `split` undoes a merge and keeps it
+//! undone (`entity_splits`). `reextract_if_stale` runs the extractor again over every chunk
+//! when the stored entities were made by an older one.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Map, Value};
+
+use super::people::{self, ChunkView, Party};
+use super::{Entity, scan};
+use crate::error::MemoryError;
+use crate::store::rarray;
+use crate::types::SourceKind;
+use crate::util::{now_ms, slug};
+
+/// Bumped whenever extraction changes what it finds; a store made by an older extractor is
+/// extracted again when it is opened. 0 was the phrase-based extractor.
+pub(crate) const EXTRACTOR_VERSION: i64 = 1;
+
+/// A sender with at least this many messages…
+const TEMPLATED_MIN_MESSAGES: i64 = 50;
+/// …of which fewer than one in this many open differently sends templates: a bot.
+const TEMPLATED_RATIO: i64 = 10;
+/// Openings kept per sender: past this many it is not templated.
+const OPENINGS_KEPT: i64 = 64;
+
+fn kind_of(id: &str) -> &'static str {
+    if id.starts_with("bot:") { "bot" } else { "person" }
+}
+
+/// The entity `id` counts as (itself when it was never merged).
+fn resolve(conn: &Connection, id: &str) -> rusqlite::Result<String> {
+    Ok(conn
+        .prepare_cached("SELECT entity_id FROM entity_aliases WHERE alias = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()?
+        .unwrap_or_else(|| id.to_string()))
+}
+
+fn is_split(conn: &Connection, alias: &str) -> rusqlite::Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM entity_splits WHERE alias = ?1")?.exists([alias])
+}
+
+fn link(conn: &Connection, alias: &str, into: &str, reason: &str, now: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO entity_aliases (alias, entity_id, reason, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![alias, into, reason, now])?;
+    Ok(())
+}
+
+/// Makes `from` count as `into` from now on, moving its chunks, counts and sender statistics.
+fn merge(conn: &Connection, from: &str, into: &str, reason: &str, now: i64) -> rusqlite::Result<()> {
+    link(conn, from, into, reason, now)?;
+    conn.prepare_cached("UPDATE entity_aliases SET entity_id = ?2 WHERE entity_id = ?1")?.execute([from, into])?;
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO entities (id, kind, display_name, mention_count, chunk_count)
+         SELECT ?2, ?3, display_name, 0, 0 FROM entities WHERE id = ?1",
+    )?
+    .execute(params![from, into, kind_of(into)])?;
+    move_chunk_rows(conn, "chunk_entities", &["mentions"], from, into)?;
+    conn.prepare_cached(
+        "UPDATE entities SET
+            mention_count = (SELECT coalesce(sum(mentions), 0) FROM chunk_entities WHERE entity_id = ?1),
+            chunk_count = (SELECT count(*) FROM chunk_entities WHERE entity_id = ?1)
+         WHERE id = ?1",
+    )?
+    .execute([into])?;
+    conn.prepare_cached("DELETE FROM entities WHERE id = ?1")?.execute([from])?;
+    move_chunk_rows(conn, "chunk_senders", &["sent", "received"], from, into)?;
+    conn.prepare_cached("INSERT OR IGNORE INTO people (entity_id, sent, received) VALUES (?1, 0, 0)")?
+        .execute([into])?;
+    conn.prepare_cached(
+        "UPDATE people SET sent = (SELECT coalesce(sum(sent), 0) FROM chunk_senders WHERE entity_id = ?1),
+            received = (SELECT coalesce(sum(received), 0) FROM chunk_senders WHERE entity_id = ?1)
+         WHERE entity_id = ?1",
+    )?
+    .execute([into])?;
+    conn.prepare_cached("DELETE FROM people WHERE entity_id = ?1")?.execute([from])?;
+    conn.prepare_cached(
+        "INSERT OR IGNORE INTO people_openings (entity_id, opening) SELECT ?2, opening FROM people_openings WHERE entity_id = ?1",
+    )?
+    .execute([from, into])?;
+    conn.prepare_cached("DELETE FROM people_openings WHERE entity_id = ?1")?.execute([from])?;
+    tracing::debug!(from, into, reason, "entities merged");
+    Ok(())
+}
+
+/// Moves the per-chunk rows of `table` (`chunk_entities` or `chunk_senders`) from entity
+/// `from` to `into`, adding the `counts` columns where a chunk has both.
+fn move_chunk_rows(conn: &Connection, table: &str, counts: &[&str], from: &str, into: &str) -> rusqlite::Result<()> {
+    let sums: Vec<String> = counts.iter().map(|c| format!("{c} = t.{c} + f.{c}")).collect();
+    conn.prepare_cached(&format!(
+        "UPDATE {table} AS t SET {} FROM {table} AS f
+         WHERE f.entity_id = ?1 AND t.entity_id = ?2 AND t.chunk_rowid = f.chunk_rowid",
+        sums.join(", ")
+    ))?
+    .execute([from, into])?;
+    conn.prepare_cached(&format!(
+        "DELETE FROM {table} WHERE entity_id = ?1 AND chunk_rowid IN (SELECT chunk_rowid FROM {table} WHERE entity_id = ?2)"
+    ))?
+    .execute([from, into])?;
+    conn.prepare_cached(&format!("UPDATE {table} SET entity_id = ?2 WHERE entity_id = ?1"))?.execute([from, into])?;
+    Ok(())
+}
+
+/// The entity a header or chat sender is, with its display name. Two names seen with one
+/// address are one person (the name seen first keeps the id; a person known only by the
+/// address takes the name); merges a user split apart are not made again.
+fn party_entity(conn: &Connection, p: &Party, now: i64) -> rusqlite::Result<Option<(String, String)>> {
+    let (key, display) = match (&p.name, &p.address) {
+        (n, _) if !n.is_empty() && !n.eq_ignore_ascii_case("unknown") => (slug(n), n.clone()),
+        (_, Some(a)) => (slug(a), a.clone()),
+        _ => return Ok(None),
+    };
+    if key.is_empty() {
+        return Ok(None);
+    }
+    if people::is_bot(&p.name, p.address.as_deref()) {
+        return Ok(Some((format!("bot:{key}"), display)));
+    }
+    let base = format!("person:{key}");
+    let mut id = resolve(conn, &base)?;
+    if let Some(addr) = &p.address {
+        let alias = format!("email:{addr}");
+        let known = conn
+            .prepare_cached("SELECT entity_id FROM entity_aliases WHERE alias = ?1")?
+            .query_row([&alias], |r| r.get::<_, String>(0))
+            .optional()?;
+        let address_only = format!("person:{}", slug(addr));
+        match known {
+            None if !is_split(conn, &alias)? => {
+                link(conn, &alias, &id, &format!("{display} <{addr}> in a header"), now)?
+            }
+            Some(known) if known != id => {
+                if base == address_only {
+                    id = known;
+                } else if !id.starts_with("bot:") && !known.starts_with("bot:") {
+                    let (from, into) = if known == address_only { (known, id.clone()) } else { (id.clone(), known) };
+                    if !is_split(conn, &from)? {
+                        merge(conn, &from, &into, &format!("both wrote as {addr}"), now)?;
+                        id = into;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(Some((id, display)))
+}
+
+/// Extracts the entities of one stored chunk (`rowid`) and writes them.
+pub(crate) fn index_chunk(conn: &Connection, rowid: i64, c: &ChunkView<'_>, now: i64) -> rusqlite::Result<()> {
+    let (parties, prose) = people::read(c);
+    let facts = scan(prose.into_iter());
+    let mut found: Vec<Entity> = Vec::new();
+    let mut add = |id: String, kind: &'static str, display: &str, n: u32| match found.iter_mut().find(|e| e.id == id) {
+        Some(e) => e.mentions += n,
+        None => found.push(Entity { id, kind, display: display.to_string(), mentions: n }),
+    };
+    let mut senders: HashMap<String, (u32, u32, Vec<u64>)> = HashMap::new();
+    for p in &parties {
+        if let Some(addr) = &p.address {
+            add(format!("email:{addr}"), "email", addr, p.sent + p.received);
+        }
+        if let Some((id, display)) = party_entity(conn, p, now)? {
+            add(id.clone(), kind_of(&id), &display, p.sent + p.received);
+            let s = senders.entry(id).or_default();
+            s.0 += p.sent;
+            s.1 += p.received;
+            s.2.extend(&p.openings);
+        }
+    }
+    for e in facts.entities {
+        add(e.id, e.kind, &e.display, e.mentions);
+    }
+    for n in facts.names {
+        let id = resolve(conn, &n.id)?;
+        let known = conn.prepare_cached("SELECT 1 FROM people WHERE entity_id = ?1")?.exists([&id])?;
+        if known || n.titled || n.given_name {
+            add(id.clone(), kind_of(&id), &n.display, n.mentions);
+        }
+    }
+    for (term, display, n) in facts.terms {
+        add(format!("topic:{}", slug(&term)), "topic", &display, n);
+    }
+    for t in c.tags {
+        let s = slug(t);
+        if !s.is_empty() {
+            add(format!("topic:{s}"), "topic", t, 1);
+        }
+    }
+    let mut ent = conn.prepare_cached(
+        "INSERT INTO entities (id, kind, display_name, mention_count, chunk_count) VALUES (?1, ?2, ?3, ?4, 1)
+         ON CONFLICT(id) DO UPDATE SET mention_count = mention_count + excluded.mention_count, chunk_count = chunk_count + 1",
+    )?;
+    let mut chunk_ent = conn.prepare_cached(
+        "INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)",
+    )?;
+    for e in &found {
+        ent.execute(params![e.id, e.kind, e.display, e.mentions])?;
+        chunk_ent.execute(params![rowid, e.id, e.mentions])?;
+    }
+    for (id, (sent, received, openings)) in senders {
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO chunk_senders (chunk_rowid, entity_id, sent, received) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![rowid, id, sent, received])?;
+        conn.prepare_cached(
+            "INSERT INTO people (entity_id, sent, received) VALUES (?1, ?2, ?3)
+             ON CONFLICT(entity_id) DO UPDATE SET sent = sent + excluded.sent, received = received + excluded.received",
+        )?
+        .execute(params![id, sent, received])?;
+        if sent > 0 && id.starts_with("person:") {
+            note_openings(conn, &id, &openings, now)?;
+        }
+    }
+    Ok(())
+}
+
+/// Records a person's message openings and, once they show a template sender, makes the
+/// person a bot (`person:x` → `bot:x`, a merge that `split` can undo).
+fn note_openings(conn: &Connection, id: &str, openings: &[u64], now: i64) -> rusqlite::Result<()> {
+    let kept: i64 = conn
+        .prepare_cached("SELECT count(*) FROM people_openings WHERE entity_id = ?1")?
+        .query_row([id], |r| r.get(0))?;
+    if kept < OPENINGS_KEPT {
+        let mut ins =
+            conn.prepare_cached("INSERT OR IGNORE INTO people_openings (entity_id, opening) VALUES (?1, ?2)")?;
+        for o in openings.iter().take((OPENINGS_KEPT - kept) as usize) {
+            ins.execute(params![id, *o as i64])?;
+        }
+    }
+    let sent: i64 =
+        conn.prepare_cached("SELECT sent FROM people WHERE entity_id = ?1")?.query_row([id], |r| r.get(0))?;
+    let distinct: i64 = conn
+        .prepare_cached("SELECT count(*) FROM people_openings WHERE entity_id = ?1")?
+        .query_row([id], |r| r.get(0))?;
+    if sent >= TEMPLATED_MIN_MESSAGES
+        && distinct < OPENINGS_KEPT
+        && distinct * TEMPLATED_RATIO < sent
+        && !is_split(conn, id)?
+    {
+        let bot = format!("bot:{}", &id["person:".len()..]);
+        let reason = format!("{sent} messages with {distinct} different openings");
+        merge(conn, id, &bot, &reason, now)?;
+    }
+    Ok(())
+}
+
+/// Takes the given chunks' entities and sender counts back out (before the chunks are
+/// deleted or extracted again).
+pub(crate) fn unindex_chunks(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<()> {
+    if rowids.is_empty() {
+        return Ok(());
+    }
+    let ids = rarray(rowids);
+    let entities_of = |table: &str| -> rusqlite::Result<Vec<String>> {
+        conn.prepare_cached(&format!("SELECT DISTINCT entity_id FROM {table} WHERE chunk_rowid IN rarray(?1)"))?
+            .query_map([&ids], |r| r.get(0))?
+            .collect()
+    };
+    let ents = entities_of("chunk_entities")?;
+    let people = entities_of("chunk_senders")?;
+    conn.prepare_cached(
+        "UPDATE entities SET mention_count = mention_count - d.m, chunk_count = chunk_count - d.c
+         FROM (SELECT entity_id, SUM(mentions) AS m, COUNT(*) AS c FROM chunk_entities
+               WHERE chunk_rowid IN rarray(?1) GROUP BY entity_id) AS d
+         WHERE entities.id = d.entity_id",
+    )?
+    .execute([&ids])?;
+    conn.prepare_cached("DELETE FROM entities WHERE id IN rarray(?1) AND chunk_count <= 0")?
+        .execute([rarray(&ents)])?;
+    conn.prepare_cached("DELETE FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    conn.prepare_cached(
+        "UPDATE people SET sent = sent - d.s, received = received - d.r
+         FROM (SELECT entity_id, SUM(sent) AS s, SUM(received) AS r FROM chunk_senders
+               WHERE chunk_rowid IN rarray(?1) GROUP BY entity_id) AS d
+         WHERE people.entity_id = d.entity_id",
+    )?
+    .execute([&ids])?;
+    let people = rarray(&people);
+    conn.prepare_cached(
+        "DELETE FROM people_openings WHERE entity_id IN
+            (SELECT entity_id FROM people WHERE entity_id IN rarray(?1) AND sent <= 0 AND received <= 0)",
+    )?
+    .execute([&people])?;
+    conn.prepare_cached("DELETE FROM people WHERE entity_id IN rarray(?1) AND sent <= 0 AND received <= 0")?
+        .execute([&people])?;
+    conn.prepare_cached("DELETE FROM chunk_senders WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    Ok(())
+}
+
+/// A stored chunk as extraction needs it.
+struct Stored {
+    rowid: i64,
+    kind: SourceKind,
+    title: Option<String>,
+    content: String,
+    metadata: Map<String, Value>,
+    tags: Vec<String>,
+}
+
+fn load(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<Stored>> {
+    let mut rows: Vec<Stored> = conn
+        .prepare_cached(
+            "SELECT rowid, source_kind, title, content, metadata FROM chunks WHERE rowid IN rarray(?1) ORDER BY rowid",
+        )?
+        .query_map([rarray(rowids)], |r| {
+            let metadata = match serde_json::from_str::<Value>(&r.get::<_, String>(4)?) {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            Ok(Stored {
+                rowid: r.get(0)?,
+                kind: SourceKind::parse(&r.get::<_, String>(1)?).unwrap_or(SourceKind::Document),
+                title: r.get(2)?,
+                content: r.get(3)?,
+                metadata,
+                tags: Vec::new(),
+            })
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut tags = conn.prepare_cached("SELECT tag FROM chunk_tags WHERE chunk_rowid = ?1 AND origin_key = ''")?;
+    for s in &mut rows {
+        s.tags = tags.query_map([s.rowid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    }
+    Ok(rows)
+}
+
+/// Extracts the given stored chunks again.
+fn reindex(conn: &Connection, rowids: &[i64], now: i64) -> rusqlite::Result<()> {
+    unindex_chunks(conn, rowids)?;
+    for s in load(conn, rowids)? {
+        let view = ChunkView {
+            kind: s.kind,
+            title: s.title.as_deref(),
+            content: &s.content,
+            metadata: &s.metadata,
+            tags: &s.tags,
+        };
+        index_chunk(conn, s.rowid, &view, now)?;
+    }
+    Ok(())
+}
+
+/// Undoes the merge of `alias` (a `person:` or `bot:` id, or an `email:` address linked to a
+/// person): it counts as itself again, its chunks are extracted again, and the merge is not
+/// made again. Returns the entity it had been merged into, or None when it was not merged.
+pub(crate) fn split(conn: &Connection, alias: &str) -> rusqlite::Result<Option<String>> {
+    let Some(into) = conn
+        .prepare_cached("SELECT entity_id FROM entity_aliases WHERE alias = ?1")?
+        .query_row([alias], |r| r.get::<_, String>(0))
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let now = now_ms();
+    conn.prepare_cached("DELETE FROM entity_aliases WHERE alias = ?1")?.execute([alias])?;
+    conn.prepare_cached("INSERT OR REPLACE INTO entity_splits (alias, entity_id, split_at_ms) VALUES (?1, ?2, ?3)")?
+        .execute(params![alias, into, now])?;
+    let rowids: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT chunk_rowid FROM chunk_entities WHERE entity_id = ?1
+             UNION SELECT chunk_rowid FROM chunk_senders WHERE entity_id = ?1",
+        )?
+        .query_map([&into], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    reindex(conn, &rowids, now)?;
+    Ok(Some(into))
+}
+
+/// Extracts every chunk again when the stored entities were made by another extractor
+/// version: entities, people and automatic merges are rebuilt from the chunks in one
+/// transaction; the merges users split apart are kept and honoured.
+pub(crate) fn reextract_if_stale(conn: &mut Connection) -> Result<(), MemoryError> {
+    let version: Option<i64> =
+        conn.query_row("SELECT value FROM meta WHERE name = 'entities_version'", [], |r| r.get(0)).optional()?;
+    if version == Some(EXTRACTOR_VERSION) {
+        return Ok(());
+    }
+    let started = std::time::Instant::now();
+    let tx = conn.transaction()?;
+    tx.execute_batch(
+        "DELETE FROM entities; DELETE FROM chunk_entities; DELETE FROM chunk_senders; DELETE FROM people;
+         DELETE FROM people_openings; DELETE FROM entity_aliases;",
+    )?;
+    let rowids: Vec<i64> = tx
+        .prepare("SELECT rowid FROM chunks ORDER BY rowid")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let now = now_ms();
+    for batch in rowids.chunks(1_000) {
+        reindex(&tx, batch, now)?;
+    }
+    tx.execute(
+        "INSERT INTO meta (name, value) VALUES ('entities_version', ?1) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+        [EXTRACTOR_VERSION],
+    )?;
+    tx.commit()?;
+    tracing::info!(
+        chunks = rowids.len(),
+        from = version.unwrap_or(0),
+        to = EXTRACTOR_VERSION,
+        ms = started.elapsed().as_millis() as u64,
+        "entities extracted again"
+    );
+    Ok(())
+}
