@@ -56,6 +56,9 @@ pub(crate) struct TextFacts {
     /// Words used at least twice, not opening a sentence (plurals folded, as first written),
     /// with their count: topic candidates.
     pub terms: Vec<(String, String, u32)>,
+    /// How often each word was one of a run of capitalised words (`Samuel Thibault`, `Acme
+    /// Corp`): those uses name something and are no topic.
+    name_words: std::collections::HashMap<String, u32>,
 }
 
 impl TextFacts {
@@ -104,6 +107,9 @@ pub(crate) fn scan<'a>(lines: impl Iterator<Item = &'a str>) -> TextFacts {
         // Inline code spans (between backticks) are left out.
         let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
         scan_line(&prose, &mut facts, &mut words);
+    }
+    for w in &mut words {
+        w.2 = w.2.saturating_sub(facts.name_words.get(&w.0).copied().unwrap_or(0));
     }
     words.retain(|w| w.2 >= 2);
     words.sort_by(|a, b| b.2.cmp(&a.2).then(a.3.cmp(&b.3)));
@@ -215,6 +221,11 @@ fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String,
 }
 
 fn end_run(run: &mut Vec<&str>, titled: &mut bool, facts: &mut TextFacts) {
+    if run.len() >= 2 {
+        for t in run.iter().filter_map(|w| term(w)) {
+            *facts.name_words.entry(t).or_default() += 1;
+        }
+    }
     name_entity(run, *titled, facts);
     run.clear();
     *titled = false;
@@ -431,6 +442,9 @@ mod tests {
         let terms: Vec<&str> = f.terms.iter().map(|t| t.0.as_str()).collect();
         assert_eq!(terms, ["token", "parser"]);
         assert_eq!(f.terms[0].1, "tokens", "shown as first written");
+        // Words of a name are no topic; a proper noun alone is.
+        let f = facts("we asked Samuel Thibault and Samuel Thibault about Linux, then Linux again");
+        assert_eq!(f.terms.iter().map(|t| t.0.as_str()).collect::<Vec<_>>(), ["linux"]);
         // Months, greetings and days are no topics either.
         assert!(facts("in april and april, thanks thanks").terms.is_empty());
     }

@@ -22,9 +22,11 @@ use crate::util::{now_ms, slug};
 pub(crate) const EXTRACTOR_VERSION: i64 = 1;
 
 /// A sender with at least this many messages…
-const TEMPLATED_MIN_MESSAGES: i64 = 50;
-/// …of which fewer than one in this many open differently sends templates: a bot.
-const TEMPLATED_RATIO: i64 = 10;
+const TEMPLATED_MIN_MESSAGES: i64 = 200;
+/// …of which fewer than one in this many open differently sends templates: a bot. (People
+/// repeat themselves too — a maintainer's changelog entries often open alike — so the bar is
+/// high: at 200 messages, at most 9 different openings.)
+const TEMPLATED_RATIO: i64 = 20;
 /// Openings kept per sender: past this many it is not templated.
 const OPENINGS_KEPT: i64 = 64;
 
@@ -187,6 +189,15 @@ pub(crate) fn index_chunk(conn: &Connection, rowid: i64, c: &ChunkView<'_>, now:
     }
     for (term, display, n) in facts.terms {
         add(format!("topic:{}", slug(&term)), "topic", &display, n);
+    }
+    // A chat channel names what its conversations are about; a WhatsApp chat is named after
+    // a person and an assistant conversation after its first question, so those are not.
+    let platform = c.metadata.get("platform").and_then(Value::as_str);
+    if c.kind == SourceKind::Chat
+        && !matches!(platform, Some("whatsapp" | "chatgpt" | "claude"))
+        && let Some(ch) = c.metadata.get("channel").and_then(Value::as_str).filter(|ch| !slug(ch).is_empty())
+    {
+        add(format!("topic:{}", slug(ch)), "topic", ch, 1);
     }
     for t in c.tags {
         let s = slug(t);

@@ -75,16 +75,25 @@ pub(crate) fn read<'a>(c: &ChunkView<'a>) -> (Vec<Party>, Vec<&'a str>) {
                 .and_then(Value::as_array)
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
+            // Each message with its continuation lines, for its opening.
+            let mut messages: Vec<(&str, String)> = Vec::new();
             for line in c.content.lines() {
                 match chat_line(line, &speakers) {
                     Some((who, text)) => {
-                        if !roles {
-                            add(&mut parties, who.to_string(), None, 1, Some(opening(text)));
-                        }
+                        messages.push((who, text.to_string()));
                         prose.push(text);
                     }
-                    None => prose.push(line),
+                    None => {
+                        if let Some((_, m)) = messages.last_mut() {
+                            m.push('\n');
+                            m.push_str(line);
+                        }
+                        prose.push(line);
+                    }
                 }
+            }
+            for (who, text) in messages.iter().filter(|_| !roles) {
+                add(&mut parties, who.to_string(), None, 1, Some(opening(text)));
             }
         }
         _ => {
@@ -194,7 +203,7 @@ pub(crate) fn is_bot(name: &str, address: Option<&str>) -> bool {
     by_name || by_address
 }
 
-/// A message's opening with numbers, links and case taken out: its first six words, hashed.
+/// A message's opening with numbers, links and case taken out: its first eight words, hashed.
 /// A sender whose many messages share a few openings sends templates.
 pub(crate) fn opening(text: &str) -> u64 {
     let words = text
@@ -202,7 +211,7 @@ pub(crate) fn opening(text: &str) -> u64 {
         .filter(|w| !w.contains("://"))
         .map(|w| w.chars().filter(|c| c.is_alphabetic()).flat_map(char::to_lowercase).collect::<String>())
         .filter(|w| !w.is_empty())
-        .take(6);
+        .take(8);
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for w in words {
         for b in w.bytes().chain([b' ']) {

@@ -104,7 +104,7 @@ fn a_templated_chat_sender_is_a_bot_and_that_can_be_undone() {
     let files = tempfile::tempdir().unwrap();
     let m = open(data.path());
     let mut lines = String::new();
-    for i in 0..60 {
+    for i in 0..220 {
         lines.push_str(&format!(
             "{{\"ts\": {}, \"from\": \"Deploy Watcher\", \"text\": \"Deployed build {i} to production\"}}\n",
             1_700_000_000 + i * 60
