@@ -19,7 +19,7 @@ mod index;
 mod people;
 mod words;
 
-pub(crate) use index::{index_chunk, reextract_if_stale, split, unindex_chunks};
+pub(crate) use index::{index_chunk, reextract_if_stale, register_parties, split, unindex_chunks};
 pub(crate) use people::ChunkView;
 
 use super::util::slug;
@@ -46,6 +46,9 @@ pub(crate) struct NameCandidate {
     pub titled: bool,
     /// It starts with a common given name.
     pub given_name: bool,
+    /// For a three-word run that opens a sentence, the name without its first word (id,
+    /// display, whether it starts with a given name): taken when the whole has no evidence.
+    pub alt: Option<(String, String, bool)>,
 }
 
 /// What the text of one chunk mentions (people it was written by come from `people`).
@@ -70,7 +73,7 @@ impl TextFacts {
         }
     }
 
-    fn add_name(&mut self, words: &[&str], titled: bool) {
+    fn add_name(&mut self, words: &[&str], titled: bool, alt: Option<&[&str]>) {
         let display = words.join(" ");
         let id = format!("person:{}", slug(&display));
         if let Some(n) = self.names.iter_mut().find(|n| n.id == id) {
@@ -78,7 +81,11 @@ impl TextFacts {
             n.titled |= titled;
         } else {
             let given_name = words.len() >= 2 && words::is_first_name(words[0]);
-            self.names.push(NameCandidate { id, display, mentions: 1, titled, given_name });
+            let alt = alt.map(|w| {
+                let display = w.join(" ");
+                (format!("person:{}", slug(&display)), display, words::is_first_name(w[0]))
+            });
+            self.names.push(NameCandidate { id, display, mentions: 1, titled, given_name, alt });
         }
     }
 }
@@ -142,6 +149,8 @@ fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String,
     // honorific stood right before it.
     let mut run: Vec<&str> = Vec::new();
     let mut titled = false;
+    // Whether the run's first word opened a sentence (`Ask Zoltan Kiraly`).
+    let mut run_opens = false;
     let mut after_title = false;
     let mut first = true;
     // Whether the next word opens a sentence, a line or a list item: such words are often
@@ -161,22 +170,22 @@ fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String,
         let at_start = std::mem::replace(&mut first, false);
         let was_title = std::mem::replace(&mut after_title, false);
         if word.is_empty() {
-            end_run(&mut run, &mut titled, facts);
+            end_run(&mut run, &mut titled, run_opens, facts);
             continue;
         }
         if let Some(url) = url(word) {
-            end_run(&mut run, &mut titled, facts);
+            end_run(&mut run, &mut titled, run_opens, facts);
             facts.add(format!("url:{url}"), "url", word);
             continue;
         }
         let w = word.strip_prefix("mailto:").unwrap_or(word);
         if let Some(email) = email(w) {
-            end_run(&mut run, &mut titled, facts);
+            end_run(&mut run, &mut titled, run_opens, facts);
             facts.add(format!("email:{email}"), "email", w);
             continue;
         }
         if let Some(name) = lead.strip_prefix('@') {
-            end_run(&mut run, &mut titled, facts);
+            end_run(&mut run, &mut titled, run_opens, facts);
             let name = name.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '"', '\'']);
             // A decorator or doc tag, or an `@word` opening a line as decorators do.
             let code = words::is_code_at_word(name) || (at_start && raw.contains('('));
@@ -186,7 +195,7 @@ fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String,
             continue;
         }
         if let Some(tag) = lead.strip_prefix('#') {
-            end_run(&mut run, &mut titled, facts);
+            end_run(&mut run, &mut titled, run_opens, facts);
             let tag = tag.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', ']', '"', '\'']);
             if is_hashtag(tag) {
                 facts.add(format!("topic:{}", slug(tag)), "topic", tag);
@@ -194,20 +203,21 @@ fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String,
             continue;
         }
         if TITLES.contains(&word) {
-            end_run(&mut run, &mut titled, facts);
+            end_run(&mut run, &mut titled, run_opens, facts);
             after_title = true;
             continue;
         }
         if is_capitalised(word) {
             if run.is_empty() {
                 titled = was_title;
+                run_opens = opening;
             }
             run.push(word);
             if punct_after {
-                end_run(&mut run, &mut titled, facts);
+                end_run(&mut run, &mut titled, run_opens, facts);
             }
         } else {
-            end_run(&mut run, &mut titled, facts);
+            end_run(&mut run, &mut titled, run_opens, facts);
         }
         if let Some(term) = term(word).filter(|_| !opening) {
             let n = words.len();
@@ -217,21 +227,21 @@ fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String,
             }
         }
     }
-    end_run(&mut run, &mut titled, facts);
+    end_run(&mut run, &mut titled, run_opens, facts);
 }
 
-fn end_run(run: &mut Vec<&str>, titled: &mut bool, facts: &mut TextFacts) {
+fn end_run(run: &mut Vec<&str>, titled: &mut bool, opens: bool, facts: &mut TextFacts) {
     if run.len() >= 2 {
         for t in run.iter().filter_map(|w| term(w)) {
             *facts.name_words.entry(t).or_default() += 1;
         }
     }
-    name_entity(run, *titled, facts);
+    name_entity(run, *titled, opens, facts);
     run.clear();
     *titled = false;
 }
 
-fn name_entity(run: &[&str], titled: bool, facts: &mut TextFacts) {
+fn name_entity(run: &[&str], titled: bool, opens: bool, facts: &mut TextFacts) {
     let min = if titled { 1 } else { 2 };
     if run.len() < min {
         return;
@@ -252,7 +262,10 @@ fn name_entity(run: &[&str], titled: bool, facts: &mut TextFacts) {
     let words: Vec<&str> = run.iter().copied().skip_while(|w| NOT_NAMES.contains(w)).collect();
     let titled = titled && words.len() == run.len();
     if (min..=3).contains(&words.len()) && words.iter().all(|w| !NOT_NAMES.contains(w) && !ORG_SUFFIXES.contains(w)) {
-        facts.add_name(&words, titled);
+        // A longer run that opens a sentence may start with a verb or a label: the name may
+        // be the rest.
+        let alt = (opens && words.len() == run.len() && words.len() == 3).then(|| &words[1..]);
+        facts.add_name(&words, titled, alt);
     }
 }
 

@@ -37,6 +37,17 @@ impl NewChunk {
     pub fn id(&self) -> String {
         chunk_id(self.kind, &self.source_id, &self.source_ref, self.seq, &self.content)
     }
+
+    /// The chunk as entity extraction reads it.
+    pub fn view(&self) -> entities::ChunkView<'_> {
+        entities::ChunkView {
+            kind: self.kind,
+            title: self.title.as_deref(),
+            content: &self.content,
+            metadata: &self.metadata,
+            tags: &self.tags,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +97,7 @@ pub(crate) fn insert_chunks(
         conn.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')")?;
     let mut meta =
         conn.prepare_cached("INSERT OR IGNORE INTO chunk_meta (key, value, chunk_rowid) VALUES (?1, ?2, ?3)")?;
+    entities::register_parties(conn, chunks.iter().map(NewChunk::view), now)?;
     let mut written = Vec::with_capacity(chunks.len());
     for c in chunks {
         let id = c.id();
@@ -119,14 +131,7 @@ pub(crate) fn insert_chunks(
                 meta.execute(params![key, v, rowid])?;
             }
         }
-        let view = entities::ChunkView {
-            kind: c.kind,
-            title: c.title.as_deref(),
-            content: &c.content,
-            metadata: &c.metadata,
-            tags: &c.tags,
-        };
-        entities::index_chunk(conn, rowid, &view, now)?;
+        entities::index_chunk(conn, rowid, &c.view(), now)?;
         written.push((rowid, id));
     }
     Ok(written)

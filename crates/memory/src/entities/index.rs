@@ -155,6 +155,25 @@ fn party_entity(conn: &Connection, p: &Party, now: i64) -> rusqlite::Result<Opti
     Ok(Some((id, display)))
 }
 
+/// Makes the senders and recipients of `chunks` known before any of their text is read, so that
+/// a name mentioned before the message its person wrote still counts (`index_chunk` counts a
+/// name from the text when its person is known).
+pub(crate) fn register_parties<'a>(
+    conn: &Connection,
+    chunks: impl Iterator<Item = ChunkView<'a>>,
+    now: i64,
+) -> rusqlite::Result<()> {
+    for c in chunks {
+        for p in people::read(&c).0 {
+            if let Some((id, _)) = party_entity(conn, &p, now)? {
+                conn.prepare_cached("INSERT OR IGNORE INTO people (entity_id, sent, received) VALUES (?1, 0, 0)")?
+                    .execute([id])?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Extracts the entities of one stored chunk (`rowid`) and writes them.
 pub(crate) fn index_chunk(conn: &Connection, rowid: i64, c: &ChunkView<'_>, now: i64) -> rusqlite::Result<()> {
     let (parties, prose) = people::read(c);
@@ -181,10 +200,14 @@ pub(crate) fn index_chunk(conn: &Connection, rowid: i64, c: &ChunkView<'_>, now:
         add(e.id, e.kind, &e.display, e.mentions);
     }
     for n in facts.names {
-        let id = resolve(conn, &n.id)?;
-        let known = conn.prepare_cached("SELECT 1 FROM people WHERE entity_id = ?1")?.exists([&id])?;
-        if known || n.titled || n.given_name {
-            add(id.clone(), kind_of(&id), &n.display, n.mentions);
+        let variants = std::iter::once((n.id, n.display, n.given_name)).chain(n.alt);
+        for (id, display, given_name) in variants {
+            let id = resolve(conn, &id)?;
+            let known = conn.prepare_cached("SELECT 1 FROM people WHERE entity_id = ?1")?.exists([&id])?;
+            if known || n.titled || given_name {
+                add(id.clone(), kind_of(&id), &display, n.mentions);
+                break;
+            }
         }
     }
     for (term, display, n) in facts.terms {
@@ -316,6 +339,18 @@ struct Stored {
     tags: Vec<String>,
 }
 
+impl Stored {
+    fn view(&self) -> ChunkView<'_> {
+        ChunkView {
+            kind: self.kind,
+            title: self.title.as_deref(),
+            content: &self.content,
+            metadata: &self.metadata,
+            tags: &self.tags,
+        }
+    }
+}
+
 fn load(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<Stored>> {
     let mut rows: Vec<Stored> = conn
         .prepare_cached(
@@ -346,15 +381,10 @@ fn load(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<Stored>> {
 /// Extracts the given stored chunks again.
 fn reindex(conn: &Connection, rowids: &[i64], now: i64) -> rusqlite::Result<()> {
     unindex_chunks(conn, rowids)?;
-    for s in load(conn, rowids)? {
-        let view = ChunkView {
-            kind: s.kind,
-            title: s.title.as_deref(),
-            content: &s.content,
-            metadata: &s.metadata,
-            tags: &s.tags,
-        };
-        index_chunk(conn, s.rowid, &view, now)?;
+    let stored = load(conn, rowids)?;
+    register_parties(conn, stored.iter().map(Stored::view), now)?;
+    for s in &stored {
+        index_chunk(conn, s.rowid, &s.view(), now)?;
     }
     Ok(())
 }
@@ -405,6 +435,10 @@ pub(crate) fn reextract_if_stale(conn: &mut Connection) -> Result<(), MemoryErro
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     let now = now_ms();
+    // Everyone who wrote or received anything is known before any text is read.
+    for batch in rowids.chunks(1_000) {
+        register_parties(&tx, load(&tx, batch)?.iter().map(Stored::view), now)?;
+    }
     for batch in rowids.chunks(1_000) {
         reindex(&tx, batch, now)?;
     }

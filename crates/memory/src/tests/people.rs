@@ -146,3 +146,21 @@ fn an_older_store_is_extracted_again_when_opened() {
     );
     assert_eq!(m.stats().unwrap()["entities"], m.top_entities(json!({})).unwrap()["total"]);
 }
+
+#[test]
+fn a_name_in_the_text_counts_once_its_person_wrote_even_later() {
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let path = mbox(
+        files.path(),
+        &[
+            ("Ada Lovelace <ada@work.example>", "team@example.org", "Ask Zoltan Kiraly about it."),
+            ("Zoltan Kiraly <zk@example.net>", "team@example.org", "Here."),
+        ],
+    );
+    ingest(&m, &path);
+    let people = top(&m, "person");
+    let zk = people["entities"].as_array().unwrap().iter().find(|e| e["entity_id"] == "person:zoltan-kiraly").unwrap();
+    assert_eq!((zk["mention_count"].as_i64(), zk["chunk_count"].as_i64()), (Some(2), Some(2)), "{people}");
+}
