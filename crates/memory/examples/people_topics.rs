@@ -2,7 +2,9 @@
 //! (`tree.top_entities` with `kind` person and topic), for judging their precision by hand.
 //!
 //! `cargo run -p openhuman-memory --example people_topics -- <store dir> <path>…`; the store
-//! folder must not exist yet. `tools/people-corpus/build.py` makes the inputs BENCHMARKS.md uses.
+//! folder must not exist yet. With no paths, an existing store is opened (extracted again if
+//! an older extractor made it) and listed. `tools/people-corpus/build.py` makes the inputs
+//! BENCHMARKS.md uses.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,14 +34,17 @@ impl Embedder for Flat {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args_os().skip(1);
     let dir = PathBuf::from(args.next().ok_or("usage: people_topics <store dir> <path>…")?);
-    if dir.exists() {
+    let paths: Vec<PathBuf> = args.map(PathBuf::from).collect();
+    if dir.exists() && !paths.is_empty() {
         return Err(format!("{} exists: give a new folder", dir.display()).into());
     }
-    let paths: Vec<PathBuf> = args.map(PathBuf::from).collect();
+    let started = std::time::Instant::now();
     let engine = MemoryEngine::open(MemoryOptions { data_dir: dir, embedder: Arc::new(Flat), deep: None })?;
+    let opened = started.elapsed();
     let summary = engine.ingest_paths(&paths, None, &|_| {})?;
     engine.wait_background();
     let mut out = std::io::stdout().lock();
+    writeln!(out, "opened in {} ms", opened.as_millis())?;
     writeln!(out, "files {} chunks {}", summary.files_ingested, summary.chunks_added)?;
     for kind in ["person", "topic"] {
         let top = engine.top_entities(json!({"kind": kind, "k": 40}))?;
