@@ -19,7 +19,7 @@ mod index;
 mod people;
 mod words;
 
-pub(crate) use index::{index_chunk, reextract_if_stale, register_parties, split, unindex_chunks};
+pub(crate) use index::{drop_aliases, index_chunk, reextract_if_stale, register_parties, split, unindex_chunks};
 pub(crate) use people::ChunkView;
 
 use super::util::slug;

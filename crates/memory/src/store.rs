@@ -148,7 +148,8 @@ pub(crate) fn delete_chunks(conn: &Connection, seq: i64, rowids: &[i64]) -> rusq
         .prepare_cached("SELECT DISTINCT source_id FROM chunks WHERE rowid IN rarray(?1)")?
         .query_map([&ids], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    entities::unindex_chunks(conn, rowids)?;
+    let gone = entities::unindex_chunks(conn, rowids)?;
+    entities::drop_aliases(conn, &gone)?;
     conn.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached("DELETE FROM chunk_meta WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached(

@@ -287,10 +287,10 @@ fn note_openings(conn: &Connection, id: &str, openings: &[u64], now: i64) -> rus
 }
 
 /// Takes the given chunks' entities and sender counts back out (before the chunks are
-/// deleted or extracted again).
-pub(crate) fn unindex_chunks(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<()> {
+/// deleted or extracted again). Returns the entities left without any chunk.
+pub(crate) fn unindex_chunks(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<String>> {
     if rowids.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let ids = rarray(rowids);
     let entities_of = |table: &str| -> rusqlite::Result<Vec<String>> {
@@ -307,8 +307,10 @@ pub(crate) fn unindex_chunks(conn: &Connection, rowids: &[i64]) -> rusqlite::Res
          WHERE entities.id = d.entity_id",
     )?
     .execute([&ids])?;
-    conn.prepare_cached("DELETE FROM entities WHERE id IN rarray(?1) AND chunk_count <= 0")?
-        .execute([rarray(&ents)])?;
+    let gone: Vec<String> = conn
+        .prepare_cached("DELETE FROM entities WHERE id IN rarray(?1) AND chunk_count <= 0 RETURNING id")?
+        .query_map([rarray(&ents)], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     conn.prepare_cached("DELETE FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached(
         "UPDATE people SET sent = sent - d.s, received = received - d.r
@@ -326,6 +328,17 @@ pub(crate) fn unindex_chunks(conn: &Connection, rowids: &[i64]) -> rusqlite::Res
     conn.prepare_cached("DELETE FROM people WHERE entity_id IN rarray(?1) AND sent <= 0 AND received <= 0")?
         .execute([&people])?;
     conn.prepare_cached("DELETE FROM chunk_senders WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    Ok(gone)
+}
+
+/// Forgets the merges and address links of entities whose last chunk was deleted: the names
+/// and addresses of forgotten mail stay nowhere. (Splits a user made are kept: they are
+/// decisions, and only name what the user named.)
+pub(crate) fn drop_aliases(conn: &Connection, gone: &[String]) -> rusqlite::Result<()> {
+    if !gone.is_empty() {
+        conn.prepare_cached("DELETE FROM entity_aliases WHERE entity_id IN rarray(?1) OR alias IN rarray(?1)")?
+            .execute([rarray(gone)])?;
+    }
     Ok(())
 }
 

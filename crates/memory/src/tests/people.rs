@@ -128,6 +128,14 @@ fn a_templated_chat_sender_is_a_bot_and_that_can_be_undone() {
     m.split_entity("person:deploy-watcher", audit("memory.split_entity")).unwrap();
     assert_eq!(top(&m, "bot")["entities"], json!([]));
     assert_eq!(top(&m, "person")["entities"][0]["entity_id"], "person:deploy-watcher");
+    // Forgetting the file leaves no name behind: no person, no merge.
+    let origin = format!("file:{}", std::path::absolute(&path).unwrap().display());
+    m.forget(&[origin], "mcp:test", audit("memory.forget")).unwrap();
+    assert_eq!(m.top_entities(json!({})).unwrap()["total"], 0);
+    let conn = rusqlite::Connection::open(data.path().join("memory.db")).unwrap();
+    let left: i64 = conn.query_row("SELECT count(*) FROM entity_aliases", [], |r| r.get(0)).unwrap();
+    let people: i64 = conn.query_row("SELECT count(*) FROM people", [], |r| r.get(0)).unwrap();
+    assert_eq!((left, people), (0, 0));
 }
 
 #[test]
