@@ -1,5 +1,6 @@
 //! Entity extraction by simple, predictable rules. Every write runs it over each chunk
-//! (`extract`); `entities::index` turns what it finds into stored entities, people and merges.
+//! (`index_chunk`): `people` reads who wrote and received the chunk, `scan` what its prose
+//! mentions, and `index` turns both into stored entities, people and merges.
 //!
 //! Canonical ids: `email:a@b.com`, `url:https://host/path`, `handle:@name`, `topic:rust`,
 //! `person:alice-smith`, `bot:dependabot`, `org:acme-corp`. Ids are lowercase so that
