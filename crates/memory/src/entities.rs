@@ -20,7 +20,9 @@ mod index;
 mod people;
 mod words;
 
-pub(crate) use index::{drop_aliases, index_chunk, reextract_if_stale, register_parties, split, unindex_chunks};
+pub(crate) use index::{
+    begin_reextract, drop_aliases, index_chunk, register_parties, split, start_reextract, unindex_chunks, wait,
+};
 pub(crate) use people::ChunkView;
 
 use super::util::slug;

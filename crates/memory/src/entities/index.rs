@@ -2,10 +2,12 @@
 //! `chunk_entities`, its senders and recipients rows of `people` and `chunk_senders`, and
 //! what links one person's names and addresses becomes `entity_aliases` (a merge: the alias
 //! counts as the entity it points to, with the reason). `split` undoes a merge and keeps it
-//! undone (`entity_splits`). `reextract_if_stale` runs the extractor again over every chunk
-//! when the stored entities were made by an older one.
+//! undone (`entity_splits`). `begin_reextract` and `start_reextract` run the extractor again
+//! over every chunk, in the background, when the stored entities were made by an older one.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value};
@@ -16,6 +18,7 @@ use crate::error::MemoryError;
 use crate::store::rarray;
 use crate::types::SourceKind;
 use crate::util::{now_ms, slug};
+use crate::{Inner, lock};
 
 /// Bumped whenever extraction changes what it finds; a store made by an older extractor is
 /// extracted again when it is opened. 0 was the phrase-based extractor.
@@ -428,44 +431,145 @@ pub(crate) fn split(conn: &Connection, alias: &str) -> rusqlite::Result<Option<S
     Ok(Some(into))
 }
 
-/// Extracts every chunk again when the stored entities were made by another extractor
-/// version: entities, people and automatic merges are rebuilt from the chunks in one
-/// transaction; the merges users split apart are kept and honoured.
-pub(crate) fn reextract_if_stale(conn: &mut Connection) -> Result<(), MemoryError> {
-    let version: Option<i64> =
-        conn.query_row("SELECT value FROM meta WHERE name = 'entities_version'", [], |r| r.get(0)).optional()?;
-    if version == Some(EXTRACTOR_VERSION) {
+/// Starts extracting every chunk again when the stored entities were made by another
+/// extractor version: entities, people and automatic merges are wiped here, at open, and
+/// rebuilt from the chunks written until now by a background thread (`start_reextract`), so a
+/// large store opens at once and its people fill in within minutes. Merges users split apart
+/// are kept and honoured. Chunks written meanwhile are extracted as they are written.
+pub(crate) fn begin_reextract(conn: &mut Connection) -> Result<(), MemoryError> {
+    if stored_version(conn)? == Some(EXTRACTOR_VERSION) {
         return Ok(());
     }
-    let started = std::time::Instant::now();
+    // An extraction to this version that a closed store left half done goes on where it was.
+    let resuming: Option<i64> =
+        conn.query_row("SELECT value FROM meta WHERE name = 'entities_reextract_to'", [], |r| r.get(0)).optional()?;
+    if resuming == Some(EXTRACTOR_VERSION) {
+        return Ok(());
+    }
     let tx = conn.transaction()?;
     tx.execute_batch(
         "DELETE FROM entities; DELETE FROM chunk_entities; DELETE FROM chunk_senders; DELETE FROM people;
          DELETE FROM people_openings; DELETE FROM entity_aliases;",
     )?;
-    let rowids: Vec<i64> = tx
-        .prepare("SELECT rowid FROM chunks ORDER BY rowid")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    let now = now_ms();
-    // Everyone who wrote or received anything is known before any text is read.
-    for batch in rowids.chunks(1_000) {
-        register_parties(&tx, load(&tx, batch)?.iter().map(Stored::view), now)?;
+    let upto: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM chunks", [], |r| r.get(0))?;
+    set_meta(&tx, "entities_reextract_upto", upto)?;
+    // Where the extraction is: pass 0 (senders and recipients) or 1 (everything), and the last
+    // rowid done.
+    set_meta(&tx, "entities_reextract_pass", 0)?;
+    set_meta(&tx, "entities_reextract_after", 0)?;
+    set_meta(&tx, "entities_reextract_to", EXTRACTOR_VERSION)?;
+    if upto == 0 {
+        finish_reextract(&tx)?;
     }
-    for batch in rowids.chunks(1_000) {
-        reindex(&tx, batch, now)?;
-    }
-    tx.execute(
-        "INSERT INTO meta (name, value) VALUES ('entities_version', ?1) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-        [EXTRACTOR_VERSION],
-    )?;
     tx.commit()?;
-    tracing::info!(
-        chunks = rowids.len(),
-        from = version.unwrap_or(0),
-        to = EXTRACTOR_VERSION,
-        ms = started.elapsed().as_millis() as u64,
-        "entities extracted again"
-    );
     Ok(())
+}
+
+fn stored_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
+    conn.query_row("SELECT value FROM meta WHERE name = 'entities_version'", [], |r| r.get(0)).optional()
+}
+
+fn meta(conn: &Connection, name: &str) -> rusqlite::Result<i64> {
+    Ok(conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| r.get(0)).optional()?.unwrap_or(0))
+}
+
+/// Records the extraction as done: the version, and no progress rows.
+fn finish_reextract(conn: &Connection) -> rusqlite::Result<()> {
+    set_meta(conn, "entities_version", EXTRACTOR_VERSION)?;
+    conn.execute("DELETE FROM meta WHERE name LIKE 'entities_reextract_%'", [])?;
+    Ok(())
+}
+
+fn set_meta(conn: &Connection, name: &str, value: i64) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+        params![name, value],
+    )?;
+    Ok(())
+}
+
+/// Chunks extracted again per transaction: the writer lock is let go between batches.
+const REEXTRACT_BATCH: usize = 1_000;
+
+/// Starts the background extraction `begin_reextract` prepared, if one is due.
+pub(crate) fn start_reextract(inner: &Arc<Inner>) {
+    let due = inner.read_conn().and_then(|c| Ok(stored_version(&c)?)).map(|v| v != Some(EXTRACTOR_VERSION));
+    if !due.unwrap_or(false) {
+        return;
+    }
+    let weak = Arc::downgrade(inner);
+    match std::thread::Builder::new().name("memory-entities".into()).spawn(move || reextract(&weak)) {
+        Ok(h) => *lock(&inner.entities_thread) = Some(h),
+        Err(e) => tracing::warn!(error = %e, "could not start extracting entities again"),
+    }
+}
+
+/// Waits for the background extraction, if one runs.
+pub(crate) fn wait(inner: &Inner) {
+    let handle = lock(&inner.entities_thread).take();
+    if let Some(h) = handle {
+        let _ = h.join();
+    }
+}
+
+fn reextract(weak: &Weak<Inner>) {
+    let started = std::time::Instant::now();
+    match reextract_batches(weak) {
+        Ok(Some(chunks)) => tracing::info!(
+            chunks,
+            version = EXTRACTOR_VERSION,
+            ms = started.elapsed().as_millis() as u64,
+            "entities extracted again"
+        ),
+        // The store closed first: the next open starts over.
+        Ok(None) => {}
+        Err(e) => tracing::warn!(error = %format!("{e:#}"), "extracting entities again failed; the next open retries"),
+    }
+}
+
+/// Two passes over the chunks up to `entities_reextract_upto`: everyone who wrote or received
+/// anything is made known first, then every chunk is extracted. Each batch commits with its
+/// position, so a store closed half way goes on from there when it is opened again. Returns
+/// how many chunks this run extracted, or None when the store closed first.
+fn reextract_batches(weak: &Weak<Inner>) -> Result<Option<usize>, MemoryError> {
+    let mut chunks = 0;
+    loop {
+        let Some(inner) = weak.upgrade() else { return Ok(None) };
+        if inner.stopping.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut ws = lock(&inner.writer);
+        let tx = ws.conn.transaction()?;
+        let (pass, after, upto) = (
+            meta(&tx, "entities_reextract_pass")?,
+            meta(&tx, "entities_reextract_after")?,
+            meta(&tx, "entities_reextract_upto")?,
+        );
+        let rowids: Vec<i64> = tx
+            .prepare_cached("SELECT rowid FROM chunks WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3")?
+            .query_map(params![after, upto, REEXTRACT_BATCH as i64], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let now = now_ms();
+        match rowids.last() {
+            None if pass == 0 => {
+                set_meta(&tx, "entities_reextract_pass", 1)?;
+                set_meta(&tx, "entities_reextract_after", 0)?;
+            }
+            None => {
+                finish_reextract(&tx)?;
+                tx.commit()?;
+                return Ok(Some(chunks));
+            }
+            Some(&last) => {
+                if pass == 0 {
+                    register_parties(&tx, load(&tx, &rowids)?.iter().map(Stored::view), now)?;
+                } else {
+                    reindex(&tx, &rowids, now)?;
+                    chunks += rowids.len();
+                }
+                set_meta(&tx, "entities_reextract_after", last)?;
+            }
+        }
+        tx.commit()?;
+    }
 }

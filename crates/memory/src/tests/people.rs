@@ -81,6 +81,7 @@ fn mail_senders_are_people_linked_names_merge_and_a_split_undoes_it() {
     drop(m);
     reset_extractor(data.path());
     let m = open(data.path());
+    m.wait_background();
     assert_eq!(
         ids(&top(&m, "person"), "entities", "entity_id"),
         ["person:ada-lovelace", "person:bob-jones", "person:a-lovelace"]
@@ -146,6 +147,9 @@ fn an_older_store_is_extracted_again_when_opened() {
     drop(m);
     reset_extractor(data.path());
     let m = open(data.path());
+    // The old entities are gone at once; the new ones come from a background thread.
+    assert!(ids(&top(&m, "person"), "entities", "entity_id").iter().all(|id| id != "person:correlation-error"));
+    m.wait_background();
     assert_eq!(ids(&top(&m, "person"), "entities", "entity_id"), ["person:grace-hopper"]);
     let topics = ids(&top(&m, "topic"), "entities", "entity_id");
     assert!(
@@ -153,6 +157,12 @@ fn an_older_store_is_extracted_again_when_opened() {
         "{topics:?}"
     );
     assert_eq!(m.stats().unwrap()["entities"], m.top_entities(json!({})).unwrap()["total"]);
+    // Done once: the next open has nothing to do.
+    drop(m);
+    let conn = rusqlite::Connection::open(data.path().join("memory.db")).unwrap();
+    let version: i64 =
+        conn.query_row("SELECT value FROM meta WHERE name = 'entities_version'", [], |r| r.get(0)).unwrap();
+    assert_eq!(version, 1);
 }
 
 #[test]
@@ -171,4 +181,32 @@ fn a_name_in_the_text_counts_once_its_person_wrote_even_later() {
     let people = top(&m, "person");
     let zk = people["entities"].as_array().unwrap().iter().find(|e| e["entity_id"] == "person:zoltan-kiraly").unwrap();
     assert_eq!((zk["mention_count"].as_i64(), zk["chunk_count"].as_i64()), (Some(2), Some(2)), "{people}");
+}
+
+#[test]
+fn a_half_done_extraction_goes_on_where_it_was() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    put(&m, "a", "Notes", "Met Dr. Grace Hopper.", &[]);
+    put(&m, "b", "More", "Then Dr. Ada Byron.", &[]);
+    drop(m);
+    // As a store closed after the first chunk of the second pass leaves it: the second chunk's
+    // entities not written yet, the first's kept.
+    let conn = rusqlite::Connection::open(data.path().join("memory.db")).unwrap();
+    let (first, last): (i64, i64) =
+        conn.query_row("SELECT min(rowid), max(rowid) FROM chunks", [], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    conn.execute_batch(&format!(
+        "UPDATE meta SET value = 0 WHERE name = 'entities_version';
+         INSERT INTO meta (name, value) VALUES ('entities_reextract_to', 1), ('entities_reextract_pass', 1),
+             ('entities_reextract_after', {first}), ('entities_reextract_upto', {last});
+         DELETE FROM chunk_entities WHERE chunk_rowid = {last};
+         DELETE FROM entities WHERE id = 'person:ada-byron';"
+    ))
+    .unwrap();
+    drop(conn);
+    let m = open(data.path());
+    m.wait_background();
+    let people = ids(&top(&m, "person"), "entities", "entity_id");
+    assert_eq!(people, ["person:ada-byron", "person:grace-hopper"], "the first chunk was not extracted twice");
+    assert_eq!(top(&m, "person")["entities"][1]["mention_count"], 1);
 }
