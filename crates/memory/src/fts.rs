@@ -265,6 +265,19 @@ impl Fts {
         self.reader.searcher().num_docs()
     }
 
+    /// In how many chunks the index has `word` (its stem; the most frequent one when it has
+    /// several): the document frequency `tree.top_entities` ranks topics against.
+    pub fn doc_freq(&self, word: &str) -> u64 {
+        let searcher = self.reader.searcher();
+        let terms = QueryTerms::parse(word);
+        terms
+            .words
+            .iter()
+            .filter_map(|t| searcher.doc_freq(&Term::from_field_text(self.text, t)).ok())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The terms of `query` as the index knows them.
     pub fn query_terms(&self, query: &str) -> QueryTerms {
         QueryTerms::parse(query)

@@ -105,6 +105,7 @@ impl Drop for Owner {
     fn drop(&mut self) {
         self.inner.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         backfill::wait(&self.inner);
+        entities::wait(&self.inner);
     }
 }
 
@@ -128,6 +129,8 @@ pub(crate) struct Inner {
     group_commit: sync::GroupCommit,
     /// WAL checkpoints in the background, off the write path.
     checkpointer: checkpoint::Checkpointer,
+    /// The thread extracting entities again after an extractor upgrade (see `entities`).
+    entities_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
     _lock: std::fs::File,
 }
@@ -190,13 +193,15 @@ impl MemoryEngine {
         let inner = Arc::new(sync::open(opts)?);
         let engine = MemoryEngine { inner: inner.clone(), _owner: Arc::new(Owner { inner }) };
         backfill::start(&engine.inner);
+        entities::start_reextract(&engine.inner);
         Ok(engine)
     }
 
-    /// Blocks until background embedding (of both tiers) has finished (used by tests, `eval`
-    /// and the command line before it exits).
+    /// Blocks until background embedding (of both tiers) and a background extraction of
+    /// entities have finished (used by tests, `eval` and the command line before it exits).
     pub fn wait_background(&self) {
         backfill::wait(&self.inner);
+        entities::wait(&self.inner);
     }
 
     /// Blocks until one tier's background embedding has finished (the command-line `ingest`

@@ -20,7 +20,9 @@ use super::{Inner, MemoryEngine, MemoryError, schema};
 const MAX_K: usize = 50;
 /// Page size of `tree.list_sources`: by default and at most (it used to be a hard cap).
 const SOURCES_PAGE: usize = 200;
-const ENTITY_KINDS: &[&str] = &["email", "url", "handle", "topic", "person", "org"];
+const ENTITY_KINDS: &[&str] = &["email", "url", "handle", "topic", "person", "bot", "org"];
+/// Topics ranked by distinctiveness: this many of the most widespread are scored.
+const TOPIC_CANDIDATES: i64 = 2_000;
 
 /// Turns a chat hit shows: the one that matches best, one before it and two after it.
 const TURNS_BEFORE: usize = 1;
@@ -320,7 +322,12 @@ impl MemoryEngine {
     }
 
     /// Most-mentioned canonical entities, optionally of one kind: `{entities, total,
-    /// next_cursor?}`, by mention count then id (the keyset a cursor continues from).
+    /// next_cursor?}`, by mention count then id (the keyset a cursor continues from). Topics
+    /// alone (`kind: topic`) rank by how distinctive they are: the chunks a topic is one of,
+    /// times the log of how rare its word is in the store (tf-idf against the store's own
+    /// document frequencies), so words every chunk uses sink. People and bots carry the names
+    /// and addresses merged into them (`merged`, each with its reason; `memory.split_entity`
+    /// undoes one).
     pub fn top_entities(&self, p: Value) -> Result<Value, MemoryError> {
         let p: TopEntitiesParams = parse(p, &["kind", "k", "cursor"], "params")?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
@@ -340,22 +347,66 @@ impl MemoryEngine {
             .prepare_cached(&format!("SELECT count(*) FROM entities WHERE {pred}"))?
             .query_row([kind], |r| r.get(0))?;
         let (after_n, after_id) = after.map_or((None, None), |(n, id)| (Some(n), Some(id)));
-        let rows: Vec<(Value, i64, String)> = conn
-            .prepare_cached(&format!(
+        let row = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(Value, i64, String)> {
+            let (id, mentions) = (r.get::<_, String>(0)?, r.get::<_, i64>(3)?);
+            let v = json!({
+                "entity_id": id, "kind": r.get::<_, String>(1)?,
+                "display_name": r.get::<_, String>(2)?, "mention_count": mentions,
+                "chunk_count": r.get::<_, i64>(4)?,
+            });
+            Ok((v, mentions, id))
+        };
+        let mut rows: Vec<(Value, i64, String)> = if kind == "topic" {
+            // Every candidate is scored, then the keyset (score in thousandths, id) applies.
+            let docs = self.inner.fts.num_docs().max(1) as f64;
+            let mut scored: Vec<(Value, i64, String)> = conn
+                .prepare_cached(
+                    "SELECT id, kind, display_name, mention_count, chunk_count FROM entities
+                     WHERE kind = 'topic' AND chunk_count > 0 ORDER BY chunk_count DESC, id LIMIT ?1",
+                )?
+                .query_map([TOPIC_CANDIDATES], row)?
+                .collect::<rusqlite::Result<Vec<_>>>()?
+                .into_iter()
+                .map(|(mut v, _, id)| {
+                    let chunks = v["chunk_count"].as_i64().unwrap_or(0).max(1) as f64;
+                    let word = v["display_name"].as_str().unwrap_or("");
+                    let df = (self.inner.fts.doc_freq(word) as f64).max(chunks);
+                    // Rarity counts twice: once for the word's weight in each chunk it is a
+                    // topic of (tf-idf), once for how few chunks share it (a subject, not a
+                    // word of every kind of text).
+                    let idf = (docs / df).ln().max(0.0);
+                    let score = chunks * idf * idf;
+                    v["score"] = json!((score * 1000.0).round() / 1000.0);
+                    ((v), (score * 1000.0) as i64, id)
+                })
+                .filter(|(_, s, id)| after_n.is_none_or(|n| *s < n || (*s == n && Some(id) > after_id.as_ref())))
+                .collect();
+            scored.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.2.cmp(&b.2)));
+            scored.truncate(k + 1);
+            scored
+        } else {
+            conn.prepare_cached(&format!(
                 "SELECT id, kind, display_name, mention_count, chunk_count FROM entities WHERE {pred}
                  AND (?2 IS NULL OR mention_count < ?2 OR (mention_count = ?2 AND id > ?3))
                  ORDER BY mention_count DESC, id LIMIT ?4"
             ))?
-            .query_map(rusqlite::params![kind, after_n, after_id, k as i64 + 1], |r| {
-                let (id, mentions) = (r.get::<_, String>(0)?, r.get::<_, i64>(3)?);
-                let v = json!({
-                    "entity_id": id, "kind": r.get::<_, String>(1)?,
-                    "display_name": r.get::<_, String>(2)?, "mention_count": mentions,
-                    "chunk_count": r.get::<_, i64>(4)?,
-                });
-                Ok((v, mentions, id))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
+            .query_map(rusqlite::params![kind, after_n, after_id, k as i64 + 1], row)?
+            .collect::<rusqlite::Result<_>>()?
+        };
+        let mut merged =
+            conn.prepare_cached("SELECT alias, reason FROM entity_aliases WHERE entity_id = ?1 ORDER BY alias")?;
+        for (v, _, id) in &mut rows {
+            if id.starts_with("person:") || id.starts_with("bot:") {
+                let m: Vec<Value> = merged
+                    .query_map([&*id], |r| {
+                        Ok(json!({"entity_id": r.get::<_, String>(0)?, "reason": r.get::<_, String>(1)?}))
+                    })?
+                    .collect::<rusqlite::Result<_>>()?;
+                if !m.is_empty() {
+                    v["merged"] = Value::Array(m);
+                }
+            }
+        }
         Ok(keyset_page("entities", rows, k, total, fp))
     }
 

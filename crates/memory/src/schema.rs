@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -209,6 +209,47 @@ CREATE TABLE links (
     PRIMARY KEY (source_id, target, heading, alias)
 ) WITHOUT ROWID;
 CREATE INDEX links_target ON links(target_key);
+"#;
+
+/// People (see `entities`): who sent and received each chunk's messages, each sender's
+/// totals and message openings (what tells a templated sender), the merges of one person's
+/// names and addresses (`entity_aliases`: the alias counts as `entity_id`, for `reason`), and
+/// the merges a user undid (`entity_splits`), which are never made again.
+const V4: &str = r#"
+CREATE TABLE chunk_senders (
+    chunk_rowid INTEGER NOT NULL,
+    entity_id   TEXT NOT NULL,
+    sent        INTEGER NOT NULL,
+    received    INTEGER NOT NULL,
+    PRIMARY KEY (chunk_rowid, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX chunk_senders_entity ON chunk_senders(entity_id, chunk_rowid);
+
+CREATE TABLE people (
+    entity_id TEXT PRIMARY KEY,
+    sent      INTEGER NOT NULL DEFAULT 0,
+    received  INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+CREATE TABLE people_openings (
+    entity_id TEXT NOT NULL,
+    opening   INTEGER NOT NULL,
+    PRIMARY KEY (entity_id, opening)
+) WITHOUT ROWID;
+
+CREATE TABLE entity_aliases (
+    alias         TEXT PRIMARY KEY,
+    entity_id     TEXT NOT NULL,
+    reason        TEXT NOT NULL,
+    created_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX entity_aliases_entity ON entity_aliases(entity_id);
+
+CREATE TABLE entity_splits (
+    alias       TEXT PRIMARY KEY,
+    entity_id   TEXT NOT NULL,
+    split_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 "#;
 
 /// The schema version this code writes.

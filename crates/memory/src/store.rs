@@ -37,6 +37,17 @@ impl NewChunk {
     pub fn id(&self) -> String {
         chunk_id(self.kind, &self.source_id, &self.source_ref, self.seq, &self.content)
     }
+
+    /// The chunk as entity extraction reads it.
+    pub fn view(&self) -> entities::ChunkView<'_> {
+        entities::ChunkView {
+            kind: self.kind,
+            title: self.title.as_deref(),
+            content: &self.content,
+            metadata: &self.metadata,
+            tags: &self.tags,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -78,15 +89,17 @@ pub(crate) fn insert_chunks(
     chunks: &[NewChunk],
     now: i64,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
-    insert_chunks_as(conn, seq, chunks.iter().map(|c| (c, c.id(), now)))
+    insert_chunks_as(conn, seq, chunks.iter().map(|c| (c, c.id(), now)), now)
 }
 
 /// Inserts chunks under the given ids and creation times (an import keeps both as exported: a
-/// renamed file's chunks keep the ids they had); otherwise as [`insert_chunks`].
+/// renamed file's chunks keep the ids they had); otherwise as [`insert_chunks`]. `now` dates
+/// what entity extraction records (a merge of two names of one person).
 pub(crate) fn insert_chunks_as<'a>(
     conn: &Connection,
     seq: i64,
     chunks: impl Iterator<Item = (&'a NewChunk, String, i64)>,
+    now: i64,
 ) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut ins = conn.prepare_cached(
         "INSERT OR IGNORE INTO chunks (id, source_kind, source_id, source_ref, origin, owner, provenance, timestamp_ms,
@@ -97,14 +110,9 @@ pub(crate) fn insert_chunks_as<'a>(
         conn.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')")?;
     let mut meta =
         conn.prepare_cached("INSERT OR IGNORE INTO chunk_meta (key, value, chunk_rowid) VALUES (?1, ?2, ?3)")?;
-    let mut ent = conn.prepare_cached(
-        "INSERT INTO entities (id, kind, display_name, mention_count, chunk_count) VALUES (?1, ?2, ?3, ?4, 1)
-         ON CONFLICT(id) DO UPDATE SET mention_count = mention_count + excluded.mention_count, chunk_count = chunk_count + 1",
-    )?;
-    let mut chunk_ent = conn.prepare_cached(
-        "INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)",
-    )?;
-    let mut written = Vec::new();
+    let chunks: Vec<(&NewChunk, String, i64)> = chunks.collect();
+    entities::register_parties(conn, chunks.iter().map(|(c, _, _)| c.view()), now)?;
+    let mut written = Vec::with_capacity(chunks.len());
     for (c, id, created_at_ms) in chunks {
         let metadata = Value::Object(c.metadata.clone()).to_string();
         let n = ins.execute(params![
@@ -136,16 +144,7 @@ pub(crate) fn insert_chunks_as<'a>(
                 meta.execute(params![key, v, rowid])?;
             }
         }
-        let mut text = String::with_capacity(c.content.len() + 64);
-        if let Some(t) = &c.title {
-            text.push_str(t);
-            text.push('\n');
-        }
-        text.push_str(&c.content);
-        for e in entities::extract(&text) {
-            ent.execute(params![e.id, e.kind, e.display, e.mentions])?;
-            chunk_ent.execute(params![rowid, e.id, e.mentions])?;
-        }
+        entities::index_chunk(conn, rowid, &c.view(), now)?;
         written.push((rowid, id));
     }
     Ok(written)
@@ -162,20 +161,8 @@ pub(crate) fn delete_chunks(conn: &Connection, seq: i64, rowids: &[i64]) -> rusq
         .prepare_cached("SELECT DISTINCT source_id FROM chunks WHERE rowid IN rarray(?1)")?
         .query_map([&ids], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
-    let ents: Vec<String> = conn
-        .prepare_cached("SELECT DISTINCT entity_id FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?
-        .query_map([&ids], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    conn.prepare_cached(
-        "UPDATE entities SET mention_count = mention_count - d.m, chunk_count = chunk_count - d.c
-         FROM (SELECT entity_id, SUM(mentions) AS m, COUNT(*) AS c FROM chunk_entities
-               WHERE chunk_rowid IN rarray(?1) GROUP BY entity_id) AS d
-         WHERE entities.id = d.entity_id",
-    )?
-    .execute([&ids])?;
-    conn.prepare_cached("DELETE FROM entities WHERE id IN rarray(?1) AND chunk_count <= 0")?
-        .execute([rarray(&ents)])?;
-    conn.prepare_cached("DELETE FROM chunk_entities WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    let gone = entities::unindex_chunks(conn, rowids)?;
+    entities::drop_aliases(conn, &gone)?;
     conn.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached("DELETE FROM chunk_meta WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached(

@@ -79,6 +79,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
     let mut conn = schema::open_connection(&dir.join("memory.db"))?;
     conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::WRITER_CHECKPOINT_PAGES)?;
     schema::migrate(&mut conn)?;
+    super::entities::begin_reextract(&mut conn)?;
     let seq = db_seq(&conn)?;
 
     let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
@@ -112,6 +113,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         stopping: AtomicBool::new(false),
         group_commit: GroupCommit::default(),
         checkpointer: Default::default(),
+        entities_thread: Mutex::new(None),
     };
     {
         let mut ws = lock(&inner.writer);

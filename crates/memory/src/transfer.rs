@@ -66,6 +66,16 @@ pub(crate) const TABLES: &[Table] = &[
         json: &["metadata"],
         load: Load::Plain,
     },
+    // Before the chunks: a merge the user split apart stays apart when the chunks' entities are
+    // extracted again on import (merges themselves are derived and made again).
+    Table {
+        file: "entity_splits.jsonl",
+        table: "entity_splits",
+        columns: &["alias", "entity_id", "split_at_ms"],
+        select: "SELECT alias, entity_id, split_at_ms FROM entity_splits ORDER BY alias",
+        json: &[],
+        load: Load::Plain,
+    },
     Table {
         file: "chunks.jsonl",
         table: "chunks",

@@ -15,7 +15,7 @@ use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
 use super::sync::{InFlight, WriteState, after_write, wait_searchable};
 use super::types::{AuditRow, PutDocument, SourceKind};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, MemoryEngine, MemoryError, anchor, audit, lock};
+use super::{Inner, MemoryEngine, MemoryError, anchor, audit, entities, lock};
 
 const MAX_TAGS: usize = 50;
 const MAX_TAG_BYTES: usize = 128;
@@ -391,6 +391,21 @@ impl MemoryEngine {
             }
             let result = deleted.join(",");
             Ok((json!({ "deleted": deleted, "not_found": not_found }), result))
+        })
+    }
+
+    /// Undoes a merge of people: `entity_id` (a `person:` or `bot:` id, or an `email:` address
+    /// linked to a person) counts as itself again, the chunks of the entity it was merged into
+    /// are extracted again, and extraction never makes that merge again.
+    pub fn split_entity(&self, entity_id: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+        required("entity_id", entity_id)?;
+        let id = entity_id.trim().to_string();
+        write_tx(&self.inner, Some(audit), |tx, _seq, _now| match entities::split(tx, &id)? {
+            Some(into) => Ok((json!({ "entity_id": id, "split_from": into }), id.clone())),
+            None => Err(MemoryError::NotFound(format!(
+                "`{id}` is not merged into another entity: nothing to split (tree.top_entities lists each \
+                 person's merged names and addresses under `merged`)"
+            ))),
         })
     }
 }

@@ -115,7 +115,7 @@ pub(super) fn methods() -> Vec<Method> {
                 Field::one_of(
                     "kind",
                     "Only this kind of entity.",
-                    &["email", "url", "handle", "topic", "person", "org"],
+                    &["email", "url", "handle", "topic", "person", "bot", "org"],
                 ),
                 Field::int("k", "Page size (default 10).", 1, 50).default_int(10),
                 cursor(),

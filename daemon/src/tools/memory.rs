@@ -103,9 +103,11 @@ pub fn tools() -> Vec<ToolDef> {
         ToolDef {
             name: "tree.top_entities",
             title: "Top entities",
-            description: "The most-mentioned people, organisations, e-mail addresses, URLs, handles and topics in \
-                          memory, optionally of one kind, with the total; page on with next_cursor. Entity ids can \
-                          filter tree.browse.",
+            description: "The most-mentioned people (mail senders and recipients, chat senders), bots, \
+                          organisations, e-mail addresses, URLs, handles and topics in memory, optionally of one kind, \
+                          with the total; page on with next_cursor. Topics alone rank by how distinctive they are. A \
+                          person lists the names and addresses merged into it (`merged`, with the reason; \
+                          memory.split_entity undoes one). Entity ids can filter tree.browse.",
             policy: Policy::Read,
             annotations: Annotations::READ,
             args: spec("openhuman.memory_tree_top_entities"),

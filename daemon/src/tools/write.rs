@@ -1,5 +1,5 @@
 //! The write tools: `memory.store`, `memory.note`, `tree.tag`, `memory.learn`,
-//! `memory.forget`. They run through `tools::call`'s Act path (validation → policy → handler),
+//! `memory.forget`, `memory.split_entity`. They run through `tools::call`'s Act path (validation → policy → handler),
 //! every attempt gets one audit row, and a successful write commits its row in the same
 //! transaction as the data. Argument summaries in audit rows never carry bodies.
 
@@ -20,7 +20,8 @@ pub const LEARN_ANNOTATIONS: Annotations =
     Annotations { read_only: false, destructive: Some(false), idempotent: Some(false), open_world: false };
 
 /// Tools whose every attempt is audited.
-pub const AUDITED: &[&str] = &["memory.store", "memory.note", "tree.tag", "memory.learn", "memory.forget"];
+pub const AUDITED: &[&str] =
+    &["memory.store", "memory.note", "tree.tag", "memory.learn", "memory.forget", "memory.split_entity"];
 
 const LEARN_KINDS: &[&str] = &["preference", "fact", "procedure", "correction", "other"];
 const TITLE_CHARS: usize = 128;
@@ -125,6 +126,11 @@ pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
                 let shown: Vec<Value> =
                     ids.iter().take(100).filter_map(Value::as_str).map(|i| audit_word(i, 128)).collect();
                 s.insert("ids".into(), Value::Array(shown));
+            }
+        }
+        "memory.split_entity" => {
+            if let Some(id) = args.get("entity_id").and_then(Value::as_str) {
+                s.insert("entity_id".into(), audit_word(id, 128));
             }
         }
         _ => {}
@@ -347,6 +353,30 @@ pub fn tools() -> Vec<ToolDef> {
                     let ids = list_arg(&args, "ids");
                     let (source, row) = (ctx.source.clone(), audit_row("memory.forget", &ctx, &args));
                     blocking_write(state, &[], move |e| e.forget(&ids, &source, row)).await
+                }
+                .boxed()
+            },
+        },
+        ToolDef {
+            name: "memory.split_entity",
+            title: "Split a merged person",
+            description: "Undo a merge of people: the name, address or bot that memory merged into another entity \
+                          (tree.top_entities lists them under `merged`, each with its reason) counts as itself again, \
+                          and memory never makes that merge again. Returns the entity it was split from.",
+            policy: Policy::Act,
+            annotations: WRITE_ANNOTATIONS,
+            args: ArgSpec::new(vec![
+                Field::string("entity_id", "The merged id, e.g. person:a-lovelace or email:ada@example.com.")
+                    .required()
+                    .max_chars(512),
+            ]),
+            output_schema: None,
+            available: always,
+            handler: |state, args, ctx| {
+                async move {
+                    let id = str_arg(&args, "entity_id");
+                    let row = audit_row("memory.split_entity", &ctx, &args);
+                    blocking_write(state, &[], move |e| e.split_entity(&id, row)).await
                 }
                 .boxed()
             },

@@ -88,3 +88,34 @@ fn every_export_format_ingests_and_is_found_by_date() {
     let r = s.peer.tool("memory.fetch", json!({"query": "shared drive", "mode": "keyword", "filter": mar5}));
     assert_eq!(sources(&r, "items"), ["slack:general"], "{r}");
 }
+
+/// The people memory names are the fixtures' senders and recipients — mail headers, Slack
+/// users, WhatsApp and Discord senders — and the chat bots are bots, not people.
+#[test]
+fn top_entities_are_the_senders() {
+    let home = Home::new();
+    let (code, out, err) = ingest(&home, &fixtures());
+    assert_eq!(code, 0, "{out}\n{err}");
+    let _d = Daemon::start(&home);
+    let mut s = ChildPeer::spawn(home.shim_cmd());
+    s.peer.initialize("People Test");
+    let mut names = |kind: &str| -> Vec<String> {
+        let r = s.peer.tool("tree.top_entities", json!({"kind": kind, "k": 50}));
+        r["structuredContent"]["entities"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no entities in {r}"))
+            .iter()
+            .map(|e| e["display_name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let people = names("person");
+    let senders =
+        ["Owen Hale", "Priya Natarajan", "John J. Lee", "Ada Lovelace", "Rosa Diaz", "Tom Baker", "ben.grows"];
+    for sender in senders {
+        assert!(people.iter().any(|p| p == sender), "{sender} missing from {people:?}");
+    }
+    assert_eq!(people[..2], ["Owen Hale", "Priya Natarajan"], "the mail chain's two correspondents lead");
+    let bots = names("bot");
+    assert!(bots.iter().any(|b| b == "kiln-bot") && bots.iter().any(|b| b == "standup-bot"), "{bots:?}");
+    assert!(people.iter().all(|p| !p.ends_with("-bot")), "{people:?}");
+}

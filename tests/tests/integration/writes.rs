@@ -363,7 +363,7 @@ fn tool_registry_and_diagnostics_over_the_socket() {
     assert_eq!(rpc_error(&missing).0, -32602, "{missing}");
     let diag = p.call("openhuman.tool_registry_diagnostics", json!({}));
     assert_eq!(diag["policy"]["level"], "readonly");
-    assert_eq!(diag["write_surfaces"].as_array().unwrap().len(), 5);
+    assert_eq!(diag["write_surfaces"].as_array().unwrap().len(), 6);
     assert_eq!(diag["writes_last_24h"]["failed"], 1);
     let denial = &diag["recent_denials"][0];
     assert_eq!(denial["tool"], "memory.learn");

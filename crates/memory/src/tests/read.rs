@@ -225,7 +225,7 @@ fn get_chunk_returns_everything_and_not_found_says_where_ids_come_from() {
     assert_eq!(c["item_id"], "doc:default/p");
     assert_eq!(
         c["entity_ids"],
-        json!(["email:bob@example.com", "person:alice-smith", "topic:rust", "url:https://example.com/x"])
+        json!(["email:bob@example.com", "person:alice-smith", "topic:rust", "topic:t1", "url:https://example.com/x"])
     );
     let err = m.read_chunk(json!({"chunk_id": "0123456789abcdef0123456789abcdef"})).unwrap_err();
     match err {

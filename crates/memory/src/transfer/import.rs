@@ -26,6 +26,7 @@ use super::{FORMAT, FORMAT_VERSION, Load, MANIFEST, TABLES, Table};
 use crate::error::{MemoryError, ResultExt};
 use crate::store::{self, NewChunk};
 use crate::types::SourceKind;
+use crate::util::now_ms;
 use crate::write_api::write_tx;
 use crate::{Inner, MemoryEngine};
 
@@ -236,8 +237,8 @@ fn load_batch(
                     continue;
                 }
                 let created = rec.get("created_at_ms").and_then(Value::as_i64).unwrap_or(chunk.timestamp_ms);
-                added +=
-                    store::insert_chunks_as(tx, seq, std::iter::once((&chunk, id.to_string(), created)))?.len() as u64;
+                added += store::insert_chunks_as(tx, seq, std::iter::once((&chunk, id.to_string(), created)), now_ms())?
+                    .len() as u64;
             }
         }
         Load::Tags => {
