@@ -21,7 +21,7 @@ mod people;
 mod words;
 
 pub(crate) use index::{
-    begin_reextract, drop_aliases, index_chunk, register_parties, split, start_reextract, unindex_chunks, wait,
+    begin_reextract, drop_aliases, index_chunk, register_parties, reindex, split, start_reextract, unindex_chunks, wait,
 };
 pub(crate) use people::ChunkView;
 
@@ -370,7 +370,7 @@ fn is_handle(n: &str) -> bool {
 /// codes), at least three characters, and no preprocessor or template keyword or stop word.
 fn is_hashtag(t: &str) -> bool {
     t.chars().next().is_some_and(|c| c.is_alphabetic())
-        && (3..=64).contains(&t.len())
+        && (2..=64).contains(&t.len())
         && t.chars().any(char::is_lowercase)
         && t.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
         && !CODE_HASH_WORDS.contains(&t.to_ascii_lowercase().as_str())

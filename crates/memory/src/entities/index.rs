@@ -394,8 +394,9 @@ fn load(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<Stored>> {
     Ok(rows)
 }
 
-/// Extracts the given stored chunks again.
-fn reindex(conn: &Connection, rowids: &[i64], now: i64) -> rusqlite::Result<()> {
+/// Extracts the given stored chunks again (their own tags are topics, so an import that adds
+/// them after the chunk calls this).
+pub(crate) fn reindex(conn: &Connection, rowids: &[i64], now: i64) -> rusqlite::Result<()> {
     unindex_chunks(conn, rowids)?;
     let stored = load(conn, rowids)?;
     register_parties(conn, stored.iter().map(Stored::view), now)?;

@@ -23,6 +23,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{FORMAT, FORMAT_VERSION, Load, MANIFEST, TABLES, Table};
+use crate::entities;
 use crate::error::{MemoryError, ResultExt};
 use crate::store::{self, NewChunk};
 use crate::types::SourceKind;
@@ -242,6 +243,7 @@ fn load_batch(
             }
         }
         Load::Tags => {
+            let mut retag: Vec<i64> = Vec::new();
             for (line, rec) in records {
                 let (Some(chunk), Some(tag)) = (text(rec, "chunk_id"), text(rec, "tag")) else {
                     return Err(bad_line(path, *line, "not a tag record"));
@@ -253,12 +255,20 @@ fn load_batch(
                     .optional()?;
                 // A chunk skipped as a conflict takes its tags with it.
                 let Some(rowid) = rowid else { continue };
-                added += tx
+                let n = tx
                     .prepare_cached(
                         "INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, ?3)",
                     )?
                     .execute(rusqlite::params![rowid, tag, key])? as u64;
+                if n > 0 && key.is_empty() && retag.last() != Some(&rowid) {
+                    retag.push(rowid);
+                }
+                added += n;
             }
+            // A chunk's own tags are topics: its entities are extracted again with them.
+            retag.sort_unstable();
+            retag.dedup();
+            entities::reindex(tx, &retag, now_ms())?;
         }
         Load::Plain | Load::Audit => {
             let cols = t.columns.join(", ");
