@@ -68,7 +68,10 @@ fn recall_prompt_completion_and_memory_items_work_on_stored_memory() {
             .clone()
     };
     let topics = complete(&mut p, json!({"type": "ref/prompt", "name": "recall_context"}), "topic", "bird");
-    assert_eq!(topics["values"], json!(["birdwatching"]), "{topics}");
+    // The hashtag and the chunk's own tag are both topics.
+    let mut names: Vec<&str> = topics["values"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["birds", "birdwatching"], "{topics}");
     let ids = complete(&mut p, json!({"type": "ref/resource", "uri": "openhuman://memory/{id}"}), "id", &chunk[..4]);
     assert!(ids["values"].as_array().unwrap().iter().any(|v| v == chunk.as_str()), "{ids}");
     let sources = complete(&mut p, json!({"type": "ref/resource", "uri": "openhuman://source/{id}"}), "id", "");
