@@ -97,7 +97,7 @@ impl TextFacts {
 /// header and sender prefixes). Fenced code blocks, inline code and code-like lines are skipped.
 pub(crate) fn scan<'a>(lines: impl Iterator<Item = &'a str>) -> TextFacts {
     let mut facts = TextFacts::default();
-    let mut words: Vec<(String, String, u32, usize)> = Vec::new();
+    let mut words = Terms::default();
     let mut fence: Option<&str> = None;
     for line in lines {
         let trimmed = line.trim_start();
@@ -118,6 +118,7 @@ pub(crate) fn scan<'a>(lines: impl Iterator<Item = &'a str>) -> TextFacts {
         let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
         scan_line(&prose, &mut facts, &mut words);
     }
+    let mut words = words.list;
     for w in &mut words {
         w.2 = w.2.saturating_sub(facts.name_words.get(&w.0).copied().unwrap_or(0));
     }
@@ -147,7 +148,15 @@ fn looks_like_code(t: &str) -> bool {
 }
 
 /// One line of prose: addresses, links, handles, hashtags, capitalised runs, words.
-fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String, u32, usize)>) {
+/// A chunk's candidate topic words in first-seen order, `(term, display, count, first
+/// position)`, with an index by term (a chunk has hundreds of distinct words).
+#[derive(Default)]
+struct Terms {
+    list: Vec<(String, String, u32, usize)>,
+    at: std::collections::HashMap<String, usize>,
+}
+
+fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Terms) {
     // A run of capitalised words, ended by any other word or by punctuation; whether an
     // honorific stood right before it.
     let mut run: Vec<&str> = Vec::new();
@@ -223,10 +232,13 @@ fn scan_line(line: &str, facts: &mut TextFacts, words: &mut Vec<(String, String,
             end_run(&mut run, &mut titled, run_opens, facts);
         }
         if let Some(term) = term(word).filter(|_| !opening) {
-            let n = words.len();
-            match words.iter_mut().find(|w| w.0 == term) {
-                Some(w) => w.2 += 1,
-                None => words.push((term, word.to_lowercase(), 1, n)),
+            let n = words.list.len();
+            match words.at.get(&term) {
+                Some(&i) => words.list[i].2 += 1,
+                None => {
+                    words.at.insert(term.clone(), n);
+                    words.list.push((term, word.to_lowercase(), 1, n));
+                }
             }
         }
     }
@@ -287,7 +299,10 @@ fn term(word: &str) -> Option<String> {
     // not what about.
     let verbal = w.ends_with("ed") && !w.ends_with("eed") || w.ends_with("ly");
     // Greetings, months and days (`Thanks`, `April`) are no subject either.
-    let common = NOT_NAMES.iter().any(|n| n.eq_ignore_ascii_case(&w));
+    let common = {
+        static LOWER: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
+        LOWER.get_or_init(|| NOT_NAMES.iter().map(|n| n.to_ascii_lowercase()).collect()).contains(w.as_str())
+    };
     if verbal || common || words::is_stop_word(&w) {
         return None;
     }
