@@ -291,7 +291,13 @@ async fn serve(state: &AppState, engine: &MemoryEngine, setup: &Setup) -> bool {
     let (tx, mut rx) = mpsc::channel::<notify::Result<notify::Event>>(8192);
     let lost = Arc::new(AtomicBool::new(false));
     let lost_in = lost.clone();
-    let watcher = notify::recommended_watcher(move |ev| {
+    let watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        // Reads are not changes, and a walk of the sources opens files itself (to tell their
+        // format): kept, its own reads of 10k files filled the channel, which reported lost
+        // events, which started another walk, over and over.
+        if ev.as_ref().is_ok_and(|e| matches!(e.kind, EventKind::Access(_)) && !e.need_rescan()) {
+            return;
+        }
         if tx.try_send(ev).is_err() {
             lost_in.store(true, Ordering::Relaxed);
         }
