@@ -11,7 +11,8 @@ use openhuman_common::Paths;
 use crate::state::MEMORY_OFF;
 use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
 use openhuman_memory::embed::{EmbedError, Embedder, StaticModel};
-use openhuman_memory::{MemoryEngine, MemoryOptions};
+use openhuman_memory::{MemoryEngine, MemoryOptions, SharedOptions};
+use openhuman_postgres::{PgOptions, PgStore};
 use openhuman_providers::embed::HttpEmbedder;
 use openhuman_transformer::ModelStore;
 
@@ -66,7 +67,8 @@ pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, Strin
     let (embedder, deep) = embedder(config, &paths.data_dir)
         .and_then(|e| Ok((e, deep_embedder(config, &paths.data_dir)?)))
         .inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?;
-    let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder, deep });
+    let shared = shared_store(config).inspect_err(|msg| tracing::error!("memory engine not opened: {msg}"))?;
+    let opened = MemoryEngine::open(MemoryOptions { data_dir: paths.data_dir.clone(), embedder, deep, shared });
     opened.map_err(|e| {
         let cause = format!("{e:#}");
         let msg = if no_room(&cause, &paths.data_dir) {
@@ -80,6 +82,50 @@ pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, Strin
         };
         tracing::error!(cause = %cause, "{msg}");
         msg
+    })
+}
+
+/// The shared store `engine = "postgres"` asks for (None for the embedded engine); an error
+/// names the key or variable to set.
+pub fn shared_store(config: &Config) -> Result<Option<SharedOptions>, String> {
+    if config.memory.engine != MemoryEngineKind::Postgres {
+        return Ok(None);
+    }
+    Ok(Some(SharedOptions {
+        store: Arc::new(postgres_store(config)?),
+        engine: "postgres",
+        machine: machine_name(config),
+    }))
+}
+
+/// The PostgreSQL store of `[memory.postgres]`, its URL read from the variable `url_env` names.
+pub fn postgres_store(config: &Config) -> Result<PgStore, String> {
+    let pg = &config.memory.postgres;
+    let url = std::env::var(&pg.url_env).ok().filter(|u| !u.trim().is_empty()).ok_or_else(|| {
+        format!(
+            "memory.engine is \"postgres\" but the environment variable {} (named by `memory.postgres.url_env`) \
+             is not set; set it to the server's URL, e.g. postgres://user@host:5432/openhuman?sslmode=require",
+            pg.url_env
+        )
+    })?;
+    PgStore::new(&PgOptions {
+        url,
+        ca_file: pg.ca_file.clone(),
+        connect_timeout: std::time::Duration::from_secs(pg.connect_timeout_secs.max(1)),
+    })
+    .map_err(|e| format!("memory.postgres: {e}"))
+}
+
+/// This daemon's name in the shared store: `memory.postgres.machine`, else the host name.
+pub fn machine_name(config: &Config) -> String {
+    config.memory.postgres.machine.clone().unwrap_or_else(|| {
+        std::fs::read_to_string("/etc/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .or_else(|| std::env::var("COMPUTERNAME").ok())
+            .unwrap_or_else(|| "this-machine".into())
     })
 }
 

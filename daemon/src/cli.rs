@@ -61,6 +61,13 @@ pub enum Command {
     /// Put a backup file back as the memory database (the daemon must be stopped). The indexes
     /// are rebuilt when the store next opens.
     Restore(RestoreArgs),
+    /// Bring the store's schema up to date: the PostgreSQL tables with `[memory] engine =
+    /// "postgres"` (a daemon also does this when it starts), else the local store.
+    Migrate(SocketArg),
+    /// Move memory between the embedded store of this home and the PostgreSQL server of
+    /// `[memory.postgres]` (daemon stopped). Counts are compared table by table; when they match
+    /// the config's `[memory] engine` is switched.
+    MigrateStore(MigrateStoreArgs),
     /// Folders (or files) the daemon keeps in sync with memory: `[[memory.sources]]` in the
     /// config file, edited in place (comments kept); a running daemon is told to reload.
     Sources {
@@ -186,6 +193,25 @@ pub struct BackupArgs {
     /// The file to write (it must not exist).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateStoreArgs {
+    /// Where the memory goes: `postgres` (from this home's embedded store) or `embedded` (from
+    /// the server into this home).
+    #[arg(long, value_enum)]
+    pub to: StoreEngine,
+    /// With `--to postgres`: replace what the server already holds.
+    #[arg(long)]
+    pub replace: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreEngine {
+    Postgres,
+    Embedded,
 }
 
 #[derive(Debug, Args)]

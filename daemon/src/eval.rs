@@ -488,7 +488,7 @@ pub fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
     let data_dir = tmp.path().join("data");
     let embedder = backends::embedder(config, &data_dir).map_err(anyhow::Error::msg)?;
     let deep = backends::deep_embedder(config, &paths.data_dir).map_err(anyhow::Error::msg)?;
-    let engine = MemoryEngine::open(MemoryOptions { data_dir, embedder, deep })?;
+    let engine = MemoryEngine::open(MemoryOptions { data_dir, embedder, deep, shared: None })?;
     let started = Instant::now();
     let (keys, empty) = ingest(&engine, &data)?;
     let ingest_ms = started.elapsed().as_secs_f64() * 1000.0;

@@ -56,6 +56,7 @@ pub mod resources;
 pub mod rpc;
 pub mod server;
 pub mod service;
+pub mod shared_store;
 pub mod sources;
 pub mod state;
 pub mod terminal;
@@ -544,6 +545,10 @@ fn run_command(cli: &Cli) -> Result<i32> {
         Command::Export(args) => transfer::export(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
         Command::Import(args) => transfer::import(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
         Command::Backup(args) => transfer::backup(&resolve_paths(cli, None)?, args),
+        Command::Migrate(sock) => shared_store::migrate(&resolve_paths(cli, sock.socket.as_deref())?),
+        Command::MigrateStore(args) => {
+            shared_store::migrate_store(&resolve_paths(cli, args.socket.socket.as_deref())?, args)
+        }
         Command::Restore(args) => transfer::restore(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
         Command::Sources { action: SourcesAction::List { json, stored: true }, socket } => {
             terminal::stored_sources(&resolve_paths(cli, socket.socket.as_deref())?, *json)

@@ -45,7 +45,13 @@ pub struct ActLimiter {
 impl ActLimiter {
     /// Admits one Act call under `config`, or says why not. An admitted call uses a slot.
     pub fn admit(&self, config: &Config) -> Result<(), Denial> {
-        self.admit_at(config, Instant::now())
+        self.admit_at(config, Instant::now(), 0)
+    }
+
+    /// As `admit`, with `elsewhere` act calls other daemons sharing the memory made in the
+    /// last hour counted against the same budget.
+    pub fn admit_shared(&self, config: &Config, elsewhere: usize) -> Result<(), Denial> {
+        self.admit_at(config, Instant::now(), elsewhere)
     }
 
     /// Admits a control write (`openhuman.memory_ingest`, `memory_import`, `memory_reindex`): refused in
@@ -58,7 +64,7 @@ impl ActLimiter {
         Ok(())
     }
 
-    fn admit_at(&self, config: &Config, now: Instant) -> Result<(), Denial> {
+    fn admit_at(&self, config: &Config, now: Instant, elsewhere: usize) -> Result<(), Denial> {
         let a = &config.autonomy;
         if a.level == AutonomyLevel::Readonly {
             return Err(Denial::Readonly);
@@ -68,10 +74,12 @@ impl ActLimiter {
             recent.pop_front();
         }
         let max = a.max_actions_per_hour as usize;
-        if recent.len() >= max {
+        let used = recent.len() + elsewhere;
+        if used >= max {
+            // Another daemon's calls age out on their own clock: a minute is an honest guess.
             let retry_secs =
-                recent.front().map(|t| WINDOW.saturating_sub(now.duration_since(*t)).as_secs() + 1).unwrap_or(0);
-            return Err(Denial::RateLimited { used: recent.len(), max, retry_secs });
+                recent.front().map(|t| WINDOW.saturating_sub(now.duration_since(*t)).as_secs() + 1).unwrap_or(60);
+            return Err(Denial::RateLimited { used, max, retry_secs });
         }
         recent.push_back(now);
         Ok(())
@@ -112,16 +120,16 @@ mod tests {
         let c = config(AutonomyLevel::Supervised, 3);
         let t0 = Instant::now();
         for i in 0..3 {
-            l.admit_at(&c, t0 + Duration::from_secs(i * 60)).unwrap();
+            l.admit_at(&c, t0 + Duration::from_secs(i * 60), 0).unwrap();
         }
-        let e = l.admit_at(&c, t0 + Duration::from_secs(600)).unwrap_err();
+        let e = l.admit_at(&c, t0 + Duration::from_secs(600), 0).unwrap_err();
         assert!(matches!(e, Denial::RateLimited { used: 3, max: 3, .. }), "{e:?}");
         let text = e.to_string();
         assert!(text.starts_with("[policy-blocked] rate limit") && text.contains("max_actions_per_hour = 3"), "{text}");
         // The first slot frees an hour after it was used.
-        l.admit_at(&c, t0 + Duration::from_secs(3600)).unwrap();
-        assert!(l.admit_at(&c, t0 + Duration::from_secs(3601)).is_err());
+        l.admit_at(&c, t0 + Duration::from_secs(3600), 0).unwrap();
+        assert!(l.admit_at(&c, t0 + Duration::from_secs(3601), 0).is_err());
         // A raised limit (a reload) applies to the same window.
-        l.admit_at(&config(AutonomyLevel::Full, 10), t0 + Duration::from_secs(3602)).unwrap();
+        l.admit_at(&config(AutonomyLevel::Full, 10), t0 + Duration::from_secs(3602), 0).unwrap();
     }
 }

@@ -88,7 +88,7 @@ fn remove(doc: &mut DocumentMut, given: &Path, canonical: Option<&Path>) -> Resu
 }
 
 /// Applies `change` to the config file and replaces it, only if the result is a valid config.
-fn edit<T>(paths: &Paths, change: impl FnOnce(&mut DocumentMut) -> Result<T>) -> Result<T> {
+pub(crate) fn edit<T>(paths: &Paths, change: impl FnOnce(&mut DocumentMut) -> Result<T>) -> Result<T> {
     // A symlinked config is written through to its target.
     let file = std::fs::canonicalize(&paths.config_file).unwrap_or_else(|_| paths.config_file.clone());
     let text = match std::fs::read_to_string(&file) {

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Environment variables that start with `OPENHUMAN_` but are not config keys.
-const NON_CONFIG_ENV: &[&str] = &["OPENHUMAN_HOME", "OPENHUMAN_MCP_AUTH_TOKEN"];
+/// `OPENHUMAN_POSTGRES_URL` is the default of `memory.postgres.url_env`, a value, not a key.
+const NON_CONFIG_ENV: &[&str] = &["OPENHUMAN_HOME", "OPENHUMAN_MCP_AUTH_TOKEN", "OPENHUMAN_POSTGRES_URL"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
@@ -131,7 +132,36 @@ impl Default for HttpConfig {
 pub enum MemoryEngineKind {
     #[default]
     Embedded,
+    /// Memory shared by several daemons in a PostgreSQL server (`[memory.postgres]`), each
+    /// daemon serving from its own local copy.
+    Postgres,
     Off,
+}
+
+/// `[memory.postgres]`: where the shared store is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PostgresConfig {
+    /// The environment variable holding the connection URL (it may carry a password, so the
+    /// URL itself never sits in config).
+    pub url_env: String,
+    /// How this daemon is named in the change log and audit rows; the host name when unset.
+    pub machine: Option<String>,
+    /// A PEM file of certificate authorities to trust for TLS, besides the system's.
+    pub ca_file: Option<PathBuf>,
+    /// How long a connection attempt may take before the server counts as unreachable.
+    pub connect_timeout_secs: u64,
+}
+
+impl Default for PostgresConfig {
+    fn default() -> Self {
+        PostgresConfig {
+            url_env: "OPENHUMAN_POSTGRES_URL".into(),
+            machine: None,
+            ca_file: None,
+            connect_timeout_secs: 5,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,6 +173,8 @@ pub struct MemoryConfig {
     pub watch_debounce_ms: u64,
     /// Folders (or files) the daemon keeps in sync with memory (`[[memory.sources]]`).
     pub sources: Vec<WatchedSource>,
+    /// The shared store, used when `engine = "postgres"`.
+    pub postgres: PostgresConfig,
 }
 
 impl Default for MemoryConfig {
@@ -152,6 +184,7 @@ impl Default for MemoryConfig {
             embeddings: EmbeddingsConfig::default(),
             watch_debounce_ms: 300,
             sources: Vec::new(),
+            postgres: PostgresConfig::default(),
         }
     }
 }
@@ -465,6 +498,12 @@ fn validate(c: &Config) -> Result<(), String> {
         if let Some(var) = key {
             check_env_var_name(name, var)?;
         }
+    }
+    check_env_var_name("memory.postgres.url_env", &c.memory.postgres.url_env)?;
+    if let Some(m) = &c.memory.postgres.machine
+        && (m.trim().is_empty() || m.len() > 64)
+    {
+        return Err("key `memory.postgres.machine` must be 1 to 64 characters".into());
     }
     if c.memory.watch_debounce_ms > 60_000 {
         return Err(format!(

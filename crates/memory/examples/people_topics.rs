@@ -39,7 +39,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("{} exists: give a new folder", dir.display()).into());
     }
     let started = std::time::Instant::now();
-    let engine = MemoryEngine::open(MemoryOptions { data_dir: dir, embedder: Arc::new(Flat), deep: None })?;
+    let engine =
+        MemoryEngine::open(MemoryOptions { data_dir: dir, embedder: Arc::new(Flat), deep: None, shared: None })?;
     let opened = started.elapsed();
     let summary = engine.ingest_paths(&paths, None, &|_| {})?;
     engine.wait_background();

@@ -12,12 +12,12 @@ use openhuman_common::truncate_bytes;
 /// Longest error message kept, in bytes.
 pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 
-pub(crate) fn insert(conn: &Connection, r: &AuditRow) -> rusqlite::Result<()> {
+pub(crate) fn insert(conn: &Connection, r: &AuditRow, machine: Option<&str>) -> rusqlite::Result<()> {
     let client = if r.client_info.is_null() { None } else { Some(r.client_info.to_string()) };
     let summary = if r.args_summary.is_null() { "{}".to_string() } else { r.args_summary.to_string() };
     conn.prepare_cached(
-        "INSERT INTO mcp_audit (ts_ms, tool, source, client_info, success, error, result_id, args_summary)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO mcp_audit (ts_ms, tool, source, client_info, success, error, result_id, args_summary, machine)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         r.ts_ms,
@@ -27,14 +27,15 @@ pub(crate) fn insert(conn: &Connection, r: &AuditRow) -> rusqlite::Result<()> {
         r.success,
         r.error.as_deref().map(|e| truncate_bytes(e, MAX_ERROR_BYTES)),
         r.result_id,
-        summary
+        summary,
+        machine.or(r.machine.as_deref())
     ])?;
     Ok(())
 }
 
 pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> Result<Vec<AuditRow>, MemoryError> {
     let mut sql = String::from(
-        "SELECT ts_ms, tool, source, client_info, success, error, result_id, args_summary FROM mcp_audit WHERE 1",
+        "SELECT ts_ms, tool, source, client_info, success, error, result_id, args_summary, machine FROM mcp_audit WHERE 1",
     );
     let mut args: Vec<Box<dyn ToSql>> = Vec::new();
     if let Some(t) = &q.tool {
@@ -69,6 +70,7 @@ pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> Result<Vec<AuditRow>, 
                 error: r.get(5)?,
                 result_id: r.get(6)?,
                 args_summary: serde_json::from_str(&summary).unwrap_or(Value::Null),
+                machine: r.get(8)?,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

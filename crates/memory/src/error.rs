@@ -62,6 +62,16 @@ pub enum MemoryError {
          once the cause is fixed (for a full disk, free space); `openhumand-mcp reindex` rebuilds it"
     )]
     NotSearchable(String),
+    /// The shared store (a database server) cannot be reached: writes are refused, reads are
+    /// answered from this daemon's copy.
+    #[error(
+        "the shared memory store is unreachable ({0}); nothing was saved. Reads still work from this machine's copy; \
+         writes work again once the server is back (check it is running and `[memory.postgres] url_env`)"
+    )]
+    SharedUnavailable(String),
+    /// The shared store refused or failed an operation; the message says what.
+    #[error("shared memory store: {0}")]
+    Shared(String),
     /// Another condition the engine detected itself (an internal invariant that did not hold).
     #[error("{0}")]
     Other(String),

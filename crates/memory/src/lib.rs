@@ -33,6 +33,7 @@ mod dates;
 mod entities;
 mod error;
 mod filter;
+mod follow;
 mod fts;
 mod ingest;
 mod items_api;
@@ -41,11 +42,13 @@ mod params;
 mod read_api;
 mod schema;
 mod search;
+pub mod shared;
 mod snippet;
 mod store;
 mod sync;
 mod tier;
 mod transfer;
+mod txn;
 mod types;
 mod util;
 mod vault;
@@ -64,6 +67,9 @@ use rusqlite::Connection;
 
 pub use complete_api::Completable;
 pub use error::MemoryError;
+pub use follow::{MoveSummary, move_to_embedded, move_to_shared, shared_tables};
+/// The schema version of the store this build writes (and of a shared store's tables).
+pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
 pub use fts::word_stems;
 pub use tier::{TierKind, TierProgress};
 pub use transfer::{
@@ -85,6 +91,34 @@ pub struct MemoryOptions {
     /// The optional deep tier: a slower, better embedder whose vectors a background thread
     /// fills in; queries use it once it covers every chunk.
     pub deep: Option<Arc<dyn embed::Embedder>>,
+    /// A database server holding the memory that several daemons share; the local store is
+    /// then its copy (see `shared`). None: the local store is the memory.
+    pub shared: Option<SharedOptions>,
+}
+
+/// How the engine reaches a shared store.
+pub struct SharedOptions {
+    pub store: Arc<dyn shared::SharedStore>,
+    /// The engine's name in config (`"postgres"`), for `status`.
+    pub engine: &'static str,
+    /// How this daemon is named in the change log and in audit rows.
+    pub machine: String,
+}
+
+/// The engine's link to its shared store.
+pub(crate) struct SharedLink {
+    pub store: Arc<dyn shared::SharedStore>,
+    pub engine: &'static str,
+    pub machine: String,
+    /// The last change of the server's log applied here.
+    pub applied: std::sync::atomic::AtomicI64,
+    /// The newest change seen on the server.
+    pub head: std::sync::atomic::AtomicI64,
+    pub connected: std::sync::atomic::AtomicBool,
+    /// The local copy is known to be a copy of this server.
+    pub attached: std::sync::atomic::AtomicBool,
+    pub last_error: Mutex<Option<String>>,
+    pub follower: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// A cloneable handle to one open memory store. When the last handle is dropped the
@@ -106,6 +140,7 @@ impl Drop for Owner {
         self.inner.stopping.store(true, std::sync::atomic::Ordering::Relaxed);
         backfill::wait(&self.inner);
         entities::wait(&self.inner);
+        follow::wait(&self.inner);
     }
 }
 
@@ -129,6 +164,8 @@ pub(crate) struct Inner {
     group_commit: sync::GroupCommit,
     /// WAL checkpoints in the background, off the write path.
     checkpointer: checkpoint::Checkpointer,
+    /// The shared store, when the memory lives on a server (see `shared`).
+    shared: Option<SharedLink>,
     /// The thread extracting entities again after an extractor upgrade (see `entities`).
     entities_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
@@ -166,6 +203,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Inner {
+    /// This daemon's name in audit rows, with a shared store.
+    pub(crate) fn machine(&self) -> Option<&str> {
+        self.shared.as_ref().map(|l| l.machine.as_str())
+    }
+
     fn db_path(&self) -> PathBuf {
         self.data_dir.join("memory.db")
     }
@@ -192,6 +234,7 @@ impl MemoryEngine {
     pub fn open(opts: MemoryOptions) -> Result<Self, MemoryError> {
         let inner = Arc::new(sync::open(opts)?);
         let engine = MemoryEngine { inner: inner.clone(), _owner: Arc::new(Owner { inner }) };
+        follow::start(&engine.inner)?;
         backfill::start(&engine.inner);
         entities::start_reextract(&engine.inner);
         Ok(engine)
@@ -215,6 +258,8 @@ impl MemoryEngine {
     /// Rebuilds the full-text and vector indexes from the database (the deep tier's vectors
     /// are dropped and filled again in the background).
     pub fn reindex(&self) -> Result<ReindexSummary, MemoryError> {
+        // With a shared store the local copy is itself derived: load it again from the server.
+        self.reload_shared()?;
         let summary = sync::reindex(&self.inner)?;
         backfill::start(&self.inner);
         Ok(summary)
@@ -227,9 +272,9 @@ impl MemoryEngine {
 
     pub fn record_audit(&self, rows: &[AuditRow]) -> Result<(), MemoryError> {
         let mut ws = lock(&self.inner.writer);
-        let tx = ws.conn.transaction()?;
+        let tx = ws.transaction(&self.inner)?;
         for r in rows {
-            audit::insert(&tx, r)?;
+            audit::insert(&tx, r, self.inner.machine())?;
         }
         tx.commit()?;
         Ok(())

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -250,6 +250,11 @@ CREATE TABLE entity_splits (
     entity_id   TEXT NOT NULL,
     split_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
+"#;
+
+/// Which daemon wrote an audit row, when several share one memory (see `shared`).
+const V5: &str = r#"
+ALTER TABLE mcp_audit ADD COLUMN machine TEXT;
 "#;
 
 /// The schema version this code writes.

@@ -45,6 +45,8 @@ pub(crate) struct WriteState {
     pub fast: TierLog,
     /// The deep tier's, when one is configured.
     pub deep: Option<TierLog>,
+    /// With a shared store: what the writer connection's hook records (see `shared`).
+    pub recorder: Option<super::shared::Recorder>,
 }
 
 fn read_state(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
@@ -81,6 +83,24 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
     schema::migrate(&mut conn)?;
     super::entities::begin_reextract(&mut conn)?;
     let seq = db_seq(&conn)?;
+    let recorder = match &opts.shared {
+        Some(_) => {
+            let tables = super::shared::catalog(&conn)?;
+            Some(super::shared::Recorder::install(&mut conn, tables)?)
+        }
+        None => None,
+    };
+    let shared = opts.shared.map(|o| super::SharedLink {
+        store: o.store,
+        engine: o.engine,
+        machine: o.machine,
+        applied: Default::default(),
+        head: Default::default(),
+        connected: Default::default(),
+        attached: Default::default(),
+        last_error: Default::default(),
+        follower: Default::default(),
+    });
 
     let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
     let (fast, fast_log, fast_durable) = load_tier(&conn, dir, TierKind::Fast, opts.embedder, seq)?;
@@ -101,7 +121,15 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         Some((t, l, d)) => (Some(t), Some(l), d),
         None => (None, None, 0),
     };
-    let ws = WriteState { conn, fts_writer, fts_applied, fts_committed: fts_durable, fast: fast_log, deep: deep_log };
+    let ws = WriteState {
+        conn,
+        fts_writer,
+        fts_applied,
+        fts_committed: fts_durable,
+        fast: fast_log,
+        deep: deep_log,
+        recorder,
+    };
     let inner = Inner {
         _lock: lock_file,
         data_dir: dir.clone(),
@@ -114,6 +142,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         group_commit: GroupCommit::default(),
         checkpointer: Default::default(),
         entities_thread: Mutex::new(None),
+        shared,
     };
     {
         let mut ws = lock(&inner.writer);

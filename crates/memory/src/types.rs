@@ -87,6 +87,9 @@ pub struct AuditRow {
     /// Argument summary without bodies (lengths and counts instead of content).
     #[serde(default)]
     pub args_summary: Value,
+    /// The daemon that wrote the row, with a shared store (its `[memory.postgres] machine`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 /// Selection for [`super::MemoryEngine::query_audit`]; newest rows first.

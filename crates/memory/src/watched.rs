@@ -113,7 +113,7 @@ fn sync_files(inner: &Arc<Inner>, paths: &[PathBuf], kind: Option<&str>) -> Resu
     let mut summary = SyncSummary::default();
     if !moved.is_empty() {
         let mut ws = lock(&inner.writer);
-        let tx = ws.conn.transaction()?;
+        let tx = ws.transaction(inner)?;
         let now = now_ms();
         for (from, to) in &moved {
             move_file(&tx, from, to, now)?;
@@ -132,7 +132,7 @@ fn sync_files(inner: &Arc<Inner>, paths: &[PathBuf], kind: Option<&str>) -> Resu
     // Sizes and times as seen before reading: a file changed since is newer than what is
     // recorded, so the next comparison reads it again.
     let mut ws = lock(&inner.writer);
-    let tx = ws.conn.transaction()?;
+    let tx = ws.transaction(inner)?;
     for (p, (size, mtime)) in &present {
         tx.prepare_cached("UPDATE files SET mtime_ms = ?2, size = ?3 WHERE path = ?1")?.execute(params![
             p.to_string_lossy(),

@@ -53,7 +53,7 @@ pub(crate) fn write_tx<T>(
     let in_flight = InFlight::enter(inner);
     let mut guard = lock(&inner.writer);
     let ws: &mut WriteState = &mut guard;
-    let tx = ws.conn.transaction()?;
+    let tx = ws.transaction(inner)?;
     let seq = store::bump_seq(&tx)?;
     let (out, result_id) = f(&tx, seq, now_ms())?;
     if let Some(mut audit_row) = audit_row {
@@ -63,7 +63,7 @@ pub(crate) fn write_tx<T>(
         if audit_row.ts_ms == 0 {
             audit_row.ts_ms = now_ms();
         }
-        audit::insert(&tx, &audit_row)?;
+        audit::insert(&tx, &audit_row, inner.machine())?;
     }
     tx.commit()?;
     after_write(inner, ws);

@@ -250,6 +250,7 @@ where
         error: None,
         result_id: None,
         args_summary: summary,
+        machine: None,
     };
     let outcome = match state.limiter().admit_control(&state.config()) {
         Ok(()) => work(state.clone()).await,
@@ -319,6 +320,18 @@ pub fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memory::Audi
     })
 }
 
+/// Whether the store is open, its engine and, with a shared store, where this copy stands.
+fn memory_status(state: &AppState) -> Value {
+    let engine = state.config().memory.engine;
+    let mut out = json!({ "open": state.memory().is_ok(), "engine": engine });
+    if let Ok(m) = state.memory()
+        && let Some(shared) = m.shared_status()
+    {
+        out["shared"] = shared;
+    }
+    out
+}
+
 fn status(state: &AppState, caller: u64) -> Value {
     // The asking connection is not one of the sessions being reported on.
     let sessions: Vec<_> = state.sessions().all().into_iter().filter(|s| s.id != caller).collect();
@@ -330,7 +343,7 @@ fn status(state: &AppState, caller: u64) -> Value {
         "uptime_ms": state.uptime_ms() as u64,
         "sessions": sessions.len(),
         "in_flight": inflight,
-        "memory": state.memory().is_ok(),
+        "memory": memory_status(state),
         "ready": problems.is_empty(),
         "problems": problems,
         "socket": state.paths().socket.display().to_string(),

@@ -147,7 +147,7 @@ pub async fn call(
         }
     };
     if tool.policy == Policy::Act
-        && let Err(denial) = state.limiter().admit(&config)
+        && let Err(denial) = state.limiter().admit_shared(&config, acts_elsewhere(&state))
     {
         tracing::info!(tool = tool.name, source = %ctx.source, "act call denied by policy");
         let text = denial.to_string();
@@ -194,7 +194,7 @@ pub fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
         )));
     }
     if t.policy == Policy::Act
-        && let Err(denial) = state.limiter().admit(&config)
+        && let Err(denial) = state.limiter().admit_shared(&config, acts_elsewhere(&state))
     {
         return Err(RpcError::invalid_params(denial.to_string()).with_data(json!({ "tool": tool, "policy": "act" })));
     }
@@ -399,4 +399,10 @@ mod tests {
         }
         expect_test::expect_file!["snapshots/argument_errors.txt"].assert_eq(&out);
     }
+}
+
+/// Act calls other daemons sharing this memory made in the last hour (0 for the embedded engine):
+/// one rate limit for all of them.
+fn acts_elsewhere(state: &AppState) -> usize {
+    state.memory().map(|m| m.acts_elsewhere(3_600_000)).unwrap_or(0)
 }

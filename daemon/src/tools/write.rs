@@ -149,6 +149,7 @@ pub fn audit_row(tool: &str, ctx: &RequestCtx, args: &Map<String, Value>) -> Aud
         error: None,
         result_id: None,
         args_summary: summarize(tool, args),
+        machine: None,
     }
 }
 

@@ -487,6 +487,7 @@ fn record(state: &AppState, i: usize, source: &WatchedSource, outcome: Result<Ou
         error: None,
         result_id: None,
         args_summary: json!({ "source": i }),
+        machine: None,
     };
     match outcome {
         Ok(o) => {

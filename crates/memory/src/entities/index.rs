@@ -540,7 +540,7 @@ fn reextract_batches(weak: &Weak<Inner>) -> Result<Option<usize>, MemoryError> {
             return Ok(None);
         }
         let mut ws = lock(&inner.writer);
-        let tx = ws.conn.transaction()?;
+        let tx = ws.transaction(&inner)?;
         let (pass, after, upto) = (
             meta(&tx, "entities_reextract_pass")?,
             meta(&tx, "entities_reextract_after")?,

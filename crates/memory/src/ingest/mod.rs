@@ -234,7 +234,7 @@ fn write_batch(
 ) -> Result<usize, MemoryError> {
     let mut guard = lock(&inner.writer);
     let ws = &mut *guard;
-    let tx = ws.conn.transaction()?;
+    let tx = ws.transaction(inner)?;
     let seq = store::bump_seq(&tx)?;
     let now = now_ms();
     let mut written = 0;
@@ -315,7 +315,7 @@ fn prune_deleted(inner: &Arc<Inner>, roots: &[PathBuf], summary: &mut IngestSumm
     }
     let mut guard = lock(&inner.writer);
     let ws = &mut *guard;
-    let tx = ws.conn.transaction()?;
+    let tx = ws.transaction(inner)?;
     let seq = store::bump_seq(&tx)?;
     let now = now_ms();
     for path in &gone {

@@ -70,7 +70,8 @@ impl Embedder for TestEmbedder {
 }
 
 pub(crate) fn open_with(dir: &Path, embedder: Arc<dyn Embedder>) -> MemoryEngine {
-    MemoryEngine::open(MemoryOptions { data_dir: dir.to_path_buf(), embedder, deep: None }).expect("open memory engine")
+    MemoryEngine::open(MemoryOptions { data_dir: dir.to_path_buf(), embedder, deep: None, shared: None })
+        .expect("open memory engine")
 }
 
 pub(crate) fn open(dir: &Path) -> MemoryEngine {
@@ -84,6 +85,7 @@ pub(crate) fn audit(tool: &str) -> AuditRow {
         source: "mcp:test".into(),
         client_info: json!({"name": "Test", "version": "1"}),
         args_summary: json!({"n": 1}),
+        machine: None,
         ..AuditRow::default()
     }
 }
@@ -218,6 +220,7 @@ fn a_second_open_of_the_same_store_is_refused() {
         data_dir: dir.path().to_path_buf(),
         embedder: TestEmbedder::new("x"),
         deep: None,
+        shared: None,
     });
     let err = second.err().expect("second open must fail");
     assert!(matches!(err, MemoryError::InUse(_)), "{err:?}");

@@ -63,6 +63,7 @@ fn open_deep(dir: &Path, deep: &Arc<Deep>) -> MemoryEngine {
         data_dir: dir.to_path_buf(),
         embedder: TestEmbedder::new("test-hash/64"),
         deep: Some(deep.clone() as Arc<dyn Embedder>),
+        shared: None,
     })
     .expect("open memory engine")
 }

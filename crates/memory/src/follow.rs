@@ -1,0 +1,430 @@
+//! The engine's side of a shared store (see `shared`): joining a server at open, following its
+//! change log on a background thread, loading the mirror again from a snapshot, where things
+//! stand for `status`, and moving a store between the embedded engine and a server.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::error::MemoryError;
+use super::shared::{self, Cell, Feed, SharedError, SharedStore, Table};
+use super::sync::{self, WriteState};
+use super::{Inner, MemoryEngine, SharedLink, lock, schema, store};
+
+impl SharedLink {
+    /// Turns a failure of the server into the engine's error, and remembers it for `status`.
+    pub(crate) fn failed(&self, e: SharedError) -> MemoryError {
+        if e.unreachable {
+            self.connected.store(false, Ordering::Relaxed);
+        }
+        *lock(&self.last_error) = Some(e.message.clone());
+        shared::shared_error(e)
+    }
+
+    fn ok(&self) {
+        self.connected.store(true, Ordering::Relaxed);
+        *lock(&self.last_error) = None;
+    }
+}
+
+/// Joins the server: brings its schema up to date, and makes sure the local mirror is a copy
+/// of it (loading a snapshot into an empty or foreign mirror). A store that holds memory of
+/// its own (an embedded store) is never overwritten: that is what `move_to_shared` is for.
+/// Returns whether the mirror was loaded from a snapshot (its indexes need a rebuild).
+fn attach(inner: &Inner, link: &SharedLink) -> Result<bool, MemoryError> {
+    let mut ws = lock(&inner.writer);
+    let ws: &mut WriteState = &mut ws;
+    let recorder = ws.recorder.as_ref().ok_or_else(|| MemoryError::Other("shared store without a recorder".into()))?;
+    let info = link.store.migrate(schema::SCHEMA_VERSION, &recorder.tables).map_err(|e| link.failed(e))?;
+    link.head.fetch_max(info.head, Ordering::Relaxed);
+    let mine = shared::local_value(&ws.conn, shared::CLUSTER)?;
+    if mine == Some(info.cluster) {
+        link.attached.store(true, Ordering::Relaxed);
+        link.ok();
+        return Ok(false);
+    }
+    if mine.is_none() && holds_memory(&ws.conn)? {
+        return Err(MemoryError::Shared(format!(
+            "this home already holds memory of its own (an embedded store), so it cannot become a copy of {}; \
+             move it in with `openhumand-mcp migrate-store --to postgres`, or use an empty home",
+            link.store.describe()
+        )));
+    }
+    let at = shared::load_snapshot(&mut ws.conn, recorder, link.store.as_ref(), info.cluster)?;
+    link.applied.store(at, Ordering::Relaxed);
+    link.attached.store(true, Ordering::Relaxed);
+    link.ok();
+    tracing::info!(position = at, server = %link.store.describe(), "memory copy loaded from the shared store");
+    Ok(true)
+}
+
+/// Whether the local store holds anything a user wrote.
+fn holds_memory(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM chunks) OR EXISTS (SELECT 1 FROM kv) OR EXISTS (SELECT 1 FROM learnings)
+            OR EXISTS (SELECT 1 FROM mcp_audit)",
+        [],
+        |r| r.get(0),
+    )
+}
+
+/// At open: one attempt to join the server (a server that cannot be reached leaves the copy
+/// serving reads; the follower keeps trying), then the follower thread.
+pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
+    let Some(link) = inner.shared.as_ref() else { return Ok(()) };
+    link.applied
+        .store(shared::local_value(&lock(&inner.writer).conn, shared::APPLIED)?.unwrap_or(0), Ordering::Relaxed);
+    match attach(inner, link) {
+        Ok(true) => {
+            sync::reindex(inner)?;
+        }
+        Ok(false) => {}
+        Err(MemoryError::SharedUnavailable(why)) => {
+            tracing::warn!(error = %why, "the shared store cannot be reached; serving reads from this copy");
+        }
+        Err(e) => return Err(e),
+    }
+    if link.attached.load(Ordering::Relaxed) {
+        // Caught up before the daemon says it is ready, so its first answers are current.
+        if let Err(e) = catch_up(inner) {
+            tracing::warn!(error = %format!("{e:#}"), "catching up with the shared store failed; retrying in the background");
+        }
+    }
+    let weak = Arc::downgrade(inner);
+    match std::thread::Builder::new().name("memory-follow".into()).spawn(move || follow(&weak)) {
+        Ok(h) => *lock(&link.follower) = Some(h),
+        Err(e) => {
+            return Err(e).map_err(|e| MemoryError::Io { what: "starting the shared-store follower".into(), error: e });
+        }
+    }
+    Ok(())
+}
+
+/// Waits for the follower to stop (the engine is closing).
+pub(crate) fn wait(inner: &Inner) {
+    if let Some(link) = inner.shared.as_ref() {
+        let handle = lock(&link.follower).take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The follower: woken by the server (or every poll interval), applies the log's new changes.
+/// A server that went away is retried with a growing pause, and the copy keeps serving.
+fn follow(weak: &Weak<Inner>) {
+    let mut pause = Duration::from_millis(200);
+    loop {
+        let Some(inner) = weak.upgrade() else { return };
+        if inner.stopping.load(Ordering::Relaxed) {
+            return;
+        }
+        let link = inner.shared.as_ref().expect("the follower runs only with a shared store");
+        let step = if link.attached.load(Ordering::Relaxed) {
+            catch_up(&inner).map(|_| ())
+        } else {
+            attach(&inner, link).and_then(|reload| if reload { sync::reindex(&inner).map(|_| ()) } else { Ok(()) })
+        };
+        let was = link.connected.load(Ordering::Relaxed);
+        match step {
+            Ok(()) => {
+                if !was {
+                    tracing::info!(server = %link.store.describe(), "shared store reachable again; caught up");
+                }
+                link.ok();
+                pause = Duration::from_millis(200);
+                let store = link.store.clone();
+                drop(inner);
+                // Wait without holding the engine, so a closing store is not kept open.
+                if store.wait(shared::FOLLOW_POLL).is_err() {
+                    std::thread::sleep(pause);
+                }
+            }
+            Err(e) => {
+                if was {
+                    tracing::warn!(error = %format!("{e:#}"), "following the shared store failed; retrying");
+                }
+                if !matches!(e, MemoryError::SharedUnavailable(_)) {
+                    *lock(&link.last_error) = Some(format!("{e:#}"));
+                }
+                link.connected.store(false, Ordering::Relaxed);
+                drop(inner);
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+/// Applies every change of the log after this copy's position, in batches, each one local
+/// transaction handed to the indexes and made searchable before the next.
+fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
+    let link = inner.shared.as_ref().expect("catch_up runs only with a shared store");
+    let mut total = 0;
+    loop {
+        let after = link.applied.load(Ordering::Relaxed);
+        let changes = match link.store.feed(after, shared::FEED_BATCH).map_err(|e| link.failed(e))? {
+            Feed::Snapshot => {
+                reload(inner)?;
+                continue;
+            }
+            Feed::Changes(c) => c,
+        };
+        let Some(last) = changes.last().map(|c| c.seq) else {
+            link.head.fetch_max(after, Ordering::Relaxed);
+            return Ok(total);
+        };
+        link.head.fetch_max(last, Ordering::Relaxed);
+        let seq = {
+            let mut guard = lock(&inner.writer);
+            let ws: &mut WriteState = &mut guard;
+            let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
+            crate::txn::warn_stray(recorder, &ws.conn)?;
+            // A local write may have applied some of these while this batch was read.
+            let mine = shared::local_value(&ws.conn, shared::APPLIED)?.unwrap_or(0);
+            let todo: Vec<_> = changes.iter().filter(|c| c.seq > mine).collect();
+            if todo.is_empty() {
+                link.applied.fetch_max(mine, Ordering::Relaxed);
+                continue;
+            }
+            let tx = ws.conn.transaction()?;
+            let seq = store::bump_seq(&tx)?;
+            for c in &todo {
+                shared::apply(&tx, &recorder.tables, c, seq)?;
+            }
+            shared::set_local_value(&tx, shared::APPLIED, last)?;
+            recorder.clear(&tx)?;
+            tx.commit()?;
+            total += todo.len();
+            link.applied.fetch_max(last, Ordering::Relaxed);
+            sync::after_write(inner, ws);
+            seq
+        };
+        sync::wait_searchable(inner, seq)?;
+    }
+}
+
+/// Loads the copy again from a snapshot and rebuilds the indexes.
+fn reload(inner: &Arc<Inner>) -> Result<(), MemoryError> {
+    let link = inner.shared.as_ref().expect("reload runs only with a shared store");
+    {
+        let mut guard = lock(&inner.writer);
+        let ws: &mut WriteState = &mut guard;
+        let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
+        let cluster = shared::local_value(&ws.conn, shared::CLUSTER)?.unwrap_or(0);
+        let at = shared::load_snapshot(&mut ws.conn, recorder, link.store.as_ref(), cluster)?;
+        link.applied.store(at, Ordering::Relaxed);
+    }
+    sync::reindex(inner)?;
+    Ok(())
+}
+
+impl MemoryEngine {
+    /// With a shared store: loads this copy again from the server (`reindex` then rebuilds
+    /// the indexes from it). Without one, nothing.
+    pub(crate) fn reload_shared(&self) -> Result<(), MemoryError> {
+        if self.inner.shared.is_none() {
+            return Ok(());
+        }
+        let link = self.inner.shared.as_ref().expect("checked");
+        if !link.attached.load(Ordering::Relaxed) {
+            attach(&self.inner, link)?;
+        }
+        let mut guard = lock(&self.inner.writer);
+        let ws: &mut WriteState = &mut guard;
+        let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
+        let cluster = shared::local_value(&ws.conn, shared::CLUSTER)?.unwrap_or(0);
+        let at = shared::load_snapshot(&mut ws.conn, recorder, link.store.as_ref(), cluster)?;
+        link.applied.store(at, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Successful tool writes other daemons sharing this memory recorded in the last
+    /// `window_ms` (0 for the embedded engine), from this copy of the shared audit log.
+    pub fn acts_elsewhere(&self, window_ms: i64) -> usize {
+        let Some(me) = self.inner.machine() else { return 0 };
+        let since = crate::util::now_ms() - window_ms;
+        let counted = self.inner.read_conn().and_then(|c| {
+            Ok(c.prepare_cached(
+                "SELECT count(*) FROM mcp_audit WHERE ts_ms >= ?1 AND success = 1 AND source LIKE 'mcp:%'
+                   AND machine IS NOT NULL AND machine <> ?2",
+            )?
+            .query_row(rusqlite::params![since, me], |r| r.get::<_, i64>(0))?)
+        });
+        counted.map(|n| n as usize).unwrap_or(0)
+    }
+
+    /// Where the shared store stands, for `status` (None for the embedded engine).
+    pub fn shared_status(&self) -> Option<Value> {
+        let link = self.inner.shared.as_ref()?;
+        Some(json!({
+            "engine": link.engine,
+            "server": link.store.describe(),
+            "machine": link.machine,
+            "connected": link.connected.load(Ordering::Relaxed),
+            "applied_seq": link.applied.load(Ordering::Relaxed),
+            "head_seq": link.head.load(Ordering::Relaxed).max(link.applied.load(Ordering::Relaxed)),
+            "last_error": lock(&link.last_error).clone(),
+        }))
+    }
+
+    /// Blocks until this copy has applied the log up to the server's head as it is now
+    /// (tests and one-shot commands; bounded by `timeout`). Returns whether it got there.
+    pub fn wait_shared_caught_up(&self, timeout: Duration) -> bool {
+        let Some(link) = self.inner.shared.as_ref() else { return true };
+        let Ok(head) = link.store.head() else { return false };
+        let deadline = std::time::Instant::now() + timeout;
+        while link.applied.load(Ordering::Relaxed) < head {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        true
+    }
+}
+
+/// The tables a shared store holds for this build, from the schema's own migrations.
+pub fn shared_tables() -> Result<Vec<Table>, MemoryError> {
+    let mut conn = rusqlite::Connection::open_in_memory()?;
+    tables_of(&mut conn)
+}
+
+/// The tables a store shares, read from a database file's schema (migrated first).
+fn tables_of(conn: &mut rusqlite::Connection) -> Result<Vec<Table>, MemoryError> {
+    schema::migrate(conn)?;
+    shared::catalog(conn)
+}
+
+/// Rows per shared table of a database file.
+fn local_counts(conn: &rusqlite::Connection, tables: &[Table]) -> Result<Vec<(String, i64)>, MemoryError> {
+    tables
+        .iter()
+        .map(|t| {
+            let n: i64 = if t.name == "meta" {
+                conn.query_row(
+                    "SELECT count(*) FROM meta WHERE name <> 'db_seq' AND name NOT LIKE 'shared\\_%' ESCAPE '\\'",
+                    [],
+                    |r| r.get(0),
+                )?
+            } else {
+                conn.query_row(&format!("SELECT count(*) FROM \"{}\"", t.name), [], |r| r.get(0))?
+            };
+            Ok((t.name.clone(), n))
+        })
+        .collect()
+}
+
+/// The outcome of a move between engines: rows per table on each side.
+#[derive(Debug, Clone)]
+pub struct MoveSummary {
+    pub counts: Vec<(String, i64, i64)>,
+    pub position: i64,
+}
+
+impl MoveSummary {
+    pub fn matches(&self) -> bool {
+        self.counts.iter().all(|(_, a, b)| a == b)
+    }
+}
+
+/// Moves the embedded store in `data_dir` into the shared store (which must be empty of
+/// memory, or `replace` set), as one server transaction, and makes the local file its first
+/// copy. The store must not be open.
+pub fn move_to_shared(
+    data_dir: &std::path::Path,
+    server: &dyn SharedStore,
+    machine: &str,
+    replace: bool,
+) -> Result<MoveSummary, MemoryError> {
+    let _lock = store_lock(data_dir)?;
+    let mut conn = schema::open_connection(&data_dir.join("memory.db"))?;
+    let tables = tables_of(&mut conn)?;
+    let info = server.migrate(schema::SCHEMA_VERSION, &tables).map_err(shared::shared_error)?;
+    let before = server.counts(&tables).map_err(shared::shared_error)?;
+    let held: i64 = before.iter().filter(|(t, _)| t != "meta").map(|(_, n)| n).sum();
+    if held > 0 && !replace {
+        return Err(MemoryError::InvalidParams(format!(
+            "{} already holds memory ({held} rows); moving this store in would replace it. Pass --replace to do \
+             that, or join it with an empty home instead",
+            server.describe()
+        )));
+    }
+    let position = server
+        .replace_all(machine, &tables, &mut |t, send| {
+            let cols: Vec<String> = t.columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
+            let mut sql = format!("SELECT {} FROM \"{}\"", cols.join(", "), t.name);
+            if t.name == "meta" {
+                sql.push_str(" WHERE name <> 'db_seq' AND name NOT LIKE 'shared\\_%' ESCAPE '\\'");
+            }
+            let mut stmt = conn.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            let mut batch = Vec::with_capacity(2048);
+            while let Some(r) = rows.next()? {
+                batch.push((0..cols.len()).map(|i| r.get_ref(i).map(Cell::from_ref)).collect::<Result<Vec<_>, _>>()?);
+                if batch.len() == 2048 {
+                    send(std::mem::take(&mut batch)).map_err(shared::shared_error)?;
+                }
+            }
+            if !batch.is_empty() {
+                send(batch).map_err(shared::shared_error)?;
+            }
+            Ok(())
+        })
+        .map_err(shared::shared_error)?;
+    let after = server.counts(&tables).map_err(shared::shared_error)?;
+    let local = local_counts(&conn, &tables)?;
+    shared::set_local_value(&conn, shared::APPLIED, position)?;
+    shared::set_local_value(&conn, shared::CLUSTER, info.cluster)?;
+    Ok(MoveSummary { counts: zip_counts(&local, &after), position })
+}
+
+/// Rewrites the store in `data_dir` as an embedded store holding everything the shared store
+/// holds. The store must not be open; its indexes are rebuilt when it next opens.
+pub fn move_to_embedded(data_dir: &std::path::Path, server: &dyn SharedStore) -> Result<MoveSummary, MemoryError> {
+    std::fs::create_dir_all(data_dir)
+        .map_err(|e| MemoryError::Io { what: format!("creating {}", data_dir.display()), error: e })?;
+    let _lock = store_lock(data_dir)?;
+    let mut conn = schema::open_connection(&data_dir.join("memory.db"))?;
+    let tables = tables_of(&mut conn)?;
+    let info = server.migrate(schema::SCHEMA_VERSION, &tables).map_err(shared::shared_error)?;
+    let recorder = shared::Recorder::install(&mut conn, tables.clone())?;
+    let position = shared::load_snapshot(&mut conn, &recorder, server, info.cluster)?;
+    conn.execute("DELETE FROM meta WHERE name LIKE 'shared\\_%' ESCAPE '\\'", [])?;
+    // The indexes of whatever the file held before are stale: `open` rebuilds them.
+    for dir in ["fts", "vectors", "vectors-deep"] {
+        let p = data_dir.join(dir);
+        if p.exists() {
+            std::fs::remove_dir_all(&p)
+                .map_err(|e| MemoryError::Io { what: format!("removing {}", p.display()), error: e })?;
+        }
+    }
+    conn.execute("DELETE FROM index_state", [])?;
+    let remote = server.counts(&tables).map_err(shared::shared_error)?;
+    let local = local_counts(&conn, &tables)?;
+    Ok(MoveSummary { counts: zip_counts(&remote, &local), position })
+}
+
+fn zip_counts(from: &[(String, i64)], to: &[(String, i64)]) -> Vec<(String, i64, i64)> {
+    from.iter().map(|(t, n)| (t.clone(), *n, to.iter().find(|(u, _)| u == t).map(|(_, m)| *m).unwrap_or(-1))).collect()
+}
+
+/// Takes the store's lock file, as `open` does, so a running daemon and a move never meet.
+fn store_lock(data_dir: &std::path::Path) -> Result<std::fs::File, MemoryError> {
+    let path = data_dir.join("LOCK");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| MemoryError::Io { what: format!("creating {}", path.display()), error: e })?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(MemoryError::InUse(data_dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(MemoryError::Io { what: "locking the memory store".into(), error: e })
+        }
+    }
+}

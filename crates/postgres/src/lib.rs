@@ -1,0 +1,650 @@
+//! PostgreSQL as the shared memory store (`[memory] engine = "postgres"`): the memory crate's
+//! `SharedStore` over a PostgreSQL server.
+//!
+//! On the server: one table per shared table of the engine, with the same columns (SQLite's
+//! INTEGER, REAL, TEXT and BLOB as `bigint`, `double precision`, `text` and `bytea`) and key;
+//! `oh_changes`, the change log (`seq bigserial`, the machine, the time and the change set as
+//! JSON); and `oh_meta` (schema version, the cluster's random id, and `base_seq`, where the log
+//! starts after a store was moved in whole). Every write holds the transaction-scoped
+//! advisory lock [`WRITE_LOCK`] from before it reads the log until it commits, and announces
+//! its position with `NOTIFY openhuman_changes`. No extension is needed.
+//!
+//! Connections: one for writes and reads, one for `LISTEN`, each made again on the next call
+//! after it failed, with a bounded connect time, over TLS when the URL's `sslmode` asks
+//! (rustls; the system's roots plus an optional CA file).
+
+mod tls;
+
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fallible_iterator::FallibleIterator;
+use openhuman_memory::shared::{
+    Affinity, Cell, Change, ChangeSet, Feed, SharedError, SharedInfo, SharedStore, SharedWrite, Table,
+};
+use postgres::types::ToSql;
+use postgres::{Client, Config, GenericClient};
+
+/// The advisory lock every write takes (an arbitrary constant: "openhuman" in ASCII, folded).
+pub const WRITE_LOCK: i64 = 0x6f70_656e_6875_6d61;
+/// The channel changes are announced on.
+const CHANNEL: &str = "openhuman_changes";
+/// Rows fetched at a time from a snapshot.
+const SNAPSHOT_BATCH: i32 = 5_000;
+
+/// How to reach the server.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// A libpq-style URL (`postgres://user:pass@host:port/db?sslmode=require`).
+    pub url: String,
+    /// PEM file of certificate authorities to trust besides the system's.
+    pub ca_file: Option<std::path::PathBuf>,
+    pub connect_timeout: Duration,
+}
+
+/// A failure to set the store up (a URL that does not parse, a CA file that cannot be read).
+#[derive(Debug, thiserror::Error)]
+pub enum PgSetupError {
+    #[error("the PostgreSQL URL does not parse ({0}); it looks like postgres://user@host:5432/dbname")]
+    Url(String),
+    #[error("reading the CA file {path}: {error}")]
+    CaFile { path: String, error: String },
+}
+
+pub struct PgStore {
+    config: Config,
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    describe: String,
+    client: Mutex<Option<Client>>,
+    listener: Mutex<Option<Client>>,
+    /// The shared tables as the last `migrate` set them up.
+    tables: Mutex<Vec<Table>>,
+}
+
+impl PgStore {
+    /// Parses the URL and prepares TLS; connects on first use.
+    pub fn new(opts: &PgOptions) -> Result<PgStore, PgSetupError> {
+        let mut config = Config::from_str(&opts.url).map_err(|e| PgSetupError::Url(e.to_string()))?;
+        config.connect_timeout(opts.connect_timeout);
+        config.application_name("openhumand-mcp");
+        // `ADD COLUMN IF NOT EXISTS` of a column that exists is a NOTICE, not news.
+        config.options("-c client_min_messages=warning");
+        let tls = tls::connector(opts.ca_file.as_deref())?;
+        let describe = describe(&config);
+        Ok(PgStore {
+            config,
+            tls,
+            describe,
+            client: Mutex::new(None),
+            listener: Mutex::new(None),
+            tables: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn connect(&self) -> Result<Client, SharedError> {
+        self.config.connect(self.tls.clone()).map_err(|e| unreachable(&self.describe, &e))
+    }
+
+    /// The write-and-read connection, made if needed.
+    fn client(&self) -> Result<MutexGuard<'_, Option<Client>>, SharedError> {
+        let mut guard = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|c| c.is_closed()) {
+            *guard = Some(self.connect()?);
+        }
+        Ok(guard)
+    }
+
+    /// Runs `f` on the connection; a failure that is not the server's answer drops it, so the
+    /// next call connects again.
+    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, SharedError> {
+        let mut guard = self.client()?;
+        let client = guard.as_mut().expect("connected above");
+        f(client).map_err(|e| {
+            let err = failure(&self.describe, &e);
+            if err.unreachable {
+                *guard = None;
+            }
+            err
+        })
+    }
+}
+
+fn describe(config: &Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(h) => h.clone(),
+            postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!("PostgreSQL at {host}:{port}/{}", config.get_dbname().unwrap_or("(default database)"))
+}
+
+fn unreachable(what: &str, e: &postgres::Error) -> SharedError {
+    SharedError { message: format!("{what}: {}", chain(e)), unreachable: true }
+}
+
+/// A server's answer (an SQL error) is a refusal; anything else (I/O, a closed connection)
+/// means the server could not be reached.
+fn failure(what: &str, e: &postgres::Error) -> SharedError {
+    SharedError { message: format!("{what}: {}", chain(e)), unreachable: e.as_db_error().is_none() }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let t = c.to_string();
+        if !s.contains(&t) {
+            s.push_str(": ");
+            s.push_str(&t);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+fn pg_type(a: Affinity) -> &'static str {
+    match a {
+        Affinity::Integer => "bigint",
+        Affinity::Real => "double precision",
+        Affinity::Text => "text",
+        Affinity::Blob => "bytea",
+    }
+}
+
+fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// One column of a batch as a typed array parameter.
+enum ColumnValues {
+    Int(Vec<Option<i64>>),
+    Real(Vec<Option<f64>>),
+    Text(Vec<Option<String>>),
+    Blob(Vec<Option<Vec<u8>>>),
+}
+
+impl ColumnValues {
+    fn new(a: Affinity, n: usize) -> ColumnValues {
+        match a {
+            Affinity::Integer => ColumnValues::Int(Vec::with_capacity(n)),
+            Affinity::Real => ColumnValues::Real(Vec::with_capacity(n)),
+            Affinity::Text => ColumnValues::Text(Vec::with_capacity(n)),
+            Affinity::Blob => ColumnValues::Blob(Vec::with_capacity(n)),
+        }
+    }
+
+    /// Adds a value, converted as SQLite's affinity would have stored it.
+    fn push(&mut self, c: &Cell) {
+        match self {
+            ColumnValues::Int(v) => v.push(match c {
+                Cell::Int(i) => Some(*i),
+                Cell::Real(f) => Some(*f as i64),
+                Cell::Text(t) => t.parse().ok(),
+                Cell::Null | Cell::Blob(_) => None,
+            }),
+            ColumnValues::Real(v) => v.push(match c {
+                Cell::Int(i) => Some(*i as f64),
+                Cell::Real(f) => Some(*f),
+                Cell::Text(t) => t.parse().ok(),
+                Cell::Null | Cell::Blob(_) => None,
+            }),
+            ColumnValues::Text(v) => v.push(match c {
+                Cell::Null => None,
+                Cell::Int(i) => Some(i.to_string()),
+                Cell::Real(f) => Some(f.to_string()),
+                Cell::Text(t) => Some(t.clone()),
+                Cell::Blob(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            }),
+            ColumnValues::Blob(v) => v.push(match c {
+                Cell::Null => None,
+                Cell::Blob(b) => Some(b.clone()),
+                Cell::Text(t) => Some(t.as_bytes().to_vec()),
+                Cell::Int(i) => Some(i.to_string().into_bytes()),
+                Cell::Real(f) => Some(f.to_string().into_bytes()),
+            }),
+        }
+    }
+
+    fn param(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            ColumnValues::Int(v) => v,
+            ColumnValues::Real(v) => v,
+            ColumnValues::Text(v) => v,
+            ColumnValues::Blob(v) => v,
+        }
+    }
+}
+
+/// Builds the array parameters of `rows` for the columns `cols` of `t`.
+fn arrays(t: &Table, cols: &[usize], rows: &[Vec<Cell>], from_key: bool) -> Vec<ColumnValues> {
+    let mut out: Vec<ColumnValues> =
+        cols.iter().map(|&i| ColumnValues::new(t.columns[i].affinity, rows.len())).collect();
+    for row in rows {
+        for (n, &i) in cols.iter().enumerate() {
+            // A key row holds only the key's cells, in key order.
+            let cell = if from_key { row.get(n) } else { row.get(i) };
+            out[n].push(cell.unwrap_or(&Cell::Null));
+        }
+    }
+    out
+}
+
+fn unnest_of(t: &Table, cols: &[usize]) -> String {
+    let parts: Vec<String> =
+        cols.iter().enumerate().map(|(n, &i)| format!("${}::{}[]", n + 1, pg_type(t.columns[i].affinity))).collect();
+    format!("unnest({})", parts.join(", "))
+}
+
+/// Deletes rows by key, then writes rows whole (insert, or update every column but the key).
+fn apply_rows(
+    c: &mut impl GenericClient,
+    t: &Table,
+    deletes: &[Vec<Cell>],
+    upserts: &[Vec<Cell>],
+) -> Result<(), postgres::Error> {
+    if !deletes.is_empty() {
+        let keys: Vec<String> = t.pk.iter().map(|&i| ident(&t.columns[i].name)).collect();
+        let sql = format!(
+            "DELETE FROM {} WHERE ({}) IN (SELECT * FROM {})",
+            ident(&t.name),
+            keys.join(", "),
+            unnest_of(t, &t.pk)
+        );
+        let params = arrays(t, &t.pk, deletes, true);
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.param()).collect();
+        c.execute(sql.as_str(), &refs)?;
+    }
+    if !upserts.is_empty() {
+        let all: Vec<usize> = (0..t.columns.len()).collect();
+        let cols: Vec<String> = t.columns.iter().map(|c| ident(&c.name)).collect();
+        let keys: Vec<String> = t.pk.iter().map(|&i| cols[i].clone()).collect();
+        let sets: Vec<String> =
+            all.iter().filter(|i| !t.pk.contains(i)).map(|&i| format!("{0} = EXCLUDED.{0}", cols[i])).collect();
+        let action = if sets.is_empty() { "NOTHING".to_string() } else { format!("UPDATE SET {}", sets.join(", ")) };
+        let sql = format!(
+            "INSERT INTO {} ({}) SELECT * FROM {} ON CONFLICT ({}) DO {action}",
+            ident(&t.name),
+            cols.join(", "),
+            unnest_of(t, &all),
+            keys.join(", ")
+        );
+        let params = arrays(t, &all, upserts, false);
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.param()).collect();
+        c.execute(sql.as_str(), &refs)?;
+    }
+    Ok(())
+}
+
+fn read_cell(row: &postgres::Row, i: usize, a: Affinity) -> Result<Cell, postgres::Error> {
+    Ok(match a {
+        Affinity::Integer => row.try_get::<_, Option<i64>>(i)?.map_or(Cell::Null, Cell::Int),
+        Affinity::Real => row.try_get::<_, Option<f64>>(i)?.map_or(Cell::Null, Cell::Real),
+        Affinity::Text => row.try_get::<_, Option<String>>(i)?.map_or(Cell::Null, Cell::Text),
+        Affinity::Blob => row.try_get::<_, Option<Vec<u8>>>(i)?.map_or(Cell::Null, Cell::Blob),
+    })
+}
+
+fn meta_value(c: &mut impl GenericClient, name: &str) -> Result<Option<i64>, postgres::Error> {
+    Ok(c.query_opt("SELECT value FROM oh_meta WHERE name = $1", &[&name])?.map(|r| r.get(0)))
+}
+
+fn head_of(c: &mut impl GenericClient) -> Result<i64, postgres::Error> {
+    Ok(c.query_one("SELECT coalesce(max(seq), 0)::bigint FROM oh_changes", &[])?.get(0))
+}
+
+/// The log after `after`: its changes, or `Snapshot` when it starts later.
+fn feed_of(
+    c: &mut impl GenericClient,
+    after: i64,
+    limit: Option<i64>,
+) -> Result<Result<Feed, String>, postgres::Error> {
+    let base = meta_value(c, "base_seq")?.unwrap_or(0);
+    if after < base {
+        return Ok(Ok(Feed::Snapshot));
+    }
+    let rows = c.query(
+        "SELECT seq, changes FROM oh_changes WHERE seq > $1 ORDER BY seq LIMIT $2",
+        &[&after, &limit.unwrap_or(i64::MAX)],
+    )?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let seq: i64 = r.get(0);
+        let text: String = r.get(1);
+        match serde_json::from_str::<ChangeSet>(&text) {
+            Ok(changes) => out.push(Change { seq, changes }),
+            Err(e) => {
+                return Ok(Err(format!(
+                    "change {seq} of the log does not read ({e}); was it written by a newer openhumand-mcp?"
+                )));
+            }
+        }
+    }
+    Ok(Ok(Feed::Changes(out)))
+}
+
+impl SharedStore for PgStore {
+    fn describe(&self) -> String {
+        self.describe.clone()
+    }
+
+    fn migrate(&self, version: i64, tables: &[Table]) -> Result<SharedInfo, SharedError> {
+        let outcome = self.with(|c| {
+            let mut tx = c.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS oh_meta (name text PRIMARY KEY, value bigint NOT NULL);
+                 CREATE TABLE IF NOT EXISTS oh_changes (
+                     seq bigserial PRIMARY KEY,
+                     machine text NOT NULL,
+                     at_ms bigint NOT NULL,
+                     changes text NOT NULL
+                 );",
+            )?;
+            let found = meta_value(&mut tx, "schema_version")?.unwrap_or(0);
+            if found > version {
+                return Ok(Err(found));
+            }
+            for t in tables {
+                let cols: Vec<String> =
+                    t.columns.iter().map(|c| format!("{} {}", ident(&c.name), pg_type(c.affinity))).collect();
+                let keys: Vec<String> = t.pk.iter().map(|&i| ident(&t.columns[i].name)).collect();
+                tx.batch_execute(&format!(
+                    "CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY ({}))",
+                    ident(&t.name),
+                    cols.join(", "),
+                    keys.join(", ")
+                ))?;
+                for c in &t.columns {
+                    tx.batch_execute(&format!(
+                        "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}",
+                        ident(&t.name),
+                        ident(&c.name),
+                        pg_type(c.affinity)
+                    ))?;
+                }
+            }
+            tx.execute(
+                "INSERT INTO oh_meta (name, value) VALUES ('schema_version', $1)
+                 ON CONFLICT (name) DO UPDATE SET value = greatest(oh_meta.value, EXCLUDED.value)",
+                &[&version],
+            )?;
+            tx.execute(
+                "INSERT INTO oh_meta (name, value) VALUES ('cluster', (random() * 9e18)::bigint)
+                 ON CONFLICT (name) DO NOTHING",
+                &[],
+            )?;
+            let cluster = meta_value(&mut tx, "cluster")?.unwrap_or(0);
+            let head = head_of(&mut tx)?;
+            tx.commit()?;
+            Ok(Ok(SharedInfo { cluster, version, head }))
+        })?;
+        if outcome.is_ok() {
+            *self.tables.lock().unwrap_or_else(|e| e.into_inner()) = tables.to_vec();
+        }
+        outcome.map_err(|found| SharedError {
+            message: format!(
+                "{} holds memory of schema version {found}, newer than this build ({version}); upgrade openhumand-mcp",
+                self.describe
+            ),
+            unreachable: false,
+        })
+    }
+
+    fn begin(&self) -> Result<Box<dyn SharedWrite + '_>, SharedError> {
+        let mut guard = self.client()?;
+        let client = guard.as_mut().expect("connected above");
+        let started = client
+            .batch_execute("BEGIN")
+            .and_then(|_| client.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]).map(|_| ()));
+        if let Err(e) = started {
+            let err = failure(&self.describe, &e);
+            if err.unreachable {
+                *guard = None;
+            } else {
+                let _ = guard.as_mut().map(|c| c.batch_execute("ROLLBACK"));
+            }
+            return Err(err);
+        }
+        Ok(Box::new(PgWrite { store: self, guard, open: true }))
+    }
+
+    fn feed(&self, after: i64, limit: usize) -> Result<Feed, SharedError> {
+        let out = self.with(|c| feed_of(c, after, Some(limit as i64)))?;
+        out.map_err(|message| SharedError { message, unreachable: false })
+    }
+
+    fn wait(&self, timeout: Duration) -> Result<(), SharedError> {
+        let mut guard = self.listener.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().is_none_or(|c| c.is_closed()) {
+            let mut c = self.connect()?;
+            c.batch_execute(&format!("LISTEN {CHANNEL}")).map_err(|e| failure(&self.describe, &e))?;
+            *guard = Some(c);
+        }
+        let outcome = {
+            let client = guard.as_mut().expect("connected above");
+            let mut notes = client.notifications();
+            let first = notes.timeout_iter(timeout).next().map(|_| ());
+            first.and_then(|()| {
+                // Take what else has arrived, so one wake-up covers a burst.
+                let mut rest = notes.iter();
+                while rest.next()?.is_some() {}
+                Ok(())
+            })
+        };
+        outcome.map_err(|e| {
+            *guard = None;
+            unreachable(&self.describe, &e)
+        })
+    }
+
+    fn head(&self) -> Result<i64, SharedError> {
+        self.with(|c| head_of(c))
+    }
+
+    fn snapshot(
+        &self,
+        tables: &[Table],
+        sink: &mut dyn FnMut(&Table, Vec<Vec<Cell>>) -> Result<(), openhuman_memory::MemoryError>,
+    ) -> Result<i64, SharedError> {
+        let mut failed: Option<String> = None;
+        let at = self.with(|c| {
+            let mut tx = c
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let at = head_of(&mut tx)?;
+            for t in tables {
+                let cols: Vec<String> = t.columns.iter().map(|c| ident(&c.name)).collect();
+                let portal = tx.bind(&format!("SELECT {} FROM {}", cols.join(", "), ident(&t.name)), &[])?;
+                loop {
+                    let rows = tx.query_portal(&portal, SNAPSHOT_BATCH)?;
+                    if rows.is_empty() {
+                        break;
+                    }
+                    let mut batch = Vec::with_capacity(rows.len());
+                    for r in &rows {
+                        let mut cells = Vec::with_capacity(cols.len());
+                        for (i, col) in t.columns.iter().enumerate() {
+                            cells.push(read_cell(r, i, col.affinity)?);
+                        }
+                        batch.push(cells);
+                    }
+                    if let Err(e) = sink(t, batch) {
+                        failed = Some(format!("{e:#}"));
+                        return Ok(at);
+                    }
+                }
+            }
+            tx.commit()?;
+            Ok(at)
+        })?;
+        match failed {
+            Some(message) => Err(SharedError {
+                message: format!("loading this copy from {}: {message}", self.describe),
+                unreachable: false,
+            }),
+            None => Ok(at),
+        }
+    }
+
+    fn replace_all(
+        &self,
+        machine: &str,
+        tables: &[Table],
+        source: &mut dyn FnMut(
+            &Table,
+            &mut dyn FnMut(Vec<Vec<Cell>>) -> Result<(), SharedError>,
+        ) -> Result<(), openhuman_memory::MemoryError>,
+    ) -> Result<i64, SharedError> {
+        let describe = self.describe.clone();
+        let mut guard = self.client()?;
+        let client = guard.as_mut().expect("connected above");
+        let run = (|| -> Result<Result<i64, String>, postgres::Error> {
+            let mut tx = client.transaction()?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+            for t in tables {
+                tx.batch_execute(&format!("TRUNCATE {}", ident(&t.name)))?;
+            }
+            for t in tables {
+                let mut pg_err: Option<postgres::Error> = None;
+                let outcome = source(t, &mut |rows| {
+                    if pg_err.is_some() {
+                        return Err(SharedError { message: "stopped".into(), unreachable: false });
+                    }
+                    apply_rows(&mut tx, t, &[], &rows).map_err(|e| {
+                        let err = failure(&describe, &e);
+                        pg_err = Some(e);
+                        err
+                    })
+                });
+                if let Some(e) = pg_err {
+                    return Err(e);
+                }
+                if let Err(e) = outcome {
+                    return Ok(Err(format!("{e:#}")));
+                }
+            }
+            let marker = serde_json::to_string(&ChangeSet::default()).unwrap_or_else(|_| "{}".into());
+            let seq: i64 = tx
+                .query_one(
+                    "INSERT INTO oh_changes (machine, at_ms, changes) VALUES ($1, $2, $3) RETURNING seq",
+                    &[&machine, &now_ms(), &marker],
+                )?
+                .get(0);
+            tx.execute(
+                "INSERT INTO oh_meta (name, value) VALUES ('base_seq', $1) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                &[&seq],
+            )?;
+            tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()])?;
+            tx.commit()?;
+            Ok(Ok(seq))
+        })();
+        match run {
+            Ok(Ok(seq)) => Ok(seq),
+            Ok(Err(message)) => Err(SharedError { message, unreachable: false }),
+            Err(e) => {
+                let err = failure(&self.describe, &e);
+                if err.unreachable {
+                    *guard = None;
+                }
+                Err(err)
+            }
+        }
+    }
+
+    fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError> {
+        self.with(|c| {
+            tables
+                .iter()
+                .map(|t| {
+                    let n: i64 = c.query_one(&format!("SELECT count(*) FROM {}", ident(&t.name)), &[])?.get(0);
+                    Ok((t.name.clone(), n))
+                })
+                .collect()
+        })
+    }
+}
+
+/// A write holding the server's lock; rolled back when dropped uncommitted.
+struct PgWrite<'a> {
+    store: &'a PgStore,
+    guard: MutexGuard<'a, Option<Client>>,
+    open: bool,
+}
+
+impl PgWrite<'_> {
+    fn run<T>(&mut self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, SharedError> {
+        let client = self.guard.as_mut().ok_or_else(|| SharedError {
+            message: format!("{}: the connection was lost", self.store.describe),
+            unreachable: true,
+        })?;
+        f(client).map_err(|e| {
+            let err = failure(&self.store.describe, &e);
+            if err.unreachable {
+                *self.guard = None;
+                self.open = false;
+            }
+            err
+        })
+    }
+}
+
+impl SharedWrite for PgWrite<'_> {
+    fn feed(&mut self, after: i64) -> Result<Feed, SharedError> {
+        let out = self.run(|c| feed_of(c, after, None))?;
+        out.map_err(|message| SharedError { message, unreachable: false })
+    }
+
+    fn commit(mut self: Box<Self>, machine: &str, changes: &ChangeSet) -> Result<i64, SharedError> {
+        let text = serde_json::to_string(changes)
+            .map_err(|e| SharedError { message: format!("encoding a change: {e}"), unreachable: false })?;
+        let catalog = self.store.tables.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(tc) = changes.tables.iter().find(|tc| !catalog.iter().any(|t| t.name == tc.table)) {
+            return Err(SharedError {
+                message: format!(
+                    "{}: table {} is not set up there (run `openhumand-mcp migrate`)",
+                    self.store.describe, tc.table
+                ),
+                unreachable: false,
+            });
+        }
+        let seq = self.run(|c| {
+            for tc in &changes.tables {
+                let t = catalog.iter().find(|t| t.name == tc.table).expect("checked above");
+                apply_rows(c, t, &tc.deletes, &tc.upserts)?;
+            }
+            let seq: i64 = c
+                .query_one(
+                    "INSERT INTO oh_changes (machine, at_ms, changes) VALUES ($1, $2, $3) RETURNING seq",
+                    &[&machine, &now_ms(), &text],
+                )?
+                .get(0);
+            c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()])?;
+            c.batch_execute("COMMIT")?;
+            Ok(seq)
+        })?;
+        self.open = false;
+        Ok(seq)
+    }
+}
+
+impl Drop for PgWrite<'_> {
+    fn drop(&mut self) {
+        if self.open
+            && let Some(c) = self.guard.as_mut()
+            && c.batch_execute("ROLLBACK").is_err()
+        {
+            *self.guard = None;
+        }
+    }
+}
