@@ -40,9 +40,15 @@ pub struct PgServer {
 }
 
 impl PgServer {
-    /// A fresh cluster, started. None (with the reason printed) when PostgreSQL's programs are
-    /// not on this machine, unless `CI` is set: there that is a failure.
+    /// A fresh cluster, started, set for tests (no fsync). None (with the reason printed) when
+    /// PostgreSQL's programs are not on this machine, unless `CI` is set: there that is a failure.
     pub fn start() -> Option<PgServer> {
+        PgServer::start_with("")
+    }
+
+    /// `start` with `settings` (postgresql.conf lines) after the test ones, which they override:
+    /// the benchmark turns fsync back on.
+    pub fn start_with(settings: &str) -> Option<PgServer> {
         let Some(bin) = bin_dir() else {
             let why = "PostgreSQL 15's server programs were not found (set OPENHUMAN_TEST_PG_BIN, or run \
                        tests/fixtures/ensure-postgres.sh, which installs Debian's postgresql-15)";
@@ -53,7 +59,7 @@ impl PgServer {
         let dir = tempfile::Builder::new().prefix("oh-pg-").tempdir_in("/tmp").expect("tempdir for PostgreSQL");
         let owner = server_user();
         let mut pg = PgServer { bin, dir, port: 0, owner, postmaster: Mutex::new(None) };
-        pg.init();
+        pg.init(settings);
         // A port picked free can be taken before the server binds it: try a few.
         for attempt in 1..=3 {
             pg.port = free_port();
@@ -162,7 +168,7 @@ impl PgServer {
     }
 
     /// `initdb`, a loopback-only trust configuration, and settings for a test server.
-    fn init(&self) {
+    fn init(&self, extra: &str) {
         let root = self.dir.path();
         if let Some((uid, gid)) = self.owner {
             assert_traversable(root);
@@ -192,7 +198,7 @@ impl PgServer {
              max_connections = 200\nlogging_collector = off\n",
             sock.display()
         );
-        append(&self.data().join("postgresql.conf"), &settings);
+        append(&self.data().join("postgresql.conf"), &(settings + extra + "\n"));
     }
 
     /// The port goes into the configuration, so that `start_again` keeps it.
