@@ -1,11 +1,12 @@
-//! A throwaway PostgreSQL server for the shared-store tests and benchmark: `PgServer` runs
-//! `initdb` into a temp directory and the postmaster (a child of the test process) on a free
-//! loopback port with its Unix socket in that directory, creates a database per test, stops, starts again and crashes it on request
-//! (`kill9`), and answers SQL through the bundled `psql`. No system cluster is touched. The
-//! programs come from `OPENHUMAN_TEST_PG_BIN` (printed by `tests/fixtures/ensure-postgres.sh`),
-//! else Debian's PostgreSQL 15 directory. PostgreSQL refuses to run as root, so under root the
-//! server's own commands run as an unprivileged user (Debian's `postgres`, else one created here)
-//! who owns the directory. Every wait is bounded; when a test fails, the server's log is printed.
+//! A throwaway PostgreSQL server for the shared-store tests and benchmark: `PgServer` runs `initdb`
+//! into a temp directory and the postmaster (a child of the test process) on a free loopback port
+//! with its Unix socket in that directory, creates a database per test, stops, starts again,
+//! crashes it (`kill9`) and makes it unreachable (`freeze`) on request, and answers SQL through the
+//! bundled `psql`. No system cluster is touched. The programs come from `OPENHUMAN_TEST_PG_BIN`
+//! (printed by `tests/fixtures/ensure-postgres.sh`), else Debian's PostgreSQL 15 directory.
+//! PostgreSQL refuses to run as root, so under root the server's own commands run as an
+//! unprivileged user (Debian's `postgres`, else one created here) who owns the directory. Every
+//! wait is bounded; when a test fails, the server's log is printed.
 
 use std::ffi::CString;
 use std::os::unix::fs::PermissionsExt;
@@ -37,6 +38,8 @@ pub struct PgServer {
     /// machine's init may leave an orphan a zombie, which PostgreSQL's restart takes for a
     /// server still running).
     postmaster: Mutex<Option<Child>>,
+    /// The server's processes while `freeze` holds them stopped.
+    frozen: Mutex<Vec<u32>>,
 }
 
 impl PgServer {
@@ -58,7 +61,8 @@ impl PgServer {
         };
         let dir = tempfile::Builder::new().prefix("oh-pg-").tempdir_in("/tmp").expect("tempdir for PostgreSQL");
         let owner = server_user();
-        let mut pg = PgServer { bin, dir, port: 0, owner, postmaster: Mutex::new(None) };
+        let mut pg =
+            PgServer { bin, dir, port: 0, owner, postmaster: Mutex::new(None), frozen: Mutex::new(Vec::new()) };
         pg.init(settings);
         // A port picked free can be taken before the server binds it: try a few.
         for attempt in 1..=3 {
@@ -139,6 +143,36 @@ impl PgServer {
             assert!(Instant::now() < deadline, "the killed server's processes are still there after {WAIT:?}");
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// An unreachable server: every one of its processes stopped (SIGSTOP), so connections
+    /// open and requests sent get no answer, as behind a dropped network link. `thaw` resumes.
+    pub fn freeze(&self) {
+        let pid = self.postmaster_pid().expect("freeze: the server is not running");
+        let mut frozen = self.frozen.lock().unwrap_or_else(PoisonError::into_inner);
+        // The postmaster first, so that it forks no new process meanwhile.
+        kill(pid, libc::SIGSTOP);
+        frozen.push(pid);
+        for c in processes_with_parent(pid) {
+            kill(c, libc::SIGSTOP);
+            frozen.push(c);
+        }
+    }
+
+    /// Resumes a server `freeze` stopped.
+    pub fn thaw(&self) {
+        for pid in self.frozen.lock().unwrap_or_else(PoisonError::into_inner).drain(..) {
+            kill(pid, libc::SIGCONT);
+        }
+    }
+
+    /// Whether the server accepts connections (`pg_isready`, waiting at most two seconds).
+    pub fn answers(&self) -> bool {
+        Command::new(self.bin.join("pg_isready"))
+            .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", ROLE, "-d", "postgres", "-t", "2"])
+            .stdin(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
     }
 
     /// The postmaster's pid while it runs.
@@ -232,11 +266,7 @@ impl PgServer {
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
                 return Err(format!("postgres exited with {status} before accepting connections"));
             }
-            let ready = Command::new(self.bin.join("pg_isready"))
-                .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string(), "-U", ROLE, "-d", "postgres", "-t", "2"])
-                .status()
-                .map_err(|e| format!("run pg_isready: {e}"))?;
-            if ready.success() {
+            if self.answers() {
                 *slot = Some(child);
                 return Ok(());
             }
@@ -255,6 +285,7 @@ impl Drop for PgServer {
         if std::thread::panicking() {
             eprintln!("==== PostgreSQL log for failed test ====\n{}", self.log());
         }
+        self.thaw();
         let slot = self.postmaster.get_mut().unwrap_or_else(PoisonError::into_inner);
         if let Some(mut child) = slot.take() {
             // SIGQUIT: PostgreSQL's immediate shutdown; the data goes with the directory.

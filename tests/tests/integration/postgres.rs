@@ -1,12 +1,12 @@
 //! PostgreSQL as the shared store: a throwaway PostgreSQL 15 server (`openhuman_tests::postgres`)
-//! and several daemons, each in its own home, pointed at one database. A write on one is found
-//! on the others; a daemon that was down catches up, and `reindex` rebuilds from PostgreSQL
-//! alone; concurrent upserts and ingests store one copy; reads go on while PostgreSQL is down,
-//! writes fail clearly and work again once it is back; `kill -9` of the server or of a daemon
-//! during writes loses no acknowledged write or audit row; `migrate-store` moves a store both
-//! ways with checked counts; the policy's rate limit and the audit log span machines. The first
-//! test checks the server harness itself. Without PostgreSQL's programs the tests say they skip
-//! (under `CI` they fail).
+//! and several daemons, each in its own home, pointed at one database. A write on one is found on
+//! the others; a daemon that was down catches up, and `reindex` rebuilds from PostgreSQL alone;
+//! concurrent upserts and ingests store one copy; reads go on while PostgreSQL is down or does not
+//! answer, writes fail clearly (in bounded time) and work again once it is back; `kill -9` of the
+//! server or of a daemon during writes loses no acknowledged write or audit row; `migrate-store`
+//! moves a store both ways with checked counts; the policy's rate limit and the audit log span
+//! machines. The first test checks the server harness itself. Without PostgreSQL's programs the
+//! tests say they skip (under `CI` they fail).
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -19,7 +19,7 @@ use openhuman_tests::{Daemon, Home, Peer, WAIT, kill, rpc_error, tool_err_text, 
 use serde_json::{Value, json};
 
 #[test]
-fn the_throwaway_server_starts_answers_survives_a_crash_and_restarts() {
+fn the_throwaway_server_starts_answers_survives_a_crash_restarts_and_freezes() {
     let Some(pg) = PgServer::start() else { return };
     let url = pg.create_db("harness");
     assert!(url.starts_with("postgres://") && url.ends_with("/harness?sslmode=disable"), "{url}");
@@ -31,8 +31,13 @@ fn the_throwaway_server_starts_answers_survives_a_crash_and_restarts() {
     assert_eq!(pg.psql("harness", "SELECT 1"), "1");
     assert_eq!(pg.psql("harness", "SELECT sum(v) FROM t"), "42", "committed rows survive the crash");
     pg.stop();
-    assert!(pg.postmaster_pid().is_none());
+    assert!(pg.postmaster_pid().is_none() && !pg.answers());
     pg.start_again();
+    assert_eq!(pg.psql("harness", "SELECT count(*) FROM t"), "2");
+    pg.freeze();
+    assert!(!pg.answers(), "a frozen server does not answer");
+    pg.thaw();
+    assert!(pg.answers());
     assert_eq!(pg.psql("harness", "SELECT count(*) FROM t"), "2");
 }
 
@@ -317,6 +322,15 @@ fn concurrent_upserts_and_ingests_of_the_same_file_store_one_copy() {
     assert_eq!(hits(&mut pa, "handbook0word").len(), 1);
 }
 
+/// Retries a write on `pa` until PostgreSQL takes it again (the daemon reconnects by itself,
+/// without a restart), then waits until `pb` finds it.
+fn write_when_back(pa: &mut Peer, pb: &mut Peer, token: &str) {
+    wait_until(&format!("a write of {token} once PostgreSQL is back"), || {
+        store(pa, &format!("Back again {token}"), token)["isError"] == false
+    });
+    wait_hits(pb, token, 1);
+}
+
 #[test]
 fn while_postgres_is_down_reads_answer_and_writes_fail_then_work_again_without_a_restart() {
     let Some((pg, a, b)) = pair("outage") else { return };
@@ -335,16 +349,39 @@ fn while_postgres_is_down_reads_answer_and_writes_fail_then_work_again_without_a
     wait_until("A reports the lost connection", || a.shared()["connected"] == false);
 
     pg.start_again();
-    // The daemon reconnects by itself: a write succeeds again without a restart.
-    let mut stored = Value::Null;
-    wait_until("a write after PostgreSQL is back", || {
-        stored = store(&mut pa, "After the outage", "echidna");
-        stored["isError"] == false
-    });
-    wait_hits(&mut pb, "echidna", 1);
+    write_when_back(&mut pa, &mut pb, "echidna");
     assert!(hits(&mut pb, "platypus").is_empty(), "the refused write never reached B");
     assert!(hits(&mut pa, "platypus").is_empty());
     assert_eq!(a.caught_up()["connected"], true);
+}
+
+/// How long a write may take to fail when PostgreSQL does not answer at all (its connect and
+/// statement timeouts must end it before this).
+const UNREACHABLE_WRITE_BOUND: Duration = Duration::from_secs(60);
+
+#[test]
+fn when_postgres_does_not_answer_reads_still_do_and_a_write_fails_in_bounded_time() {
+    let Some((pg, a, b)) = pair("silent") else { return };
+    let (mut pa, mut pb) = (a.session("Writer"), b.session("Reader"));
+    tool_ok(&store(&mut pa, "Before the silence", "narwhal"));
+    wait_hits(&mut pb, "narwhal", 1);
+
+    // Connections stay open but nothing answers, as when the network drops packets.
+    pg.freeze();
+    assert_eq!(hits(&mut pa, "narwhal").len(), 1, "search does not wait for PostgreSQL");
+    let id = pa.start(
+        "tools/call",
+        json!({"name": "memory.store", "arguments": {"title": "In the silence", "content": "beluga"}}),
+    );
+    let reply = pa.lines.next_within(UNREACHABLE_WRITE_BOUND).unwrap_or_else(|e| panic!("the write hangs: {e}"));
+    let reply: Value = serde_json::from_str(&reply.expect("a reply")).expect("JSON");
+    assert_eq!(reply["id"], id, "{reply}");
+    let text = tool_err_text(&reply["result"]);
+    assert!(text.contains("PostgreSQL"), "the error says what is wrong: {text}");
+    assert!(hits(&mut pa, "beluga").is_empty(), "a failed write is not in memory");
+
+    pg.thaw();
+    write_when_back(&mut pa, &mut pb, "orca");
 }
 
 /// Threads writing to `m` until `stop`; each acknowledged token is pushed to `acked` and each
