@@ -183,7 +183,18 @@ fn store(p: &mut Peer, title: &str, token: &str) -> Value {
 fn a_write_on_one_daemon_is_found_on_the_others() {
     let Some(pg) = PgServer::start() else { return };
     let url = pg.create_db("three");
-    let a = Machine::new(&url, "a", UNLIMITED).started();
+    let mut a = Machine::new(&url, "a", UNLIMITED);
+    // `migrate` applies the schema and says which version it is at; again, it changes nothing.
+    let version = |out: &str| -> u64 {
+        let mut numbers = out.split(|c: char| !c.is_ascii_digit()).filter_map(|n| n.parse().ok());
+        numbers.next_back().unwrap_or_else(|| panic!("migrate prints the version: {out}"))
+    };
+    let (code, first, err) = a.run(&["migrate"]);
+    assert_eq!(code, 0, "migrate failed: {first}{err}");
+    let (code, again, err) = a.run(&["migrate"]);
+    assert_eq!(code, 0, "migrate again failed: {again}{err}");
+    assert_eq!(version(&first), version(&again), "{first}\n{again}");
+    a.start();
     let b = Machine::new(&url, "b", UNLIMITED).started();
     // `url_env` names the variable: C reads the same URL from another one.
     let c = Machine::with_url_env(&url, "c", "TEAM_MEMORY_URL", UNLIMITED).started();
