@@ -50,6 +50,8 @@ const UNLIMITED: &str = "[autonomy]\nmax_actions_per_hour = 4000000000\n";
 /// One machine: a home whose memory lives in the shared database, and its daemon when it runs.
 struct Machine {
     home: Home,
+    /// Its name in audit rows (`machine`).
+    name: String,
     /// The variable the config names (`url_env`) and the URL it holds.
     env: (&'static str, String),
     daemon: Option<Daemon>,
@@ -66,7 +68,7 @@ impl Machine {
         home.write_config(&format!(
             "[memory]\nengine = \"postgres\"\n\n[memory.postgres]\nurl_env = \"{url_env}\"\nmachine = \"{name}\"\n\n{extra}"
         ));
-        Machine { home, env: (url_env, url.to_string()), daemon: None }
+        Machine { home, name: name.to_string(), env: (url_env, url.to_string()), daemon: None }
     }
 
     /// Starts it and returns it, for chaining.
@@ -116,15 +118,12 @@ impl Machine {
     /// Waits (bounded) until every change known in PostgreSQL is applied here.
     fn caught_up(&self) -> Value {
         let mut last = Value::Null;
-        wait_until(&format!("{} caught up", self.name()), || {
+        let done = eventually(|| {
             last = self.shared();
             last["connected"] == true && last["applied_seq"].is_u64() && last["applied_seq"] == last["head_seq"]
         });
+        assert!(done, "machine {} did not catch up; memory.shared: {last}", self.name);
         last
-    }
-
-    fn name(&self) -> String {
-        self.home.path().display().to_string()
     }
 
     /// `openhuman.memory_stats` of the running daemon.
@@ -148,21 +147,30 @@ fn hits(p: &mut Peer, query: &str) -> Vec<Value> {
 
 /// Waits (bounded) until `memory.search` finds exactly `n` hits for `query`.
 fn wait_hits(p: &mut Peer, query: &str, n: usize) {
-    let mut seen = 0;
-    wait_until(&format!("{n} hit(s) for {query:?}"), || {
-        seen = hits(p, query).len();
-        seen == n
+    let mut seen = Vec::new();
+    let done = eventually(|| {
+        seen = hits(p, query);
+        seen.len() == n
     });
+    assert!(done, "{n} hit(s) for {query:?} expected; the last search found {seen:?}");
 }
 
-/// Polls `done` until it holds; fails the test after a bounded time.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+/// Polls `done` until it holds (true) or a bounded time has passed (false).
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + WAIT * 2;
     while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {:?}", WAIT * 2);
+        if Instant::now() >= deadline {
+            return false;
+        }
         // A poll of state another process changes; the condition decides, not the pause.
         std::thread::sleep(Duration::from_millis(25));
     }
+    true
+}
+
+/// `eventually`, failing the test when it does not happen.
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    assert!(eventually(done), "{what}: not within {:?}", WAIT * 2);
 }
 
 /// A server with database `db`, and machines `a` and `b` serving it with no rate limit.
@@ -432,7 +440,7 @@ fn assert_all_present(machines: &[&Machine], acked: &[String]) {
         m.caught_up();
         let mut p = m.session("checker");
         for token in acked {
-            assert_eq!(hits(&mut p, token).len(), 1, "acknowledged, then lost on {}: {token}", m.name());
+            assert_eq!(hits(&mut p, token).len(), 1, "acknowledged, then lost on {}: {token}", m.name);
         }
     }
     let audited: HashSet<String> = machines[0]
