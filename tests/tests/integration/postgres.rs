@@ -403,7 +403,7 @@ fn when_postgres_does_not_answer_reads_still_do_and_a_write_fails_in_bounded_tim
     write_when_back(&mut pa, &mut pb, "orca");
 }
 
-/// Threads writing to `m` until `stop`; each acknowledged token is pushed to `acked` and each
+/// Threads writing to `m` until `stop` (tokens name the machine); each acknowledged token is pushed to `acked` and each
 /// refused write counted in `refused`.
 fn writers(
     m: &Machine,
@@ -416,12 +416,13 @@ fn writers(
         .map(|w| {
             let mut p = m.session(&format!("writer{w}"));
             let (stop, acked, refused) = (stop.clone(), acked.clone(), refused.clone());
+            let m_name = m.name.clone();
             std::thread::spawn(move || {
                 for i in 0.. {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
-                    let token = format!("pgkill{round}x{w}x{i}");
+                    let token = format!("pgkill{round}{m_name}x{w}x{i}");
                     if store(&mut p, &token, &token)["isError"] == false {
                         acked.lock().unwrap().push(token);
                     } else {
@@ -454,13 +455,15 @@ fn assert_all_present(machines: &[&Machine], acked: &[String]) {
 }
 
 #[test]
-fn kill_nine_of_postgres_during_writes_loses_no_acknowledged_write() {
+fn kill_nine_of_postgres_during_writes_from_two_machines_loses_no_acknowledged_write() {
     let Some((pg, a, b)) = pair("crash") else { return };
     let acked = Arc::new(Mutex::new(Vec::new()));
     let refused = Arc::new(AtomicUsize::new(0));
     for round in 0..3 {
         let stop = Arc::new(AtomicBool::new(false));
-        let threads = writers(&a, round, &stop, &acked, &refused);
+        // Both machines write at once, through the crash.
+        let mut threads = writers(&a, round, &stop, &acked, &refused);
+        threads.extend(writers(&b, round, &stop, &acked, &refused));
         let before = acked.lock().unwrap().len();
         wait_until("writes acknowledged", || acked.lock().unwrap().len() >= before + 10);
         pg.kill9();
