@@ -6,7 +6,8 @@
 //! server or of a daemon during writes loses no acknowledged write or audit row; `migrate-store`
 //! moves a store both ways with checked counts; the policy's rate limit and the audit log span
 //! machines. The first test checks the server harness itself. Without PostgreSQL's programs the
-//! tests say they skip (under `CI` they fail).
+//! tests say they skip (under `CI` they fail). `OPENHUMAN_RELIABILITY_SCALE=N` makes the kill -9
+//! loops N times longer.
 
 use std::collections::HashSet;
 use std::process::Command;
@@ -403,6 +404,13 @@ fn when_postgres_does_not_answer_reads_still_do_and_a_write_fails_in_bounded_tim
     write_when_back(&mut pa, &mut pb, "orca");
 }
 
+/// Crashes per kill -9 test: three, times `OPENHUMAN_RELIABILITY_SCALE` (as for the reliability
+/// suite) for a longer run.
+fn crash_rounds() -> usize {
+    let scale = std::env::var("OPENHUMAN_RELIABILITY_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    3 * scale.max(1)
+}
+
 /// Threads writing to `m` until `stop` (tokens name the machine); each acknowledged token is pushed to `acked` and each
 /// refused write counted in `refused`.
 fn writers(
@@ -459,7 +467,7 @@ fn kill_nine_of_postgres_during_writes_from_two_machines_loses_no_acknowledged_w
     let Some((pg, a, b)) = pair("crash") else { return };
     let acked = Arc::new(Mutex::new(Vec::new()));
     let refused = Arc::new(AtomicUsize::new(0));
-    for round in 0..3 {
+    for round in 0..crash_rounds() {
         let stop = Arc::new(AtomicBool::new(false));
         // Both machines write at once, through the crash.
         let mut threads = writers(&a, round, &stop, &acked, &refused);
@@ -480,7 +488,8 @@ fn kill_nine_of_postgres_during_writes_from_two_machines_loses_no_acknowledged_w
     let acked = acked.lock().unwrap().clone();
     assert_all_present(&[&a, &b], &acked);
     eprintln!(
-        "postgres kill -9: 3 crashes, {} acknowledged writes all present on both machines, {} refused while down",
+        "postgres kill -9: {} crashes, {} acknowledged writes all present on both machines, {} refused while down",
+        crash_rounds(),
         acked.len(),
         refused.load(Ordering::Relaxed)
     );
@@ -493,7 +502,7 @@ fn kill_nine_of_a_daemon_during_writes_loses_no_acknowledged_write() {
     let mut a = Machine::new(&url, "a", UNLIMITED);
     let b = Machine::new(&url, "b", UNLIMITED).started();
     let mut acked = Vec::new();
-    for round in 0..3 {
+    for round in 0..crash_rounds() {
         a.start();
         let mut p = a.session("crash-test");
         // Pipeline a burst, read some replies, then kill the daemon mid-stream.
