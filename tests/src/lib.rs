@@ -2,9 +2,10 @@
 //! benchmarks: a temp `OPENHUMAN_HOME` (`home`), the daemon started and stopped through one
 //! builder (`daemon`), line-protocol clients over a child's stdio or the daemon socket (`peer`),
 //! helpers that read replies in assertions (`replies`), a raw HTTP client (`http`), scripted
-//! stand-ins for upstream APIs (`fake`), a disk that really fills up (`disk`) and a seeded
-//! generator of adversarial messages (`fuzz`). Every wait is bounded (a hang fails the test instead of
-//! blocking CI), and when a test fails the daemon's log is printed.
+//! stand-ins for upstream APIs (`fake`), a disk that really fills up (`disk`), a seeded
+//! generator of adversarial messages (`fuzz`) and a throwaway PostgreSQL server (`postgres`).
+//! Every wait is bounded (a hang fails the test instead of blocking CI), and when a test fails
+//! the daemon's log is printed.
 #![allow(clippy::print_stderr, unsafe_code)]
 
 mod binaries;
@@ -15,6 +16,7 @@ pub mod fuzz;
 mod home;
 pub mod http;
 mod peer;
+pub mod postgres;
 mod process;
 mod replies;
 

@@ -10,6 +10,7 @@ mod http;
 mod import;
 mod memory;
 mod memory_crash;
+mod postgres;
 mod privacy;
 mod prompts;
 mod recall_quality;
