@@ -112,6 +112,7 @@ pub fn postgres_store(config: &Config) -> Result<PgStore, String> {
         url,
         ca_file: pg.ca_file.clone(),
         connect_timeout: std::time::Duration::from_secs(pg.connect_timeout_secs.max(1)),
+        request_timeout: std::time::Duration::from_secs(pg.request_timeout_secs.max(1)),
     })
     .map_err(|e| format!("memory.postgres: {e}"))
 }

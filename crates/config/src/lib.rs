@@ -151,6 +151,9 @@ pub struct PostgresConfig {
     pub ca_file: Option<PathBuf>,
     /// How long a connection attempt may take before the server counts as unreachable.
     pub connect_timeout_secs: u64,
+    /// The longest wait for one answer from the server; past it the call fails (a write is
+    /// not saved) and the connection is made again.
+    pub request_timeout_secs: u64,
 }
 
 impl Default for PostgresConfig {
@@ -160,6 +163,7 @@ impl Default for PostgresConfig {
             machine: None,
             ca_file: None,
             connect_timeout_secs: 5,
+            request_timeout_secs: 15,
         }
     }
 }

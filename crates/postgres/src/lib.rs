@@ -10,8 +10,10 @@
 //! its position with `NOTIFY openhuman_changes`. No extension is needed.
 //!
 //! Connections: one for writes and reads, one for `LISTEN`, each made again on the next call
-//! after it failed, with a bounded connect time, over TLS when the URL's `sslmode` asks
-//! (rustls; the system's roots plus an optional CA file).
+//! after it failed, over TLS when the URL's `sslmode` asks (rustls; the system's roots plus an
+//! optional CA file). They run on the store's own one-thread tokio runtime, and every call waits
+//! at most `connect_timeout` to connect and `request_timeout` for an answer: a server that hangs
+//! (or a network that drops packets) fails the call instead of holding the writer for ever.
 
 mod tls;
 
@@ -19,12 +21,12 @@ use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use fallible_iterator::FallibleIterator;
+use futures::StreamExt;
 use openhuman_memory::shared::{
     Affinity, Cell, Change, ChangeSet, Feed, SharedError, SharedInfo, SharedStore, SharedWrite, Table,
 };
-use postgres::types::ToSql;
-use postgres::{Client, Config, GenericClient};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{AsyncMessage, Client, Config, GenericClient};
 
 /// The advisory lock every write takes (an arbitrary constant: "openhuman" in ASCII, folded).
 pub const WRITE_LOCK: i64 = 0x6f70_656e_6875_6d61;
@@ -41,6 +43,8 @@ pub struct PgOptions {
     /// PEM file of certificate authorities to trust besides the system's.
     pub ca_file: Option<std::path::PathBuf>,
     pub connect_timeout: Duration,
+    /// The longest wait for one answer of the server (a statement, a batch of a snapshot).
+    pub request_timeout: Duration,
 }
 
 /// A failure to set the store up (a URL that does not parse, a CA file that cannot be read).
@@ -50,14 +54,24 @@ pub enum PgSetupError {
     Url(String),
     #[error("reading the CA file {path}: {error}")]
     CaFile { path: String, error: String },
+    #[error("starting the PostgreSQL client's runtime: {0}")]
+    Runtime(String),
+}
+
+/// The `LISTEN` connection: notifications arrive on `wake` (closed when the connection ends).
+struct Listener {
+    _client: Client,
+    wake: tokio::sync::mpsc::UnboundedReceiver<()>,
 }
 
 pub struct PgStore {
     config: Config,
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     describe: String,
+    rt: tokio::runtime::Runtime,
+    request_timeout: Duration,
     client: Mutex<Option<Client>>,
-    listener: Mutex<Option<Client>>,
+    listener: Mutex<Option<Listener>>,
     /// The shared tables as the last `migrate` set them up.
     tables: Mutex<Vec<Table>>,
 }
@@ -72,41 +86,85 @@ impl PgStore {
         config.options("-c client_min_messages=warning");
         let tls = tls::connector(opts.ca_file.as_deref())?;
         let describe = describe(&config);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("postgres-io")
+            .enable_all()
+            .build()
+            .map_err(|e| PgSetupError::Runtime(e.to_string()))?;
         Ok(PgStore {
             config,
             tls,
             describe,
+            rt,
+            request_timeout: opts.request_timeout,
             client: Mutex::new(None),
             listener: Mutex::new(None),
             tables: Mutex::new(Vec::new()),
         })
     }
 
-    fn connect(&self) -> Result<Client, SharedError> {
-        self.config.connect(self.tls.clone()).map_err(|e| unreachable(&self.describe, &e))
+    /// Runs `fut`, waiting at most `limit`, on this thread. The connections' I/O and the timers
+    /// run on the store's own runtime thread (entered here so the timer registers with it), so
+    /// this works from any thread, inside another runtime or not.
+    fn wait_for<T>(
+        &self,
+        limit: Duration,
+        fut: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, SharedError> {
+        let _entered = self.rt.enter();
+        match futures::executor::block_on(tokio::time::timeout(limit, fut)) {
+            Ok(r) => r.map_err(|e| failure(&self.describe, &e)),
+            Err(_) => Err(SharedError {
+                message: format!("{}: no answer within {} s", self.describe, limit.as_secs()),
+                unreachable: true,
+            }),
+        }
+    }
+
+    /// A new connection, its I/O driven by the runtime; `notify` gets its notifications.
+    fn connect(&self, notify: Option<tokio::sync::mpsc::UnboundedSender<()>>) -> Result<Client, SharedError> {
+        let limit = self.config.get_connect_timeout().copied().unwrap_or(Duration::from_secs(5));
+        let (client, mut conn) = self
+            .wait_for(limit, self.config.connect(self.tls.clone()))
+            .map_err(|e| SharedError { unreachable: true, ..e })?;
+        self.rt.spawn(async move {
+            let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
+            while let Some(m) = messages.next().await {
+                match m {
+                    Ok(AsyncMessage::Notification(_)) => {
+                        if let Some(tx) = &notify {
+                            let _ = tx.send(());
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        });
+        Ok(client)
     }
 
     /// The write-and-read connection, made if needed.
     fn client(&self) -> Result<MutexGuard<'_, Option<Client>>, SharedError> {
         let mut guard = self.client.lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_none_or(|c| c.is_closed()) {
-            *guard = Some(self.connect()?);
+            *guard = None;
+            *guard = Some(self.connect(None)?);
         }
         Ok(guard)
     }
 
-    /// Runs `f` on the connection; a failure that is not the server's answer drops it, so the
-    /// next call connects again.
-    fn with<T>(&self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, SharedError> {
+    /// Runs `f` on the connection, bounded by the request timeout; a failure that is not the
+    /// server's answer drops the connection, so the next call connects again.
+    fn with<T>(&self, f: impl AsyncFnOnce(&mut Client) -> Result<T, tokio_postgres::Error>) -> Result<T, SharedError> {
         let mut guard = self.client()?;
         let client = guard.as_mut().expect("connected above");
-        f(client).map_err(|e| {
-            let err = failure(&self.describe, &e);
-            if err.unreachable {
-                *guard = None;
-            }
-            err
-        })
+        let out = self.wait_for(self.request_timeout, f(client));
+        if out.as_ref().is_err_and(|e| e.unreachable) {
+            *guard = None;
+        }
+        out
     }
 }
 
@@ -115,21 +173,17 @@ fn describe(config: &Config) -> String {
         .get_hosts()
         .first()
         .map(|h| match h {
-            postgres::config::Host::Tcp(h) => h.clone(),
-            postgres::config::Host::Unix(p) => p.display().to_string(),
+            tokio_postgres::config::Host::Tcp(h) => h.clone(),
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
         })
         .unwrap_or_else(|| "localhost".into());
     let port = config.get_ports().first().copied().unwrap_or(5432);
     format!("PostgreSQL at {host}:{port}/{}", config.get_dbname().unwrap_or("(default database)"))
 }
 
-fn unreachable(what: &str, e: &postgres::Error) -> SharedError {
-    SharedError { message: format!("{what}: {}", chain(e)), unreachable: true }
-}
-
 /// A server's answer (an SQL error) is a refusal; anything else (I/O, a closed connection)
 /// means the server could not be reached.
-fn failure(what: &str, e: &postgres::Error) -> SharedError {
+fn failure(what: &str, e: &tokio_postgres::Error) -> SharedError {
     SharedError { message: format!("{what}: {}", chain(e)), unreachable: e.as_db_error().is_none() }
 }
 
@@ -245,12 +299,12 @@ fn unnest_of(t: &Table, cols: &[usize]) -> String {
 }
 
 /// Deletes rows by key, then writes rows whole (insert, or update every column but the key).
-fn apply_rows(
-    c: &mut impl GenericClient,
+async fn apply_rows(
+    c: &impl GenericClient,
     t: &Table,
     deletes: &[Vec<Cell>],
     upserts: &[Vec<Cell>],
-) -> Result<(), postgres::Error> {
+) -> Result<(), tokio_postgres::Error> {
     if !deletes.is_empty() {
         let keys: Vec<String> = t.pk.iter().map(|&i| ident(&t.columns[i].name)).collect();
         let sql = format!(
@@ -261,7 +315,7 @@ fn apply_rows(
         );
         let params = arrays(t, &t.pk, deletes, true);
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.param()).collect();
-        c.execute(sql.as_str(), &refs)?;
+        c.execute(sql.as_str(), &refs).await?;
     }
     if !upserts.is_empty() {
         let all: Vec<usize> = (0..t.columns.len()).collect();
@@ -279,12 +333,12 @@ fn apply_rows(
         );
         let params = arrays(t, &all, upserts, false);
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.param()).collect();
-        c.execute(sql.as_str(), &refs)?;
+        c.execute(sql.as_str(), &refs).await?;
     }
     Ok(())
 }
 
-fn read_cell(row: &postgres::Row, i: usize, a: Affinity) -> Result<Cell, postgres::Error> {
+fn read_cell(row: &tokio_postgres::Row, i: usize, a: Affinity) -> Result<Cell, tokio_postgres::Error> {
     Ok(match a {
         Affinity::Integer => row.try_get::<_, Option<i64>>(i)?.map_or(Cell::Null, Cell::Int),
         Affinity::Real => row.try_get::<_, Option<f64>>(i)?.map_or(Cell::Null, Cell::Real),
@@ -293,28 +347,31 @@ fn read_cell(row: &postgres::Row, i: usize, a: Affinity) -> Result<Cell, postgre
     })
 }
 
-fn meta_value(c: &mut impl GenericClient, name: &str) -> Result<Option<i64>, postgres::Error> {
-    Ok(c.query_opt("SELECT value FROM oh_meta WHERE name = $1", &[&name])?.map(|r| r.get(0)))
+async fn meta_value(c: &impl GenericClient, name: &str) -> Result<Option<i64>, tokio_postgres::Error> {
+    Ok(c.query_opt("SELECT value FROM oh_meta WHERE name = $1", &[&name]).await?.map(|r| r.get(0)))
 }
 
-fn head_of(c: &mut impl GenericClient) -> Result<i64, postgres::Error> {
-    Ok(c.query_one("SELECT coalesce(max(seq), 0)::bigint FROM oh_changes", &[])?.get(0))
+async fn head_of(c: &impl GenericClient) -> Result<i64, tokio_postgres::Error> {
+    Ok(c.query_one("SELECT coalesce(max(seq), 0)::bigint FROM oh_changes", &[]).await?.get(0))
 }
 
-/// The log after `after`: its changes, or `Snapshot` when it starts later.
-fn feed_of(
-    c: &mut impl GenericClient,
+/// The log after `after`: its changes, or `Snapshot` when it starts later (the inner error is
+/// a change that does not read).
+async fn feed_of(
+    c: &impl GenericClient,
     after: i64,
     limit: Option<i64>,
-) -> Result<Result<Feed, String>, postgres::Error> {
-    let base = meta_value(c, "base_seq")?.unwrap_or(0);
+) -> Result<Result<Feed, String>, tokio_postgres::Error> {
+    let base = meta_value(c, "base_seq").await?.unwrap_or(0);
     if after < base {
         return Ok(Ok(Feed::Snapshot));
     }
-    let rows = c.query(
-        "SELECT seq, changes FROM oh_changes WHERE seq > $1 ORDER BY seq LIMIT $2",
-        &[&after, &limit.unwrap_or(i64::MAX)],
-    )?;
+    let rows = c
+        .query(
+            "SELECT seq, changes FROM oh_changes WHERE seq > $1 ORDER BY seq LIMIT $2",
+            &[&after, &limit.unwrap_or(i64::MAX)],
+        )
+        .await?;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let seq: i64 = r.get(0);
@@ -331,62 +388,72 @@ fn feed_of(
     Ok(Ok(Feed::Changes(out)))
 }
 
+/// The server's tables for `tables`: created, or given the columns they lack.
+async fn set_up(
+    c: &mut Client,
+    version: i64,
+    tables: &[Table],
+) -> Result<Result<SharedInfo, i64>, tokio_postgres::Error> {
+    let tx = c.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]).await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS oh_meta (name text PRIMARY KEY, value bigint NOT NULL);
+         CREATE TABLE IF NOT EXISTS oh_changes (
+             seq bigserial PRIMARY KEY,
+             machine text NOT NULL,
+             at_ms bigint NOT NULL,
+             changes text NOT NULL
+         );",
+    )
+    .await?;
+    let found = meta_value(&tx, "schema_version").await?.unwrap_or(0);
+    if found > version {
+        return Ok(Err(found));
+    }
+    for t in tables {
+        let cols: Vec<String> =
+            t.columns.iter().map(|c| format!("{} {}", ident(&c.name), pg_type(c.affinity))).collect();
+        let keys: Vec<String> = t.pk.iter().map(|&i| ident(&t.columns[i].name)).collect();
+        let mut sql = format!(
+            "CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY ({}));",
+            ident(&t.name),
+            cols.join(", "),
+            keys.join(", ")
+        );
+        for c in &t.columns {
+            sql.push_str(&format!(
+                "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {};",
+                ident(&t.name),
+                ident(&c.name),
+                pg_type(c.affinity)
+            ));
+        }
+        tx.batch_execute(&sql).await?;
+    }
+    tx.execute(
+        "INSERT INTO oh_meta (name, value) VALUES ('schema_version', $1)
+         ON CONFLICT (name) DO UPDATE SET value = greatest(oh_meta.value, EXCLUDED.value)",
+        &[&version],
+    )
+    .await?;
+    tx.execute(
+        "INSERT INTO oh_meta (name, value) VALUES ('cluster', (random() * 9e18)::bigint) ON CONFLICT (name) DO NOTHING",
+        &[],
+    )
+    .await?;
+    let cluster = meta_value(&tx, "cluster").await?.unwrap_or(0);
+    let head = head_of(&tx).await?;
+    tx.commit().await?;
+    Ok(Ok(SharedInfo { cluster, version, head }))
+}
+
 impl SharedStore for PgStore {
     fn describe(&self) -> String {
         self.describe.clone()
     }
 
     fn migrate(&self, version: i64, tables: &[Table]) -> Result<SharedInfo, SharedError> {
-        let outcome = self.with(|c| {
-            let mut tx = c.transaction()?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
-            tx.batch_execute(
-                "CREATE TABLE IF NOT EXISTS oh_meta (name text PRIMARY KEY, value bigint NOT NULL);
-                 CREATE TABLE IF NOT EXISTS oh_changes (
-                     seq bigserial PRIMARY KEY,
-                     machine text NOT NULL,
-                     at_ms bigint NOT NULL,
-                     changes text NOT NULL
-                 );",
-            )?;
-            let found = meta_value(&mut tx, "schema_version")?.unwrap_or(0);
-            if found > version {
-                return Ok(Err(found));
-            }
-            for t in tables {
-                let cols: Vec<String> =
-                    t.columns.iter().map(|c| format!("{} {}", ident(&c.name), pg_type(c.affinity))).collect();
-                let keys: Vec<String> = t.pk.iter().map(|&i| ident(&t.columns[i].name)).collect();
-                tx.batch_execute(&format!(
-                    "CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY ({}))",
-                    ident(&t.name),
-                    cols.join(", "),
-                    keys.join(", ")
-                ))?;
-                for c in &t.columns {
-                    tx.batch_execute(&format!(
-                        "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}",
-                        ident(&t.name),
-                        ident(&c.name),
-                        pg_type(c.affinity)
-                    ))?;
-                }
-            }
-            tx.execute(
-                "INSERT INTO oh_meta (name, value) VALUES ('schema_version', $1)
-                 ON CONFLICT (name) DO UPDATE SET value = greatest(oh_meta.value, EXCLUDED.value)",
-                &[&version],
-            )?;
-            tx.execute(
-                "INSERT INTO oh_meta (name, value) VALUES ('cluster', (random() * 9e18)::bigint)
-                 ON CONFLICT (name) DO NOTHING",
-                &[],
-            )?;
-            let cluster = meta_value(&mut tx, "cluster")?.unwrap_or(0);
-            let head = head_of(&mut tx)?;
-            tx.commit()?;
-            Ok(Ok(SharedInfo { cluster, version, head }))
-        })?;
+        let outcome = self.with(async |c| set_up(c, version, tables).await)?;
         if outcome.is_ok() {
             *self.tables.lock().unwrap_or_else(|e| e.into_inner()) = tables.to_vec();
         }
@@ -400,54 +467,55 @@ impl SharedStore for PgStore {
     }
 
     fn begin(&self) -> Result<Box<dyn SharedWrite + '_>, SharedError> {
-        let mut guard = self.client()?;
-        let client = guard.as_mut().expect("connected above");
-        let started = client
-            .batch_execute("BEGIN")
-            .and_then(|_| client.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]).map(|_| ()));
-        if let Err(e) = started {
-            let err = failure(&self.describe, &e);
-            if err.unreachable {
-                *guard = None;
-            } else {
-                let _ = guard.as_mut().map(|c| c.batch_execute("ROLLBACK"));
-            }
-            return Err(err);
-        }
-        Ok(Box::new(PgWrite { store: self, guard, open: true }))
+        let guard = self.client()?;
+        let mut w = PgWrite { store: self, guard, open: true };
+        w.run(async |c| {
+            c.batch_execute("BEGIN").await?;
+            c.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]).await?;
+            Ok(())
+        })?;
+        Ok(Box::new(w))
     }
 
     fn feed(&self, after: i64, limit: usize) -> Result<Feed, SharedError> {
-        let out = self.with(|c| feed_of(c, after, Some(limit as i64)))?;
+        let out = self.with(async |c| feed_of(c, after, Some(limit as i64)).await)?;
         out.map_err(|message| SharedError { message, unreachable: false })
     }
 
     fn wait(&self, timeout: Duration) -> Result<(), SharedError> {
         let mut guard = self.listener.lock().unwrap_or_else(|e| e.into_inner());
-        if guard.as_ref().is_none_or(|c| c.is_closed()) {
-            let mut c = self.connect()?;
-            c.batch_execute(&format!("LISTEN {CHANNEL}")).map_err(|e| failure(&self.describe, &e))?;
-            *guard = Some(c);
+        if guard.is_none() {
+            let (tx, wake) = tokio::sync::mpsc::unbounded_channel();
+            let client = self.connect(Some(tx))?;
+            self.wait_for(self.request_timeout, client.batch_execute(&format!("LISTEN {CHANNEL}")))?;
+            *guard = Some(Listener { _client: client, wake });
         }
-        let outcome = {
-            let client = guard.as_mut().expect("connected above");
-            let mut notes = client.notifications();
-            let first = notes.timeout_iter(timeout).next().map(|_| ());
-            first.and_then(|()| {
-                // Take what else has arrived, so one wake-up covers a burst.
-                let mut rest = notes.iter();
-                while rest.next()?.is_some() {}
-                Ok(())
-            })
-        };
-        outcome.map_err(|e| {
+        let listener = guard.as_mut().expect("connected above");
+        let _entered = self.rt.enter();
+        let got = futures::executor::block_on(async {
+            match tokio::time::timeout(timeout, listener.wake.recv()).await {
+                Ok(Some(())) => {
+                    // Take what else has arrived, so one wake-up covers a burst.
+                    while listener.wake.try_recv().is_ok() {}
+                    true
+                }
+                Ok(None) => false,
+                Err(_) => true,
+            }
+        });
+        if got {
+            Ok(())
+        } else {
             *guard = None;
-            unreachable(&self.describe, &e)
-        })
+            Err(SharedError {
+                message: format!("{}: the notification connection closed", self.describe),
+                unreachable: true,
+            })
+        }
     }
 
     fn head(&self) -> Result<i64, SharedError> {
-        self.with(|c| head_of(c))
+        self.with(async |c| head_of(c).await)
     }
 
     fn snapshot(
@@ -455,19 +523,24 @@ impl SharedStore for PgStore {
         tables: &[Table],
         sink: &mut dyn FnMut(&Table, Vec<Vec<Cell>>) -> Result<(), openhuman_memory::MemoryError>,
     ) -> Result<i64, SharedError> {
-        let mut failed: Option<String> = None;
-        let at = self.with(|c| {
-            let mut tx = c
-                .build_transaction()
-                .isolation_level(postgres::IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()?;
-            let at = head_of(&mut tx)?;
+        let mut guard = self.client()?;
+        let client = guard.as_mut().expect("connected above");
+        let run = (|| -> Result<Result<i64, String>, SharedError> {
+            let tx = self.wait_for(
+                self.request_timeout,
+                client
+                    .build_transaction()
+                    .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                    .read_only(true)
+                    .start(),
+            )?;
+            let at = self.wait_for(self.request_timeout, head_of(&tx))?;
             for t in tables {
                 let cols: Vec<String> = t.columns.iter().map(|c| ident(&c.name)).collect();
-                let portal = tx.bind(&format!("SELECT {} FROM {}", cols.join(", "), ident(&t.name)), &[])?;
+                let sql = format!("SELECT {} FROM {}", cols.join(", "), ident(&t.name));
+                let portal = self.wait_for(self.request_timeout, tx.bind(sql.as_str(), &[]))?;
                 loop {
-                    let rows = tx.query_portal(&portal, SNAPSHOT_BATCH)?;
+                    let rows = self.wait_for(self.request_timeout, tx.query_portal(&portal, SNAPSHOT_BATCH))?;
                     if rows.is_empty() {
                         break;
                     }
@@ -475,25 +548,27 @@ impl SharedStore for PgStore {
                     for r in &rows {
                         let mut cells = Vec::with_capacity(cols.len());
                         for (i, col) in t.columns.iter().enumerate() {
-                            cells.push(read_cell(r, i, col.affinity)?);
+                            cells.push(read_cell(r, i, col.affinity).map_err(|e| failure(&self.describe, &e))?);
                         }
                         batch.push(cells);
                     }
                     if let Err(e) = sink(t, batch) {
-                        failed = Some(format!("{e:#}"));
-                        return Ok(at);
+                        return Ok(Err(format!("loading this copy from {}: {e:#}", self.describe)));
                     }
                 }
             }
-            tx.commit()?;
-            Ok(at)
-        })?;
-        match failed {
-            Some(message) => Err(SharedError {
-                message: format!("loading this copy from {}: {message}", self.describe),
-                unreachable: false,
-            }),
-            None => Ok(at),
+            self.wait_for(self.request_timeout, tx.commit())?;
+            Ok(Ok(at))
+        })();
+        match run {
+            Ok(Ok(at)) => Ok(at),
+            Ok(Err(message)) => Err(SharedError { message, unreachable: false }),
+            Err(e) => {
+                if e.unreachable {
+                    *guard = None;
+                }
+                Err(e)
+            }
         }
     }
 
@@ -506,71 +581,66 @@ impl SharedStore for PgStore {
             &mut dyn FnMut(Vec<Vec<Cell>>) -> Result<(), SharedError>,
         ) -> Result<(), openhuman_memory::MemoryError>,
     ) -> Result<i64, SharedError> {
-        let describe = self.describe.clone();
         let mut guard = self.client()?;
         let client = guard.as_mut().expect("connected above");
-        let run = (|| -> Result<Result<i64, String>, postgres::Error> {
-            let mut tx = client.transaction()?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK])?;
+        // Moving a whole store in may take long: each statement gets the request timeout.
+        let run = (|| -> Result<Result<i64, String>, SharedError> {
+            let tx = self.wait_for(self.request_timeout, client.transaction())?;
+            self.wait_for(self.request_timeout, tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]))?;
             for t in tables {
-                tx.batch_execute(&format!("TRUNCATE {}", ident(&t.name)))?;
+                self.wait_for(self.request_timeout, tx.batch_execute(&format!("TRUNCATE {}", ident(&t.name))))?;
             }
             for t in tables {
-                let mut pg_err: Option<postgres::Error> = None;
-                let outcome = source(t, &mut |rows| {
-                    if pg_err.is_some() {
-                        return Err(SharedError { message: "stopped".into(), unreachable: false });
-                    }
-                    apply_rows(&mut tx, t, &[], &rows).map_err(|e| {
-                        let err = failure(&describe, &e);
-                        pg_err = Some(e);
-                        err
-                    })
-                });
-                if let Some(e) = pg_err {
-                    return Err(e);
-                }
+                let outcome =
+                    source(t, &mut |rows| self.wait_for(self.request_timeout, apply_rows(&tx, t, &[], &rows)));
                 if let Err(e) = outcome {
                     return Ok(Err(format!("{e:#}")));
                 }
             }
             let marker = serde_json::to_string(&ChangeSet::default()).unwrap_or_else(|_| "{}".into());
-            let seq: i64 = tx
-                .query_one(
-                    "INSERT INTO oh_changes (machine, at_ms, changes) VALUES ($1, $2, $3) RETURNING seq",
-                    &[&machine, &now_ms(), &marker],
+            let now = now_ms();
+            let seq: i64 = self
+                .wait_for(
+                    self.request_timeout,
+                    tx.query_one(
+                        "INSERT INTO oh_changes (machine, at_ms, changes) VALUES ($1, $2, $3) RETURNING seq",
+                        &[&machine, &now, &marker],
+                    ),
                 )?
                 .get(0);
-            tx.execute(
-                "INSERT INTO oh_meta (name, value) VALUES ('base_seq', $1) ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
-                &[&seq],
+            self.wait_for(
+                self.request_timeout,
+                tx.execute(
+                    "INSERT INTO oh_meta (name, value) VALUES ('base_seq', $1)
+                     ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                    &[&seq],
+                ),
             )?;
-            tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()])?;
-            tx.commit()?;
+            let seq_text = seq.to_string();
+            self.wait_for(self.request_timeout, tx.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq_text]))?;
+            self.wait_for(self.request_timeout, tx.commit())?;
             Ok(Ok(seq))
         })();
         match run {
             Ok(Ok(seq)) => Ok(seq),
             Ok(Err(message)) => Err(SharedError { message, unreachable: false }),
             Err(e) => {
-                let err = failure(&self.describe, &e);
-                if err.unreachable {
+                if e.unreachable {
                     *guard = None;
                 }
-                Err(err)
+                Err(e)
             }
         }
     }
 
     fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError> {
-        self.with(|c| {
-            tables
-                .iter()
-                .map(|t| {
-                    let n: i64 = c.query_one(&format!("SELECT count(*) FROM {}", ident(&t.name)), &[])?.get(0);
-                    Ok((t.name.clone(), n))
-                })
-                .collect()
+        self.with(async |c| {
+            let mut out = Vec::with_capacity(tables.len());
+            for t in tables {
+                let n: i64 = c.query_one(&format!("SELECT count(*) FROM {}", ident(&t.name)), &[]).await?.get(0);
+                out.push((t.name.clone(), n));
+            }
+            Ok(out)
         })
     }
 }
@@ -583,25 +653,33 @@ struct PgWrite<'a> {
 }
 
 impl PgWrite<'_> {
-    fn run<T>(&mut self, f: impl FnOnce(&mut Client) -> Result<T, postgres::Error>) -> Result<T, SharedError> {
-        let client = self.guard.as_mut().ok_or_else(|| SharedError {
-            message: format!("{}: the connection was lost", self.store.describe),
-            unreachable: true,
-        })?;
-        f(client).map_err(|e| {
-            let err = failure(&self.store.describe, &e);
-            if err.unreachable {
+    fn run<T>(&mut self, f: impl AsyncFnOnce(&Client) -> Result<T, tokio_postgres::Error>) -> Result<T, SharedError> {
+        let store = self.store;
+        let Some(client) = self.guard.as_ref() else {
+            return Err(SharedError {
+                message: format!("{}: the connection was lost", store.describe),
+                unreachable: true,
+            });
+        };
+        let out = store.wait_for(store.request_timeout, f(client));
+        if let Err(e) = &out {
+            self.open = false;
+            if e.unreachable {
                 *self.guard = None;
-                self.open = false;
+            } else if let Some(c) = self.guard.as_ref() {
+                // The transaction is aborted: end it so the connection can serve the next one.
+                if store.wait_for(store.request_timeout, c.batch_execute("ROLLBACK")).is_err() {
+                    *self.guard = None;
+                }
             }
-            err
-        })
+        }
+        out
     }
 }
 
 impl SharedWrite for PgWrite<'_> {
     fn feed(&mut self, after: i64) -> Result<Feed, SharedError> {
-        let out = self.run(|c| feed_of(c, after, None))?;
+        let out = self.run(async |c| feed_of(c, after, None).await)?;
         out.map_err(|message| SharedError { message, unreachable: false })
     }
 
@@ -618,19 +696,21 @@ impl SharedWrite for PgWrite<'_> {
                 unreachable: false,
             });
         }
-        let seq = self.run(|c| {
+        let now = now_ms();
+        let seq = self.run(async |c| {
             for tc in &changes.tables {
                 let t = catalog.iter().find(|t| t.name == tc.table).expect("checked above");
-                apply_rows(c, t, &tc.deletes, &tc.upserts)?;
+                apply_rows(c, t, &tc.deletes, &tc.upserts).await?;
             }
             let seq: i64 = c
                 .query_one(
                     "INSERT INTO oh_changes (machine, at_ms, changes) VALUES ($1, $2, $3) RETURNING seq",
-                    &[&machine, &now_ms(), &text],
-                )?
+                    &[&machine, &now, &text],
+                )
+                .await?
                 .get(0);
-            c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()])?;
-            c.batch_execute("COMMIT")?;
+            c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()]).await?;
+            c.batch_execute("COMMIT").await?;
             Ok(seq)
         })?;
         self.open = false;
@@ -641,8 +721,8 @@ impl SharedWrite for PgWrite<'_> {
 impl Drop for PgWrite<'_> {
     fn drop(&mut self) {
         if self.open
-            && let Some(c) = self.guard.as_mut()
-            && c.batch_execute("ROLLBACK").is_err()
+            && let Some(c) = self.guard.as_ref()
+            && self.store.wait_for(self.store.request_timeout, c.batch_execute("ROLLBACK")).is_err()
         {
             *self.guard = None;
         }
