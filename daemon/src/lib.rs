@@ -411,6 +411,8 @@ fn http_options(
         max_connections: connection_cap("[mcp.http].max_connections", h.max_connections, 2),
         max_connections_per_peer: h.max_connections_per_peer,
         new_sessions: Rate::new(h.new_sessions_per_sec, h.new_sessions_burst),
+        // The dashboard is added by `server::run`, which has the state it needs.
+        ui: None,
     }))
 }
 
