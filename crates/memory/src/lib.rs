@@ -51,6 +51,7 @@ mod util;
 mod vault;
 mod vecfile;
 mod vectors;
+mod views;
 mod watched;
 mod write_api;
 

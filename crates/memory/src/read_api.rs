@@ -446,6 +446,10 @@ impl MemoryEngine {
                     extra.insert("subject".into(), meta.get("subject").cloned().unwrap_or(Value::Null));
                     extra.insert("participants".into(), meta.get("participants").cloned().unwrap_or(json!([])));
                 }
+                // The file a document came from, so it can be read again.
+                if let Some(path) = meta.get("file_path").filter(|p| p.is_string()) {
+                    extra.insert("file_path".into(), path.clone());
+                }
                 let mut m = serde_json::Map::new();
                 let (id, last) = (r.get::<_, String>(0)?, r.get::<_, i64>(5)?);
                 m.insert("source_id".into(), json!(id));

@@ -1,6 +1,7 @@
 //! The daemon's own `openhuman.*` methods, outside the MCP catalog: status, stop, config
 //! reload, ingest, export and import, reindex, stats, check, what ids name (the chunks `show`
-//! lists and `forget` deletes), the audit log and the tool registry. They need no MCP
+//! lists and `forget` deletes), the dashboard's views (timeline, a chunk's neighbours) and its
+//! one-time login links, the audit log and the tool registry. They need no MCP
 //! handshake; `status`, `stop`, `ingest`, `reindex` and `audit` on the command line use them,
 //! as can dashboards.
 
@@ -8,7 +9,7 @@ use futures::FutureExt;
 use openhuman_mcp::args::{ArgSpec, Field};
 use serde_json::{Map, Value, json};
 
-use super::{Caller, Group, Method, MethodError, blocking, engine};
+use super::{Caller, Group, Method, MethodError, blocking, engine, on_engine};
 use crate::state::AppState;
 
 fn method(name: &'static str, params: ArgSpec, handler: super::Handler) -> Method {
@@ -33,6 +34,26 @@ pub(super) fn methods() -> Vec<Method> {
                         .map(|t| (t.tier.name().to_string(), serde_json::to_value(t).unwrap_or_default()))
                         .collect();
                     out["vectors"] = Value::Object(by_name);
+                }
+                if let Ok(engine) = engine(&s) {
+                    let data_dir = s.paths().data_dir.clone();
+                    let (stats, bytes) = blocking(move || {
+                        Ok((engine.stats().map_err(internal)?, crate::status::store_bytes(&data_dir)))
+                    })
+                    .await?;
+                    out["store"] = json!({
+                        "bytes": bytes,
+                        "chunks": stats["chunks"],
+                        "sources": stats["sources"],
+                        "entities": stats["entities"],
+                        "audit_rows": stats["audit_rows"],
+                        "index": {
+                            "db_seq": stats["db_seq"],
+                            "fts_seq": stats["fts"]["seq"],
+                            "fts_docs": stats["fts"]["docs"],
+                            "vectors": stats["vectors"]["count"],
+                        },
+                    });
                 }
                 Ok(out)
             }
@@ -152,6 +173,26 @@ pub(super) fn methods() -> Vec<Method> {
                 .boxed()
             },
         ),
+        method(
+            "openhuman.memory_timeline",
+            ArgSpec::new(vec![
+                Field::one_of("bucket", "Count per day (default) or per week (from Monday, UTC).", &["day", "week"]),
+                Field::string("entity_id", "Only chunks mentioning this entity, e.g. person:alice-smith.")
+                    .max_chars(512),
+            ]),
+            |s, p, _| on_engine(s, p, openhuman_memory::MemoryEngine::timeline),
+        ),
+        method(
+            "openhuman.memory_neighbours",
+            ArgSpec::new(vec![
+                Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_chars(256),
+                Field::int("around", "Chunks on each side (default 2).", 1, 5),
+            ]),
+            |s, p, _| on_engine(s, p, openhuman_memory::MemoryEngine::neighbours),
+        ),
+        method("openhuman.ui_login", ArgSpec::none(), |s, _, _| {
+            async move { s.dashboard().login_link().map_err(MethodError::Unavailable) }.boxed()
+        }),
         method("openhuman.memory_stats", ArgSpec::none(), |s, _, _| {
             async move {
                 let engine = engine(&s)?;
@@ -324,6 +365,7 @@ fn status(state: &AppState, caller: u64) -> Value {
     let sessions: Vec<_> = state.sessions().all().into_iter().filter(|s| s.id != caller).collect();
     let inflight: usize = sessions.iter().map(|s| s.inflight_count()).sum();
     let problems = state.problems();
+    let config = state.config();
     json!({
         "pid": std::process::id(),
         "version": openhuman_common::VERSION,
@@ -335,5 +377,29 @@ fn status(state: &AppState, caller: u64) -> Value {
         "problems": problems,
         "socket": state.paths().socket.display().to_string(),
         "config_file": state.paths().config_file.display().to_string(),
+        "clients": clients(&sessions),
+        "policy": {
+            "level": config.autonomy.level,
+            "max_actions_per_hour": config.autonomy.max_actions_per_hour,
+            "act_calls_last_hour": state.limiter().used(),
+        },
+        "dashboard": state.dashboard().url(),
     })
+}
+
+/// The connected clients: sessions grouped by client label and transport.
+fn clients(sessions: &[std::sync::Arc<openhuman_mcp::Session>]) -> Value {
+    let mut groups: std::collections::BTreeMap<(String, &str), usize> = std::collections::BTreeMap::new();
+    for s in sessions {
+        let transport = match s.transport {
+            openhuman_mcp::Transport::Socket => "socket",
+            openhuman_mcp::Transport::Stdio => "stdio",
+            openhuman_mcp::Transport::Http => "http",
+        };
+        *groups.entry((s.source(), transport)).or_default() += 1;
+    }
+    groups
+        .into_iter()
+        .map(|((client, transport), n)| json!({ "client": client, "transport": transport, "sessions": n }))
+        .collect()
 }
