@@ -70,7 +70,7 @@ fn notice(status: StatusCode, title: &str, text: &str) -> Response {
         status,
         format!(
             "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title>\
-             <link rel=\"stylesheet\" href=\"/ui/app.css\"></head><body><main class=\"notice\"><h1>{title}</h1>\
+             <link rel=\"icon\" href=\"data:,\"><link rel=\"stylesheet\" href=\"/ui/app.css\"></head><body><main class=\"notice\"><h1>{title}</h1>\
              <p>{text}</p></main></body></html>"
         ),
     )

@@ -111,7 +111,7 @@ function barChart(points, onPick) {
   }
   const max = Math.max(...points.map((p) => p.chunks));
   const step = (width - 2 * pad) / points.length;
-  const bar = Math.max(1, step - 2);
+  const bar = Math.min(40, Math.max(1, step - 2));
   points.forEach((p, i) => {
     const h = Math.max(1, ((height - 2 * pad) * p.chunks) / max);
     const rect = svg("rect", { class: "bar", x: pad + i * step, y: height - pad - h, width: bar, height: h });
@@ -216,7 +216,7 @@ async function chunkPage(id) {
       el("div", { class: "card" }, el("div", { class: "content", id: "chunk-content" }, c.content)),
       ...ctx(around.after),
       el("h2", {}, "Notes"),
-      notes.length ? notes : el("p", { class: "meta" }, "No notes."),
+      ...(notes.length ? notes : [el("p", { class: "meta" }, "No notes.")]),
       el("h2", {}, "Mentions"),
       el("p", {}, (c.entity_ids || []).join(", ") || "—"),
       el("p", {},
@@ -283,13 +283,13 @@ async function entitiesPage() {
   const detail = el("div", {});
   const form = el("form", { class: "filters" },
     el("label", {}, "Kind", el("select", { name: "kind" },
-      ["person", "topic", "org", "email", "handle", "url", "bot", ""].map((k) => el("option", { value: k }, k || "any")))),
+      ["", "person", "topic", "org", "email", "handle", "url", "bot"].map((k) => el("option", { value: k }, k || "any")))),
     el("button", { type: "submit" }, "Show"));
   const load = () => guarded(list, async () => {
     const kind = formData(form).kind;
     const r = await api("entities", kind ? { kind: kind, k: 50 } : { k: 50 });
     list.replaceChildren(
-      el("p", { class: "meta" }, `${r.total} in all; the most mentioned first`),
+      el("p", { class: "meta" }, r.total ? `${r.total} in all; the most mentioned first` : "None yet."),
       el("table", {}, el("tbody", {}, r.entities.map((e) => el("tr", {},
         el("td", {}, el("button", { class: "link", onclick: () => showEntity(e, detail) }, e.display_name)),
         el("td", { class: "meta" }, e.entity_id),
@@ -395,13 +395,16 @@ async function showForget(text, preview) {
     let chunks = 0, records = 0;
     const parts = r.ids.map((x) => {
       chunks += x.chunk_count;
-      records += (x.records || []).length;
-      const found = x.chunk_count || (x.records || []).length;
+      records += x.records;
+      const what = [];
+      if (x.chunk_count) what.push(`${x.chunk_count} chunk(s)`);
+      if (x.notes) what.push(`${x.notes} note(s) on them`);
+      if (x.records) what.push(`${x.records} record(s)`);
       return el("div", { class: "card" },
-        el("strong", {}, x.id), el("span", { class: "meta" }, found ? ` — ${x.chunk_count} chunk(s)` : " — nothing has this id"),
-        el("ul", {}, (x.chunks || []).map((c) => el("li", {}, el("strong", {}, c.title || c.chunk_id), " ", c.preview || "")),
-          (x.records || []).map((rec) => el("li", {}, JSON.stringify(rec))),
-          (x.notes || []).map((n) => el("li", {}, "note: ", n.text || JSON.stringify(n)))));
+        el("strong", {}, x.id), el("span", { class: "meta" }, what.length ? ` — ${what.join(", ")}` : " — nothing has this id"),
+        el("ul", {}, (x.chunks || []).map((c) =>
+          el("li", {}, el("strong", {}, c.title || c.chunk_id), ` (${c.kind}, ${c.chunk_id}) `, c.preview || ""))),
+        x.chunk_count > (x.chunks || []).length ? el("p", { class: "meta" }, `and ${x.chunk_count - x.chunks.length} more`) : null);
     });
     const confirm = el("button", { class: "danger", id: "forget-confirm", disabled: chunks + records === 0 },
       `Delete ${chunks} chunk(s)${records ? ` and ${records} record(s)` : ""} for good`);

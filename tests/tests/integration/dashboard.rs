@@ -1,0 +1,166 @@
+//! The dashboard in a real browser: the daemon serves HTTP, a notes folder is ingested, a note
+//! holding markup is stored on a chunk, and `tests/browser/dashboard.js` drives headless Chromium
+//! through playwright-core: log in with the one-time link from `ui --no-open`, search, open a hit
+//! in context, check the note renders as text, check a cross-site form post is refused, forget
+//! the hit and see it gone, and visit every page (screenshots under
+//! `target/browser/dashboard/`). Then: the deletion is in the audit log under `mcp:dashboard`,
+//! and the status page said what `status` says in the terminal.
+//!
+//! The browser comes from `tests/fixtures/ensure-chromium.sh` (which `.ci/run` calls): it prints
+//! `OPENHUMAN_TEST_CHROMIUM`. Without it, or without `npm ci` in `tests/browser/`, the test is
+//! skipped with a message, except under CI, where it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use openhuman_tests::{Daemon, Home, Peer};
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+/// The browser and the driver's packages, or None (skipped, with why) outside CI.
+fn browser() -> Option<PathBuf> {
+    let chromium = std::env::var_os("OPENHUMAN_TEST_CHROMIUM").map(PathBuf::from);
+    let driver = root().join("tests/browser/node_modules/playwright-core");
+    let missing = match &chromium {
+        None => Some("OPENHUMAN_TEST_CHROMIUM is not set".to_string()),
+        Some(c) if !c.is_file() => Some(format!("OPENHUMAN_TEST_CHROMIUM names no file: {}", c.display())),
+        Some(_) if !driver.is_dir() => Some(format!("{} is missing", driver.display())),
+        Some(_) => None,
+    };
+    if let Some(why) = missing {
+        let msg = format!(
+            "{why}: run tests/fixtures/ensure-chromium.sh (it installs Chromium and the driver's packages and \
+             prints OPENHUMAN_TEST_CHROMIUM) to run the dashboard's browser test"
+        );
+        assert!(std::env::var_os("CI").is_none(), "{msg}");
+        eprintln!("SKIPPED dashboard browser test: {msg}");
+        return None;
+    }
+    chromium
+}
+
+/// A section of about 350 words on one subject, so each section is a chunk of its own.
+fn section(title: &str, sentence: &str) -> String {
+    format!("## {title}\n\n{}\n\n", [sentence; 30].join(" "))
+}
+
+fn write_notes(dir: &Path) {
+    let diary = [
+        section("March", "Dug over the beds and spread compost across the whole allotment plot."),
+        section("April", "Planted tomatoes, basil and peppers in the raised beds with Alice Smith."),
+        section("May", "The first courgettes flowered and netting went over the strawberry rows."),
+    ]
+    .concat();
+    std::fs::write(dir.join("allotment.md"), format!("# Allotment diary\n\n{diary}")).unwrap();
+    std::fs::write(
+        dir.join("car.md"),
+        "# Car\n\nAlice Smith says the mechanic wants to look at the brakes and the tyres.\n",
+    )
+    .unwrap();
+}
+
+/// The status lines with the parts that change between two readings (uptime, and the sessions
+/// the asking connection makes) taken out.
+fn steady(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| match l.find(" is running") {
+            Some(_) => l.split(": pid").next().unwrap_or(l).to_string(),
+            None => l.clone(),
+        })
+        .filter(|l| !l.starts_with("clients connected"))
+        .collect()
+}
+
+#[test]
+fn the_dashboard_in_a_real_browser_searches_shows_context_forgets_and_refuses_forgeries() {
+    let Some(chromium) = browser() else { return };
+    let home = Home::new();
+    let notes = home.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    write_notes(&notes);
+    let daemon = Daemon::builder(&home).http().start();
+    let out = home.daemon_cmd().arg("ingest").arg(&notes).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // A note whose text is markup, on the chunk the browser will open.
+    let mut peer = Peer::socket(&daemon.socket());
+    peer.initialize("dashboard-test");
+    let hits = peer.tool("memory.search", json!({"query": "tomatoes basil", "k": 1}));
+    let chunk = hits["structuredContent"]["hits"][0]["chunk_id"].as_str().expect("a hit").to_string();
+    let note = r#"<script>window.__xss=1</script><img src=x onerror="window.__xss=1"> keep the labels"#;
+    let stored = peer.tool("memory.note", json!({"chunk_id": chunk, "note_text": note}));
+    assert_ne!(stored["isError"], true, "{stored}");
+    drop(peer);
+
+    let out = home.daemon_cmd().args(["ui", "--no-open"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    let login = said.split_whitespace().find(|w| w.contains("/ui/login?code=")).expect("a login link").to_string();
+    assert!(login.starts_with(&format!("http://{}/", daemon.http_addr())), "{login}");
+
+    let shots = root().join("target/browser/dashboard");
+    let _ = std::fs::remove_dir_all(&shots);
+    let report_file = home.path().join("browser-report.json");
+    let run = Command::new("node")
+        .arg(root().join("tests/browser/dashboard.js"))
+        .env("OPENHUMAN_TEST_CHROMIUM", &chromium)
+        .env("DASHBOARD_LOGIN", &login)
+        .env("DASHBOARD_SHOTS", &shots)
+        .env("DASHBOARD_REPORT", &report_file)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run node");
+    let report: Value = serde_json::from_slice(&std::fs::read(&report_file).unwrap_or_default()).unwrap_or(Value::Null);
+    assert!(
+        run.status.success() && report["ok"] == true,
+        "the browser run failed: {}\n{report:#}\n{}\ndaemon log:\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr),
+        daemon.log()
+    );
+    for page in ["search", "chunk", "forget", "audit", "sources", "entities", "timeline", "status"] {
+        let png = shots.join(format!("{page}.png"));
+        assert!(std::fs::metadata(&png).is_ok_and(|m| m.len() > 1000), "a screenshot of {page} at {}", png.display());
+    }
+
+    // The deletion left its audit row, under the dashboard's client label.
+    let out = home.daemon_cmd().args(["audit", "--json", "--tool", "memory.forget"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mcp:dashboard"), "{text}");
+    let out = home.daemon_cmd().args(["show", &chunk]).stdin(Stdio::null()).output().unwrap();
+    assert!(!out.status.success(), "the forgotten chunk is gone: {}", String::from_utf8_lossy(&out.stdout));
+
+    // The status page showed what the terminal shows.
+    let out = home.daemon_cmd().arg("status").output().unwrap();
+    let terminal: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let page: Vec<String> = report["status_lines"]
+        .as_array()
+        .expect("status lines in the report")
+        .iter()
+        .filter_map(|l| l.as_str().map(str::to_string))
+        .collect();
+    assert_eq!(steady(&page), steady(&terminal), "status page vs terminal");
+    assert!(terminal.iter().any(|l| l.starts_with("store: ")) && terminal.iter().any(|l| l.starts_with("policy: ")));
+}
+
+#[test]
+fn ui_says_how_to_turn_the_http_port_on() {
+    let home = Home::new();
+    let out = home.daemon_cmd().args(["ui", "--no-open"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("not running") && said.contains("[mcp.http].enabled = true"), "{said}");
+
+    // A daemon without HTTP answers, and says the same.
+    let daemon = Daemon::start(&home);
+    let out = home.daemon_cmd().args(["ui", "--no-open"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("HTTP port, which is off") && said.contains("[mcp.http].enabled = true"), "{said}");
+    let out = home.daemon_cmd().arg("status").output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("dashboard: off"), "{}", daemon.log());
+}
