@@ -101,8 +101,13 @@ function isoFromDate(value, endOfDay) {
   return value + (endOfDay ? "T23:59:59Z" : "T00:00:00Z");
 }
 
-/** A bar chart of {start_ms, chunks} points, drawn as inline SVG; `onPick(point)` on click. */
-function barChart(points, onPick) {
+const DAY_MS = 86400000;
+
+/**
+ * A bar chart of {start_ms, chunks} points (buckets `bucketMs` wide, empty ones left out), drawn
+ * as inline SVG on a time axis, so gaps show; `onPick(point)` on click.
+ */
+function barChart(points, bucketMs, onPick) {
   const width = 800, height = 180, pad = 28;
   const chart = svg("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img" });
   if (!points.length) {
@@ -110,18 +115,21 @@ function barChart(points, onPick) {
     return chart;
   }
   const max = Math.max(...points.map((p) => p.chunks));
-  const step = (width - 2 * pad) / points.length;
-  const bar = Math.min(40, Math.max(1, step - 2));
-  points.forEach((p, i) => {
+  const first = points[0].start_ms;
+  const span = points[points.length - 1].start_ms + bucketMs - first;
+  const plot = width - 2 * pad;
+  const bar = Math.min(40, Math.max(1, (plot * bucketMs) / span - 1));
+  const x = (ms) => pad + (plot - bar) * (span > bucketMs ? (ms - first) / (span - bucketMs) : 0);
+  for (const p of points) {
     const h = Math.max(1, ((height - 2 * pad) * p.chunks) / max);
-    const rect = svg("rect", { class: "bar", x: pad + i * step, y: height - pad - h, width: bar, height: h });
+    const rect = svg("rect", { class: "bar", x: x(p.start_ms), y: height - pad - h, width: bar, height: h });
     rect.appendChild(svg("title", {}, `${day(p.start_ms)}: ${p.chunks} chunk${p.chunks === 1 ? "" : "s"}`));
     if (onPick) rect.addEventListener("click", () => onPick(p));
     chart.appendChild(rect);
-  });
-  chart.appendChild(svg("text", { x: pad, y: height - 8 }, day(points[0].start_ms)));
+  }
+  chart.appendChild(svg("text", { x: pad, y: height - 8 }, day(first)));
   chart.appendChild(svg("text", { x: width - pad, y: height - 8, "text-anchor": "end" }, day(points[points.length - 1].start_ms)));
-  chart.appendChild(svg("text", { x: pad, y: 16 }, `max ${max} per bucket`));
+  chart.appendChild(svg("text", { x: pad, y: 16 }, `most in one bucket: ${max}`));
   return chart;
 }
 
@@ -170,8 +178,14 @@ async function runSearch(f, results) {
       `${r.chunks.length} hit${r.chunks.length === 1 ? "" : "s"}` +
         (r.vector_tier ? ` · vectors: ${r.vector_tier} tier` : " · keywords only") +
         (r.date_range ? ` · read "${r.date_range.text}" as ${r.date_range.from} – ${r.date_range.until}` : ""));
+    const forgetSelected = el("button", { id: "forget-selected", disabled: true, onclick: () =>
+      goForget([...results.querySelectorAll("input.pick:checked")].map((box) => box.value)) }, "Forget selected…");
     results.replaceChildren(head, ...r.chunks.map(hitCard));
-    if (!r.chunks.length) results.appendChild(el("p", { id: "no-hits" }, "Nothing matched."));
+    if (r.chunks.length) results.appendChild(el("p", {}, forgetSelected));
+    else results.appendChild(el("p", { id: "no-hits" }, "Nothing matched."));
+    results.onchange = () => {
+      forgetSelected.disabled = !results.querySelector("input.pick:checked");
+    };
   });
 }
 
@@ -184,6 +198,7 @@ function hitCard(h) {
   why.appendChild(el("span", { title: "when it happened" }, when(h.timestamp_ms)));
   why.appendChild(el("span", { title: "fused score" }, `score ${Number(h.score).toFixed(3)}`));
   return el("div", { class: "card hit", "data-chunk": h.chunk_id },
+    el("input", { type: "checkbox", class: "pick", value: h.chunk_id, "aria-label": "select for forgetting" }), " ",
     el("button", { class: "link open", onclick: () => openChunk(h.chunk_id) }, h.title || h.chunk_id),
     el("div", { class: "meta" }, `${h.source_kind} · ${h.source_ref}`),
     why,
@@ -234,7 +249,7 @@ async function sourcesPage() {
   const msg = el("div", {});
   let cursor = null;
   page("Sources", msg, el("h2", {}, "Watched folders"), watched, el("h2", {}, "Stored sources"),
-    el("table", {}, el("thead", {}, el("tr", {}, ["Source", "Kind", "Chunks", "Last activity", ""].map((h) => el("th", {}, h)))), table),
+    el("table", { id: "sources-table" }, el("thead", {}, el("tr", {}, ["Source", "Kind", "Chunks", "Last activity", "Last read", ""].map((h) => el("th", {}, h)))), table),
     el("p", {}, more));
   guarded(watched, async () => {
     const s = await api("status");
@@ -253,11 +268,12 @@ async function sourcesPage() {
           el("button", { onclick: () => goForget([s.source_id]) }, "Remove…"));
         if (s.file_path) {
           actions.appendChild(document.createTextNode(" "));
-          actions.appendChild(el("button", { onclick: () => reingest(s.file_path, msg) }, "Re-ingest"));
+          actions.appendChild(el("button", { class: "reingest", onclick: () => reingest(s.file_path, msg) }, "Re-ingest"));
         }
         table.appendChild(el("tr", {},
           el("td", {}, s.display_name, el("div", { class: "meta" }, s.file_path || s.source_id)),
-          el("td", {}, s.source_kind), el("td", {}, s.chunk_count), el("td", {}, when(s.last_activity_ms)), actions));
+          el("td", {}, s.source_kind), el("td", {}, s.chunk_count), el("td", {}, when(s.last_activity_ms)),
+          el("td", {}, s.file_path ? when(s.synced_at_ms) : "—"), actions));
       }
       cursor = r.next_cursor || null;
       more.hidden = !cursor;
@@ -272,7 +288,10 @@ async function reingest(path, msg) {
   msg.replaceChildren(el("p", { class: "meta" }, "Reading " + path + " again…"));
   await guarded(msg, async () => {
     const r = await api("ingest", { paths: [path] });
-    msg.replaceChildren(el("p", { class: "ok" }, `Read again: ${JSON.stringify(r)}`));
+    msg.replaceChildren(el("p", { class: "ok", id: "reingested" },
+      `Read again: ${r.files_ingested ?? 0} file(s) read, ${r.files_unchanged ?? 0} unchanged, ` +
+      `${r.chunks_added ?? 0} chunks added, ${r.chunks_removed ?? 0} removed.`),
+      ...(r.files_failed || []).map((f) => el("p", { class: "error" }, `${f.path}: ${f.error}`)));
   });
 }
 
@@ -307,7 +326,7 @@ async function showEntity(e, detail) {
       api("timeline", { bucket: "week", entity_id: e.entity_id }),
       api("browse", { entity_ids: [e.entity_id], k: 10 }),
     ]);
-    detail.replaceChildren(el("h2", {}, `${e.display_name}: mentions per week`), barChart(t.points),
+    detail.replaceChildren(el("h2", {}, `${e.display_name}: mentions per week`), barChart(t.points, 7 * DAY_MS),
       el("h2", {}, "Latest mentions"), ...chunkCards(recent.chunks));
   });
 }
@@ -323,8 +342,8 @@ async function timelinePage() {
   const draw = () => guarded(chart, async () => {
     const bucket = formData(form).bucket;
     const t = await api("timeline", { bucket: bucket });
-    const width = bucket === "week" ? 7 * 86400000 : 86400000;
-    chart.replaceChildren(barChart(t.points, (p) => guarded(picked, async () => {
+    const width = bucket === "week" ? 7 * DAY_MS : DAY_MS;
+    chart.replaceChildren(barChart(t.points, width, (p) => guarded(picked, async () => {
       const r = await api("browse", { since_ms: p.start_ms, until_ms: p.start_ms + width, k: 50 });
       picked.replaceChildren(el("h2", {}, `${day(p.start_ms)}: ${r.total} chunks`), ...chunkCards(r.chunks));
     })), el("p", { class: "meta" }, `${t.points.reduce((n, p) => n + p.chunks, 0)} chunks in ${t.points.length} ${bucket}s; click a bar for its chunks`));

@@ -168,6 +168,16 @@ async function main() {
     ]) {
       await page.goto(`${BASE}/ui/#${name}`);
       await page.waitForSelector(ready);
+      if (name === "sources") {
+        await page.locator("#sources-table button.reingest").first().click();
+        await page.waitForSelector("#reingested");
+        const said = await page.textContent("#reingested");
+        check(/1 file\(s\) read|1 unchanged/.test(said), `re-ingest reports the file: ${said}`);
+      }
+      if (name === "timeline") {
+        const bars = await page.locator("svg.chart rect.bar").count();
+        check(bars === 2, `the timeline has a bar for each of the two days, got ${bars}`);
+      }
       if (name === "entities") {
         await page.locator("table button.link").first().click();
         await page.waitForSelector("svg.chart");
