@@ -433,7 +433,7 @@ async function showForget(text, preview) {
       const res = await api("forget", { ids: ids });
       forgetIds = [];
       done.replaceChildren(el("p", { class: "ok" },
-        `Deleted: ${JSON.stringify(res.deleted)}` + (res.not_found && res.not_found.length ? `; not found: ${res.not_found.join(", ")}` : "")),
+        `Deleted: ${(res.deleted || []).join(", ") || "nothing"}` + (res.not_found && res.not_found.length ? `; not found: ${res.not_found.join(", ")}` : "")),
         el("p", {}, el("a", { href: "#audit" }, "See it in the audit log")));
     }));
     preview.replaceChildren(...parts, el("p", {}, confirm), done);

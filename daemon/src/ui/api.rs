@@ -59,7 +59,15 @@ pub async fn run(state: AppState, body: &[u8]) -> Result<Value, (StatusCode, Str
             let payload =
                 tools::call(state, name.to_string(), params, crate::via::request_ctx(CLIENT, Transport::Http))
                     .await
-                    .map_err(|e| (StatusCode::BAD_REQUEST, e.message))?;
+                    .map_err(|e| {
+                        // A policy denial is a refusal, not a mistake in the request.
+                        let status = if crate::policy::Denial::is_denial_text(&e.message) {
+                            StatusCode::FORBIDDEN
+                        } else {
+                            StatusCode::BAD_REQUEST
+                        };
+                        (status, e.message)
+                    })?;
             let reply = match payload {
                 Payload::Value(v) => v,
                 Payload::Json(text) => serde_json::from_str(&text)

@@ -165,3 +165,80 @@ fn ui_says_how_to_turn_the_http_port_on() {
     let out = home.daemon_cmd().arg("status").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("dashboard: off"), "{}", daemon.log());
 }
+
+/// The dashboard's rules over raw HTTP (no browser needed): the login link, the cookie, the
+/// same-origin API, and the policy and audit its deletions go through.
+#[test]
+fn the_dashboard_api_wants_its_login_and_its_own_page_and_obeys_the_policy() {
+    use openhuman_tests::http::Client;
+    let home = Home::new();
+    let notes = home.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    write_notes(&notes);
+    let daemon = Daemon::builder(&home).http().start();
+    assert!(home.daemon_cmd().arg("ingest").arg(&notes).output().unwrap().status.success());
+    let c = Client::new(daemon.http_addr());
+    let origin = format!("http://{}", daemon.http_addr());
+    let api = |cookie: &str, extra: &[(&str, &str)], body: Value| {
+        let mut h = vec![("Cookie", cookie), ("Content-Type", "application/json"), ("X-OpenHuman-UI", "1")];
+        h.extend_from_slice(extra);
+        c.send("POST", "/ui/api", &h, body.to_string().as_bytes())
+    };
+
+    // No login: the page asks for one, the API refuses, a made-up code does not work.
+    assert_eq!(c.send("GET", "/ui/", &[], b"").status, 401);
+    assert_eq!(api("", &[], json!({"op": "status"})).status, 401);
+    assert_eq!(c.send("GET", "/ui/login?code=0123456789abcdef", &[], b"").status, 403);
+
+    let out = home.daemon_cmd().args(["ui", "--no-open"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let link = said.split_whitespace().find(|w| w.contains("/ui/login?code=")).expect("a login link");
+    let path = &link[origin.len()..];
+    let r = c.send("GET", path, &[], b"");
+    assert_eq!(r.status, 303, "{}", r.text());
+    assert_eq!(r.header("location"), Some("/ui/"));
+    let set = r.header("set-cookie").expect("a session cookie").to_string();
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/ui"), "{set}");
+    assert_eq!(c.send("GET", path, &[], b"").status, 403, "a login link works once");
+    let cookie = set.split(';').next().unwrap().to_string();
+    let page = c.send("GET", "/ui/", &[("Cookie", &cookie)], b"");
+    assert_eq!(page.status, 200);
+    assert!(page.header("content-security-policy").is_some_and(|p| p.contains("script-src 'self'")));
+
+    // Only the dashboard's own calls: JSON with its header, from its origin.
+    let hits = api(&cookie, &[("Origin", &origin)], json!({"op": "recall", "params": {"query": "brakes tyres"}}));
+    assert_eq!(hits.status, 200, "{}", hits.text());
+    let car = hits.json()["result"]["chunks"][0]["chunk_id"].as_str().unwrap().to_string();
+    let forget = json!({"op": "forget", "params": {"ids": [car]}});
+    let form = c.send(
+        "POST",
+        "/ui/api",
+        &[("Cookie", &cookie), ("Content-Type", "text/plain"), ("Origin", "http://127.0.0.1:1")],
+        forget.to_string().as_bytes(),
+    );
+    assert_eq!(form.status, 403, "{}", form.text());
+    let other_port = api(&cookie, &[("Origin", "http://127.0.0.1:1")], forget.clone());
+    assert_eq!(other_port.status, 403, "{}", other_port.text());
+    let cross_site = api(&cookie, &[("Sec-Fetch-Site", "cross-site")], forget.clone());
+    assert_eq!(cross_site.status, 403, "{}", cross_site.text());
+    let unknown = api(&cookie, &[], json!({"op": "daemon_shutdown"}));
+    assert_eq!(unknown.status, 400, "{}", unknown.text());
+
+    // In readonly the deletion is refused, and the refusal is audited like any client's.
+    home.write_config("[autonomy]\nlevel = \"readonly\"\n");
+    daemon.reload();
+    let refused = api(&cookie, &[("Origin", &origin)], forget.clone());
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(refused.json()["error"].as_str().is_some_and(|e| e.starts_with("[policy-blocked]")), "{}", refused.text());
+    home.write_config("");
+    daemon.reload();
+    let done = api(&cookie, &[("Origin", &origin)], forget);
+    assert_eq!(done.status, 200, "{}", done.text());
+    assert_eq!(done.json()["result"]["deleted"], json!([car]), "{}", done.text());
+    let out = home.daemon_cmd().args(["audit", "--json", "--tool", "memory.forget"]).output().unwrap();
+    let rows: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let by_dashboard: Vec<_> = rows.iter().filter(|r| r["source"] == "mcp:dashboard").collect();
+    assert_eq!(by_dashboard.len(), 2, "one refused and one done: {rows:?}");
+    assert!(by_dashboard.iter().any(|r| r["success"] == false) && by_dashboard.iter().any(|r| r["success"] == true));
+}
