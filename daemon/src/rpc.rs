@@ -57,6 +57,8 @@ impl From<MemoryError> for MethodError {
 pub struct Caller {
     pub session: u64,
     pub progress: Option<Progress>,
+    /// The provenance label a control write is audited under; None: `rpc` (the socket, `/rpc`).
+    pub source: Option<String>,
 }
 
 /// Which surface a method belongs to. The tool registry lists the memory methods, which are

@@ -105,16 +105,17 @@ pub(super) fn methods() -> Vec<Method> {
                     "path_count": p.get("paths").and_then(Value::as_array).map_or(0, Vec::len),
                     "kind": p.get("kind"),
                 });
-                control_write(s, "openhuman.memory_ingest", summary, move |s| ingest(s, p, caller)).boxed()
+                let source = caller.source.clone();
+                control_write(s, "openhuman.memory_ingest", source, summary, move |s| ingest(s, p, caller)).boxed()
             },
         ),
-        method("openhuman.memory_reindex", ArgSpec::none(), |s, _, _| {
+        method("openhuman.memory_reindex", ArgSpec::none(), |s, _, caller| {
             let work = |s: AppState| async move {
                 let engine = engine(&s)?;
                 let summary = blocking(move || engine.reindex().map_err(internal)).await?;
                 Ok(serde_json::to_value(summary).unwrap_or_default())
             };
-            control_write(s, "openhuman.memory_reindex", json!({}), work).boxed()
+            control_write(s, "openhuman.memory_reindex", caller.source, json!({}), work).boxed()
         }),
         method(
             "openhuman.memory_export",
@@ -140,7 +141,7 @@ pub(super) fn methods() -> Vec<Method> {
                     .required()
                     .max_chars(4096),
             ]),
-            |s, p, _| {
+            |s, p, caller| {
                 let work = move |s: AppState| async move {
                     let dir = absolute_dir(&p)?;
                     let engine = engine(&s)?;
@@ -150,7 +151,7 @@ pub(super) fn methods() -> Vec<Method> {
                     }
                     Ok(serde_json::to_value(summary).unwrap_or_default())
                 };
-                control_write(s, "openhuman.memory_import", json!({}), work).boxed()
+                control_write(s, "openhuman.memory_import", caller.source, json!({}), work).boxed()
             },
         ),
         method(
@@ -276,8 +277,14 @@ fn absolute_dir(p: &Map<String, Value>) -> Result<std::path::PathBuf, MethodErro
 
 /// A method that writes the store outside the MCP tools: refused in `readonly` like an act
 /// call, and every call, refused, failed or done, leaves one audit row (tool = the method, source
-/// `rpc`, the summary given: counts, no paths or content).
-async fn control_write<F, Fut>(state: AppState, method: &str, summary: Value, work: F) -> Result<Value, MethodError>
+/// `rpc` or the caller's label, the summary given: counts, no paths or content).
+async fn control_write<F, Fut>(
+    state: AppState,
+    method: &str,
+    source: Option<String>,
+    summary: Value,
+    work: F,
+) -> Result<Value, MethodError>
 where
     F: FnOnce(AppState) -> Fut,
     Fut: std::future::Future<Output = Result<Value, MethodError>>,
@@ -285,7 +292,7 @@ where
     let mut row = openhuman_memory::AuditRow {
         ts_ms: chrono::Utc::now().timestamp_millis(),
         tool: method.to_string(),
-        source: "rpc".to_string(),
+        source: source.unwrap_or_else(|| "rpc".to_string()),
         client_info: Value::Null,
         success: true,
         error: None,

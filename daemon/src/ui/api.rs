@@ -1,7 +1,8 @@
 //! The dashboard's one JSON endpoint, `POST /ui/api` with `{op, params}`. Each op is an
 //! `openhuman.*` method run through `rpc::invoke` or a tool run through `tools::call`, the paths
 //! the socket and MCP clients take, so parameters are validated, policy applies and writes are
-//! audited the same way (the dashboard's writes carry the client label `mcp:dashboard`). Only the
+//! audited the same way (the dashboard's writes, re-ingest included, carry the client label
+//! `mcp:dashboard`). Only the
 //! ops listed here are reachable.
 
 use axum::http::StatusCode;
@@ -83,7 +84,8 @@ pub async fn run(state: AppState, body: &[u8]) -> Result<Value, (StatusCode, Str
 }
 
 async fn method(state: &AppState, name: &str, params: Map<String, Value>) -> Result<Value, (StatusCode, String)> {
-    rpc::invoke(state.clone(), name, params, rpc::Caller::default()).await.map_err(|e| match e {
+    let caller = rpc::Caller { source: Some(openhuman_mcp::session::source_label(Some(CLIENT))), ..Default::default() };
+    rpc::invoke(state.clone(), name, params, caller).await.map_err(|e| match e {
         rpc::MethodError::NotFound(m) => (StatusCode::NOT_FOUND, m),
         rpc::MethodError::InvalidParams(m) | rpc::MethodError::Unavailable(m) => (StatusCode::UNPROCESSABLE_ENTITY, m),
         rpc::MethodError::Internal(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{name} failed: {e:#}")),

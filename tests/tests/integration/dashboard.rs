@@ -224,6 +224,14 @@ fn the_dashboard_api_wants_its_login_and_its_own_page_and_obeys_the_policy() {
     let unknown = api(&cookie, &[], json!({"op": "daemon_shutdown"}));
     assert_eq!(unknown.status, 400, "{}", unknown.text());
 
+    // Re-ingest is a control write, audited under the dashboard's label too.
+    let again = api(&cookie, &[("Origin", &origin)], json!({"op": "ingest", "params": {"paths": [notes]}}));
+    assert_eq!(again.status, 200, "{}", again.text());
+    assert_eq!(again.json()["result"]["files_unchanged"], 2, "{}", again.text());
+    let out = home.daemon_cmd().args(["audit", "--json", "--tool", "openhuman.memory_ingest"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\"source\":\"mcp:dashboard\"") && text.contains("\"source\":\"rpc\""), "{text}");
+
     // In readonly the deletion is refused, and the refusal is audited like any client's.
     home.write_config("[autonomy]\nlevel = \"readonly\"\n");
     daemon.reload();
