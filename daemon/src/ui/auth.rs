@@ -207,6 +207,24 @@ mod tests {
     }
 
     #[test]
+    fn expired_codes_and_sessions_do_not_work() {
+        let d = Dashboard::default();
+        d.serving("http://127.0.0.1:9".into(), true);
+        let link = d.login_link().unwrap();
+        let code = link["url"].as_str().unwrap().split_once("code=").unwrap().1.to_string();
+        let past = Instant::now() - Duration::from_secs(1);
+        d.lock().codes[0].1 = past;
+        assert!(d.redeem(&code).is_none(), "an expired code");
+        let link = d.login_link().unwrap();
+        let code = link["url"].as_str().unwrap().split_once("code=").unwrap().1.to_string();
+        let session = d.redeem(&code).unwrap();
+        for until in d.lock().sessions.values_mut() {
+            *until = past;
+        }
+        assert!(!d.admits(&headers(&[("cookie", &format!("{COOKIE}={session}"))])), "an expired session");
+    }
+
+    #[test]
     fn without_http_the_link_says_how_to_turn_it_on() {
         let err = Dashboard::default().login_link().unwrap_err();
         assert!(err.contains("[mcp.http].enabled"), "{err}");
