@@ -371,7 +371,20 @@ async function auditPage() {
     if (f.outcome === "failed") params.failed = true;
     let rows = (await api("audit", params)).rows;
     if (f.outcome === "ok") rows = rows.filter((r) => r.success);
-    out.replaceChildren(el("p", { class: "meta" }, `${rows.length} rows, newest first`),
+    // Which client wrote what: the rows shown, counted per client and tool.
+    const byClient = new Map();
+    for (const r of rows) {
+      const tools = byClient.get(r.source) || new Map();
+      const n = tools.get(r.tool) || { ok: 0, failed: 0 };
+      n[r.success ? "ok" : "failed"] += 1;
+      tools.set(r.tool, n);
+      byClient.set(r.source, tools);
+    }
+    const summary = el("table", { id: "audit-by-client" }, el("tbody", {}, [...byClient].map(([client, tools]) =>
+      el("tr", {}, el("th", {}, client), el("td", {}, [...tools].map(([tool, n]) =>
+        `${tool}: ${n.ok} ok${n.failed ? `, ${n.failed} failed` : ""}`).join(" · "))))));
+    out.replaceChildren(el("h2", {}, "Who wrote what"), summary, el("h2", {}, "Rows"),
+      el("p", { class: "meta" }, `${rows.length} row${rows.length === 1 ? "" : "s"}, newest first`),
       el("table", { id: "audit-table" },
         el("thead", {}, el("tr", {}, ["When", "Client", "Tool", "Outcome", "What", "Result"].map((h) => el("th", {}, h)))),
         el("tbody", {}, rows.map((r) => el("tr", {},

@@ -156,6 +156,8 @@ async function main() {
     await page.waitForSelector("#audit-table");
     const audit = await page.textContent("#audit-table");
     check(audit.includes("mcp:dashboard") && audit.includes("memory.forget"), `audit row of the forget: ${audit}`);
+    const who = await page.textContent("#audit-by-client");
+    check(/mcp:dashboard\s*memory\.forget: 1 ok/.test(who), `who wrote what: ${who}`);
     await shot(page, "audit");
     passed("the deletion is in the audit log under mcp:dashboard");
 
