@@ -250,3 +250,25 @@ fn the_dashboard_api_wants_its_login_and_its_own_page_and_obeys_the_policy() {
     assert_eq!(by_dashboard.len(), 2, "one refused and one done: {rows:?}");
     assert!(by_dashboard.iter().any(|r| r["success"] == false) && by_dashboard.iter().any(|r| r["success"] == true));
 }
+
+/// HTTP without a token (`allow_no_token`): the dashboard needs no login, like the MCP endpoint,
+/// but its API still takes only its own page's calls.
+#[test]
+fn without_a_token_the_dashboard_is_open_but_still_refuses_forged_posts() {
+    use openhuman_tests::http::Client;
+    let home = Home::new();
+    home.write_config("[mcp.http]\nallow_no_token = true\n");
+    let daemon = Daemon::builder(&home).http().start();
+    let out = home.daemon_cmd().args(["ui", "--no-open"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("no login") && said.contains(&format!("http://{}/ui/", daemon.http_addr())), "{said}");
+    let c = Client::new(daemon.http_addr());
+    assert_eq!(c.send("GET", "/ui/", &[], b"").status, 200);
+    let status = json!({"op": "status"}).to_string();
+    let ok =
+        c.send("POST", "/ui/api", &[("Content-Type", "application/json"), ("X-OpenHuman-UI", "1")], status.as_bytes());
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    assert!(ok.json()["result"]["lines"][0].as_str().is_some_and(|l| l.contains("is running")), "{}", ok.text());
+    let forged = c.send("POST", "/ui/api", &[("Content-Type", "text/plain")], status.as_bytes());
+    assert_eq!(forged.status, 403, "{}", forged.text());
+}
