@@ -1,4 +1,6 @@
-//! The dashboard in a real browser: the daemon serves HTTP, a notes folder is ingested, a note
+//! The dashboard. Over raw HTTP (no browser): `ui` when HTTP is off, the login link and cookie,
+//! the same-origin API, policy and audit, and the open dashboard of a token-less HTTP port. In a
+//! real browser: the daemon serves HTTP, a notes folder is ingested, a note
 //! holding markup is stored on a chunk, and `tests/browser/dashboard.js` drives headless Chromium
 //! through playwright-core: log in with the one-time link from `ui --no-open`, search, open a hit
 //! in context, check the note renders as text, check a cross-site form post is refused, forget
