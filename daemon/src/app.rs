@@ -106,7 +106,7 @@ impl App for AppState {
         caller: Extension,
     ) -> BoxFuture<'static, Result<Value, RpcError>> {
         let state = self.clone();
-        let caller = crate::rpc::Caller { session: caller.caller, progress: caller.progress };
+        let caller = crate::rpc::Caller { session: caller.caller, progress: caller.progress, source: None };
         async move { crate::rpc::call(state, &method, params, caller).await }.boxed()
     }
 }

@@ -94,6 +94,9 @@ pub enum Command {
     /// you set (OPENHUMAN_MCP_AUTH_TOKEN, [mcp.http].auth_token_file), else the generated one,
     /// made now if there is none yet.
     HttpToken,
+    /// Open the dashboard in a browser: prints a one-time login link to the running daemon's
+    /// `/ui` (HTTP must be on: [mcp.http].enabled) and tries to open it.
+    Ui(UiArgs),
     /// Inspect the configuration.
     Config {
         #[command(subcommand)]
@@ -338,6 +341,15 @@ impl IngestKind {
             IngestKind::Chat => "chat",
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    #[command(flatten)]
+    pub socket: SocketArg,
+    /// Only print the link; do not start a browser.
+    #[arg(long)]
+    pub no_open: bool,
 }
 
 #[derive(Debug, Args)]

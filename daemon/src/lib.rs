@@ -21,6 +21,8 @@
 //!   ids
 //! - `watch/`     the one folder watcher keeping `[[memory.sources]]` in step with memory
 //! - `sources`    `sources add|remove|list`: edits `[[memory.sources]]` in the config file
+//! - `status`     the lines `status` prints, shared with the dashboard's status page
+//! - `ui/`        the dashboard under `/ui` on the HTTP port, and `ui` (its login link)
 //! - `terminal`   `search`, `recall`, `show`, `forget`, `sources list --stored`: the memory tools
 //!   at the terminal
 //! - `transfer`   `export`, `import`, `backup`, `restore`
@@ -59,10 +61,12 @@ pub mod service;
 pub mod shared_store;
 pub mod sources;
 pub mod state;
+pub mod status;
 pub mod terminal;
 pub mod tool_registry;
 pub mod tools;
 pub mod transfer;
+pub mod ui;
 pub mod via;
 pub mod watch;
 
@@ -412,6 +416,8 @@ fn http_options(
         max_connections: connection_cap("[mcp.http].max_connections", h.max_connections, 2),
         max_connections_per_peer: h.max_connections_per_peer,
         new_sessions: Rate::new(h.new_sessions_per_sec, h.new_sessions_burst),
+        // The dashboard is added by `server::run`, which has the state it needs.
+        ui: None,
     }))
 }
 
@@ -473,38 +479,8 @@ fn run_command(cli: &Cli) -> Result<i32> {
                         out(&s.to_string());
                         return Ok(code);
                     }
-                    let state = if problems.is_empty() { "is running" } else { "is running but NOT READY" };
-                    out(&format!(
-                        "openhumand-mcp {} {state}: pid {}, up {} s, {} session(s), socket {}",
-                        s["version"].as_str().unwrap_or("?"),
-                        s["pid"],
-                        s["uptime_ms"].as_u64().unwrap_or(0) / 1000,
-                        s["sessions"],
-                        paths.socket.display()
-                    ));
-                    let deep = &s["vectors"]["deep"];
-                    if deep.is_object() {
-                        out(&format!(
-                            "deep embedding tier {}: {} of {} chunks embedded{}",
-                            deep["model"].as_str().unwrap_or("?"),
-                            deep["covered"],
-                            deep["total"],
-                            if deep["answering"] == true {
-                                "; it answers vector queries"
-                            } else {
-                                "; the fast tier answers vector queries until it covers them all"
-                            }
-                        ));
-                    }
-                    if s["watch"]["readonly"] == true && s["watch"]["sources"].as_array().is_some_and(|l| !l.is_empty())
-                    {
-                        out("watched folders are not synced: [autonomy].level is readonly");
-                    }
-                    for w in s["watch"]["sources"].as_array().into_iter().flatten() {
-                        out(&format!("watching {}: {}", w["path"].as_str().unwrap_or("?"), watch::describe(w)));
-                    }
-                    for p in problems {
-                        out(&format!("problem: {p}"));
+                    for line in status::lines(&s) {
+                        out(&line);
                     }
                     Ok(code)
                 }
@@ -532,6 +508,7 @@ fn run_command(cli: &Cli) -> Result<i32> {
             out(&http_auth::token(&paths, &loaded.config, None)?.0);
             Ok(EXIT_OK)
         }
+        Command::Ui(args) => ui::open(&resolve_paths(cli, args.socket.socket.as_deref())?, args),
         Command::Ingest(args) => ingest(cli, args),
         Command::Audit(args) => audit(cli, args),
         Command::Search(args) => {

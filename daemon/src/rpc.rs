@@ -13,6 +13,7 @@ mod memory;
 
 use std::sync::{Arc, LazyLock};
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use openhuman_mcp::args::ArgSpec;
 use openhuman_mcp::{Progress, RpcError};
@@ -56,6 +57,8 @@ impl From<MemoryError> for MethodError {
 pub struct Caller {
     pub session: u64,
     pub progress: Option<Progress>,
+    /// The provenance label a control write is audited under; None: `rpc` (the socket, `/rpc`).
+    pub source: Option<String>,
 }
 
 /// Which surface a method belongs to. The tool registry lists the memory methods, which are
@@ -141,4 +144,17 @@ pub async fn blocking<T: Send + 'static>(
 /// The memory engine, or why there is none (naming the key to set).
 pub fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
     state.memory().map_err(MethodError::Unavailable)
+}
+
+/// Runs a synchronous memory-engine method through the bounded blocking path.
+pub(crate) fn on_engine(
+    state: AppState,
+    params: Map<String, Value>,
+    f: fn(&MemoryEngine, Value) -> Result<Value, MemoryError>,
+) -> BoxFuture<'static, Result<Value, MethodError>> {
+    async move {
+        let engine = engine(&state)?;
+        blocking(move || f(&engine, Value::Object(params)).map_err(MethodError::from)).await
+    }
+    .boxed()
 }

@@ -45,7 +45,14 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
             problems.join("; ")
         );
     }
-    if let Some((tcp, http_opts)) = opts.http {
+    if let Some((tcp, mut http_opts)) = opts.http {
+        // The dashboard rides on the HTTP port; its links name the address actually bound.
+        if let Ok(addr) = tcp.local_addr() {
+            let ip = if addr.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { addr.ip() };
+            let base = format!("http://{}", std::net::SocketAddr::new(ip, addr.port()));
+            state.dashboard().serving(base, http_opts.token.is_some());
+        }
+        http_opts.ui = Some(crate::ui::router(state.clone()));
         // Tracked with the socket sessions, so the same grace period bounds its drain.
         let (d, st) = (dispatcher.clone(), state.clone());
         conns.spawn(async move {

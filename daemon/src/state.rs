@@ -1,6 +1,6 @@
 //! Daemon-wide state behind one cloneable handle: paths, the current config and agent registry
 //! (both swapped whole on reload), the memory engine, the Act limiter, the audit writer, live
-//! sessions, the folder watcher's status, and the shutdown signals.
+//! sessions, the folder watcher's status, the dashboard's logins, and the shutdown signals.
 
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
@@ -40,6 +40,8 @@ struct Inner {
     sessions: Arc<SessionSet>,
     /// The folder watcher's status and reload signal (the watcher runs only under `serve`).
     watch: Arc<Watch>,
+    /// The dashboard's address, login codes and browser sessions (served only with HTTP on).
+    dashboard: crate::ui::Dashboard,
     /// Stop accepting and reading; in-flight calls may finish.
     shutdown: CancellationToken,
     /// Abandon in-flight calls (after the grace period).
@@ -66,6 +68,7 @@ impl AppState {
                 started: Instant::now(),
                 sessions: Arc::default(),
                 watch: Arc::default(),
+                dashboard: crate::ui::Dashboard::default(),
                 shutdown: CancellationToken::new(),
                 abort: CancellationToken::new(),
             }),
@@ -152,6 +155,11 @@ impl AppState {
         for u in uris {
             sessions.notify_resource_updated(u);
         }
+    }
+
+    /// The dashboard's logins and browser sessions.
+    pub fn dashboard(&self) -> &crate::ui::Dashboard {
+        &self.inner.dashboard
     }
 
     /// The live MCP sessions of every transport.

@@ -109,17 +109,22 @@ fn client_info() -> Value {
     json!({ "name": CLIENT, "version": openhuman_common::VERSION })
 }
 
-/// A request context like the one the dispatcher makes for a stateless request from `cli`.
 fn local_ctx() -> RequestCtx {
+    request_ctx(CLIENT, Transport::Stdio)
+}
+
+/// A request context like the one the dispatcher makes for a stateless request from the client
+/// named `client`: its writes and audit rows carry `mcp:<client>`.
+pub fn request_ctx(client: &str, transport: Transport) -> RequestCtx {
     let (notify, _) = tokio::sync::mpsc::channel(1);
-    let session = Arc::new(Session::new(Transport::Stdio, &CancellationToken::new(), notify.clone()));
+    let session = Arc::new(Session::new(transport, &CancellationToken::new(), notify.clone()));
     RequestCtx {
         session,
         era: Era::Modern,
         cancel: CancellationToken::new(),
         progress_token: None,
-        source: openhuman_mcp::session::source_label(Some(CLIENT)),
-        client_info: Some(client_info()),
+        source: openhuman_mcp::session::source_label(Some(client)),
+        client_info: Some(json!({ "name": client, "version": openhuman_common::VERSION })),
         log_level: None,
         notify,
     }

@@ -54,6 +54,7 @@ mod util;
 mod vault;
 mod vecfile;
 mod vectors;
+mod views;
 mod watched;
 mod write_api;
 

@@ -446,6 +446,11 @@ impl MemoryEngine {
                     extra.insert("subject".into(), meta.get("subject").cloned().unwrap_or(Value::Null));
                     extra.insert("participants".into(), meta.get("participants").cloned().unwrap_or(json!([])));
                 }
+                // The file a document came from, so it can be read again (`synced_at_ms`: when it
+                // last was).
+                if let Some(path) = meta.get("file_path").filter(|p| p.is_string()) {
+                    extra.insert("file_path".into(), path.clone());
+                }
                 let mut m = serde_json::Map::new();
                 let (id, last) = (r.get::<_, String>(0)?, r.get::<_, i64>(5)?);
                 m.insert("source_id".into(), json!(id));
@@ -457,6 +462,15 @@ impl MemoryEngine {
                 Ok((Value::Object(m), last, id))
             })?
             .collect::<rusqlite::Result<_>>()?;
+        // When each file-backed source was last read from its file.
+        let mut rows = rows;
+        let mut synced = conn.prepare_cached("SELECT ingested_at_ms FROM files WHERE path = ?1")?;
+        for (v, _, _) in rows.iter_mut() {
+            if let Some(path) = v.get("file_path").and_then(Value::as_str).map(str::to_string) {
+                let at: Option<i64> = synced.query_row([path], |r| r.get(0)).optional()?;
+                v["synced_at_ms"] = json!(at);
+            }
+        }
         Ok(keyset_page("sources", rows, limit, total, fp))
     }
 }

@@ -1,6 +1,7 @@
 //! The daemon's own `openhuman.*` methods, outside the MCP catalog: status, stop, config
 //! reload, ingest, export and import, reindex, stats, check, what ids name (the chunks `show`
-//! lists and `forget` deletes), the audit log and the tool registry. They need no MCP
+//! lists and `forget` deletes), the dashboard's views (timeline, a chunk's neighbours) and its
+//! one-time login links, the audit log and the tool registry. They need no MCP
 //! handshake; `status`, `stop`, `ingest`, `reindex` and `audit` on the command line use them,
 //! as can dashboards.
 
@@ -8,7 +9,7 @@ use futures::FutureExt;
 use openhuman_mcp::args::{ArgSpec, Field};
 use serde_json::{Map, Value, json};
 
-use super::{Caller, Group, Method, MethodError, blocking, engine};
+use super::{Caller, Group, Method, MethodError, blocking, engine, on_engine};
 use crate::state::AppState;
 
 fn method(name: &'static str, params: ArgSpec, handler: super::Handler) -> Method {
@@ -33,6 +34,26 @@ pub(super) fn methods() -> Vec<Method> {
                         .map(|t| (t.tier.name().to_string(), serde_json::to_value(t).unwrap_or_default()))
                         .collect();
                     out["vectors"] = Value::Object(by_name);
+                }
+                if let Ok(engine) = engine(&s) {
+                    let data_dir = s.paths().data_dir.clone();
+                    let (stats, bytes) = blocking(move || {
+                        Ok((engine.stats().map_err(internal)?, crate::status::store_bytes(&data_dir)))
+                    })
+                    .await?;
+                    out["store"] = json!({
+                        "bytes": bytes,
+                        "chunks": stats["chunks"],
+                        "sources": stats["sources"],
+                        "entities": stats["entities"],
+                        "audit_rows": stats["audit_rows"],
+                        "index": {
+                            "db_seq": stats["db_seq"],
+                            "fts_seq": stats["fts"]["seq"],
+                            "fts_docs": stats["fts"]["docs"],
+                            "vectors": stats["vectors"]["count"],
+                        },
+                    });
                 }
                 Ok(out)
             }
@@ -84,16 +105,17 @@ pub(super) fn methods() -> Vec<Method> {
                     "path_count": p.get("paths").and_then(Value::as_array).map_or(0, Vec::len),
                     "kind": p.get("kind"),
                 });
-                control_write(s, "openhuman.memory_ingest", summary, move |s| ingest(s, p, caller)).boxed()
+                let source = caller.source.clone();
+                control_write(s, "openhuman.memory_ingest", source, summary, move |s| ingest(s, p, caller)).boxed()
             },
         ),
-        method("openhuman.memory_reindex", ArgSpec::none(), |s, _, _| {
+        method("openhuman.memory_reindex", ArgSpec::none(), |s, _, caller| {
             let work = |s: AppState| async move {
                 let engine = engine(&s)?;
                 let summary = blocking(move || engine.reindex().map_err(internal)).await?;
                 Ok(serde_json::to_value(summary).unwrap_or_default())
             };
-            control_write(s, "openhuman.memory_reindex", json!({}), work).boxed()
+            control_write(s, "openhuman.memory_reindex", caller.source, json!({}), work).boxed()
         }),
         method(
             "openhuman.memory_export",
@@ -119,7 +141,7 @@ pub(super) fn methods() -> Vec<Method> {
                     .required()
                     .max_chars(4096),
             ]),
-            |s, p, _| {
+            |s, p, caller| {
                 let work = move |s: AppState| async move {
                     let dir = absolute_dir(&p)?;
                     let engine = engine(&s)?;
@@ -129,7 +151,7 @@ pub(super) fn methods() -> Vec<Method> {
                     }
                     Ok(serde_json::to_value(summary).unwrap_or_default())
                 };
-                control_write(s, "openhuman.memory_import", json!({}), work).boxed()
+                control_write(s, "openhuman.memory_import", caller.source, json!({}), work).boxed()
             },
         ),
         method(
@@ -152,6 +174,26 @@ pub(super) fn methods() -> Vec<Method> {
                 .boxed()
             },
         ),
+        method(
+            "openhuman.memory_timeline",
+            ArgSpec::new(vec![
+                Field::one_of("bucket", "Count per day (default) or per week (from Monday, UTC).", &["day", "week"]),
+                Field::string("entity_id", "Only chunks mentioning this entity, e.g. person:alice-smith.")
+                    .max_chars(512),
+            ]),
+            |s, p, _| on_engine(s, p, openhuman_memory::MemoryEngine::timeline),
+        ),
+        method(
+            "openhuman.memory_neighbours",
+            ArgSpec::new(vec![
+                Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_chars(256),
+                Field::int("around", "Chunks on each side (default 2).", 1, 5),
+            ]),
+            |s, p, _| on_engine(s, p, openhuman_memory::MemoryEngine::neighbours),
+        ),
+        method("openhuman.ui_login", ArgSpec::none(), |s, _, _| {
+            async move { s.dashboard().login_link().map_err(MethodError::Unavailable) }.boxed()
+        }),
         method("openhuman.memory_stats", ArgSpec::none(), |s, _, _| {
             async move {
                 let engine = engine(&s)?;
@@ -235,8 +277,14 @@ fn absolute_dir(p: &Map<String, Value>) -> Result<std::path::PathBuf, MethodErro
 
 /// A method that writes the store outside the MCP tools: refused in `readonly` like an act
 /// call, and every call, refused, failed or done, leaves one audit row (tool = the method, source
-/// `rpc`, the summary given: counts, no paths or content).
-async fn control_write<F, Fut>(state: AppState, method: &str, summary: Value, work: F) -> Result<Value, MethodError>
+/// `rpc` or the caller's label, the summary given: counts, no paths or content).
+async fn control_write<F, Fut>(
+    state: AppState,
+    method: &str,
+    source: Option<String>,
+    summary: Value,
+    work: F,
+) -> Result<Value, MethodError>
 where
     F: FnOnce(AppState) -> Fut,
     Fut: std::future::Future<Output = Result<Value, MethodError>>,
@@ -244,7 +292,7 @@ where
     let mut row = openhuman_memory::AuditRow {
         ts_ms: chrono::Utc::now().timestamp_millis(),
         tool: method.to_string(),
-        source: "rpc".to_string(),
+        source: source.unwrap_or_else(|| "rpc".to_string()),
         client_info: Value::Null,
         success: true,
         error: None,
@@ -337,6 +385,7 @@ fn status(state: &AppState, caller: u64) -> Value {
     let sessions: Vec<_> = state.sessions().all().into_iter().filter(|s| s.id != caller).collect();
     let inflight: usize = sessions.iter().map(|s| s.inflight_count()).sum();
     let problems = state.problems();
+    let config = state.config();
     json!({
         "pid": std::process::id(),
         "version": openhuman_common::VERSION,
@@ -348,5 +397,29 @@ fn status(state: &AppState, caller: u64) -> Value {
         "problems": problems,
         "socket": state.paths().socket.display().to_string(),
         "config_file": state.paths().config_file.display().to_string(),
+        "clients": clients(&sessions),
+        "policy": {
+            "level": config.autonomy.level,
+            "max_actions_per_hour": config.autonomy.max_actions_per_hour,
+            "act_calls_last_hour": state.limiter().used(),
+        },
+        "dashboard": state.dashboard().url(),
     })
+}
+
+/// The connected clients: sessions grouped by client label and transport.
+fn clients(sessions: &[std::sync::Arc<openhuman_mcp::Session>]) -> Value {
+    let mut groups: std::collections::BTreeMap<(String, &str), usize> = std::collections::BTreeMap::new();
+    for s in sessions {
+        let transport = match s.transport {
+            openhuman_mcp::Transport::Socket => "socket",
+            openhuman_mcp::Transport::Stdio => "stdio",
+            openhuman_mcp::Transport::Http => "http",
+        };
+        *groups.entry((s.source(), transport)).or_default() += 1;
+    }
+    groups
+        .into_iter()
+        .map(|((client, transport), n)| json!({ "client": client, "transport": transport, "sessions": n }))
+        .collect()
 }

@@ -1,27 +1,10 @@
 //! The memory methods (`openhuman.memory_*`) MCP tools map onto, each with its parameter schema.
 //! They run on the engine through the one bounded blocking path.
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
 use openhuman_mcp::args::{ArgSpec, Field};
-use openhuman_memory::{MemoryEngine, MemoryError};
-use serde_json::{Map, Value};
+use openhuman_memory::MemoryEngine;
 
-use super::{Group, Method, MethodError, blocking, engine};
-use crate::state::AppState;
-
-/// Runs a synchronous memory-engine method through the bounded blocking path.
-fn on_engine(
-    state: AppState,
-    params: Map<String, Value>,
-    f: fn(&MemoryEngine, Value) -> Result<Value, MemoryError>,
-) -> BoxFuture<'static, Result<Value, MethodError>> {
-    async move {
-        let engine = engine(&state)?;
-        blocking(move || f(&engine, Value::Object(params)).map_err(MethodError::from)).await
-    }
-    .boxed()
-}
+use super::{Group, Method, on_engine};
 
 /// The `filter` object of recall/fetch/list.
 pub fn filter_spec() -> ArgSpec {

@@ -4,6 +4,7 @@
 
 mod agents;
 mod cli;
+mod dashboard;
 mod eval;
 mod full_disk;
 mod http;

@@ -9,6 +9,11 @@
 //! - `security` Origin / Host (DNS rebinding) checks, CORS for allowed origins, bearer auth
 //! - `sse`      event-stream framing with keep-alive comments
 //!
+//! The app may mount a router of its own under `/ui` (`HttpOptions::ui`, a browser dashboard):
+//! it sits behind the same Origin/Host checks, body limit and timeouts, but not behind the
+//! bearer check, because a browser cannot send a bearer header on a page load; the app's router
+//! authenticates its requests itself.
+//!
 //! Connections are served by hyper directly (one task each, at most `max_connections`, and at
 //! most `max_connections_per_peer` from one client address; more get 503), with a timeout on
 //! each request's head and one on its body, so a half-sent request cannot hold a connection.
@@ -83,6 +88,9 @@ pub struct HttpOptions {
     pub max_connections_per_peer: usize,
     /// How fast one client address may mint sessions with `initialize` (429 beyond).
     pub new_sessions: Rate,
+    /// The app's own pages and endpoints, served under `/ui`. The router authenticates its
+    /// requests itself (see the module's header); the Origin/Host checks still apply.
+    pub ui: Option<Router>,
 }
 
 /// The client address of the connection a request came on.
@@ -129,7 +137,7 @@ pub async fn serve<A: App>(
         too_fast: AtomicU64::new(0),
     });
     let sweeper = tokio::spawn(sessions::sweep(shared.clone()));
-    let app = router(shared.clone(), opts.max_body_bytes, opts.request_timeout);
+    let app = router(shared.clone(), opts.ui.clone(), opts.max_body_bytes, opts.request_timeout);
     let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let per_peer = PeerCount::new(opts.max_connections_per_peer);
     let conns = TaskTracker::new();
@@ -213,9 +221,9 @@ fn refuse(stream: tokio::net::TcpStream, why: &str) {
     let _ = stream.try_write(response.as_bytes());
 }
 
-fn router(shared: Ctx, max_body: usize, body_timeout: Duration) -> Router {
+fn router(shared: Ctx, ui: Option<Router>, max_body: usize, body_timeout: Duration) -> Router {
     let mcp = || post(endpoint::post).get(endpoint::get).delete(endpoint::delete);
-    Router::new()
+    let mut router = Router::new()
         .route("/mcp", mcp())
         .route("/", mcp())
         .route("/rpc", post(rpc))
@@ -224,7 +232,15 @@ fn router(shared: Ctx, max_body: usize, body_timeout: Duration) -> Router {
         .layer(RequestBodyTimeoutLayer::new(body_timeout))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), security::bearer))
         // Added after the bearer layer: health checks need no token.
-        .route("/healthz", get(healthz))
+        .route("/healthz", get(healthz));
+    if let Some(ui) = ui {
+        // After the bearer layer too: the app's router checks its own session cookie.
+        router = router.nest_service(
+            "/ui",
+            ui.layer(RequestBodyLimitLayer::new(max_body)).layer(RequestBodyTimeoutLayer::new(body_timeout)),
+        );
+    }
+    router
         .layer(axum::middleware::from_fn_with_state(shared.clone(), security::origin_and_host))
         // The limit layer above is the one limit; axum's own 2 MB default would undercut it.
         .layer(DefaultBodyLimit::disable())

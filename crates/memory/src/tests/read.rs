@@ -514,3 +514,61 @@ fn completion_matches_prefixes_of_topics_sources_and_chunk_ids() {
     assert!(r["values"].as_array().unwrap().iter().any(|v| v == chunk.as_str()), "{r}");
     assert_eq!(m.complete(Completable::Chunk, "zz-none", 10).unwrap(), json!({"values": [], "total": 0}));
 }
+
+#[test]
+fn timeline_counts_chunks_per_day_and_week_and_neighbours_read_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    const DAY: i64 = 86_400_000;
+    // 2026-11-30 (a Monday), the Tuesday after, and the Monday a week later.
+    let monday = 1_795_996_800_000_i64;
+    for (key, at, text) in [
+        ("a", monday + 1_000, "Rust borrow checker notes"),
+        ("b", monday + DAY + 5, "More rust lifetimes"),
+        ("c", monday + 7 * DAY, "Gardening in the rain"),
+    ] {
+        put_doc(
+            &m,
+            PutDocument {
+                key: key.into(),
+                content: text.into(),
+                tags: vec!["rust".into()].into_iter().filter(|_| key != "c").collect(),
+                timestamp_ms: Some(at),
+                source: "mcp:test".into(),
+                ..PutDocument::default()
+            },
+        );
+    }
+    let days = m.timeline(json!({})).unwrap();
+    let points: Vec<(i64, i64)> = days["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["start_ms"].as_i64().unwrap(), p["chunks"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(points, vec![(monday, 1), (monday + DAY, 1), (monday + 7 * DAY, 1)], "{days}");
+    let weeks = m.timeline(json!({"bucket": "week"})).unwrap();
+    assert_eq!(weeks["points"][0]["start"], "2026-11-30T00:00:00.000Z", "{weeks}");
+    assert_eq!(weeks["points"][0]["chunks"], 2, "{weeks}");
+    assert_eq!(weeks["points"][1]["chunks"], 1, "{weeks}");
+    let topic = m.timeline(json!({"bucket": "week", "entity_id": "topic:rust"})).unwrap();
+    assert_eq!(topic["points"].as_array().unwrap().len(), 1, "only the first week mentions rust: {topic}");
+    assert!(matches!(m.timeline(json!({"bucket": "month"})), Err(MemoryError::InvalidParams(_))));
+
+    let section = |name: &str| {
+        format!("## {name}\n\n{}\n\n", vec![format!("The {name} section talks about {name}."); 80].join(" "))
+    };
+    let long = ["One", "Two", "Three", "Four"].map(section).concat();
+    put(&m, "long", "Long", &long, &[]);
+    let two = ids(&m.search(json!({"query": "Two section talks"})).unwrap(), "hits", "chunk_id")[0].clone();
+    let around = m.neighbours(json!({"chunk_id": two, "around": 2})).unwrap();
+    let seqs = |side: &str| -> Vec<i64> {
+        around[side].as_array().unwrap().iter().map(|c| c["seq_in_source"].as_i64().unwrap()).collect()
+    };
+    let seq = m.read_chunk(json!({"chunk_id": two})).unwrap()["seq_in_source"].as_i64().unwrap();
+    assert!(seq >= 2, "the hit has two chunks before it: {seq}");
+    assert_eq!(seqs("before"), vec![seq - 2, seq - 1], "{around}");
+    assert_eq!(seqs("after"), vec![seq + 1, seq + 2], "{around}");
+    assert_eq!(around["source_id"], "doc:default/long", "{around}");
+    assert!(matches!(m.neighbours(json!({"chunk_id": "nope"})), Err(MemoryError::NotFound(_))));
+}

@@ -45,6 +45,7 @@ async fn rig_with(adjust: impl FnOnce(&mut HttpOptions)) -> Rig {
         max_connections: 64,
         max_connections_per_peer: 64,
         new_sessions: Rate::new(1000, 1000),
+        ui: None,
     };
     adjust(&mut opts);
     let served = tokio::spawn(serve(listener, d.clone(), opts, shutdown.clone()));
@@ -233,6 +234,39 @@ async fn one_address_gets_its_share_of_connections_and_mints_sessions_at_its_rat
     let (s, head) = send(r.addr, "POST", &[BOTH, JSON, ("Mcp-Session-Id", &minted[0])], &ping).await;
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     assert_eq!(serde_json::from_str::<Value>(&rest(s).await).unwrap()["result"], json!({}));
+    r.shutdown.cancel();
+    tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
+}
+
+/// One GET of `path` with the given `Host` and optional `Origin`; the whole response.
+async fn get_from(addr: std::net::SocketAddr, path: &str, host: &str, origin: Option<&str>) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let origin = origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{origin}Connection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    rest(s).await
+}
+
+#[tokio::test]
+async fn the_apps_ui_router_needs_no_bearer_but_keeps_the_origin_and_host_checks() {
+    let ui = axum::Router::new().route("/hello", axum::routing::get(|| async { "dashboard here" }));
+    let r = rig_with(|o| {
+        o.token = Some("s3cret".into());
+        o.ui = Some(ui);
+    })
+    .await;
+    let host = r.addr.to_string();
+    let page = get_from(r.addr, "/ui/hello", &host, None).await;
+    assert!(page.starts_with("HTTP/1.1 200") && page.ends_with("dashboard here"), "{page}");
+    let same = get_from(r.addr, "/ui/hello", &host, Some(&format!("http://{host}"))).await;
+    assert!(same.starts_with("HTTP/1.1 200"), "{same}");
+    let foreign = get_from(r.addr, "/ui/hello", &host, Some("http://evil.example")).await;
+    assert!(foreign.starts_with("HTTP/1.1 403"), "{foreign}");
+    let rebound = get_from(r.addr, "/ui/hello", "evil.example", None).await;
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    // The MCP endpoint still wants its token.
+    let mcp = get_from(r.addr, "/rpc", &host, None).await;
+    assert!(mcp.starts_with("HTTP/1.1 401") || mcp.starts_with("HTTP/1.1 405"), "{mcp}");
     r.shutdown.cancel();
     tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
 }
