@@ -73,6 +73,18 @@ pub fn lines(s: &Value) -> Vec<String> {
             }
         ));
     }
+    let shared = &s["memory"]["shared"];
+    if shared.is_object() {
+        out.push(format!(
+            "shared memory: {} as \"{}\", {}; change {} of {} applied here{}",
+            shared["server"].as_str().unwrap_or("?"),
+            shared["machine"].as_str().unwrap_or("?"),
+            if shared["connected"] == true { "connected" } else { "NOT connected (reads from this copy; writes fail)" },
+            shared["applied_seq"],
+            shared["head_seq"],
+            shared["last_error"].as_str().map(|e| format!(" (last error: {e})")).unwrap_or_default(),
+        ));
+    }
     let policy = &s["policy"];
     if policy.is_object() {
         out.push(format!(
