@@ -81,7 +81,11 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
     let mut conn = schema::open_connection(&dir.join("memory.db"))?;
     conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::WRITER_CHECKPOINT_PAGES)?;
     schema::migrate(&mut conn)?;
-    super::entities::begin_reextract(&mut conn)?;
+    // A copy of a shared store takes its entities from the server: extracting them again here
+    // would write outside the shared store's transactions.
+    if opts.shared.is_none() {
+        super::entities::begin_reextract(&mut conn)?;
+    }
     let seq = db_seq(&conn)?;
     let recorder = match &opts.shared {
         Some(_) => {

@@ -29,6 +29,9 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // The transformer embedding tier (candle); implements memory's `Embedder`, never config,
     // providers, MCP or the daemon.
     ("openhuman-transformer", &["openhuman-common", "openhuman-memory"]),
+    // PostgreSQL as the shared store; implements memory's `SharedStore`, never config, providers,
+    // MCP or the daemon.
+    ("openhuman-postgres", &["openhuman-common", "openhuman-memory"]),
     // LLM and web-search providers; never MCP or the daemon.
     ("openhuman-providers", &["openhuman-common", "openhuman-config", "openhuman-memory"]),
     // The MCP protocol crate; never config, memory, providers or the daemon.
@@ -337,6 +340,7 @@ const LIBRARIES: &[&str] = &[
     "openhuman-memory",
     "openhuman-providers",
     "openhuman-transformer",
+    "openhuman-postgres",
     "openhuman-mcp",
 ];
 
