@@ -2,8 +2,8 @@
 //! binaries copied to a prefix and runnable, a client registered with the installed shim (which
 //! then starts the installed daemon), a second run that changes nothing, the login service
 //! written for the installed path with a stand-in `systemctl` on PATH (the real service
-//! manager is never touched), uninstall keeping the data unless `--purge --yes`, and only our
-//! entry taken out of clients' files.
+//! manager is never touched), uninstall keeping the data unless `--purge --yes`; and the release
+//! script's tarball on stand-in binaries.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -204,4 +204,63 @@ fn uninstall_cuts_our_table_from_codex_toml_and_removes_continues_own_file() {
     assert!(!again.contains("client "), "{again}");
     // A client name that does not exist is a usage error.
     assert_eq!(user.run(&home, &["install", "--register", "cursor,nosuch"]).status.code(), Some(2));
+}
+
+#[test]
+#[cfg(unix)]
+fn release_script_packs_both_binaries_docs_packaging_and_an_install_script() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // Stand-ins for the binaries: the script's packing is under test, not a 500 MB debug build.
+    let bins = work.path().join("bins");
+    std::fs::create_dir_all(&bins).unwrap();
+    for name in ["openhumand-mcp", "openhuman-mcp-shim"] {
+        let f = bins.join(name);
+        std::fs::write(&f, format!("#!/bin/sh\necho \"{name} $*\"\n")).unwrap();
+        std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let out_dir = work.path().join("dist");
+    let out = Command::new("sh")
+        .arg(root.join("packaging/release.sh"))
+        .args(["--profile", "debug", "--bin-dir"])
+        .arg(&bins)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let host = String::from_utf8(Command::new("rustc").arg("-vV").output().unwrap().stdout).unwrap();
+    let host = host.lines().find_map(|l| l.strip_prefix("host: ")).unwrap().to_string();
+    let name = format!("openhuman-mcp-{}-{host}", env!("CARGO_PKG_VERSION"));
+    let tarball = out_dir.join(format!("{name}.tar.gz"));
+    let listing = Command::new("tar").arg("-tzf").arg(&tarball).output().unwrap();
+    let listing = stdout(&listing);
+    for file in [
+        "openhumand-mcp",
+        "openhuman-mcp-shim",
+        "install.sh",
+        "README.md",
+        "LICENSE",
+        "packaging/systemd/openhuman-mcp.service",
+        "packaging/systemd/openhuman-mcp.socket",
+        "packaging/launchd/ai.openhuman.mcp.plist",
+        "packaging/homebrew/openhuman-mcp.rb.in",
+    ] {
+        assert!(listing.lines().any(|l| l == format!("{name}/{file}")), "{file} missing from\n{listing}");
+    }
+    let sum = std::fs::read_to_string(out_dir.join(format!("{name}.tar.gz.sha256"))).unwrap();
+    let sha = sum.split_whitespace().next().unwrap();
+    assert_eq!(sha.len(), 64, "{sum}");
+    let formula = std::fs::read_to_string(out_dir.join("openhuman-mcp.rb")).unwrap();
+    assert!(formula.contains(&format!("sha256 \"{sha}\"")), "{formula}");
+    assert!(formula.contains(&format!("version \"{}\"", env!("CARGO_PKG_VERSION"))), "{formula}");
+    assert!(!formula.contains('@'), "a placeholder is left: {formula}");
+
+    // The unpacked install.sh runs the daemon beside it with `install` and the user's arguments.
+    let unpacked = work.path().join("unpacked");
+    std::fs::create_dir_all(&unpacked).unwrap();
+    let x = Command::new("tar").arg("-xzf").arg(&tarball).arg("-C").arg(&unpacked).status().unwrap();
+    assert!(x.success());
+    let ran = Command::new(unpacked.join(&name).join("install.sh")).args(["--prefix", "/x y"]).output().unwrap();
+    assert_eq!(stdout(&ran).trim(), "openhumand-mcp install --prefix /x y");
 }
