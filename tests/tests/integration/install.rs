@@ -179,6 +179,55 @@ fn install_writes_the_service_for_the_installed_daemon_and_asks_before_registeri
     assert!(log.contains("--user disable --now openhuman-mcp.socket openhuman-mcp.service"), "{log}");
 }
 
+/// `openhumand-mcp <args>` as `user` with a terminal on stdin, `typed` at its prompts.
+#[cfg(unix)]
+fn run_typing(user: &User, home: &Home, args: &[&str], typed: &str) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    use std::process::Stdio;
+    let (mut keyboard, terminal) = openhuman_tests::pty();
+    let mut child = home
+        .daemon_cmd()
+        .env("HOME", user.path())
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("CODEX_HOME")
+        .args(args)
+        .stdin(Stdio::from(terminal))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    keyboard.write_all(typed.as_bytes()).unwrap();
+    let status = openhuman_tests::wait_exit(&mut child, openhuman_tests::WAIT);
+    let out = child.wait_with_output().unwrap();
+    drop(keyboard);
+    (status.code(), stdout(&out), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+#[cfg(unix)]
+fn on_a_terminal_install_asks_per_client_found_and_purge_asks_first() {
+    let home = Home::new();
+    let user = User::new();
+    let gemini = user.path().join(".gemini/settings.json");
+    std::fs::create_dir_all(user.cursor_config().parent().unwrap()).unwrap();
+    std::fs::create_dir_all(gemini.parent().unwrap()).unwrap();
+    let p = user.prefix();
+    let p = p.to_str().unwrap();
+    // Asked in the clients' order: Cursor, then Gemini.
+    let (code, said, asked) = run_typing(&user, &home, &["install", "--prefix", p, "--no-service"], "y\nn\n");
+    assert_eq!(code, Some(0), "{said}{asked}");
+    assert!(asked.contains("Register openhuman with cursor?") && asked.contains("with gemini?"), "{asked}");
+    assert!(said.contains("client cursor: added"), "{said}");
+    assert!(read_json(&user.cursor_config())["mcpServers"]["openhuman"].is_object());
+    assert!(!gemini.exists(), "answered no: {said}");
+
+    std::fs::create_dir_all(home.path().join("data")).unwrap();
+    let (code, said, asked) = run_typing(&user, &home, &["uninstall", "--prefix", p, "--purge"], "n\n");
+    assert_eq!(code, Some(1));
+    assert!(asked.contains("Delete your memory") && said.contains("nothing was changed"), "{said}{asked}");
+    assert!(user.prefix().join("openhumand-mcp").exists() && home.path().join("data").is_dir());
+}
+
 #[test]
 fn uninstall_cuts_our_table_from_codex_toml_and_removes_continues_own_file() {
     let home = Home::new();
