@@ -83,6 +83,10 @@ cp README.md LICENSE "$stage/"
 cp -R packaging "$stage/packaging"
 cp packaging/install.sh "$stage/install.sh"
 chmod 755 "$stage/openhumand-mcp" "$stage/openhuman-mcp-shim" "$stage/install.sh"
+# Symbols are for profiling a build, not for users (cargo-deb strips the .deb's copies too).
+if [ "$profile" = release ] && command -v strip >/dev/null 2>&1; then
+    strip "$stage/openhumand-mcp" "$stage/openhuman-mcp-shim" 2>/dev/null || say "strip failed; the binaries keep their symbols"
+fi
 tarball=$name.tar.gz
 (cd "$out" && tar -czf "$tarball" "$name")
 rm -rf "$stage"
