@@ -110,6 +110,13 @@ pub enum Command {
         #[arg(long)]
         print: bool,
     },
+    /// Install this daemon and the shim beside it for this user: both binaries copied to a
+    /// stable place (~/.local/bin), the login service, and the MCP clients you choose.
+    /// Running it again updates what changed.
+    Install(InstallArgs),
+    /// Undo `install`: stop and remove the service, the installed binaries and our entry in
+    /// clients' configs. Your memory, config and logs stay unless --purge.
+    Uninstall(UninstallArgs),
     /// Install or remove the login service (systemd user unit / launchd agent).
     Service {
         #[command(subcommand)]
@@ -443,6 +450,68 @@ pub struct ModelInstallArgs {
     /// Replace an installed model of the same name.
     #[arg(long)]
     pub replace: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Install the binaries into DIR instead of ~/.local/bin.
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+    /// Do not install the login service (clients' shims start the daemon when they need it).
+    #[arg(long)]
+    pub no_service: bool,
+    /// Which MCP clients to register: `all` (those found on this machine), `none`, or names
+    /// separated by commas (e.g. `cursor,claude-code`). Without it you are asked per client found
+    /// on a terminal, and none are registered otherwise.
+    #[arg(long, value_name = "all|none|CLIENT,…", value_parser = parse_register)]
+    pub register: Option<RegisterChoice>,
+    /// Answer yes to every question (register each client found, unless --register says).
+    #[arg(short, long)]
+    pub yes: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    /// Where `install --prefix` put the binaries (default ~/.local/bin).
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+    /// Also delete your memory, config and logs. Asks first on a terminal; needs --yes otherwise.
+    #[arg(long)]
+    pub purge: bool,
+    /// Do not ask for confirmation.
+    #[arg(short, long)]
+    pub yes: bool,
+}
+
+/// What `install --register` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegisterChoice {
+    /// Every client found on this machine.
+    All,
+    None,
+    Clients(Vec<ClientKind>),
+}
+
+fn parse_register(s: &str) -> Result<RegisterChoice, String> {
+    match s {
+        "all" => Ok(RegisterChoice::All),
+        "none" => Ok(RegisterChoice::None),
+        list => list
+            .split(',')
+            .map(|name| ClientKind::from_str(name.trim(), false))
+            .collect::<Result<Vec<_>, _>>()
+            .map(RegisterChoice::Clients)
+            .map_err(|e| format!("{e}; clients: {}", client_names().join(", "))),
+    }
+}
+
+/// The clients' names as the command line spells them.
+pub fn client_names() -> Vec<String> {
+    ClientKind::value_variants()
+        .iter()
+        .filter_map(|c| c.to_possible_value())
+        .map(|v| v.get_name().to_string())
+        .collect()
 }
 
 #[derive(Debug, Subcommand)]

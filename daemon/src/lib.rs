@@ -32,7 +32,9 @@
 //! - `models`     `model install|list|remove`: the transformer model store of the deep tier
 //! - `http_auth`  the HTTP bearer token: chosen by the user, or generated and kept 0600
 //! - `client`     the tiny socket client used by `status`, `stop`, `ingest`, `reindex`, `audit`
-//! - `register`   adds the shim to MCP clients' configs
+//! - `install`    `install` and `uninstall`: binaries in a stable place, the login service and
+//!   client registrations in one command, and back
+//! - `register`   adds the shim to MCP clients' configs (and takes it out again)
 //! - `service`    systemd/launchd install
 //! - `logging`    stderr + rolling file
 //! - `private`    the umask and tightening of a home other users could read
@@ -47,6 +49,7 @@ pub mod client;
 pub mod completion;
 pub mod eval;
 pub mod http_auth;
+pub mod install;
 pub mod live_resources;
 pub mod logging;
 pub mod models;
@@ -603,24 +606,28 @@ fn run_command(cli: &Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
         Command::Register { client, print } => {
+            let shim = register::shim_beside_exe()?;
             if *print {
-                out(&register::print(*client, cli.home.as_deref())?);
+                out(&register::print(*client, &shim, cli.home.as_deref())?);
             } else {
-                out(&register::register(*client, cli.home.as_deref())?);
+                out(&register::register(*client, &shim, cli.home.as_deref())?);
             }
             Ok(EXIT_OK)
         }
+        Command::Install(args) => install::install(cli, args),
+        Command::Uninstall(args) => install::uninstall(cli, args),
         Command::Service { action } => {
             let paths = resolve_paths(cli, None)?;
             let home = cli.home.as_deref();
+            let exe = std::env::current_exe().context("cannot find this executable's path")?;
             match action {
                 ServiceAction::Install(args) if args.print => {
-                    for u in service::render(&paths, home, args.activation)? {
+                    for u in service::render(&paths, &exe, home, args.activation)? {
                         out(&format!("# {}\n{}", u.path.display(), u.text));
                     }
                 }
-                ServiceAction::Install(args) => out(&service::install(&paths, home, args.activation)?),
-                ServiceAction::Uninstall => out(&service::uninstall(&paths, home)?),
+                ServiceAction::Install(args) => out(&service::install(&paths, &exe, home, args.activation)?),
+                ServiceAction::Uninstall => out(&service::uninstall()?),
             }
             Ok(EXIT_OK)
         }

@@ -4,6 +4,8 @@
 //! `--print` shows the entry instead of writing. Files that are not plain JSON (Zed allows
 //! comments) are left alone with a message saying what to paste where. Codex's file is TOML:
 //! the entry's table is appended (or its old table swapped out) as text, so comments stay.
+//! `unregister` takes our entry out again the same ways (backup kept, the rest untouched), and
+//! `detected` tells which clients this user has (their settings folder exists).
 //!
 //! Where each client keeps its servers, as its own documentation described it (November 2026):
 //! - VS Code keeps user-level servers in `mcp.json` in its user folder (`Code/User` under the
@@ -74,13 +76,21 @@ pub fn target(client: ClientKind) -> Result<(PathBuf, &'static str, Format)> {
     })
 }
 
-/// The entry for the shim next to this executable (plus `--home` when one is in use).
-pub fn entry(client: ClientKind, home_dir: Option<&Path>) -> Result<Value> {
+/// The shim next to this executable: the one `register` puts in clients' configs.
+pub fn shim_beside_exe() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find this executable's path")?;
-    let shim = exe.with_file_name(format!("openhuman-mcp-shim{}", std::env::consts::EXE_SUFFIX));
+    let shim = exe.with_file_name(SHIM_FILE);
     if !shim.exists() {
         bail!("{} not found next to {}; install both binaries in one directory", shim.display(), exe.display());
     }
+    Ok(shim)
+}
+
+/// The shim's file name on this platform.
+pub const SHIM_FILE: &str = if cfg!(windows) { "openhuman-mcp-shim.exe" } else { "openhuman-mcp-shim" };
+
+/// The entry that runs `shim` (plus `--home` when one is in use).
+pub fn entry(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<Value> {
     let mut args: Vec<String> = Vec::new();
     if let Some(h) = home_dir {
         args.push("--home".into());
@@ -96,9 +106,9 @@ pub fn entry(client: ClientKind, home_dir: Option<&Path>) -> Result<Value> {
 }
 
 /// What `--print` shows: where the entry goes, and the entry in the file's own format.
-pub fn print(client: ClientKind, home_dir: Option<&Path>) -> Result<String> {
+pub fn print(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<String> {
     let (file, key, format) = target(client)?;
-    let entry = entry(client, home_dir)?;
+    let entry = entry(client, shim, home_dir)?;
     Ok(match format {
         Format::Json => format!(
             "# add under \"{key}\" in {}\n{}",
@@ -110,14 +120,10 @@ pub fn print(client: ClientKind, home_dir: Option<&Path>) -> Result<String> {
 }
 
 /// Merges the entry into the client's file. Returns a sentence saying what happened.
-pub fn register(client: ClientKind, home_dir: Option<&Path>) -> Result<String> {
+pub fn register(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<String> {
     let (file, key, format) = target(client)?;
-    let entry = entry(client, home_dir)?;
-    let text = match std::fs::read_to_string(&file) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
-    };
+    let entry = entry(client, shim, home_dir)?;
+    let text = read_existing(&file)?;
     let merged = match format {
         Format::Json => merge_json(&file, key, &entry, text.as_deref().unwrap_or(""))?,
         Format::Toml => merge_toml(&file, key, &entry, text.as_deref().unwrap_or(""))?,
@@ -185,20 +191,7 @@ fn merge_toml(file: &Path, key: &str, entry: &Value, text: &str) -> Result<Optio
     if old.is_some() && old == toml_entry(&want, key) {
         return Ok(None);
     }
-    let header = format!("[{key}.{ENTRY}]");
-    let sub = format!("[{key}.{ENTRY}.");
-    let mut kept: Vec<&str> = Vec::new();
-    let mut inside = false;
-    for line in text.lines() {
-        let t = line.trim_start();
-        if t.starts_with('[') {
-            inside = t.trim_end() == header || t.starts_with(&sub);
-        }
-        if !inside {
-            kept.push(line);
-        }
-    }
-    let mut out = kept.join("\n").trim_end().to_string();
+    let mut out = without_toml_entry(text, key);
     let rest: toml::Table =
         toml::from_str(&out).map_err(|e| anyhow!("{} could not be merged ({e}); {}", file.display(), paste()))?;
     if toml_entry(&rest, key).is_some() {
@@ -216,23 +209,131 @@ fn merge_toml(file: &Path, key: &str, entry: &Value, text: &str) -> Result<Optio
     Ok(Some((out, old.is_some())))
 }
 
+/// The TOML text without the `[<key>.openhuman]` table and its subtables, trailing blank lines
+/// trimmed; every other line, comments included, as it was.
+fn without_toml_entry(text: &str, key: &str) -> String {
+    let header = format!("[{key}.{ENTRY}]");
+    let sub = format!("[{key}.{ENTRY}.");
+    let mut kept: Vec<&str> = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with('[') {
+            inside = t.trim_end() == header || t.starts_with(&sub);
+        }
+        if !inside {
+            kept.push(line);
+        }
+    }
+    kept.join("\n").trim_end().to_string()
+}
+
+/// The client's file as text, `None` when there is none.
+fn read_existing(file: &Path) -> Result<Option<String>> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", file.display())),
+    }
+}
+
+/// Whether `client` looks installed for this user: the folder it keeps its settings in exists.
+/// Copilot shares VS Code's file, so `vscode` stands for both.
+pub fn detected(client: ClientKind) -> Result<bool> {
+    let (file, _, _) = target(client)?;
+    let up = |n: usize| file.ancestors().nth(n).map(Path::to_path_buf);
+    let dir = match client {
+        ClientKind::Copilot => return Ok(false),
+        ClientKind::ClaudeCode => {
+            // `~/.claude.json`, or the `~/.claude` folder it makes beside it.
+            return Ok(file.exists() || file.with_extension("").is_dir());
+        }
+        ClientKind::Cline | ClientKind::Continue => up(2),
+        _ => up(1),
+    };
+    Ok(dir.is_some_and(|d| d.is_dir()))
+}
+
+/// Removes our server entry from the client's file, keeping everything else and a backup of
+/// the old file. Continue's file is ours alone, so it goes whole (backed up too). Returns a
+/// sentence saying what was removed, or `None` when the file holds no entry of ours.
+pub fn unregister(client: ClientKind) -> Result<Option<String>> {
+    let (file, key, format) = target(client)?;
+    let Some(text) = read_existing(&file)? else { return Ok(None) };
+    let new_text = match format {
+        Format::Json => {
+            let Ok(mut root) = serde_json::from_str::<Value>(&text) else {
+                if text.contains(&format!("\"{ENTRY}\"")) {
+                    bail!(
+                        "{} is not plain JSON, so it was left untouched; remove \"{ENTRY}\" under \"{key}\" yourself",
+                        file.display()
+                    );
+                }
+                return Ok(None);
+            };
+            let removed = root.get_mut(key).and_then(Value::as_object_mut).and_then(|servers| servers.remove(ENTRY));
+            if removed.is_none() {
+                return Ok(None);
+            }
+            serde_json::to_string_pretty(&root)? + "\n"
+        }
+        Format::Toml => {
+            let doc: toml::Table = toml::from_str(&text)
+                .map_err(|e| anyhow!("{} is not valid TOML ({e}), so it was left untouched", file.display()))?;
+            if toml_entry(&doc, key).is_none() {
+                return Ok(None);
+            }
+            let out = without_toml_entry(&text, key);
+            let rest: toml::Table =
+                toml::from_str(&out).map_err(|e| anyhow!("{} could not be edited ({e})", file.display()))?;
+            if toml_entry(&rest, key).is_some() {
+                bail!(
+                    "{} defines {key}.{ENTRY} in a form this command does not rewrite, so it was left untouched; remove it yourself",
+                    file.display()
+                );
+            }
+            if out.is_empty() { out } else { out + "\n" }
+        }
+    };
+    let saved = backup(&file)?;
+    let kept = saved.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
+    if client == ClientKind::Continue {
+        std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
+        return Ok(Some(format!("removed {}{kept}", file.display())));
+    }
+    replace(&file, &new_text)?;
+    Ok(Some(format!("removed the {ENTRY} server from {}{kept}", file.display())))
+}
+
 /// Writes `text` as the client's file: a private timestamped backup of the old file first, then
-/// a sibling temporary file renamed over the target. A symlinked file is written through to its
-/// target (the link stays); the file keeps its mode. Returns the backup's path, if one was made.
+/// the file replaced (see `replace`). Returns the backup's path, if one was made.
 fn write_config(file: &Path, text: &str) -> Result<Option<PathBuf>> {
+    let saved = backup(file)?;
+    replace(file, text)?;
+    Ok(saved)
+}
+
+/// A private timestamped copy of the client's file beside it, if the file exists.
+fn backup(file: &Path) -> Result<Option<PathBuf>> {
+    let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("conf").to_string();
+    let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    if !real.exists() {
+        return Ok(None);
+    }
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
+    let b = file.with_extension(format!("{ext}.bak-{stamp}"));
+    std::fs::copy(&real, &b).with_context(|| format!("cannot back up {}", file.display()))?;
+    // `copy` copies the mode too; a backup of a file that may hold keys is private.
+    make_private(&b)?;
+    Ok(Some(b))
+}
+
+/// A sibling temporary file renamed over the client's file. A symlinked file is written through
+/// to its target (the link stays); the file keeps its mode.
+fn replace(file: &Path, text: &str) -> Result<()> {
     let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("conf").to_string();
     let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let mode = std::fs::metadata(&real).ok().map(|m| m.permissions());
-    let backup = if mode.is_some() {
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-        let b = file.with_extension(format!("{ext}.bak-{stamp}"));
-        std::fs::copy(&real, &b).with_context(|| format!("cannot back up {}", file.display()))?;
-        // `copy` copies the mode too; a backup of a file that may hold keys is private.
-        make_private(&b)?;
-        Some(b)
-    } else {
-        None
-    };
     if let Some(dir) = real.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
@@ -245,7 +346,7 @@ fn write_config(file: &Path, text: &str) -> Result<Option<PathBuf>> {
         std::fs::set_permissions(&tmp, mode).with_context(|| format!("cannot set the mode of {}", tmp.display()))?;
     }
     std::fs::rename(&tmp, &real).with_context(|| format!("cannot replace {}", real.display()))?;
-    Ok(backup)
+    Ok(())
 }
 
 #[cfg(unix)]

@@ -1,6 +1,8 @@
-//! `service install|uninstall`: renders the unit files in `packaging/` (compiled in) for this
-//! binary and these paths, writes them to the user's service directory and enables them with
-//! systemctl (Linux) or launchctl (macOS). `--print` only shows what would be written.
+//! `service install|uninstall`: renders the unit files in `packaging/` (compiled in) for a
+//! daemon binary (this one, or the copy `install` made) and these paths, writes them to the
+//! user's service directory and enables them with systemctl (Linux) or launchctl (macOS).
+//! `--print` only shows what would be written. Uninstall asks the service manager only when our
+//! unit files are there.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -21,50 +23,61 @@ pub struct Unit {
     pub text: String,
 }
 
-/// The daemon command line the service runs: this executable plus `--home` when one is in use.
-fn exec_args(home: Option<&Path>) -> Result<Vec<String>> {
-    let exe = std::env::current_exe().context("cannot find this executable's path")?;
+/// The daemon command line the service runs: `exe` plus `--home` when one is in use.
+fn exec_args(exe: &Path, home: Option<&Path>) -> Vec<String> {
     let mut args = vec![exe.display().to_string()];
     if let Some(h) = home {
         args.push("--home".into());
         args.push(h.display().to_string());
     }
-    Ok(args)
+    args
 }
 
 fn user_home() -> Result<PathBuf> {
     directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()).context("cannot find your home directory")
 }
 
-/// Renders the units for this platform.
-pub fn render(paths: &Paths, home: Option<&Path>, activation: Activation) -> Result<Vec<Unit>> {
-    let args = exec_args(home)?;
+/// Renders the units for this platform, running the daemon at `exe`.
+pub fn render(paths: &Paths, exe: &Path, home: Option<&Path>, activation: Activation) -> Result<Vec<Unit>> {
+    let args = exec_args(exe, home);
     if cfg!(target_os = "macos") {
         let mut program = args.iter().map(|a| format!("    <string>{}</string>", xml_escape(a))).collect::<Vec<_>>();
         program.push("    <string>serve</string>".into());
         let text = LAUNCHD_PLIST
             .replace("@PROGRAM_ARGUMENTS@", &program.join("\n"))
             .replace("@LOG@", &xml_escape(&paths.log_dir.join("launchd-stderr.log").display().to_string()));
-        let path = user_home()?.join("Library/LaunchAgents").join(format!("{LAUNCHD_LABEL}.plist"));
+        let path = unit_paths()?.swap_remove(0);
         return Ok(vec![Unit { path, text }]);
     }
     let exec = args.iter().map(|a| systemd_quote(a)).collect::<Vec<_>>().join(" ");
-    let dir = directories::BaseDirs::new()
-        .map(|d| d.config_dir().join("systemd/user"))
-        .context("cannot find your config directory")?;
-    let mut units =
-        vec![Unit { path: dir.join("openhuman-mcp.service"), text: SYSTEMD_SERVICE.replace("@EXEC@", &exec) }];
+    let mut files = unit_paths()?.into_iter();
+    let (service, socket) = (files.next().context("no unit path")?, files.next().context("no unit path")?);
+    let mut units = vec![Unit { path: service, text: SYSTEMD_SERVICE.replace("@EXEC@", &exec) }];
     if activation == Activation::Socket {
-        units.push(Unit {
-            path: dir.join("openhuman-mcp.socket"),
-            text: SYSTEMD_SOCKET.replace("@SOCKET@", &paths.socket.display().to_string()),
-        });
+        units
+            .push(Unit { path: socket, text: SYSTEMD_SOCKET.replace("@SOCKET@", &paths.socket.display().to_string()) });
     }
     Ok(units)
 }
 
-pub fn install(paths: &Paths, home: Option<&Path>, activation: Activation) -> Result<String> {
-    let units = render(paths, home, activation)?;
+/// Where this platform's unit files go: the launchd agent, or the systemd service and socket.
+fn unit_paths() -> Result<Vec<PathBuf>> {
+    if cfg!(target_os = "macos") {
+        return Ok(vec![user_home()?.join("Library/LaunchAgents").join(format!("{LAUNCHD_LABEL}.plist"))]);
+    }
+    let dir = directories::BaseDirs::new()
+        .map(|d| d.config_dir().join("systemd/user"))
+        .context("cannot find your config directory")?;
+    Ok(vec![dir.join("openhuman-mcp.service"), dir.join("openhuman-mcp.socket")])
+}
+
+/// The unit files of ours that are installed now.
+pub fn installed() -> Result<Vec<PathBuf>> {
+    Ok(unit_paths()?.into_iter().filter(|p| p.exists()).collect())
+}
+
+pub fn install(paths: &Paths, exe: &Path, home: Option<&Path>, activation: Activation) -> Result<String> {
+    let units = render(paths, exe, home, activation)?;
     for u in &units {
         if let Some(parent) = u.path.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
@@ -75,6 +88,8 @@ pub fn install(paths: &Paths, home: Option<&Path>, activation: Activation) -> Re
     if cfg!(target_os = "macos") {
         let uid = Command::new("id").arg("-u").output().context("cannot run `id -u`")?;
         let domain = format!("gui/{}", String::from_utf8_lossy(&uid.stdout).trim());
+        // A second install replaces the loaded agent; bootstrap refuses one already loaded.
+        let _ = run("launchctl", &["bootout", &format!("{domain}/{LAUNCHD_LABEL}")]);
         run("launchctl", &["bootstrap", &domain, &units[0].path.display().to_string()])?;
         return Ok(format!("wrote {written}; loaded {LAUNCHD_LABEL} into launchd"));
     }
@@ -84,8 +99,14 @@ pub fn install(paths: &Paths, home: Option<&Path>, activation: Activation) -> Re
     Ok(format!("wrote {written}; enabled and started {unit}"))
 }
 
-pub fn uninstall(paths: &Paths, home: Option<&Path>) -> Result<String> {
-    let units = render(paths, home, Activation::Socket)?;
+/// Stops and disables the service and removes its files. The service manager is asked only
+/// when unit files of ours are there, so a user without them (or a test's temporary home) never
+/// has their service manager touched.
+pub fn uninstall() -> Result<String> {
+    let units = installed()?;
+    if units.is_empty() {
+        return Ok("no openhuman-mcp service files were installed".into());
+    }
     if cfg!(target_os = "macos") {
         let uid = Command::new("id").arg("-u").output().context("cannot run `id -u`")?;
         let target = format!("gui/{}/{LAUNCHD_LABEL}", String::from_utf8_lossy(&uid.stdout).trim());
@@ -93,20 +114,14 @@ pub fn uninstall(paths: &Paths, home: Option<&Path>) -> Result<String> {
     } else {
         let _ = run("systemctl", &["--user", "disable", "--now", "openhuman-mcp.socket", "openhuman-mcp.service"]);
     }
-    let mut removed = Vec::new();
     for u in &units {
-        if u.path.exists() {
-            std::fs::remove_file(&u.path).with_context(|| format!("cannot remove {}", u.path.display()))?;
-            removed.push(u.path.display().to_string());
-        }
+        std::fs::remove_file(u).with_context(|| format!("cannot remove {}", u.display()))?;
     }
     if !cfg!(target_os = "macos") {
         let _ = run("systemctl", &["--user", "daemon-reload"]);
     }
-    if removed.is_empty() {
-        return Ok("no openhuman-mcp service files were installed".into());
-    }
-    Ok(format!("removed {}", removed.join(", ")))
+    let removed = units.iter().map(|u| u.display().to_string()).collect::<Vec<_>>();
+    Ok(format!("stopped the service and removed {}", removed.join(", ")))
 }
 
 fn run(program: &str, args: &[&str]) -> Result<()> {
@@ -139,13 +154,18 @@ mod tests {
     #[test]
     fn units_carry_the_socket_path_and_command() {
         let paths = Paths::under_home(Path::new("/srv/oh home"));
-        let units = render(&paths, Some(Path::new("/srv/oh home")), Activation::Socket).unwrap();
+        let exe = Path::new("/opt/oh/openhumand-mcp");
+        let units = render(&paths, exe, Some(Path::new("/srv/oh home")), Activation::Socket).unwrap();
         if cfg!(target_os = "macos") {
             assert!(units[0].text.contains("<string>serve</string>"));
             return;
         }
         assert_eq!(units.len(), 2);
-        assert!(units[0].text.contains("--home \"/srv/oh home\" serve"), "{}", units[0].text);
+        assert!(
+            units[0].text.contains("ExecStart=/opt/oh/openhumand-mcp --home \"/srv/oh home\" serve"),
+            "{}",
+            units[0].text
+        );
         assert!(units[1].text.contains("ListenStream=/srv/oh home/run/mcp.sock"));
         assert!(!units.iter().any(|u| u.text.contains('@')), "unfilled placeholder");
     }

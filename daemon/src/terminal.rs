@@ -220,11 +220,7 @@ fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
         for l in &lines {
             let _ = writeln!(err, "{l}");
         }
-        let _ = write!(err, "Forget {chunks} chunk(s)? [y/N] ");
-        let _ = err.flush();
-        let mut answer = String::new();
-        std::io::stdin().lock().read_line(&mut answer)?;
-        if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes") {
+        if !ask(&format!("Forget {chunks} chunk(s)?"))? {
             let _ = writeln!(err, "nothing was forgotten");
             return Ok(crate::EXIT_FAILURE);
         }
@@ -254,4 +250,14 @@ fn tag_list(tags: &Value) -> String {
 /// Text on one line: runs of whitespace become one space.
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Asks `question` on the terminal (stderr) and reads the answer from stdin: true only for yes.
+pub(crate) fn ask(question: &str) -> Result<bool> {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{question} [y/N] ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
 }

@@ -9,6 +9,7 @@ mod eval;
 mod full_disk;
 mod http;
 mod import;
+mod install;
 mod memory;
 mod memory_crash;
 mod postgres;
