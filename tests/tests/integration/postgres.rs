@@ -628,3 +628,42 @@ fn the_rate_limit_and_the_audit_log_are_shared_and_rows_name_machine_and_client(
         }
     }
 }
+
+/// The same behaviour on both engines: a memory filled through the tools and `ingest` on one
+/// machine answers every read tool the same on a second machine that only followed it, and an
+/// export of that copy imported into an embedded home answers the same again.
+#[test]
+fn every_read_tool_answers_the_same_on_a_copy_and_on_the_embedded_engine() {
+    use crate::transfer::{answers, assert_same, counts, embedded, populate};
+    let Some((_pg, a, b)) = pair("behaviour") else { return };
+    let mut pa = a.session("Behaviour");
+    populate(&a.home, &mut pa);
+    embedded(&mut pa);
+    let on_a = answers(&mut pa);
+    b.caught_up();
+    let mut pb = b.session("Behaviour");
+    embedded(&mut pb);
+    assert_eq!(counts(&mut pa), counts(&mut pb), "the copy holds what the writer holds");
+    assert_same(&on_a, &answers(&mut pb));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("export");
+    let (code, _, err) = b.run(&["export", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "export from the copy: {err}");
+    let plain = Home::new();
+    let (code, _, err) = {
+        let o = plain.daemon_cmd().args(["import", out.to_str().unwrap()]).output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert_eq!(code, 0, "import into an embedded home: {err}");
+    let _d = Daemon::start(&plain);
+    let mut pe = Peer::socket(&plain.socket());
+    pe.initialize("Behaviour");
+    embedded(&mut pe);
+    assert_eq!(counts(&mut pa), counts(&mut pe), "the embedded engine holds the same");
+    assert_same(&on_a, &answers(&mut pe));
+}

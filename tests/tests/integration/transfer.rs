@@ -38,7 +38,7 @@ fn peer(home: &Home) -> Peer {
 
 /// Stores documents with tags, a tag and a note on a chunk and two learnings, then ingests the
 /// fixture folder of every export format (through the running daemon).
-fn populate(home: &Home, p: &mut Peer) {
+pub(crate) fn populate(home: &Home, p: &mut Peer) {
     for (title, content, tags) in [
         ("Sourdough", "Sourdough bread rises with a wild yeast starter; bake at 230 degrees.", json!(["food"])),
         ("Garden plan", "Tomatoes need full sun. Ask Alice Smith <alice@example.com> for seeds.", json!(["home"])),
@@ -57,7 +57,7 @@ fn populate(home: &Home, p: &mut Peer) {
 
 /// Waits (bounded) until every chunk has its vector: an ingest through the daemon leaves
 /// embedding to its background thread, and recall's answers depend on it.
-fn embedded(p: &mut Peer) {
+pub(crate) fn embedded(p: &mut Peer) {
     let start = Instant::now();
     loop {
         let s = p.call("openhuman.memory_stats", json!({}));
@@ -86,7 +86,7 @@ fn stable(v: &Value) -> Value {
 }
 
 /// Every read tool's answer, and every chunk read whole.
-fn answers(p: &mut Peer) -> Vec<(String, Value)> {
+pub(crate) fn answers(p: &mut Peer) -> Vec<(String, Value)> {
     let calls = [
         ("memory.search", json!({"query": "sourdough bread", "k": 20})),
         ("memory.search", json!({"query": "compost thermometer", "k": 20})),
@@ -113,7 +113,7 @@ fn answers(p: &mut Peer) -> Vec<(String, Value)> {
     out
 }
 
-fn assert_same(a: &[(String, Value)], b: &[(String, Value)]) {
+pub(crate) fn assert_same(a: &[(String, Value)], b: &[(String, Value)]) {
     assert_eq!(a.len(), b.len());
     for ((call, x), (_, y)) in a.iter().zip(b) {
         assert_eq!(x, y, "{call} answers differently");
@@ -121,7 +121,7 @@ fn assert_same(a: &[(String, Value)], b: &[(String, Value)]) {
 }
 
 /// The data counts of `openhuman.memory_stats` (not the audit log or index positions).
-fn counts(p: &mut Peer) -> Value {
+pub(crate) fn counts(p: &mut Peer) -> Value {
     let s = p.call("openhuman.memory_stats", json!({}));
     json!([s["chunks"], s["chunks_by_kind"], s["sources"], s["entities"], s["files"], s["annotations_detached"]])
 }
