@@ -337,26 +337,44 @@ impl Recorder {
     /// state; clears.
     pub fn finish(&self, conn: &Connection) -> Result<ChangeSet, MemoryError> {
         let mut out: Vec<TableChanges> = Vec::new();
-        {
-            let mut stmt = conn.prepare_cached(
-                "SELECT tbl, k1, k2, k3, k4 FROM temp.oh_touched GROUP BY tbl, k1, k2, k3, k4 ORDER BY tbl",
-            )?;
-            let mut rows = stmt.query([])?;
+        let touched: Vec<String> = self.stray(conn)?;
+        for name in touched {
+            let Some(def) = self.table(&name) else { continue };
+            // Each touched key joined to its row as it is now: one query per table.
+            let n = def.pk.len();
+            let keys: Vec<String> = (1..=n).map(|i| format!("k.k{i}")).collect();
+            let cols: Vec<String> = def.columns.iter().map(|c| format!("t.\"{}\"", c.name)).collect();
+            let on: Vec<String> = def
+                .pk
+                .iter()
+                .enumerate()
+                .map(|(j, &i)| format!("t.\"{}\" = k.k{}", def.columns[i].name, j + 1))
+                .collect();
+            let sql = format!(
+                "SELECT {}, t.\"{}\" IS NULL, {} FROM (SELECT DISTINCT {} FROM temp.oh_touched WHERE tbl = ?1) k
+                 LEFT JOIN main.\"{}\" t ON {}",
+                keys.join(", "),
+                def.columns[def.pk[0]].name,
+                cols.join(", "),
+                (1..=n).map(|i| format!("k{i}")).collect::<Vec<_>>().join(", "),
+                def.name,
+                on.join(" AND ")
+            );
+            let mut tc = TableChanges { table: name.clone(), ..Default::default() };
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let mut rows = stmt.query([&name])?;
             while let Some(r) = rows.next()? {
-                let name: String = r.get(0)?;
-                let Some(def) = self.table(&name) else { continue };
-                let key: Vec<Cell> =
-                    (0..def.pk.len()).map(|i| r.get_ref(i + 1).map(Cell::from_ref)).collect::<Result<_, _>>()?;
-                let row = read_row(conn, def, &key)?;
-                if out.last().is_none_or(|t| t.table != name) {
-                    out.push(TableChanges { table: name, ..Default::default() });
-                }
-                let tc = out.last_mut().expect("just pushed");
-                match row {
-                    Some(row) => tc.upserts.push(row),
-                    None => tc.deletes.push(key),
+                if r.get::<_, bool>(n)? {
+                    tc.deletes.push((0..n).map(|i| r.get_ref(i).map(Cell::from_ref)).collect::<Result<_, _>>()?);
+                } else {
+                    tc.upserts.push(
+                        (0..def.columns.len())
+                            .map(|i| r.get_ref(n + 1 + i).map(Cell::from_ref))
+                            .collect::<Result<_, _>>()?,
+                    );
                 }
             }
+            out.push(tc);
         }
         self.clear(conn)?;
         Ok(ChangeSet { tables: out })
@@ -365,20 +383,6 @@ impl Recorder {
     pub fn table(&self, name: &str) -> Option<&Table> {
         self.tables.iter().find(|t| t.name == name)
     }
-}
-
-/// One row of a shared table by its key, whole.
-fn read_row(conn: &Connection, def: &Table, key: &[Cell]) -> rusqlite::Result<Option<Vec<Cell>>> {
-    use rusqlite::OptionalExtension;
-    let cols: Vec<String> = def.columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
-    let cond: Vec<String> =
-        def.pk.iter().enumerate().map(|(n, &i)| format!("\"{}\" = ?{}", def.columns[i].name, n + 1)).collect();
-    let sql = format!("SELECT {} FROM \"{}\" WHERE {}", cols.join(", "), def.name, cond.join(" AND "));
-    conn.prepare_cached(&sql)?
-        .query_row(params_from_iter(key.iter()), |r| {
-            (0..cols.len()).map(|i| r.get_ref(i).map(Cell::from_ref)).collect::<Result<Vec<_>, _>>()
-        })
-        .optional()
 }
 
 /// Reads a `meta` value this copy keeps for itself.
