@@ -113,7 +113,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         stopping: AtomicBool::new(false),
         group_commit: GroupCommit::default(),
         checkpointer: Default::default(),
-        entities_thread: Mutex::new(None),
+        entities: Default::default(),
     };
     {
         let mut ws = lock(&inner.writer);
@@ -400,6 +400,7 @@ pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
             backfill::start_tier(inner, tier.kind);
         }
     }
+    super::entities::start(inner);
 }
 
 /// Where the group commit of the keyword index stands.
