@@ -215,13 +215,20 @@ fn work(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
 /// Reads the text of the chunks past the mark, a batch at a time: loaded and scanned without
 /// the writer lock, written with the new mark in one transaction.
 fn read_text(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
+    let (started, mut chunks) = (Instant::now(), 0);
+    let done = |chunks: usize, ended: Ended| {
+        if chunks >= BATCH {
+            tracing::info!(chunks, ms = started.elapsed().as_millis() as u64, "entities read from new text");
+        }
+        Ok(ended)
+    };
     loop {
-        let Some(inner) = weak.upgrade() else { return Ok(Ended::Closed) };
+        let Some(inner) = weak.upgrade() else { return done(chunks, Ended::Closed) };
         if inner.stopping.load(Ordering::Relaxed) {
-            return Ok(Ended::Closed);
+            return done(chunks, Ended::Closed);
         }
         if inner.entities.bulk.load(Ordering::SeqCst) > 0 {
-            return Ok(Ended::Held);
+            return done(chunks, Ended::Held);
         }
         let (last, facts) = {
             let conn = inner.read_conn()?;
@@ -229,7 +236,7 @@ fn read_text(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
                 .prepare_cached("SELECT rowid FROM chunks WHERE rowid > ?1 ORDER BY rowid LIMIT ?2")?
                 .query_map(params![text_upto(&conn)?, BATCH as i64], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            let Some(&last) = rowids.last() else { return Ok(Ended::Done) };
+            let Some(&last) = rowids.last() else { return done(chunks, Ended::Done) };
             let facts: Vec<(i64, TextFacts)> = load(&conn, &rowids, false)?
                 .iter()
                 .map(|s| (s.rowid, scan(people::read(&s.view()).1.into_iter())))
@@ -251,6 +258,7 @@ fn read_text(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
         }
         set_meta(&tx, TEXT_UPTO, last)?;
         tx.commit()?;
+        chunks += ids.len();
     }
 }
 
