@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{MemoryEngine, MemoryError};
+use super::{MemoryEngine, MemoryError, entities};
 
 /// What is being completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +45,9 @@ impl MemoryEngine {
     /// of all that match.
     pub fn complete(&self, what: Completable, prefix: &str, limit: usize) -> Result<Value, MemoryError> {
         let limit = limit.clamp(1, MAX_LIMIT) as i64;
+        if what == Completable::Topic {
+            entities::settle(&self.inner)?;
+        }
         let conn = self.inner.read_conn()?;
         // Topics match a LIKE pattern (?1); ids an index range [?1, ?2). ?3 is the limit. The
         // topic query names ?2 only so that every query binds the same parameters.

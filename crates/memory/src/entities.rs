@@ -1,6 +1,7 @@
-//! Entity extraction by simple, predictable rules. Every write runs it over each chunk
-//! (`index_chunk`): `people` reads who wrote and received the chunk, `scan` what its prose
-//! mentions, and `index` turns both into stored entities, people and merges.
+//! Entity extraction by simple, predictable rules, over each chunk written: `people` reads who
+//! wrote and received the chunk, `scan` what its prose mentions, and `index` turns both into
+//! stored entities, people and merges. The write itself stores the chunk's people, channel and
+//! tags (`index_chunk`); `background` scans its prose after the write, off the ingest path.
 //!
 //! Canonical ids: `email:a@b.com`, `url:https://host/path`, `handle:@name`, `topic:rust`,
 //! `person:alice-smith`, `bot:dependabot`, `org:acme-corp`. Ids are lowercase so that
@@ -16,13 +17,13 @@
 //! fenced blocks, inline code spans and lines that read as code are skipped, and `@dataclass`,
 //! `@param`, `#include` and `icon@2x.png` are no handle, topic or address.
 
+mod background;
 mod index;
 mod people;
 mod words;
 
-pub(crate) use index::{
-    begin_reextract, drop_aliases, index_chunk, register_parties, reindex, split, start_reextract, unindex_chunks, wait,
-};
+pub(crate) use background::{Bulk, Extraction, begin_reextract, settle, start, wait};
+pub(crate) use index::{drop_aliases, index_chunk, register_parties, reindex, split, unindex_chunks};
 pub(crate) use people::ChunkView;
 
 use super::util::slug;

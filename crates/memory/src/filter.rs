@@ -100,6 +100,12 @@ impl Filter {
         Ok(f)
     }
 
+    /// A filter on entities first lets a short backlog of entity extraction finish (see
+    /// `entities::settle`), so that a chunk just written matches by what its text mentions.
+    pub fn settle_entities(&self, inner: &std::sync::Arc<super::Inner>) -> Result<(), MemoryError> {
+        if self.entity_ids.is_empty() { Ok(()) } else { super::entities::settle(inner) }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.kinds.is_empty()
             && self.sources.is_empty()

@@ -67,6 +67,7 @@ impl MemoryEngine {
         let mode = Mode::parse(mode_name)
             .ok_or_else(|| invalid(format!("mode must be keyword, vector or hybrid, got `{mode_name}`")))?;
         let filter = Filter::parse(p.filter.as_ref())?;
+        filter.settle_entities(&self.inner)?;
         let limit = bounded("limit", p.limit, 10, 1, MAX_LIMIT)?;
         let fp = fingerprint(&["fetch", query, mode_name, &filter.canonical()]);
         let offset = decode(&p.cursor, &fp)?.and_then(|c| c.o).unwrap_or(0);
@@ -97,6 +98,7 @@ impl MemoryEngine {
     pub fn list(&self, p: Value) -> Result<Value, MemoryError> {
         let p: ListParams = parse(p, &["filter", "limit", "cursor"], "params")?;
         let filter = Filter::parse(p.filter.as_ref())?;
+        filter.settle_entities(&self.inner)?;
         let limit = bounded("limit", p.limit, 10, 1, MAX_LIMIT)?;
         let fp = fingerprint(&["list", &filter.canonical()]);
         let after = decode(&p.cursor, &fp)?;

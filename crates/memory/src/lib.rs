@@ -167,8 +167,9 @@ pub(crate) struct Inner {
     checkpointer: checkpoint::Checkpointer,
     /// The shared store, when the memory lives on a server (see `shared`).
     shared: Option<SharedLink>,
-    /// The thread extracting entities again after an extractor upgrade (see `entities`).
-    entities_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The thread that reads written chunks' text for entities, and extracts them again after
+    /// an extractor upgrade (see `entities`).
+    entities: entities::Extraction,
     /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
     _lock: std::fs::File,
 }
@@ -237,14 +238,16 @@ impl MemoryEngine {
         let engine = MemoryEngine { inner: inner.clone(), _owner: Arc::new(Owner { inner }) };
         follow::start(&engine.inner)?;
         backfill::start(&engine.inner);
-        entities::start_reextract(&engine.inner);
+        entities::start(&engine.inner);
         Ok(engine)
     }
 
-    /// Blocks until background embedding (of both tiers) and a background extraction of
-    /// entities have finished (used by tests, `eval` and the command line before it exits).
+    /// Blocks until background embedding (of both tiers) and the background extraction of
+    /// entities (every written chunk's text read) have finished (used by tests, `eval` and the
+    /// command line before it exits).
     pub fn wait_background(&self) {
         backfill::wait(&self.inner);
+        entities::start(&self.inner);
         entities::wait(&self.inner);
     }
 

@@ -15,7 +15,7 @@ use super::sync::{positions, read};
 use super::tier::{self, TierKind};
 use super::types::SourceKind;
 use super::util::{ms_to_rfc3339, preview};
-use super::{Inner, MemoryEngine, MemoryError, schema};
+use super::{Inner, MemoryEngine, MemoryError, entities, schema};
 
 const MAX_K: usize = 50;
 /// Page size of `tree.list_sources`: by default and at most (it used to be a hard cap).
@@ -165,6 +165,7 @@ impl MemoryEngine {
         let query = required("query", &p.query)?;
         let k = bounded("k", p.k, 10, 1, MAX_K)?;
         let filter = Filter::parse(p.filter.as_ref())?;
+        filter.settle_entities(&self.inner)?;
         let inner = &self.inner;
         let conn = inner.read_conn()?;
         let span = dates::span_in(query, now_ms());
@@ -206,6 +207,7 @@ impl MemoryEngine {
     pub fn read_chunk(&self, p: Value) -> Result<Value, MemoryError> {
         let p: GetChunkParams = parse(p, &["chunk_id"], "params")?;
         let id = required("chunk_id", &p.chunk_id)?.trim();
+        entities::settle(&self.inner)?;
         let conn = self.inner.read_conn()?;
         let sql = format!("SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id = ?1");
         let mut c =
@@ -268,6 +270,7 @@ impl MemoryEngine {
             before_ms: p.until_ms,
             ..Filter::default()
         };
+        filter.settle_entities(&self.inner)?;
         let inner = &self.inner;
         let mut terms = Vec::new();
         if let Some(q) = optional("query", &p.query)? {
@@ -339,6 +342,7 @@ impl MemoryEngine {
         }
         let fp = fingerprint(&["entities", kind.unwrap_or("")]);
         let after = decode(&p.cursor, &fp)?.map(|c| keyset_key(&c)).transpose()?;
+        entities::settle(&self.inner)?;
         let conn = self.inner.read_conn()?;
         // ?1 the kind (empty: every kind), ?2/?3 the keyset position (none: the first page).
         let pred = "chunk_count > 0 AND (?1 = '' OR kind = ?1)";

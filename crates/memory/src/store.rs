@@ -1,4 +1,5 @@
-//! Write-side SQL: inserting chunks with their tags, filter metadata and entities, and
+//! Write-side SQL: inserting chunks with their tags, filter metadata and people (what their
+//! text mentions is extracted after the write, see `entities`), and
 //! deleting them with tombstones, all inside the caller's transaction. Every function
 //! here takes the transaction's `db_seq` so the derived indexes can follow the change.
 
@@ -144,7 +145,8 @@ pub(crate) fn insert_chunks_as<'a>(
                 meta.execute(params![key, v, rowid])?;
             }
         }
-        entities::index_chunk(conn, rowid, &c.view(), now)?;
+        // What the text mentions is read by the background thread (`entities`).
+        entities::index_chunk(conn, rowid, &c.view(), now, false)?;
         written.push((rowid, id));
     }
     Ok(written)

@@ -145,7 +145,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         stopping: AtomicBool::new(false),
         group_commit: GroupCommit::default(),
         checkpointer: Default::default(),
-        entities_thread: Mutex::new(None),
+        entities: Default::default(),
         shared,
     };
     {
@@ -433,6 +433,7 @@ pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
             backfill::start_tier(inner, tier.kind);
         }
     }
+    super::entities::start(inner);
 }
 
 /// Where the group commit of the keyword index stands.

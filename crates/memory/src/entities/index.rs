@@ -1,28 +1,21 @@
-//! Stored entities: what `extract` finds in a chunk becomes rows of `entities` and
+//! Stored entities: what extraction finds in a chunk becomes rows of `entities` and
 //! `chunk_entities`, its senders and recipients rows of `people` and `chunk_senders`, and
 //! what links one person's names and addresses becomes `entity_aliases` (a merge: the alias
 //! counts as the entity it points to, with the reason). `split` undoes a merge and keeps it
-//! undone (`entity_splits`). `begin_reextract` and `start_reextract` run the extractor again
-//! over every chunk, in the background, when the stored entities were made by an older one.
+//! undone (`entity_splits`). A chunk written now gets its people, channel and tags here
+//! (`index_chunk` without its text); what its text mentions is added by `background`.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Weak};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value};
 
+use super::background;
 use super::people::{self, ChunkView, Party};
-use super::{Entity, scan};
-use crate::error::MemoryError;
+use super::{Entity, TextFacts, scan};
 use crate::store::rarray;
 use crate::types::SourceKind;
 use crate::util::{now_ms, slug};
-use crate::{Inner, lock};
-
-/// Bumped whenever extraction changes what it finds; a store made by an older extractor is
-/// extracted again when it is opened. 0 was the phrase-based extractor.
-pub(crate) const EXTRACTOR_VERSION: i64 = 1;
 
 /// A sender with at least this many messages…
 const TEMPLATED_MIN_MESSAGES: i64 = 200;
@@ -177,44 +170,93 @@ pub(crate) fn register_parties<'a>(
     Ok(())
 }
 
-/// Extracts the entities of one stored chunk (`rowid`) and writes them.
-pub(crate) fn index_chunk(conn: &Connection, rowid: i64, c: &ChunkView<'_>, now: i64) -> rusqlite::Result<()> {
+/// The entities found in one chunk with their mentions; the first display name seen is kept.
+#[derive(Default)]
+struct Found(Vec<Entity>);
+
+impl Found {
+    fn add(&mut self, id: String, kind: &'static str, display: &str, n: u32) {
+        match self.0.iter_mut().find(|e| e.id == id) {
+            Some(e) => e.mentions += n,
+            None => self.0.push(Entity { id, kind, display: display.to_string(), mentions: n }),
+        }
+    }
+
+    /// What the chunk's prose mentions: addresses, links, handles, hashtags, organisations,
+    /// names that something speaks for, and its topic words.
+    fn add_text(&mut self, conn: &Connection, facts: TextFacts) -> rusqlite::Result<()> {
+        for e in facts.entities {
+            self.add(e.id, e.kind, &e.display, e.mentions);
+        }
+        for n in facts.names {
+            let variants = std::iter::once((n.id, n.display, n.given_name)).chain(n.alt);
+            for (id, display, given_name) in variants {
+                let id = resolve(conn, &id)?;
+                let known = conn.prepare_cached("SELECT 1 FROM people WHERE entity_id = ?1")?.exists([&id])?;
+                if known || n.titled || given_name {
+                    self.add(id.clone(), kind_of(&id), &display, n.mentions);
+                    break;
+                }
+            }
+        }
+        for (term, display, n) in facts.terms {
+            self.add(format!("topic:{}", slug(&term)), "topic", &display, n);
+        }
+        Ok(())
+    }
+
+    /// Adds the entities to chunk `rowid`: a chunk that already has one (its sender, also named
+    /// in its text) adds the mentions to it.
+    fn write(&self, conn: &Connection, rowid: i64) -> rusqlite::Result<()> {
+        let mut ent = conn.prepare_cached(
+            "INSERT INTO entities (id, kind, display_name, mention_count, chunk_count) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(id) DO UPDATE SET mention_count = mention_count + excluded.mention_count,
+                chunk_count = chunk_count + excluded.chunk_count",
+        )?;
+        let mut chunk_ent = conn.prepare_cached(
+            "INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)",
+        )?;
+        for e in &self.0 {
+            let new = chunk_ent.execute(params![rowid, e.id, e.mentions])?;
+            if new == 0 {
+                conn.prepare_cached(
+                    "UPDATE chunk_entities SET mentions = mentions + ?3 WHERE chunk_rowid = ?1 AND entity_id = ?2",
+                )?
+                .execute(params![rowid, e.id, e.mentions])?;
+            }
+            ent.execute(params![e.id, e.kind, e.display, e.mentions, new as i64])?;
+        }
+        Ok(())
+    }
+}
+
+/// Extracts the entities of one stored chunk (`rowid`) and writes them: who wrote and received
+/// it, its chat channel and its own tags, and, with `text`, what its prose mentions (left to
+/// `extract_text` on the background thread for a chunk just written).
+pub(crate) fn index_chunk(
+    conn: &Connection,
+    rowid: i64,
+    c: &ChunkView<'_>,
+    now: i64,
+    text: bool,
+) -> rusqlite::Result<()> {
     let (parties, prose) = people::read(c);
-    let facts = scan(prose.into_iter());
-    let mut found: Vec<Entity> = Vec::new();
-    let mut add = |id: String, kind: &'static str, display: &str, n: u32| match found.iter_mut().find(|e| e.id == id) {
-        Some(e) => e.mentions += n,
-        None => found.push(Entity { id, kind, display: display.to_string(), mentions: n }),
-    };
+    let mut found = Found::default();
     let mut senders: HashMap<String, (u32, u32, Vec<u64>)> = HashMap::new();
     for p in &parties {
         if let Some(addr) = &p.address {
-            add(format!("email:{addr}"), "email", addr, p.sent + p.received);
+            found.add(format!("email:{addr}"), "email", addr, p.sent + p.received);
         }
         if let Some((id, display)) = party_entity(conn, p, now)? {
-            add(id.clone(), kind_of(&id), &display, p.sent + p.received);
+            found.add(id.clone(), kind_of(&id), &display, p.sent + p.received);
             let s = senders.entry(id).or_default();
             s.0 += p.sent;
             s.1 += p.received;
             s.2.extend(&p.openings);
         }
     }
-    for e in facts.entities {
-        add(e.id, e.kind, &e.display, e.mentions);
-    }
-    for n in facts.names {
-        let variants = std::iter::once((n.id, n.display, n.given_name)).chain(n.alt);
-        for (id, display, given_name) in variants {
-            let id = resolve(conn, &id)?;
-            let known = conn.prepare_cached("SELECT 1 FROM people WHERE entity_id = ?1")?.exists([&id])?;
-            if known || n.titled || given_name {
-                add(id.clone(), kind_of(&id), &display, n.mentions);
-                break;
-            }
-        }
-    }
-    for (term, display, n) in facts.terms {
-        add(format!("topic:{}", slug(&term)), "topic", &display, n);
+    if text {
+        found.add_text(conn, scan(prose.into_iter()))?;
     }
     // A chat channel names what its conversations are about; a WhatsApp chat is named after
     // a person and an assistant conversation after its first question, so those are not.
@@ -223,25 +265,15 @@ pub(crate) fn index_chunk(conn: &Connection, rowid: i64, c: &ChunkView<'_>, now:
         && !matches!(platform, Some("whatsapp" | "chatgpt" | "claude"))
         && let Some(ch) = c.metadata.get("channel").and_then(Value::as_str).filter(|ch| !slug(ch).is_empty())
     {
-        add(format!("topic:{}", slug(ch)), "topic", ch, 1);
+        found.add(format!("topic:{}", slug(ch)), "topic", ch, 1);
     }
     for t in c.tags {
         let s = slug(t);
         if !s.is_empty() {
-            add(format!("topic:{s}"), "topic", t, 1);
+            found.add(format!("topic:{s}"), "topic", t, 1);
         }
     }
-    let mut ent = conn.prepare_cached(
-        "INSERT INTO entities (id, kind, display_name, mention_count, chunk_count) VALUES (?1, ?2, ?3, ?4, 1)
-         ON CONFLICT(id) DO UPDATE SET mention_count = mention_count + excluded.mention_count, chunk_count = chunk_count + 1",
-    )?;
-    let mut chunk_ent = conn.prepare_cached(
-        "INSERT OR IGNORE INTO chunk_entities (chunk_rowid, entity_id, mentions) VALUES (?1, ?2, ?3)",
-    )?;
-    for e in &found {
-        ent.execute(params![e.id, e.kind, e.display, e.mentions])?;
-        chunk_ent.execute(params![rowid, e.id, e.mentions])?;
-    }
+    found.write(conn, rowid)?;
     for (id, (sent, received, openings)) in senders {
         conn.prepare_cached(
             "INSERT OR IGNORE INTO chunk_senders (chunk_rowid, entity_id, sent, received) VALUES (?1, ?2, ?3, ?4)",
@@ -257,6 +289,14 @@ pub(crate) fn index_chunk(conn: &Connection, rowid: i64, c: &ChunkView<'_>, now:
         }
     }
     Ok(())
+}
+
+/// Adds what the prose of chunk `rowid` mentions (`facts`, scanned by the caller) to the
+/// entities `index_chunk` gave it without its text.
+pub(crate) fn index_text(conn: &Connection, rowid: i64, facts: TextFacts) -> rusqlite::Result<()> {
+    let mut found = Found::default();
+    found.add_text(conn, facts)?;
+    found.write(conn, rowid)
 }
 
 /// Records a person's message openings and, once they show a template sender, makes the
@@ -346,8 +386,8 @@ pub(crate) fn drop_aliases(conn: &Connection, gone: &[String]) -> rusqlite::Resu
 }
 
 /// A stored chunk as extraction needs it.
-struct Stored {
-    rowid: i64,
+pub(super) struct Stored {
+    pub rowid: i64,
     kind: SourceKind,
     title: Option<String>,
     content: String,
@@ -356,7 +396,7 @@ struct Stored {
 }
 
 impl Stored {
-    fn view(&self) -> ChunkView<'_> {
+    pub fn view(&self) -> ChunkView<'_> {
         ChunkView {
             kind: self.kind,
             title: self.title.as_deref(),
@@ -367,7 +407,9 @@ impl Stored {
     }
 }
 
-fn load(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<Stored>> {
+/// The given chunks as extraction reads them; their own tags only `with_tags` (what a chunk's
+/// text mentions does not depend on them).
+pub(super) fn load(conn: &Connection, rowids: &[i64], with_tags: bool) -> rusqlite::Result<Vec<Stored>> {
     let mut rows: Vec<Stored> = conn
         .prepare_cached(
             "SELECT rowid, source_kind, title, content, metadata FROM chunks WHERE rowid IN rarray(?1) ORDER BY rowid",
@@ -387,6 +429,9 @@ fn load(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<Stored>> {
             })
         })?
         .collect::<rusqlite::Result<_>>()?;
+    if !with_tags {
+        return Ok(rows);
+    }
     let mut tags = conn.prepare_cached("SELECT tag FROM chunk_tags WHERE chunk_rowid = ?1 AND origin_key = ''")?;
     for s in &mut rows {
         s.tags = tags.query_map([s.rowid], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
@@ -395,13 +440,15 @@ fn load(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<Vec<Stored>> {
 }
 
 /// Extracts the given stored chunks again (their own tags are topics, so an import that adds
-/// them after the chunk calls this).
+/// them after the chunk calls this). The text of a chunk the background thread has not read
+/// yet is left to it.
 pub(crate) fn reindex(conn: &Connection, rowids: &[i64], now: i64) -> rusqlite::Result<()> {
     unindex_chunks(conn, rowids)?;
-    let stored = load(conn, rowids)?;
+    let stored = load(conn, rowids, true)?;
     register_parties(conn, stored.iter().map(Stored::view), now)?;
+    let text_upto = background::text_upto(conn)?;
     for s in &stored {
-        index_chunk(conn, s.rowid, &s.view(), now)?;
+        index_chunk(conn, s.rowid, &s.view(), now, s.rowid <= text_upto)?;
     }
     Ok(())
 }
@@ -430,147 +477,4 @@ pub(crate) fn split(conn: &Connection, alias: &str) -> rusqlite::Result<Option<S
         .collect::<rusqlite::Result<_>>()?;
     reindex(conn, &rowids, now)?;
     Ok(Some(into))
-}
-
-/// Starts extracting every chunk again when the stored entities were made by another
-/// extractor version: entities, people and automatic merges are wiped here, at open, and
-/// rebuilt from the chunks written until now by a background thread (`start_reextract`), so a
-/// large store opens at once and its people fill in within minutes. Merges users split apart
-/// are kept and honoured. Chunks written meanwhile are extracted as they are written.
-pub(crate) fn begin_reextract(conn: &mut Connection) -> Result<(), MemoryError> {
-    if stored_version(conn)? == Some(EXTRACTOR_VERSION) {
-        return Ok(());
-    }
-    // An extraction to this version that a closed store left half done goes on where it was.
-    let resuming: Option<i64> =
-        conn.query_row("SELECT value FROM meta WHERE name = 'entities_reextract_to'", [], |r| r.get(0)).optional()?;
-    if resuming == Some(EXTRACTOR_VERSION) {
-        return Ok(());
-    }
-    let tx = conn.transaction()?;
-    tx.execute_batch(
-        "DELETE FROM entities; DELETE FROM chunk_entities; DELETE FROM chunk_senders; DELETE FROM people;
-         DELETE FROM people_openings; DELETE FROM entity_aliases;",
-    )?;
-    let upto: i64 = tx.query_row("SELECT coalesce(max(rowid), 0) FROM chunks", [], |r| r.get(0))?;
-    set_meta(&tx, "entities_reextract_upto", upto)?;
-    // Where the extraction is: pass 0 (senders and recipients) or 1 (everything), and the last
-    // rowid done.
-    set_meta(&tx, "entities_reextract_pass", 0)?;
-    set_meta(&tx, "entities_reextract_after", 0)?;
-    set_meta(&tx, "entities_reextract_to", EXTRACTOR_VERSION)?;
-    if upto == 0 {
-        finish_reextract(&tx)?;
-    }
-    tx.commit()?;
-    Ok(())
-}
-
-fn stored_version(conn: &Connection) -> rusqlite::Result<Option<i64>> {
-    conn.query_row("SELECT value FROM meta WHERE name = 'entities_version'", [], |r| r.get(0)).optional()
-}
-
-fn meta(conn: &Connection, name: &str) -> rusqlite::Result<i64> {
-    Ok(conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| r.get(0)).optional()?.unwrap_or(0))
-}
-
-/// Records the extraction as done: the version, and no progress rows.
-fn finish_reextract(conn: &Connection) -> rusqlite::Result<()> {
-    set_meta(conn, "entities_version", EXTRACTOR_VERSION)?;
-    conn.execute("DELETE FROM meta WHERE name LIKE 'entities_reextract_%'", [])?;
-    Ok(())
-}
-
-fn set_meta(conn: &Connection, name: &str, value: i64) -> rusqlite::Result<()> {
-    conn.execute(
-        "INSERT INTO meta (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-        params![name, value],
-    )?;
-    Ok(())
-}
-
-/// Chunks extracted again per transaction: the writer lock is let go between batches.
-const REEXTRACT_BATCH: usize = 1_000;
-
-/// Starts the background extraction `begin_reextract` prepared, if one is due.
-pub(crate) fn start_reextract(inner: &Arc<Inner>) {
-    let due = inner.read_conn().and_then(|c| Ok(stored_version(&c)?)).map(|v| v != Some(EXTRACTOR_VERSION));
-    if !due.unwrap_or(false) {
-        return;
-    }
-    let weak = Arc::downgrade(inner);
-    match std::thread::Builder::new().name("memory-entities".into()).spawn(move || reextract(&weak)) {
-        Ok(h) => *lock(&inner.entities_thread) = Some(h),
-        Err(e) => tracing::warn!(error = %e, "could not start extracting entities again"),
-    }
-}
-
-/// Waits for the background extraction, if one runs.
-pub(crate) fn wait(inner: &Inner) {
-    let handle = lock(&inner.entities_thread).take();
-    if let Some(h) = handle {
-        let _ = h.join();
-    }
-}
-
-fn reextract(weak: &Weak<Inner>) {
-    let started = std::time::Instant::now();
-    match reextract_batches(weak) {
-        Ok(Some(chunks)) => tracing::info!(
-            chunks,
-            version = EXTRACTOR_VERSION,
-            ms = started.elapsed().as_millis() as u64,
-            "entities extracted again"
-        ),
-        // The store closed first: the next open starts over.
-        Ok(None) => {}
-        Err(e) => tracing::warn!(error = %format!("{e:#}"), "extracting entities again failed; the next open retries"),
-    }
-}
-
-/// Two passes over the chunks up to `entities_reextract_upto`: everyone who wrote or received
-/// anything is made known first, then every chunk is extracted. Each batch commits with its
-/// position, so a store closed half way goes on from there when it is opened again. Returns
-/// how many chunks this run extracted, or None when the store closed first.
-fn reextract_batches(weak: &Weak<Inner>) -> Result<Option<usize>, MemoryError> {
-    let mut chunks = 0;
-    loop {
-        let Some(inner) = weak.upgrade() else { return Ok(None) };
-        if inner.stopping.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        let mut ws = lock(&inner.writer);
-        let tx = ws.transaction(&inner)?;
-        let (pass, after, upto) = (
-            meta(&tx, "entities_reextract_pass")?,
-            meta(&tx, "entities_reextract_after")?,
-            meta(&tx, "entities_reextract_upto")?,
-        );
-        let rowids: Vec<i64> = tx
-            .prepare_cached("SELECT rowid FROM chunks WHERE rowid > ?1 AND rowid <= ?2 ORDER BY rowid LIMIT ?3")?
-            .query_map(params![after, upto, REEXTRACT_BATCH as i64], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let now = now_ms();
-        match rowids.last() {
-            None if pass == 0 => {
-                set_meta(&tx, "entities_reextract_pass", 1)?;
-                set_meta(&tx, "entities_reextract_after", 0)?;
-            }
-            None => {
-                finish_reextract(&tx)?;
-                tx.commit()?;
-                return Ok(Some(chunks));
-            }
-            Some(&last) => {
-                if pass == 0 {
-                    register_parties(&tx, load(&tx, &rowids)?.iter().map(Stored::view), now)?;
-                } else {
-                    reindex(&tx, &rowids, now)?;
-                    chunks += rowids.len();
-                }
-                set_meta(&tx, "entities_reextract_after", last)?;
-            }
-        }
-        tx.commit()?;
-    }
 }

@@ -9,7 +9,8 @@
 //! one transaction per batch; the full-text index is committed every `FTS_COMMIT_CHUNKS`
 //! chunks and at the end, so ingested text is searchable by keywords when the call returns.
 //! Vectors are computed by the background thread meanwhile (`IngestSummary::vectors_pending`
-//! says how many were still to do; `MemoryEngine::wait_background` waits for them). Whatever
+//! says how many were still to do; `MemoryEngine::wait_background` waits for them), and what
+//! the chunks' text mentions (entities) is read by the entity thread once the call ends. Whatever
 //! is passed over — a bad line, a message without a time, an unsupported file — is counted
 //! with its reason (`report`), and unsupported files are named; one bad file never stops the
 //! others.
@@ -42,7 +43,7 @@ use super::store::{self, NewChunk, NewSource};
 use super::sync::{self, read};
 use super::types::{FileError, IngestProgress, IngestSummary, UNSUPPORTED_NAMED};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, anchor, backfill, lock};
+use super::{Inner, anchor, backfill, entities, lock};
 use detect::{Detected, FileKind};
 use report::Skips;
 
@@ -344,6 +345,8 @@ pub(crate) fn ingest_paths(
         return Err(MemoryError::InvalidParams(format!("unknown kind `{k}`: use document, email or chat")));
     }
     let started = Instant::now();
+    // The chunks' text is read for entities once the whole ingest is written.
+    let _bulk = entities::Bulk::enter(inner);
     let mut summary = IngestSummary::default();
     let known = |p: &Path| -> bool {
         let conn = inner.read_conn();

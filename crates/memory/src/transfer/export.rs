@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::{FORMAT, FORMAT_VERSION, MANIFEST, TABLES, Table, markdown};
 use crate::error::{MemoryError, ResultExt};
 use crate::util::{ms_to_rfc3339, now_ms};
-use crate::{MemoryEngine, schema};
+use crate::{MemoryEngine, entities, schema};
 
 /// What an export wrote.
 #[derive(Debug, Clone, Serialize)]
@@ -36,6 +36,8 @@ impl MemoryEngine {
     pub fn export(&self, dir: &Path) -> Result<ExportSummary, MemoryError> {
         let started = Instant::now();
         let created = prepare(dir)?;
+        // The entities written are those of every chunk but a large unread backlog's.
+        entities::settle(&self.inner)?;
         let conn = self.inner.read_conn()?;
         let result = write_export(&conn, dir);
         if result.is_err() && created {

@@ -98,6 +98,11 @@ impl MemoryEngine {
         let mut summary = ImportSummary { format_version: version, ..ImportSummary::default() };
         let mut conflicts: HashSet<String> = HashSet::new();
         for t in TABLES {
+            if matches!(t.load, Load::Entities) {
+                // The imported chunks' text is read for entities in the background: let a short
+                // backlog finish, so that the names below meet the entities they name.
+                entities::settle(&self.inner)?;
+            }
             let (read, added) = load_table(&self.inner, dir, t, &before, &mut conflicts)?;
             summary.read.insert(t.file.to_string(), read);
             summary.added.insert(t.file.to_string(), added);
@@ -302,9 +307,18 @@ fn load_batch(
                 if before.entities.contains(id) {
                     continue;
                 }
-                added += tx
+                let renamed = tx
                     .prepare_cached("UPDATE entities SET display_name = ?2 WHERE id = ?1 AND display_name != ?2")?
-                    .execute([id, name])? as u64;
+                    .execute([id, name])?;
+                // An entity whose chunks' text is not read yet: the name waits for it (a row
+                // without chunks is listed nowhere, and extraction keeps a stored name).
+                let kind = text(rec, "kind").unwrap_or("topic");
+                tx.prepare_cached(
+                    "INSERT OR IGNORE INTO entities (id, kind, display_name, mention_count, chunk_count)
+                     VALUES (?1, ?2, ?3, 0, 0)",
+                )?
+                .execute([id, kind, name])?;
+                added += renamed as u64;
             }
         }
     }
