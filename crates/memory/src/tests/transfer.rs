@@ -135,12 +135,14 @@ fn an_entity_keeps_its_name_when_the_chunk_that_named_it_is_gone() {
     let src = open(a.path());
     put(&src, "first", "First", "Write to Bob@Example.COM about the kiln.", &[]);
     put(&src, "second", "Second", "Later: write to bob@example.com again.", &[]);
+    let names = |m: &crate::MemoryEngine| m.top_entities(json!({"kind": "email"})).unwrap();
+    // The entity thread reads a chunk's text after the write; an entity answer waits for it.
+    assert_eq!(names(&src)["entities"][0]["display_name"], "Bob@Example.COM");
     src.forget(&["doc:default/first".into()], "mcp:test", audit("memory.forget")).unwrap();
     let dir = out.path().join("e");
     src.export(&dir).unwrap();
     let dst = open(b.path());
     dst.import(&dir).unwrap();
-    let names = |m: &crate::MemoryEngine| m.top_entities(json!({"kind": "email"})).unwrap();
     assert_eq!(names(&src)["entities"][0]["display_name"], "Bob@Example.COM");
     assert_eq!(names(&src), names(&dst));
 }
