@@ -172,37 +172,49 @@ fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
             }
             Feed::Changes(c) => c,
         };
-        let Some(last) = changes.last().map(|c| c.seq) else {
-            link.head.fetch_max(after, Ordering::Relaxed);
-            return Ok(total);
-        };
-        link.head.fetch_max(last, Ordering::Relaxed);
-        let seq = {
+        if let Some(last) = changes.last() {
+            link.head.fetch_max(last.seq, Ordering::Relaxed);
+        }
+        // Under the writer lock: apply what this copy lacks. A write may have applied some of
+        // it while catching up inside its own transaction (`WriteTx`), and a write that is not
+        // itself indexed (an entity batch, an audit row) leaves those chunks to be indexed here.
+        let (searchable_at, mine) = {
             let mut guard = lock(&inner.writer);
             let ws: &mut WriteState = &mut guard;
             let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
             crate::txn::warn_stray(recorder, &ws.conn)?;
-            // A local write may have applied some of these while this batch was read.
             let mine = shared::local_value(&ws.conn, shared::APPLIED)?.unwrap_or(0);
             let todo: Vec<_> = changes.iter().filter(|c| c.seq > mine).collect();
-            if todo.is_empty() {
-                link.applied.fetch_max(mine, Ordering::Relaxed);
-                continue;
+            if let Some(last) = todo.last().map(|c| c.seq) {
+                let tx = ws.conn.transaction()?;
+                let seq = store::bump_seq(&tx)?;
+                for c in &todo {
+                    shared::apply(&tx, &recorder.tables, c, seq)?;
+                }
+                shared::set_local_value(&tx, shared::APPLIED, last)?;
+                recorder.clear(&tx)?;
+                tx.commit()?;
+                total += todo.len();
+                sync::after_write(inner, ws);
+                (Some(seq), last)
+            } else {
+                let db = store::db_seq(&ws.conn)?;
+                let behind = db > ws.fts_committed;
+                if behind {
+                    sync::after_write(inner, ws);
+                }
+                (behind.then_some(db), mine)
             }
-            let tx = ws.conn.transaction()?;
-            let seq = store::bump_seq(&tx)?;
-            for c in &todo {
-                shared::apply(&tx, &recorder.tables, c, seq)?;
-            }
-            shared::set_local_value(&tx, shared::APPLIED, last)?;
-            recorder.clear(&tx)?;
-            tx.commit()?;
-            total += todo.len();
-            link.applied.fetch_max(last, Ordering::Relaxed);
-            sync::after_write(inner, ws);
-            seq
         };
-        sync::wait_searchable(inner, seq)?;
+        if let Some(seq) = searchable_at {
+            sync::wait_searchable(inner, seq)?;
+        }
+        // Only now, with everything up to `mine` searchable, does `status` say so.
+        link.applied.fetch_max(mine, Ordering::Relaxed);
+        link.head.fetch_max(mine, Ordering::Relaxed);
+        if changes.is_empty() {
+            return Ok(total);
+        }
     }
 }
 

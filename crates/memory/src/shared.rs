@@ -530,6 +530,6 @@ pub(crate) fn shared_error(e: SharedError) -> MemoryError {
 }
 
 /// How long the follower waits for a wake-up before looking at the log anyway.
-pub(crate) const FOLLOW_POLL: Duration = Duration::from_secs(2);
+pub(crate) const FOLLOW_POLL: Duration = Duration::from_millis(500);
 /// Changes read from the log at a time while catching up.
 pub(crate) const FEED_BATCH: usize = 256;

@@ -69,7 +69,8 @@ impl WriteState {
             }
         };
         if let Some(last) = caught_up {
-            link.applied.fetch_max(last, Ordering::Relaxed);
+            // `applied` moves when what was applied is searchable too: the follower's job.
+            link.head.fetch_max(last, Ordering::Relaxed);
         }
         recorder.clear(&tx)?;
         Ok(WriteTx { tx: Some(tx), shared: Some(Shared { remote, recorder, link }) })
@@ -95,7 +96,6 @@ impl WriteTx<'_> {
             Ok(seq) => {
                 shared::set_local_value(&tx, shared::APPLIED, seq)?;
                 tx.commit()?;
-                link.applied.fetch_max(seq, Ordering::Relaxed);
                 link.head.fetch_max(seq, Ordering::Relaxed);
                 Ok(())
             }
