@@ -150,6 +150,13 @@ pub struct SharedError {
     pub unreachable: bool,
 }
 
+/// Where a snapshot's rows go: a batch of one table's rows at a time.
+pub type RowSink<'a> = dyn FnMut(&Table, Vec<Vec<Cell>>) -> Result<(), MemoryError> + 'a;
+/// Sends a batch of one table's rows to the server.
+pub type RowSend<'a> = dyn FnMut(Vec<Vec<Cell>>) -> Result<(), SharedError> + 'a;
+/// Hands a table's rows to the server, batch by batch, through the sender it is given.
+pub type RowSource<'a> = dyn FnMut(&Table, &mut RowSend<'_>) -> Result<(), MemoryError> + 'a;
+
 /// The shared store's server side. Implementations keep their connections themselves and
 /// reconnect on the next call after a failure.
 pub trait SharedStore: Send + Sync {
@@ -168,22 +175,10 @@ pub trait SharedStore: Send + Sync {
     fn head(&self) -> Result<i64, SharedError>;
     /// Every row of `tables`, as one consistent snapshot, handed over in batches; returns the
     /// log position the snapshot is at.
-    fn snapshot(
-        &self,
-        tables: &[Table],
-        sink: &mut dyn FnMut(&Table, Vec<Vec<Cell>>) -> Result<(), MemoryError>,
-    ) -> Result<i64, SharedError>;
+    fn snapshot(&self, tables: &[Table], sink: &mut RowSink<'_>) -> Result<i64, SharedError>;
     /// Replaces everything the server holds with `rows` (table by table, in batches through
     /// `source`), as one transaction, and starts the log after it. For moving a store in.
-    fn replace_all(
-        &self,
-        machine: &str,
-        tables: &[Table],
-        source: &mut dyn FnMut(
-            &Table,
-            &mut dyn FnMut(Vec<Vec<Cell>>) -> Result<(), SharedError>,
-        ) -> Result<(), MemoryError>,
-    ) -> Result<i64, SharedError>;
+    fn replace_all(&self, machine: &str, tables: &[Table], source: &mut RowSource<'_>) -> Result<i64, SharedError>;
     /// Rows per table, for checking a move.
     fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError>;
 }
@@ -467,7 +462,7 @@ fn upsert_sql(def: &Table) -> String {
         .columns
         .iter()
         .enumerate()
-        .filter(|(i, c)| !def.pk.contains(i) && !(def.name == "chunks" && c.name == "change_seq"))
+        .filter(|(i, c)| !(def.pk.contains(i) || def.name == "chunks" && c.name == "change_seq"))
         .map(|(_, c)| format!("\"{0}\" = excluded.\"{0}\"", c.name))
         .collect();
     let action = if sets.is_empty() { "NOTHING".to_string() } else { format!("UPDATE SET {}", sets.join(", ")) };

@@ -23,7 +23,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
 use openhuman_memory::shared::{
-    Affinity, Cell, Change, ChangeSet, Feed, SharedError, SharedInfo, SharedStore, SharedWrite, Table,
+    Affinity, Cell, Change, ChangeSet, Feed, RowSink, RowSource, SharedError, SharedInfo, SharedStore, SharedWrite,
+    Table,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, GenericClient};
@@ -525,11 +526,7 @@ impl SharedStore for PgStore {
         self.with(async |c| head_of(c).await)
     }
 
-    fn snapshot(
-        &self,
-        tables: &[Table],
-        sink: &mut dyn FnMut(&Table, Vec<Vec<Cell>>) -> Result<(), openhuman_memory::MemoryError>,
-    ) -> Result<i64, SharedError> {
+    fn snapshot(&self, tables: &[Table], sink: &mut RowSink<'_>) -> Result<i64, SharedError> {
         let mut guard = self.client()?;
         let client = guard.as_mut().expect("connected above");
         let run = (|| -> Result<Result<i64, String>, SharedError> {
@@ -579,15 +576,7 @@ impl SharedStore for PgStore {
         }
     }
 
-    fn replace_all(
-        &self,
-        machine: &str,
-        tables: &[Table],
-        source: &mut dyn FnMut(
-            &Table,
-            &mut dyn FnMut(Vec<Vec<Cell>>) -> Result<(), SharedError>,
-        ) -> Result<(), openhuman_memory::MemoryError>,
-    ) -> Result<i64, SharedError> {
+    fn replace_all(&self, machine: &str, tables: &[Table], source: &mut RowSource<'_>) -> Result<i64, SharedError> {
         let mut guard = self.client()?;
         let client = guard.as_mut().expect("connected above");
         // Moving a whole store in may take long: each statement gets the request timeout.

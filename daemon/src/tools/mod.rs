@@ -194,7 +194,7 @@ pub fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
         )));
     }
     if t.policy == Policy::Act
-        && let Err(denial) = state.limiter().admit_shared(&config, acts_elsewhere(&state))
+        && let Err(denial) = state.limiter().admit_shared(&config, acts_elsewhere(state))
     {
         return Err(RpcError::invalid_params(denial.to_string()).with_data(json!({ "tool": tool, "policy": "act" })));
     }
@@ -300,6 +300,12 @@ fn short_json(v: &Value) -> String {
     if s.len() <= 80 { s } else { format!("{}…", s.chars().take(80).collect::<String>()) }
 }
 
+/// Act calls other daemons sharing this memory made in the last hour (0 for the embedded engine):
+/// one rate limit for all of them.
+fn acts_elsewhere(state: &AppState) -> usize {
+    state.memory().map(|m| m.acts_elsewhere(3_600_000)).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -399,10 +405,4 @@ mod tests {
         }
         expect_test::expect_file!["snapshots/argument_errors.txt"].assert_eq(&out);
     }
-}
-
-/// Act calls other daemons sharing this memory made in the last hour (0 for the embedded engine):
-/// one rate limit for all of them.
-fn acts_elsewhere(state: &AppState) -> usize {
-    state.memory().map(|m| m.acts_elsewhere(3_600_000)).unwrap_or(0)
 }
