@@ -131,6 +131,11 @@ fn run(weak: &Weak<Inner>, kind: TierKind) {
                     tracing::warn!(error = %format!("{e:#}"), "checking the deep tier's coverage failed");
                 }
             }
+            // Compacting takes the writer lock, so it happens before this thread says it stopped:
+            // `start_tier` joins a stopped thread, and it may be called under the writer lock.
+            if done > 0 && !inner.stopping.load(Ordering::Relaxed) {
+                compact(&inner, tier);
+            }
             let mut bg = lock(&tier.background);
             // New work arrived while this pass ran: take it, unless embedding fails.
             if tier.needs_fill.load(Ordering::Relaxed) && !failed && !inner.stopping.load(Ordering::Relaxed) {
@@ -139,7 +144,6 @@ fn run(weak: &Weak<Inner>, kind: TierKind) {
             bg.running = false;
             drop(bg);
             if done > 0 && !inner.stopping.load(Ordering::Relaxed) {
-                compact(&inner, tier);
                 tracing::info!(
                     tier = kind.name(),
                     chunks = done,
