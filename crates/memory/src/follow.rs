@@ -220,16 +220,19 @@ fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
 
 /// Loads the copy again from a snapshot and rebuilds the indexes.
 fn reload(inner: &Arc<Inner>) -> Result<(), MemoryError> {
-    let link = inner.shared.as_ref().expect("reload runs only with a shared store");
-    {
-        let mut guard = lock(&inner.writer);
-        let ws: &mut WriteState = &mut guard;
-        let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
-        let cluster = shared::local_value(&ws.conn, shared::CLUSTER)?.unwrap_or(0);
-        let at = shared::load_snapshot(&mut ws.conn, recorder, link.store.as_ref(), cluster)?;
-        link.applied.store(at, Ordering::Relaxed);
-    }
+    load_copy(inner, inner.shared.as_ref().expect("reload runs only with a shared store"))?;
     sync::reindex(inner)?;
+    Ok(())
+}
+
+/// Replaces the local copy with a snapshot of the server (the indexes are the caller's).
+fn load_copy(inner: &Inner, link: &SharedLink) -> Result<(), MemoryError> {
+    let mut guard = lock(&inner.writer);
+    let ws: &mut WriteState = &mut guard;
+    let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
+    let cluster = shared::local_value(&ws.conn, shared::CLUSTER)?.unwrap_or(0);
+    let at = shared::load_snapshot(&mut ws.conn, recorder, link.store.as_ref(), cluster)?;
+    link.applied.store(at, Ordering::Relaxed);
     Ok(())
 }
 
@@ -244,13 +247,7 @@ impl MemoryEngine {
         if !link.attached.load(Ordering::Relaxed) {
             attach(&self.inner, link)?;
         }
-        let mut guard = lock(&self.inner.writer);
-        let ws: &mut WriteState = &mut guard;
-        let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
-        let cluster = shared::local_value(&ws.conn, shared::CLUSTER)?.unwrap_or(0);
-        let at = shared::load_snapshot(&mut ws.conn, recorder, link.store.as_ref(), cluster)?;
-        link.applied.store(at, Ordering::Relaxed);
-        Ok(())
+        load_copy(&self.inner, link)
     }
 
     /// Successful tool writes other daemons sharing this memory recorded in the last
@@ -281,21 +278,6 @@ impl MemoryEngine {
             "last_error": lock(&link.last_error).clone(),
         }))
     }
-
-    /// Blocks until this copy has applied the log up to the server's head as it is now
-    /// (tests and one-shot commands; bounded by `timeout`). Returns whether it got there.
-    pub fn wait_shared_caught_up(&self, timeout: Duration) -> bool {
-        let Some(link) = self.inner.shared.as_ref() else { return true };
-        let Ok(head) = link.store.head() else { return false };
-        let deadline = std::time::Instant::now() + timeout;
-        while link.applied.load(Ordering::Relaxed) < head {
-            if std::time::Instant::now() >= deadline {
-                return false;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        true
-    }
 }
 
 /// The tables a shared store holds for this build, from the schema's own migrations.
@@ -316,11 +298,7 @@ fn local_counts(conn: &rusqlite::Connection, tables: &[Table]) -> Result<Vec<(St
         .iter()
         .map(|t| {
             let n: i64 = if t.name == "meta" {
-                conn.query_row(
-                    "SELECT count(*) FROM meta WHERE name <> 'db_seq' AND name NOT LIKE 'shared\\_%' ESCAPE '\\'",
-                    [],
-                    |r| r.get(0),
-                )?
+                conn.query_row(&format!("SELECT count(*) FROM meta WHERE {}", shared::SHARED_META), [], |r| r.get(0))?
             } else {
                 conn.query_row(&format!("SELECT count(*) FROM \"{}\"", t.name), [], |r| r.get(0))?
             };
@@ -351,7 +329,7 @@ pub fn move_to_shared(
     machine: &str,
     replace: bool,
 ) -> Result<MoveSummary, MemoryError> {
-    let _lock = store_lock(data_dir)?;
+    let _lock = sync::lock_store(data_dir)?;
     let mut conn = schema::open_connection(&data_dir.join("memory.db"))?;
     let tables = tables_of(&mut conn)?;
     let info = server.migrate(schema::SCHEMA_VERSION, &tables).map_err(shared::shared_error)?;
@@ -369,7 +347,7 @@ pub fn move_to_shared(
             let cols: Vec<String> = t.columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
             let mut sql = format!("SELECT {} FROM \"{}\"", cols.join(", "), t.name);
             if t.name == "meta" {
-                sql.push_str(" WHERE name <> 'db_seq' AND name NOT LIKE 'shared\\_%' ESCAPE '\\'");
+                sql.push_str(&format!(" WHERE {}", shared::SHARED_META));
             }
             let mut stmt = conn.prepare(&sql)?;
             let mut rows = stmt.query([])?;
@@ -398,7 +376,7 @@ pub fn move_to_shared(
 pub fn move_to_embedded(data_dir: &std::path::Path, server: &dyn SharedStore) -> Result<MoveSummary, MemoryError> {
     std::fs::create_dir_all(data_dir)
         .map_err(|e| MemoryError::Io { what: format!("creating {}", data_dir.display()), error: e })?;
-    let _lock = store_lock(data_dir)?;
+    let _lock = sync::lock_store(data_dir)?;
     let mut conn = schema::open_connection(&data_dir.join("memory.db"))?;
     let tables = tables_of(&mut conn)?;
     let info = server.migrate(schema::SCHEMA_VERSION, &tables).map_err(shared::shared_error)?;
@@ -421,22 +399,4 @@ pub fn move_to_embedded(data_dir: &std::path::Path, server: &dyn SharedStore) ->
 
 fn zip_counts(from: &[(String, i64)], to: &[(String, i64)]) -> Vec<(String, i64, i64)> {
     from.iter().map(|(t, n)| (t.clone(), *n, to.iter().find(|(u, _)| u == t).map(|(_, m)| *m).unwrap_or(-1))).collect()
-}
-
-/// Takes the store's lock file, as `open` does, so a running daemon and a move never meet.
-fn store_lock(data_dir: &std::path::Path) -> Result<std::fs::File, MemoryError> {
-    let path = data_dir.join("LOCK");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| MemoryError::Io { what: format!("creating {}", path.display()), error: e })?;
-    match f.try_lock() {
-        Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(MemoryError::InUse(data_dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(MemoryError::Io { what: "locking the memory store".into(), error: e })
-        }
-    }
 }

@@ -205,6 +205,10 @@ pub trait SharedWrite {
 /// `meta`/`index_state`, deleted rowids in `tombstones` until every index applied them.
 const LOCAL_TABLES: &[&str] = &["index_state", "tombstones", "sqlite_sequence"];
 
+/// The `meta` rows that are the memory's (SQL condition); the others describe this copy (see
+/// [`local_meta`]).
+pub(crate) const SHARED_META: &str = "name <> 'db_seq' AND name NOT LIKE 'shared\\_%' ESCAPE '\\'";
+
 /// `meta` rows that describe this copy rather than the memory.
 fn local_meta(name: &str) -> bool {
     name == "db_seq" || name.starts_with("shared_")
@@ -488,7 +492,7 @@ pub(crate) fn load_snapshot(
     let seq = store::bump_seq(&tx)?;
     for t in recorder.tables.iter() {
         if t.name == "meta" {
-            tx.execute("DELETE FROM meta WHERE name <> 'db_seq' AND name NOT LIKE 'shared\\_%' ESCAPE '\\'", [])?;
+            tx.execute(&format!("DELETE FROM meta WHERE {SHARED_META}"), [])?;
         } else {
             tx.execute(&format!("DELETE FROM \"{}\"", t.name), [])?;
         }

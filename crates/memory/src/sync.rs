@@ -62,22 +62,29 @@ fn write_state(conn: &Connection, name: &str, seq: i64, detail: &str) -> rusqlit
     Ok(())
 }
 
-pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
-    let dir = &opts.data_dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    // One process owns the indexes: a second writer would interleave vector-log records
-    // and fight over tantivy's writer lock. The OS drops the lock when the process dies.
-    let lock_file = std::fs::OpenOptions::new()
+/// Takes the store's lock (`data_dir/LOCK`), held for as long as the returned file lives. One
+/// process owns a store: a second writer would interleave vector-log records and fight over
+/// tantivy's writer lock; a restore or a move must not run beside it. The OS drops the lock
+/// when the process dies.
+pub(crate) fn lock_store(dir: &Path) -> Result<std::fs::File, MemoryError> {
+    let path = dir.join("LOCK");
+    let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(dir.join("LOCK"))
-        .with_context(|| format!("creating {}", dir.join("LOCK").display()))?;
-    match lock_file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Err(MemoryError::InUse(dir.clone())),
-        Err(std::fs::TryLockError::Error(e)) => return Err(e).context("locking the memory store"),
+        .open(&path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(MemoryError::InUse(dir.to_path_buf())),
+        Err(std::fs::TryLockError::Error(e)) => Err(e).context("locking the memory store"),
     }
+}
+
+pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
+    let dir = &opts.data_dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let lock_file = lock_store(dir)?;
     let mut conn = schema::open_connection(&dir.join("memory.db"))?;
     conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::WRITER_CHECKPOINT_PAGES)?;
     schema::migrate(&mut conn)?;

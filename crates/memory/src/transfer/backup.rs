@@ -85,18 +85,7 @@ pub fn backup(data_dir: &Path, dest: &Path) -> Result<BackupSummary, MemoryError
 pub fn restore(data_dir: &Path, from: &Path, discard_previous: bool) -> Result<RestoreSummary, MemoryError> {
     let (schema_version, chunks) = check(from)?;
     std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
-    let lock_path = data_dir.join("LOCK");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("opening {}", lock_path.display()))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Err(MemoryError::InUse(data_dir.to_path_buf())),
-        Err(std::fs::TryLockError::Error(e)) => return Err(e).context("locking the memory store"),
-    }
+    let lock = crate::sync::lock_store(data_dir)?;
     let db = data_dir.join(DB);
     // The new database is copied in first, so a failure leaves the old one untouched.
     let incoming = side_path(&db, "restoring");
