@@ -8,7 +8,6 @@
 use openhuman_mcp::RpcError;
 use openhuman_mcp::prompts::{CompleteRequest, Completion, CompletionRef, MAX_COMPLETIONS};
 use openhuman_memory::Completable;
-use serde_json::Value;
 
 use crate::rpc::{MethodError, blocking};
 use crate::state::AppState;
@@ -45,6 +44,5 @@ pub async fn complete(state: AppState, request: CompleteRequest) -> Result<Compl
                 RpcError::internal("completion failed; the daemon log has details")
             }
         })?;
-    let values = found["values"].as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_string);
-    Ok(Completion { values: values.collect(), total: found["total"].as_u64() })
+    Ok(Completion { values: found.values, total: u64::try_from(found.total).ok() })
 }

@@ -13,14 +13,15 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow, bail};
 use openhuman_common::Paths;
 use openhuman_config::Config;
-use openhuman_mcp::args::ArgKind;
-use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, MemoryOptions, PutDocument, TierKind};
+use openhuman_mcp::args::{ArgKind, ArgSpec};
+use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, MemoryOptions, PutDocument, TierKind, ops};
+use openhuman_schema::Params;
 use serde_json::{Map, Value, json};
 
 mod baseline;
 
+use crate::backends;
 use crate::cli::{EvalArgs, EvalMethod};
-use crate::{backends, rpc};
 
 /// The two rank cut-offs.
 const TOP: usize = 10;
@@ -77,21 +78,12 @@ impl EvalMethod {
         }
     }
 
-    /// The core method the tool calls, whose parameter schema checks every call here too.
-    fn rpc(self) -> &'static str {
+    /// The schema of the operation the tool runs, whose bounds set how deep a query goes.
+    fn spec(self) -> ArgSpec {
         match self {
-            EvalMethod::Search => "openhuman.memory_tree_search",
-            EvalMethod::Recall => "openhuman.memory_tree_recall",
-            _ => "openhuman.memory_fetch",
-        }
-    }
-
-    /// The engine entry point, as `rpc/memory.rs` maps the core method onto it.
-    fn entry(self) -> fn(&MemoryEngine, Value) -> Result<Value, MemoryError> {
-        match self {
-            EvalMethod::Search => MemoryEngine::search,
-            EvalMethod::Recall => MemoryEngine::recall,
-            _ => MemoryEngine::fetch,
+            EvalMethod::Search => ops::SearchParams::spec(),
+            EvalMethod::Recall => ops::RecallParams::spec(),
+            _ => ops::FetchParams::spec(),
         }
     }
 
@@ -293,57 +285,73 @@ impl Score {
     }
 }
 
+/// One call's answer: the hits' source refs best first, the vector tier that ranked them, and
+/// the next page's cursor.
+type Page = (Vec<String>, Option<TierKind>, Option<String>);
+
 /// How a method is called: its schema and how deep one query's ranking goes.
 struct Runner {
     method: EvalMethod,
-    spec: &'static rpc::Method,
     /// Hits asked for per call (the schema's maximum, at most `DEEP`).
     page: usize,
     /// The most documents one query can rank: `DEEP`, or fewer when the method cannot page.
     depth: usize,
 }
 
-fn int_max(spec: &rpc::Method, name: &str) -> Result<usize> {
-    spec.params
-        .fields
+fn int_max(spec: &ArgSpec, name: &str) -> Result<usize> {
+    spec.fields
         .iter()
         .find_map(|f| match (&f.kind, f.name == name) {
             (ArgKind::Int { max, .. }, true) => Some(*max as usize),
             _ => None,
         })
-        .ok_or_else(|| anyhow!("{} has no integer parameter `{name}`", spec.name))
+        .ok_or_else(|| anyhow!("the schema has no integer parameter `{name}`"))
 }
 
 impl Runner {
     fn new(method: EvalMethod) -> Result<Runner> {
-        let spec = rpc::find(method.rpc()).ok_or_else(|| anyhow!("no method {}", method.rpc()))?;
-        let (page, depth) = match method.mode() {
-            None => {
-                let k = int_max(spec, "k")?.min(DEEP);
-                (k, k)
-            }
-            Some(_) => (int_max(spec, "limit")?.min(DEEP), DEEP),
-        };
-        Ok(Runner { method, spec, page, depth })
+        let spec = method.spec();
+        let page = int_max(&spec, "limit")?.min(DEEP);
+        let depth = if method.mode().is_none() { page } else { DEEP };
+        Ok(Runner { method, page, depth })
     }
 
-    /// Parameters of one call, checked by the core method's schema.
-    fn params(&self, query: &str, cursor: Option<&str>) -> Result<Value, String> {
+    /// Whether the tool's schema accepts `query` (a blank or over-long one is refused there).
+    fn check(&self, query: &str) -> Result<(), String> {
         let mut p = Map::new();
         p.insert("query".into(), json!(query));
-        match self.method.mode() {
+        self.method.spec().validate(&p).map(drop).map_err(|e| e.0)
+    }
+
+    /// One call: the source refs of the hits, best first, the vector tier that ranked them and
+    /// the next page's cursor (fetch only).
+    fn call(
+        &self,
+        engine: &MemoryEngine,
+        query: &str,
+        cursor: Option<String>,
+    ) -> Result<Page, MemoryError> {
+        let query = query.to_string();
+        Ok(match self.method.mode() {
+            None if self.method == EvalMethod::Search => {
+                let r = engine.search(ops::SearchParams { query, limit: self.page, filter: None })?;
+                (r.hits.into_iter().map(|h| h.chunk.source_ref).collect(), None, None)
+            }
             None => {
-                p.insert("k".into(), json!(self.page));
+                let r = engine.recall(ops::RecallParams { limit: self.page, ..ops::RecallParams::of(query) })?;
+                (r.chunks.into_iter().map(|h| h.chunk.source_ref).collect(), r.vector_tier, None)
             }
             Some(mode) => {
-                p.insert("mode".into(), json!(mode));
-                p.insert("limit".into(), json!(self.page));
-                if let Some(c) = cursor {
-                    p.insert("cursor".into(), json!(c));
-                }
+                let p = ops::FetchParams { query, mode: Some(mode.into()), filter: None, limit: self.page, cursor };
+                let r = engine.fetch(p)?;
+                let refs = r
+                    .items
+                    .iter()
+                    .map(|i| i.metadata.get("source_ref").and_then(Value::as_str).unwrap_or_default().to_string())
+                    .collect();
+                (refs, r.vector_tier, r.next_cursor)
             }
-        }
-        self.spec.params.validate(&p).map(Value::Object).map_err(|e| e.0)
+        })
     }
 
     /// The documents `query` ranks, best first (a document at the rank of its best chunk), as
@@ -354,11 +362,6 @@ impl Runner {
         query: &str,
         keys: &HashMap<String, usize>,
     ) -> Result<(Vec<usize>, f64, Option<String>)> {
-        let (list, key) = match self.method {
-            EvalMethod::Search => ("hits", "/source_ref"),
-            EvalMethod::Recall => ("chunks", "/source_ref"),
-            _ => ("items", "/metadata/source_ref"),
-        };
         let mut docs = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
@@ -366,20 +369,19 @@ impl Runner {
         let mut tier = None;
         loop {
             let started = Instant::now();
-            let params = self.params(query, cursor.as_deref()).map_err(anyhow::Error::msg)?;
-            let out = (self.method.entry())(engine, params)?;
+            let (refs, answered_by, next) = self.call(engine, query, cursor.take())?;
             elapsed += started.elapsed().as_secs_f64() * 1000.0;
-            if let Some(t) = out["vector_tier"].as_str() {
-                tier = Some(t.to_string());
+            if let Some(t) = answered_by {
+                tier = Some(t.name().to_string());
             }
-            for hit in out[list].as_array().map(Vec::as_slice).unwrap_or_default() {
-                if let Some(&i) = hit.pointer(key).and_then(Value::as_str).and_then(|k| keys.get(k))
+            for r in refs {
+                if let Some(&i) = keys.get(&r)
                     && seen.insert(i)
                 {
                     docs.push(i);
                 }
             }
-            cursor = out["next_cursor"].as_str().map(str::to_string);
+            cursor = next;
             if self.method.mode().is_none() || docs.len() >= self.depth || cursor.is_none() {
                 break;
             }
@@ -425,7 +427,7 @@ fn ingest(engine: &MemoryEngine, data: &Dataset) -> Result<(HashMap<String, usiz
         let stored = engine
             .put_document(doc, audit)
             .with_context(|| format!("storing document {} (corpus.jsonl line {})", d.id, d.line))?;
-        let key = stored["key"].as_str().unwrap_or(&d.id).to_string();
+        let key = stored.key;
         keys.insert(key, i);
         if let Some(b) = &bar {
             b.inc(1);
@@ -464,7 +466,7 @@ pub fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
     let selected = &judged[..judged.len().min(limit)];
     for (q, _) in selected {
         for r in &runners {
-            r.params(&q.text, None).map_err(|e| {
+            r.check(&q.text).map_err(|e| {
                 anyhow!(
                     "{} line {}: query {} cannot be sent to {}: {e}",
                     data.dir.join("queries.jsonl").display(),
@@ -559,12 +561,12 @@ pub fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
     }
     Ok(json!({
         "dir": data.dir.display().to_string(),
-        "embedder": stats["vectors"]["signature"],
+        "embedder": stats.vectors.signature,
         "documents": keys.len(),
         "documents_empty": empty,
-        "chunks": stats["chunks"],
-        "vectors_missing": stats["vectors"]["missing"],
-        "deep": stats["vectors"].get("deep").cloned(),
+        "chunks": stats.chunks,
+        "vectors_missing": stats.vectors.missing,
+        "deep": stats.vectors.deep,
         "vector_tier": answering.map(TierKind::name),
         "deep_fill_ms": deep_fill_ms.map(|ms| ms.round() as u64),
         "queries": { "total": data.queries.len(), "without_relevant": without_relevant, "evaluated": selected.len() },

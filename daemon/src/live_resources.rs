@@ -7,7 +7,7 @@
 //! the watched-folder list changes with the config (`notifications/resources/list_changed`).
 
 use openhuman_mcp::{Resource, ResourceTemplate};
-use serde_json::{Value, json};
+use openhuman_memory::ops;
 
 use crate::rpc::{MethodError, blocking};
 use crate::state::AppState;
@@ -20,7 +20,7 @@ pub const SOURCE_TEMPLATE: &str = "openhuman://source/{id}";
 pub const MEMORY_TEMPLATE: &str = "openhuman://memory/{id}";
 const ITEM_PREFIX: &str = "openhuman://memory/";
 /// Chunks a source resource shows (the engine's page bound).
-const CHUNKS_SHOWN: u64 = 50;
+const CHUNKS_SHOWN: usize = 50;
 
 /// The listed resources: the overview and one per watched folder.
 pub fn list(state: &AppState) -> Vec<Resource> {
@@ -95,15 +95,13 @@ async fn overview(state: &AppState) -> Result<String, MethodError> {
     let engine = crate::rpc::engine(state)?;
     let (stats, sources) = blocking(move || {
         let stats = engine.stats().map_err(internal)?;
-        let sources = engine.list_sources(json!({ "limit": 20 })).map_err(internal)?;
+        let sources = engine.list_sources(ops::ListSourcesParams::recent(20)).map_err(internal)?;
         Ok((stats, sources))
     })
     .await?;
     let mut text = String::from("# Memory\n\n");
-    for key in ["chunks", "sources", "files"] {
-        if let Some(v) = stats.get(key) {
-            text.push_str(&format!("- {key}: {v}\n"));
-        }
+    for (key, n) in [("chunks", stats.chunks), ("sources", stats.sources), ("files", stats.files)] {
+        text.push_str(&format!("- {key}: {n}\n"));
     }
     let watch = state.watch().status_json(&state.config());
     if let Some(list) = watch["sources"].as_array().filter(|l| !l.is_empty()) {
@@ -118,14 +116,13 @@ async fn overview(state: &AppState) -> Result<String, MethodError> {
         }
     }
     text.push_str("\n## Recently changed sources\n\n");
-    for s in sources["sources"].as_array().into_iter().flatten() {
-        let id = s["source_id"].as_str().unwrap_or_default();
+    for s in &sources.sources {
         text.push_str(&format!(
             "- [{}]({}) ({}, {} chunks)\n",
-            s["display_name"].as_str().unwrap_or(id),
-            crate::watch::source_uri(id),
-            s["source_kind"].as_str().unwrap_or("?"),
-            s["chunk_count"]
+            s.display_name,
+            crate::watch::source_uri(&s.source_id),
+            s.source_kind,
+            s.chunk_count
         ));
     }
     Ok(text)
@@ -153,39 +150,35 @@ fn watched(state: &AppState, n: usize) -> Option<String> {
 async fn source(state: &AppState, id: String) -> Result<Option<String>, MethodError> {
     let engine = crate::rpc::engine(state)?;
     blocking(move || {
-        let page = engine.browse(json!({ "source_ids": [id.clone()], "k": CHUNKS_SHOWN })).map_err(internal)?;
-        let chunks = page["chunks"].as_array().cloned().unwrap_or_default();
-        if chunks.is_empty() {
-            return Ok(None);
-        }
-        let first = engine.read_chunk(json!({ "chunk_id": chunks[0]["chunk_id"] })).map_err(internal)?;
-        let mut text = format!("# {}\n\nsource: `{id}`\n", first["title"].as_str().unwrap_or(&id));
-        let links: Vec<String> = first["links"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|l| match l["source_id"].as_str() {
-                Some(to) => format!("[{}]({})", l["target"].as_str().unwrap_or("?"), crate::watch::source_uri(to)),
-                None => format!("{} (not in memory)", l["target"].as_str().unwrap_or("?")),
+        let page = engine.browse(ops::BrowseParams::of_source(id.clone(), CHUNKS_SHOWN)).map_err(internal)?;
+        let Some(newest) = page.chunks.first() else { return Ok(None) };
+        let first = engine.read_chunk(ops::ReadChunkParams::of(&newest.chunk.chunk_id)).map_err(internal)?;
+        let mut text = format!("# {}\n\nsource: `{id}`\n", first.title.as_deref().unwrap_or(&id));
+        let links: Vec<String> = first
+            .links
+            .iter()
+            .map(|l| match &l.source_id {
+                Some(to) => format!("[{}]({})", l.target, crate::watch::source_uri(to)),
+                None => format!("{} (not in memory)", l.target),
             })
             .collect();
         if !links.is_empty() {
             text.push_str(&format!("links: {}\n", links.join(", ")));
         }
-        if page["total"].as_u64().unwrap_or(0) > CHUNKS_SHOWN {
+        if page.total > CHUNKS_SHOWN as i64 {
             text.push_str(&format!(
                 "\n{} chunks; the newest {CHUNKS_SHOWN} follow (tree.browse pages through all)\n",
-                page["total"]
+                page.total
             ));
         }
         // Oldest first reads as the source does.
-        for c in chunks.iter().rev() {
-            let tags: Vec<&str> = c["tags"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-            text.push_str(&format!("\n## chunk {}\n", c["chunk_id"].as_str().unwrap_or("?")));
-            if !tags.is_empty() {
-                text.push_str(&format!("tags: {}\n", tags.join(", ")));
+        for row in page.chunks.iter().rev() {
+            let c = &row.chunk;
+            text.push_str(&format!("\n## chunk {}\n", c.chunk_id));
+            if !c.tags.is_empty() {
+                text.push_str(&format!("tags: {}\n", c.tags.join(", ")));
             }
-            text.push_str(&format!("\n{}\n", c["preview"].as_str().unwrap_or_default()));
+            text.push_str(&format!("\n{}\n", c.preview.as_deref().unwrap_or_default()));
         }
         Ok(Some(text))
     })
@@ -195,45 +188,35 @@ async fn source(state: &AppState, id: String) -> Result<Option<String>, MethodEr
 /// One chunk: title, its metadata as a list, its text, then its notes.
 async fn item(state: &AppState, id: String) -> Result<Option<String>, MethodError> {
     let engine = crate::rpc::engine(state)?;
-    let c = match blocking(move || engine.read_chunk(json!({ "chunk_id": id })).map_err(MethodError::from)).await {
+    let c = match blocking(move || engine.read_chunk(ops::ReadChunkParams::of(id)).map_err(MethodError::from)).await {
         Ok(c) => c,
         Err(MethodError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e),
     };
-    let s = |k: &str| c[k].as_str().unwrap_or_default();
-    let list = |k: &str| -> String {
-        c[k].as_array().into_iter().flatten().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")
-    };
-    let title = c["title"].as_str().filter(|t| !t.is_empty()).unwrap_or("Memory item");
-    let mut text = format!("# {title}\n\n- id: `{}`\n- kind: {}\n", s("chunk_id"), s("source_kind"));
+    let title = c.title.as_deref().filter(|t| !t.is_empty()).unwrap_or("Memory item");
+    let mut text = format!("# {title}\n\n- id: `{}`\n- kind: {}\n", c.chunk_id, c.source_kind);
     text.push_str(&format!(
         "- source: [{}]({}) ({})\n",
-        s("source_ref"),
-        crate::watch::source_uri(s("source_id")),
-        s("source_id")
+        c.source_ref,
+        crate::watch::source_uri(&c.source_id),
+        c.source_id
     ));
-    text.push_str(&format!("- observed: {}\n- written by: {}\n", s("observed_at"), s("source")));
-    text.push_str(&format!("- tokens: {}\n", c["token_count"]));
-    for (key, label) in [("tags", "tags"), ("entity_ids", "entities")] {
-        let l = list(key);
-        if !l.is_empty() {
-            text.push_str(&format!("- {label}: {l}\n"));
+    text.push_str(&format!("- observed: {}\n- written by: {}\n", c.observed_at, c.source));
+    text.push_str(&format!("- tokens: {}\n", c.token_count));
+    for (list, label) in [(&c.tags, "tags"), (&c.entity_ids, "entities")] {
+        if !list.is_empty() {
+            text.push_str(&format!("- {label}: {}\n", list.join(", ")));
         }
     }
-    for (k, v) in c["metadata"].as_object().into_iter().flatten() {
+    for (k, v) in &c.metadata {
         let v = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
         text.push_str(&format!("- {k}: {v}\n"));
     }
-    text.push_str(&format!("\n{}\n", s("content").trim()));
-    let notes: Vec<&Value> = c["notes"].as_array().into_iter().flatten().collect();
-    if !notes.is_empty() {
+    text.push_str(&format!("\n{}\n", c.content.trim()));
+    if !c.notes.is_empty() {
         text.push_str("\n## Notes\n\n");
-        for n in notes {
-            text.push_str(&format!(
-                "- {} ({})\n",
-                n["text"].as_str().unwrap_or_default(),
-                n["source"].as_str().unwrap_or("?")
-            ));
+        for n in &c.notes {
+            text.push_str(&format!("- {} ({})\n", n.text, n.source));
         }
     }
     Ok(Some(text))

@@ -17,11 +17,10 @@ use std::collections::BTreeMap;
 
 use openhuman_mcp::RpcError;
 use openhuman_mcp::prompts::{Prompt, PromptArgument, PromptResult, user_resource, user_text};
-use openhuman_memory::estimate_tokens;
-use serde_json::{Map, Value, json};
+use openhuman_memory::{estimate_tokens, ops};
 
 use crate::agents::{Agent, Origin, Registry};
-use crate::rpc::{self, Caller, MethodError};
+use crate::rpc::{self, MethodError};
 use crate::state::AppState;
 
 pub const RECALL: &str = "recall_context";
@@ -31,7 +30,7 @@ pub const DEFAULT_BUDGET: usize = 2000;
 pub const MIN_BUDGET: usize = 100;
 pub const MAX_BUDGET: usize = 32_000;
 /// Chunks recalled for a topic (the engine's largest page); packing stops at the budget.
-const RECALL_K: i64 = 50;
+const RECALL_K: usize = 50;
 /// A memory that does not fit whole goes in shortened only when this many tokens are left.
 const MIN_EXCERPT: usize = 40;
 
@@ -146,22 +145,17 @@ fn to_rpc(e: MethodError) -> RpcError {
 async fn recall_context(state: AppState, topic: &str, budget: usize) -> Result<PromptResult, RpcError> {
     crate::tools::admit_as(&state, "memory.recall")?;
     crate::tools::admit_as(&state, "tree.read_chunk")?;
-    let mut p = Map::new();
-    p.insert("query".into(), json!(topic));
-    p.insert("k".into(), json!(RECALL_K));
-    let recalled =
-        rpc::invoke(state.clone(), "openhuman.memory_tree_recall", p, Caller::default()).await.map_err(to_rpc)?;
-    let hits = recalled["chunks"].as_array().cloned().unwrap_or_default();
+    let params = ops::RecallParams { limit: RECALL_K, ..ops::RecallParams::of(topic) };
+    let recalled = rpc::operate::<ops::Recall>(&state, params).await.map_err(to_rpc)?;
+    let hits = recalled.chunks;
     let mut pack = Pack::new(budget);
     for hit in &hits {
         if pack.full() {
             break;
         }
-        let Some(id) = hit["chunk_id"].as_str() else { continue };
-        let mut p = Map::new();
-        p.insert("chunk_id".into(), json!(id));
         // A chunk deleted since the recall is left out.
-        let chunk = match rpc::invoke(state.clone(), "openhuman.memory_tree_get_chunk", p, Caller::default()).await {
+        let params = ops::ReadChunkParams::of(&hit.chunk.chunk_id);
+        let chunk = match rpc::operate::<ops::ReadChunk>(&state, params).await {
             Ok(c) => c,
             Err(MethodError::NotFound(_)) => continue,
             Err(e) => return Err(to_rpc(e)),
@@ -205,10 +199,10 @@ impl Pack {
 
     /// Adds a memory (a `tree.read_chunk` result) whole when it fits, else shortened when enough
     /// room is left. False when the budget is used up.
-    fn add(&mut self, chunk: &Value) -> bool {
+    fn add(&mut self, chunk: &ops::Chunk) -> bool {
         let n = self.count + 1;
         let head = entry_head(n, chunk);
-        let content = chunk["content"].as_str().unwrap_or_default().trim();
+        let content = chunk.content.trim();
         let room = self.budget.saturating_sub(self.used);
         let whole = format!("{head}\n{content}");
         let cost = estimate_tokens(&whole);
@@ -238,14 +232,14 @@ impl Pack {
 }
 
 /// `## [n] title` and the citation line: chunk id, kind, where it came from, when.
-fn entry_head(n: usize, chunk: &Value) -> String {
-    let s = |k: &str| chunk[k].as_str().filter(|v| !v.is_empty());
-    let id = s("chunk_id").unwrap_or("?");
-    let title = s("title").or(s("source_ref")).unwrap_or("(untitled)");
+fn entry_head(n: usize, chunk: &ops::Chunk) -> String {
+    let given = |v: &str| (!v.is_empty()).then(|| v.to_string());
+    let id = given(&chunk.chunk_id).unwrap_or_else(|| "?".into());
+    let title = chunk.title.as_deref().and_then(given).or(given(&chunk.source_ref)).unwrap_or("(untitled)".into());
     let mut cite = vec![format!("[chunk:{id}]")];
-    cite.extend(["source_kind", "source_ref", "observed_at"].into_iter().filter_map(s).map(str::to_string));
-    if let Some(src) = s("source_id") {
-        cite.push(crate::watch::source_uri(src));
+    cite.extend([&chunk.source_kind, &chunk.source_ref, &chunk.observed_at].into_iter().filter_map(|v| given(v)));
+    if let Some(src) = given(&chunk.source_id) {
+        cite.push(crate::watch::source_uri(&src));
     }
     format!("## [{n}] {title}\n{}\n", cite.join(" · "))
 }
@@ -272,10 +266,30 @@ fn first_words(text: &str, n: usize) -> &str {
 mod tests {
     use super::*;
 
-    fn chunk(id: &str, words: usize) -> Value {
+    fn chunk(id: &str, words: usize) -> ops::Chunk {
         let content: Vec<String> = (0..words).map(|i| format!("w{i}")).collect();
-        json!({ "chunk_id": id, "title": format!("Note {id}"), "source_kind": "note", "source_ref": "notes/a.md",
-                "source_id": "file:notes/a.md", "observed_at": "2026-01-02T03:04:05Z", "content": content.join(" ") })
+        ops::Chunk {
+            chunk_id: id.into(),
+            source_kind: "note".into(),
+            source_id: "file:notes/a.md".into(),
+            source_ref: "notes/a.md".into(),
+            item_id: format!("item-{id}"),
+            owner: None,
+            source: "ingest".into(),
+            timestamp_ms: 0,
+            observed_at: "2026-01-02T03:04:05Z".into(),
+            seq_in_source: 0,
+            title: Some(format!("Note {id}")),
+            content: content.join(" "),
+            token_count: 0,
+            tags: Vec::new(),
+            metadata: Default::default(),
+            entity_ids: Vec::new(),
+            notes: Vec::new(),
+            created_at_ms: 0,
+            links: Vec::new(),
+            backlinks: Vec::new(),
+        }
     }
 
     #[test]

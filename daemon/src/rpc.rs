@@ -17,12 +17,12 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use openhuman_mcp::args::ArgSpec;
 use openhuman_mcp::{Progress, RpcError};
-use openhuman_memory::{MemoryEngine, MemoryError};
+use openhuman_memory::{MemoryEngine, MemoryError, Operation};
+use openhuman_schema::Params;
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 pub use daemon::audit_query;
-pub use memory::filter_spec;
 
 use crate::state::AppState;
 
@@ -146,15 +146,33 @@ pub fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
     state.memory().map_err(MethodError::Unavailable)
 }
 
-/// Runs a synchronous memory-engine method through the bounded blocking path.
-pub(crate) fn on_engine(
+/// The method of an engine operation in `group`: the schema is its parameter type's, the
+/// handler its typed engine call.
+pub(crate) fn operation_in<O: Operation>(group: Group) -> Method {
+    Method { name: O::METHOD, group, params: O::Params::spec(), handler: run_operation::<O> }
+}
+
+/// The method of a memory operation (listed in the tool registry).
+pub(crate) fn operation<O: Operation>() -> Method {
+    operation_in::<O>(Group::Memory)
+}
+
+fn run_operation<O: Operation>(
     state: AppState,
     params: Map<String, Value>,
-    f: fn(&MemoryEngine, Value) -> Result<Value, MemoryError>,
+    _: Caller,
 ) -> BoxFuture<'static, Result<Value, MethodError>> {
     async move {
-        let engine = engine(&state)?;
-        blocking(move || f(&engine, Value::Object(params)).map_err(MethodError::from)).await
+        let params = O::Params::from_checked(params).map_err(|e| MethodError::InvalidParams(e.0))?;
+        let out = operate::<O>(&state, params).await?;
+        serde_json::to_value(out).map_err(|e| MethodError::Internal(e.into()))
     }
     .boxed()
+}
+
+/// Runs an engine operation on parameters its schema accepted (or that Rust code built), on the
+/// bounded blocking path.
+pub(crate) async fn operate<O: Operation>(state: &AppState, params: O::Params) -> Result<O::Output, MethodError> {
+    let engine = engine(state)?;
+    blocking(move || O::run(&engine, params).map_err(MethodError::from)).await
 }

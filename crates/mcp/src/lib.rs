@@ -15,12 +15,13 @@
 //! - `prompts`    prompts and completion: list entries, argument checks, the completion cap
 //! - `subscriptions` change notifications: `resources/subscribe` and `subscriptions/listen`
 //! - `context`    [`RequestCtx`]: what a running request may use (cancel, progress, logs)
-//! - `args`       argument schemas: rendered as JSON Schema, applied as the validator
+//! - `args`       argument schemas (the `openhuman-schema` crate, re-exported)
 //! - `tool`       tool descriptions and results (`tools/list` entries, `isError` results)
 //! - `transport/` bytes <-> messages: framing, socket, stdio, HTTP
 
 pub mod app;
-pub mod args;
+/// Argument schemas live in their own crate, shared with the typed operations they describe.
+pub use openhuman_schema as args;
 pub mod context;
 mod dispatcher;
 pub mod incoming;

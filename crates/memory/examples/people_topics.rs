@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use openhuman_memory::embed::{EmbedError, Embedder};
+use openhuman_memory::ops::TopEntitiesParams;
 use openhuman_memory::{MemoryEngine, MemoryOptions};
-use serde_json::json;
 
 /// Vectors play no part in entities: every text gets the same unit vector.
 struct Flat;
@@ -49,18 +49,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     writeln!(out, "opened in {} ms; background work done at {} ms", opened.as_millis(), started.elapsed().as_millis())?;
     writeln!(out, "files {} chunks {}", summary.files_ingested, summary.chunks_added)?;
     for kind in ["person", "topic"] {
-        let top = engine.top_entities(json!({"kind": kind, "k": 40}))?;
-        writeln!(out, "\n## top {kind} (of {})", top["total"])?;
-        for (i, e) in top["entities"].as_array().into_iter().flatten().enumerate() {
+        let p = TopEntitiesParams { kind: Some(kind.to_string()), limit: 40, cursor: None };
+        let top = engine.top_entities(p)?;
+        writeln!(out, "\n## top {kind} (of {})", top.total)?;
+        for (i, e) in top.entities.iter().enumerate() {
             writeln!(
                 out,
                 "{:>2}. {} ({}; {} mentions in {} chunks{})",
                 i + 1,
-                e["display_name"].as_str().unwrap_or(""),
-                e["entity_id"].as_str().unwrap_or(""),
-                e["mention_count"],
-                e["chunk_count"],
-                e.get("score").map(|s| format!("; score {s}")).unwrap_or_default()
+                e.display_name,
+                e.entity_id,
+                e.mention_count,
+                e.chunk_count,
+                e.score.map(|s| format!("; score {s}")).unwrap_or_default()
             )?;
         }
     }

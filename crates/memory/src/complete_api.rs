@@ -3,8 +3,6 @@
 //! and chunk ids (matched exactly, in id order, by an index range). Each answer carries the
 //! values and how many matched in all.
 
-use serde_json::{Value, json};
-
 use super::{MemoryEngine, MemoryError, entities};
 
 /// What is being completed.
@@ -40,10 +38,16 @@ fn prefix_end(prefix: &str) -> String {
     format!("{prefix}\u{10FFFF}")
 }
 
+/// Completions of a prefix: the best few, and how many match in all.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Completions {
+    pub values: Vec<String>,
+    pub total: i64,
+}
+
 impl MemoryEngine {
-    /// `{values, total}`: up to `limit` values starting with `prefix`, best first, and the number
-    /// of all that match.
-    pub fn complete(&self, what: Completable, prefix: &str, limit: usize) -> Result<Value, MemoryError> {
+    /// Up to `limit` values starting with `prefix`, best first, and the number of all that match.
+    pub fn complete(&self, what: Completable, prefix: &str, limit: usize) -> Result<Completions, MemoryError> {
         let limit = limit.clamp(1, MAX_LIMIT) as i64;
         if what == Completable::Topic {
             entities::settle(&self.inner)?;
@@ -77,6 +81,6 @@ impl MemoryEngine {
         let total: i64 = conn
             .prepare_cached(&format!("SELECT {count} {from}"))?
             .query_row(rusqlite::params![start, end], |r| r.get(0))?;
-        Ok(json!({ "values": values, "total": total }))
+        Ok(Completions { values, total })
     }
 }

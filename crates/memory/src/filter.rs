@@ -1,20 +1,13 @@
-//! The `filter` object of recall/fetch/list and the listing filters of
-//! `tree.browse`, compiled to one SQL predicate over `chunks c` so every search mode
-//! filters with the same semantics. Time bounds are inclusive.
+//! The engine's filter: what an operation's `filter` argument compiles to (see
+//! `ops::FilterParams`), turned into one SQL predicate over `chunks c` so every listing and
+//! every search mode filters with the same semantics. Time bounds are inclusive.
 
 use std::collections::HashSet;
 
 use rusqlite::{Connection, ToSql, params_from_iter};
-use serde_json::Value;
 
 use super::MemoryError;
-use super::params::{check_keys, invalid, type_name};
-use super::store::{FILTER_META_KEYS, rarray};
-use super::types::SourceKind;
-use super::util::rfc3339_to_ms;
-
-const LIST_KEYS: &[&str] = &["kinds", "sources", "source_ids", "tags_any"];
-const TIME_KEYS: &[&str] = &["observed_after", "observed_before"];
+use super::store::rarray;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Filter {
@@ -30,76 +23,7 @@ pub(crate) struct Filter {
     pub rowids: Option<Vec<i64>>,
 }
 
-fn str_list(key: &str, v: &Value) -> Result<Vec<String>, MemoryError> {
-    let Value::Array(items) = v else {
-        return Err(invalid(format!("filter.{key} must be an array of strings, not {}", type_name(v))));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, x)| match x {
-            Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
-            Value::String(_) => Err(invalid(format!("filter.{key}[{i}] must not be blank"))),
-            other => Err(invalid(format!("filter.{key}[{i}] must be a string, not {}", type_name(other)))),
-        })
-        .collect()
-}
-
-fn string(key: &str, v: &Value) -> Result<String, MemoryError> {
-    match v {
-        Value::String(s) if !s.trim().is_empty() => Ok(s.clone()),
-        Value::String(_) => Err(invalid(format!("filter.{key} must not be blank"))),
-        other => Err(invalid(format!("filter.{key} must be a string, not {}", type_name(other)))),
-    }
-}
-
-pub(crate) fn parse_kinds(name: &str, kinds: &[String]) -> Result<Vec<&'static str>, MemoryError> {
-    let mut out = Vec::new();
-    for k in kinds {
-        let kind = SourceKind::parse(k).ok_or_else(|| {
-            invalid(format!("{name}: unknown kind `{k}` (use document, conversation, chat, email, note or learning)"))
-        })?;
-        if !out.contains(&kind.as_str()) {
-            out.push(kind.as_str());
-        }
-    }
-    Ok(out)
-}
-
 impl Filter {
-    /// Parses the filter object; `None`/null is no filter.
-    pub fn parse(v: Option<&Value>) -> Result<Filter, MemoryError> {
-        let mut f = Filter::default();
-        let Some(v) = v else { return Ok(f) };
-        let allowed: Vec<&str> = LIST_KEYS.iter().chain(TIME_KEYS).chain(FILTER_META_KEYS).copied().collect();
-        let Some(obj) = check_keys(v, &allowed, "filter")? else {
-            return Ok(f);
-        };
-        for (key, val) in obj {
-            match key.as_str() {
-                "kinds" => f.kinds = parse_kinds("filter.kinds", &str_list(key, val)?)?,
-                "sources" => f.sources = str_list(key, val)?,
-                "source_ids" => f.source_ids = str_list(key, val)?,
-                "tags_any" => f.tags_any = str_list(key, val)?,
-                "observed_after" | "observed_before" => {
-                    let s = string(key, val)?;
-                    let ms = rfc3339_to_ms(&s).ok_or_else(|| {
-                        invalid(format!(
-                            "filter.{key} must be an RFC 3339 time such as 2024-05-01T00:00:00Z, got `{s}`"
-                        ))
-                    })?;
-                    if key == "observed_after" {
-                        f.after_ms = Some(ms);
-                    } else {
-                        f.before_ms = Some(ms);
-                    }
-                }
-                meta => f.meta.push((meta.to_string(), string(key, val)?)),
-            }
-        }
-        Ok(f)
-    }
-
     /// A filter on entities first lets a short backlog of entity extraction finish (see
     /// `entities::settle`), so that a chunk just written matches by what its text mentions.
     pub fn settle_entities(&self, inner: &std::sync::Arc<super::Inner>) -> Result<(), MemoryError> {

@@ -36,14 +36,15 @@ mod filter;
 mod follow;
 mod fts;
 mod ingest;
-mod items_api;
 mod links;
+pub mod ops;
+mod page;
 mod params;
-mod read_api;
 mod schema;
 mod search;
 pub mod shared;
 mod snippet;
+mod stats;
 mod store;
 mod sync;
 mod tier;
@@ -54,7 +55,6 @@ mod util;
 mod vault;
 mod vecfile;
 mod vectors;
-mod views;
 mod watched;
 mod write_api;
 
@@ -66,9 +66,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rusqlite::Connection;
 
-pub use complete_api::Completable;
+pub use complete_api::{Completable, Completions};
 pub use error::MemoryError;
 pub use follow::{MoveSummary, move_to_embedded, move_to_shared, shared_tables};
+pub use ops::Operation;
+pub use stats::{FtsStats, Stats, VectorStats};
 /// The schema version of the store this build writes (and of a shared store's tables).
 pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
 pub use fts::word_stems;
@@ -83,6 +85,7 @@ pub use types::{
 };
 pub use util::estimate_tokens;
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
+pub use write_api::{Forgotten, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged};
 
 /// Where the engine keeps its files and which embedders it uses.
 pub struct MemoryOptions {
@@ -270,8 +273,8 @@ impl MemoryEngine {
     }
 
     /// Counts and index positions, for `status` and diagnostics.
-    pub fn stats(&self) -> Result<serde_json::Value, MemoryError> {
-        read_api::stats(&self.inner)
+    pub fn stats(&self) -> Result<Stats, MemoryError> {
+        stats::stats(&self.inner)
     }
 
     pub fn record_audit(&self, rows: &[AuditRow]) -> Result<(), MemoryError> {

@@ -8,7 +8,7 @@
 //! without regard to ASCII case, preferring the one nearest the linking note.
 
 use rusqlite::{Connection, params};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::store::rarray;
 
@@ -76,10 +76,31 @@ fn resolve(conn: &Connection, from_path: &str, target: &str) -> rusqlite::Result
     Ok(candidates.into_iter().max_by_key(|p| (nearness(p, from_path), std::cmp::Reverse(p.len()))))
 }
 
-/// `{links, backlinks}` of the source `source_id` (whose file, if it is one, is `file_path`):
-/// its outgoing links with the source each resolves to (`null` when no ingested note has that
-/// name), and the sources whose links name this note.
-pub(crate) fn of_source(conn: &Connection, source_id: &str, file_path: Option<&str>) -> rusqlite::Result<Value> {
+/// A `[[wiki link]]` of a note, with the source it resolves to (none when no ingested note has
+/// that name).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Link {
+    pub target: String,
+    pub heading: String,
+    pub alias: String,
+    pub source_id: Option<String>,
+}
+
+/// A note whose link names this one.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Backlink {
+    pub source_id: String,
+    pub target: String,
+}
+
+/// The links and backlinks of the source `source_id` (whose file, if it is one, is
+/// `file_path`): its outgoing links with the source each resolves to, and the sources whose
+/// links name this note.
+pub(crate) fn of_source(
+    conn: &Connection,
+    source_id: &str,
+    file_path: Option<&str>,
+) -> rusqlite::Result<(Vec<Link>, Vec<Backlink>)> {
     let rows: Vec<(String, String, String)> = conn
         .prepare_cached(
             "SELECT target, heading, alias FROM links WHERE source_id = ?1 ORDER BY target, heading, alias",
@@ -90,7 +111,7 @@ pub(crate) fn of_source(conn: &Connection, source_id: &str, file_path: Option<&s
     let mut links = Vec::with_capacity(rows.len());
     for (target, heading, alias) in rows {
         let resolved = resolve(conn, from, &target)?.map(|p| format!("file:{p}"));
-        links.push(json!({ "target": target, "heading": heading, "alias": alias, "source_id": resolved }));
+        links.push(Link { target, heading, alias, source_id: resolved });
     }
     let mut backlinks = Vec::new();
     if let Some(path) = file_path {
@@ -106,10 +127,10 @@ pub(crate) fn of_source(conn: &Connection, source_id: &str, file_path: Option<&s
                 let from_path = from_source.strip_prefix("file:").unwrap_or(&from_source);
                 // Only links that resolve here: another folder's note of the same name may win.
                 if resolve(conn, from_path, &target)?.as_deref() == Some(path) {
-                    backlinks.push(json!({ "source_id": from_source, "target": target }));
+                    backlinks.push(Backlink { source_id: from_source, target });
                 }
             }
         }
     }
-    Ok(json!({ "links": links, "backlinks": backlinks }))
+    Ok((links, backlinks))
 }

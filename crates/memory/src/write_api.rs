@@ -6,16 +6,98 @@
 use std::sync::Arc;
 
 use rusqlite::{OptionalExtension, Transaction, params};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::chunker::{Format, chunk_text};
+use super::ops::no_chunk;
 use super::params::{invalid, required};
-use super::read_api::no_chunk;
 use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
 use super::sync::{InFlight, WriteState, after_write, wait_searchable};
 use super::types::{AuditRow, PutDocument, SourceKind};
 use super::util::{now_ms, sha256_hex};
 use super::{Inner, MemoryEngine, MemoryError, anchor, audit, entities, lock};
+
+/// What `put_document` did: the item, its chunks, and whether it was new, changed or the same.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stored {
+    pub id: String,
+    pub key: String,
+    pub namespace: String,
+    pub chunk_ids: Vec<String>,
+    /// `created`, `updated` or `unchanged`.
+    pub status: &'static str,
+}
+
+/// What `add_note` did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Noted {
+    pub id: String,
+    /// The note's own (searchable) chunk.
+    pub note_chunk_id: String,
+    pub chunk_id: String,
+    pub key: String,
+    /// `created` or `updated`.
+    pub status: &'static str,
+}
+
+/// The chunk's tags after `tag_chunk`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tagged {
+    pub chunk_id: String,
+    pub key: String,
+    pub tags: Vec<String>,
+}
+
+/// The learning `learn` stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Learned {
+    pub id: String,
+    pub chunk_id: String,
+    pub kind: String,
+    pub confidence: Option<f64>,
+}
+
+/// Which ids `forget` deleted and which named nothing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Forgotten {
+    pub deleted: Vec<String>,
+    pub not_found: Vec<String>,
+}
+
+/// The entity `split_entity` made stand alone, and the one it was merged into.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Split {
+    pub entity_id: String,
+    pub split_from: String,
+}
+
+/// What each id of `resolve_ids` names.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resolved {
+    pub ids: Vec<ResolvedId>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedId {
+    pub id: String,
+    pub chunk_count: usize,
+    /// At most 100, in source order.
+    pub chunks: Vec<ResolvedChunk>,
+    /// Notes on those chunks (a forget takes them too).
+    pub notes: i64,
+    /// Bare records (a learning, a document's key) the id names when it has no chunks.
+    pub records: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ResolvedChunk {
+    pub chunk_id: String,
+    pub kind: String,
+    pub source_id: String,
+    pub title: Option<String>,
+    pub preview: String,
+}
 
 const MAX_TAGS: usize = 50;
 const MAX_TAG_BYTES: usize = 128;
@@ -106,7 +188,7 @@ fn upsert_kv(tx: &Transaction<'_>, kv: Kv<'_>, now: i64) -> rusqlite::Result<()>
 impl MemoryEngine {
     /// Upserts a document by `(namespace, key)`, replacing its previous chunks.
     /// Returns `{id, key, namespace, chunk_ids, status: created|updated|unchanged}`.
-    pub fn put_document(&self, w: PutDocument, audit: AuditRow) -> Result<Value, MemoryError> {
+    pub fn put_document(&self, w: PutDocument, audit: AuditRow) -> Result<Stored, MemoryError> {
         let key = required("key", &w.key)?.trim().to_string();
         required("content", &w.content)?;
         let source = required("source", &w.source)?.to_string();
@@ -192,8 +274,7 @@ impl MemoryEngine {
                 .prepare_cached("SELECT id FROM chunks WHERE origin = ?1 ORDER BY seq_in_source")?
                 .query_map([&item_id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            let out =
-                json!({ "id": item_id, "key": key, "namespace": namespace, "chunk_ids": chunk_ids, "status": status });
+            let out = Stored { id: item_id.clone(), key: key.clone(), namespace: namespace.clone(), chunk_ids, status };
             Ok((out, item_id.clone()))
         })
     }
@@ -207,7 +288,7 @@ impl MemoryEngine {
         key: &str,
         source: &str,
         audit: AuditRow,
-    ) -> Result<Value, MemoryError> {
+    ) -> Result<Noted, MemoryError> {
         let chunk_id = required("chunk_id", chunk_id)?.trim();
         let note = required("note_text", note)?.trim();
         let key = required("key", key)?.trim();
@@ -257,10 +338,13 @@ impl MemoryEngine {
                     provenance = excluded.provenance, updated_at_ms = excluded.updated_at_ms",
             )?
             .execute(params![item_id, chunk_id, note, key, source, now])?;
-            let out = json!({
-                "id": item_id, "note_chunk_id": note_chunk_id, "chunk_id": chunk_id, "key": key,
-                "status": if updated { "updated" } else { "created" },
-            });
+            let out = Noted {
+                id: item_id.clone(),
+                note_chunk_id,
+                chunk_id: chunk_id.to_string(),
+                key: key.to_string(),
+                status: if updated { "updated" } else { "created" },
+            };
             Ok((out, item_id.clone()))
         })
     }
@@ -274,7 +358,7 @@ impl MemoryEngine {
         key: &str,
         source: &str,
         audit: AuditRow,
-    ) -> Result<Value, MemoryError> {
+    ) -> Result<Tagged, MemoryError> {
         let chunk_id = required("chunk_id", chunk_id)?.trim();
         let key = required("key", key)?.trim();
         let source = required("source", source)?;
@@ -302,7 +386,7 @@ impl MemoryEngine {
                 .prepare_cached("SELECT DISTINCT tag FROM chunk_tags WHERE chunk_rowid = ?1 ORDER BY tag")?
                 .query_map([rowid], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            Ok((json!({ "chunk_id": chunk_id, "key": key, "tags": all }), chunk_id.to_string()))
+            Ok((Tagged { chunk_id: chunk_id.to_string(), key: key.to_string(), tags: all }, chunk_id.to_string()))
         })
     }
 
@@ -314,7 +398,7 @@ impl MemoryEngine {
         confidence: Option<f64>,
         source: &str,
         audit: AuditRow,
-    ) -> Result<Value, MemoryError> {
+    ) -> Result<Learned, MemoryError> {
         let text = required("text", text)?.trim();
         let source = required("source", source)?;
         if !LEARNING_KINDS.contains(&kind) {
@@ -357,14 +441,14 @@ impl MemoryEngine {
                 "INSERT INTO learnings (item_id, kind, confidence, text, provenance, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![item_id, kind, confidence, text, source, now])?;
-            let out = json!({ "id": item_id, "chunk_id": chunk_id, "kind": kind, "confidence": confidence });
+            let out = Learned { id: item_id.clone(), chunk_id, kind: kind.to_string(), confidence };
             Ok((out, item_id.clone()))
         })
     }
 
     /// Deletes for good. Each id may be a chunk id, an item id (`doc:…`, `note:…`,
     /// `learning:…`, `file:…`) or a source id; notes on forgotten chunks go with them.
-    pub fn forget(&self, ids: &[String], source: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+    pub fn forget(&self, ids: &[String], source: &str, audit: AuditRow) -> Result<Forgotten, MemoryError> {
         required("source", source)?;
         if ids.is_empty() || ids.len() > 100 {
             return Err(invalid(format!("ids must have 1 to 100 entries, got {}", ids.len())));
@@ -390,18 +474,18 @@ impl MemoryEngine {
                 )));
             }
             let result = deleted.join(",");
-            Ok((json!({ "deleted": deleted, "not_found": not_found }), result))
+            Ok((Forgotten { deleted, not_found }, result))
         })
     }
 
     /// Undoes a merge of people: `entity_id` (a `person:` or `bot:` id, or an `email:` address
     /// linked to a person) counts as itself again, the chunks of the entity it was merged into
     /// are extracted again, and extraction never makes that merge again.
-    pub fn split_entity(&self, entity_id: &str, audit: AuditRow) -> Result<Value, MemoryError> {
+    pub fn split_entity(&self, entity_id: &str, audit: AuditRow) -> Result<Split, MemoryError> {
         required("entity_id", entity_id)?;
         let id = entity_id.trim().to_string();
         write_tx(&self.inner, Some(audit), |tx, _seq, _now| match entities::split(tx, &id)? {
-            Some(into) => Ok((json!({ "entity_id": id, "split_from": into }), id.clone())),
+            Some(into) => Ok((Split { entity_id: id.clone(), split_from: into }, id.clone())),
             None => Err(MemoryError::NotFound(format!(
                 "`{id}` is not merged into another entity: nothing to split (tree.top_entities lists each \
                  person's merged names and addresses under `merged`)"
@@ -439,24 +523,26 @@ impl MemoryEngine {
     /// title, preview}], notes, records}]}` — at most 100 chunks listed per id, in source order;
     /// `notes` the notes on those chunks (which a forget takes with them), `records` the bare
     /// records (a learning, a document's key) an id names when it has no chunks.
-    pub fn resolve_ids(&self, ids: &[String]) -> Result<Value, MemoryError> {
+    pub fn resolve_ids(&self, ids: &[String]) -> Result<Resolved, MemoryError> {
         let conn = self.inner.read_conn()?;
         let mut out = Vec::new();
         for id in ids {
             let id = id.trim();
             let rowids = forget_targets(&conn, id)?;
-            let chunks: Vec<Value> = conn
+            let chunks: Vec<ResolvedChunk> = conn
                 .prepare_cached(
                     "SELECT id, source_kind, source_id, title, content FROM chunks WHERE rowid IN rarray(?1)
                      ORDER BY source_id, seq_in_source, rowid LIMIT ?2",
                 )?
                 .query_map(rusqlite::params![store::rarray(&rowids), RESOLVE_LISTED as i64], |r| {
                     let content: String = r.get(4)?;
-                    Ok(json!({
-                        "chunk_id": r.get::<_, String>(0)?, "kind": r.get::<_, String>(1)?,
-                        "source_id": r.get::<_, String>(2)?, "title": r.get::<_, Option<String>>(3)?,
-                        "preview": crate::util::preview(content.trim(), 120),
-                    }))
+                    Ok(ResolvedChunk {
+                        chunk_id: r.get(0)?,
+                        kind: r.get(1)?,
+                        source_id: r.get(2)?,
+                        title: r.get(3)?,
+                        preview: crate::util::preview(content.trim(), 120),
+                    })
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             let notes: i64 = conn
@@ -473,11 +559,9 @@ impl MemoryEngine {
             } else {
                 0
             };
-            out.push(json!({
-                "id": id, "chunk_count": rowids.len(), "chunks": chunks, "notes": notes, "records": records,
-            }));
+            out.push(ResolvedId { id: id.to_string(), chunk_count: rowids.len(), chunks, notes, records });
         }
-        Ok(json!({ "ids": out }))
+        Ok(Resolved { ids: out })
     }
 }
 

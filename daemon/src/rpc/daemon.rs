@@ -9,8 +9,9 @@ use futures::FutureExt;
 use openhuman_mcp::args::{ArgSpec, Field};
 use serde_json::{Map, Value, json};
 
-use super::{Caller, Group, Method, MethodError, blocking, engine, on_engine};
+use super::{Caller, Group, Method, MethodError, blocking, engine, operation_in};
 use crate::state::AppState;
+use openhuman_memory::ops;
 
 fn method(name: &'static str, params: ArgSpec, handler: super::Handler) -> Method {
     Method { name, group: Group::Daemon, params, handler }
@@ -43,15 +44,15 @@ pub(super) fn methods() -> Vec<Method> {
                     .await?;
                     out["store"] = json!({
                         "bytes": bytes,
-                        "chunks": stats["chunks"],
-                        "sources": stats["sources"],
-                        "entities": stats["entities"],
-                        "audit_rows": stats["audit_rows"],
+                        "chunks": stats.chunks,
+                        "sources": stats.sources,
+                        "entities": stats.entities,
+                        "audit_rows": stats.audit_rows,
                         "index": {
-                            "db_seq": stats["db_seq"],
-                            "fts_seq": stats["fts"]["seq"],
-                            "fts_docs": stats["fts"]["docs"],
-                            "vectors": stats["vectors"]["count"],
+                            "db_seq": stats.db_seq,
+                            "fts_seq": stats.fts.seq,
+                            "fts_docs": stats.fts.docs,
+                            "vectors": stats.vectors.count,
                         },
                     });
                 }
@@ -169,35 +170,22 @@ pub(super) fn methods() -> Vec<Method> {
                         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
                         .unwrap_or_default();
                     let engine = engine(&s)?;
-                    blocking(move || engine.resolve_ids(&ids).map_err(MethodError::from)).await
+                    let resolved = blocking(move || engine.resolve_ids(&ids).map_err(MethodError::from)).await?;
+                    serde_json::to_value(resolved).map_err(internal)
                 }
                 .boxed()
             },
         ),
-        method(
-            "openhuman.memory_timeline",
-            ArgSpec::new(vec![
-                Field::one_of("bucket", "Count per day (default) or per week (from Monday, UTC).", &["day", "week"]),
-                Field::string("entity_id", "Only chunks mentioning this entity, e.g. person:alice-smith.")
-                    .max_chars(512),
-            ]),
-            |s, p, _| on_engine(s, p, openhuman_memory::MemoryEngine::timeline),
-        ),
-        method(
-            "openhuman.memory_neighbours",
-            ArgSpec::new(vec![
-                Field::string("chunk_id", "A chunk id from search, recall or browse.").required().max_chars(256),
-                Field::int("around", "Chunks on each side (default 2).", 1, 5),
-            ]),
-            |s, p, _| on_engine(s, p, openhuman_memory::MemoryEngine::neighbours),
-        ),
+        operation_in::<ops::Timeline>(Group::Daemon),
+        operation_in::<ops::Neighbours>(Group::Daemon),
         method("openhuman.ui_login", ArgSpec::none(), |s, _, _| {
             async move { s.dashboard().login_link().map_err(MethodError::Unavailable) }.boxed()
         }),
         method("openhuman.memory_stats", ArgSpec::none(), |s, _, _| {
             async move {
                 let engine = engine(&s)?;
-                blocking(move || engine.stats().map_err(internal)).await
+                let stats = blocking(move || engine.stats().map_err(internal)).await?;
+                serde_json::to_value(stats).map_err(internal)
             }
             .boxed()
         }),

@@ -1,155 +1,150 @@
-//! The memory read tools: `memory.search`, `memory.recall`, `memory.fetch`,
-//! `memory.list` and the `tree.*` browsing tools. Each one's arguments are its core method's
-//! parameter schema; the call validates, then invokes the core method by name. When an LLM is
-//! configured, `memory.recall` also carries an `answer` written only from the recalled chunks.
+//! The memory read tools: `memory.search`, `memory.recall`, `memory.fetch`, `memory.list` and
+//! the `tree.*` browsing tools. Each is an engine operation (`openhuman_memory::ops`): its
+//! `inputSchema` is the operation's parameter type's schema, `tools/call` validates against it
+//! once, and the handler calls the typed engine function. What is the tool's own is here: its
+//! name, title, description and policy. When an LLM is configured, `memory.recall` also carries
+//! an `answer` written only from the recalled chunks.
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use openhuman_mcp::RequestCtx;
+use openhuman_memory::{Operation, ops};
 use openhuman_providers::llm::{Llm, grounded};
-use serde_json::{Map, Value, json};
+use openhuman_schema::Params;
+use serde_json::{Map, Value};
 
 use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
-use crate::rpc::{self, Caller, MethodError};
+use crate::rpc::{self, MethodError};
 use crate::state::AppState;
 
-/// Calls a core method for a tool; every failure a caller can act on becomes an `isError` text.
-pub fn via(state: AppState, method: &'static str, args: Map<String, Value>) -> BoxFuture<'static, ToolOutcome> {
+/// Every failure a caller can act on becomes an `isError` text; an internal one is logged and
+/// points at the log.
+fn failure(method: &'static str) -> impl Fn(MethodError) -> ToolFailure {
+    move |e| match e {
+        MethodError::Internal(e) => {
+            tracing::error!(method, "core method failed: {e:#}");
+            ToolFailure::Tool(format!("internal error in {method}: {e:#}; the daemon log has details"))
+        }
+        other => ToolFailure::Tool(other.to_string()),
+    }
+}
+
+/// Arguments `tools/call` validated against the operation's schema, as its parameter type.
+fn params<O: Operation>(args: Map<String, Value>) -> Result<O::Params, ToolFailure> {
+    O::Params::from_checked(args).map_err(|e| ToolFailure::Tool(format!("invalid arguments: {e}")))
+}
+
+fn to_json(out: impl serde::Serialize) -> ToolOutcome {
+    serde_json::to_value(out).map_err(|e| ToolFailure::Tool(format!("internal error: a result did not serialise: {e}")))
+}
+
+/// The tool of an engine operation: its arguments are the operation's parameter type, its call
+/// the typed engine function.
+fn run<O: Operation>(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
     async move {
-        rpc::invoke(state, method, args, Caller::default()).await.map_err(|e| match e {
-            MethodError::Internal(e) => {
-                tracing::error!(method, "core method failed: {e:#}");
-                ToolFailure::Tool(format!("internal error in {method}: {e:#}; the daemon log has details"))
-            }
-            other => ToolFailure::Tool(other.to_string()),
-        })
+        let params = params::<O>(args)?;
+        to_json(rpc::operate::<O>(&state, params).await.map_err(failure(O::METHOD))?)
     }
     .boxed()
 }
 
-/// `memory.recall`: the core method's result, plus `answer` (or `answer_error`) when an LLM is
+/// A read tool whose schema and handler come from the operation `O`.
+fn read_tool<O: Operation>(name: &'static str, title: &'static str, description: &'static str) -> ToolDef {
+    ToolDef {
+        name,
+        title,
+        description,
+        policy: Policy::Read,
+        annotations: Annotations::READ,
+        args: O::Params::spec(),
+        output_schema: None,
+        available: always,
+        handler: run::<O>,
+    }
+}
+
+/// `memory.recall`: the operation's result, plus `answer` (or `answer_error`) when an LLM is
 /// configured. Subagents get the plain result: their own model reads the chunks.
-fn recall(state: AppState, args: Map<String, Value>) -> BoxFuture<'static, ToolOutcome> {
+fn recall(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
     async move {
-        let query = args.get("query").and_then(Value::as_str).unwrap_or_default().to_string();
-        let mut result = via(state.clone(), "openhuman.memory_tree_recall", args).await?;
-        if openhuman_providers::llm::configured(&state.config()) && super::subagent::current_session().is_none() {
-            match recall_answer(&state, &query, &result).await {
-                Ok(answer) => result["answer"] = Value::String(answer),
-                Err(e) => result["answer_error"] = Value::String(e),
-            }
+        let params = params::<ops::Recall>(args)?;
+        let query = params.query.clone();
+        let recalled = rpc::operate::<ops::Recall>(&state, params).await.map_err(failure(ops::Recall::METHOD))?;
+        let answer =
+            if openhuman_providers::llm::configured(&state.config()) && super::subagent::current_session().is_none() {
+                Some(recall_answer(&state, &query, &recalled).await)
+            } else {
+                None
+            };
+        let mut result = to_json(recalled)?;
+        match answer {
+            Some(Ok(answer)) => result["answer"] = Value::String(answer),
+            Some(Err(e)) => result["answer_error"] = Value::String(e),
+            None => {}
         }
         Ok(result)
     }
     .boxed()
 }
 
-fn spec(method: &str) -> openhuman_mcp::args::ArgSpec {
-    rpc::find(method).map(|m| m.params.clone()).unwrap_or_default()
-}
-
 pub fn tools() -> Vec<ToolDef> {
     vec![
-        ToolDef {
-            name: "memory.search",
-            title: "Search memory (keywords)",
-            description: "Keyword (BM25) search over everything in the user's memory: notes, documents, e-mail, \
+        read_tool::<ops::Search>(
+            "memory.search",
+            "Search memory (keywords)",
+            "Keyword (BM25) search over everything in the user's memory: notes, documents, e-mail, \
                           chats, learnings. Returns chunk ids, scores and highlighted snippets; read a whole chunk \
                           with tree.read_chunk.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_tree_search"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_tree_search", a),
-        },
+        ),
         ToolDef {
-            name: "memory.recall",
-            title: "Recall from memory (meaning)",
-            description: "Semantic recall: finds chunks that match the meaning of a question even without shared \
+            handler: recall,
+            ..read_tool::<ops::Recall>(
+                "memory.recall",
+                "Recall from memory (meaning)",
+                "Semantic recall: finds chunks that match the meaning of a question even without shared \
                           words (vector similarity blended with BM25), optionally filtered. A date in the question \
                           (\"9 July 2022\", \"2022-07-09\", \"last March\") favours chunks from then; chat hits \
                           carry the turns around the match (the reply included). Returns chunks with scores and \
                           citations.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_tree_recall"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| recall(s, a),
+            )
         },
-        ToolDef {
-            name: "tree.read_chunk",
-            title: "Read a memory chunk",
-            description: "Read one memory chunk in full, with its source, time, tags, entities, notes and metadata.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_tree_get_chunk"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_tree_get_chunk", a),
-        },
-        ToolDef {
-            name: "tree.browse",
-            title: "Browse memory",
-            description: "List memory chunks newest first, filtered by source kind, source, mentioned entity, time \
+        read_tool::<ops::ReadChunk>(
+            "tree.read_chunk",
+            "Read a memory chunk",
+            "Read one memory chunk in full, with its source, time, tags, entities, notes and metadata.",
+        ),
+        read_tool::<ops::Browse>(
+            "tree.browse",
+            "Browse memory",
+            "List memory chunks newest first, filtered by source kind, source, mentioned entity, time \
                           range or keywords, with the total count; page on with next_cursor (or offset).",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_tree_list_chunks"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_tree_list_chunks", a),
-        },
-        ToolDef {
-            name: "tree.top_entities",
-            title: "Top entities",
-            description: "The most-mentioned people (mail senders and recipients, chat senders), bots, \
+        ),
+        read_tool::<ops::TopEntities>(
+            "tree.top_entities",
+            "Top entities",
+            "The most-mentioned people (mail senders and recipients, chat senders), bots, \
                           organisations, e-mail addresses, URLs, handles and topics in memory, optionally of one kind, \
                           with the total; page on with next_cursor. Topics alone rank by how distinctive they are. A \
                           person lists the names and addresses merged into it (`merged`, with the reason; \
                           memory.split_entity undoes one). Entity ids can filter tree.browse.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_tree_top_entities"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_tree_top_entities", a),
-        },
-        ToolDef {
-            name: "tree.list_sources",
-            title: "List memory sources",
-            description: "The sources in memory (files, mail threads, chat channels, MCP writes) with chunk counts \
+        ),
+        read_tool::<ops::ListSources>(
+            "tree.list_sources",
+            "List memory sources",
+            "The sources in memory (files, mail threads, chat channels, MCP writes) with chunk counts \
                           and last activity, most recent first, with the total; page on with next_cursor.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_tree_list_sources"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_tree_list_sources", a),
-        },
-        ToolDef {
-            name: "memory.fetch",
-            title: "Fetch raw memory hits",
-            description: "Raw hits for a query with full metadata, by keyword, vector or hybrid ranking, filtered, \
+        ),
+        read_tool::<ops::Fetch>(
+            "memory.fetch",
+            "Fetch raw memory hits",
+            "Raw hits for a query with full metadata, by keyword, vector or hybrid ranking, filtered, \
                           paged with an opaque cursor.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_fetch"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_fetch", a),
-        },
-        ToolDef {
-            name: "memory.list",
-            title: "List stored items",
-            description: "Stored memory items newest first, filtered, with the total, paged with an opaque cursor.",
-            policy: Policy::Read,
-            annotations: Annotations::READ,
-            args: spec("openhuman.memory_items_list"),
-            output_schema: None,
-            available: always,
-            handler: |s, a, _c| via(s, "openhuman.memory_items_list", a),
-        },
+        ),
+        read_tool::<ops::List>(
+            "memory.list",
+            "List stored items",
+            "Stored memory items newest first, filtered, with the total, paged with an opaque cursor.",
+        ),
     ]
 }
 
@@ -158,33 +153,26 @@ const RECALL_SOURCES: usize = 8;
 
 /// The answer to a `memory.recall` question from its result's chunks (read in full), citing them
 /// as `[chunk:<id>]`. No chunks: a fixed sentence, without asking the model.
-async fn recall_answer(state: &AppState, question: &str, recall: &Value) -> Result<String, String> {
+async fn recall_answer(state: &AppState, question: &str, recall: &ops::RecallResult) -> Result<String, String> {
     let config = state.config();
     let llm = Llm::from_config(&config).map_err(|e| e.to_string())?;
     drop(config);
     let mut sources = Vec::new();
-    for hit in recall["chunks"].as_array().into_iter().flatten().take(RECALL_SOURCES) {
-        let Some(id) = hit["chunk_id"].as_str() else { continue };
-        let mut p = Map::new();
-        p.insert("chunk_id".into(), json!(id));
+    for hit in recall.chunks.iter().take(RECALL_SOURCES) {
+        let hit = &hit.chunk;
         // The snippet stands in when the chunk cannot be read (e.g. deleted since the search).
-        let chunk = rpc::invoke(state.clone(), "openhuman.memory_tree_get_chunk", p, Caller::default()).await.ok();
-        let text = chunk
-            .as_ref()
-            .and_then(|c| c["content"].as_str())
-            .or_else(|| hit["snippet"].as_str())
-            .unwrap_or_default()
-            .to_string();
+        let chunk = rpc::operate::<ops::ReadChunk>(state, ops::ReadChunkParams::of(&hit.chunk_id)).await.ok();
+        let text = chunk.as_ref().map(|c| c.content.clone()).or_else(|| hit.snippet.clone()).unwrap_or_default();
         let mut label: Vec<String> = Vec::new();
-        for key in ["title", "source_kind", "source_ref"] {
-            if let Some(v) = hit[key].as_str().filter(|v| !v.is_empty()) {
+        for v in [hit.title.as_deref(), Some(hit.source_kind.as_str()), Some(hit.source_ref.as_str())] {
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
                 label.push(v.to_string());
             }
         }
-        if let Some(t) = chunk.as_ref().and_then(|c| c["observed_at"].as_str()) {
-            label.push(t.to_string());
+        if let Some(c) = &chunk {
+            label.push(c.observed_at.clone());
         }
-        sources.push(grounded::Source { cite: format!("chunk:{id}"), label: label.join(" · "), text });
+        sources.push(grounded::Source { cite: format!("chunk:{}", hit.chunk_id), label: label.join(" · "), text });
     }
     if sources.is_empty() {
         return Ok("Nothing in memory matches this question.".to_string());

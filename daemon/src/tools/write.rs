@@ -156,10 +156,10 @@ pub fn audit_row(tool: &str, ctx: &RequestCtx, args: &Map<String, Value>) -> Aud
 /// Runs a blocking engine write; engine errors become tool failures the client can act on. After
 /// a success, subscribers hear of it: the memory overview and the memory items (chunk ids) in
 /// `items`.
-async fn blocking_write(
+async fn blocking_write<T: serde::Serialize + Send + 'static>(
     state: AppState,
     items: &[&str],
-    f: impl FnOnce(&MemoryEngine) -> Result<Value, MemoryError> + Send + 'static,
+    f: impl FnOnce(&MemoryEngine) -> Result<T, MemoryError> + Send + 'static,
 ) -> ToolOutcome {
     let engine = state.memory().map_err(ToolFailure::Tool)?;
     let data_dir = state.paths().data_dir.clone();
@@ -178,7 +178,7 @@ async fn blocking_write(
         let uris: Vec<String> = items.iter().map(|id| crate::live_resources::item_uri(id.trim())).collect();
         state.memory_changed(&uris);
     }
-    out.map_err(|(e, full)| match e {
+    let written = out.map_err(|(e, full)| match e {
         MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
         // Written, audited, not yet searchable: the message says so and what to do.
         e @ MemoryError::NotSearchable(_) => ToolFailure::Tool(e.to_string()),
@@ -190,7 +190,9 @@ async fn blocking_write(
                 None => ToolFailure::Tool(format!("internal error: {cause}; nothing was written")),
             }
         }
-    })
+    })?;
+    serde_json::to_value(written)
+        .map_err(|e| ToolFailure::Tool(format!("internal error: the write's result did not serialise: {e}")))
 }
 
 fn str_arg(args: &Map<String, Value>, name: &str) -> String {

@@ -7,6 +7,7 @@
 
 use axum::http::StatusCode;
 use openhuman_mcp::{Payload, Transport};
+use openhuman_memory::{Operation, ops};
 use serde_json::{Map, Value, json};
 
 use crate::state::AppState;
@@ -24,13 +25,13 @@ enum Target {
 
 const OPS: &[(&str, Target)] = &[
     ("status", Target::Status),
-    ("recall", Target::Method("openhuman.memory_tree_recall")),
-    ("chunk", Target::Method("openhuman.memory_tree_get_chunk")),
-    ("neighbours", Target::Method("openhuman.memory_neighbours")),
-    ("browse", Target::Method("openhuman.memory_tree_list_chunks")),
-    ("sources", Target::Method("openhuman.memory_tree_list_sources")),
-    ("entities", Target::Method("openhuman.memory_tree_top_entities")),
-    ("timeline", Target::Method("openhuman.memory_timeline")),
+    ("recall", Target::Method(ops::Recall::METHOD)),
+    ("chunk", Target::Method(ops::ReadChunk::METHOD)),
+    ("neighbours", Target::Method(ops::Neighbours::METHOD)),
+    ("browse", Target::Method(ops::Browse::METHOD)),
+    ("sources", Target::Method(ops::ListSources::METHOD)),
+    ("entities", Target::Method(ops::TopEntities::METHOD)),
+    ("timeline", Target::Method(ops::Timeline::METHOD)),
     ("audit", Target::Method("openhuman.audit_query")),
     ("resolve", Target::Method("openhuman.memory_resolve")),
     ("ingest", Target::Method("openhuman.memory_ingest")),

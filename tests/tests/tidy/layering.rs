@@ -22,10 +22,13 @@ use crate::rel;
 pub const ALLOWED: &[(&str, &[&str])] = &[
     // Error codes, paths, socket naming shared by everything; never depends on a workspace crate.
     ("openhuman-common", &[]),
+    // Argument schemas and the `params!` declaration of parameter types: the bottom of every
+    // typed operation; never memory, MCP or the daemon.
+    ("openhuman-schema", &["openhuman-common"]),
     // Config schema and loading; never memory, MCP, providers or the daemon.
     ("openhuman-config", &["openhuman-common"]),
     // The memory engine, synchronous and offline; never config, MCP, providers or the daemon.
-    ("openhuman-memory", &["openhuman-common"]),
+    ("openhuman-memory", &["openhuman-common", "openhuman-schema"]),
     // The transformer embedding tier (candle); implements memory's `Embedder`, never config,
     // providers, MCP or the daemon.
     ("openhuman-transformer", &["openhuman-common", "openhuman-memory"]),
@@ -35,7 +38,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     // LLM and web-search providers; never MCP or the daemon.
     ("openhuman-providers", &["openhuman-common", "openhuman-config", "openhuman-memory"]),
     // The MCP protocol crate; never config, memory, providers or the daemon.
-    ("openhuman-mcp", &["openhuman-common"]),
+    ("openhuman-mcp", &["openhuman-common", "openhuman-schema"]),
     // The daemon ties the libraries together; no workspace crate may depend on it.
     ("openhumand-mcp", LIBRARIES),
     // The stdio shim MCP clients launch; stays small: never the daemon or its libraries.
@@ -336,6 +339,7 @@ pub fn check_memory_externals(root: &Path) -> Vec<String> {
 /// Library crates: typed errors only (`thiserror`); `anyhow` belongs to the daemon's command level.
 const LIBRARIES: &[&str] = &[
     "openhuman-common",
+    "openhuman-schema",
     "openhuman-config",
     "openhuman-memory",
     "openhuman-providers",
@@ -494,9 +498,10 @@ openhuman-common.workspace = true
     #[test]
     fn layers_follow_the_table() {
         assert_eq!(layer("openhuman-common"), Some(0));
-        assert_eq!(layer("openhuman-memory"), Some(1));
-        assert_eq!(layer("openhuman-providers"), Some(2));
-        assert_eq!(layer("openhumand-mcp"), Some(3));
+        assert_eq!(layer("openhuman-schema"), Some(1));
+        assert_eq!(layer("openhuman-memory"), Some(2));
+        assert_eq!(layer("openhuman-providers"), Some(3));
+        assert_eq!(layer("openhumand-mcp"), Some(4));
         assert_eq!(layer("openhuman-unknown"), None);
         assert!(wildcard(b"*", b"memory") && wildcard(b"open*-m?p", b"openhuman-mcp") && !wildcard(b"a*", b"ba"));
     }

@@ -2,6 +2,8 @@
 //! format): chunk counts, senders, stored times that date filters find, threads, and the
 //! report of everything passed over. Mail and document formats are in `import_mail`.
 
+use super::Wire;
+use crate::ops;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -19,12 +21,12 @@ pub(super) fn ingest(m: &MemoryEngine, path: &Path) -> IngestSummary {
 
 /// Every chunk of a source, oldest first, read in full.
 pub(super) fn chunks_of(m: &MemoryEngine, source_id: &str) -> Vec<Value> {
-    let r = m.browse(json!({"source_ids": [source_id], "k": 50})).unwrap();
+    let r = m.wire::<ops::Browse>(json!({"source_ids": [source_id], "k": 50})).unwrap();
     let mut out: Vec<Value> = r["chunks"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| m.read_chunk(json!({"chunk_id": c["chunk_id"]})).unwrap())
+        .map(|c| m.wire::<ops::ReadChunk>(json!({"chunk_id": c["chunk_id"]})).unwrap())
         .collect();
     out.sort_by_key(|c| c["timestamp_ms"].as_i64());
     out
@@ -42,7 +44,7 @@ pub(super) fn skip(unit: &str, reason: &str, count: usize) -> (String, String, u
 /// Recall restricted to one day (UTC) finds `query`'s chunk in `source_id`.
 pub(super) fn found_on_day(m: &MemoryEngine, query: &str, day: &str, source_id: &str) -> bool {
     let filter = json!({"observed_after": format!("{day}T00:00:00Z"), "observed_before": format!("{day}T23:59:59Z")});
-    let r = m.recall(json!({"query": query, "filter": filter})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": query, "filter": filter})).unwrap();
     r["chunks"].as_array().unwrap().iter().any(|c| c["source_id"] == source_id)
 }
 
@@ -135,7 +137,9 @@ fn slack_exports_resolve_names_and_keep_threads_together() {
     assert_eq!(general[2]["owner"], "Grace Hopper");
     let random = chunks_of(&m, "slack:random");
     assert_eq!(random[0]["content"], "[2024-03-04 09:50] standup-bot: Reminder: standup in 5 minutes");
-    let r = m.fetch(json!({"query": "notes", "filter": {"thread_id": "general/thread/1709546460.000300"}})).unwrap();
+    let r = m
+        .wire::<ops::Fetch>(json!({"query": "notes", "filter": {"thread_id": "general/thread/1709546460.000300"}}))
+        .unwrap();
     assert_eq!(r["items"].as_array().unwrap().len(), 2, "the thread is found across day files: {r}");
     let reasons = skips(&s);
     assert_eq!(

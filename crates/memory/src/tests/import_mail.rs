@@ -2,6 +2,8 @@
 //! by In-Reply-To, in an order unlike the chain's), a Mailman/pipermail archive, HTML, PDF,
 //! Latin-1 text, and the naming of unsupported files.
 
+use super::Wire;
+use crate::ops;
 use std::fs;
 
 use serde_json::json;
@@ -16,7 +18,7 @@ fn maildir_chain_linked_by_in_reply_to_is_one_thread() {
     let s = ingest(&m, &fixture("maildir"));
     assert_eq!((s.files_seen, s.files_ingested, s.chunks_added), (9, 8, 8), "{s:?}");
     assert_eq!(skips(&s), [skip("file", "Maildir tmp/ file (a message still being delivered)", 1)]);
-    let r = m.list_sources(json!({})).unwrap();
+    let r = m.wire::<ops::ListSources>(json!({})).unwrap();
     let mut threads: Vec<(String, i64)> = r["sources"]
         .as_array()
         .unwrap()
@@ -59,7 +61,7 @@ fn mailman_archives_keep_senders_and_their_own_dates() {
     assert!(first.contains("From what I read, turning it now"), "a body line starting with From stays: {first}");
     assert_eq!(thread[0]["owner"], "jjl@pobox.com");
     assert_eq!(thread[1]["owner"], "mara@example.org");
-    let sources = m.list_sources(json!({})).unwrap();
+    let sources = m.wire::<ops::ListSources>(json!({})).unwrap();
     assert_eq!(sources["sources"][0]["display_name"], "John J. Lee");
     assert!(found_on_day(
         &m,
@@ -93,25 +95,28 @@ fn html_pdf_and_latin1_documents() {
         let s = ingest(&m, &fixture(dir));
         assert_eq!((s.files_ingested, s.files_failed.len()), (1, 0), "{dir}: {s:?}");
     }
-    let hit = &m.search(json!({"query": "avocets"})).unwrap()["hits"][0];
+    let hit = &m.wire::<ops::Search>(json!({"query": "avocets"})).unwrap()["hits"][0];
     assert_eq!(hit["title"], "Field notes – Marsh walk");
-    let page = m.read_chunk(json!({"chunk_id": hit["chunk_id"]})).unwrap();
+    let page = m.wire::<ops::ReadChunk>(json!({"chunk_id": hit["chunk_id"]})).unwrap();
     let text = page["content"].as_str().unwrap();
     assert!(text.contains("# Marsh walk\n\nWe counted fourteen avocets on the east scrape & two spoonbills roosting."));
     assert!(text.contains("- Wind: north-east, light\n- Tide: high at 10:40"), "{text}");
     assert!(!text.contains("trackingToken") && !text.contains("font-family") && !text.contains("draft"), "{text}");
-    assert_eq!(m.search(json!({"query": "do-not-index-this-script"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "do-not-index-this-script"})).unwrap()["hits"], json!([]));
 
-    let hits = m.search(json!({"query": "paraffin wicks"})).unwrap();
-    let pdf = m.read_chunk(json!({"chunk_id": hits["hits"][0]["chunk_id"]})).unwrap();
+    let hits = m.wire::<ops::Search>(json!({"query": "paraffin wicks"})).unwrap();
+    let pdf = m.wire::<ops::ReadChunk>(json!({"chunk_id": hits["hits"][0]["chunk_id"]})).unwrap();
     assert!(pdf["content"].as_str().unwrap().contains("spare lens cloth"), "{pdf}");
     assert_eq!(pdf["metadata"]["page"], 2);
     assert!(
-        m.search(json!({"query": "fog horn"})).unwrap()["hits"][0]["source_ref"].as_str().unwrap().ends_with(".pdf")
+        m.wire::<ops::Search>(json!({"query": "fog horn"})).unwrap()["hits"][0]["source_ref"]
+            .as_str()
+            .unwrap()
+            .ends_with(".pdf")
     );
 
-    let hit = &m.search(json!({"query": "cannelle"})).unwrap()["hits"][0];
-    let tarte = m.read_chunk(json!({"chunk_id": hit["chunk_id"]})).unwrap();
+    let hit = &m.wire::<ops::Search>(json!({"query": "cannelle"})).unwrap()["hits"][0];
+    let tarte = m.wire::<ops::ReadChunk>(json!({"chunk_id": hit["chunk_id"]})).unwrap();
     assert!(tarte["content"].as_str().unwrap().contains("Préchauffer le four à 180 degrés. Éplucher"), "{tarte}");
 }
 

@@ -2,6 +2,9 @@
 //! the rebuild of a full-text index built by an older version, a torn vector log, and
 //! re-embedding after a change of embedder.
 
+use super::Json;
+use super::Wire;
+use crate::ops;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -15,9 +18,9 @@ fn snapshot(m: &MemoryEngine) -> Vec<Value> {
         .iter()
         .flat_map(|q| {
             [
-                m.search(json!({"query": q})).unwrap()["hits"].clone(),
-                m.recall(json!({"query": q})).unwrap()["chunks"].clone(),
-                m.fetch(json!({"query": q, "mode": "vector"})).unwrap()["items"].clone(),
+                m.wire::<ops::Search>(json!({"query": q})).unwrap()["hits"].clone(),
+                m.wire::<ops::Recall>(json!({"query": q})).unwrap()["chunks"].clone(),
+                m.wire::<ops::Fetch>(json!({"query": q, "mode": "vector"})).unwrap()["items"].clone(),
             ]
         })
         .collect()
@@ -33,7 +36,7 @@ fn reindex_reproduces_the_same_results() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     corpus(&m);
-    m.forget(&["doc:default/garden".into()], "mcp:test", super::audit("memory.forget")).unwrap();
+    m.forget(&["doc:default/garden".into()], "mcp:test", super::audit("memory.forget")).unwrap().json();
     let before = snapshot(&m);
     let s = m.reindex().unwrap();
     assert_eq!((s.chunks, s.fts_docs, s.vectors), (4, 4, 4));
@@ -70,7 +73,7 @@ fn a_keyword_index_not_flushed_before_a_reboot_is_rebuilt_from_the_database() {
     std::fs::write(fts.join("SYNCED"), marker.to_string()).unwrap();
     let m = open(dir.path());
     assert_eq!(snapshot(&m), before);
-    let s = m.stats().unwrap();
+    let s = m.stats().unwrap().json();
     assert_eq!(s["fts"]["seq"], s["db_seq"]);
 }
 
@@ -86,7 +89,7 @@ fn indexes_behind_the_database_are_repaired_on_open() {
     std::fs::remove_dir_all(dir.path().join("vectors")).unwrap();
     let m = open(dir.path());
     assert_eq!(snapshot(&m), before);
-    let s = m.stats().unwrap();
+    let s = m.stats().unwrap().json();
     assert_eq!(s["fts"]["seq"], s["db_seq"]);
     assert_eq!(s["vectors"]["seq"], s["db_seq"]);
     drop(m);
@@ -94,7 +97,7 @@ fn indexes_behind_the_database_are_repaired_on_open() {
     rowback_index_state(dir.path(), "fts", 0);
     rowback_index_state(dir.path(), "vectors", 2);
     let m = open(dir.path());
-    assert_eq!(m.stats().unwrap()["fts"]["docs"], 5);
+    assert_eq!(m.stats().unwrap().json()["fts"]["docs"], 5);
     assert_eq!(snapshot(&m), before);
 }
 
@@ -115,7 +118,7 @@ fn a_torn_vector_log_is_cut_and_replayed_from_the_database() {
     put(&m, "new", "New", "fresh vector after repair", &[]);
     drop(m);
     let m = open(dir.path());
-    assert_eq!(m.stats().unwrap()["vectors"]["count"], 6);
+    assert_eq!(m.stats().unwrap().json()["vectors"]["count"], 6);
 }
 
 #[test]
@@ -128,9 +131,9 @@ fn an_index_from_another_database_is_discarded() {
     let _ = std::fs::remove_file(dir.path().join("memory.db-wal"));
     let _ = std::fs::remove_file(dir.path().join("memory.db-shm"));
     let m = open(dir.path());
-    let s = m.stats().unwrap();
+    let s = m.stats().unwrap().json();
     assert_eq!((s["fts"]["docs"].as_i64(), s["vectors"]["count"].as_i64()), (Some(0), Some(0)), "{s}");
-    assert_eq!(m.search(json!({"query": "bread"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "bread"})).unwrap()["hits"], json!([]));
 }
 
 #[test]
@@ -144,24 +147,24 @@ fn a_new_embedder_reembeds_in_the_background_and_failures_degrade_to_keywords() 
     let m = open_with(dir.path(), e2.clone() as Arc<_>);
     m.wait_background();
     // No vectors yet: recall still answers by keywords.
-    assert_eq!(m.stats().unwrap()["vectors"]["count"], 0);
-    let r = m.recall(json!({"query": "sourdough"})).unwrap();
+    assert_eq!(m.stats().unwrap().json()["vectors"]["count"], 0);
+    let r = m.wire::<ops::Recall>(json!({"query": "sourdough"})).unwrap();
     assert_eq!(r["chunks"][0]["title"], "Sourdough bread");
     assert_eq!(r["chunks"][0]["vector_score"], Value::Null);
     // Writes succeed while the embedder is down, and are searchable by keywords.
     put(&m, "late", "Late", "written while embedder failed", &[]);
     m.wait_background();
-    assert_eq!(m.search(json!({"query": "embedder"})).unwrap()["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "embedder"})).unwrap()["hits"].as_array().unwrap().len(), 1);
     drop(m);
     e2.fail.store(false, Ordering::Relaxed);
     let m = open_with(dir.path(), e2 as Arc<_>);
     m.wait_background();
-    let s = m.stats().unwrap();
+    let s = m.stats().unwrap().json();
     assert_eq!(
         (s["vectors"]["count"].as_i64(), s["vectors"]["signature"].as_str()),
         (Some(6), Some("test-hash-v2/64"))
     );
-    let r = m.recall(json!({"query": "sourdough"})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": "sourdough"})).unwrap();
     assert!(r["chunks"][0]["vector_score"].as_f64().unwrap() > 0.0);
 }
 
@@ -176,8 +179,8 @@ fn vectors_of_deleted_chunks_are_dropped_on_open() {
     conn.execute("DELETE FROM chunks WHERE source_id = 'doc:default/bread'", []).unwrap();
     drop(conn);
     let m = open(dir.path());
-    assert_eq!(m.stats().unwrap()["vectors"]["count"], 4);
-    let r = m.fetch(json!({"query": "sourdough bread", "mode": "vector", "limit": 10})).unwrap();
+    assert_eq!(m.stats().unwrap().json()["vectors"]["count"], 4);
+    let r = m.wire::<ops::Fetch>(json!({"query": "sourdough bread", "mode": "vector", "limit": 10})).unwrap();
     assert!(r["items"].as_array().unwrap().iter().all(|i| i["title"] != "Sourdough bread"));
 }
 
@@ -240,26 +243,29 @@ fn a_full_text_index_of_an_older_layout_is_rebuilt_on_open() {
         let m = open(dir.path());
         corpus(&m);
         put(&m, "dev", "Roadmap", "The team is developing a parser.", &[]);
-        let chunks = m.stats().unwrap()["chunks"].clone();
+        let chunks = m.stats().unwrap().json()["chunks"].clone();
         drop(m);
         write_layout_1_index(dir.path(), same_schema);
         let old = fts_payload(dir.path());
         assert_eq!(old["layout"], 1);
 
         let m = open(dir.path());
-        let s = m.stats().unwrap();
+        let s = m.stats().unwrap().json();
         assert_eq!((&s["chunks"], &s["fts"]["docs"], &s["fts"]["seq"]), (&chunks, &chunks, &s["db_seq"]), "{s}");
         assert_eq!(m.check().unwrap()["ok"], true);
         // Only the new analyzer stems: `develop` finds `developing`.
-        let r = m.search(json!({"query": "develop"})).unwrap();
+        let r = m.wire::<ops::Search>(json!({"query": "develop"})).unwrap();
         assert_eq!(r["hits"][0]["title"], "Roadmap", "same schema: {same_schema}: {r}");
-        assert_eq!(m.search(json!({"query": "sourdough"})).unwrap()["hits"][0]["title"], "Sourdough bread");
+        assert_eq!(
+            m.wire::<ops::Search>(json!({"query": "sourdough"})).unwrap()["hits"][0]["title"],
+            "Sourdough bread"
+        );
         drop(m);
         let new = fts_payload(dir.path());
         assert_eq!((new["layout"].as_u64(), &new["seq"]), (Some(u64::from(crate::fts::LAYOUT)), &old["seq"]));
         // Once rebuilt, it is kept.
         let m = open(dir.path());
-        assert_eq!(m.stats().unwrap()["fts"]["docs"], chunks);
-        assert_eq!(m.search(json!({"query": "developers"})).unwrap()["hits"][0]["title"], "Roadmap");
+        assert_eq!(m.stats().unwrap().json()["fts"]["docs"], chunks);
+        assert_eq!(m.wire::<ops::Search>(json!({"query": "developers"})).unwrap()["hits"][0]["title"], "Roadmap");
     }
 }

@@ -1,6 +1,9 @@
 //! Ingest of documents, e-mail (eml, mbox) and chat exports, incremental re-ingest, and
 //! per-file failures.
 
+use super::Json;
+use super::Wire;
+use crate::ops;
 use std::cell::RefCell;
 use std::fs;
 use std::path::Path;
@@ -45,16 +48,16 @@ fn documents_are_chunked_and_reingest_is_incremental() {
     assert_eq!((s.files_seen, s.files_ingested, s.files_unsupported, s.chunks_added), (3, 2, 1, 2), "{s:?}");
     assert_eq!(*progress.borrow(), vec![1, 2]);
     m.wait_background();
-    let stats = m.stats().unwrap();
+    let stats = m.stats().unwrap().json();
     assert_eq!(stats["vectors"]["count"], stats["chunks"], "{stats}");
-    let hit = &m.search(json!({"query": "comets"})).unwrap()["hits"][0];
+    let hit = &m.wire::<ops::Search>(json!({"query": "comets"})).unwrap()["hits"][0];
     assert_eq!(hit["title"], "Alpha");
     assert_eq!(hit["source_kind"], "document");
     assert!(hit["source_ref"].as_str().unwrap().ends_with("a.md"));
     let fp = hit["source_ref"].as_str().unwrap();
-    let r = m.fetch(json!({"query": "comets", "filter": {"file_path": fp}})).unwrap();
+    let r = m.wire::<ops::Fetch>(json!({"query": "comets", "filter": {"file_path": fp}})).unwrap();
     assert_eq!(r["items"].as_array().unwrap().len(), 1);
-    let before = m.search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"].clone();
+    let before = m.wire::<ops::Search>(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"].clone();
 
     // Unchanged: nothing happens.
     let s = ingest(&m, &[src.path()], None);
@@ -63,9 +66,9 @@ fn documents_are_chunked_and_reingest_is_incremental() {
     fs::write(notes.join("a.md"), "# Alpha\n\nNow about asteroids.\n").unwrap();
     let s = ingest(&m, &[src.path()], None);
     assert_eq!((s.files_unchanged, s.files_ingested, s.chunks_added, s.chunks_removed), (1, 1, 1, 1), "{s:?}");
-    assert_eq!(m.search(json!({"query": "comets"})).unwrap()["hits"], json!([]));
-    assert_eq!(m.search(json!({"query": "asteroids"})).unwrap()["hits"].as_array().unwrap().len(), 1);
-    assert_eq!(m.search(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"], before);
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "comets"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "asteroids"})).unwrap()["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "meteors"})).unwrap()["hits"][0]["chunk_id"], before);
 }
 
 #[test]
@@ -102,7 +105,7 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     let m = open(data.path());
     let s = ingest(&m, &[src.path()], None);
     assert_eq!((s.files_ingested, s.chunks_added), (3, 5), "{s:?}");
-    let r = m.list_sources(json!({"user_email_hint": "ME@example.com"})).unwrap();
+    let r = m.wire::<ops::ListSources>(json!({"user_email_hint": "ME@example.com"})).unwrap();
     let sources: Vec<(String, String, i64)> = r["sources"]
         .as_array()
         .unwrap()
@@ -125,9 +128,9 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     );
     assert_eq!(r["sources"][2]["subject"], "Budget review");
     // The reply's quoted text and "wrote:" line are not stored again.
-    let reply = m.browse(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
+    let reply = m.wire::<ops::Browse>(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
     let newest = &reply["chunks"][0];
-    let full = m.read_chunk(json!({"chunk_id": newest["chunk_id"]})).unwrap();
+    let full = m.wire::<ops::ReadChunk>(json!({"chunk_id": newest["chunk_id"]})).unwrap();
     let content = full["content"].as_str().unwrap();
     assert!(content.starts_with("Subject: Re: Budget review\nFrom: Me <me@example.com>"), "{content}");
     assert!(
@@ -139,7 +142,9 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     assert_eq!(full["metadata"]["thread_id"], "thread:root@example.com");
     assert_eq!(full["timestamp_ms"], 1_704_106_800_000i64);
     let r = m
-        .fetch(json!({"query": "budget", "filter": {"thread_id": "thread:root@example.com", "kinds": ["email"]}}))
+        .wire::<ops::Fetch>(
+            json!({"query": "budget", "filter": {"thread_id": "thread:root@example.com", "kinds": ["email"]}}),
+        )
         .unwrap();
     assert_eq!(r["items"].as_array().unwrap().len(), 2);
     // A later file replying into a known thread joins it.
@@ -149,7 +154,7 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     )
     .unwrap();
     ingest(&m, &[src.path()], None);
-    let r = m.browse(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
+    let r = m.wire::<ops::Browse>(json!({"source_ids": ["thread:root@example.com"]})).unwrap();
     assert_eq!(r["total"], 3);
 }
 
@@ -162,16 +167,16 @@ fn chat_exports_group_by_channel_and_time() {
     let m = open(data.path());
     let s = ingest(&m, &[&path], None);
     assert_eq!((s.chunks_added, s.lines_skipped), (3, 2), "{s:?}");
-    let r = m.browse(json!({"source_ids": ["chat:team"], "source_kinds": ["conversation"]})).unwrap();
+    let r = m.wire::<ops::Browse>(json!({"source_ids": ["chat:team"], "filter": {"kinds": ["conversation"]}})).unwrap();
     assert_eq!(r["total"], 2);
-    let first = m.read_chunk(json!({"chunk_id": r["chunks"][1]["chunk_id"]})).unwrap();
+    let first = m.wire::<ops::ReadChunk>(json!({"chunk_id": r["chunks"][1]["chunk_id"]})).unwrap();
     assert_eq!(
         first["content"],
         "[2024-03-01 10:00] ann: standup at ten?\n[2024-03-01 10:01] ben: yes, standup at ten"
     );
     assert_eq!(first["metadata"]["participants"], json!(["ann", "ben"]));
     assert_eq!(first["owner"], Value::Null);
-    let r = m.list_sources(json!({})).unwrap();
+    let r = m.wire::<ops::ListSources>(json!({})).unwrap();
     let names: Vec<&str> =
         r["sources"].as_array().unwrap().iter().map(|s| s["display_name"].as_str().unwrap()).collect();
     assert_eq!(names, ["#team", "#random"]);
@@ -183,7 +188,7 @@ fn chat_exports_group_by_channel_and_time() {
 
 /// The id of the one chunk `query` finds first.
 fn found(m: &MemoryEngine, query: &str) -> Option<String> {
-    let r = m.search(json!({"query": query})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": query})).unwrap();
     r["hits"][0]["chunk_id"].as_str().map(str::to_string)
 }
 
@@ -198,15 +203,15 @@ fn tags_and_notes_follow_their_text_when_the_file_changes() {
     let m = open(data.path());
     ingest(&m, &[&path], None);
     let herbs = found(&m, "thyme rosemary").unwrap();
-    m.tag_chunk(&herbs, &["plants".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap();
-    m.add_note(&herbs, "water weekly in summer", "n1", "mcp:test", super::audit("memory.note")).unwrap();
+    m.tag_chunk(&herbs, &["plants".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap().json();
+    m.add_note(&herbs, "water weekly in summer", "n1", "mcp:test", super::audit("memory.note")).unwrap().json();
 
     // An edit elsewhere moves the passage (new chunk id); its tag and note go with it.
     fs::write(&path, GARDEN.replace("## Herbs", "Planted in 2021.\n\n## Herbs").replace("spade", "shovel")).unwrap();
     let s = ingest(&m, &[&path], None);
     assert_eq!((s.annotations_moved, s.annotations_detached), (1, 0), "{s:?}");
     let now = found(&m, "thyme rosemary").unwrap();
-    let chunk = m.read_chunk(json!({"chunk_id": now})).unwrap();
+    let chunk = m.wire::<ops::ReadChunk>(json!({"chunk_id": now})).unwrap();
     assert!(chunk["tags"].as_array().unwrap().contains(&json!("plants")), "{chunk}");
     assert_eq!(chunk["notes"][0]["text"], "water weekly in summer", "{chunk}");
     // A rewrite that keeps most of the words still counts as the same passage.
@@ -214,17 +219,20 @@ fn tags_and_notes_follow_their_text_when_the_file_changes() {
     fs::write(&path, reworded).unwrap();
     assert_eq!(ingest(&m, &[&path], None).annotations_moved, 1);
     let now = found(&m, "thyme rosemary").unwrap();
-    assert_eq!(m.read_chunk(json!({"chunk_id": now})).unwrap()["notes"][0]["text"], "water weekly in summer");
+    assert_eq!(
+        m.wire::<ops::ReadChunk>(json!({"chunk_id": now})).unwrap()["notes"][0]["text"],
+        "water weekly in summer"
+    );
 
     // The passage deleted: the annotations are kept, detached, and the note says so.
     let without = GARDEN.replace("Thyme and rosemary grow by the south wall in dry soil.", "Nothing grows here yet.");
     fs::write(&path, &without).unwrap();
     let s = ingest(&m, &[&path], None);
     assert_eq!((s.annotations_moved, s.annotations_detached), (0, 1), "{s:?}");
-    assert_eq!(m.stats().unwrap()["annotations_detached"], 1);
-    let note = m.recall(json!({"query": "water weekly in summer"})).unwrap();
+    assert_eq!(m.stats().unwrap().json()["annotations_detached"], 1);
+    let note = m.wire::<ops::Recall>(json!({"query": "water weekly in summer"})).unwrap();
     let note_id = note["chunks"][0]["chunk_id"].as_str().unwrap();
-    let note = m.read_chunk(json!({"chunk_id": note_id})).unwrap();
+    let note = m.wire::<ops::ReadChunk>(json!({"chunk_id": note_id})).unwrap();
     assert_eq!(note["source_kind"], "note");
     assert_eq!(note["metadata"]["anchor"], "detached", "{note}");
     assert!(note["metadata"]["anchor_text"].as_str().unwrap().contains("Thyme"), "{note}");
@@ -233,11 +241,11 @@ fn tags_and_notes_follow_their_text_when_the_file_changes() {
     fs::write(&path, GARDEN).unwrap();
     let s = ingest(&m, &[&path], None);
     assert_eq!((s.annotations_moved, s.annotations_detached), (1, 0), "{s:?}");
-    assert_eq!(m.stats().unwrap()["annotations_detached"], 0);
-    let back = m.read_chunk(json!({"chunk_id": found(&m, "thyme rosemary").unwrap()})).unwrap();
+    assert_eq!(m.stats().unwrap().json()["annotations_detached"], 0);
+    let back = m.wire::<ops::ReadChunk>(json!({"chunk_id": found(&m, "thyme rosemary").unwrap()})).unwrap();
     assert!(back["tags"].as_array().unwrap().contains(&json!("plants")), "{back}");
     assert_eq!(back["notes"][0]["text"], "water weekly in summer");
-    let note = m.read_chunk(json!({"chunk_id": note_id})).unwrap();
+    let note = m.wire::<ops::ReadChunk>(json!({"chunk_id": note_id})).unwrap();
     assert!(note["metadata"].get("anchor").is_none(), "{note}");
     assert_eq!(note["metadata"]["chunk_id"], back["chunk_id"]);
 }
@@ -254,7 +262,7 @@ fn deleted_files_leave_memory_on_the_next_ingest_of_their_folder() {
     let m = open(data.path());
     assert_eq!(ingest(&m, &[src.path()], None).files_ingested, 2);
     let herbs = found(&m, "thyme rosemary").unwrap();
-    m.tag_chunk(&herbs, &["plants".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap();
+    m.tag_chunk(&herbs, &["plants".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap().json();
 
     fs::remove_file(&gone).unwrap();
     let s = ingest(&m, &[src.path()], None);
@@ -262,7 +270,7 @@ fn deleted_files_leave_memory_on_the_next_ingest_of_their_folder() {
     assert!(s.files_failed.is_empty(), "{s:?}");
     assert_eq!(found(&m, "thyme rosemary"), None);
     assert!(found(&m, "lighthouse").is_some());
-    assert_eq!(m.stats().unwrap()["files"], 1);
+    assert_eq!(m.stats().unwrap().json()["files"], 1);
 
     // Naming a deleted file removes it too; a path that was never ingested is an error, and
     // it does not stop the others.

@@ -1,6 +1,8 @@
 //! Keyword ranking: English stems, code-like tokens kept whole, stop words, and titles
 //! counted once whichever way a document arrives.
 
+use super::Wire;
+use crate::ops;
 use serde_json::{Value, json};
 
 use super::{corpus, open, put};
@@ -16,13 +18,13 @@ fn a_word_finds_its_other_forms_and_the_snippet_marks_them() {
     corpus(&m);
     put(&m, "dev", "Roadmap", "The team is developing a parser for progenitors of cells.", &[]);
     for q in ["develop", "developers", "Developments", "progenitor", "cell"] {
-        let r = m.search(json!({"query": q})).unwrap();
+        let r = m.wire::<ops::Search>(json!({"query": q})).unwrap();
         assert_eq!(titles(&r), ["Roadmap"], "query {q}: {r}");
     }
-    let r = m.search(json!({"query": "develop"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "develop"})).unwrap();
     let snippet = r["hits"][0]["snippet"].as_str().unwrap();
     assert!(snippet.contains("**developing**"), "{snippet}");
-    let r = m.recall(json!({"query": "developed progenitor"})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": "developed progenitor"})).unwrap();
     assert_eq!(r["chunks"][0]["title"], "Roadmap");
     assert_eq!(r["chunks"][0]["bm25_rank"], 1);
 }
@@ -57,14 +59,14 @@ fn identifiers_addresses_versions_and_urls_are_found_exactly_first() {
         "https://example.com/docs/setup",
         "where is snake_case_name renamed?",
     ] {
-        let r = m.search(json!({"query": q})).unwrap();
+        let r = m.wire::<ops::Search>(json!({"query": q})).unwrap();
         assert_eq!(titles(&r), ["Release notes", "Loose parts"], "query {q}: {r}");
     }
     // CamelCase is one word, matched whatever its case.
-    let r = m.search(json!({"query": "httpserverconfig"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "httpserverconfig"})).unwrap();
     assert_eq!(titles(&r), ["Release notes"]);
     // The parts alone still find both, the chunk with more of them first.
-    let r = m.search(json!({"query": "snake case"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "snake case"})).unwrap();
     assert_eq!(titles(&r), ["Loose parts", "Release notes"]);
 }
 
@@ -75,19 +77,19 @@ fn stop_words_are_ignored_unless_the_query_has_nothing_else() {
     corpus(&m);
     put(&m, "hamlet", "Soliloquy", "To be, or not to be, that is the question.", &[]);
     // Next to other words, stop words change nothing: the garden text has "the" too.
-    let r = m.search(json!({"query": "the sourdough"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "the sourdough"})).unwrap();
     assert_eq!(titles(&r), ["Sourdough bread"]);
     // A query of stop words only is answered by them.
-    let r = m.search(json!({"query": "to be or not to be"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "to be or not to be"})).unwrap();
     assert_eq!(titles(&r).first().map(String::as_str), Some("Soliloquy"), "{r}");
-    let r = m.search(json!({"query": "The"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "The"})).unwrap();
     let mut found = titles(&r);
     found.sort();
     assert_eq!(found, ["Soliloquy", "Tomato garden"]);
-    let r = m.recall(json!({"query": "that is"})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": "that is"})).unwrap();
     assert_eq!(r["chunks"][0]["title"], "Soliloquy");
     // Nothing to search for: no hits, no error.
-    assert_eq!(m.search(json!({"query": "?! …"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "?! …"})).unwrap()["hits"], json!([]));
 }
 
 #[test]
@@ -102,13 +104,13 @@ fn a_title_counts_once_whether_it_is_also_the_first_heading_or_not() {
     std::fs::write(&file, "# Comet tails\n\nDust and gas stream away from the sun.\n").unwrap();
     m.ingest_paths(&[file], None, &|_| {}).unwrap();
     put(&m, "comet", "Comet tails", "Dust and gas stream away from the sun.", &[]);
-    let r = m.search(json!({"query": "comet"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "comet"})).unwrap();
     let hits = r["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 2, "{r}");
     assert_eq!(hits[0]["score"], hits[1]["score"], "{r}");
     // What a reader gets back is the content as stored.
     let kinds: Vec<&str> = hits.iter().map(|h| h["source_ref"].as_str().unwrap()).collect();
     let file_hit = hits.iter().position(|h| h["source_ref"].as_str().unwrap().ends_with("comet.md")).unwrap();
-    let chunk = m.read_chunk(json!({"chunk_id": hits[file_hit]["chunk_id"]})).unwrap();
+    let chunk = m.wire::<ops::ReadChunk>(json!({"chunk_id": hits[file_hit]["chunk_id"]})).unwrap();
     assert!(chunk["content"].as_str().unwrap().starts_with("# Comet tails\n"), "{kinds:?} {chunk}");
 }

@@ -21,7 +21,36 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 
 use super::embed::{EmbedError, Embedder};
+use super::ops::{self, Operation};
 use super::{AuditRow, MemoryEngine, MemoryError, MemoryOptions, PutDocument};
+
+/// Any result as the JSON a client would read.
+pub(crate) trait Json {
+    fn json(&self) -> Value;
+}
+
+impl<T: serde::Serialize> Json for T {
+    fn json(&self) -> Value {
+        serde_json::to_value(self).expect("results serialise")
+    }
+}
+
+/// Runs an operation from JSON arguments, the way a wire call does (schema check, typed call,
+/// the result as JSON), so tests assert what a client sees.
+pub(crate) trait Wire {
+    fn wire<O: Operation>(&self, args: Value) -> Result<Value, MemoryError>;
+}
+
+impl Wire for MemoryEngine {
+    fn wire<O: Operation>(&self, args: Value) -> Result<Value, MemoryError> {
+        let args = match args {
+            Value::Object(m) => m,
+            Value::Null => serde_json::Map::new(),
+            other => return Err(MemoryError::InvalidParams(format!("arguments must be an object, not {other}"))),
+        };
+        ops::run_json::<O>(self, &args)
+    }
+}
 
 /// Hashes each lowercase word to one of `dims` buckets with a sign: texts sharing words
 /// point the same way. `fail` makes it return errors, to test degraded paths.
@@ -103,10 +132,11 @@ pub(crate) fn put(m: &MemoryEngine, key: &str, title: &str, content: &str, tags:
         audit("memory.store"),
     )
     .expect("put_document")
+    .json()
 }
 
 pub(crate) fn put_doc(m: &MemoryEngine, doc: PutDocument) -> Value {
-    m.put_document(doc, audit("memory.store")).expect("put_document")
+    m.put_document(doc, audit("memory.store")).expect("put_document").json()
 }
 
 /// Chunk ids of a search/recall/fetch result, in order.
@@ -115,7 +145,7 @@ pub(crate) fn ids(v: &Value, list: &str, field: &str) -> Vec<String> {
 }
 
 pub(crate) fn chunk_of(m: &MemoryEngine, key: &str) -> String {
-    let r = m.list(json!({"limit": 100})).unwrap();
+    let r = m.wire::<ops::List>(json!({"limit": 100})).unwrap();
     r["items"]
         .as_array()
         .unwrap()
@@ -168,7 +198,7 @@ fn reopening_keeps_schema_and_data() {
     }
     for _ in 0..2 {
         let m = open(dir.path());
-        let s = m.stats().unwrap();
+        let s = m.stats().unwrap().json();
         assert_eq!(s["chunks"], 1);
         assert_eq!(s["schema_version"], super::schema::SCHEMA_VERSION);
     }

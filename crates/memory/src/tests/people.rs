@@ -2,6 +2,9 @@
 //! addresses and names merge (recorded, and undone by `split_entity`), automated senders become
 //! bots, phrases stay out, and a store made by an older extractor is extracted again on open.
 
+use super::Json;
+use super::Wire;
+use crate::ops;
 use std::fs;
 use std::path::Path;
 
@@ -31,7 +34,7 @@ fn mail_store(data: &Path, files: &Path, messages: &[(&str, &str, &str)]) -> cra
 }
 
 fn top(m: &crate::MemoryEngine, kind: &str) -> Value {
-    m.top_entities(json!({"kind": kind, "k": 50})).unwrap()
+    m.wire::<ops::TopEntities>(json!({"kind": kind, "k": 50})).unwrap()
 }
 
 fn merged(v: &Value, id: &str) -> Vec<String> {
@@ -78,7 +81,7 @@ fn mail_senders_are_people_linked_names_merge_and_a_split_undoes_it() {
 
     // The merge is undone: the spelling is its own person again, and stays so when the
     // store is extracted anew.
-    let r = m.split_entity("person:a-lovelace", audit("memory.split_entity")).unwrap();
+    let r = m.split_entity("person:a-lovelace", audit("memory.split_entity")).unwrap().json();
     assert_eq!(r, json!({"entity_id": "person:a-lovelace", "split_from": "person:ada-lovelace"}));
     let people = top(&m, "person");
     assert_eq!(ids(&people, "entities", "entity_id"), ["person:ada-lovelace", "person:bob-jones", "person:a-lovelace"]);
@@ -132,13 +135,13 @@ fn a_templated_chat_sender_is_a_bot_and_that_can_be_undone() {
     assert_eq!(ids(&bots, "entities", "entity_id"), ["bot:deploy-watcher"]);
     let reason = bots["entities"][0]["merged"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("different openings"), "{reason}");
-    m.split_entity("person:deploy-watcher", audit("memory.split_entity")).unwrap();
+    m.split_entity("person:deploy-watcher", audit("memory.split_entity")).unwrap().json();
     assert_eq!(top(&m, "bot")["entities"], json!([]));
     assert_eq!(top(&m, "person")["entities"][0]["entity_id"], "person:deploy-watcher");
     // Forgetting the file leaves no name behind: no person, no merge.
     let origin = format!("file:{}", std::path::absolute(&path).unwrap().display());
-    m.forget(&[origin], "mcp:test", audit("memory.forget")).unwrap();
-    assert_eq!(m.top_entities(json!({})).unwrap()["total"], 0);
+    m.forget(&[origin], "mcp:test", audit("memory.forget")).unwrap().json();
+    assert_eq!(m.wire::<ops::TopEntities>(json!({})).unwrap()["total"], 0);
     let conn = rusqlite::Connection::open(data.path().join("memory.db")).unwrap();
     let left: i64 = conn.query_row("SELECT count(*) FROM entity_aliases", [], |r| r.get(0)).unwrap();
     let people: i64 = conn.query_row("SELECT count(*) FROM people", [], |r| r.get(0)).unwrap();
@@ -162,7 +165,7 @@ fn an_older_store_is_extracted_again_when_opened() {
         topics.contains(&"topic:history".to_string()) && topics.contains(&"topic:compiler".to_string()),
         "{topics:?}"
     );
-    assert_eq!(m.stats().unwrap()["entities"], m.top_entities(json!({})).unwrap()["total"]);
+    assert_eq!(m.stats().unwrap().json()["entities"], m.wire::<ops::TopEntities>(json!({})).unwrap()["total"]);
     // Done once: the next open has nothing to do.
     drop(m);
     let conn = rusqlite::Connection::open(data.path().join("memory.db")).unwrap();
@@ -219,7 +222,7 @@ fn a_half_done_extraction_goes_on_where_it_was() {
 
 /// Everything `top_entities` lists, with counts.
 fn all_entities(m: &crate::MemoryEngine) -> Value {
-    m.top_entities(json!({"k": 50})).unwrap()
+    m.wire::<ops::TopEntities>(json!({"k": 50})).unwrap()
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! Read methods: ranking, filters, cursors, listings, entities, sources, parameter
 //! validation and not-found errors.
 
+use super::Json;
+use super::Wire;
+use crate::ops;
 use serde_json::{Value, json};
 
 use super::super::{MemoryError, PutDocument};
@@ -22,18 +25,18 @@ fn bm25_ranks_the_matching_document_first() {
         ("readers writer WAL", "SQLite WAL"),
     ];
     for (q, want) in cases {
-        let r = m.search(json!({"query": q})).unwrap();
+        let r = m.wire::<ops::Search>(json!({"query": q})).unwrap();
         assert_eq!(titles(&r, "hits").first().map(String::as_str), Some(want), "query {q}: {r}");
         let snippet = r["hits"][0]["snippet"].as_str().unwrap();
         assert!(snippet.contains("**"), "snippet not highlighted: {snippet}");
     }
     // A title word outranks the same word once in a body.
-    let r = m.search(json!({"query": "rust"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "rust"})).unwrap();
     assert_eq!(titles(&r, "hits"), ["Rust ownership", "Tantivy search"]);
     // Query syntax is not interpreted: quotes and colons are just text.
-    let r = m.search(json!({"query": "title:\"tomato"})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": "title:\"tomato"})).unwrap();
     assert_eq!(titles(&r, "hits"), ["Tomato garden"]);
-    assert_eq!(m.search(json!({"query": "zzzz"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "zzzz"})).unwrap()["hits"], json!([]));
 }
 
 #[test]
@@ -41,7 +44,7 @@ fn recall_fuses_and_cites() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     corpus(&m);
-    let r = m.recall(json!({"query": "bake sourdough bread", "k": 3})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": "bake sourdough bread", "k": 3})).unwrap();
     assert_eq!(titles(&r, "chunks")[0], "Sourdough bread");
     let top = &r["chunks"][0];
     assert_eq!(top["bm25_rank"], 1);
@@ -82,23 +85,25 @@ fn filters_apply_to_every_mode() {
         (json!({"source_ids": ["doc:default/bread"]}), vec!["Sourdough bread"]),
     ];
     for (filter, want) in cases {
-        let r = m.fetch(json!({"query": "bread", "mode": "keyword", "filter": filter})).unwrap();
+        let r = m.wire::<ops::Fetch>(json!({"query": "bread", "mode": "keyword", "filter": filter})).unwrap();
         assert_eq!(titles(&r, "items"), want, "keyword, filter {filter}");
-        let l = m.list(json!({"filter": filter, "limit": 100})).unwrap();
+        let l = m.wire::<ops::List>(json!({"filter": filter, "limit": 100})).unwrap();
         let listed = titles(&l, "items");
         for t in &want {
             assert!(listed.iter().any(|l| l == t), "list with {filter} lacks {t}: {listed:?}");
         }
         // Hybrid modes add semantic neighbours, but never outside the filter.
-        let hybrid = m.fetch(json!({"query": "bread", "mode": "hybrid", "filter": filter})).unwrap();
-        let recall = m.recall(json!({"query": "bread", "filter": filter})).unwrap();
+        let hybrid = m.wire::<ops::Fetch>(json!({"query": "bread", "mode": "hybrid", "filter": filter})).unwrap();
+        let recall = m.wire::<ops::Recall>(json!({"query": "bread", "filter": filter})).unwrap();
         for got in [titles(&hybrid, "items"), titles(&recall, "chunks")] {
             assert_eq!(got.first().map(String::as_str), want.first().copied(), "filter {filter}: {got:?}");
             assert!(got.iter().all(|t| listed.contains(t)), "filter {filter}: {got:?} not within {listed:?}");
         }
     }
     // Vector mode returns chunks without the query words too, but filters still hold.
-    let r = m.fetch(json!({"query": "sqlite bread", "mode": "vector", "filter": {"tags_any": ["db"]}})).unwrap();
+    let r = m
+        .wire::<ops::Fetch>(json!({"query": "sqlite bread", "mode": "vector", "filter": {"tags_any": ["db"]}}))
+        .unwrap();
     assert_eq!(titles(&r, "items"), ["SQLite WAL"]);
 }
 
@@ -107,25 +112,50 @@ fn bad_parameters_are_rejected_with_names() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     let cases: Vec<(Result<Value, MemoryError>, &str)> = vec![
-        (m.fetch(json!({"query": "x", "filter": {"zeta": 1, "alpha": 2}})), "unknown filter keys alpha, zeta"),
         (
-            m.fetch(json!({"query": "x", "filter": {"observed_after": "yesterday"}})),
+            m.wire::<ops::Fetch>(json!({"query": "x", "filter": {"zeta": 1, "alpha": 2}})),
+            "unknown arguments in `filter`: `alpha`, `zeta`",
+        ),
+        (
+            m.wire::<ops::Fetch>(json!({"query": "x", "filter": {"observed_after": "yesterday"}})),
             "filter.observed_after must be an RFC 3339",
         ),
-        (m.fetch(json!({"query": "x", "filter": {"kinds": ["video"]}})), "unknown kind `video`"),
-        (m.fetch(json!({"query": "x", "mode": "fuzzy"})), "mode must be keyword, vector or hybrid"),
-        (m.fetch(json!({"query": "x", "limit": 101})), "limit must be between 1 and 100, got 101"),
-        (m.fetch(json!({"query": "x", "cursor": "%%%"})), "cursor is not valid"),
-        (m.search(json!({"query": "  "})), "query must not be blank"),
-        (m.search(json!({"query": "x", "k": 0})), "k must be between 1 and 50, got 0"),
-        (m.search(json!({"query": "x", "extra": 1})), "unknown params key extra"),
-        (m.recall(json!({"query": "x", "k": 51})), "k must be between 1 and 50"),
-        (m.browse(json!({"since_ms": -1})), "since_ms must be >= 0"),
-        (m.browse(json!({"source_kinds": ["bogus"]})), "unknown kind `bogus`"),
-        (m.top_entities(json!({"kind": "planet"})), "kind must be one of"),
-        (m.read_chunk(json!({})), "missing field `chunk_id`"),
-        (m.list_sources(json!({"user_email_hint": ""})), "user_email_hint must not be blank"),
-        (m.list(json!([1])), "params must be an object"),
+        (
+            m.wire::<ops::Fetch>(json!({"query": "x", "filter": {"kinds": ["video"]}})),
+            "argument `filter.kinds[0]` must be one of document, conversation",
+        ),
+        (
+            m.wire::<ops::Fetch>(json!({"query": "x", "mode": "fuzzy"})),
+            "argument `mode` must be one of keyword, vector, hybrid",
+        ),
+        (
+            m.wire::<ops::Fetch>(json!({"query": "x", "limit": 101})),
+            "argument `limit` must be between 1 and 100 (got 101)",
+        ),
+        (m.wire::<ops::Fetch>(json!({"query": "x", "cursor": "%%%"})), "cursor is not valid"),
+        (m.wire::<ops::Search>(json!({"query": "  "})), "argument `query` must not be blank"),
+        (m.wire::<ops::Search>(json!({"query": "x", "k": 0})), "argument `k` must be between 1 and 50 (got 0)"),
+        (m.wire::<ops::Search>(json!({"query": "x", "extra": 1})), "unknown argument: `extra`"),
+        (m.wire::<ops::Recall>(json!({"query": "x", "k": 51})), "argument `k` must be between 1 and 50"),
+        (m.wire::<ops::Browse>(json!({"since_ms": -1})), "argument `since_ms` must be at least 0 (got -1)"),
+        (m.wire::<ops::Browse>(json!({"source_kinds": ["bogus"]})), "argument `source_kinds[0]` must be one of"),
+        (m.wire::<ops::TopEntities>(json!({"kind": "planet"})), "argument `kind` must be one of"),
+        (m.wire::<ops::ReadChunk>(json!({})), "missing required argument `chunk_id`"),
+        (m.wire::<ops::ListSources>(json!({"user_email_hint": ""})), "argument `user_email_hint` must not be blank"),
+        (m.wire::<ops::List>(json!([1])), "arguments must be an object"),
+        // The older names and the shared vocabulary are one argument: one of them at a time.
+        (
+            m.wire::<ops::Search>(json!({"query": "x", "k": 3, "limit": 4})),
+            "pass either `limit` or `k` (two names for one argument), not both",
+        ),
+        (
+            m.wire::<ops::Browse>(json!({"source_kinds": ["note"], "filter": {"kinds": ["email"]}})),
+            "pass either `source_kinds` or `filter.kinds` (the same condition), not both",
+        ),
+        (
+            m.wire::<ops::Browse>(json!({"since_ms": 5, "filter": {"observed_after": "2024-05-01T00:00:00Z"}})),
+            "pass either `since_ms` or `filter.observed_after`",
+        ),
     ];
     for (r, want) in cases {
         match r {
@@ -152,7 +182,7 @@ fn fetch_cursor_pages_without_overlap_and_is_bound_to_its_query() {
             if let Some(c) = &cursor {
                 p["cursor"] = json!(c);
             }
-            let r = m.fetch(p).unwrap();
+            let r = m.wire::<ops::Fetch>(p).unwrap();
             seen.extend(ids(&r, "items", "id"));
             match r.get("next_cursor").and_then(Value::as_str) {
                 Some(c) => cursor = Some(c.to_string()),
@@ -160,15 +190,15 @@ fn fetch_cursor_pages_without_overlap_and_is_bound_to_its_query() {
             }
         }
         // Pages concatenate to exactly the one-page answer.
-        let whole = m.fetch(json!({"query": "common word", "mode": mode, "limit": 100})).unwrap();
+        let whole = m.wire::<ops::Fetch>(json!({"query": "common word", "mode": mode, "limit": 100})).unwrap();
         assert_eq!(seen, ids(&whole, "items", "id"), "mode {mode}");
         assert!(seen.len() >= 20, "mode {mode}: {}", seen.len());
     }
-    let r = m.fetch(json!({"query": "common word", "limit": 5})).unwrap();
+    let r = m.wire::<ops::Fetch>(json!({"query": "common word", "limit": 5})).unwrap();
     let c = r["next_cursor"].as_str().unwrap();
-    let err = m.fetch(json!({"query": "other words", "limit": 5, "cursor": c})).unwrap_err();
+    let err = m.wire::<ops::Fetch>(json!({"query": "other words", "limit": 5, "cursor": c})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(ref s) if s.contains("different query")), "{err:?}");
-    let err = m.list(json!({"cursor": c})).unwrap_err();
+    let err = m.wire::<ops::List>(json!({"cursor": c})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(_)));
 }
 
@@ -195,7 +225,7 @@ fn items_list_is_newest_first_with_keyset_cursor() {
         if let Some(c) = &cursor {
             p["cursor"] = json!(c);
         }
-        let r = m.list(p).unwrap();
+        let r = m.wire::<ops::List>(p).unwrap();
         for it in r["items"].as_array().unwrap() {
             all.push((it["observed_at"].as_str().unwrap().to_string(), it["id"].as_str().unwrap().to_string()));
         }
@@ -206,7 +236,7 @@ fn items_list_is_newest_first_with_keyset_cursor() {
     }
     assert_eq!(all.len(), 7);
     assert!(all.windows(2).all(|w| w[0].0 >= w[1].0), "{all:?}");
-    let item = &m.list(json!({"limit": 1})).unwrap()["items"][0];
+    let item = &m.wire::<ops::List>(json!({"limit": 1})).unwrap()["items"][0];
     for field in ["id", "kind", "source", "content", "score", "metadata", "observed_at"] {
         assert!(item.get(field).is_some(), "item lacks {field}: {item}");
     }
@@ -218,7 +248,7 @@ fn get_chunk_returns_everything_and_not_found_says_where_ids_come_from() {
     let m = open(dir.path());
     put(&m, "p", "People", "Alice Smith emailed bob@example.com about #rust at https://example.com/x", &["t1"]);
     let id = chunk_of(&m, "p");
-    let c = m.read_chunk(json!({"chunk_id": id})).unwrap();
+    let c = m.wire::<ops::ReadChunk>(json!({"chunk_id": id})).unwrap();
     assert_eq!(c["content"], "Alice Smith emailed bob@example.com about #rust at https://example.com/x");
     assert_eq!(c["tags"], json!(["t1"]));
     assert_eq!(c["source"], "mcp:test");
@@ -227,7 +257,7 @@ fn get_chunk_returns_everything_and_not_found_says_where_ids_come_from() {
         c["entity_ids"],
         json!(["email:bob@example.com", "person:alice-smith", "topic:rust", "topic:t1", "url:https://example.com/x"])
     );
-    let err = m.read_chunk(json!({"chunk_id": "0123456789abcdef0123456789abcdef"})).unwrap_err();
+    let err = m.wire::<ops::ReadChunk>(json!({"chunk_id": "0123456789abcdef0123456789abcdef"})).unwrap_err();
     match err {
         MemoryError::NotFound(msg) => {
             assert!(
@@ -255,17 +285,18 @@ fn list_chunks_filters_pages_and_counts() {
             },
         );
     }
-    let r = m.browse(json!({"k": 5})).unwrap();
+    let r = m.wire::<ops::Browse>(json!({"k": 5})).unwrap();
     assert_eq!(r["total"], 12);
     assert_eq!(r["chunks"][0]["timestamp_ms"], 11_000);
-    let r = m.browse(json!({"entity_ids": ["handle:@ann"], "k": 50})).unwrap();
+    let r = m.wire::<ops::Browse>(json!({"entity_ids": ["handle:@ann"], "k": 50})).unwrap();
     assert_eq!(r["total"], 6);
-    let r = m.browse(json!({"entity_ids": ["handle:@ann"], "query": "urgent", "k": 1, "offset": 1})).unwrap();
+    let r =
+        m.wire::<ops::Browse>(json!({"entity_ids": ["handle:@ann"], "query": "urgent", "k": 1, "offset": 1})).unwrap();
     assert_eq!((r["total"].as_i64(), r["offset"].as_i64(), r["k"].as_i64()), (Some(2), Some(1), Some(1)));
     assert_eq!(r["chunks"][0]["timestamp_ms"], 0);
-    let r = m.browse(json!({"since_ms": 3000, "until_ms": 5000})).unwrap();
+    let r = m.wire::<ops::Browse>(json!({"since_ms": 3000, "until_ms": 5000})).unwrap();
     assert_eq!(r["total"], 3);
-    let r = m.browse(json!({"source_ids": ["doc:default/k3"], "source_kinds": ["document"]})).unwrap();
+    let r = m.wire::<ops::Browse>(json!({"source_ids": ["doc:default/k3"], "source_kinds": ["document"]})).unwrap();
     assert_eq!(r["total"], 1);
     assert!(r["chunks"][0]["preview"].as_str().unwrap().starts_with("message 3"));
 }
@@ -276,18 +307,18 @@ fn top_entities_counts_mentions_and_chunks() {
     let m = open(dir.path());
     put(&m, "a", "A", "#rust #rust and @ann", &[]);
     put(&m, "b", "B", "#rust with Alice Smith", &[]);
-    let r = m.top_entities(json!({})).unwrap();
+    let r = m.wire::<ops::TopEntities>(json!({})).unwrap();
     assert_eq!(
         r["entities"][0],
         json!({"entity_id": "topic:rust", "kind": "topic", "display_name": "rust", "mention_count": 3, "chunk_count": 2})
     );
-    let r = m.top_entities(json!({"kind": "person"})).unwrap();
+    let r = m.wire::<ops::TopEntities>(json!({"kind": "person"})).unwrap();
     assert_eq!(ids(&r, "entities", "entity_id"), ["person:alice-smith"]);
     // Deleting a chunk takes its mentions away.
-    m.forget(&["doc:default/a".to_string()], "mcp:test", super::audit("memory.forget")).unwrap();
-    let r = m.top_entities(json!({"kind": "topic"})).unwrap();
+    m.forget(&["doc:default/a".to_string()], "mcp:test", super::audit("memory.forget")).unwrap().json();
+    let r = m.wire::<ops::TopEntities>(json!({"kind": "topic"})).unwrap();
     assert_eq!(r["entities"][0]["mention_count"], 1);
-    let r = m.top_entities(json!({"kind": "handle"})).unwrap();
+    let r = m.wire::<ops::TopEntities>(json!({"kind": "handle"})).unwrap();
     assert_eq!(r["entities"], json!([]));
 }
 
@@ -312,21 +343,24 @@ fn a_date_in_the_question_prefers_what_was_observed_then() {
     day("picnic-2023", "Picnic in the park: we baked bread, baked cake, baked pie for the picnic.", 1_673_344_800_000);
     day("picnic-2022", "Caroline went to a picnic and we baked bread.", 1_657_360_800_000);
     let first_key = |r: &Value| r["chunks"][0]["source_ref"].as_str().unwrap().to_string();
-    let plain = m.recall(json!({"query": "picnic baked bread"})).unwrap();
+    let plain = m.wire::<ops::Recall>(json!({"query": "picnic baked bread"})).unwrap();
     assert_eq!(first_key(&plain), "picnic-2023", "{plain}");
     assert!(plain.get("date_range").is_none());
     assert!(plain["chunks"][0].get("in_date_range").is_none());
 
     for q in ["picnic baked bread on 9 July, 2022", "picnic baked bread 2022-07-09", "July 2022 picnic baked bread"] {
-        let r = m.recall(json!({"query": q})).unwrap();
+        let r = m.wire::<ops::Recall>(json!({"query": q})).unwrap();
         assert_eq!(first_key(&r), "picnic-2022", "{q}: {r}");
         assert_eq!(r["chunks"][0]["in_date_range"], true);
         assert_eq!(r["chunks"][1]["in_date_range"], false, "the other day stays listed: {r}");
         assert!(r["date_range"]["from"].as_str().unwrap().starts_with("2022-0"), "{r}");
     }
-    assert_eq!(m.recall(json!({"query": "picnic on 9 July, 2022"})).unwrap()["date_range"]["text"], "9 July, 2022");
+    assert_eq!(
+        m.wire::<ops::Recall>(json!({"query": "picnic on 9 July, 2022"})).unwrap()["date_range"]["text"],
+        "9 July, 2022"
+    );
     // A date outside every chunk reorders nothing and hides nothing.
-    let r = m.recall(json!({"query": "picnic baked bread in 1999"})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": "picnic baked bread in 1999"})).unwrap();
     assert_eq!(first_key(&r), "picnic-2023");
     assert_eq!(r["chunks"].as_array().unwrap().len(), 2);
 }
@@ -347,7 +381,7 @@ fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
     std::fs::write(&path, lines.join("\n")).unwrap();
     let m = open(data.path());
     m.ingest_paths(&[path], None, &|_| {}).unwrap();
-    let r = m.recall(json!({"query": "spare house keys"})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": "spare house keys"})).unwrap();
     let hit = &r["chunks"][0];
     assert!(hit["snippet"].as_str().unwrap().contains("keys"), "{r}");
     let turns: Vec<&str> = hit["turns"].as_array().unwrap().iter().map(|t| t["text"].as_str().unwrap()).collect();
@@ -369,7 +403,7 @@ fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
         &m,
         PutDocument { key: "doc".into(), content: "spare keys list".into(), source: "t".into(), ..Default::default() },
     );
-    let r = m.recall(json!({"query": "spare keys list"})).unwrap();
+    let r = m.wire::<ops::Recall>(json!({"query": "spare keys list"})).unwrap();
     let doc = r["chunks"].as_array().unwrap().iter().find(|c| c["source_kind"] == "document").unwrap();
     assert!(doc.get("turns").is_none());
 }
@@ -427,33 +461,33 @@ fn every_listing_pages_with_a_total_and_a_cursor_and_returns_each_item_once() {
             },
         );
     }
-    let (seen, totals, pages) = walk(|p| m.browse(p), json!({"k": 5}), "chunks", "chunk_id");
+    let (seen, totals, pages) = walk(|p| m.wire::<ops::Browse>(p), json!({"k": 5}), "chunks", "chunk_id");
     assert_each_once(&seen, n as usize, "tree.browse");
     assert!(totals.iter().all(|t| *t == n), "{totals:?}");
     assert_eq!(pages, 5);
     // The pages concatenate to the one-page answer, in its order.
-    assert_eq!(seen, ids(&m.browse(json!({"k": 50})).unwrap(), "chunks", "chunk_id"));
+    assert_eq!(seen, ids(&m.wire::<ops::Browse>(json!({"k": 50})).unwrap(), "chunks", "chunk_id"));
     // A filtered walk pages only what the filter matches.
-    let (seen, totals, _) = walk(|p| m.browse(p), json!({"k": 4, "query": "even"}), "chunks", "chunk_id");
+    let (seen, totals, _) = walk(|p| m.wire::<ops::Browse>(p), json!({"k": 4, "query": "even"}), "chunks", "chunk_id");
     assert_each_once(&seen, 12, "tree.browse with a query");
     assert!(totals.iter().all(|t| *t == 12), "{totals:?}");
 
-    let (seen, totals, pages) = walk(|p| m.list_sources(p), json!({"limit": 4}), "sources", "source_id");
+    let (seen, totals, pages) = walk(|p| m.wire::<ops::ListSources>(p), json!({"limit": 4}), "sources", "source_id");
     assert_each_once(&seen, n as usize, "tree.list_sources");
     assert!(totals.iter().all(|t| *t == n), "{totals:?}");
     assert_eq!(pages, 6);
-    assert_eq!(seen, ids(&m.list_sources(json!({})).unwrap(), "sources", "source_id"));
-    assert!(m.list_sources(json!({})).unwrap().get("next_cursor").is_none(), "one default page holds 23");
+    assert_eq!(seen, ids(&m.wire::<ops::ListSources>(json!({})).unwrap(), "sources", "source_id"));
+    assert!(m.wire::<ops::ListSources>(json!({})).unwrap().get("next_cursor").is_none(), "one default page holds 23");
 
-    let all = m.top_entities(json!({"k": 50})).unwrap();
+    let all = m.wire::<ops::TopEntities>(json!({"k": 50})).unwrap();
     let entities = ids(&all, "entities", "entity_id");
     assert!(entities.len() > 7, "{entities:?}");
-    let (seen, totals, _) = walk(|p| m.top_entities(p), json!({"k": 3}), "entities", "entity_id");
+    let (seen, totals, _) = walk(|p| m.wire::<ops::TopEntities>(p), json!({"k": 3}), "entities", "entity_id");
     assert_each_once(&seen, entities.len(), "tree.top_entities");
     assert_eq!(seen, entities);
     assert!(totals.iter().all(|t| *t == entities.len() as i64), "{totals:?}");
 
-    let (seen, totals, pages) = walk(|p| m.list(p), json!({"limit": 10}), "items", "id");
+    let (seen, totals, pages) = walk(|p| m.wire::<ops::List>(p), json!({"limit": 10}), "items", "id");
     assert_each_once(&seen, n as usize, "memory.list");
     assert!(totals.iter().all(|t| *t == n), "{totals:?}");
     assert_eq!(pages, 3);
@@ -466,17 +500,16 @@ fn a_bad_or_foreign_cursor_says_to_start_again() {
     for i in 0..4 {
         put(&m, &format!("k{i}"), &format!("Doc {i}"), &format!("#topic{i} text"), &[]);
     }
-    let browse = m.browse(json!({"k": 1})).unwrap()["next_cursor"].as_str().unwrap().to_string();
-    let sources = m.list_sources(json!({"limit": 1})).unwrap()["next_cursor"].as_str().unwrap().to_string();
+    let browse = m.wire::<ops::Browse>(json!({"k": 1})).unwrap()["next_cursor"].as_str().unwrap().to_string();
+    let sources = m.wire::<ops::ListSources>(json!({"limit": 1})).unwrap()["next_cursor"].as_str().unwrap().to_string();
     let cases = [
-        m.browse(json!({"cursor": "not a cursor!"})),
-        m.browse(json!({"cursor": "eyJoIjoxfQ"})),
-        m.browse(json!({"cursor": browse, "source_kinds": ["document"]})),
-        m.browse(json!({"cursor": sources})),
-        m.top_entities(json!({"cursor": browse})),
-        m.list_sources(json!({"cursor": browse})),
-        m.list(json!({"cursor": sources})),
-        m.list_sources(json!({"cursor": "x".repeat(2000)})),
+        m.wire::<ops::Browse>(json!({"cursor": "not a cursor!"})),
+        m.wire::<ops::Browse>(json!({"cursor": "eyJoIjoxfQ"})),
+        m.wire::<ops::Browse>(json!({"cursor": browse, "source_kinds": ["document"]})),
+        m.wire::<ops::Browse>(json!({"cursor": sources})),
+        m.wire::<ops::TopEntities>(json!({"cursor": browse})),
+        m.wire::<ops::ListSources>(json!({"cursor": browse})),
+        m.wire::<ops::List>(json!({"cursor": sources})),
     ];
     for (i, r) in cases.into_iter().enumerate() {
         let err = r.unwrap_err();
@@ -485,9 +518,12 @@ fn a_bad_or_foreign_cursor_says_to_start_again() {
             "case {i}: {err:?}"
         );
     }
-    let err = m.browse(json!({"cursor": browse, "offset": 1})).unwrap_err();
+    // Longer than any cursor the engine writes: refused by the schema, naming the bound.
+    let err = m.wire::<ops::ListSources>(json!({"cursor": "x".repeat(2000)})).unwrap_err();
+    assert!(err.to_string().contains("`cursor` is 2000 characters long; the limit is 1024"), "{err}");
+    let err = m.wire::<ops::Browse>(json!({"cursor": browse, "offset": 1})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(ref s) if s.contains("not both")), "{err:?}");
-    let err = m.list_sources(json!({"limit": 201})).unwrap_err();
+    let err = m.wire::<ops::ListSources>(json!({"limit": 201})).unwrap_err();
     assert!(matches!(err, MemoryError::InvalidParams(_)), "{err:?}");
 }
 
@@ -498,21 +534,21 @@ fn completion_matches_prefixes_of_topics_sources_and_chunk_ids() {
     let m = open(dir.path());
     put(&m, "a", "A", "#rust #rust and #rustacean and #go", &[]);
     put(&m, "b", "B", "#rust again, and 100% #r_d", &[]);
-    let r = m.complete(Completable::Topic, "RUS", 10).unwrap();
+    let r = m.complete(Completable::Topic, "RUS", 10).unwrap().json();
     assert_eq!(r, json!({"values": ["rust", "rustacean"], "total": 2}), "most mentioned first, ASCII case ignored");
-    let r = m.complete(Completable::Topic, "r_", 10).unwrap();
+    let r = m.complete(Completable::Topic, "r_", 10).unwrap().json();
     assert_eq!(r["values"], json!(["r_d"]), "LIKE wildcards in the prefix are literal");
-    let r = m.complete(Completable::Topic, "", 1).unwrap();
+    let r = m.complete(Completable::Topic, "", 1).unwrap().json();
     assert_eq!((r["values"].as_array().unwrap().len(), r["total"].as_i64()), (1, Some(4)));
-    let sources = m.complete(Completable::Source, "", 10).unwrap();
+    let sources = m.complete(Completable::Source, "", 10).unwrap().json();
     assert_eq!(sources["total"], 2);
     let first = sources["values"][0].as_str().unwrap().to_string();
-    let r = m.complete(Completable::Source, &first, 10).unwrap();
+    let r = m.complete(Completable::Source, &first, 10).unwrap().json();
     assert_eq!(r["values"][0], first.as_str());
     let chunk = chunk_of(&m, "a");
-    let r = m.complete(Completable::Chunk, &chunk[..6], 10).unwrap();
+    let r = m.complete(Completable::Chunk, &chunk[..6], 10).unwrap().json();
     assert!(r["values"].as_array().unwrap().iter().any(|v| v == chunk.as_str()), "{r}");
-    assert_eq!(m.complete(Completable::Chunk, "zz-none", 10).unwrap(), json!({"values": [], "total": 0}));
+    assert_eq!(m.complete(Completable::Chunk, "zz-none", 10).unwrap().json(), json!({"values": [], "total": 0}));
 }
 
 #[test]
@@ -539,7 +575,7 @@ fn timeline_counts_chunks_per_day_and_week_and_neighbours_read_in_order() {
             },
         );
     }
-    let days = m.timeline(json!({})).unwrap();
+    let days = m.wire::<ops::Timeline>(json!({})).unwrap();
     let points: Vec<(i64, i64)> = days["points"]
         .as_array()
         .unwrap()
@@ -547,28 +583,29 @@ fn timeline_counts_chunks_per_day_and_week_and_neighbours_read_in_order() {
         .map(|p| (p["start_ms"].as_i64().unwrap(), p["chunks"].as_i64().unwrap()))
         .collect();
     assert_eq!(points, vec![(monday, 1), (monday + DAY, 1), (monday + 7 * DAY, 1)], "{days}");
-    let weeks = m.timeline(json!({"bucket": "week"})).unwrap();
+    let weeks = m.wire::<ops::Timeline>(json!({"bucket": "week"})).unwrap();
     assert_eq!(weeks["points"][0]["start"], "2026-11-30T00:00:00.000Z", "{weeks}");
     assert_eq!(weeks["points"][0]["chunks"], 2, "{weeks}");
     assert_eq!(weeks["points"][1]["chunks"], 1, "{weeks}");
-    let topic = m.timeline(json!({"bucket": "week", "entity_id": "topic:rust"})).unwrap();
+    let topic = m.wire::<ops::Timeline>(json!({"bucket": "week", "entity_id": "topic:rust"})).unwrap();
     assert_eq!(topic["points"].as_array().unwrap().len(), 1, "only the first week mentions rust: {topic}");
-    assert!(matches!(m.timeline(json!({"bucket": "month"})), Err(MemoryError::InvalidParams(_))));
+    assert!(matches!(m.wire::<ops::Timeline>(json!({"bucket": "month"})), Err(MemoryError::InvalidParams(_))));
 
     let section = |name: &str| {
         format!("## {name}\n\n{}\n\n", vec![format!("The {name} section talks about {name}."); 80].join(" "))
     };
     let long = ["One", "Two", "Three", "Four"].map(section).concat();
     put(&m, "long", "Long", &long, &[]);
-    let two = ids(&m.search(json!({"query": "Two section talks"})).unwrap(), "hits", "chunk_id")[0].clone();
-    let around = m.neighbours(json!({"chunk_id": two, "around": 2})).unwrap();
+    let two =
+        ids(&m.wire::<ops::Search>(json!({"query": "Two section talks"})).unwrap(), "hits", "chunk_id")[0].clone();
+    let around = m.wire::<ops::Neighbours>(json!({"chunk_id": two, "around": 2})).unwrap();
     let seqs = |side: &str| -> Vec<i64> {
         around[side].as_array().unwrap().iter().map(|c| c["seq_in_source"].as_i64().unwrap()).collect()
     };
-    let seq = m.read_chunk(json!({"chunk_id": two})).unwrap()["seq_in_source"].as_i64().unwrap();
+    let seq = m.wire::<ops::ReadChunk>(json!({"chunk_id": two})).unwrap()["seq_in_source"].as_i64().unwrap();
     assert!(seq >= 2, "the hit has two chunks before it: {seq}");
     assert_eq!(seqs("before"), vec![seq - 2, seq - 1], "{around}");
     assert_eq!(seqs("after"), vec![seq + 1, seq + 2], "{around}");
     assert_eq!(around["source_id"], "doc:default/long", "{around}");
-    assert!(matches!(m.neighbours(json!({"chunk_id": "nope"})), Err(MemoryError::NotFound(_))));
+    assert!(matches!(m.wire::<ops::Neighbours>(json!({"chunk_id": "nope"})), Err(MemoryError::NotFound(_))));
 }

@@ -2,6 +2,9 @@
 //! handing queries back to the fast tier after writes, a failing query embedding or a change of
 //! deep model, and keeping its progress across restarts.
 
+use super::Json;
+use super::Wire;
+use crate::ops;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -70,14 +73,14 @@ fn open_deep(dir: &Path, deep: &Arc<Deep>) -> MemoryEngine {
 
 /// The tier `memory.recall` and `memory.fetch` (vector mode) report for a query.
 fn answering(m: &MemoryEngine) -> (Value, Value) {
-    let recall = m.recall(json!({"query": "sourdough bread"})).unwrap();
-    let fetch = m.fetch(json!({"query": "sourdough bread", "mode": "vector"})).unwrap();
+    let recall = m.wire::<ops::Recall>(json!({"query": "sourdough bread"})).unwrap();
+    let fetch = m.wire::<ops::Fetch>(json!({"query": "sourdough bread", "mode": "vector"})).unwrap();
     assert_eq!(recall["chunks"][0]["title"], "Sourdough bread", "{recall}");
     (recall["vector_tier"].clone(), fetch["vector_tier"].clone())
 }
 
 fn deep_stats(m: &MemoryEngine) -> (u64, u64, bool) {
-    let s = m.stats().unwrap();
+    let s = m.stats().unwrap().json();
     let d = &s["vectors"]["deep"];
     (d["covered"].as_u64().unwrap(), d["total"].as_u64().unwrap(), d["answering"].as_bool().unwrap())
 }
@@ -102,8 +105,8 @@ fn the_deep_tier_answers_only_once_it_covers_every_chunk() {
     assert_eq!(deep_stats(&m), (6, 6, true));
     assert_eq!(answering(&m), (json!("deep"), json!("deep")));
     // Keyword search reports no tier.
-    assert_eq!(m.search(json!({"query": "bread"})).unwrap().get("vector_tier"), None);
-    assert_eq!(m.fetch(json!({"query": "bread", "mode": "keyword"})).unwrap().get("vector_tier"), None);
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "bread"})).unwrap().get("vector_tier"), None);
+    assert_eq!(m.wire::<ops::Fetch>(json!({"query": "bread", "mode": "keyword"})).unwrap().get("vector_tier"), None);
     assert_eq!(m.check().unwrap()["vectors"]["deep"]["missing"], 0);
 }
 
@@ -122,7 +125,7 @@ fn writes_hand_queries_back_to_the_fast_tier_until_the_deep_one_catches_up() {
     assert_eq!(deep_stats(&m), (5, 6, false));
     assert_eq!(answering(&m).0, "fast");
     // Deleting the uncovered chunk makes the deep tier whole again without embedding anything.
-    m.forget(&["doc:default/new".into()], "mcp:test", super::audit("memory.forget")).unwrap();
+    m.forget(&["doc:default/new".into()], "mcp:test", super::audit("memory.forget")).unwrap().json();
     m.wait_background();
     assert_eq!(deep_stats(&m), (5, 5, true));
     assert_eq!(answering(&m).0, "deep");
@@ -153,18 +156,18 @@ fn deep_vectors_survive_a_restart_and_a_model_change_reembeds_in_the_background(
     m.wait_background();
     assert_eq!(deep_stats(&m), (0, 5, false));
     assert_eq!(answering(&m), (json!("fast"), json!("fast")));
-    assert_eq!(m.stats().unwrap()["vectors"]["count"], 5);
+    assert_eq!(m.stats().unwrap().json()["vectors"]["count"], 5);
     drop(m);
     b.fail.store(false, Ordering::Relaxed);
     let m = open_deep(dir.path(), &b);
     m.wait_background();
     assert_eq!(deep_stats(&m), (5, 5, true));
-    assert_eq!(m.stats().unwrap()["vectors"]["deep"]["model"], "deep-b/64");
+    assert_eq!(m.stats().unwrap().json()["vectors"]["deep"]["model"], "deep-b/64");
     assert_eq!(answering(&m).0, "deep");
     // Switching the deep tier off leaves the fast tier answering alone.
     drop(m);
     let m = super::open(dir.path());
-    assert_eq!(m.stats().unwrap()["vectors"].get("deep"), None);
+    assert_eq!(m.stats().unwrap().json()["vectors"].get("deep"), None);
     assert_eq!(answering(&m), (json!("fast"), json!("fast")));
 }
 

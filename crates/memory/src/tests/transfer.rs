@@ -1,6 +1,9 @@
 //! Export and import, backup and restore, on the engine: what goes out comes back the same, a
 //! second import adds nothing, and an item the store holds in another version keeps the store's.
 
+use super::Json;
+use super::Wire;
+use crate::ops;
 use serde_json::{Value, json};
 
 use super::{audit, chunk_of, corpus, open, put};
@@ -9,19 +12,19 @@ use super::{audit, chunk_of, corpus, open, put};
 fn answers(m: &crate::MemoryEngine) -> Vec<Value> {
     let chunk = chunk_of(m, "bread");
     vec![
-        m.search(json!({"query": "sourdough bread"})).unwrap(),
-        m.recall(json!({"query": "baking bread at home"})).unwrap(),
-        m.list(json!({"limit": 100})).unwrap(),
-        m.list_sources(json!({})).unwrap(),
-        m.top_entities(json!({})).unwrap(),
-        m.read_chunk(json!({"chunk_id": chunk})).unwrap(),
+        m.wire::<ops::Search>(json!({"query": "sourdough bread"})).unwrap(),
+        m.wire::<ops::Recall>(json!({"query": "baking bread at home"})).unwrap(),
+        m.wire::<ops::List>(json!({"limit": 100})).unwrap(),
+        m.wire::<ops::ListSources>(json!({})).unwrap(),
+        m.wire::<ops::TopEntities>(json!({})).unwrap(),
+        m.wire::<ops::ReadChunk>(json!({"chunk_id": chunk})).unwrap(),
     ]
 }
 
 fn populate(m: &crate::MemoryEngine) {
     corpus(m);
     let bread = chunk_of(m, "bread");
-    m.tag_chunk(&bread, &["favourite".into()], "mcp-tag-x", "mcp:test", audit("tree.tag")).unwrap();
+    m.tag_chunk(&bread, &["favourite".into()], "mcp-tag-x", "mcp:test", audit("tree.tag")).unwrap().json();
     m.add_note(
         &bread,
         "Try rye flour next time, see https://example.com/rye",
@@ -30,7 +33,7 @@ fn populate(m: &crate::MemoryEngine) {
         audit("memory.note"),
     )
     .unwrap();
-    m.learn("The user bakes on Sundays", "fact", Some(0.8), "mcp:test", audit("memory.learn")).unwrap();
+    m.learn("The user bakes on Sundays", "fact", Some(0.8), "mcp:test", audit("memory.learn")).unwrap().json();
 }
 
 #[test]
@@ -70,9 +73,9 @@ fn a_live_store_keeps_its_own_version_of_an_item() {
     let s = dst.import(&dir).unwrap();
     assert_eq!(s.conflicts, 1, "{s:?}");
     assert_eq!(s.conflicts_named, vec!["doc:default/bread".to_string()]);
-    let bread = dst.read_chunk(json!({"chunk_id": chunk_of(&dst, "bread")})).unwrap();
+    let bread = dst.wire::<ops::ReadChunk>(json!({"chunk_id": chunk_of(&dst, "bread")})).unwrap();
     assert_eq!(bread["content"], "A different bread text.");
-    assert_eq!(dst.stats().unwrap()["chunks"], 7, "the others came in (the note is kept too)");
+    assert_eq!(dst.stats().unwrap().json()["chunks"], 7, "the others came in (the note is kept too)");
 }
 
 #[test]
@@ -85,15 +88,15 @@ fn a_backup_restores_over_newer_data_and_keeps_the_old_as_a_side_file() {
         let b = crate::backup(a.path(), &file).unwrap();
         assert_eq!(b.chunks, 7);
         assert!(crate::restore(a.path(), &file, false).unwrap_err().to_string().contains("in use"));
-        m.forget(&["doc:default/rust".into()], "mcp:test", audit("memory.forget")).unwrap();
+        m.forget(&["doc:default/rust".into()], "mcp:test", audit("memory.forget")).unwrap().json();
         put(&m, "new", "New", "stored after the backup", &[]);
     }
     let r = crate::restore(a.path(), &file, false).unwrap();
     assert!(r.previous.as_ref().is_some_and(|p| p.is_file()), "{r:?}");
     let m = open(a.path());
-    assert_eq!(m.stats().unwrap()["chunks"], 7);
-    assert_eq!(m.search(json!({"query": "backup"})).unwrap()["hits"], json!([]));
-    assert_eq!(m.search(json!({"query": "ownership"})).unwrap()["hits"].as_array().unwrap().len(), 1);
+    assert_eq!(m.stats().unwrap().json()["chunks"], 7);
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "backup"})).unwrap()["hits"], json!([]));
+    assert_eq!(m.wire::<ops::Search>(json!({"query": "ownership"})).unwrap()["hits"].as_array().unwrap().len(), 1);
     let err = crate::restore(a.path(), &a.path().join("LOCK"), false).unwrap_err().to_string();
     assert!(err.contains("not a memory backup"), "{err}");
 }
@@ -135,10 +138,10 @@ fn an_entity_keeps_its_name_when_the_chunk_that_named_it_is_gone() {
     let src = open(a.path());
     put(&src, "first", "First", "Write to Bob@Example.COM about the kiln.", &[]);
     put(&src, "second", "Second", "Later: write to bob@example.com again.", &[]);
-    let names = |m: &crate::MemoryEngine| m.top_entities(json!({"kind": "email"})).unwrap();
+    let names = |m: &crate::MemoryEngine| m.wire::<ops::TopEntities>(json!({"kind": "email"})).unwrap();
     // The entity thread reads a chunk's text after the write; an entity answer waits for it.
     assert_eq!(names(&src)["entities"][0]["display_name"], "Bob@Example.COM");
-    src.forget(&["doc:default/first".into()], "mcp:test", audit("memory.forget")).unwrap();
+    src.forget(&["doc:default/first".into()], "mcp:test", audit("memory.forget")).unwrap().json();
     let dir = out.path().join("e");
     src.export(&dir).unwrap();
     let dst = open(b.path());

@@ -1,6 +1,9 @@
 //! Watched folders: per-batch sync of changed paths, renames followed without re-embedding,
 //! deletions, recorded file states, and Obsidian-style tags and wiki links.
 
+use super::Json;
+use super::Wire;
+use crate::ops;
 use std::fs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -31,7 +34,7 @@ impl Embedder for Counting {
 }
 
 fn hit(m: &MemoryEngine, query: &str) -> Option<Value> {
-    let r = m.search(json!({"query": query})).unwrap();
+    let r = m.wire::<ops::Search>(json!({"query": query})).unwrap();
     r["hits"].as_array().and_then(|h| h.first().cloned())
 }
 
@@ -47,7 +50,7 @@ fn a_renamed_note_moves_with_its_tags_and_is_not_embedded_again() {
     assert_eq!(s.ingest.files_ingested, 1, "{s:?}");
     m.wait_background();
     let chunk = hit(&m, "pruning apple").unwrap()["chunk_id"].as_str().unwrap().to_string();
-    m.tag_chunk(&chunk, &["trees".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap();
+    m.tag_chunk(&chunk, &["trees".into()], "k1", "mcp:test", super::audit("memory.tag")).unwrap().json();
     let embedded = counter.texts.load(Ordering::Relaxed);
 
     let new = src.path().join("trees").join("orchard notes.md");
@@ -60,7 +63,7 @@ fn a_renamed_note_moves_with_its_tags_and_is_not_embedded_again() {
     assert_eq!(counter.texts.load(Ordering::Relaxed), embedded, "a move must not embed again");
 
     let h = hit(&m, "pruning apple").unwrap();
-    let moved = m.read_chunk(json!({"chunk_id": h["chunk_id"]})).unwrap();
+    let moved = m.wire::<ops::ReadChunk>(json!({"chunk_id": h["chunk_id"]})).unwrap();
     assert_eq!(moved["metadata"]["file_path"], new.to_string_lossy().as_ref(), "{moved}");
     assert_eq!(moved["source_id"], format!("file:{}", new.display()));
     assert!(moved["tags"].as_array().unwrap().contains(&json!("trees")), "{moved}");
@@ -95,13 +98,13 @@ fn obsidian_front_matter_tags_inline_tags_and_wiki_links() {
     let s = m.sync_files(&[plan.clone(), daily.clone()], None).unwrap();
     assert_eq!(s.ingest.files_ingested, 2, "{s:?}");
 
-    let p = m.read_chunk(json!({"chunk_id": hit(&m, "greenhouse sensors").unwrap()["chunk_id"]})).unwrap();
+    let p = m.wire::<ops::ReadChunk>(json!({"chunk_id": hit(&m, "greenhouse sensors").unwrap()["chunk_id"]})).unwrap();
     let tags: Vec<&str> = p["tags"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(tags.contains(&"project") && tags.contains(&"q3"), "{p}");
     assert!(!p["content"].as_str().unwrap().contains("tags:"), "front matter is not text: {p}");
     assert_eq!(p["backlinks"][0]["source_id"], format!("file:{}", daily.display()), "{p}");
 
-    let d = m.read_chunk(json!({"chunk_id": hit(&m, "talked").unwrap()["chunk_id"]})).unwrap();
+    let d = m.wire::<ops::ReadChunk>(json!({"chunk_id": hit(&m, "talked").unwrap()["chunk_id"]})).unwrap();
     let tags: Vec<&str> = d["tags"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(tags, ["meeting"], "{d}");
     let links = d["links"].as_array().unwrap();
@@ -118,9 +121,9 @@ fn obsidian_front_matter_tags_inline_tags_and_wiki_links() {
     fs::write(&missing, "Now it exists.\n").unwrap();
     fs::write(&daily, "# Monday\n\nNo links any more, just talk.\n").unwrap();
     m.sync_files(&[missing, daily.clone()], None).unwrap();
-    let d = m.read_chunk(json!({"chunk_id": hit(&m, "talk").unwrap()["chunk_id"]})).unwrap();
+    let d = m.wire::<ops::ReadChunk>(json!({"chunk_id": hit(&m, "talk").unwrap()["chunk_id"]})).unwrap();
     assert!(d["links"].as_array().unwrap().is_empty(), "{d}");
-    let p = m.read_chunk(json!({"chunk_id": hit(&m, "greenhouse sensors").unwrap()["chunk_id"]})).unwrap();
+    let p = m.wire::<ops::ReadChunk>(json!({"chunk_id": hit(&m, "greenhouse sensors").unwrap()["chunk_id"]})).unwrap();
     assert!(p["backlinks"].as_array().unwrap().is_empty(), "{p}");
 }
 
@@ -141,7 +144,7 @@ fn a_version_2_store_upgrades_and_its_files_are_not_read_again() {
         .unwrap();
     }
     let m = open(data.path());
-    assert_eq!(m.stats().unwrap()["schema_version"], super::super::schema::SCHEMA_VERSION);
+    assert_eq!(m.stats().unwrap().json()["schema_version"], super::super::schema::SCHEMA_VERSION);
     let states = m.file_states(src.path()).unwrap();
     assert_eq!(states.len(), 1);
     assert_eq!(states[0].mtime_ms, 0, "unknown until the next sync");

@@ -1,7 +1,8 @@
-//! Argument schemas for tools, declared once and used twice: rendered as the JSON Schema in
-//! `tools/list` and applied as the validator in `tools/call`. Validation rejects rather than
-//! clamps: unknown names, blank strings, out-of-range numbers, over-long or over-count
-//! arrays are all errors that name the argument and the bound.
+//! Argument schemas, declared once and used twice: rendered as the JSON Schema in `tools/list`
+//! and applied as the validator of every wire call. Validation rejects rather than clamps:
+//! unknown names, blank strings, out-of-range numbers, over-long or over-count arrays are all
+//! errors that name the argument and the bound. A field may be an alias of another (an older
+//! name clients still send): it is checked under its own name and handed on under the other.
 
 use openhuman_common::truncate_bytes;
 use serde_json::{Map, Value, json};
@@ -28,6 +29,9 @@ pub struct Field {
     pub description: &'static str,
     pub required: bool,
     pub kind: ArgKind,
+    /// The field this one is another name for: its value is checked here and handed on under
+    /// that name; sending both is an error.
+    pub alias_of: Option<&'static str>,
 }
 
 /// Default cap on a free-text argument: large enough for documents, small enough to bound memory.
@@ -35,31 +39,34 @@ pub struct Field {
 pub const DEFAULT_MAX_CHARS: usize = 1024 * 1024;
 
 impl Field {
+    fn of(name: &'static str, description: &'static str, kind: ArgKind) -> Field {
+        Field { name, description, required: false, kind, alias_of: None }
+    }
     pub fn string(name: &'static str, description: &'static str) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Str { max_chars: DEFAULT_MAX_CHARS, one_of: None } }
+        Field::of(name, description, ArgKind::Str { max_chars: DEFAULT_MAX_CHARS, one_of: None })
     }
     pub fn one_of(name: &'static str, description: &'static str, values: &'static [&'static str]) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Str { max_chars: 256, one_of: Some(values) } }
+        Field::of(name, description, ArgKind::Str { max_chars: 256, one_of: Some(values) })
     }
     pub fn int(name: &'static str, description: &'static str, min: i64, max: i64) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Int { min, max, default: None } }
+        Field::of(name, description, ArgKind::Int { min, max, default: None })
     }
     pub fn number(name: &'static str, description: &'static str, min: f64, max: f64) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Num { min, max } }
+        Field::of(name, description, ArgKind::Num { min, max })
     }
     pub fn boolean(name: &'static str, description: &'static str) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Bool }
+        Field::of(name, description, ArgKind::Bool)
     }
     pub fn list(name: &'static str, description: &'static str, max_items: usize, max_item_chars: usize) -> Field {
-        Field {
-            name,
-            description,
-            required: false,
-            kind: ArgKind::StrList { min_items: 0, max_items, max_item_chars, one_of: None },
-        }
+        Field::of(name, description, ArgKind::StrList { min_items: 0, max_items, max_item_chars, one_of: None })
     }
     pub fn object(name: &'static str, description: &'static str, spec: ArgSpec) -> Field {
-        Field { name, description, required: false, kind: ArgKind::Object(spec) }
+        Field::of(name, description, ArgKind::Object(spec))
+    }
+    /// Makes this field another name for `canonical` (which must be a field of the same spec).
+    pub fn alias_of(mut self, canonical: &'static str) -> Field {
+        self.alias_of = Some(canonical);
+        self
     }
     pub fn required(mut self) -> Field {
         self.required = true;
@@ -150,19 +157,29 @@ impl ArgSpec {
             ));
         }
         let mut out = Map::new();
-        for f in &self.fields {
-            let path = format!("{prefix}{}", f.name);
-            match args.get(f.name) {
-                None | Some(Value::Null) => {
-                    if f.required {
-                        return Err(format!("missing required argument `{path}`"));
-                    }
+        let given = |name: &str| args.get(name).filter(|v| !v.is_null());
+        for f in self.fields.iter().filter(|f| f.alias_of.is_none()) {
+            // The value sent under this field's name or under one of its aliases (not both).
+            let mut sent = given(f.name).map(|v| (f, v));
+            for alias in self.fields.iter().filter(|a| a.alias_of == Some(f.name)) {
+                let Some(v) = given(alias.name) else { continue };
+                if let Some((first, _)) = sent {
+                    return Err(format!(
+                        "pass either `{prefix}{}` or `{prefix}{}` (two names for one argument), not both",
+                        first.name, alias.name
+                    ));
+                }
+                sent = Some((alias, v));
+            }
+            match sent {
+                Some((under, v)) => {
+                    out.insert(f.name.to_string(), check(&format!("{prefix}{}", under.name), &under.kind, v)?);
+                }
+                None if f.required => return Err(format!("missing required argument `{prefix}{}`", f.name)),
+                None => {
                     if let ArgKind::Int { default: Some(d), .. } = f.kind {
                         out.insert(f.name.to_string(), Value::from(d));
                     }
-                }
-                Some(v) => {
-                    out.insert(f.name.to_string(), check(&path, &f.kind, v)?);
                 }
             }
         }
@@ -418,6 +435,25 @@ mod tests {
             ArgSpec::none().json_schema(),
             json!({"type": "object", "properties": {}, "additionalProperties": false})
         );
+    }
+
+    /// An alias is checked under the name the caller used and handed on under the canonical
+    /// name; both at once is refused.
+    #[test]
+    fn aliases_hand_their_value_to_the_canonical_field() {
+        let spec = ArgSpec::new(vec![
+            Field::int("limit", "l", 1, 50).default_int(10),
+            Field::int("k", "old name of limit", 1, 50).alias_of("limit"),
+        ]);
+        let out = spec.validate(json!({"k": 7}).as_object().unwrap()).unwrap();
+        assert_eq!(Value::Object(out), json!({"limit": 7}));
+        let out = spec.validate(&Map::new()).unwrap();
+        assert_eq!(Value::Object(out), json!({"limit": 10}));
+        let e = spec.validate(json!({"k": 70}).as_object().unwrap()).unwrap_err();
+        assert_eq!(e.0, "argument `k` must be between 1 and 50 (got 70)");
+        let e = spec.validate(json!({"k": 7, "limit": 8}).as_object().unwrap()).unwrap_err();
+        assert_eq!(e.0, "pass either `limit` or `k` (two names for one argument), not both");
+        assert!(spec.json_schema()["properties"]["k"].is_object(), "an alias is listed like any field");
     }
 
     #[test]

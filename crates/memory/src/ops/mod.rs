@@ -1,0 +1,81 @@
+//! The engine's operations, one file each: its parameter type (declared once with
+//! [`params!`](openhuman_schema::params), which gives the struct, its JSON Schema and its
+//! validation), its result type, and the engine function that runs it. The daemon builds each
+//! operation's MCP tool and `openhuman.memory_*` method from the [`Operation`] impl here, so a
+//! new parameter is one line in one file.
+//!
+//! Every listing and ranking operation speaks one vocabulary: a `filter` object
+//! ([`FilterParams`]: kinds, tags, time range, sources, entities, metadata), `limit` and an
+//! opaque `cursor`. Older names clients still send (`k`, and `tree.browse`'s `source_kinds`,
+//! `since_ms`, `until_ms`, `source_ids`, `entity_ids`) are documented aliases.
+//!
+//! - `filter_params` the shared `filter` object and its compilation to the engine's filter
+//! - `hit`           the chunk summary every hit and listing row shares
+//! - `search`, `recall`, `fetch`          ranking
+//! - `read_chunk`, `neighbours`           one chunk and its context
+//! - `browse`, `list`, `top_entities`, `list_sources`, `timeline`   listings and views
+
+mod browse;
+mod fetch;
+mod filter_params;
+mod hit;
+mod list;
+mod list_sources;
+mod neighbours;
+mod read_chunk;
+mod recall;
+mod search;
+mod timeline;
+mod top_entities;
+
+pub use browse::{Browse, BrowseParams, BrowseResult, BrowseRow};
+pub use fetch::{Fetch, FetchParams, FetchResult, Item};
+pub use filter_params::FilterParams;
+pub use hit::ChunkSummary;
+pub use list::{List, ListParams, ListResult};
+pub use list_sources::{ListSources, ListSourcesParams, SourceRow, SourcesPage};
+pub use neighbours::{Neighbour, Neighbours, NeighboursParams, NeighboursResult};
+pub(crate) use read_chunk::no_chunk;
+pub use read_chunk::{Chunk, Note, ReadChunk, ReadChunkParams};
+pub use recall::{Citation, DateRange, Recall, RecallHit, RecallParams, RecallResult, Turn};
+pub use search::{Search, SearchHit, SearchParams, SearchResult};
+pub use timeline::{Timeline, TimelineParams, TimelinePoint, TimelineResult};
+pub use top_entities::{EntitiesPage, EntityRow, MergedName, TopEntities, TopEntitiesParams};
+
+use openhuman_schema::Params;
+use serde::Serialize;
+
+use super::{MemoryEngine, MemoryError};
+
+/// One engine operation: the method name it answers on the socket and `/rpc`, its parameter
+/// and result types, and the engine call. The daemon's tools and methods are generic over it.
+pub trait Operation: 'static {
+    /// The `openhuman.memory_*` method.
+    const METHOD: &'static str;
+    type Params: Params + Send + 'static;
+    type Output: Serialize + Send + 'static;
+    fn run(engine: &MemoryEngine, params: Self::Params) -> Result<Self::Output, MemoryError>;
+}
+
+/// Longest query text, in characters.
+pub(crate) const QUERY_CHARS: usize = 4096;
+/// Longest chunk or entity id, in characters.
+pub(crate) const ID_CHARS: usize = 256;
+/// The `cursor` argument's description: opaque, only ever a previous page's answer.
+pub(crate) const CURSOR_DOC: &str = "next_cursor from the previous page, unchanged; omit it for the first page.";
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Runs `O` from wire arguments: validated against its schema, then the engine call; the
+/// result as JSON. The daemon's tools and methods do the same in two steps (validation at the
+/// boundary, then the typed call); tests and in-process callers with JSON in hand use this.
+pub fn run_json<O: Operation>(
+    engine: &MemoryEngine,
+    args: &serde_json::Map<String, serde_json::Value>,
+) -> Result<serde_json::Value, MemoryError> {
+    let params = O::Params::from_args(args).map_err(|e| MemoryError::InvalidParams(e.0))?;
+    let out = O::run(engine, params)?;
+    serde_json::to_value(out).map_err(|e| MemoryError::Other(format!("result of {} not serialisable: {e}", O::METHOD)))
+}

@@ -1,0 +1,185 @@
+//! `memory.recall` (`openhuman.memory_tree_recall`): hybrid recall by meaning and keywords,
+//! with citations, the vector tier that ranked it, and the date a question names read as a
+//! preference for chunks from then. Chat hits carry the turns around the match.
+
+use openhuman_schema::params;
+use rusqlite::OptionalExtension;
+use serde::Serialize;
+
+use super::filter_params::{self, FilterParams};
+use super::{ChunkSummary, Operation, QUERY_CHARS, now_ms};
+use crate::dates;
+use crate::search::{self, ChunkRow, Mode};
+use crate::snippet::best_line;
+use crate::tier::TierKind;
+use crate::types::SourceKind;
+use crate::util::{ms_to_rfc3339, preview};
+use crate::{MemoryEngine, MemoryError};
+
+/// Turns a chat hit shows: the one that matches best, one before it and two after it.
+const TURNS_BEFORE: usize = 1;
+const TURNS_AFTER: usize = 2;
+/// Characters kept of each turn.
+const TURN_CHARS: usize = 500;
+
+params! {
+    /// A question to recall chunks for.
+    pub struct RecallParams {
+        query: String = string("A question or description; matched by meaning and keywords.")
+            .required()
+            .max_chars(QUERY_CHARS),
+        k as limit = int("How many chunks (default 10).", 1, 50).default_int(10),
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filter: Option<FilterParams> = object("Restrict what is recalled.", FilterParams::spec()),
+        limit: usize = int("How many chunks (default 10); `k` is another name for it.", 1, 50).default_int(10),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallResult {
+    pub query: String,
+    pub chunks: Vec<RecallHit>,
+    pub citations: Vec<Citation>,
+    /// `fast` or `deep`: the vector tier that ranked the chunks; none when no embedder could
+    /// embed the query.
+    pub vector_tier: Option<TierKind>,
+    /// What a date in the question was read to mean, so the caller can tell a misreading.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date_range: Option<DateRange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecallHit {
+    #[serde(flatten)]
+    pub chunk: ChunkSummary,
+    /// The fused score, in `0..=1`.
+    pub score: f64,
+    pub vector_score: Option<f32>,
+    /// 1-based rank in the BM25 list.
+    pub bm25_rank: Option<usize>,
+    pub token_count: i64,
+    /// Observed within the question's date range (present when the question names one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_date_range: Option<bool>,
+    /// A chat hit's turns around the best match, the reply included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns: Option<Vec<Turn>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Turn {
+    pub chunk_id: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Citation {
+    pub chunk_id: String,
+    pub source_kind: String,
+    pub source_id: String,
+    pub source_ref: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DateRange {
+    /// The words of the question that named the date.
+    pub text: String,
+    pub from: String,
+    pub until: String,
+}
+
+pub struct Recall;
+
+impl Operation for Recall {
+    const METHOD: &'static str = "openhuman.memory_tree_recall";
+    type Params = RecallParams;
+    type Output = RecallResult;
+    fn run(engine: &MemoryEngine, p: RecallParams) -> Result<RecallResult, MemoryError> {
+        engine.recall(p)
+    }
+}
+
+impl RecallParams {
+    /// A recall of `query` with the default size and no filter.
+    pub fn of(query: impl Into<String>) -> RecallParams {
+        RecallParams { query: query.into(), limit: 10, filter: None }
+    }
+}
+
+impl MemoryEngine {
+    /// Hybrid recall: chunks with fused score, cosine and BM25 rank, plus citations and the
+    /// vector tier that ranked them.
+    pub fn recall(&self, p: RecallParams) -> Result<RecallResult, MemoryError> {
+        let filter = filter_params::compile(&p.filter)?;
+        filter.settle_entities(&self.inner)?;
+        let inner = &self.inner;
+        let conn = inner.read_conn()?;
+        let k = p.limit;
+        let span = dates::span_in(&p.query, now_ms());
+        let pool = (k * 4).max(100);
+        let ranked = search::rank(inner, &conn, &p.query, Mode::Hybrid, &filter, k, pool, span.as_ref())?;
+        let terms = inner.fts.query_terms(&p.query).words;
+        let mut chunks = Vec::new();
+        let mut citations = Vec::new();
+        for (c, h) in search::load_hits(&conn, ranked.hits)? {
+            let turns = if c.kind == SourceKind::Chat.as_str() { Some(chat_turns(&conn, &c, &terms)?) } else { None };
+            chunks.push(RecallHit {
+                chunk: ChunkSummary::with_snippet(&c, &terms),
+                score: h.score,
+                vector_score: h.vector_score,
+                bm25_rank: h.bm25_rank,
+                token_count: c.token_count,
+                in_date_range: span.is_some().then_some(h.in_span),
+                turns,
+            });
+            citations.push(Citation {
+                chunk_id: c.id,
+                source_kind: c.kind,
+                source_id: c.source_id,
+                source_ref: c.source_ref,
+            });
+        }
+        let date_range =
+            span.map(|s| DateRange { text: s.text, from: ms_to_rfc3339(s.from_ms), until: ms_to_rfc3339(s.to_ms) });
+        Ok(RecallResult { query: p.query, chunks, citations, vector_tier: ranked.tier, date_range })
+    }
+}
+
+/// The turns around the one in chat chunk `c` that matches `terms` best (its first turn when
+/// none does): the answer to a question is usually the next turn, and it may have been packed
+/// into the conversation's next chunk, so the window crosses into the neighbouring chunks of
+/// the same conversation.
+fn chat_turns(conn: &rusqlite::Connection, c: &ChunkRow, terms: &[String]) -> Result<Vec<Turn>, MemoryError> {
+    let lines: Vec<&str> = c.content.lines().filter(|l| !l.trim().is_empty()).collect();
+    let at = best_line(&lines.join("\n"), terms).unwrap_or(0);
+    let turn = |id: &str, text: &str| Turn { chunk_id: id.to_string(), text: preview(text, TURN_CHARS) };
+    let neighbour = |later: bool| -> Result<Option<(String, String)>, MemoryError> {
+        let sql = if later {
+            "SELECT id, content FROM chunks WHERE source_id = ?1 AND (timestamp_ms, rowid) > (?2, ?3) \
+             ORDER BY timestamp_ms, rowid LIMIT 1"
+        } else {
+            "SELECT id, content FROM chunks WHERE source_id = ?1 AND (timestamp_ms, rowid) < (?2, ?3) \
+             ORDER BY timestamp_ms DESC, rowid DESC LIMIT 1"
+        };
+        Ok(conn
+            .prepare_cached(sql)?
+            .query_row(rusqlite::params![c.source_id, c.timestamp_ms, c.rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
+    };
+    let mut out = Vec::new();
+    if at < TURNS_BEFORE
+        && let Some((id, text)) = neighbour(false)?
+    {
+        let prev: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        out.extend(prev[prev.len().saturating_sub(TURNS_BEFORE - at)..].iter().map(|l| turn(&id, l)));
+    }
+    let end = (at + TURNS_AFTER + 1).min(lines.len());
+    out.extend(lines[at.saturating_sub(TURNS_BEFORE)..end].iter().map(|l| turn(&c.id, l)));
+    let missing = at + TURNS_AFTER + 1 - end;
+    if missing > 0
+        && let Some((id, text)) = neighbour(true)?
+    {
+        out.extend(text.lines().filter(|l| !l.trim().is_empty()).take(missing).map(|l| turn(&id, l)));
+    }
+    Ok(out)
+}
