@@ -13,7 +13,32 @@ use openhuman_mcp::{App, Extension, Payload, RequestCtx, Resource, ResourceTempl
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::state::AppState;
+use openhuman_common::Paths;
+use openhuman_config::Config;
+use openhuman_memory::MemoryEngine;
+
+use crate::state::{AppState, Upper};
+
+/// The daemon's state with what the layers above the floor keep in it: the folder watcher's
+/// shared side (told of every reload), the dashboard's logins, the tool catalog a reload
+/// compares, and the overview resource a memory change is told as.
+pub(crate) fn state(paths: Paths, config: Config, memory: Result<MemoryEngine, String>) -> AppState {
+    let watch = std::sync::Arc::new(crate::watch::Watch::default());
+    let reloaded = watch.clone();
+    let upper = Upper {
+        parts: vec![Box::new(watch), Box::new(crate::ui::Dashboard::default())],
+        on_reload: Box::new(move || reloaded.reload()),
+        listed_tools: crate::tools::listed_names,
+        memory_uri: crate::live_resources::MEMORY_URI,
+    };
+    AppState::with_memory(paths, config, memory, upper)
+}
+
+/// The state without a memory engine, for tests of what needs none.
+#[cfg(test)]
+pub(crate) fn state_without_memory(paths: Paths, config: Config) -> AppState {
+    state(paths, config, Err(crate::state::MEMORY_NOT_OPEN.to_string()))
+}
 
 /// Shown to the client's model: what this server is for and how to use it well.
 const INSTRUCTIONS: &str = "OpenHuman is the user's personal memory and agent server. Use the memory tools to \

@@ -54,6 +54,7 @@ pub mod live_resources;
 pub mod logging;
 pub mod models;
 pub mod policy;
+pub mod pool;
 pub mod private;
 pub mod prompts;
 pub mod register;
@@ -83,7 +84,6 @@ use openhuman_mcp::transport;
 use openhuman_mcp::transport::limits::Rate;
 
 use cli::{Cli, Command, ConfigAction, ServiceAction, SourcesAction};
-use state::AppState;
 
 /// Process exit codes.
 pub const EXIT_OK: i32 = 0;
@@ -150,7 +150,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
             tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
             let memory = backends::open_memory(&paths, &loaded.config);
-            let state = AppState::with_memory(paths, loaded.config, memory);
+            let state = crate::app::state(paths, loaded.config, memory);
             let rt = runtime(Some(2))?;
             rt.block_on(async {
                 let dispatcher = server::dispatcher(&state);
@@ -170,7 +170,7 @@ fn run_server(cli: &Cli) -> Result<i32> {
             let activated = transport::socket::take_activated()?;
             let rt = runtime(None)?;
             let memory = backends::open_memory(&paths, &loaded.config);
-            let state = AppState::with_memory(paths.clone(), loaded.config, memory);
+            let state = crate::app::state(paths.clone(), loaded.config, memory);
             rt.block_on(async {
                 let listener = match activated {
                     Some(l) => {

@@ -26,6 +26,14 @@ pub use auth::Dashboard;
 
 use crate::state::AppState;
 
+impl AppState {
+    /// The dashboard's address, login codes and browser sessions (kept in the state by
+    /// `app::state`; served only with HTTP on).
+    pub fn dashboard(&self) -> &Dashboard {
+        self.part()
+    }
+}
+
 const INDEX: &str = include_str!("../ui/index.html");
 const SCRIPT: &str = include_str!("../ui/app.js");
 const STYLE: &str = include_str!("../ui/app.css");

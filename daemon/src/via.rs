@@ -42,7 +42,7 @@ impl Via {
         } else {
             let loaded = config::load(&paths.config_file)?;
             let engine = backends::open_memory(paths, &loaded.config).map_err(anyhow::Error::msg)?;
-            To::Local(AppState::with_memory(paths.clone(), loaded.config, Ok(engine)))
+            To::Local(crate::app::state(paths.clone(), loaded.config, Ok(engine)))
         };
         Ok(Via { rt, to })
     }

@@ -4,8 +4,8 @@
 //! One task owns one `notify` watcher (inotify, FSEvents, ReadDirectoryChangesW) over every
 //! source root. Events are gathered until the file system has been quiet for
 //! `memory.watch_debounce_ms` (at most ten times that, or 2 s, after the first), then each
-//! source's changed paths go to the memory engine's `sync_files` through `rpc::blocking`, the
-//! daemon's one bounded path onto the blocking pool. On start, after a reload that changes the
+//! source's changed paths go to the memory engine's `sync_files` through `rpc::blocking`, onto
+//! `pool`, the daemon's one bounded path onto the blocking pool. On start, after a reload that changes the
 //! sources or the policy, and when the watcher reports lost events, each source is walked and
 //! compared with what the store recorded (size and modification time), so changes made while
 //! the daemon was down are caught up. In `readonly` nothing is written: changes are counted as
@@ -59,6 +59,14 @@ pub struct Watch {
     status: Mutex<Vec<SourceStatus>>,
     reload: Notify,
     running: AtomicBool,
+}
+
+impl AppState {
+    /// The folder watcher's shared side (kept in the state by `app::state`; the watcher runs
+    /// only under `serve`).
+    pub fn watch(&self) -> &Arc<Watch> {
+        self.part()
+    }
 }
 
 impl Watch {
