@@ -20,9 +20,6 @@ use openhuman_mcp::{Progress, RpcError};
 use openhuman_memory::{MemoryEngine, MemoryError};
 use serde_json::{Map, Value, json};
 
-pub use daemon::audit_query;
-pub use memory::filter_spec;
-
 use crate::state::AppState;
 
 /// Why a method failed. The MCP tools turn all but `Internal` into readable tool errors; the

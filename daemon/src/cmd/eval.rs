@@ -22,6 +22,14 @@ mod baseline;
 use crate::cli::{EvalArgs, EvalMethod};
 use crate::{backends, rpc};
 
+/// `eval`: the report of [`run`] as a table, or as JSON with `--json`.
+pub(crate) fn command(paths: &Paths, args: &EvalArgs) -> Result<i32> {
+    let loaded = openhuman_config::load(&paths.config_file)?;
+    let report = run(paths, &loaded.config, args)?;
+    super::out(&if args.json { report.to_string() } else { table(&report) });
+    Ok(crate::EXIT_OK)
+}
+
 /// The two rank cut-offs.
 const TOP: usize = 10;
 const DEEP: usize = 100;
