@@ -7,38 +7,16 @@
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use openhuman_mcp::prompts::{CompleteRequest, Completion, Prompt, PromptResult};
-use openhuman_mcp::{App, Extension, Payload, RequestCtx, Resource, ResourceTemplate, RpcError, ServerInfo};
-use serde_json::{Map, Value};
+use openhuman_mcp::{
+    App, Era, Extension, Payload, RequestCtx, Resource, ResourceTemplate, RpcError, ServerInfo, Session, Transport,
+};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use openhuman_common::Paths;
-use openhuman_config::Config;
-use openhuman_memory::MemoryEngine;
-
-use crate::state::{AppState, Upper};
-
-/// The daemon's state with what the layers above the floor keep in it: the folder watcher's
-/// shared side (told of every reload), the dashboard's logins, the tool catalog a reload
-/// compares, and the overview resource a memory change is told as.
-pub(crate) fn state(paths: Paths, config: Config, memory: Result<MemoryEngine, String>) -> AppState {
-    let watch = std::sync::Arc::new(crate::watch::Watch::default());
-    let reloaded = watch.clone();
-    let upper = Upper {
-        parts: vec![Box::new(watch), Box::new(crate::ui::Dashboard::default())],
-        on_reload: Box::new(move || reloaded.reload()),
-        listed_tools: crate::tools::listed_names,
-        memory_uri: crate::live_resources::MEMORY_URI,
-    };
-    AppState::with_memory(paths, config, memory, upper)
-}
-
-/// The state without a memory engine, for tests of what needs none.
-#[cfg(test)]
-pub(crate) fn state_without_memory(paths: Paths, config: Config) -> AppState {
-    state(paths, config, Err(crate::state::MEMORY_NOT_OPEN.to_string()))
-}
+use crate::state::AppState;
 
 /// Shown to the client's model: what this server is for and how to use it well.
 const INSTRUCTIONS: &str = "OpenHuman is the user's personal memory and agent server. Use the memory tools to \
@@ -133,5 +111,22 @@ impl App for AppState {
         let state = self.clone();
         let caller = crate::rpc::Caller { session: caller.caller, progress: caller.progress, source: None };
         async move { crate::rpc::call(state, &method, params, caller).await }.boxed()
+    }
+}
+
+/// A request context like the one the dispatcher makes for a stateless request from the client
+/// named `client`: its writes and audit rows carry `mcp:<client>`.
+pub(crate) fn request_ctx(client: &str, transport: Transport) -> RequestCtx {
+    let (notify, _) = tokio::sync::mpsc::channel(1);
+    let session = Arc::new(Session::new(transport, &CancellationToken::new(), notify.clone()));
+    RequestCtx {
+        session,
+        era: Era::Modern,
+        cancel: CancellationToken::new(),
+        progress_token: None,
+        source: openhuman_mcp::session::source_label(Some(client)),
+        client_info: Some(json!({ "name": client, "version": openhuman_common::VERSION })),
+        log_level: None,
+        notify,
     }
 }

@@ -4,7 +4,7 @@
 //! `cmd/`. Map of the crate, from the floor up:
 //!
 //! - `state`      `AppState`, the cloneable handle to everything warm; the floor, naming no module
-//!   above it (the layers above hand in what it keeps for them, see `app::state`)
+//!   above it (the layers above hand in what it keeps for them, see `server::state`)
 //! - `pool`       the bounded blocking pool, the only way onto tokio's blocking threads
 //! - `policy`     the Act limiter; `audit_writer` the rejection-row writer; `agents/` the
 //!   subagent registry (built-in + user agents)
@@ -20,8 +20,9 @@
 //! - `status`     the lines `status` prints, shared with the dashboard's status page
 //! - `ui/`        the dashboard under `/ui` on the HTTP port
 //! - `app`        the daemon as an MCP application: tools, resources, prompts, completions,
-//!   `openhuman.*` methods; and `app::state`, the state built with its upper parts
-//! - `server`     `serve` and `stdio`: start-up, accept loop, signals, idle timeout, drain
+//!   `openhuman.*` methods
+//! - `server`     `serve` and `stdio`: the state built with its upper parts (`server::state`),
+//!   start-up, accept loop, signals, idle timeout, drain
 //! - `http_auth`  the HTTP bearer token: chosen by the user, or generated and kept 0600
 //! - `logging`    stderr + rolling file; `private` the umask and tightening of the home
 //! - `client`     the tiny socket client `via` and the daemon-only commands use

@@ -17,9 +17,33 @@ use openhuman_mcp::Dispatcher;
 use openhuman_mcp::transport::socket::{self, SocketListener};
 
 use crate::cli::{self, Cli, Command};
+use crate::state::{AppState, Upper};
 use crate::{EXIT_OK, backends, http_auth, logging, watch};
 
-use crate::state::AppState;
+/// The daemon's state with what the layers above the floor keep in it: the folder watcher's
+/// shared side (told of every reload), the dashboard's logins, the tool catalog a reload
+/// compares, and the overview resource a memory change is told as.
+pub(crate) fn state(
+    paths: Paths,
+    config: config::Config,
+    memory: Result<openhuman_memory::MemoryEngine, String>,
+) -> AppState {
+    let watch = std::sync::Arc::new(crate::watch::Watch::default());
+    let reloaded = watch.clone();
+    let upper = Upper {
+        parts: vec![Box::new(watch), Box::new(crate::ui::Dashboard::default())],
+        on_reload: Box::new(move || reloaded.reload()),
+        listed_tools: crate::tools::listed_names,
+        memory_uri: crate::live_resources::MEMORY_URI,
+    };
+    AppState::with_memory(paths, config, memory, upper)
+}
+
+/// The state without a memory engine, for tests of what needs none.
+#[cfg(test)]
+pub(crate) fn state_without_memory(paths: Paths, config: config::Config) -> AppState {
+    state(paths, config, Err(crate::state::MEMORY_NOT_OPEN.to_string()))
+}
 
 pub struct ServeOptions {
     /// Stop after this long with no session.
@@ -173,7 +197,7 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
             crate::tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
             let memory = backends::open_memory(&paths, &loaded.config);
-            let state = crate::app::state(paths, loaded.config, memory);
+            let state = state(paths, loaded.config, memory);
             let rt = crate::runtime(Some(2))?;
             rt.block_on(async {
                 let dispatcher = dispatcher(&state);
@@ -193,7 +217,7 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
             let activated = transport::socket::take_activated()?;
             let rt = crate::runtime(None)?;
             let memory = backends::open_memory(&paths, &loaded.config);
-            let state = crate::app::state(paths.clone(), loaded.config, memory);
+            let state = state(paths.clone(), loaded.config, memory);
             rt.block_on(async {
                 let listener = match activated {
                     Some(l) => {

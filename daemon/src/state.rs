@@ -3,7 +3,7 @@
 //! sessions and the shutdown signals. It is the floor of the daemon: it names no module above
 //! it (tools, resources, the watcher, the dashboard, the method table). What those layers keep
 //! here (the watcher's status, the dashboard's logins) and what the state asks of them on a
-//! reload or a memory change they hand in as [`Upper`] when they build it (`app::state`).
+//! reload or a memory change they hand in as [`Upper`] when they build it (`server::state`).
 
 use std::any::Any;
 use std::sync::{Arc, RwLock};

@@ -28,7 +28,7 @@ use crate::state::AppState;
 
 impl AppState {
     /// The dashboard's address, login codes and browser sessions (kept in the state by
-    /// `app::state`; served only with HTTP on).
+    /// `server::state`; served only with HTTP on).
     pub fn dashboard(&self) -> &Dashboard {
         self.part()
     }

@@ -9,16 +9,14 @@
 //! here.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use openhuman_common::Paths;
 use openhuman_config as config;
 use openhuman_mcp::protocol::{META_CLIENT_INFO, META_VERSION, MODERN};
-use openhuman_mcp::{Era, Payload, RequestCtx, Session, Transport};
+use openhuman_mcp::{Payload, RequestCtx, Transport};
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
 use crate::{backends, client, rpc, tools};
@@ -78,7 +76,7 @@ impl Via {
         } else {
             let loaded = config::load(&paths.config_file)?;
             let engine = backends::open_memory(paths, &loaded.config).map_err(anyhow::Error::msg)?;
-            To::Local(crate::app::state(paths.clone(), loaded.config, Ok(engine)))
+            To::Local(crate::server::state(paths.clone(), loaded.config, Ok(engine)))
         };
         Ok(Via { rt, to })
     }
@@ -177,22 +175,5 @@ fn client_info() -> Value {
 }
 
 fn local_ctx() -> RequestCtx {
-    request_ctx(CLIENT, Transport::Stdio)
-}
-
-/// A request context like the one the dispatcher makes for a stateless request from the client
-/// named `client`: its writes and audit rows carry `mcp:<client>`.
-pub fn request_ctx(client: &str, transport: Transport) -> RequestCtx {
-    let (notify, _) = tokio::sync::mpsc::channel(1);
-    let session = Arc::new(Session::new(transport, &CancellationToken::new(), notify.clone()));
-    RequestCtx {
-        session,
-        era: Era::Modern,
-        cancel: CancellationToken::new(),
-        progress_token: None,
-        source: openhuman_mcp::session::source_label(Some(client)),
-        client_info: Some(json!({ "name": client, "version": openhuman_common::VERSION })),
-        log_level: None,
-        notify,
-    }
+    crate::app::request_ctx(CLIENT, Transport::Stdio)
 }

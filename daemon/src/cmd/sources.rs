@@ -162,7 +162,7 @@ fn list(paths: &Paths, json: bool) -> Result<()> {
             line.push_str(", .gitignore not honoured");
         }
         if let Some(st) = live.as_ref().and_then(|l| l["sources"].get(i)) {
-            line.push_str(&format!("\n  {}", crate::watch::describe(st)));
+            line.push_str(&format!("\n  {}", crate::status::describe(st)));
         }
         out(&line);
     }

@@ -62,7 +62,7 @@ pub struct Watch {
 }
 
 impl AppState {
-    /// The folder watcher's shared side (kept in the state by `app::state`; the watcher runs
+    /// The folder watcher's shared side (kept in the state by `server::state`; the watcher runs
     /// only under `serve`).
     pub fn watch(&self) -> &Arc<Watch> {
         self.part()
@@ -98,25 +98,6 @@ impl Watch {
 
 fn initial(s: &WatchedSource, state: &'static str) -> SourceStatus {
     SourceStatus { path: s.path.clone(), kind: s.kind.clone(), state, ..SourceStatus::default() }
-}
-
-/// One line about a source's status (as `status_json` gives it), for people.
-pub fn describe(s: &Value) -> String {
-    let last = s["last_sync_ms"]
-        .as_i64()
-        .and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| "never".into());
-    let mut line = format!(
-        "{}, {} files in memory, last sync {last}, {} pending",
-        s["state"].as_str().unwrap_or("?"),
-        s["files"],
-        s["pending"]
-    );
-    if let Some(e) = s["last_error"].as_str() {
-        line.push_str(&format!(", last error: {e}"));
-    }
-    line
 }
 
 /// Percent-encodes a source id for an `openhuman://source/{id}` URI.

@@ -167,7 +167,7 @@ pub fn check_floor(root: &Path) -> Vec<String> {
                 problems.push(format!(
                     "{file}: the daemon's floor names `crate::{module}`, a layer above it; have that layer hand in \
                      what the floor needs (a value, a closure or a part given when the state is built, see \
-                     `app::state`) or move what both need down into the floor"
+                     `server::state`) or move what both need down into the floor"
                 ));
             }
         }
