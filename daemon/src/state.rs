@@ -17,12 +17,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::Registry;
 use crate::audit_writer::AuditWriter;
 use crate::policy::ActLimiter;
-use openhuman_config::{self as config, Config};
+use openhuman_config::{self as config, Config, MemoryEngineKind};
 use openhuman_memory::MemoryEngine;
 
-/// Why memory tools fail when the engine is switched off.
-pub const MEMORY_OFF: &str = "MEMORY_OFF: the memory engine is off; set [memory].engine = \"embedded\" in config.toml \
-(or OPENHUMAN_MEMORY_ENGINE=embedded) and restart the daemon";
 pub(crate) const MEMORY_NOT_OPEN: &str = "the memory engine was not opened in this process";
 
 /// What the layers above hand the state when they build it, so that it can keep and tell them
@@ -49,6 +46,8 @@ struct Inner {
     agents: RwLock<Arc<Registry>>,
     /// The memory engine, or why there is none (a message naming the key to set).
     memory: Result<MemoryEngine, String>,
+    /// Whether the config the state was built with switched the engine off on purpose.
+    memory_off: bool,
     /// Act calls in the sliding hour, across sessions, transports and reloads.
     limiter: ActLimiter,
     audit: AuditWriter,
@@ -70,11 +69,13 @@ impl AppState {
     ) -> AppState {
         let agents = Registry::load(&paths.config_dir);
         let audit = AuditWriter::start(memory.clone());
+        let memory_off = config.memory.engine == MemoryEngineKind::Off;
         AppState {
             inner: Arc::new(Inner {
                 paths,
                 config: RwLock::new(Arc::new(config)),
                 agents: RwLock::new(Arc::new(agents)),
+                memory_off,
                 memory,
                 limiter: ActLimiter::default(),
                 audit,
@@ -109,7 +110,7 @@ impl AppState {
     /// engine switched off on purpose is not a problem.
     pub fn problems(&self) -> Vec<String> {
         match &self.inner.memory {
-            Err(why) if why != MEMORY_OFF && why != MEMORY_NOT_OPEN => {
+            Err(why) if !self.inner.memory_off && why != MEMORY_NOT_OPEN => {
                 vec![format!("memory store unavailable: {why}")]
             }
             _ => Vec::new(),

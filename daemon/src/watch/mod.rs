@@ -5,10 +5,10 @@
 //! source root. Events are gathered until the file system has been quiet for
 //! `memory.watch_debounce_ms` (at most ten times that, or 2 s, after the first), then each
 //! source's changed paths go to the memory engine's `sync_files` through `rpc::blocking`, onto
-//! `pool`, the daemon's one bounded path onto the blocking pool. On start, after a reload that changes the
-//! sources or the policy, and when the watcher reports lost events, each source is walked and
-//! compared with what the store recorded (size and modification time), so changes made while
-//! the daemon was down are caught up. In `readonly` nothing is written: changes are counted as
+//! `pool`, the daemon's one bounded path onto the blocking pool. On start, after a reload that
+//! changes the sources or the policy, and when the watcher reports lost events, each source is
+//! walked and compared with what the store recorded (size and modification time), so changes
+//! made while the daemon was down are caught up. In `readonly` nothing is written: changes are counted as
 //! pending and the status says why. Every sync that looked at changed files leaves an audit row
 //! (`watch.sync`, source `watch`), and clients that subscribed hear which resources changed.
 //!
