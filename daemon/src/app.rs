@@ -7,10 +7,13 @@
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use openhuman_mcp::prompts::{CompleteRequest, Completion, Prompt, PromptResult};
-use openhuman_mcp::{App, Extension, Payload, RequestCtx, Resource, ResourceTemplate, RpcError, ServerInfo};
-use serde_json::{Map, Value};
+use openhuman_mcp::{
+    App, Era, Extension, Payload, RequestCtx, Resource, ResourceTemplate, RpcError, ServerInfo, Session, Transport,
+};
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
@@ -108,5 +111,22 @@ impl App for AppState {
         let state = self.clone();
         let caller = crate::rpc::Caller { session: caller.caller, progress: caller.progress, source: None };
         async move { crate::rpc::call(state, &method, params, caller).await }.boxed()
+    }
+}
+
+/// A request context like the one the dispatcher makes for a stateless request from the client
+/// named `client`: its writes and audit rows carry `mcp:<client>`.
+pub(crate) fn request_ctx(client: &str, transport: Transport) -> RequestCtx {
+    let (notify, _) = tokio::sync::mpsc::channel(1);
+    let session = Arc::new(Session::new(transport, &CancellationToken::new(), notify.clone()));
+    RequestCtx {
+        session,
+        era: Era::Modern,
+        cancel: CancellationToken::new(),
+        progress_token: None,
+        source: openhuman_mcp::session::source_label(Some(client)),
+        client_info: Some(json!({ "name": client, "version": openhuman_common::VERSION })),
+        log_level: None,
+        notify,
     }
 }

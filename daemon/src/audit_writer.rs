@@ -48,7 +48,7 @@ impl AuditWriter {
 
     pub async fn flush(&self) {
         let me = self.clone();
-        let _ = tokio::task::spawn_blocking(move || me.flush_blocking()).await;
+        let _ = crate::pool::run(move || me.flush_blocking()).await;
     }
 }
 

@@ -8,13 +8,16 @@ use std::sync::Arc;
 
 use openhuman_common::Paths;
 
-use crate::state::MEMORY_OFF;
 use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
 use openhuman_memory::embed::{EmbedError, Embedder, StaticModel};
 use openhuman_memory::{MemoryEngine, MemoryOptions, SharedOptions};
 use openhuman_postgres::{PgOptions, PgStore};
 use openhuman_providers::embed::HttpEmbedder;
 use openhuman_transformer::ModelStore;
+
+/// Why memory tools fail when the engine is switched off.
+pub(crate) const MEMORY_OFF: &str = "MEMORY_OFF: the memory engine is off; set [memory].engine = \"embedded\" in config.toml \
+(or OPENHUMAN_MEMORY_ENGINE=embedded) and restart the daemon";
 
 /// The built-in static embedder, parsed once per process and shared.
 struct Builtin(&'static StaticModel);

@@ -1,4 +1,4 @@
-//! A minimal client of the daemon socket for `status`, `stop`, `ingest`, `reindex` and `via`:
+//! A minimal client of the daemon socket for `via` and the daemon-only commands (`status`, `stop`):
 //! one JSON-RPC request to an `openhuman.*` control method or a stateless `tools/call` (no MCP
 //! handshake needed), progress notifications passed to a callback, then the reply.
 

@@ -8,7 +8,7 @@ use clap::Parser;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let cli = match openhuman_daemon::cli::Cli::try_parse() {
+    let cli = match openhuman_daemon::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).

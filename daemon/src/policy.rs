@@ -43,13 +43,9 @@ pub struct ActLimiter {
 }
 
 impl ActLimiter {
-    /// Admits one Act call under `config`, or says why not. An admitted call uses a slot.
-    pub fn admit(&self, config: &Config) -> Result<(), Denial> {
-        self.admit_at(config, Instant::now(), 0)
-    }
-
-    /// As `admit`, with `elsewhere` act calls other daemons sharing the memory made in the
-    /// last hour counted against the same budget.
+    /// Admits one Act call under `config`, or says why not; an admitted call uses a slot.
+    /// `elsewhere` act calls other daemons sharing the memory made in the last hour count
+    /// against the same budget.
     pub fn admit_shared(&self, config: &Config, elsewhere: usize) -> Result<(), Denial> {
         self.admit_at(config, Instant::now(), elsewhere)
     }
@@ -107,7 +103,7 @@ mod tests {
     #[test]
     fn readonly_denies_with_policy_prefix() {
         let l = ActLimiter::default();
-        let e = l.admit(&config(AutonomyLevel::Readonly, 100)).unwrap_err();
+        let e = l.admit_shared(&config(AutonomyLevel::Readonly, 100), 0).unwrap_err();
         assert_eq!(e, Denial::Readonly);
         let text = e.to_string();
         assert!(Denial::is_denial_text(&text) && text.contains("[autonomy].level"), "{text}");

@@ -2,8 +2,8 @@
 //! reindex, audit, tool registry) and the memory methods MCP tools map onto. Each method declares
 //! its parameter schema once; every caller (MCP tools, the socket, HTTP `/rpc`, the CLI through
 //! the socket) goes through [`invoke`], which validates params against that schema before the
-//! handler runs. Work on the synchronous memory engine goes through [`blocking`], the one bounded
-//! path onto the blocking pool.
+//! handler runs. Work on the synchronous memory engine goes through [`blocking`], which maps the
+//! bounded pool's (`pool`) errors to method errors.
 //!
 //! - `daemon` the daemon's own methods
 //! - `memory` the memory methods (search, recall, chunks, entities, sources, fetch, items)
@@ -11,7 +11,7 @@
 mod daemon;
 mod memory;
 
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -20,9 +20,6 @@ use openhuman_mcp::{Progress, RpcError};
 use openhuman_memory::{MemoryEngine, MemoryError, Operation};
 use openhuman_schema::Params;
 use serde_json::{Map, Value, json};
-use tokio::sync::Semaphore;
-
-pub use daemon::audit_query;
 
 use crate::state::AppState;
 
@@ -118,27 +115,12 @@ pub async fn call(state: AppState, name: &str, params: Map<String, Value>, calle
     })
 }
 
-/// Calls into the synchronous engine that may run at once: two per core. Each running call
-/// holds a blocking thread (and, for reads, a pooled SQLite connection), so without a bound a
-/// burst of concurrent calls grows both to the size of the burst; past it, calls wait here
-/// without a thread. The permit moves into the blocking task, so a cancelled call keeps its slot
-/// until the work it started has stopped.
-static BLOCKING_SLOTS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    Arc::new(Semaphore::new((cores * 2).max(4)))
-});
-
-/// Runs `f` on the blocking pool, at most [`BLOCKING_SLOTS`] at once.
+/// Runs `f` on the bounded blocking pool (see `pool`); a job that could not finish is an
+/// internal error.
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, MethodError> + Send + 'static,
 ) -> Result<T, MethodError> {
-    let slot = BLOCKING_SLOTS.clone().acquire_owned().await.map_err(|e| MethodError::Internal(e.into()))?;
-    tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        f()
-    })
-    .await
-    .map_err(|e| MethodError::Internal(anyhow::anyhow!("blocking task failed: {e}")))?
+    crate::pool::run(f).await.map_err(MethodError::Internal)?
 }
 
 /// The memory engine, or why there is none (naming the key to set).

@@ -1,16 +1,49 @@
-//! `serve`: the long-running daemon. `run` takes its listener and lives until the shutdown token
-//! fires (signal, `stop`, idle timeout); then it stops accepting, lets in-flight calls finish
-//! within the grace period, abandons the rest, and removes its socket.
+//! `serve` and `stdio`: the long-running daemon and the one in-process session. `start` loads
+//! the config, opens the store and binds the socket (and HTTP, with its token and bounds);
+//! `run` takes the listener and lives until the shutdown token fires (signal, `stop`, idle
+//! timeout); then it stops accepting, lets in-flight calls finish within the grace period,
+//! abandons the rest, and removes its socket.
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use openhuman_common::Paths;
+use openhuman_config as config;
+use openhuman_mcp::transport;
+use openhuman_mcp::transport::limits::Rate;
 use tokio_util::task::TaskTracker;
 
 use openhuman_mcp::Dispatcher;
 use openhuman_mcp::transport::socket::{self, SocketListener};
 
-use crate::state::AppState;
+use crate::cli::{self, Cli, Command};
+use crate::state::{AppState, Upper};
+use crate::{EXIT_OK, backends, http_auth, logging, watch};
+
+/// The daemon's state with what the layers above the floor keep in it: the folder watcher's
+/// shared side (told of every reload), the dashboard's logins, the tool catalog a reload
+/// compares, and the overview resource a memory change is told as.
+pub(crate) fn state(
+    paths: Paths,
+    config: config::Config,
+    memory: Result<openhuman_memory::MemoryEngine, String>,
+) -> AppState {
+    let watch = std::sync::Arc::new(crate::watch::Watch::default());
+    let reloaded = watch.clone();
+    let upper = Upper {
+        parts: vec![Box::new(watch), Box::new(crate::ui::Dashboard::default())],
+        on_reload: Box::new(move || reloaded.reload()),
+        listed_tools: crate::tools::listed_names,
+        memory_uri: crate::live_resources::MEMORY_URI,
+    };
+    AppState::with_memory(paths, config, memory, upper)
+}
+
+/// The state without a memory engine, for tests of what needs none.
+#[cfg(test)]
+pub(crate) fn state_without_memory(paths: Paths, config: config::Config) -> AppState {
+    state(paths, config, Err(crate::state::MEMORY_NOT_OPEN.to_string()))
+}
 
 pub struct ServeOptions {
     /// Stop after this long with no session.
@@ -153,4 +186,172 @@ async fn idle_watch(state: AppState, idle: Duration) {
             return;
         }
     }
+}
+
+/// `serve` and `stdio`: the config loaded, the store opened, and the server run until it stops.
+pub(crate) fn start(cli: &Cli) -> Result<i32> {
+    match &cli.command {
+        Command::Stdio => {
+            logging::init_stderr("warn", cli.verbose);
+            let paths = crate::resolve_paths(cli, None)?;
+            crate::tighten_home(cli, &paths)?;
+            let loaded = config::load(&paths.config_file)?;
+            let memory = backends::open_memory(&paths, &loaded.config);
+            let state = state(paths, loaded.config, memory);
+            let rt = crate::runtime(Some(2))?;
+            rt.block_on(async {
+                let dispatcher = dispatcher(&state);
+                transport::stdio::serve(dispatcher, state.shutdown_token().clone()).await;
+                state.audit().flush().await;
+            });
+            rt.shutdown_timeout(Duration::from_secs(1));
+            Ok(EXIT_OK)
+        }
+        Command::Serve(args) => {
+            let paths = crate::resolve_paths(cli, args.socket.socket.as_deref())?;
+            let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
+            crate::tighten_home(cli, &paths)?;
+            let loaded = config::load(&paths.config_file)?;
+            let http = http_options(args, &paths, &loaded.config)?;
+            // Before any runtime thread exists: taking it edits the environment.
+            let activated = transport::socket::take_activated()?;
+            let rt = crate::runtime(None)?;
+            let memory = backends::open_memory(&paths, &loaded.config);
+            let state = state(paths.clone(), loaded.config, memory);
+            rt.block_on(async {
+                let listener = match activated {
+                    Some(l) => {
+                        tracing::info!("using the socket passed by the service manager");
+                        transport::socket::from_activated(l)?
+                    }
+                    None => transport::socket::bind(&paths.socket).map_err(|e| match e {
+                        transport::TransportError::InUse(path) => anyhow::anyhow!(
+                            "another openhumand-mcp is already serving on {}; use `openhumand-mcp status` to see it or \
+                             `openhumand-mcp stop` to stop it",
+                            path.display()
+                        ),
+                        other => other.into(),
+                    })?,
+                };
+                let http = match http {
+                    Some(h) => {
+                        let tcp = tokio::net::TcpListener::bind((h.host.as_str(), h.port))
+                            .await
+                            .with_context(|| format!("cannot listen for HTTP on {}:{}", h.host, h.port))?;
+                        tracing::info!(addr = %tcp.local_addr()?, auth = h.token.is_some(), "HTTP transport listening");
+                        Some((tcp, h))
+                    }
+                    None => None,
+                };
+                watch::spawn(state.clone());
+                let opts = ServeOptions {
+                    idle_timeout: args.idle_timeout.filter(|s| *s > 0).map(Duration::from_secs),
+                    socket: socket_options(state.config().as_ref()),
+                    http,
+                };
+                run(state, listener, opts).await
+            })?;
+            rt.shutdown_timeout(Duration::from_secs(2));
+            Ok(EXIT_OK)
+        }
+        _ => unreachable!("start only handles serve and stdio"),
+    }
+}
+
+/// HTTP settings from flags, environment and config; None when HTTP is off. HTTP needs a bearer
+/// token (see `http_auth`): one the user set, else the generated one; only loopback binds may
+/// go without, and only when `[mcp.http].allow_no_token` says so.
+fn http_options(
+    args: &cli::ServeArgs,
+    paths: &Paths,
+    config: &config::Config,
+) -> Result<Option<transport::http::HttpOptions>> {
+    let h = &config.mcp.http;
+    if !(args.http || h.enabled) {
+        if args.host.is_some() || args.port.is_some() || args.auth_token.is_some() {
+            anyhow::bail!("--host/--port/--auth-token apply to HTTP: add --http or set [mcp.http].enabled = true");
+        }
+        return Ok(None);
+    }
+    if args.auth_token.is_some() {
+        tracing::warn!(
+            "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
+        );
+    }
+    let host = args.host.clone().unwrap_or_else(|| h.host.clone());
+    let port = args.port.unwrap_or(h.port);
+    let loopback = openhuman_common::is_loopback_host(&host);
+    let token = match http_auth::chosen(config, args.auth_token.as_deref())? {
+        Some((token, _)) => Some(token),
+        None if !loopback => anyhow::bail!(
+            "refusing to serve HTTP on non-loopback address {host} without a token you chose: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
+        ),
+        None if h.allow_no_token => {
+            tracing::warn!(
+                "HTTP serves WITHOUT a token ([mcp.http].allow_no_token = true): every user of this machine can read, \
+                 change and delete your memory and stop the daemon through {host}:{port}"
+            );
+            None
+        }
+        None => Some(http_auth::token(paths, config, None)?.0),
+    };
+    Ok(Some(transport::http::HttpOptions {
+        host,
+        port,
+        token,
+        allowed_origins: h.allowed_origins.clone(),
+        max_sessions: h.max_sessions,
+        session_idle: Duration::from_secs(h.session_idle_secs),
+        sse_keepalive: Duration::from_secs(h.sse_keepalive_secs),
+        max_body_bytes: h.max_body_bytes,
+        request_timeout: Duration::from_secs(h.request_timeout_secs),
+        max_connections: connection_cap("[mcp.http].max_connections", h.max_connections, 2),
+        max_connections_per_peer: h.max_connections_per_peer,
+        new_sessions: Rate::new(h.new_sessions_per_sec, h.new_sessions_burst),
+        // The dashboard is added by `server::run`, which has the state it needs.
+        ui: None,
+    }))
+}
+
+/// The socket's bounds from `[mcp]`.
+fn socket_options(config: &config::Config) -> transport::socket::SocketOptions {
+    let m = &config.mcp;
+    transport::socket::SocketOptions {
+        max_connections: connection_cap("[mcp].max_socket_connections", m.max_socket_connections, 4),
+        new_connections: Rate::new(m.socket_connects_per_sec, m.socket_connect_burst),
+    }
+}
+
+/// A connection cap (`key`), lowered to the process's open-file limit divided by `share` (HTTP
+/// half, the socket a quarter), so connections can never take the descriptors the other
+/// transport, the store and the logs need.
+fn connection_cap(key: &str, configured: usize, share: usize) -> usize {
+    let cap = match open_file_limit() {
+        Some(limit) if configured > limit / share => {
+            let lowered = (limit / share).max(1);
+            tracing::warn!(
+                configured,
+                open_file_limit = limit,
+                lowered,
+                "{key} lowered to a share of the open-file limit"
+            );
+            lowered
+        }
+        _ => configured,
+    };
+    cap.max(1)
+}
+
+#[cfg(unix)]
+#[allow(unsafe_code)]
+fn open_file_limit() -> Option<usize> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit(2) writes into the struct we pass and reads nothing else.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    (ok && limit.rlim_cur != libc::RLIM_INFINITY).then(|| usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX))
+}
+
+#[cfg(not(unix))]
+fn open_file_limit() -> Option<usize> {
+    None
 }

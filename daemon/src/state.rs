@@ -1,7 +1,11 @@
 //! Daemon-wide state behind one cloneable handle: paths, the current config and agent registry
 //! (both swapped whole on reload), the memory engine, the Act limiter, the audit writer, live
-//! sessions, the folder watcher's status, the dashboard's logins, and the shutdown signals.
+//! sessions and the shutdown signals. It is the floor of the daemon: it names no module above
+//! it (tools, resources, the watcher, the dashboard, the method table). What those layers keep
+//! here (the watcher's status, the dashboard's logins) and what the state asks of them on a
+//! reload or a memory change they hand in as [`Upper`] when they build it (`server::state`).
 
+use std::any::Any;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -13,14 +17,23 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::Registry;
 use crate::audit_writer::AuditWriter;
 use crate::policy::ActLimiter;
-use crate::watch::Watch;
-use openhuman_config::{self as config, Config};
+use openhuman_config::{self as config, Config, MemoryEngineKind};
 use openhuman_memory::MemoryEngine;
 
-/// Why memory tools fail when the engine is switched off.
-pub const MEMORY_OFF: &str = "MEMORY_OFF: the memory engine is off; set [memory].engine = \"embedded\" in config.toml \
-(or OPENHUMAN_MEMORY_ENGINE=embedded) and restart the daemon";
-const MEMORY_NOT_OPEN: &str = "the memory engine was not opened in this process";
+pub(crate) const MEMORY_NOT_OPEN: &str = "the memory engine was not opened in this process";
+
+/// What the layers above hand the state when they build it, so that it can keep and tell them
+/// things without naming them.
+pub(crate) struct Upper {
+    /// Parts those layers keep in the state, each found again by its type (see [`AppState::part`]).
+    pub parts: Vec<Box<dyn Any + Send + Sync>>,
+    /// Run after a reload swapped the new config in (the watcher re-reads its sources).
+    pub on_reload: Box<dyn Fn() + Send + Sync>,
+    /// The names of the tools a config lists: a reload compares them before and after.
+    pub listed_tools: fn(&Config) -> Vec<&'static str>,
+    /// The resource every memory change is told as (the memory overview).
+    pub memory_uri: &'static str,
+}
 
 #[derive(Clone)]
 pub struct AppState {
@@ -33,15 +46,14 @@ struct Inner {
     agents: RwLock<Arc<Registry>>,
     /// The memory engine, or why there is none (a message naming the key to set).
     memory: Result<MemoryEngine, String>,
+    /// Whether the config the state was built with switched the engine off on purpose.
+    memory_off: bool,
     /// Act calls in the sliding hour, across sessions, transports and reloads.
     limiter: ActLimiter,
     audit: AuditWriter,
     started: Instant,
     sessions: Arc<SessionSet>,
-    /// The folder watcher's status and reload signal (the watcher runs only under `serve`).
-    watch: Arc<Watch>,
-    /// The dashboard's address, login codes and browser sessions (served only with HTTP on).
-    dashboard: crate::ui::Dashboard,
+    upper: Upper,
     /// Stop accepting and reading; in-flight calls may finish.
     shutdown: CancellationToken,
     /// Abandon in-flight calls (after the grace period).
@@ -49,26 +61,27 @@ struct Inner {
 }
 
 impl AppState {
-    /// State without a memory engine (tests, tools that need none).
-    pub fn new(paths: Paths, config: Config) -> AppState {
-        AppState::with_memory(paths, config, Err(MEMORY_NOT_OPEN.to_string()))
-    }
-
-    pub fn with_memory(paths: Paths, config: Config, memory: Result<MemoryEngine, String>) -> AppState {
+    pub(crate) fn with_memory(
+        paths: Paths,
+        config: Config,
+        memory: Result<MemoryEngine, String>,
+        upper: Upper,
+    ) -> AppState {
         let agents = Registry::load(&paths.config_dir);
         let audit = AuditWriter::start(memory.clone());
+        let memory_off = config.memory.engine == MemoryEngineKind::Off;
         AppState {
             inner: Arc::new(Inner {
                 paths,
                 config: RwLock::new(Arc::new(config)),
                 agents: RwLock::new(Arc::new(agents)),
+                memory_off,
                 memory,
                 limiter: ActLimiter::default(),
                 audit,
                 started: Instant::now(),
                 sessions: Arc::default(),
-                watch: Arc::default(),
-                dashboard: crate::ui::Dashboard::default(),
+                upper,
                 shutdown: CancellationToken::new(),
                 abort: CancellationToken::new(),
             }),
@@ -97,7 +110,7 @@ impl AppState {
     /// engine switched off on purpose is not a problem.
     pub fn problems(&self) -> Vec<String> {
         match &self.inner.memory {
-            Err(why) if why != MEMORY_OFF && why != MEMORY_NOT_OPEN => {
+            Err(why) if !self.inner.memory_off && why != MEMORY_NOT_OPEN => {
                 vec![format!("memory store unavailable: {why}")]
             }
             _ => Vec::new(),
@@ -129,37 +142,34 @@ impl AppState {
     /// agent added or removed) is told to clients here.
     pub fn reload(&self) -> Result<bool> {
         let loaded = config::load(&self.inner.paths.config_file)?;
-        let before = crate::tools::listed_names(&self.config());
-        let after = crate::tools::listed_names(&loaded.config);
+        let before = (self.inner.upper.listed_tools)(&self.config());
+        let after = (self.inner.upper.listed_tools)(&loaded.config);
         let agents = Registry::load(&self.inner.paths.config_dir);
         let prompts_changed = self.agents().agents.keys().ne(agents.agents.keys());
         *self.inner.config.write().expect("config lock") = Arc::new(loaded.config);
         *self.inner.agents.write().expect("agents lock") = Arc::new(agents);
-        self.inner.watch.reload();
+        (self.inner.upper.on_reload)();
         if prompts_changed {
             self.sessions().notify_prompts_changed();
         }
         Ok(before != after)
     }
 
-    /// The folder watcher's shared side.
-    pub fn watch(&self) -> &Arc<Watch> {
-        &self.inner.watch
+    /// The part of type `T` a layer above keeps here. Each is handed in when the state is built,
+    /// so a missing one is a bug in that building, not a condition to handle.
+    pub(crate) fn part<T: Any + Send + Sync>(&self) -> &T {
+        let found = self.inner.upper.parts.iter().find_map(|p| p.downcast_ref::<T>());
+        found.unwrap_or_else(|| panic!("the state was built without its {}", std::any::type_name::<T>()))
     }
 
     /// Tells subscribed clients that memory changed: the overview resource, plus `uris` (the
     /// sources and watched folders concerned).
     pub fn memory_changed(&self, uris: &[String]) {
         let sessions = self.sessions();
-        sessions.notify_resource_updated(crate::live_resources::MEMORY_URI);
+        sessions.notify_resource_updated(self.inner.upper.memory_uri);
         for u in uris {
             sessions.notify_resource_updated(u);
         }
-    }
-
-    /// The dashboard's logins and browser sessions.
-    pub fn dashboard(&self) -> &crate::ui::Dashboard {
-        &self.inner.dashboard
     }
 
     /// The live MCP sessions of every transport.

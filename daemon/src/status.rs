@@ -6,8 +6,6 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::watch;
-
 /// The status lines, in order: the headline, clients, store and indexes, embedding tiers,
 /// policy, dashboard, watched folders, problems.
 pub fn lines(s: &Value) -> Vec<String> {
@@ -102,7 +100,7 @@ pub fn lines(s: &Value) -> Vec<String> {
         out.push("watched folders are not synced: [autonomy].level is readonly".to_string());
     }
     for w in s["watch"]["sources"].as_array().into_iter().flatten() {
-        out.push(format!("watching {}: {}", w["path"].as_str().unwrap_or("?"), watch::describe(w)));
+        out.push(format!("watching {}: {}", w["path"].as_str().unwrap_or("?"), describe(w)));
     }
     for p in problems {
         out.push(format!("problem: {p}"));
@@ -154,6 +152,25 @@ pub fn store_bytes(data_dir: &Path) -> u64 {
             .sum()
     }
     walk(data_dir, true)
+}
+
+/// One line about a source's status (as `status_json` gives it), for people.
+pub(crate) fn describe(s: &Value) -> String {
+    let last = s["last_sync_ms"]
+        .as_i64()
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| "never".into());
+    let mut line = format!(
+        "{}, {} files in memory, last sync {last}, {} pending",
+        s["state"].as_str().unwrap_or("?"),
+        s["files"],
+        s["pending"]
+    );
+    if let Some(e) = s["last_error"].as_str() {
+        line.push_str(&format!(", last error: {e}"));
+    }
+    line
 }
 
 #[cfg(test)]

@@ -26,6 +26,14 @@ pub use auth::Dashboard;
 
 use crate::state::AppState;
 
+impl AppState {
+    /// The dashboard's address, login codes and browser sessions (kept in the state by
+    /// `server::state`; served only with HTTP on).
+    pub fn dashboard(&self) -> &Dashboard {
+        self.part()
+    }
+}
+
 const INDEX: &str = include_str!("../ui/index.html");
 const SCRIPT: &str = include_str!("../ui/app.js");
 const STYLE: &str = include_str!("../ui/app.css");
@@ -124,50 +132,4 @@ async fn call(State(state): State<AppState>, headers: HeaderMap, body: Bytes) ->
         Err((status, message)) => (status, json!({ "error": message })),
     };
     harden((status, [(header::CONTENT_TYPE, "application/json")], Body::from(value.to_string())).into_response())
-}
-
-/// `ui`: a one-time login link from the running daemon, printed and handed to the desktop's
-/// opener (`xdg-open`, `open`), which may fail quietly: the printed link is the answer.
-pub fn open(paths: &openhuman_common::Paths, args: &crate::cli::UiArgs) -> anyhow::Result<i32> {
-    let rt = crate::runtime(Some(1))?;
-    let link = match rt.block_on(crate::client::call(&paths.socket, "openhuman.ui_login")) {
-        Ok(link) => link,
-        Err(e) if rt.block_on(crate::client::daemon_up(&paths.socket)) => {
-            crate::out(&format!("no dashboard: {e:#}"));
-            return Ok(crate::EXIT_FAILURE);
-        }
-        Err(_) => {
-            let http_on = openhuman_config::load(&paths.config_file).is_ok_and(|l| l.config.mcp.http.enabled);
-            crate::out(&if http_on {
-                "openhumand-mcp is not running; start it with `openhumand-mcp serve`, then run `openhumand-mcp ui` again"
-                    .to_string()
-            } else {
-                format!(
-                    "openhumand-mcp is not running, and the dashboard needs its HTTP port, which is off: set \
-                     [mcp.http].enabled = true in {} (or run `openhumand-mcp serve --http`), then run \
-                     `openhumand-mcp ui` again",
-                    paths.config_file.display()
-                )
-            });
-            return Ok(crate::EXIT_FAILURE);
-        }
-    };
-    let url = link["url"].as_str().unwrap_or_default();
-    match link["expires_in_secs"].as_u64() {
-        Some(secs) => crate::out(&format!("dashboard login link (works once, for {secs} s): {url}")),
-        None => crate::out(&format!("dashboard (no login: HTTP has no token): {url}")),
-    }
-    if !args.no_open {
-        let opener = if cfg!(target_os = "macos") { "open" } else { "xdg-open" };
-        let started = std::process::Command::new(opener)
-            .arg(url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        if let Err(e) = started {
-            tracing::debug!(opener, error = %e, "could not start a browser; the link is printed");
-        }
-    }
-    Ok(crate::EXIT_OK)
 }

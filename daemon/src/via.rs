@@ -1,29 +1,63 @@
-//! How a one-shot command reaches the memory store: through the running daemon when one answers
-//! on the socket (it is the store's single writer and holds its lock), else in this process on
-//! the store opened directly. Either way the same code runs: `openhuman.*` methods go through
-//! `rpc::invoke`, and tools through `tools::call` — over the socket as a stateless (2026-07-28)
-//! `tools/call` from the client `cli`, in process with the same provenance — so a command gets
-//! the validation, policy and audit rows an MCP client gets.
+//! How a one-shot command reaches the memory store, decided here and nowhere else: through the
+//! running daemon when one answers on the socket (it is the store's single writer and holds its
+//! lock), else in this process on the store opened directly. Either way the same code runs:
+//! `openhuman.*` methods go through `rpc::invoke`, and tools through `tools::call` — over the
+//! socket as a stateless (2026-07-28) `tools/call` from the client `cli`, in process with the
+//! same provenance — so a command gets the validation, policy and audit rows an MCP client gets.
+//! Commands that need no store but talk to a daemon if there is one ([`Via::running`]), and
+//! those that need the daemon stopped ([`stopped`], [`wait_stopped`]), ask the same question
+//! here.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use openhuman_common::Paths;
 use openhuman_config as config;
 use openhuman_mcp::protocol::{META_CLIENT_INFO, META_VERSION, MODERN};
-use openhuman_mcp::{Era, Payload, RequestCtx, Session, Transport};
+use openhuman_mcp::{Payload, RequestCtx, Transport};
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
 use crate::{backends, client, rpc, tools};
 
+/// The one question: does a daemon accept connections on this home's socket?
+fn serving(rt: &tokio::runtime::Runtime, paths: &Paths) -> bool {
+    rt.block_on(client::daemon_up(&paths.socket))
+}
+
+/// Refuses while a daemon serves this home (it holds the store and would not see what `what`
+/// does to it).
+pub(crate) fn stopped(paths: &Paths, what: &str) -> Result<()> {
+    if serving(&crate::runtime(Some(1))?, paths) {
+        bail!(
+            "a daemon is serving this home on {}; stop it with `openhumand-mcp stop` (and close MCP clients that \
+             would start it again), then run {what} again",
+            paths.socket.display()
+        );
+    }
+    Ok(())
+}
+
+/// Waits at most `limit` for the daemon of this home to stop answering; false when it still does.
+pub(crate) fn wait_stopped(paths: &Paths, limit: Duration) -> Result<bool> {
+    let rt = crate::runtime(Some(1))?;
+    let deadline = Instant::now() + limit;
+    while serving(&rt, paths) {
+        if Instant::now() > deadline {
+            return Ok(false);
+        }
+        // The daemon says nothing when its socket goes; asking again after a short pause is the
+        // only way to tell.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(true)
+}
+
 /// The client name commands give: their audit rows and writes carry the source `mcp:cli`.
 const CLIENT: &str = "cli";
 
-pub struct Via {
+pub(crate) struct Via {
     rt: tokio::runtime::Runtime,
     to: To,
 }
@@ -35,37 +69,68 @@ enum To {
 
 impl Via {
     /// The running daemon of `paths`, else the store opened here (an error when it cannot be).
-    pub fn open(paths: &Paths) -> Result<Via> {
+    pub(crate) fn open(paths: &Paths) -> Result<Via> {
         let rt = crate::runtime(Some(2))?;
-        let to = if rt.block_on(client::daemon_up(&paths.socket)) {
+        let to = if serving(&rt, paths) {
             To::Daemon(paths.socket.clone())
         } else {
             let loaded = config::load(&paths.config_file)?;
             let engine = backends::open_memory(paths, &loaded.config).map_err(anyhow::Error::msg)?;
-            To::Local(AppState::with_memory(paths.clone(), loaded.config, Ok(engine)))
+            To::Local(crate::server::state(paths.clone(), loaded.config, Ok(engine)))
         };
         Ok(Via { rt, to })
     }
 
-    /// Whether a daemon answers the calls.
-    pub fn through_daemon(&self) -> bool {
-        matches!(self.to, To::Daemon(_))
+    /// The running daemon of `paths`, or None when none answers: for commands that tell a
+    /// daemon what they did, or ask one, and need no store of their own.
+    pub(crate) fn running(paths: &Paths) -> Result<Option<Via>> {
+        let rt = crate::runtime(Some(1))?;
+        Ok(serving(&rt, paths).then(|| Via { rt, to: To::Daemon(paths.socket.clone()) }))
     }
 
     /// Runs an `openhuman.*` method; `timeout` bounds a call to the daemon (None: none).
-    pub fn method(&self, name: &str, params: Value, timeout: Option<Duration>) -> Result<Value> {
+    pub(crate) fn method(&self, name: &str, params: Value, timeout: Option<Duration>) -> Result<Value> {
+        self.method_with(name, params, timeout, |_| {})
+    }
+
+    /// [`Via::method`], handing each progress report (the `params` of a
+    /// `notifications/progress`: `progress`, `total`, `message`) to `on_progress`.
+    pub(crate) fn method_with(
+        &self,
+        name: &str,
+        params: Value,
+        timeout: Option<Duration>,
+        mut on_progress: impl FnMut(&Value),
+    ) -> Result<Value> {
         match &self.to {
-            To::Daemon(socket) => self.rt.block_on(client::call_with(socket, name, params, timeout, |_| {})),
+            To::Daemon(socket) => self.rt.block_on(client::call_with(socket, name, params, timeout, on_progress)),
             To::Local(state) => {
                 let Value::Object(params) = params else { bail!("the parameters of {name} must be an object") };
-                let call = rpc::invoke(state.clone(), name, params, rpc::Caller::default());
-                self.rt.block_on(call).map_err(|e| anyhow!("{e}"))
+                // The same progress the socket sends: notifications, read back here as they come.
+                let (notify, mut reports) = tokio::sync::mpsc::channel::<String>(64);
+                let progress = openhuman_mcp::Progress { notify, token: json!("cli") };
+                let caller = rpc::Caller { progress: Some(progress), ..rpc::Caller::default() };
+                let call = rpc::invoke(state.clone(), name, params, caller);
+                let done = self.rt.block_on(async {
+                    tokio::pin!(call);
+                    loop {
+                        tokio::select! {
+                            done = &mut call => break done,
+                            Some(text) = reports.recv() => {
+                                if let Ok(msg) = serde_json::from_str::<Value>(&text) {
+                                    on_progress(&msg["params"]);
+                                }
+                            }
+                        }
+                    }
+                });
+                done.map_err(|e| anyhow!("{e}"))
             }
         }
     }
 
     /// Calls a tool and returns its structured result; a tool error is an Err with its text.
-    pub fn tool(&self, name: &str, args: Value) -> Result<Value> {
+    pub(crate) fn tool(&self, name: &str, args: Value) -> Result<Value> {
         let reply = match &self.to {
             To::Daemon(socket) => {
                 let mut meta = Map::new();
@@ -95,7 +160,7 @@ impl Via {
 
     /// Waits for what the command left to finish: in process, the audit rows of failed attempts
     /// and the fast tier's embedding.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         if let To::Local(state) = &self.to {
             self.rt.block_on(state.audit().flush());
             if let Ok(engine) = state.memory() {
@@ -110,22 +175,5 @@ fn client_info() -> Value {
 }
 
 fn local_ctx() -> RequestCtx {
-    request_ctx(CLIENT, Transport::Stdio)
-}
-
-/// A request context like the one the dispatcher makes for a stateless request from the client
-/// named `client`: its writes and audit rows carry `mcp:<client>`.
-pub fn request_ctx(client: &str, transport: Transport) -> RequestCtx {
-    let (notify, _) = tokio::sync::mpsc::channel(1);
-    let session = Arc::new(Session::new(transport, &CancellationToken::new(), notify.clone()));
-    RequestCtx {
-        session,
-        era: Era::Modern,
-        cancel: CancellationToken::new(),
-        progress_token: None,
-        source: openhuman_mcp::session::source_label(Some(client)),
-        client_info: Some(json!({ "name": client, "version": openhuman_common::VERSION })),
-        log_level: None,
-        notify,
-    }
+    crate::app::request_ctx(CLIENT, Transport::Stdio)
 }

@@ -354,7 +354,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::default();
         config.autonomy.level = openhuman_config::AutonomyLevel::Readonly;
-        let state = AppState::new(openhuman_common::Paths::under_home(dir.path()), config);
+        let state = crate::server::state_without_memory(openhuman_common::Paths::under_home(dir.path()), config);
         admit_as(&state, "memory.recall").unwrap();
         admit_as(&state, "tree.read_chunk").unwrap();
         let denied = admit_as(&state, "memory.store").unwrap_err();

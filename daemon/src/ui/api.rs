@@ -59,7 +59,7 @@ pub async fn run(state: AppState, body: &[u8]) -> Result<Value, (StatusCode, Str
         }
         Target::Tool(name) => {
             let payload =
-                tools::call(state, name.to_string(), params, crate::via::request_ctx(CLIENT, Transport::Http))
+                tools::call(state, name.to_string(), params, crate::app::request_ctx(CLIENT, Transport::Http))
                     .await
                     .map_err(|e| {
                         // A policy denial is a refusal, not a mistake in the request.

@@ -4,11 +4,11 @@
 //! One task owns one `notify` watcher (inotify, FSEvents, ReadDirectoryChangesW) over every
 //! source root. Events are gathered until the file system has been quiet for
 //! `memory.watch_debounce_ms` (at most ten times that, or 2 s, after the first), then each
-//! source's changed paths go to the memory engine's `sync_files` through `rpc::blocking`, the
-//! daemon's one bounded path onto the blocking pool. On start, after a reload that changes the
-//! sources or the policy, and when the watcher reports lost events, each source is walked and
-//! compared with what the store recorded (size and modification time), so changes made while
-//! the daemon was down are caught up. In `readonly` nothing is written: changes are counted as
+//! source's changed paths go to the memory engine's `sync_files` through `rpc::blocking`, onto
+//! `pool`, the daemon's one bounded path onto the blocking pool. On start, after a reload that
+//! changes the sources or the policy, and when the watcher reports lost events, each source is
+//! walked and compared with what the store recorded (size and modification time), so changes
+//! made while the daemon was down are caught up. In `readonly` nothing is written: changes are counted as
 //! pending and the status says why. Every sync that looked at changed files leaves an audit row
 //! (`watch.sync`, source `watch`), and clients that subscribed hear which resources changed.
 //!
@@ -61,6 +61,14 @@ pub struct Watch {
     running: AtomicBool,
 }
 
+impl AppState {
+    /// The folder watcher's shared side (kept in the state by `server::state`; the watcher runs
+    /// only under `serve`).
+    pub fn watch(&self) -> &Arc<Watch> {
+        self.part()
+    }
+}
+
 impl Watch {
     /// Tells the running watcher to re-read the config (a no-op when nothing it uses changed).
     pub fn reload(&self) {
@@ -90,25 +98,6 @@ impl Watch {
 
 fn initial(s: &WatchedSource, state: &'static str) -> SourceStatus {
     SourceStatus { path: s.path.clone(), kind: s.kind.clone(), state, ..SourceStatus::default() }
-}
-
-/// One line about a source's status (as `status_json` gives it), for people.
-pub fn describe(s: &Value) -> String {
-    let last = s["last_sync_ms"]
-        .as_i64()
-        .and_then(chrono::DateTime::from_timestamp_millis)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_else(|| "never".into());
-    let mut line = format!(
-        "{}, {} files in memory, last sync {last}, {} pending",
-        s["state"].as_str().unwrap_or("?"),
-        s["files"],
-        s["pending"]
-    );
-    if let Some(e) = s["last_error"].as_str() {
-        line.push_str(&format!(", last error: {e}"));
-    }
-    line
 }
 
 /// Percent-encodes a source id for an `openhuman://source/{id}` URI.

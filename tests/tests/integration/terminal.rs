@@ -119,6 +119,46 @@ fn forget_and_import_are_refused_under_readonly() {
     assert!(code == 1 && err.contains("readonly"), "{err}");
 }
 
+/// `ingest` and `reindex` write the store outside the MCP tools; through a daemon or in process
+/// (`daemon` says which) they are audited alike, and `readonly` refuses them alike.
+fn control_writes(daemon: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    notes(dir.path());
+    let folder = dir.path().to_str().unwrap();
+    let home = Home::new();
+    let serving = daemon.then(|| Daemon::start(&home));
+    assert!(ok(&home, &["ingest", folder]).contains("ingested 2 file(s)"));
+    assert!(ok(&home, &["reindex"]).contains("reindexed"));
+    let rows = ok(&home, &["audit", "--json"]);
+    for tool in ["openhuman.memory_ingest", "openhuman.memory_reindex"] {
+        let row: Value =
+            rows.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).find(|r| r["tool"] == tool).unwrap();
+        assert_eq!((&row["source"], &row["success"]), (&Value::from("rpc"), &Value::from(true)), "{row}");
+    }
+    drop(serving);
+
+    let home = Home::new();
+    home.write_config("[autonomy]\nlevel = \"readonly\"\n");
+    let _serving = daemon.then(|| Daemon::start(&home));
+    for args in [&["ingest", folder][..], &["reindex"]] {
+        let (code, _, err) = run(&home, args);
+        assert!(code == 1 && err.contains("readonly"), "{args:?}: {err}");
+    }
+    let rows = ok(&home, &["audit", "--json", "--failed"]);
+    assert_eq!(rows.lines().count(), 2, "each refused attempt is audited: {rows}");
+    assert_eq!(json(&home, &["sources", "list", "--stored", "--json"])["total"], 0);
+}
+
+#[test]
+fn ingest_and_reindex_are_audited_and_policed_alike_in_process() {
+    control_writes(false);
+}
+
+#[test]
+fn ingest_and_reindex_are_audited_and_policed_alike_through_a_daemon() {
+    control_writes(true);
+}
+
 /// `forget` with a terminal on stdin: `answer` typed at its prompt; (exit code, stdout, stderr).
 fn forget_typing(home: &Home, id: &str, answer: &str) -> (i32, String, String) {
     let (mut user, terminal) = pty();

@@ -8,7 +8,10 @@
 //!   `layering.rs`), and the memory engine's ban on async and network crates.
 //! - `headers`: every Rust file starts with a `//!` line saying what it is.
 //! - `public_api`: library crates' `pub fn`s return typed errors, not `Result<_, String>`.
+//! - `floor`: the daemon's bottom layer names nothing above it, `spawn_blocking` is only in its
+//!   pool, and only `via` decides whether a command runs against the daemon or in process.
 
+mod floor;
 mod headers;
 mod layering;
 mod public_api;
@@ -100,6 +103,21 @@ fn rust_files_start_with_a_module_doc_line() {
 #[test]
 fn library_public_api_returns_no_string_errors() {
     assert_clean("library crates return `Result<_, String>` from public functions", &public_api::check(repo_root()));
+}
+
+#[test]
+fn daemon_floor_names_nothing_above_it() {
+    assert_clean("the daemon's floor names a layer above it", &floor::check_floor(repo_root()));
+}
+
+#[test]
+fn daemon_blocking_work_goes_through_the_pool() {
+    assert_clean("daemon files call spawn_blocking outside pool.rs", &floor::check_blocking_pool(repo_root()));
+}
+
+#[test]
+fn daemon_commands_leave_the_daemon_or_in_process_decision_to_via() {
+    assert_clean("daemon files decide daemon-or-in-process outside via.rs", &floor::check_via(repo_root()));
 }
 
 /// Writes a small fake workspace for the unit tests: `(path relative to root, contents)`.

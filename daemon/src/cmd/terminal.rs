@@ -12,9 +12,10 @@ use anyhow::{Result, bail};
 use openhuman_common::Paths;
 use serde_json::{Value, json};
 
+use super::out;
+use crate::EXIT_OK;
 use crate::cli::{ForgetArgs, QueryArgs, ShowArgs};
 use crate::via::Via;
-use crate::{EXIT_OK, out};
 
 /// `search` and `recall`: `tool` is memory.search or memory.recall, `list` where its hits are.
 pub fn query(paths: &Paths, args: &QueryArgs, tool: &str, list: &str) -> Result<i32> {

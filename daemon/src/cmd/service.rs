@@ -12,15 +12,34 @@ use openhuman_common::Paths;
 
 use crate::cli::Activation;
 
-const SYSTEMD_SERVICE: &str = include_str!("../../packaging/systemd/openhuman-mcp.service");
-const SYSTEMD_SOCKET: &str = include_str!("../../packaging/systemd/openhuman-mcp.socket");
-const LAUNCHD_PLIST: &str = include_str!("../../packaging/launchd/ai.openhuman.mcp.plist");
+const SYSTEMD_SERVICE: &str = include_str!("../../../packaging/systemd/openhuman-mcp.service");
+const SYSTEMD_SOCKET: &str = include_str!("../../../packaging/systemd/openhuman-mcp.socket");
+const LAUNCHD_PLIST: &str = include_str!("../../../packaging/launchd/ai.openhuman.mcp.plist");
 const LAUNCHD_LABEL: &str = "ai.openhuman.mcp";
 
 /// A file to write and its contents.
 pub struct Unit {
     pub path: PathBuf,
     pub text: String,
+}
+
+/// `service install|uninstall`: the login service's units written (or printed) and loaded, or
+/// taken out again.
+pub(crate) fn command(cli: &crate::cli::Cli, action: &crate::cli::ServiceAction) -> Result<i32> {
+    use crate::cli::ServiceAction;
+    let paths = crate::resolve_paths(cli, None)?;
+    let home = cli.home.as_deref();
+    let exe = std::env::current_exe().context("cannot find this executable's path")?;
+    match action {
+        ServiceAction::Install(args) if args.print => {
+            for u in render(&paths, &exe, home, args.activation)? {
+                super::out(&format!("# {}\n{}", u.path.display(), u.text));
+            }
+        }
+        ServiceAction::Install(args) => super::out(&install(&paths, &exe, home, args.activation)?),
+        ServiceAction::Uninstall => super::out(&uninstall()?),
+    }
+    Ok(crate::EXIT_OK)
 }
 
 /// The daemon command line the service runs: `exe` plus `--home` when one is in use.

@@ -8,8 +8,10 @@ use openhuman_config::{self as config, Config, MemoryEngineKind};
 use openhuman_memory::MemoryError;
 use openhuman_memory::shared::SharedStore;
 
+use super::out;
 use crate::cli::{MigrateStoreArgs, StoreEngine};
-use crate::{EXIT_FAILURE, EXIT_OK, backends, client, out};
+use crate::via::stopped;
+use crate::{EXIT_FAILURE, EXIT_OK, backends};
 
 /// `openhumand-mcp migrate`.
 pub fn migrate(paths: &Paths) -> Result<i32> {
@@ -82,19 +84,6 @@ pub fn migrate_store(paths: &Paths, args: &MigrateStoreArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// Refuses while a daemon serves this home (it holds the store and would not see the move).
-fn stopped(paths: &Paths, what: &str) -> Result<()> {
-    let rt = crate::runtime(Some(1))?;
-    if rt.block_on(client::daemon_up(&paths.socket)) {
-        bail!(
-            "a daemon is serving this home on {}; stop it with `openhumand-mcp stop` (and close MCP clients that \
-             would start it again), then run {what} again",
-            paths.socket.display()
-        );
-    }
-    Ok(())
-}
-
 fn set_engine(paths: &Paths, current: &Config, to: StoreEngine) -> Result<()> {
     let want = match to {
         StoreEngine::Postgres => MemoryEngineKind::Postgres,
@@ -107,7 +96,7 @@ fn set_engine(paths: &Paths, current: &Config, to: StoreEngine) -> Result<()> {
         StoreEngine::Postgres => "postgres",
         StoreEngine::Embedded => "embedded",
     };
-    crate::sources::edit(paths, |doc| {
+    super::sources::edit(paths, |doc| {
         let memory = doc
             .entry("memory")
             .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))

@@ -6,14 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use openhuman_common::Paths;
 use openhuman_memory::MemoryError;
 use serde_json::{Value, json};
 
+use super::out;
+use crate::EXIT_OK;
 use crate::cli::{BackupArgs, DirArgs, RestoreArgs};
-use crate::via::Via;
-use crate::{EXIT_OK, client, out};
+use crate::via::{self, Via};
 
 fn absolute(p: &Path) -> Result<PathBuf> {
     std::path::absolute(p).with_context(|| format!("cannot resolve {}", p.display()))
@@ -105,14 +106,7 @@ pub fn backup(paths: &Paths, args: &BackupArgs) -> Result<i32> {
 
 pub fn restore(paths: &Paths, args: &RestoreArgs) -> Result<i32> {
     let file = absolute(&args.file)?;
-    let rt = crate::runtime(Some(1))?;
-    if rt.block_on(client::daemon_up(&paths.socket)) {
-        bail!(
-            "a daemon is serving this home on {}; stop it with `openhumand-mcp stop` (and close MCP clients that \
-             would start it again), then run restore again",
-            paths.socket.display()
-        );
-    }
+    via::stopped(paths, "restore")?;
     let s = openhuman_memory::restore(&paths.data_dir, &file, args.discard_current).map_err(|e| match e {
         MemoryError::InUse(dir) => anyhow::anyhow!(
             "the memory store in {} is open in another process (a daemon or an `openhumand-mcp stdio` session); \

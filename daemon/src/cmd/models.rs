@@ -8,8 +8,9 @@ use openhuman_common::Paths;
 use openhuman_config as config;
 use openhuman_transformer::{ModelStore, default_name};
 
+use super::out;
 use crate::cli::ModelAction;
-use crate::{EXIT_FAILURE, EXIT_OK, out};
+use crate::{EXIT_FAILURE, EXIT_OK};
 
 pub fn run(paths: &Paths, action: &ModelAction) -> Result<i32> {
     let store = ModelStore::new(&paths.data_dir);

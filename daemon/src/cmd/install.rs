@@ -9,15 +9,17 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use openhuman_common::Paths;
 
+use super::register::SHIM_FILE;
+use super::{out, register, service, terminal};
 use crate::cli::{Activation, Cli, ClientKind, InstallArgs, RegisterChoice, UninstallArgs};
-use crate::register::SHIM_FILE;
-use crate::{EXIT_FAILURE, EXIT_OK, client, out, register, service, terminal};
+use crate::via::{self, Via};
+use crate::{EXIT_FAILURE, EXIT_OK, client};
 
 /// The daemon's file name on this platform.
 const DAEMON_FILE: &str = if cfg!(windows) { "openhumand-mcp.exe" } else { "openhumand-mcp" };
@@ -113,8 +115,9 @@ fn executable(_path: &Path) -> Result<()> {
 
 /// The pid of the daemon answering on `paths`' socket, if one does.
 fn running_daemon(paths: &Paths) -> Option<u64> {
-    let rt = crate::runtime(Some(1)).ok()?;
-    rt.block_on(client::call(&paths.socket, "openhuman.daemon_status")).ok().map(|s| s["pid"].as_u64().unwrap_or(0))
+    let via = Via::running(paths).ok()??;
+    let status = via.method("openhuman.daemon_status", serde_json::json!({}), Some(Duration::from_secs(10))).ok()?;
+    Some(status["pid"].as_u64().unwrap_or(0))
 }
 
 pub fn install(cli: &Cli, args: &InstallArgs) -> Result<i32> {
@@ -305,12 +308,8 @@ fn stop_daemon(paths: &Paths) -> Result<String> {
     let Some(pid) = running_daemon(paths) else { return Ok("none running".into()) };
     let rt = crate::runtime(Some(1))?;
     rt.block_on(client::call(&paths.socket, "openhuman.daemon_shutdown"))?;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while rt.block_on(client::daemon_up(&paths.socket)) {
-        if Instant::now() > deadline {
-            bail!("the daemon (pid {pid}) was asked to stop but still answers after 15 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    if !via::wait_stopped(paths, Duration::from_secs(15))? {
+        bail!("the daemon (pid {pid}) was asked to stop but still answers after 15 s");
     }
     Ok(format!("stopped the running daemon (pid {pid})"))
 }

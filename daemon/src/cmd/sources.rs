@@ -7,23 +7,27 @@
 //! reload, which starts or stops watching at once.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use openhuman_common::Paths;
 use openhuman_config as config;
+use serde_json::json;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
 
+use super::out;
+use crate::EXIT_OK;
 use crate::cli::{SourceAddArgs, SourcesAction};
-use crate::{EXIT_OK, client, out};
+use crate::via::Via;
 
-pub fn run(paths: &Paths, action: &SourcesAction, rt: &tokio::runtime::Runtime) -> Result<i32> {
+pub(crate) fn run(paths: &Paths, action: &SourcesAction) -> Result<i32> {
     match action {
         SourcesAction::Add(args) => {
             let root = std::fs::canonicalize(&args.path)
                 .with_context(|| format!("cannot watch {}: no such file or folder", args.path.display()))?;
             edit(paths, |doc| add(doc, &root, args))?;
             out(&format!("watching {} ({})", root.display(), paths.config_file.display()));
-            tell_daemon(paths, rt);
+            tell_daemon(paths)?;
         }
         SourcesAction::Remove { path } => {
             let given = std::path::absolute(path).unwrap_or_else(|_| path.clone());
@@ -33,9 +37,9 @@ pub fn run(paths: &Paths, action: &SourcesAction, rt: &tokio::runtime::Runtime) 
                 "no longer watching {}; what was read from it stays in memory (forget it with memory.forget of its files)",
                 removed.display()
             ));
-            tell_daemon(paths, rt);
+            tell_daemon(paths)?;
         }
-        SourcesAction::List { json, .. } => list(paths, *json, rt)?,
+        SourcesAction::List { json, .. } => list(paths, *json)?,
     }
     Ok(EXIT_OK)
 }
@@ -117,27 +121,30 @@ pub(crate) fn edit<T>(paths: &Paths, change: impl FnOnce(&mut DocumentMut) -> Re
     Ok(result)
 }
 
-fn tell_daemon(paths: &Paths, rt: &tokio::runtime::Runtime) {
-    if !rt.block_on(client::daemon_up(&paths.socket)) {
+/// How long a running daemon may take to answer a reload or a status call.
+const ASK: Duration = Duration::from_secs(10);
+
+/// Tells a running daemon to reload, so it starts or stops watching at once.
+fn tell_daemon(paths: &Paths) -> Result<()> {
+    let Some(via) = Via::running(paths)? else {
         out("no daemon is running; it will watch from its next start");
-        return;
-    }
-    match rt.block_on(client::call(&paths.socket, "openhuman.config_reload")) {
+        return Ok(());
+    };
+    match via.method("openhuman.config_reload", json!({}), Some(ASK)) {
         Ok(_) => out("the running daemon reloaded its config"),
         Err(e) => out(&format!("the running daemon did not reload ({e:#}); `kill -HUP` it or restart it")),
     }
+    Ok(())
 }
 
-fn list(paths: &Paths, json: bool, rt: &tokio::runtime::Runtime) -> Result<()> {
+fn list(paths: &Paths, json: bool) -> Result<()> {
     let loaded = config::load(&paths.config_file)?;
-    let live = if rt.block_on(client::daemon_up(&paths.socket)) {
-        rt.block_on(client::call(&paths.socket, "openhuman.daemon_status")).ok().map(|s| s["watch"].clone())
-    } else {
-        None
-    };
+    let live = Via::running(paths)?
+        .and_then(|via| via.method("openhuman.daemon_status", json!({}), Some(ASK)).ok())
+        .map(|s| s["watch"].clone());
     if json {
         let sources = serde_json::to_value(&loaded.config.memory.sources)?;
-        out(&serde_json::json!({ "sources": sources, "daemon": live }).to_string());
+        out(&json!({ "sources": sources, "daemon": live }).to_string());
         return Ok(());
     }
     if loaded.config.memory.sources.is_empty() {
@@ -155,7 +162,7 @@ fn list(paths: &Paths, json: bool, rt: &tokio::runtime::Runtime) -> Result<()> {
             line.push_str(", .gitignore not honoured");
         }
         if let Some(st) = live.as_ref().and_then(|l| l["sources"].get(i)) {
-            line.push_str(&format!("\n  {}", crate::watch::describe(st)));
+            line.push_str(&format!("\n  {}", crate::status::describe(st)));
         }
         out(&line);
     }

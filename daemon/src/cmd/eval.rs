@@ -23,6 +23,14 @@ mod baseline;
 use crate::backends;
 use crate::cli::{EvalArgs, EvalMethod};
 
+/// `eval`: the report of [`run`] as a table, or as JSON with `--json`.
+pub(crate) fn command(paths: &Paths, args: &EvalArgs) -> Result<i32> {
+    let loaded = openhuman_config::load(&paths.config_file)?;
+    let report = run(paths, &loaded.config, args)?;
+    super::out(&if args.json { report.to_string() } else { table(&report) });
+    Ok(crate::EXIT_OK)
+}
+
 /// The two rank cut-offs.
 const TOP: usize = 10;
 const DEEP: usize = 100;
@@ -325,12 +333,7 @@ impl Runner {
 
     /// One call: the source refs of the hits, best first, the vector tier that ranked them and
     /// the next page's cursor (fetch only).
-    fn call(
-        &self,
-        engine: &MemoryEngine,
-        query: &str,
-        cursor: Option<String>,
-    ) -> Result<Page, MemoryError> {
+    fn call(&self, engine: &MemoryEngine, query: &str, cursor: Option<String>) -> Result<Page, MemoryError> {
         let query = query.to_string();
         Ok(match self.method.mode() {
             None if self.method == EvalMethod::Search => {

@@ -40,6 +40,14 @@ pub enum Format {
     Toml,
 }
 
+/// `register`: adds the shim to `client`'s config, or with `print` shows the entry to add.
+pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, print_only: bool) -> Result<i32> {
+    let shim = shim_beside_exe()?;
+    let home = cli.home.as_deref();
+    super::out(&if print_only { print(client, &shim, home)? } else { register(client, &shim, home)? });
+    Ok(crate::EXIT_OK)
+}
+
 /// Where `client` keeps its MCP servers, under which key, and in which format.
 pub fn target(client: ClientKind) -> Result<(PathBuf, &'static str, Format)> {
     let base = directories::BaseDirs::new().context("cannot find your home directory")?;
