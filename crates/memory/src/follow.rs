@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+
 
 use super::error::MemoryError;
 use super::shared::{self, Cell, Feed, SharedError, SharedStore, Table};
@@ -266,18 +266,35 @@ impl MemoryEngine {
     }
 
     /// Where the shared store stands, for `status` (None for the embedded engine).
-    pub fn shared_status(&self) -> Option<Value> {
+    pub fn shared_status(&self) -> Option<SharedStatus> {
         let link = self.inner.shared.as_ref()?;
-        Some(json!({
-            "engine": link.engine,
-            "server": link.store.describe(),
-            "machine": link.machine,
-            "connected": link.connected.load(Ordering::Relaxed),
-            "applied_seq": link.applied.load(Ordering::Relaxed),
-            "head_seq": link.head.load(Ordering::Relaxed).max(link.applied.load(Ordering::Relaxed)),
-            "last_error": lock(&link.last_error).clone(),
-        }))
+        let applied_seq = link.applied.load(Ordering::Relaxed);
+        Some(SharedStatus {
+            engine: link.engine,
+            server: link.store.describe(),
+            machine: link.machine.clone(),
+            connected: link.connected.load(Ordering::Relaxed),
+            applied_seq,
+            head_seq: link.head.load(Ordering::Relaxed).max(applied_seq),
+            last_error: lock(&link.last_error).clone(),
+        })
     }
+}
+
+/// Where a daemon's copy of a shared store stands.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SharedStatus {
+    /// The engine's name in config (`postgres`).
+    pub engine: &'static str,
+    /// The server, as the store describes it (no credentials).
+    pub server: String,
+    /// This daemon's name in the change log and audit rows.
+    pub machine: String,
+    pub connected: bool,
+    /// The last change of the server's log applied here, and the newest seen there.
+    pub applied_seq: i64,
+    pub head_seq: i64,
+    pub last_error: Option<String>,
 }
 
 /// The tables a shared store holds for this build, from the schema's own migrations.

@@ -68,7 +68,7 @@ use rusqlite::Connection;
 
 pub use complete_api::{Completable, Completions};
 pub use error::MemoryError;
-pub use follow::{MoveSummary, move_to_embedded, move_to_shared, shared_tables};
+pub use follow::{MoveSummary, SharedStatus, move_to_embedded, move_to_shared, shared_tables};
 pub use ops::Operation;
 pub use stats::{FtsStats, Stats, VectorStats};
 /// The schema version of the store this build writes (and of a shared store's tables).

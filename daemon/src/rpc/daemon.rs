@@ -363,7 +363,7 @@ fn memory_status(state: &AppState) -> Value {
     if let Ok(m) = state.memory()
         && let Some(shared) = m.shared_status()
     {
-        out["shared"] = shared;
+        out["shared"] = serde_json::to_value(shared).unwrap_or_default();
     }
     out
 }

@@ -98,7 +98,12 @@ fn memory_tools_over_the_shim() {
         ("memory.search", json!({"query": "x", "k": 0}), "argument `k` must be between 1 and 50 (got 0)"),
         ("memory.search", json!({"query": "x", "k": 51}), "argument `k` must be between 1 and 50 (got 51)"),
         ("memory.search", json!({"query": "  "}), "argument `query` must not be blank"),
-        ("memory.search", json!({"query": "x", "limit": 3}), "unknown argument: `limit`"),
+        // `limit` is the shared name, `k` the older one: one of them at a time.
+        (
+            "memory.search",
+            json!({"query": "x", "k": 3, "limit": 3}),
+            "pass either `limit` or `k` (two names for one argument), not both",
+        ),
         (
             "memory.recall",
             json!({"query": "x", "filter": {"kinds": ["fax"]}}),

@@ -128,3 +128,11 @@ fn write_tree(root: &Path, files: &[(&str, &str)]) {
         fs::write(&path, text).expect("write fixture file");
     }
 }
+
+#[test]
+fn memory_api_is_typed() {
+    assert_clean(
+        "openhuman-memory's public functions take or return JSON values",
+        &public_api::check_memory_values(repo_root()),
+    );
+}

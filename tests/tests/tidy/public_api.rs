@@ -48,6 +48,45 @@ pub fn check(root: &Path) -> Vec<String> {
     problems
 }
 
+/// Every plain-`pub` function of the memory engine (`crates/memory/src`) with a
+/// `serde_json::Value` in its signature: the engine's API takes and returns typed operations
+/// (`ops`), so the daemon–memory contract is checked by the compiler, not by string keys.
+pub fn check_memory_values(root: &Path) -> Vec<String> {
+    let dir = root.join("crates/memory/src");
+    let mut problems = Vec::new();
+    for file in rust_files(&dir, &BTreeSet::new()) {
+        let Ok(text) = fs::read_to_string(&file) else {
+            problems.push(format!("{}: cannot be read; fix or remove it", rel(root, &file)));
+            continue;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let Some(name) = pub_fn_name(line) else { continue };
+            if names_value(&signature(&lines[index..])) {
+                problems.push(format!(
+                    "{}:{}: `pub fn {name}` takes or returns a JSON `Value`; give it a parameter or result type \
+                     (see crates/memory/src/ops) so callers are checked at compile time",
+                    rel(root, &file),
+                    index + 1
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Whether `signature` names the type `Value` as a word (`Self::Value`, a visitor's associated
+/// type, and names like `ValueRef` do not count).
+fn names_value(signature: &str) -> bool {
+    let bytes = signature.as_bytes();
+    let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    signature.match_indices("Value").any(|(i, _)| {
+        let before = signature[..i].trim_end();
+        let end = i + "Value".len();
+        (i == 0 || !ident(bytes[i - 1])) && !before.ends_with("Self::") && bytes.get(end).is_none_or(|b| !ident(*b))
+    })
+}
+
 /// The function's name when `line` declares a plain-`pub` function (with any of `const`,
 /// `async`, `unsafe`, `extern "abi"` in front of `fn`).
 fn pub_fn_name(line: &str) -> Option<&str> {
@@ -191,5 +230,40 @@ pub unsafe extern "C" fn ffi() -> Result<(), String> {}
             "{problems:#?}"
         );
         assert!(problems[1].contains("`pub fn multi_line`"), "{problems:#?}");
+    }
+
+    /// A planted JSON-in, JSON-out engine method is reported; typed ones, crate-private ones and
+    /// look-alike names are not.
+    #[test]
+    fn reports_memory_functions_with_json_values() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ops = r#"//! Ops.
+impl MemoryEngine {
+    pub fn search(&self, p: Value) -> Result<Value, MemoryError> {}
+    pub fn stats(&self) -> Result<serde_json::Value, MemoryError> {}
+    pub fn typed(&self, p: SearchParams) -> Result<SearchResult, MemoryError> {}
+    pub(crate) fn inner(&self, p: Value) -> Value {}
+    pub fn cell(v: ValueRef<'_>) -> SqlValue {}
+    pub fn meta(
+        &self,
+        m: &Map<String, Value>,
+    ) -> bool {}
+}
+"#;
+        write_tree(
+            dir.path(),
+            &[
+                ("crates/memory/src/ops.rs", ops),
+                ("crates/other/src/lib.rs", "//! Elsewhere.\npub fn json(v: Value) -> Value {}\n"),
+            ],
+        );
+        let problems = check_memory_values(dir.path());
+        let located: Vec<&str> = problems.iter().map(|p| p.split(": ").next().unwrap_or("")).collect();
+        assert_eq!(
+            located,
+            ["crates/memory/src/ops.rs:3", "crates/memory/src/ops.rs:4", "crates/memory/src/ops.rs:8"],
+            "{problems:#?}"
+        );
+        assert!(!names_value("fn visit(self) -> Result<Self::Value, E>"));
     }
 }

@@ -70,8 +70,9 @@ pub(crate) fn now_ms() -> i64 {
 
 /// Runs `O` from wire arguments: validated against its schema, then the engine call; the
 /// result as JSON. The daemon's tools and methods do the same in two steps (validation at the
-/// boundary, then the typed call); tests and in-process callers with JSON in hand use this.
-pub fn run_json<O: Operation>(
+/// boundary, then the typed call); the engine's tests use this to assert what a client sees.
+#[cfg(test)]
+pub(crate) fn run_json<O: Operation>(
     engine: &MemoryEngine,
     args: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<serde_json::Value, MemoryError> {
