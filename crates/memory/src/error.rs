@@ -89,6 +89,13 @@ impl From<tantivy::TantivyError> for MemoryError {
     }
 }
 
+/// A file that is not in its format's shape is a parse failure, its message kept as it is.
+impl From<openhuman_formats::FormatError> for MemoryError {
+    fn from(e: openhuman_formats::FormatError) -> Self {
+        MemoryError::Parse(e.to_string())
+    }
+}
+
 impl From<EmbedError> for MemoryError {
     fn from(e: EmbedError) -> Self {
         MemoryError::Embed(e)

@@ -5,7 +5,8 @@
 //! workspace with a planted violation, proving the check can fail.
 //!
 //! - `layering`: which workspace crates may depend on which (the table at the top of
-//!   `layering.rs`), and the memory engine's ban on async and network crates.
+//!   `layering.rs`), the memory engine's ban on async and network crates, and the format
+//!   parsers' ban on storage crates.
 //! - `headers`: every Rust file starts with a `//!` line saying what it is.
 //! - `public_api`: library crates' `pub fn`s return typed errors, not `Result<_, String>`.
 
@@ -85,6 +86,11 @@ fn workspace_crates_depend_only_on_lower_layers() {
 #[test]
 fn memory_engine_stays_sync_and_offline() {
     assert_clean("openhuman-memory depends on async or network crates", &layering::check_memory_externals(repo_root()));
+}
+
+#[test]
+fn format_parsers_use_no_storage_crate() {
+    assert_clean("openhuman-formats depends on storage crates", &layering::check_formats_storage(repo_root()));
 }
 
 #[test]
