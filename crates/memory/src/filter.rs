@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::MemoryError;
 use super::params::{check_keys, invalid, type_name};
-use super::store::{FILTER_META_KEYS, rarray};
+use super::sql::rarray;
+use super::store::FILTER_META_KEYS;
 use super::types::SourceKind;
 use super::util::rfc3339_to_ms;
 

@@ -38,12 +38,15 @@ mod fts;
 mod ingest;
 mod items_api;
 mod links;
+mod locks;
 mod params;
 mod read_api;
 mod schema;
 mod search;
+mod seq;
 pub mod shared;
 mod snippet;
+mod sql;
 mod store;
 mod sync;
 mod tier;
@@ -56,13 +59,15 @@ mod vecfile;
 mod vectors;
 mod views;
 mod watched;
+mod write;
 mod write_api;
+mod writer;
 
 #[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
@@ -82,6 +87,9 @@ pub use types::{
     UNSUPPORTED_NAMED,
 };
 pub use util::estimate_tokens;
+
+/// Every module takes mutexes this way (see `locks`).
+pub(crate) use locks::lock;
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
 
 /// Where the engine keeps its files and which embedders it uses.
@@ -152,7 +160,7 @@ pub(crate) struct Inner {
     data_dir: PathBuf,
     /// The only connection that writes, with the index writers; held for the whole of
     /// a write so the indexes apply changes in commit order.
-    writer: Mutex<sync::WriteState>,
+    writer: Mutex<writer::WriteState>,
     readers: Mutex<Vec<Connection>>,
     fts: fts::Fts,
     /// The fast vector tier (always present).
@@ -196,12 +204,6 @@ impl Drop for ReadConn<'_> {
             }
         }
     }
-}
-
-/// Locks a mutex, recovering from poisoning: every critical section here either
-/// completes its SQLite transaction or rolls it back, so the data stays consistent.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Inner {
@@ -275,13 +277,12 @@ impl MemoryEngine {
     }
 
     pub fn record_audit(&self, rows: &[AuditRow]) -> Result<(), MemoryError> {
-        let mut ws = lock(&self.inner.writer);
-        let tx = ws.transaction(&self.inner)?;
-        for r in rows {
-            audit::insert(&tx, r, self.inner.machine())?;
-        }
-        tx.commit()?;
-        Ok(())
+        write::plain(&self.inner, |tx| {
+            for r in rows {
+                audit::insert(tx, r, self.inner.machine())?;
+            }
+            Ok(())
+        })
     }
 
     pub fn query_audit(&self, q: AuditQuery) -> Result<Vec<AuditRow>, MemoryError> {

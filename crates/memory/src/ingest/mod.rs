@@ -25,14 +25,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::error::{MemoryError, ResultExt};
+use super::locks::read;
 use super::store::{self, NewChunk, NewSource};
-use super::sync::{self, read};
 use super::types::{FileError, IngestProgress, IngestSummary, Skipped, UNSUPPORTED_NAMED};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, anchor, backfill, entities, lock};
+use super::{Inner, anchor, entities, write};
 use openhuman_formats::{Detected, FileKind, Parsed as Read, Skips, detect};
 
 const BATCH_CHUNKS: usize = 2_000;
@@ -210,25 +210,34 @@ fn write_batch(
     summary: &mut IngestSummary,
     commit_fts: bool,
 ) -> Result<usize, MemoryError> {
-    let mut guard = lock(&inner.writer);
-    let ws = &mut *guard;
-    let tx = ws.transaction(inner)?;
-    let seq = store::bump_seq(&tx)?;
+    let written = write::bulk(inner, commit_fts, |tx, seq| write_files(tx, seq, &batch, links, summary))?;
+    summary.chunks_added += written;
+    Ok(written)
+}
+
+/// The rows of a batch of files, in the batch's transaction; returns how many chunks it wrote.
+fn write_files(
+    tx: &Transaction<'_>,
+    seq: i64,
+    batch: &[Pending],
+    links: &openhuman_formats::Links,
+    summary: &mut IngestSummary,
+) -> Result<usize, MemoryError> {
     let now = now_ms();
     let mut written = 0;
-    let mut threads = mail::Threads::new(&tx, links);
-    for p in &batch {
-        let old = store::rowids_by_origin(&tx, &p.origin)?;
-        let annotated = anchor::collect(&tx, &p.origin, &old)?;
-        summary.chunks_removed += store::delete_chunks(&tx, seq, &old)?;
+    let mut threads = mail::Threads::new(tx, links);
+    for p in batch {
+        let old = store::rowids_by_origin(tx, &p.origin)?;
+        let annotated = anchor::collect(tx, &p.origin, &old)?;
+        summary.chunks_removed += store::delete_chunks(tx, seq, &old)?;
         let (chunks, sources) = match &p.parsed {
             Parsed::Chunks(c, s) => (c.clone(), s.clone()),
-            Parsed::Mail(msgs) => mail::build(&tx, &mut threads, msgs, &p.path, &p.origin)?,
+            Parsed::Mail(msgs) => mail::build(tx, &mut threads, msgs, &p.path, &p.origin)?,
         };
         for s in &sources {
-            store::upsert_source(&tx, s, now)?;
+            store::upsert_source(tx, s, now)?;
         }
-        let inserted = store::insert_chunks(&tx, seq, &chunks, now)?;
+        let inserted = store::insert_chunks(tx, seq, &chunks, now)?;
         let n = inserted.len();
         if !annotated.is_empty() {
             let text: HashMap<String, &str> = chunks.iter().map(|c| (c.id(), c.content.as_str())).collect();
@@ -236,7 +245,7 @@ fn write_batch(
                 .iter()
                 .map(|(rowid, id)| (*rowid, id.clone(), text.get(id).copied().unwrap_or_default()))
                 .collect();
-            let outcome = anchor::reattach(&tx, &p.origin, annotated, &new, now)?;
+            let outcome = anchor::reattach(tx, &p.origin, annotated, &new, now)?;
             summary.annotations_moved += outcome.moved;
             summary.annotations_detached += outcome.detached;
         }
@@ -249,15 +258,6 @@ fn write_batch(
         written += n;
         summary.files_ingested += 1;
     }
-    drop(threads);
-    tx.commit()?;
-    summary.chunks_added += written;
-    sync::sync_fts(inner, ws, commit_fts)?;
-    // Deletions reach the vector index now; embedding the new chunks is left to the
-    // background thread so that it runs while the next batch is parsed and inserted.
-    sync::sync_vectors(inner, ws, Some(0))?;
-    drop(guard);
-    backfill::start(inner);
     Ok(written)
 }
 
@@ -291,23 +291,20 @@ fn prune_deleted(inner: &Arc<Inner>, roots: &[PathBuf], summary: &mut IngestSumm
     if gone.is_empty() {
         return Ok(());
     }
-    let mut guard = lock(&inner.writer);
-    let ws = &mut *guard;
-    let tx = ws.transaction(inner)?;
-    let seq = store::bump_seq(&tx)?;
-    let now = now_ms();
-    for path in &gone {
-        let origin = format!("file:{path}");
-        let old = store::rowids_by_origin(&tx, &origin)?;
-        let annotated = anchor::collect(&tx, &origin, &old)?;
-        summary.chunks_removed += store::delete_chunks(&tx, seq, &old)?;
-        summary.annotations_detached += anchor::reattach(&tx, &origin, annotated, &[], now)?.detached;
-        tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
-        summary.files_removed += 1;
-    }
-    tx.commit()?;
-    sync::sync_vectors(inner, ws, Some(0))?;
-    Ok(())
+    // The deletions reach the keyword index uncommitted: `finish_bulk` commits them.
+    write::bulk(inner, false, |tx, seq| {
+        let now = now_ms();
+        for path in &gone {
+            let origin = format!("file:{path}");
+            let old = store::rowids_by_origin(tx, &origin)?;
+            let annotated = anchor::collect(tx, &origin, &old)?;
+            summary.chunks_removed += store::delete_chunks(tx, seq, &old)?;
+            summary.annotations_detached += anchor::reattach(tx, &origin, annotated, &[], now)?.detached;
+            tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
+            summary.files_removed += 1;
+        }
+        Ok(())
+    })
 }
 
 pub(crate) fn ingest_paths(
@@ -368,12 +365,7 @@ pub(crate) fn ingest_paths(
         state.chunks_written += write_batch(inner, batch, &links, &mut summary, true)?;
     }
     prune_deleted(inner, &roots, &mut summary)?;
-    {
-        let mut ws = lock(&inner.writer);
-        sync::sync_fts(inner, &mut ws, true)?;
-        sync::prune_tombstones(&mut ws)?;
-        sync::compact_if_due(inner, &mut ws)?;
-    }
+    write::finish_bulk(inner)?;
     let chunks: i64 = inner.read_conn()?.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
     summary.vectors_pending = (chunks as usize).saturating_sub(read(&inner.fast.vectors).len());
     summary.lines_skipped = skips.lines();
