@@ -9,9 +9,11 @@
 //!   parsers' ban on storage crates.
 //! - `headers`: every Rust file starts with a `//!` line saying what it is.
 //! - `public_api`: library crates' `pub fn`s return typed errors, not `Result<_, String>`.
+//! - `memory_modules`: the memory engine's top-level modules use each other without cycles.
 
 mod headers;
 mod layering;
+mod memory_modules;
 mod public_api;
 
 use std::collections::BTreeSet;
@@ -96,6 +98,17 @@ fn format_parsers_use_no_storage_crate() {
 #[test]
 fn library_crates_do_not_use_anyhow() {
     assert_clean("library crates depend on anyhow", &layering::check_library_errors(repo_root()));
+}
+
+#[test]
+fn memory_modules_have_no_import_cycles() {
+    assert_clean("the memory engine's modules import each other in a cycle", &memory_modules::check(repo_root()));
+}
+
+#[test]
+fn memory_modules_graph_sees_the_real_crate() {
+    // Guards the check above against passing vacuously (say, if the paths stopped being read).
+    assert!(memory_modules::edges(repo_root()) > 50, "tidy: too few module references read in crates/memory/src");
 }
 
 #[test]
