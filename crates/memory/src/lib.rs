@@ -10,11 +10,12 @@
 //! them from scratch. Writes are serialised through one writer connection; reads use a
 //! small pool of connections and never wait for a writer (WAL).
 //!
-//! Map: `schema` (tables, migrations), `store` (write-side SQL), `sync` (index catch-up,
-//! rebuild), `tier` (the two vector tiers and which one answers), `backfill` (background
+//! Map: `schema` (tables, migrations), `store` (write-side SQL), `write` (the write protocol:
+//! every write asks it), `writer` (the writer's state and its one lock), `sync` (index
+//! catch-up, group commit, rebuild), `seq`, `locks`, `sql` (leaf helpers), `tier` (the two vector tiers and which one answers), `backfill` (background
 //! embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
-//! methods), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
+//! methods), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat, read by `openhuman_formats`), `watched` (per-batch sync of a watched folder's changed
 //! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
 //! `links` (links between sources), `transfer` (export and import as JSON Lines with a
 //! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,

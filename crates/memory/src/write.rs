@@ -35,10 +35,7 @@ pub(crate) fn run<T>(
     let in_flight = InFlight::enter(inner);
     let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
-    let tx = ws.transaction(inner)?;
-    let seq = seq::bump_seq(&tx)?;
-    let out = f(&tx, seq)?;
-    tx.commit()?;
+    let (out, seq) = change(inner, ws, f)?;
     after_write(inner, ws);
     drop(guard);
     drop(in_flight);
@@ -58,10 +55,7 @@ pub(crate) fn bulk<T>(
 ) -> Result<T, MemoryError> {
     let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
-    let tx = ws.transaction(inner)?;
-    let seq = seq::bump_seq(&tx)?;
-    let out = f(&tx, seq)?;
-    tx.commit()?;
+    let (out, _) = change(inner, ws, f)?;
     sync::sync_fts(inner, ws, commit_fts)?;
     // Deletions reach the vector index now; embedding the new chunks is left to the
     // background thread so that it runs while the next batch is parsed and inserted.
@@ -78,6 +72,20 @@ pub(crate) fn finish_bulk(inner: &Inner) -> Result<(), MemoryError> {
     sync::sync_fts(inner, &mut ws, true)?;
     sync::prune_tombstones(&mut ws)?;
     sync::compact_if_due(inner, &mut ws)
+}
+
+/// Runs `f` in a transaction with a new change sequence and commits it (the writer is held);
+/// returns what `f` returned and the sequence.
+fn change<T>(
+    inner: &Inner,
+    ws: &mut WriteState,
+    f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, MemoryError>,
+) -> Result<(T, i64), MemoryError> {
+    let tx = ws.transaction(inner)?;
+    let seq = seq::bump_seq(&tx)?;
+    let out = f(&tx, seq)?;
+    tx.commit()?;
+    Ok((out, seq))
 }
 
 /// A write of rows no index derives from: one transaction, no change sequence, no index step.

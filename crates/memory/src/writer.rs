@@ -13,6 +13,7 @@ use super::shared::Recorder;
 use super::tier::{TierKind, TierLog};
 use super::{Inner, lock};
 
+/// What the writer lock guards: the writing connection and where each index stands.
 pub(crate) struct WriteState {
     pub conn: Connection,
     pub fts_writer: IndexWriter,
@@ -29,6 +30,7 @@ pub(crate) struct WriteState {
 }
 
 impl WriteState {
+    /// The vector log and applied sequence of a tier; None for a deep tier not configured.
     pub(crate) fn log(&mut self, kind: TierKind) -> Option<&mut TierLog> {
         match kind {
             TierKind::Fast => Some(&mut self.fast),
