@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::store::rarray;
+use super::sql::rarray;
 use super::util::preview;
 
 /// The share of words (Jaccard over distinct lowercased words) a rewritten passage must keep

@@ -11,21 +11,16 @@
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
-use super::store::rarray;
-use super::sync::{embed_text, read, write, wrong_count};
+use super::embed::embed_text;
+use super::error::wrong_count;
+use super::locks::{read, write};
+use super::sql::rarray;
 use super::tier::{Tier, TierKind};
 use super::vectors::normalize;
+use super::writer::exclusive;
 use super::{Inner, MemoryError, lock};
-
-#[derive(Default)]
-pub(crate) struct Background {
-    handle: Option<JoinHandle<()>>,
-    /// True from spawn until the thread has decided, under this lock, to stop.
-    pub running: bool,
-}
 
 /// Starts every tier's thread that is not running.
 pub(crate) fn start(inner: &Arc<Inner>) {
@@ -126,8 +121,8 @@ fn run(weak: &Weak<Inner>, kind: TierKind) {
             // Coverage first (writer lock, then this tier's lock, as writers do): a write
             // that lands after it clears the flag again and sets `needs_fill`.
             if !failed && kind == TierKind::Deep {
-                let ws = lock(&inner.writer);
-                if let Err(e) = tier.update_coverage(&ws) {
+                let ws = exclusive(&inner);
+                if let Err(e) = tier.update_coverage(&ws.conn) {
                     tracing::warn!(error = %format!("{e:#}"), "checking the deep tier's coverage failed");
                 }
             }
@@ -187,7 +182,7 @@ fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> 
         return Ok(false);
     };
     let dims = tier.embedder.dims();
-    let mut ws = lock(&inner.writer);
+    let mut ws = exclusive(inner);
     let alive: HashSet<i64> = ws
         .conn
         .prepare_cached("SELECT rowid FROM chunks WHERE rowid IN rarray(?1)")?
@@ -256,7 +251,7 @@ fn embed_parallel(tier: &Tier, texts: &[&str]) -> Result<Option<Vec<Vec<f32>>>, 
 }
 
 fn compact(inner: &Inner, tier: &Tier) {
-    let mut ws = lock(&inner.writer);
+    let mut ws = exclusive(inner);
     let Some(log) = ws.log(tier.kind) else { return };
     if log.file.should_compact() {
         let applied = log.applied;

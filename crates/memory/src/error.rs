@@ -89,6 +89,18 @@ impl From<tantivy::TantivyError> for MemoryError {
     }
 }
 
+/// The embedder answered a batch of `texts` texts with `vectors` vectors.
+pub(crate) fn wrong_count(vectors: usize, texts: usize) -> MemoryError {
+    MemoryError::Embed(EmbedError(format!("embedder returned {vectors} vectors for {texts} texts")))
+}
+
+/// A file that is not in its format's shape is a parse failure, its message kept as it is.
+impl From<openhuman_formats::FormatError> for MemoryError {
+    fn from(e: openhuman_formats::FormatError) -> Self {
+        MemoryError::Parse(e.to_string())
+    }
+}
+
 impl From<EmbedError> for MemoryError {
     fn from(e: EmbedError) -> Self {
         MemoryError::Embed(e)

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use rusqlite::{Connection, ToSql, params_from_iter};
 
 use super::MemoryError;
-use super::store::rarray;
+use super::sql::rarray;
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Filter {

@@ -6,12 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-
-
 use super::error::MemoryError;
 use super::shared::{self, Cell, Feed, SharedError, SharedStore, Table};
-use super::sync::{self, WriteState};
-use super::{Inner, MemoryEngine, SharedLink, lock, schema, store};
+use super::sync;
+use super::writer::{WriteState, exclusive};
+use super::{Inner, MemoryEngine, SharedLink, lock, schema, seq, write};
 
 impl SharedLink {
     /// Turns a failure of the server into the engine's error, and remembers it for `status`.
@@ -34,7 +33,7 @@ impl SharedLink {
 /// its own (an embedded store) is never overwritten: that is what `move_to_shared` is for.
 /// Returns whether the mirror was loaded from a snapshot (its indexes need a rebuild).
 fn attach(inner: &Inner, link: &SharedLink) -> Result<bool, MemoryError> {
-    let mut ws = lock(&inner.writer);
+    let mut ws = exclusive(inner);
     let ws: &mut WriteState = &mut ws;
     let recorder = ws.recorder.as_ref().ok_or_else(|| MemoryError::Other("shared store without a recorder".into()))?;
     let info = link.store.migrate(schema::SCHEMA_VERSION, &recorder.tables).map_err(|e| link.failed(e))?;
@@ -74,8 +73,7 @@ fn holds_memory(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
 /// serving reads; the follower keeps trying), then the follower thread.
 pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
     let Some(link) = inner.shared.as_ref() else { return Ok(()) };
-    link.applied
-        .store(shared::local_value(&lock(&inner.writer).conn, shared::APPLIED)?.unwrap_or(0), Ordering::Relaxed);
+    link.applied.store(shared::local_value(&exclusive(inner).conn, shared::APPLIED)?.unwrap_or(0), Ordering::Relaxed);
     match attach(inner, link) {
         Ok(true) => {
             sync::reindex(inner)?;
@@ -179,7 +177,7 @@ fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
         // it while catching up inside its own transaction (`WriteTx`), and a write that is not
         // itself indexed (an entity batch, an audit row) leaves those chunks to be indexed here.
         let (searchable_at, mine) = {
-            let mut guard = lock(&inner.writer);
+            let mut guard = exclusive(inner);
             let ws: &mut WriteState = &mut guard;
             let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
             crate::txn::warn_stray(recorder, &ws.conn)?;
@@ -187,7 +185,7 @@ fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
             let todo: Vec<_> = changes.iter().filter(|c| c.seq > mine).collect();
             if let Some(last) = todo.last().map(|c| c.seq) {
                 let tx = ws.conn.transaction()?;
-                let seq = store::bump_seq(&tx)?;
+                let seq = seq::bump_seq(&tx)?;
                 for c in &todo {
                     shared::apply(&tx, &recorder.tables, c, seq)?;
                 }
@@ -195,13 +193,13 @@ fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
                 recorder.clear(&tx)?;
                 tx.commit()?;
                 total += todo.len();
-                sync::after_write(inner, ws);
+                write::after_write(inner, ws);
                 (Some(seq), last)
             } else {
-                let db = store::db_seq(&ws.conn)?;
+                let db = seq::db_seq(&ws.conn)?;
                 let behind = db > ws.fts_committed;
                 if behind {
-                    sync::after_write(inner, ws);
+                    write::after_write(inner, ws);
                 }
                 (behind.then_some(db), mine)
             }
@@ -227,7 +225,7 @@ fn reload(inner: &Arc<Inner>) -> Result<(), MemoryError> {
 
 /// Replaces the local copy with a snapshot of the server (the indexes are the caller's).
 fn load_copy(inner: &Inner, link: &SharedLink) -> Result<(), MemoryError> {
-    let mut guard = lock(&inner.writer);
+    let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
     let recorder = ws.recorder.as_ref().expect("a shared store has a recorder");
     let cluster = shared::local_value(&ws.conn, shared::CLUSTER)?.unwrap_or(0);

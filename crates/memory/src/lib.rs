@@ -10,11 +10,12 @@
 //! them from scratch. Writes are serialised through one writer connection; reads use a
 //! small pool of connections and never wait for a writer (WAL).
 //!
-//! Map: `schema` (tables, migrations), `store` (write-side SQL), `sync` (index catch-up,
-//! rebuild), `tier` (the two vector tiers and which one answers), `backfill` (background
+//! Map: `schema` (tables, migrations), `store` (write-side SQL), `write` (the write protocol:
+//! every write asks it), `writer` (the writer's state and its one lock), `sync` (index
+//! catch-up, group commit, rebuild), `seq`, `locks`, `sql` (leaf helpers), `tier` (the two vector tiers and which one answers), `backfill` (background
 //! embedding), `fts`, `vectors` + `vecfile` (derived indexes),
 //! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
-//! methods), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat), `watched` (per-batch sync of a watched folder's changed
+//! methods), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat, read by `openhuman_formats`), `watched` (per-batch sync of a watched folder's changed
 //! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
 //! `links` (links between sources), `transfer` (export and import as JSON Lines with a
 //! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,
@@ -37,13 +38,16 @@ mod follow;
 mod fts;
 mod ingest;
 mod links;
+mod locks;
 pub mod ops;
 mod page;
 mod params;
 mod schema;
 mod search;
+mod seq;
 pub mod shared;
 mod snippet;
+mod sql;
 mod stats;
 mod store;
 mod sync;
@@ -56,13 +60,15 @@ mod vault;
 mod vecfile;
 mod vectors;
 mod watched;
+mod write;
 mod write_api;
+mod writer;
 
 #[cfg(test)]
 mod tests;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
@@ -71,6 +77,7 @@ pub use error::MemoryError;
 pub use follow::{MoveSummary, SharedStatus, move_to_embedded, move_to_shared, shared_tables};
 pub use ops::Operation;
 pub use stats::{FtsStats, Stats, VectorStats};
+pub use sync::{Check, FtsCheck, VectorCheck};
 /// The schema version of the store this build writes (and of a shared store's tables).
 pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
 pub use fts::word_stems;
@@ -84,6 +91,9 @@ pub use types::{
     UNSUPPORTED_NAMED,
 };
 pub use util::estimate_tokens;
+
+/// Every module takes mutexes this way (see `locks`).
+pub(crate) use locks::lock;
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
 pub use write_api::{Forgotten, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged};
 
@@ -155,7 +165,7 @@ pub(crate) struct Inner {
     data_dir: PathBuf,
     /// The only connection that writes, with the index writers; held for the whole of
     /// a write so the indexes apply changes in commit order.
-    writer: Mutex<sync::WriteState>,
+    writer: Mutex<writer::WriteState>,
     readers: Mutex<Vec<Connection>>,
     fts: fts::Fts,
     /// The fast vector tier (always present).
@@ -199,12 +209,6 @@ impl Drop for ReadConn<'_> {
             }
         }
     }
-}
-
-/// Locks a mutex, recovering from poisoning: every critical section here either
-/// completes its SQLite transaction or rolls it back, so the data stays consistent.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Inner {
@@ -278,13 +282,12 @@ impl MemoryEngine {
     }
 
     pub fn record_audit(&self, rows: &[AuditRow]) -> Result<(), MemoryError> {
-        let mut ws = lock(&self.inner.writer);
-        let tx = ws.transaction(&self.inner)?;
-        for r in rows {
-            audit::insert(&tx, r, self.inner.machine())?;
-        }
-        tx.commit()?;
-        Ok(())
+        write::plain(&self.inner, |tx| {
+            for r in rows {
+                audit::insert(tx, r, self.inner.machine())?;
+            }
+            Ok(())
+        })
     }
 
     pub fn query_audit(&self, q: AuditQuery) -> Result<Vec<AuditRow>, MemoryError> {

@@ -10,7 +10,7 @@
 use rusqlite::{Connection, params};
 use serde_json::{Map, Value};
 
-use super::store::rarray;
+use super::sql::rarray;
 
 /// The key under which an ingested source's metadata carries its links to `upsert_source`,
 /// which moves them into the table (they are not kept in the metadata).

@@ -13,9 +13,9 @@ use serde_json::{Map, Value};
 
 use super::dates::Span;
 use super::filter::Filter;
-use super::store::rarray;
-use super::sync::read;
-use super::tier::Ranked;
+use super::locks::read;
+use super::sql::rarray;
+use super::tier::TierKind;
 use super::{Inner, MemoryError};
 
 const RESTRICT_CAP: usize = 20_000;
@@ -48,6 +48,12 @@ pub(crate) struct Hit {
     pub vector_score: Option<f32>,
     /// Observed within the span of time the query names.
     pub in_span: bool,
+}
+
+/// Ranked hits and the vector tier that ranked them (`None`: keywords only).
+pub(crate) struct Ranked {
+    pub hits: Vec<Hit>,
+    pub tier: Option<TierKind>,
 }
 
 /// Merges the ranked lists. Keyword and vector modes keep their ranker's score. Hybrid blends

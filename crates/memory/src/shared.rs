@@ -32,7 +32,7 @@ use rusqlite::{Connection, ToSql, Transaction, params_from_iter};
 use serde::{Deserialize, Serialize};
 
 use super::error::MemoryError;
-use super::store;
+use super::seq;
 
 /// One value of a row, as SQLite stores it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -489,7 +489,7 @@ pub(crate) fn load_snapshot(
     cluster: i64,
 ) -> Result<i64, MemoryError> {
     let tx = conn.transaction()?;
-    let seq = store::bump_seq(&tx)?;
+    let seq = seq::bump_seq(&tx)?;
     for t in recorder.tables.iter() {
         if t.name == "meta" {
             tx.execute(&format!("DELETE FROM meta WHERE {SHARED_META}"), [])?;

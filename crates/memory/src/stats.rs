@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::sync::{positions, read};
+use super::locks::read;
+use super::sync::positions;
 use super::tier::{self, TierKind, TierProgress};
 use super::{Inner, MemoryError, schema};
 

@@ -3,10 +3,10 @@
 //! deleting them with tombstones, all inside the caller's transaction. Every function
 //! here takes the transaction's `db_seq` so the derived indexes can follow the change.
 
-use rusqlite::{Connection, OptionalExtension, params, types::Value as SqlValue};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value};
-use std::rc::Rc;
 
+use super::sql::rarray;
 use super::types::SourceKind;
 use super::util::{chunk_id, estimate_tokens};
 use super::{entities, links};
@@ -57,19 +57,6 @@ pub(crate) struct NewSource {
     pub kind: SourceKind,
     pub display_name: String,
     pub metadata: Map<String, Value>,
-}
-
-/// Starts a new change sequence number for the current transaction.
-pub(crate) fn bump_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("UPDATE meta SET value = value + 1 WHERE name = 'db_seq' RETURNING value", [], |r| r.get(0))
-}
-
-pub(crate) fn db_seq(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("SELECT value FROM meta WHERE name = 'db_seq'", [], |r| r.get(0))
-}
-
-pub(crate) fn rarray<T: Into<SqlValue> + Clone>(items: &[T]) -> Rc<Vec<SqlValue>> {
-    Rc::new(items.iter().cloned().map(Into::into).collect())
 }
 
 /// A scalar metadata value as text (objects and arrays: none).

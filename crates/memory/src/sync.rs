@@ -11,43 +11,27 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
-use tantivy::IndexWriter;
 
-use super::backfill;
-use super::embed::EmbedError;
-use super::error::{MemoryError, ResultExt};
+use super::embed::embed_text;
+use super::error::{MemoryError, ResultExt, wrong_count};
 use super::fts::Fts;
-use super::store::db_seq;
-use super::tier::{Tier, TierKind, TierLog};
+use super::locks::{read, write};
+use super::seq::db_seq;
+use super::tier::{EMBED_BATCH, Tier, TierKind, TierLog};
 use super::types::ReindexSummary;
 use super::util::now_ms;
 use super::vecfile::VecFile;
 use super::vectors::{VectorIndex, normalize};
+use super::writer::{WriteState, exclusive};
 use super::{Inner, MemoryEngine, MemoryOptions, lock, schema};
 
 /// Above this many chunks to embed, `open()` leaves embedding to the background thread
 /// so that start-up stays fast.
 const OPEN_EMBED_LIMIT: usize = 2_000;
-pub(crate) const EMBED_BATCH: usize = 128;
-
-pub(crate) struct WriteState {
-    pub conn: Connection,
-    pub fts_writer: IndexWriter,
-    /// Highest sequence added to the tantivy writer (possibly not yet committed).
-    pub fts_applied: i64,
-    /// Sequence of the last tantivy commit.
-    pub fts_committed: i64,
-    /// The fast tier's vector log and applied sequence.
-    pub fast: TierLog,
-    /// The deep tier's, when one is configured.
-    pub deep: Option<TierLog>,
-    /// With a shared store: what the writer connection's hook records (see `shared`).
-    pub recorder: Option<super::shared::Recorder>,
-}
 
 fn read_state(conn: &Connection, name: &str) -> rusqlite::Result<Option<i64>> {
     conn.query_row("SELECT seq FROM index_state WHERE name = ?1", [name], |r| r.get(0)).optional()
@@ -156,7 +140,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         shared,
     };
     {
-        let mut ws = lock(&inner.writer);
+        let mut ws = exclusive(&inner);
         let behind = (seq - ws.fts_applied, seq - ws.fast.applied);
         if behind != (0, 0) {
             tracing::info!(fts_behind = behind.0, vectors_behind = behind.1, "catching indexes up with the database");
@@ -178,7 +162,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
                 let applied = log.applied;
                 log.file.compact(&read(&tier.vectors), applied)?;
             }
-            tier.update_coverage(&ws)?;
+            tier.update_coverage(&ws.conn)?;
         }
         prune_tombstones(&mut ws)?;
     }
@@ -235,14 +219,6 @@ fn purge_ghost_vectors(tier: &Tier, ws: &mut WriteState) -> Result<(), MemoryErr
     Ok(())
 }
 
-pub(crate) fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|e| e.into_inner())
-}
-
-pub(crate) fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|e| e.into_inner())
-}
-
 /// Adds to tantivy what the database committed after `fts_applied`; commits (and makes
 /// it searchable) when `commit` is set.
 pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Result<(), MemoryError> {
@@ -281,19 +257,6 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Resu
         write_state(&ws.conn, "fts", applied, "")?;
     }
     Ok(())
-}
-
-/// Text that represents a chunk to the embedder.
-pub(crate) fn embed_text(title: Option<&str>, content: &str) -> String {
-    match title {
-        Some(t) if !t.is_empty() => format!("{t}\n{content}"),
-        _ => content.to_string(),
-    }
-}
-
-/// The embedder answered a batch of `texts` texts with `vectors` vectors.
-pub(crate) fn wrong_count(vectors: usize, texts: usize) -> MemoryError {
-    MemoryError::Embed(EmbedError(format!("embedder returned {vectors} vectors for {texts} texts")))
 }
 
 /// Embeds `(rowid, text)` pairs with the fast tier and stores the vectors; on embedder
@@ -390,7 +353,7 @@ fn sync_deep(deep: &Tier, ws: &mut WriteState, target: i64) -> Result<(), Memory
         deep.needs_fill.store(true, Ordering::Relaxed);
     } else if !deep.covered.load(Ordering::Relaxed) {
         // Deleting the chunks that lacked a deep vector can make the tier whole.
-        deep.update_coverage(ws)?;
+        deep.update_coverage(&ws.conn)?;
     }
     let log = ws.deep.as_mut().expect("checked above");
     log.file.commit(target)?;
@@ -416,31 +379,6 @@ pub(crate) fn prune_tombstones(ws: &mut WriteState) -> rusqlite::Result<()> {
     let upto = ws.fts_committed.min(ws.fast.applied).min(ws.deep.as_ref().map_or(i64::MAX, |d| d.applied));
     ws.conn.prepare_cached("DELETE FROM tombstones WHERE seq <= ?1")?.execute([upto])?;
     Ok(())
-}
-
-/// Brings both indexes up to date after a committed write and makes it searchable.
-/// Index failures are logged, not returned: the write itself is durable, and the next
-/// write or open replays what the indexes missed.
-pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
-    // The keyword index gets the rows now and commits them in `wait_searchable`, once for
-    // every write that is waiting by then.
-    if let Err(e) = sync_fts(inner, ws, false) {
-        tracing::warn!(error = %format!("{e:#}"), "full-text index update failed; it will be retried");
-        let _ = ws.fts_writer.rollback();
-        ws.fts_applied = ws.fts_committed;
-    }
-    if let Err(e) = sync_vectors(inner, ws, None) {
-        tracing::warn!(error = %format!("{e:#}"), "vector index update failed; it will be retried");
-    }
-    if let Err(e) = prune_tombstones(ws) {
-        tracing::warn!(error = %e, "pruning tombstones failed");
-    }
-    for tier in inner.tiers() {
-        if tier.needs_fill.load(Ordering::Relaxed) {
-            backfill::start_tier(inner, tier.kind);
-        }
-    }
-    super::entities::start(inner);
 }
 
 /// Where the group commit of the keyword index stands.
@@ -519,7 +457,7 @@ pub(crate) fn wait_searchable(inner: &Inner, seq: i64) -> Result<(), MemoryError
         st.running = true;
         drop(st);
         let outcome = {
-            let mut ws = lock(&inner.writer);
+            let mut ws = exclusive(inner);
             let result = sync_fts(inner, &mut ws, true);
             if result.is_err() {
                 // Start again from the last commit: the next writer re-adds what this one lost.
@@ -547,7 +485,7 @@ pub(crate) fn wait_searchable(inner: &Inner, seq: i64) -> Result<(), MemoryError
 /// Rebuilds both indexes from the database under the writer lock.
 pub(crate) fn reindex(inner: &Inner) -> Result<ReindexSummary, MemoryError> {
     let started = Instant::now();
-    let mut ws = lock(&inner.writer);
+    let mut ws = exclusive(inner);
     ws.fts_writer.delete_all_documents()?;
     // Treat everything as new: nothing is left in the writer to de-duplicate against.
     ws.fts_applied = 0;
@@ -584,7 +522,7 @@ pub(crate) fn reindex(inner: &Inner) -> Result<ReindexSummary, MemoryError> {
 
 /// Index positions for `stats`.
 pub(crate) fn positions(inner: &Inner) -> (i64, i64, i64) {
-    let ws = lock(&inner.writer);
+    let ws = exclusive(inner);
     let seq = db_seq(&ws.conn).unwrap_or(-1);
     (seq, ws.fts_committed, ws.fast.applied)
 }
@@ -592,19 +530,53 @@ pub(crate) fn positions(inner: &Inner) -> (i64, i64, i64) {
 impl MemoryEngine {
     /// Checks the store after a crash or on request: SQLite's `integrity_check` and
     /// `foreign_key_check`, and whether both indexes hold exactly the database's chunks.
-    pub fn check(&self) -> Result<serde_json::Value, MemoryError> {
+    pub fn check(&self) -> Result<Check, MemoryError> {
         check(&self.inner)
     }
 }
 
-fn check(inner: &Inner) -> Result<serde_json::Value, MemoryError> {
+/// What `check` found: SQLite's own checks, and whether the indexes hold the database's chunks.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Check {
+    /// Everything below is as it should be.
+    pub ok: bool,
+    pub integrity_check: Vec<String>,
+    pub foreign_key_violations: usize,
+    pub chunks: usize,
+    pub db_seq: i64,
+    pub fts: FtsCheck,
+    /// The fast tier, with the deep tier inside when there is one. Vectors may lag behind while
+    /// the background thread embeds; `missing` says how far.
+    pub vectors: VectorCheck,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct FtsCheck {
+    pub seq: i64,
+    pub docs: u64,
+    /// The keyword index has applied every change and holds every chunk.
+    pub current: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct VectorCheck {
+    pub seq: i64,
+    pub count: usize,
+    pub missing: usize,
+    /// Vectors of chunks that no longer exist.
+    pub ghosts: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deep: Option<Box<VectorCheck>>,
+}
+
+fn check(inner: &Inner) -> Result<Check, MemoryError> {
     let conn = inner.read_conn()?;
     let integrity: Vec<String> =
         conn.prepare("PRAGMA integrity_check")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     let foreign_key_violations = conn.prepare("PRAGMA foreign_key_check")?.query_map([], |_| Ok(()))?.count();
     // Counts and positions under the writer lock, so that no write lands between them.
     let (chunks, seq, fts_seq, fts_docs, tiers) = {
-        let mut ws = lock(&inner.writer);
+        let mut ws = exclusive(inner);
         let live: HashSet<i64> = ws
             .conn
             .prepare("SELECT rowid FROM chunks")?
@@ -624,21 +596,15 @@ fn check(inner: &Inner) -> Result<serde_json::Value, MemoryError> {
     let fts_current = fts_seq == seq && fts_docs == chunks as u64;
     let tier_ghosts: usize = tiers.iter().map(|t| t.2).sum();
     let deep = tiers.get(1).map(|&(seq, count, ghosts)| {
-        serde_json::json!({ "seq": seq, "count": count, "missing": chunks.saturating_sub(count), "ghosts": ghosts })
+        Box::new(VectorCheck { seq, count, missing: chunks.saturating_sub(count), ghosts, deep: None })
     });
-    let mut out = serde_json::json!({
-        "ok": sqlite_ok && fts_current && tier_ghosts == 0,
-        "integrity_check": integrity,
-        "foreign_key_violations": foreign_key_violations,
-        "chunks": chunks,
-        "db_seq": seq,
-        "fts": { "seq": fts_seq, "docs": fts_docs, "current": fts_current },
-        // Vectors may lag behind while the background thread embeds; `missing` says how far.
-        "vectors": { "seq": vec_seq, "count": vectors, "missing": chunks.saturating_sub(vectors),
-                     "ghosts": ghosts },
-    });
-    if let Some(deep) = deep {
-        out["vectors"]["deep"] = deep;
-    }
-    Ok(out)
+    Ok(Check {
+        ok: sqlite_ok && fts_current && tier_ghosts == 0,
+        integrity_check: integrity,
+        foreign_key_violations,
+        chunks,
+        db_seq: seq,
+        fts: FtsCheck { seq: fts_seq, docs: fts_docs, current: fts_current },
+        vectors: VectorCheck { seq: vec_seq, count: vectors, missing: chunks.saturating_sub(vectors), ghosts, deep },
+    })
 }

@@ -17,12 +17,16 @@ use std::sync::{Mutex, RwLock};
 
 use serde::Serialize;
 
-use super::backfill::Background;
+use rusqlite::Connection;
+
 use super::embed::Embedder;
-use super::sync::{EMBED_BATCH, WriteState, read};
+use super::locks::read;
 use super::vecfile::VecFile;
 use super::vectors::VectorIndex;
 use super::{Inner, MemoryEngine, MemoryError, lock};
+
+/// Texts per call to the fast tier's embedder.
+pub(crate) const EMBED_BATCH: usize = 128;
 
 /// Which vector tier: `Fast` (every chunk at write time) or `Deep` (filled in the background).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -67,6 +71,14 @@ impl TierKind {
     }
 }
 
+/// A tier's background fill thread (see `backfill`).
+#[derive(Default)]
+pub(crate) struct Background {
+    pub handle: Option<std::thread::JoinHandle<()>>,
+    /// True from spawn until the thread has decided, under this lock, to stop.
+    pub running: bool,
+}
+
 /// One vector tier: its embedder, the in-memory index and the background fill's state.
 pub(crate) struct Tier {
     pub kind: TierKind,
@@ -96,9 +108,10 @@ impl Tier {
         }
     }
 
-    /// Re-reads coverage; call with the writer lock held (`ws`), so no write lands in between.
-    pub fn update_coverage(&self, ws: &WriteState) -> Result<bool, MemoryError> {
-        let chunks: i64 = ws.conn.prepare_cached("SELECT count(*) FROM chunks")?.query_row([], |r| r.get(0))?;
+    /// Re-reads coverage; call with the writer lock held (`conn` the writer's connection), so
+    /// no write lands in between.
+    pub fn update_coverage(&self, conn: &Connection) -> Result<bool, MemoryError> {
+        let chunks: i64 = conn.prepare_cached("SELECT count(*) FROM chunks")?.query_row([], |r| r.get(0))?;
         let full = read(&self.vectors).len() == chunks as usize;
         self.covered.store(full, Ordering::Relaxed);
         Ok(full)
@@ -150,21 +163,6 @@ impl Inner {
         }
         None
     }
-}
-
-impl WriteState {
-    pub(crate) fn log(&mut self, kind: TierKind) -> Option<&mut TierLog> {
-        match kind {
-            TierKind::Fast => Some(&mut self.fast),
-            TierKind::Deep => self.deep.as_mut(),
-        }
-    }
-}
-
-/// Ranked hits and the vector tier that ranked them (`None`: keywords only).
-pub(crate) struct Ranked {
-    pub hits: Vec<super::search::Hit>,
-    pub tier: Option<TierKind>,
 }
 
 /// How far a tier has come, for `status` and `stats`.

@@ -9,8 +9,8 @@ use rusqlite::Transaction;
 
 use super::error::MemoryError;
 use super::shared::{self, Feed, Recorder, SharedWrite};
-use super::sync::WriteState;
-use super::{Inner, SharedLink, store};
+use super::writer::WriteState;
+use super::{Inner, SharedLink, seq};
 
 /// A write transaction. Dropped without `commit`, it rolls back (locally and on the server).
 pub(crate) struct WriteTx<'a> {
@@ -57,7 +57,7 @@ impl WriteState {
             }
             Feed::Changes(changes) => {
                 if let Some(last) = changes.last().map(|c| c.seq) {
-                    let seq = store::bump_seq(&tx)?;
+                    let seq = seq::bump_seq(&tx)?;
                     for c in &changes {
                         shared::apply(&tx, &recorder.tables, c, seq)?;
                     }

@@ -23,7 +23,7 @@ use serde_json::{Map, Value};
 use super::error::MemoryError;
 use super::types::{IngestSummary, SourceKind};
 use super::util::{chunk_id, now_ms, sha256_hex};
-use super::{Inner, MemoryEngine, anchor, ingest, links, lock};
+use super::{Inner, MemoryEngine, anchor, ingest, links, write};
 
 /// What the store remembers of one ingested file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,14 +112,13 @@ fn sync_files(inner: &Arc<Inner>, paths: &[PathBuf], kind: Option<&str>) -> Resu
     let moved = find_moves(inner, &present, &gone)?;
     let mut summary = SyncSummary::default();
     if !moved.is_empty() {
-        let mut ws = lock(&inner.writer);
-        let tx = ws.transaction(inner)?;
-        let now = now_ms();
-        for (from, to) in &moved {
-            move_file(&tx, from, to, now)?;
-        }
-        tx.commit()?;
-        drop(ws);
+        write::plain(inner, |tx| {
+            let now = now_ms();
+            for (from, to) in &moved {
+                move_file(tx, from, to, now)?;
+            }
+            Ok(())
+        })?;
         summary.moved = moved.iter().map(|(f, t)| (PathBuf::from(f), t.clone())).collect();
     }
     let moved_to: Vec<&PathBuf> = moved.iter().map(|(_, t)| t).collect();
@@ -131,16 +130,16 @@ fn sync_files(inner: &Arc<Inner>, paths: &[PathBuf], kind: Option<&str>) -> Resu
     }
     // Sizes and times as seen before reading: a file changed since is newer than what is
     // recorded, so the next comparison reads it again.
-    let mut ws = lock(&inner.writer);
-    let tx = ws.transaction(inner)?;
-    for (p, (size, mtime)) in &present {
-        tx.prepare_cached("UPDATE files SET mtime_ms = ?2, size = ?3 WHERE path = ?1")?.execute(params![
-            p.to_string_lossy(),
-            mtime,
-            *size as i64
-        ])?;
-    }
-    tx.commit()?;
+    write::plain(inner, |tx| {
+        for (p, (size, mtime)) in &present {
+            tx.prepare_cached("UPDATE files SET mtime_ms = ?2, size = ?3 WHERE path = ?1")?.execute(params![
+                p.to_string_lossy(),
+                mtime,
+                *size as i64
+            ])?;
+        }
+        Ok(())
+    })?;
     Ok(summary)
 }
 

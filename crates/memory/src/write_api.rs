@@ -13,10 +13,9 @@ use super::chunker::{Format, chunk_text};
 use super::ops::no_chunk;
 use super::params::{invalid, required};
 use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
-use super::sync::{InFlight, WriteState, after_write, wait_searchable};
 use super::types::{AuditRow, PutDocument, SourceKind};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, MemoryEngine, MemoryError, anchor, audit, entities, lock};
+use super::{Inner, MemoryEngine, MemoryError, anchor, audit, entities, write};
 
 /// What `put_document` did: the item, its chunks, and whether it was new, changed or the same.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -132,28 +131,19 @@ pub(crate) fn write_tx<T>(
     audit_row: Option<AuditRow>,
     f: impl FnOnce(&Transaction<'_>, i64, i64) -> Result<(T, String), MemoryError>,
 ) -> Result<T, MemoryError> {
-    let in_flight = InFlight::enter(inner);
-    let mut guard = lock(&inner.writer);
-    let ws: &mut WriteState = &mut guard;
-    let tx = ws.transaction(inner)?;
-    let seq = store::bump_seq(&tx)?;
-    let (out, result_id) = f(&tx, seq, now_ms())?;
-    if let Some(mut audit_row) = audit_row {
-        audit_row.success = true;
-        audit_row.error = None;
-        audit_row.result_id = Some(result_id);
-        if audit_row.ts_ms == 0 {
-            audit_row.ts_ms = now_ms();
+    write::run(inner, |tx, seq| {
+        let (out, result_id) = f(tx, seq, now_ms())?;
+        if let Some(mut audit_row) = audit_row {
+            audit_row.success = true;
+            audit_row.error = None;
+            audit_row.result_id = Some(result_id);
+            if audit_row.ts_ms == 0 {
+                audit_row.ts_ms = now_ms();
+            }
+            audit::insert(tx, &audit_row, inner.machine())?;
         }
-        audit::insert(&tx, &audit_row, inner.machine())?;
-    }
-    tx.commit()?;
-    after_write(inner, ws);
-    drop(guard);
-    drop(in_flight);
-    // Acknowledged only once searchable; concurrent writers share one index commit.
-    wait_searchable(inner, seq)?;
-    Ok(out)
+        Ok(out)
+    })
 }
 
 fn chunk_rowid(tx: &Transaction<'_>, chunk_id: &str) -> Result<i64, MemoryError> {
@@ -534,7 +524,7 @@ impl MemoryEngine {
                     "SELECT id, source_kind, source_id, title, content FROM chunks WHERE rowid IN rarray(?1)
                      ORDER BY source_id, seq_in_source, rowid LIMIT ?2",
                 )?
-                .query_map(rusqlite::params![store::rarray(&rowids), RESOLVE_LISTED as i64], |r| {
+                .query_map(rusqlite::params![crate::sql::rarray(&rowids), RESOLVE_LISTED as i64], |r| {
                     let content: String = r.get(4)?;
                     Ok(ResolvedChunk {
                         chunk_id: r.get(0)?,
@@ -549,7 +539,7 @@ impl MemoryEngine {
                 .prepare_cached(
                     "SELECT count(*) FROM notes WHERE chunk_id IN (SELECT id FROM chunks WHERE rowid IN rarray(?1))",
                 )?
-                .query_row([store::rarray(&rowids)], |r| r.get(0))?;
+                .query_row([crate::sql::rarray(&rowids)], |r| r.get(0))?;
             let records: i64 = if rowids.is_empty() {
                 conn.prepare_cached(
                     "SELECT (SELECT count(*) FROM kv WHERE item_id = ?1 AND kind != 'tag')
@@ -571,7 +561,7 @@ fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryE
     // Collect what hangs off the chunks before they go.
     let gone: Vec<(String, String)> = tx
         .prepare_cached("SELECT id, origin FROM chunks WHERE rowid IN rarray(?1)")?
-        .query_map([store::rarray(&rowids)], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map([crate::sql::rarray(&rowids)], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let mut n = store::delete_chunks(tx, seq, &rowids)?;
     let mut origins: Vec<String> = gone.iter().map(|g| g.1.clone()).collect();

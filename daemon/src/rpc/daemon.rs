@@ -192,7 +192,8 @@ pub(super) fn methods() -> Vec<Method> {
         method("openhuman.memory_check", ArgSpec::none(), |s, _, _| {
             async move {
                 let engine = engine(&s)?;
-                blocking(move || engine.check().map_err(internal)).await
+                let found = blocking(move || engine.check().map_err(internal)).await?;
+                serde_json::to_value(found).map_err(internal)
             }
             .boxed()
         }),

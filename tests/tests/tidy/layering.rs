@@ -1,4 +1,5 @@
-//! Layering: which workspace crates may depend on which, and the memory engine's external deps.
+//! Layering: which workspace crates may depend on which, the memory engine's external deps, and
+//! the format parsers' ban on storage crates.
 //!
 //! A dependency is internal (on a workspace crate) when it has a `path`, or when it is
 //! `name.workspace = true` and the root `[workspace.dependencies]` entry for it has a `path`.
@@ -27,8 +28,11 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("openhuman-schema", &["openhuman-common"]),
     // Config schema and loading; never memory, MCP, providers or the daemon.
     ("openhuman-config", &["openhuman-common"]),
+    // File formats, bytes → documents, chats and mail; knows nothing of storage (see
+    // FORMATS_FORBIDDEN) and depends on no workspace crate.
+    ("openhuman-formats", &[]),
     // The memory engine, synchronous and offline; never config, MCP, providers or the daemon.
-    ("openhuman-memory", &["openhuman-common", "openhuman-schema"]),
+    ("openhuman-memory", &["openhuman-common", "openhuman-formats", "openhuman-schema"]),
     // The transformer embedding tier (candle); implements memory's `Embedder`, never config,
     // providers, MCP or the daemon.
     ("openhuman-transformer", &["openhuman-common", "openhuman-memory"]),
@@ -51,6 +55,11 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
 /// synchronous and offline, and model runtimes live in `openhuman-transformer`.
 const MEMORY_FORBIDDEN: &[&str] =
     &["tokio", "reqwest", "axum", "hyper", "candle-core", "candle-nn", "candle-transformers", "tokenizers"];
+
+/// Crates `openhuman-formats` must not use outside `[dev-dependencies]`, workspace crates or
+/// not: it turns bytes into documents, and storing them is the memory engine's business (as
+/// ripgrep keeps its `ignore` and `searcher` crates apart).
+const FORMATS_FORBIDDEN: &[&str] = &["rusqlite", "tantivy", "openhuman-memory", "openhuman-postgres", "tokio"];
 
 const TABLE: &str = "tests/tests/tidy/layering.rs";
 
@@ -310,11 +319,17 @@ pub fn internal_edges(root: &Path) -> Vec<(String, Vec<String>)> {
 /// Members named in `crates` that depend (outside `[dev-dependencies]`) on an external crate in
 /// `forbidden`; `why` ends each message. Passes for names that are not members yet.
 fn forbidden_externals(root: &Path, crates: &[&str], forbidden: &[&str], why: &str) -> Vec<String> {
+    forbidden_deps(root, crates, forbidden, false, why)
+}
+
+/// [`forbidden_externals`], counting workspace crates too when `internal` is set.
+fn forbidden_deps(root: &Path, crates: &[&str], forbidden: &[&str], internal: bool, why: &str) -> Vec<String> {
     let (members, _) = load(root);
     let mut problems = Vec::new();
     for member in members.iter().filter(|m| crates.contains(&m.name.as_str())) {
         for dep in &member.deps {
-            if dep.kind != Kind::Dev && !dep.internal && forbidden.contains(&dep.package.as_str()) {
+            let counted = internal || !dep.internal;
+            if dep.kind != Kind::Dev && counted && forbidden.contains(&dep.package.as_str()) {
                 problems.push(format!(
                     "{}: `{}` depends on `{}` in {}; {why}",
                     member.manifest, member.name, dep.package, dep.section
@@ -336,11 +351,24 @@ pub fn check_memory_externals(root: &Path) -> Vec<String> {
     )
 }
 
+/// Dependencies of `openhuman-formats` on storage crates ([`FORMATS_FORBIDDEN`]).
+pub fn check_formats_storage(root: &Path) -> Vec<String> {
+    forbidden_deps(
+        root,
+        &["openhuman-formats"],
+        FORMATS_FORBIDDEN,
+        true,
+        "the format parsers turn bytes into documents and know nothing of storage, so keep databases, \
+         indexes and runtimes in openhuman-memory (or the daemon) and drop the dependency",
+    )
+}
+
 /// Library crates: typed errors only (`thiserror`); `anyhow` belongs to the daemon's command level.
 const LIBRARIES: &[&str] = &[
     "openhuman-common",
     "openhuman-schema",
     "openhuman-config",
+    "openhuman-formats",
     "openhuman-memory",
     "openhuman-providers",
     "openhuman-transformer",
@@ -491,6 +519,51 @@ openhuman-common.workspace = true
             &[
                 "crates/memory/Cargo.toml: `openhuman-memory` depends on `tokio` in [dependencies]",
                 "crates/memory/Cargo.toml: `openhuman-memory` depends on `hyper` in [target.'cfg(unix)'.dependencies]",
+            ],
+        );
+    }
+
+    #[test]
+    fn reports_storage_deps_of_the_format_parsers() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_tree(
+            dir.path(),
+            &[
+                (
+                    "Cargo.toml",
+                    r#"
+[workspace]
+members = ["crates/*"]
+
+[workspace.dependencies]
+store = { path = "crates/memory", package = "openhuman-memory" }
+rusqlite = "0.43"
+"#,
+                ),
+                ("crates/memory/Cargo.toml", "[package]\nname = \"openhuman-memory\"\n"),
+                (
+                    "crates/formats/Cargo.toml",
+                    r#"
+[package]
+name = "openhuman-formats"
+[dependencies]
+rusqlite.workspace = true
+store.workspace = true
+serde = "1"
+[target.'cfg(unix)'.dependencies]
+tantivy = "0.27"
+[dev-dependencies]
+tokio = "1"
+"#,
+                ),
+            ],
+        );
+        assert_reports(
+            &check_formats_storage(dir.path()),
+            &[
+                "crates/formats/Cargo.toml: `openhuman-formats` depends on `rusqlite` in [dependencies]",
+                "crates/formats/Cargo.toml: `openhuman-formats` depends on `openhuman-memory` in [dependencies]",
+                "crates/formats/Cargo.toml: `openhuman-formats` depends on `tantivy` in [target.'cfg(unix)'.dependencies]",
             ],
         );
     }

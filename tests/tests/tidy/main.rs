@@ -5,15 +5,18 @@
 //! workspace with a planted violation, proving the check can fail.
 //!
 //! - `layering`: which workspace crates may depend on which (the table at the top of
-//!   `layering.rs`), and the memory engine's ban on async and network crates.
+//!   `layering.rs`), the memory engine's ban on async and network crates, and the format
+//!   parsers' ban on storage crates.
 //! - `headers`: every Rust file starts with a `//!` line saying what it is.
 //! - `public_api`: library crates' `pub fn`s return typed errors, not `Result<_, String>`.
 //! - `floor`: the daemon's bottom layer names nothing above it, `spawn_blocking` is only in its
 //!   pool, and only `via` decides whether a command runs against the daemon or in process.
+//! - `memory_modules`: the memory engine's top-level modules use each other without cycles.
 
 mod floor;
 mod headers;
 mod layering;
+mod memory_modules;
 mod public_api;
 
 use std::collections::BTreeSet;
@@ -91,8 +94,24 @@ fn memory_engine_stays_sync_and_offline() {
 }
 
 #[test]
+fn format_parsers_use_no_storage_crate() {
+    assert_clean("openhuman-formats depends on storage crates", &layering::check_formats_storage(repo_root()));
+}
+
+#[test]
 fn library_crates_do_not_use_anyhow() {
     assert_clean("library crates depend on anyhow", &layering::check_library_errors(repo_root()));
+}
+
+#[test]
+fn memory_modules_have_no_import_cycles() {
+    assert_clean("the memory engine's modules import each other in a cycle", &memory_modules::check(repo_root()));
+}
+
+#[test]
+fn memory_modules_graph_sees_the_real_crate() {
+    // Guards the check above against passing vacuously (say, if the paths stopped being read).
+    assert!(memory_modules::edges(repo_root()) > 50, "tidy: too few module references read in crates/memory/src");
 }
 
 #[test]

@@ -60,3 +60,11 @@ pub const DEFAULT_FUSION_WEIGHT: f64 = 0.5;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct EmbedError(pub String);
+
+/// Text that represents a chunk to the embedder.
+pub(crate) fn embed_text(title: Option<&str>, content: &str) -> String {
+    match title {
+        Some(t) if !t.is_empty() => format!("{t}\n{content}"),
+        _ => content.to_string(),
+    }
+}

@@ -26,8 +26,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::index::{Stored, index_text, load, register_parties, reindex};
 use super::{TextFacts, people, scan};
 use crate::error::MemoryError;
-use crate::store::rarray;
+use crate::sql::rarray;
 use crate::util::now_ms;
+use crate::writer::exclusive;
 use crate::{Inner, lock};
 
 /// Bumped whenever extraction changes what it finds; a store made by an older extractor is
@@ -243,7 +244,7 @@ fn read_text(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
                 .collect();
             (last, facts)
         };
-        let mut ws = lock(&inner.writer);
+        let mut ws = exclusive(&inner);
         let tx = ws.transaction(&inner)?;
         // Only this thread moves the mark on one machine, but with a shared store another
         // daemon's thread may have moved it since the batch was read (the transaction applied
@@ -346,7 +347,7 @@ fn reextract_batches(weak: &Weak<Inner>) -> Result<Option<usize>, MemoryError> {
         if inner.stopping.load(Ordering::Relaxed) {
             return Ok(None);
         }
-        let mut ws = lock(&inner.writer);
+        let mut ws = exclusive(&inner);
         let tx = ws.transaction(&inner)?;
         let (pass, after, upto) = (
             meta(&tx, "entities_reextract_pass")?,

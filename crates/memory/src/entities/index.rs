@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::background;
 use super::people::{self, ChunkView, Party};
 use super::{Entity, TextFacts, scan};
-use crate::store::rarray;
+use crate::sql::rarray;
 use crate::types::SourceKind;
 use crate::util::{now_ms, slug};
 

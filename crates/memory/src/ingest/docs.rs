@@ -1,10 +1,11 @@
-//! Document text → document chunks (one source per file): Markdown and plain text files, and
-//! the text that `html` and `pdf` extract. Markdown's front-matter `tags:` and inline `#tags`
+//! Documents (what `openhuman_formats` reads from Markdown, text, HTML and PDF files) →
+//! document chunks, one source per file; a PDF's chunks say their page. Markdown's front-matter `tags:` and inline `#tags`
 //! become the chunks' own tags, and its `[[wiki links]]` go with the source to the `links`
 //! table (see `vault`).
 
 use std::path::Path;
 
+use openhuman_formats::{Body, Document, TextFormat};
 use serde_json::{Map, Value, json};
 
 use crate::chunker::{Format, chunk_text};
@@ -32,20 +33,35 @@ fn title_of(text: &str, path: &Path, format: Format) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-pub(crate) fn parse(
-    text: &str,
-    path: &Path,
-    markdown: bool,
-    mtime_ms: i64,
-    origin: &str,
-) -> (Vec<NewChunk>, Vec<NewSource>) {
-    let format = if markdown { Format::Markdown } else { Format::Plain };
-    parse_titled(text, path, format, None, mtime_ms, origin)
+/// The chunks and source of a document; each page of a paged one is chunked apart.
+pub(crate) fn parse(doc: Document, path: &Path, mtime_ms: i64, origin: &str) -> (Vec<NewChunk>, Vec<NewSource>) {
+    let format = match doc.format {
+        TextFormat::Markdown => Format::Markdown,
+        TextFormat::Plain => Format::Plain,
+    };
+    let pages = match doc.body {
+        Body::Text(text) => return parse_titled(&text, path, format, doc.title, mtime_ms, origin),
+        Body::Pages(pages) => pages,
+    };
+    let mut chunks = Vec::new();
+    let mut sources = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        let (page_chunks, s) = parse_titled(page, path, format, doc.title.clone(), mtime_ms, origin);
+        for mut chunk in page_chunks {
+            chunk.seq = chunks.len() as i64;
+            chunk.metadata.insert("page".into(), json!(i + 1));
+            chunks.push(chunk);
+        }
+        if sources.is_empty() {
+            sources = s;
+        }
+    }
+    (chunks, sources)
 }
 
-/// `parse` with a title found elsewhere (an HTML `<title>`, a PDF's metadata); None takes the
-/// front matter's, then looks for a level-one heading, then takes the file name.
-pub(crate) fn parse_titled(
+/// The chunks and source of one text. A title found elsewhere (an HTML `<title>`) wins; None
+/// takes the front matter's, then looks for a level-one heading, then takes the file name.
+fn parse_titled(
     text: &str,
     path: &Path,
     format: Format,

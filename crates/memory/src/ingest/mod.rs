@@ -2,8 +2,9 @@
 //! e-mail (`.eml`, mbox and Mailman/pipermail archives, Maildir folders) and chats (chat lines
 //! as JSON Lines or an array, ChatGPT and Claude exports, Slack export folders,
 //! DiscordChatExporter JSON, WhatsApp `.txt`). Folders are walked recursively (hidden entries
-//! skipped but for Maildir++ folders, in name order); `detect` decides what each file is from its place and content
-//! first, its extension second, and a `kind` names the family to read files as. A file whose
+//! skipped but for Maildir++ folders, in name order); `openhuman_formats` decides what each
+//! file is (from its place and content first, its extension second; a `kind` names the family
+//! to read files as) and reads it, and this module chunks and stores what it yields. A file whose
 //! content hash matches its last ingest is skipped; a changed file replaces its chunks. Files
 //! are parsed outside the writer lock and written in batches of about `BATCH_CHUNKS` chunks,
 //! one transaction per batch; the full-text index is committed every `FTS_COMMIT_CHUNKS`
@@ -12,40 +13,27 @@
 //! says how many were still to do; `MemoryEngine::wait_background` waits for them), and what
 //! the chunks' text mentions (entities) is read by the entity thread once the call ends. Whatever
 //! is passed over — a bad line, a message without a time, an unsupported file — is counted
-//! with its reason (`report`), and unsupported files are named; one bad file never stops the
+//! with its reason (`Skips`), and unsupported files are named; one bad file never stops the
 //! others.
 
-mod assistant;
 mod chat;
-mod detect;
-mod discord;
 mod docs;
-mod html;
 mod mail;
-mod mbox;
-mod pdf;
-mod report;
-mod slack;
-mod stream;
-mod text;
-mod whatsapp;
-mod when;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::error::{MemoryError, ResultExt};
+use super::locks::read;
 use super::store::{self, NewChunk, NewSource};
-use super::sync::{self, read};
-use super::types::{FileError, IngestProgress, IngestSummary, UNSUPPORTED_NAMED};
+use super::types::{FileError, IngestProgress, IngestSummary, Skipped, UNSUPPORTED_NAMED};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, anchor, backfill, entities, lock};
-use detect::{Detected, FileKind};
-use report::Skips;
+use super::{Inner, anchor, entities, write};
+use openhuman_formats::{Detected, FileKind, Parsed as Read, Skips, detect};
 
 const BATCH_CHUNKS: usize = 2_000;
 const FTS_COMMIT_CHUNKS: usize = 100_000;
@@ -53,13 +41,13 @@ const FTS_COMMIT_CHUNKS: usize = 100_000;
 /// Whether a walked file would be read: its content or, failing that, its extension names a
 /// format memory knows (what `ingest` decides, without a `kind` override).
 pub(crate) fn supported(p: &Path) -> bool {
-    matches!(detect::detect(p, None, false), Detected::Read(_))
+    matches!(detect(p, None, false), Detected::Read(_))
 }
 
 /// What a parsed file will write.
 enum Parsed {
     Chunks(Vec<NewChunk>, Vec<NewSource>),
-    Mail(Vec<mail::MailMessage>),
+    Mail(Vec<openhuman_formats::MailMessage>),
 }
 
 struct Pending {
@@ -90,7 +78,7 @@ fn collect(
     impl Walk<'_> {
         fn file(&mut self, p: PathBuf, named: bool) {
             self.summary.files_seen += 1;
-            match detect::detect(&p, self.kind, named) {
+            match detect(&p, self.kind, named) {
                 Detected::Read(k) => self.out.push((p, k)),
                 Detected::Skip(reason) => self.skips.file(reason, &p),
                 Detected::Unsupported => {
@@ -167,7 +155,7 @@ fn prepare(
     inner: &Inner,
     path: &Path,
     kind: FileKind,
-    ctx: &mut Context,
+    ctx: &mut openhuman_formats::Context,
     skips: &mut Skips,
 ) -> Result<Option<Pending>, MemoryError> {
     let meta = std::fs::metadata(path).context("reading the file")?;
@@ -187,21 +175,16 @@ fn prepare(
     // Each importer counts what it passes over in its own list, merged only when the file
     // parsed: a file that fails is one error, not also a pile of skipped lines.
     let mut mine = Skips::default();
-    let chunks = |(c, s)| Parsed::Chunks(c, s);
-    let parsed = match kind {
-        FileKind::Markdown | FileKind::Text => {
-            let (text, _) = text::decode(&bytes)?;
-            chunks(docs::parse(&text, path, kind == FileKind::Markdown, mtime, &origin))
+    let parsed = match openhuman_formats::parse(kind, &bytes, path, mtime, ctx, &mut mine)? {
+        Read::Document(doc) => {
+            let (chunks, sources) = docs::parse(doc, path, mtime, &origin);
+            Parsed::Chunks(chunks, sources)
         }
-        FileKind::Html => chunks(html::parse(&text::decode(&bytes)?.0, path, mtime, &origin)),
-        FileKind::Pdf => chunks(pdf::parse(&bytes, path, mtime, &origin)?),
-        FileKind::Chat => chunks(chat::parse(&text::decode(&bytes)?.0, path, &origin, &mut mine)?),
-        FileKind::ChatGpt => chunks(assistant::parse_chatgpt(&bytes, path, &origin, &mut mine)?),
-        FileKind::Claude => chunks(assistant::parse_claude(&bytes, path, &origin, &mut mine)?),
-        FileKind::Slack => chunks(slack::parse(&bytes, path, &origin, &mut ctx.slack, &mut mine)?),
-        FileKind::Discord => chunks(discord::parse(&bytes, path, &origin, &mut mine)?),
-        FileKind::WhatsApp => chunks(whatsapp::parse(&text::decode(&bytes)?.0, path, &origin, &mut mine)),
-        FileKind::Email => Parsed::Mail(mail::parse_file(&bytes, path, mtime, &mut mine)?),
+        Read::Chat(channels) => {
+            let (chunks, sources) = chat::pack(channels, path, &origin);
+            Parsed::Chunks(chunks, sources)
+        }
+        Read::Mail(msgs) => Parsed::Mail(msgs),
     };
     let pending = Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed };
     if pending_chunks(&pending) == 0 && mine.is_empty() {
@@ -210,12 +193,6 @@ fn prepare(
     }
     skips.merge(mine);
     Ok(Some(pending))
-}
-
-/// What importers keep between the files of one ingest.
-#[derive(Default)]
-struct Context {
-    slack: slack::Users,
 }
 
 fn pending_chunks(p: &Pending) -> usize {
@@ -229,29 +206,38 @@ fn pending_chunks(p: &Pending) -> usize {
 fn write_batch(
     inner: &Arc<Inner>,
     batch: Vec<Pending>,
-    links: &mail::Links,
+    links: &openhuman_formats::Links,
     summary: &mut IngestSummary,
     commit_fts: bool,
 ) -> Result<usize, MemoryError> {
-    let mut guard = lock(&inner.writer);
-    let ws = &mut *guard;
-    let tx = ws.transaction(inner)?;
-    let seq = store::bump_seq(&tx)?;
+    let written = write::bulk(inner, commit_fts, |tx, seq| write_files(tx, seq, &batch, links, summary))?;
+    summary.chunks_added += written;
+    Ok(written)
+}
+
+/// The rows of a batch of files, in the batch's transaction; returns how many chunks it wrote.
+fn write_files(
+    tx: &Transaction<'_>,
+    seq: i64,
+    batch: &[Pending],
+    links: &openhuman_formats::Links,
+    summary: &mut IngestSummary,
+) -> Result<usize, MemoryError> {
     let now = now_ms();
     let mut written = 0;
-    let mut threads = mail::Threads::new(&tx, links);
-    for p in &batch {
-        let old = store::rowids_by_origin(&tx, &p.origin)?;
-        let annotated = anchor::collect(&tx, &p.origin, &old)?;
-        summary.chunks_removed += store::delete_chunks(&tx, seq, &old)?;
+    let mut threads = mail::Threads::new(tx, links);
+    for p in batch {
+        let old = store::rowids_by_origin(tx, &p.origin)?;
+        let annotated = anchor::collect(tx, &p.origin, &old)?;
+        summary.chunks_removed += store::delete_chunks(tx, seq, &old)?;
         let (chunks, sources) = match &p.parsed {
             Parsed::Chunks(c, s) => (c.clone(), s.clone()),
-            Parsed::Mail(msgs) => mail::build(&tx, &mut threads, msgs, &p.path, &p.origin)?,
+            Parsed::Mail(msgs) => mail::build(tx, &mut threads, msgs, &p.path, &p.origin)?,
         };
         for s in &sources {
-            store::upsert_source(&tx, s, now)?;
+            store::upsert_source(tx, s, now)?;
         }
-        let inserted = store::insert_chunks(&tx, seq, &chunks, now)?;
+        let inserted = store::insert_chunks(tx, seq, &chunks, now)?;
         let n = inserted.len();
         if !annotated.is_empty() {
             let text: HashMap<String, &str> = chunks.iter().map(|c| (c.id(), c.content.as_str())).collect();
@@ -259,7 +245,7 @@ fn write_batch(
                 .iter()
                 .map(|(rowid, id)| (*rowid, id.clone(), text.get(id).copied().unwrap_or_default()))
                 .collect();
-            let outcome = anchor::reattach(&tx, &p.origin, annotated, &new, now)?;
+            let outcome = anchor::reattach(tx, &p.origin, annotated, &new, now)?;
             summary.annotations_moved += outcome.moved;
             summary.annotations_detached += outcome.detached;
         }
@@ -272,15 +258,6 @@ fn write_batch(
         written += n;
         summary.files_ingested += 1;
     }
-    drop(threads);
-    tx.commit()?;
-    summary.chunks_added += written;
-    sync::sync_fts(inner, ws, commit_fts)?;
-    // Deletions reach the vector index now; embedding the new chunks is left to the
-    // background thread so that it runs while the next batch is parsed and inserted.
-    sync::sync_vectors(inner, ws, Some(0))?;
-    drop(guard);
-    backfill::start(inner);
     Ok(written)
 }
 
@@ -314,23 +291,20 @@ fn prune_deleted(inner: &Arc<Inner>, roots: &[PathBuf], summary: &mut IngestSumm
     if gone.is_empty() {
         return Ok(());
     }
-    let mut guard = lock(&inner.writer);
-    let ws = &mut *guard;
-    let tx = ws.transaction(inner)?;
-    let seq = store::bump_seq(&tx)?;
-    let now = now_ms();
-    for path in &gone {
-        let origin = format!("file:{path}");
-        let old = store::rowids_by_origin(&tx, &origin)?;
-        let annotated = anchor::collect(&tx, &origin, &old)?;
-        summary.chunks_removed += store::delete_chunks(&tx, seq, &old)?;
-        summary.annotations_detached += anchor::reattach(&tx, &origin, annotated, &[], now)?.detached;
-        tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
-        summary.files_removed += 1;
-    }
-    tx.commit()?;
-    sync::sync_vectors(inner, ws, Some(0))?;
-    Ok(())
+    // The deletions reach the keyword index uncommitted: `finish_bulk` commits them.
+    write::bulk(inner, false, |tx, seq| {
+        let now = now_ms();
+        for path in &gone {
+            let origin = format!("file:{path}");
+            let old = store::rowids_by_origin(tx, &origin)?;
+            let annotated = anchor::collect(tx, &origin, &old)?;
+            summary.chunks_removed += store::delete_chunks(tx, seq, &old)?;
+            summary.annotations_detached += anchor::reattach(tx, &origin, annotated, &[], now)?.detached;
+            tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([path])?;
+            summary.files_removed += 1;
+        }
+        Ok(())
+    })
 }
 
 pub(crate) fn ingest_paths(
@@ -361,8 +335,8 @@ pub(crate) fn ingest_paths(
     // Mail threads are rooted before any message is written, whatever order the files and
     // messages come in: the links of every message of this ingest are read first.
     let mail_files = files.iter().filter(|(_, k)| *k == FileKind::Email).map(|(p, _)| p.as_path());
-    let links = mail::Links::scan(mail_files);
-    let mut ctx = Context::default();
+    let links = openhuman_formats::Links::scan(mail_files);
+    let mut ctx = openhuman_formats::Context::default();
     let mut state = IngestProgress { files_total: files.len(), ..IngestProgress::default() };
     let mut batch: Vec<Pending> = Vec::new();
     let mut batch_chunks = 0;
@@ -391,16 +365,15 @@ pub(crate) fn ingest_paths(
         state.chunks_written += write_batch(inner, batch, &links, &mut summary, true)?;
     }
     prune_deleted(inner, &roots, &mut summary)?;
-    {
-        let mut ws = lock(&inner.writer);
-        sync::sync_fts(inner, &mut ws, true)?;
-        sync::prune_tombstones(&mut ws)?;
-        sync::compact_if_due(inner, &mut ws)?;
-    }
+    write::finish_bulk(inner)?;
     let chunks: i64 = inner.read_conn()?.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
     summary.vectors_pending = (chunks as usize).saturating_sub(read(&inner.fast.vectors).len());
     summary.lines_skipped = skips.lines();
-    summary.skipped = skips.into_list();
+    summary.skipped = skips
+        .into_list()
+        .into_iter()
+        .map(|s| Skipped { unit: s.unit.to_string(), reason: s.reason, count: s.count, first: s.first })
+        .collect();
     summary.duration_ms = started.elapsed().as_millis() as u64;
     tracing::info!(
         files = summary.files_ingested,

@@ -252,7 +252,7 @@ fn a_full_text_index_of_an_older_layout_is_rebuilt_on_open() {
         let m = open(dir.path());
         let s = m.stats().unwrap().json();
         assert_eq!((&s["chunks"], &s["fts"]["docs"], &s["fts"]["seq"]), (&chunks, &chunks, &s["db_seq"]), "{s}");
-        assert_eq!(m.check().unwrap()["ok"], true);
+        assert!(m.check().unwrap().ok);
         // Only the new analyzer stems: `develop` finds `developing`.
         let r = m.wire::<ops::Search>(json!({"query": "develop"})).unwrap();
         assert_eq!(r["hits"][0]["title"], "Roadmap", "same schema: {same_schema}: {r}");

@@ -107,7 +107,7 @@ fn the_deep_tier_answers_only_once_it_covers_every_chunk() {
     // Keyword search reports no tier.
     assert_eq!(m.wire::<ops::Search>(json!({"query": "bread"})).unwrap().get("vector_tier"), None);
     assert_eq!(m.wire::<ops::Fetch>(json!({"query": "bread", "mode": "keyword"})).unwrap().get("vector_tier"), None);
-    assert_eq!(m.check().unwrap()["vectors"]["deep"]["missing"], 0);
+    assert_eq!(m.check().unwrap().vectors.deep.map(|d| d.missing), Some(0));
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! DiscordChatExporter JSON → chat chunks: one file is one channel (`guild`, `channel`,
-//! `messages`), one source per channel (`discord:<guild id>/<channel id>`). Each message has
+//! DiscordChatExporter JSON → a chat channel: one file is one channel (`guild`, `channel`,
+//! `messages`), with the id `discord:<guild id>/<channel id>`. Each message has
 //! an `author` (its `name`, the account's stable handle), an ISO `timestamp` and `content`;
 //! attachments are named. Join, pin and call notices are counted and left out. The messages
 //! are read one at a time (`stream`), so a channel of any size is never one JSON tree.
@@ -9,11 +9,10 @@ use std::path::Path;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::chat::{self, Channel, ChatMsg};
+use super::chat::{Channel, ChatMsg};
 use super::report::Skips;
 use super::{stream, when};
-use crate::error::MemoryError;
-use crate::store::{NewChunk, NewSource};
+use crate::error::FormatError;
 
 /// Message types that carry a conversation's words.
 const SPOKEN: &[&str] = &["Default", "Reply", "ThreadStarterMessage"];
@@ -87,14 +86,9 @@ fn message(i: usize, m: &Value, path: &Path, skips: &mut Skips) -> Option<ChatMs
     Some(ChatMsg { at, ts, from, text, thread: None })
 }
 
-pub(crate) fn parse(
-    bytes: &[u8],
-    path: &Path,
-    origin: &str,
-    skips: &mut Skips,
-) -> Result<(Vec<NewChunk>, Vec<NewSource>), MemoryError> {
+pub(crate) fn parse(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<Channel>, FormatError> {
     let (guild, channel, msgs) = stream::read(bytes, "a DiscordChatExporter file", Export { path, skips })?;
-    let msgs = msgs.ok_or_else(|| MemoryError::Parse("not a DiscordChatExporter file: no `messages` array".into()))?;
+    let msgs = msgs.ok_or_else(|| FormatError::malformed("not a DiscordChatExporter file: no `messages` array"))?;
     let guild_name = text_at(&guild, "/name").unwrap_or("Direct Messages");
     let name = text_at(&channel, "/name").unwrap_or("channel");
     let channel_id = text_at(&channel, "/id").unwrap_or(name);
@@ -105,5 +99,5 @@ pub(crate) fn parse(
         Some("discord"),
     );
     ch.msgs = msgs;
-    Ok(chat::pack(vec![ch], path, origin))
+    Ok(vec![ch])
 }

@@ -5,7 +5,7 @@
 use serde::de::{DeserializeSeed, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::error::MemoryError;
+use crate::error::FormatError;
 
 /// A JSON array whose elements go to `each` (with their index) as they are read; usable as the
 /// value of a map entry through `MapAccess::next_value_seed`.
@@ -42,8 +42,8 @@ pub(crate) fn without_bom(bytes: &[u8]) -> &[u8] {
 }
 
 /// Reads a file that is one JSON value with `visitor`; an error names what the file should be.
-pub(crate) fn read<'de, V: Visitor<'de>>(bytes: &'de [u8], what: &str, visitor: V) -> Result<V::Value, MemoryError> {
+pub(crate) fn read<'de, V: Visitor<'de>>(bytes: &'de [u8], what: &str, visitor: V) -> Result<V::Value, FormatError> {
     let mut de = serde_json::Deserializer::from_slice(without_bom(bytes));
     let value = de.deserialize_any(visitor).and_then(|v| de.end().map(|()| v));
-    value.map_err(|e| MemoryError::Parse(format!("not {what}: {e}")))
+    value.map_err(|e| FormatError::malformed(format!("not {what}: {e}")))
 }

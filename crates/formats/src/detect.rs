@@ -16,7 +16,7 @@ const SLACK_INDEX: &[&str] =
     &["channels.json", "users.json", "groups.json", "dms.json", "mpims.json", "integration_logs.json", "canvases.json"];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum FileKind {
+pub enum FileKind {
     Markdown,
     Text,
     Html,
@@ -70,17 +70,19 @@ impl FileKind {
     }
 }
 
-/// What ingest does with a file.
+/// What a reader should do with a file.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Detected {
+pub enum Detected {
     Read(FileKind),
     /// Kept out on purpose, for this reason (counted in the summary).
     Skip(&'static str),
     Unsupported,
 }
 
-/// `named`: the caller named this file itself (a forced kind then wins over the extension).
-pub(crate) fn detect(path: &Path, kind: Option<&str>, named: bool) -> Detected {
+/// What the file at `path` is. `kind` names a family to read it as (`document`, `email`,
+/// `chat`); `named`: the caller named this file itself (a forced kind then wins over the
+/// extension).
+pub fn detect(path: &Path, kind: Option<&str>, named: bool) -> Detected {
     if let Some(in_tmp) = maildir_message(path) {
         return if in_tmp {
             Detected::Skip("Maildir tmp/ file (a message still being delivered)")

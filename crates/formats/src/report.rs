@@ -1,13 +1,23 @@
-//! What ingest passed over, counted by unit and reason with where the first one was, so a
+//! What the parsers passed over, counted by unit and reason with where the first one was, so a
 //! summary can say "3 lines without a time (first: chat.jsonl:4)" instead of dropping them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::types::Skipped;
+/// One reason things were passed over: how many, and the first of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    /// `line`, `message` or `file`.
+    pub unit: &'static str,
+    pub reason: String,
+    pub count: usize,
+    /// The first one: a path, with `:<line>` or `#<n>` when it was a line or a message.
+    pub first: String,
+}
 
+/// The passed-over things of one file or one run, by unit and reason.
 #[derive(Debug, Default)]
-pub(crate) struct Skips {
+pub struct Skips {
     counts: BTreeMap<(&'static str, String), (usize, String)>,
 }
 
@@ -46,10 +56,8 @@ impl Skips {
         self.counts.iter().filter(|((u, _), _)| *u == "line").map(|(_, (n, _))| n).sum()
     }
 
-    pub fn into_list(self) -> Vec<Skipped> {
-        self.counts
-            .into_iter()
-            .map(|((unit, reason), (count, first))| Skipped { unit: unit.to_string(), reason, count, first })
-            .collect()
+    /// Every reason, ordered by unit and reason.
+    pub fn into_list(self) -> Vec<Skip> {
+        self.counts.into_iter().map(|((unit, reason), (count, first))| Skip { unit, reason, count, first }).collect()
     }
 }

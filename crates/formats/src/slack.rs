@@ -1,32 +1,31 @@
-//! Slack export folders → chat chunks, one source per channel.
+//! Slack export folders → chat channels, one per channel folder.
 //!
 //! An export is a folder with `users.json` and `channels.json` and one folder per channel
 //! holding a JSON file per day (`general/2024-01-01.json`: an array of messages). Each day
 //! file is ingested on its own (so a re-export only re-reads the days that changed); the
 //! export's `users.json` is read once per ingest to turn user ids into names, in the sender
-//! and in `<@U…>` mentions. A message with a `thread_ts` belongs to that thread: the thread
-//! (its parent and replies) is packed apart from the channel's main line, with `thread_id`
-//! `<channel>/thread/<thread_ts>`, so replies in later day files join it. Join/leave/topic
-//! notices and other system subtypes are counted and left out.
+//! and in `<@U…>` mentions. A message with a `thread_ts` belongs to that thread: its `thread`
+//! tells the thread (its parent and replies) apart from the channel's main line, so a reader
+//! can keep it apart and replies in later day files join it. Join/leave/topic notices and
+//! other system subtypes are counted and left out.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::chat::{self, Channel, ChatMsg};
+use super::chat::{Channel, ChatMsg};
 use super::detect::slack_export_root;
 use super::html::decode_entities;
 use super::report::Skips;
 use super::when;
-use crate::error::MemoryError;
-use crate::store::{NewChunk, NewSource};
+use crate::error::FormatError;
 
 /// Subtypes that carry a conversation's words; any other subtype is a notice.
 const SPOKEN: &[&str] = &["bot_message", "me_message", "thread_broadcast", "file_share", "file_comment"];
 
 /// User id → name for each export folder met in this ingest.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Users {
     by_export: HashMap<PathBuf, HashMap<String, String>>,
 }
@@ -56,12 +55,11 @@ fn user_name(u: &Value) -> Option<String> {
 pub(crate) fn parse(
     bytes: &[u8],
     path: &Path,
-    origin: &str,
     users: &mut Users,
     skips: &mut Skips,
-) -> Result<(Vec<NewChunk>, Vec<NewSource>), MemoryError> {
+) -> Result<Vec<Channel>, FormatError> {
     let messages: Vec<Value> = serde_json::from_slice(bytes)
-        .map_err(|e| MemoryError::Parse(format!("not a Slack day file (a JSON array of messages): {e}")))?;
+        .map_err(|e| FormatError::malformed(format!("not a Slack day file (a JSON array of messages): {e}")))?;
     let names = users.of(slack_export_root(path));
     let channel = path
         .parent()
@@ -104,7 +102,7 @@ pub(crate) fn parse(
         let thread = m.get("thread_ts").and_then(Value::as_str).map(str::to_string);
         ch.msgs.push(ChatMsg { at, ts, from, text, thread });
     }
-    Ok(chat::pack(vec![ch], path, origin))
+    Ok(vec![ch])
 }
 
 /// Slack's markup made readable: `<@U1>` → `@Name`, `<#C1|general>` → `#general`,

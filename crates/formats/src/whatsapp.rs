@@ -1,4 +1,4 @@
-//! WhatsApp chat exports (`.txt`) → chat chunks, one source per chat.
+//! WhatsApp chat exports (`.txt`) → a chat channel, one per chat.
 //!
 //! Two line shapes, as the phone apps write them:
 //! - iPhone: `[31/12/2023, 21:04:05] Name: text` (also `[12/31/23, 9:04:05 PM]`);
@@ -16,9 +16,8 @@ use std::path::Path;
 
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 
-use super::chat::{self, Channel, ChatMsg};
+use super::chat::{Channel, ChatMsg};
 use super::report::Skips;
-use crate::store::{NewChunk, NewSource};
 
 #[derive(Debug, Clone, Copy)]
 struct Stamp {
@@ -117,7 +116,7 @@ fn is_media_placeholder(text: &str) -> bool {
         || t.starts_with("<attached:")
 }
 
-pub(crate) fn parse(text: &str, path: &Path, origin: &str, skips: &mut Skips) -> (Vec<NewChunk>, Vec<NewSource>) {
+pub(crate) fn parse(text: &str, path: &Path, skips: &mut Skips) -> Vec<Channel> {
     // First pass: every stamped line, to decide the date order for the whole file.
     let stamps: Vec<Stamp> = text.lines().filter_map(|l| stamp(l).map(|s| s.0)).collect();
     let day_first = if stamps.iter().any(|s| s.first > 12) {
@@ -168,7 +167,7 @@ pub(crate) fn parse(text: &str, path: &Path, origin: &str, skips: &mut Skips) ->
         }
     }
     close(&mut open, skips);
-    chat::pack(vec![ch], path, origin)
+    vec![ch]
 }
 
 #[cfg(test)]

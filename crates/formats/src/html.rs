@@ -1,15 +1,8 @@
-//! HTML pages → document chunks: the visible text, read by a small tolerant scanner (no DOM).
+//! HTML pages → their visible text as Markdown-like text and a title: the visible text, read by a small tolerant scanner (no DOM).
 //! `<script>`, `<style>`, `<template>`, `<noscript>`, `<svg>`, comments and everything in
 //! `<head>` but the `<title>` are dropped; block elements end lines, headings become Markdown
 //! headings (so chunks break at them), list items become `- ` lines, `<pre>` keeps its spacing,
 //! and character references are decoded. The title is `<title>`, else the first heading.
-
-use std::path::Path;
-
-use crate::chunker::Format;
-use crate::store::{NewChunk, NewSource};
-
-use super::docs;
 
 const DROPPED: &[&str] = &["script", "style", "template", "noscript", "svg", "head"];
 const BLOCKS: &[&str] = &[
@@ -49,11 +42,7 @@ const BLOCKS: &[&str] = &[
     "html",
 ];
 
-pub(crate) fn parse(html: &str, path: &Path, mtime_ms: i64, origin: &str) -> (Vec<NewChunk>, Vec<NewSource>) {
-    let page = extract(html);
-    docs::parse_titled(&page.text, path, Format::Markdown, page.title, mtime_ms, origin)
-}
-
+/// A page's title and its visible text.
 #[derive(Debug, Default)]
 pub(crate) struct Page {
     pub title: Option<String>,

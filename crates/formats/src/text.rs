@@ -6,13 +6,13 @@
 
 use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE};
 
-use crate::error::MemoryError;
+use crate::error::FormatError;
 
 /// How many bytes the detector reads: enough to decide, bounded for very large files.
 const SNIFF_BYTES: usize = 1 << 20;
 
 /// The text and the name of the encoding it was read in.
-pub(crate) fn decode(bytes: &[u8]) -> Result<(String, &'static str), MemoryError> {
+pub fn decode(bytes: &[u8]) -> Result<(String, &'static str), FormatError> {
     let encoding = if let Some((enc, _)) = Encoding::for_bom(bytes) {
         enc
     } else if std::str::from_utf8(bytes).is_ok() {
@@ -26,10 +26,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(String, &'static str), MemoryError
     };
     let (text, _, _) = encoding.decode(bytes);
     if looks_binary(&text) {
-        return Err(MemoryError::Parse(format!(
-            "not text: neither UTF-8 nor another text encoding (read as {} it holds control bytes; binary data?)",
-            encoding.name()
-        )));
+        return Err(FormatError::NotText { encoding: encoding.name() });
     }
     Ok((text.into_owned(), encoding.name()))
 }

@@ -1,4 +1,4 @@
-//! Exports of AI assistant conversations → chat chunks, one source per conversation.
+//! Exports of AI assistant conversations → chat channels, one per conversation.
 //!
 //! ChatGPT (`conversations.json`): an array of conversations, each a `mapping` of message
 //! nodes linked by `parent`/`children` (a tree: every edit or regeneration is a branch). The
@@ -18,32 +18,22 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::chat::{self, Channel, ChatMsg};
+use super::chat::{Channel, ChatMsg};
 use super::report::Skips;
 use super::{stream, when};
-use crate::error::MemoryError;
-use crate::store::{NewChunk, NewSource};
+use crate::error::FormatError;
 
-type Parsed = (Vec<NewChunk>, Vec<NewSource>);
-
-/// Reads an export conversation by conversation (`stream`) with `one`, packing each into
-/// chunks as it goes.
+/// Reads an export conversation by conversation (`stream`) with `one`: the export is never
+/// held as one JSON tree, only its conversations as channels.
 fn parse_export(
     bytes: &[u8],
     what: &str,
     path: &Path,
-    origin: &str,
     skips: &mut Skips,
     one: fn(usize, &Value, &Path, &mut Skips) -> Option<Channel>,
-) -> Result<Parsed, MemoryError> {
-    let mut out: Parsed = (Vec::new(), Vec::new());
-    let each = |i, conv: Value| {
-        if let Some(ch) = one(i, &conv, path, skips) {
-            let (chunks, sources) = chat::pack(vec![ch], path, origin);
-            out.0.extend(chunks);
-            out.1.extend(sources);
-        }
-    };
+) -> Result<Vec<Channel>, FormatError> {
+    let mut out = Vec::new();
+    let each = |i, conv: Value| out.extend(one(i, &conv, path, skips));
     stream::read(bytes, &format!("a {what} export (a JSON array of conversations)"), stream::Elements(each))?;
     Ok(out)
 }
@@ -77,8 +67,8 @@ fn push_turn(ch: &mut Channel, t: Turn<'_>, path: &Path, skips: &mut Skips) {
     ch.msgs.push(ChatMsg { at: t.at, ts, from: t.from.to_string(), text: t.text, thread: None });
 }
 
-pub(crate) fn parse_chatgpt(bytes: &[u8], path: &Path, origin: &str, skips: &mut Skips) -> Result<Parsed, MemoryError> {
-    parse_export(bytes, "ChatGPT", path, origin, skips, chatgpt_conversation)
+pub(crate) fn parse_chatgpt(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<Channel>, FormatError> {
+    parse_export(bytes, "ChatGPT", path, skips, chatgpt_conversation)
 }
 
 /// One conversation as a channel; None (counted) when it has no messages to read.
@@ -171,8 +161,8 @@ fn chatgpt_text(msg: &Value) -> String {
     pieces.join("\n")
 }
 
-pub(crate) fn parse_claude(bytes: &[u8], path: &Path, origin: &str, skips: &mut Skips) -> Result<Parsed, MemoryError> {
-    parse_export(bytes, "Claude", path, origin, skips, claude_conversation)
+pub(crate) fn parse_claude(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<Channel>, FormatError> {
+    parse_export(bytes, "Claude", path, skips, claude_conversation)
 }
 
 /// One conversation as a channel; None (counted) when it has no messages to read.
