@@ -1,18 +1,19 @@
 //! The write tools: `memory.store`, `memory.note`, `tree.tag`, `memory.learn`,
-//! `memory.forget`, `memory.split_entity`. They run through `tools::call`'s Act path (validation → policy → handler),
+//! `memory.forget`, `memory.split_entity`. Each one's arguments are an operation's parameter type
+//! (`openhuman_memory::ops::write`); they run through `tools::call`'s Act path (validation → policy → handler),
 //! every attempt gets one audit row, and a successful write commits its row in the same
 //! transaction as the data. Argument summaries in audit rows never carry bodies.
 
 use futures::FutureExt;
 use openhuman_common::looks_secret;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
-use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
+use super::{Annotations, Handler, Policy, ToolDef, ToolFailure, ToolOutcome, always};
 use crate::state::AppState;
 use openhuman_mcp::RequestCtx;
-use openhuman_mcp::args::{ArgSpec, Field};
-use openhuman_memory::{AuditRow, MemoryEngine, MemoryError, PutDocument};
+use openhuman_memory::ops::{self, Author};
+use openhuman_memory::{AuditRow, MemoryEngine, MemoryError};
+use openhuman_schema::Params;
 
 pub const WRITE_ANNOTATIONS: Annotations =
     Annotations { read_only: false, destructive: Some(true), idempotent: Some(true), open_world: false };
@@ -23,17 +24,7 @@ pub const LEARN_ANNOTATIONS: Annotations =
 pub const AUDITED: &[&str] =
     &["memory.store", "memory.note", "tree.tag", "memory.learn", "memory.forget", "memory.split_entity"];
 
-const LEARN_KINDS: &[&str] = &["preference", "fact", "procedure", "correction", "other"];
 const TITLE_CHARS: usize = 128;
-
-/// Slug: ASCII letters/digits lowercased, other runs → `-`, trimmed, at most 64 chars;
-/// empty → `untitled-<first 16 hex of sha256(title)>`.
-pub fn slug(title: &str) -> String {
-    let mut out = openhuman_common::normalize_id(title);
-    out.truncate(64);
-    let out = out.trim_end_matches('-').to_string();
-    if out.is_empty() { format!("untitled-{}", &hex::encode(Sha256::digest(title.as_bytes()))[..16]) } else { out }
-}
 
 /// A title as it may appear in an audit row: at most 128 characters, secrets redacted.
 fn audit_title(t: &str) -> Value {
@@ -195,211 +186,131 @@ async fn blocking_write<T: serde::Serialize + Send + 'static>(
         .map_err(|e| ToolFailure::Tool(format!("internal error: the write's result did not serialise: {e}")))
 }
 
-fn str_arg(args: &Map<String, Value>, name: &str) -> String {
-    args.get(name).and_then(Value::as_str).unwrap_or_default().to_string()
+/// A write tool: its schema is the parameter type `P`'s; its handler turns the validated
+/// arguments into `P` (see [`prepare`]) and makes the typed engine call for the calling client.
+fn write_tool<P: Params + Send + 'static>(
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    annotations: Annotations,
+    handler: Handler,
+) -> ToolDef {
+    ToolDef {
+        name,
+        title,
+        description,
+        policy: Policy::Act,
+        annotations,
+        args: P::spec(),
+        output_schema: None,
+        available: always,
+        handler,
+    }
 }
 
-fn list_arg(args: &Map<String, Value>, name: &str) -> Vec<String> {
-    args.get(name)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
-fn namespace_ok(ns: &str) -> bool {
-    !ns.is_empty()
-        && ns.len() <= 64
-        && ns.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c))
+/// The validated arguments of `tool` as its parameter type, and who writes (the audit row
+/// summarises the arguments as sent).
+fn prepare<P: Params>(tool: &str, args: Map<String, Value>, ctx: &RequestCtx) -> Result<(P, Author), ToolFailure> {
+    let audit = audit_row(tool, ctx, &args);
+    let p = P::from_checked(args).map_err(|e| ToolFailure::Tool(format!("invalid arguments for {tool}: {e}")))?;
+    Ok((p, Author { source: ctx.source.clone(), audit }))
 }
 
 pub fn tools() -> Vec<ToolDef> {
     vec![
-        ToolDef {
-            name: "memory.store",
-            title: "Store a document in memory",
-            description: "Save (or replace) a document in the user's memory under a key derived from its title \
-                          (mcp-store-<slug>), optionally in a namespace and with tags. It is searchable at once.",
-            policy: Policy::Act,
-            annotations: WRITE_ANNOTATIONS,
-            args: ArgSpec::new(vec![
-                Field::string("title", "Title; also names the document (same title = same document).")
-                    .required()
-                    .max_chars(512),
-                Field::string("content", "The document text (Markdown welcome).").required(),
-                Field::string("namespace", "Namespace: lowercase letters, digits, '.', '_' or '-' (default: default).")
-                    .max_chars(64),
-                Field::list("tags", "Tags (at most 50, 128 characters each).", 50, 128),
-            ]),
-            output_schema: None,
-            available: always,
-            handler: |state, args, ctx| {
+        write_tool::<ops::StoreParams>(
+            "memory.store",
+            "Store a document in memory",
+            "Save (or replace) a document in the user's memory under a key derived from its title \
+             (mcp-store-<slug>), optionally in a namespace and with tags. It is searchable at once.",
+            WRITE_ANNOTATIONS,
+            |state, args, ctx| {
                 async move {
-                    let namespace = args.get("namespace").and_then(Value::as_str).map(str::to_string);
-                    if let Some(ns) = &namespace
-                        && !namespace_ok(ns)
-                    {
-                        return Err(ToolFailure::Tool(format!(
-                            "invalid arguments for memory.store: argument `namespace` may hold only lowercase letters, digits, '.', '_' and '-' (at most 64); got {}",
-                            audit_word(ns, 64)
-                        )));
-                    }
-                    let title = str_arg(&args, "title");
-                    let doc = PutDocument {
-                        namespace,
-                        key: format!("mcp-store-{}", slug(&title)),
-                        title: Some(title),
-                        content: str_arg(&args, "content"),
-                        tags: list_arg(&args, "tags"),
-                        metadata: Map::new(),
-                        timestamp_ms: None,
-                        source: ctx.source.clone(),
-                    };
-                    let row = audit_row("memory.store", &ctx, &args);
-                    blocking_write(state, &[], move |e| e.put_document(doc, row)).await
+                    let (p, by) = prepare::<ops::StoreParams>("memory.store", args, &ctx)?;
+                    blocking_write(state, &[], move |e| e.store(p, by)).await
                 }
                 .boxed()
             },
-        },
-        ToolDef {
-            name: "memory.note",
-            title: "Annotate a memory chunk",
-            description: "Attach a note to a chunk (one note per chunk: a new note replaces the old). The note is \
-                          shown with the chunk and is itself searchable.",
-            policy: Policy::Act,
-            annotations: WRITE_ANNOTATIONS,
-            args: ArgSpec::new(vec![
-                Field::string("chunk_id", "The chunk to annotate (from search, recall or browse).")
-                    .required()
-                    .max_chars(256),
-                Field::string("note_text", "The note.").required().max_chars(64 * 1024),
-            ]),
-            output_schema: None,
-            available: always,
-            handler: |state, args, ctx| {
+        ),
+        write_tool::<ops::NoteParams>(
+            "memory.note",
+            "Annotate a memory chunk",
+            "Attach a note to a chunk (one note per chunk: a new note replaces the old). The note is \
+             shown with the chunk and is itself searchable.",
+            WRITE_ANNOTATIONS,
+            |state, args, ctx| {
                 async move {
-                    let chunk = str_arg(&args, "chunk_id");
-                    let note = str_arg(&args, "note_text");
-                    let key = format!("mcp-note-{}", chunk.trim());
-                    let (source, row) = (ctx.source.clone(), audit_row("memory.note", &ctx, &args));
-                    let item = chunk.clone();
-                    blocking_write(state, &[&item], move |e| e.add_note(&chunk, &note, &key, &source, row)).await
+                    let (p, by) = prepare::<ops::NoteParams>("memory.note", args, &ctx)?;
+                    let item = p.chunk_id.clone();
+                    blocking_write(state, &[&item], move |e| e.note(p, by)).await
                 }
                 .boxed()
             },
-        },
-        ToolDef {
-            name: "tree.tag",
-            title: "Tag a memory chunk",
-            description: "Set tags on a chunk (replacing tags earlier set through this tool). Tags show up in \
-                          tree.read_chunk and tree.browse and filter recall (tags_any).",
-            policy: Policy::Act,
-            annotations: WRITE_ANNOTATIONS,
-            args: ArgSpec::new(vec![
-                Field::string("chunk_id", "The chunk to tag.").required().max_chars(256),
-                Field::list("tags", "Tags: 1 to 50, each at most 128 characters (rejected, not trimmed).", 50, 128)
-                    .required()
-                    .min_items(1),
-            ]),
-            output_schema: None,
-            available: always,
-            handler: |state, args, ctx| {
+        ),
+        write_tool::<ops::TagParams>(
+            "tree.tag",
+            "Tag a memory chunk",
+            "Set tags on a chunk (replacing tags earlier set through this tool). Tags show up in \
+             tree.read_chunk and tree.browse and filter recall (tags_any).",
+            WRITE_ANNOTATIONS,
+            |state, args, ctx| {
                 async move {
-                    let chunk = str_arg(&args, "chunk_id");
-                    let tags = list_arg(&args, "tags");
-                    let key = format!("mcp-tag-{}", chunk.trim());
-                    let (source, row) = (ctx.source.clone(), audit_row("tree.tag", &ctx, &args));
-                    let item = chunk.clone();
-                    blocking_write(state, &[&item], move |e| e.tag_chunk(&chunk, &tags, &key, &source, row)).await
+                    let (p, by) = prepare::<ops::TagParams>("tree.tag", args, &ctx)?;
+                    let item = p.chunk_id.clone();
+                    blocking_write(state, &[&item], move |e| e.tag(p, by)).await
                 }
                 .boxed()
             },
-        },
-        ToolDef {
-            name: "memory.learn",
-            title: "Learn something about the user",
-            description: "Store one learning — a preference, fact, procedure or correction about the user or their \
-                          work — with an optional confidence. Returns its id.",
-            policy: Policy::Act,
-            annotations: LEARN_ANNOTATIONS,
-            args: ArgSpec::new(vec![
-                Field::string("text", "The learning, in one or a few sentences.").required().max_chars(16 * 1024),
-                Field::one_of("kind", "preference, fact, procedure, correction or other (default other).", LEARN_KINDS),
-                Field::number("confidence", "How sure, from 0 to 1.", 0.0, 1.0),
-            ]),
-            output_schema: None,
-            available: always,
-            handler: |state, args, ctx| {
+        ),
+        write_tool::<ops::LearnParams>(
+            "memory.learn",
+            "Learn something about the user",
+            "Store one learning — a preference, fact, procedure or correction about the user or their \
+             work — with an optional confidence. Returns its id.",
+            LEARN_ANNOTATIONS,
+            |state, args, ctx| {
                 async move {
-                    let text = str_arg(&args, "text");
-                    let kind = args.get("kind").and_then(Value::as_str).unwrap_or("other").to_string();
-                    let confidence = args.get("confidence").and_then(Value::as_f64);
-                    let (source, row) = (ctx.source.clone(), audit_row("memory.learn", &ctx, &args));
-                    blocking_write(state, &[], move |e| e.learn(&text, &kind, confidence, &source, row)).await
+                    let (p, by) = prepare::<ops::LearnParams>("memory.learn", args, &ctx)?;
+                    blocking_write(state, &[], move |e| e.learn_one(p, by)).await
                 }
                 .boxed()
             },
-        },
-        ToolDef {
-            name: "memory.forget",
-            title: "Forget memory items",
-            description: "Delete items for good — from the database and every index: documents, notes, learnings \
-                          or chunks by id (1 to 100 ids). Reports which ids were not found.",
-            policy: Policy::Act,
-            annotations: WRITE_ANNOTATIONS,
-            args: ArgSpec::new(vec![
-                Field::list("ids", "Item or chunk ids to delete (1 to 100).", 100, 512).required().min_items(1),
-            ]),
-            output_schema: None,
-            available: always,
-            handler: |state, args, ctx| {
+        ),
+        write_tool::<ops::ForgetParams>(
+            "memory.forget",
+            "Forget memory items",
+            "Delete items for good — from the database and every index: documents, notes, learnings \
+             or chunks by id (1 to 100 ids). Reports which ids were not found.",
+            WRITE_ANNOTATIONS,
+            |state, args, ctx| {
                 async move {
-                    let ids = list_arg(&args, "ids");
-                    let (source, row) = (ctx.source.clone(), audit_row("memory.forget", &ctx, &args));
-                    blocking_write(state, &[], move |e| e.forget(&ids, &source, row)).await
+                    let (p, by) = prepare::<ops::ForgetParams>("memory.forget", args, &ctx)?;
+                    blocking_write(state, &[], move |e| e.forget_ids(p, by)).await
                 }
                 .boxed()
             },
-        },
-        ToolDef {
-            name: "memory.split_entity",
-            title: "Split a merged person",
-            description: "Undo a merge of people: the name, address or bot that memory merged into another entity \
-                          (tree.top_entities lists them under `merged`, each with its reason) counts as itself again, \
-                          and memory never makes that merge again. Returns the entity it was split from.",
-            policy: Policy::Act,
-            annotations: WRITE_ANNOTATIONS,
-            args: ArgSpec::new(vec![
-                Field::string("entity_id", "The merged id, e.g. person:a-lovelace or email:ada@example.com.")
-                    .required()
-                    .max_chars(512),
-            ]),
-            output_schema: None,
-            available: always,
-            handler: |state, args, ctx| {
+        ),
+        write_tool::<ops::SplitEntityParams>(
+            "memory.split_entity",
+            "Split a merged person",
+            "Undo a merge of people: the name, address or bot that memory merged into another entity \
+             (tree.top_entities lists them under `merged`, each with its reason) counts as itself again, \
+             and memory never makes that merge again. Returns the entity it was split from.",
+            WRITE_ANNOTATIONS,
+            |state, args, ctx| {
                 async move {
-                    let id = str_arg(&args, "entity_id");
-                    let row = audit_row("memory.split_entity", &ctx, &args);
-                    blocking_write(state, &[], move |e| e.split_entity(&id, row)).await
+                    let (p, by) = prepare::<ops::SplitEntityParams>("memory.split_entity", args, &ctx)?;
+                    blocking_write(state, &[], move |e| e.split(p, by)).await
                 }
                 .boxed()
             },
-        },
+        ),
     ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slugs_follow_the_spec() {
-        assert_eq!(slug("Meeting notes: Q3 plan!"), "meeting-notes-q3-plan");
-        assert_eq!(slug("  --Hello__World--  "), "hello-world");
-        assert_eq!(slug(&"a".repeat(100)).len(), 64);
-        let s = slug("会议记录");
-        assert!(s.starts_with("untitled-") && s.len() == "untitled-".len() + 16, "{s}");
-        assert_eq!(slug("会议记录"), s, "deterministic");
-    }
 
     #[test]
     fn summaries_hold_no_bodies_and_redact_secrets() {

@@ -14,6 +14,7 @@
 //! - `search`, `recall`, `fetch`          ranking
 //! - `read_chunk`, `neighbours`           one chunk and its context
 //! - `browse`, `list`, `top_entities`, `list_sources`, `timeline`   listings and views
+//! - `write`         the write tools' parameters and the engine calls that run them for an author
 
 mod browse;
 mod fetch;
@@ -27,6 +28,7 @@ mod recall;
 mod search;
 mod timeline;
 mod top_entities;
+mod write;
 
 pub use browse::{Browse, BrowseParams, BrowseResult, BrowseRow};
 pub use fetch::{Fetch, FetchParams, FetchResult, Item};
@@ -41,6 +43,10 @@ pub use recall::{Citation, DateRange, Recall, RecallHit, RecallParams, RecallRes
 pub use search::{Search, SearchHit, SearchParams, SearchResult};
 pub use timeline::{Timeline, TimelineParams, TimelinePoint, TimelineResult};
 pub use top_entities::{EntitiesPage, EntityRow, MergedName, TopEntities, TopEntitiesParams};
+pub use write::{
+    Author, ForgetParams, LEARN_KINDS, LearnParams, NoteParams, SplitEntityParams, StoreParams, TagParams,
+    namespace_ok, slug,
+};
 
 use openhuman_schema::Params;
 use serde::Serialize;
