@@ -9,7 +9,7 @@ use openhuman_mcp::RpcError;
 use openhuman_mcp::prompts::{CompleteRequest, Completion, CompletionRef, MAX_COMPLETIONS};
 use openhuman_memory::Completable;
 
-use crate::rpc::{MethodError, blocking};
+use crate::engine::{MethodError, blocking};
 use crate::state::AppState;
 
 /// `token_budget` suggestions: round numbers within the accepted range.
@@ -33,7 +33,7 @@ pub async fn complete(state: AppState, request: CompleteRequest) -> Result<Compl
         _ => return Ok(Completion::default()),
     };
     crate::tools::admit_as(&state, gate)?;
-    let engine = crate::rpc::engine(&state).map_err(|e| RpcError::internal(e.to_string()))?;
+    let engine = crate::engine::engine(&state).map_err(|e| RpcError::internal(e.to_string()))?;
     let prefix = prefix.to_string();
     let found = blocking(move || engine.complete(what, &prefix, MAX_COMPLETIONS).map_err(MethodError::from))
         .await

@@ -9,9 +9,11 @@
 //! - `policy`     the Act limiter; `audit_writer` the rejection-row writer; `agents/` the
 //!   subagent registry (built-in + user agents)
 //! - `backends`   opens the memory engine and its embedder per config
-//! - `rpc`        the one table of `openhuman.*` methods (daemon and memory)
+//! - `engine`     the typed way onto the memory engine: `operate` runs an operation on the pool
 //! - `tools/`     the tool catalog and `tools/call`: lookup, validation, policy, audit, one file
-//!   per tool family; `tool_registry` the tool registry and diagnostics
+//!   per tool family
+//! - `rpc`        the one table of `openhuman.*` methods (daemon and memory), and the tool
+//!   registry over tools and memory methods (`rpc/registry`)
 //! - `resources`  the compiled-in prompt catalog; `live_resources` memory as resources
 //! - `prompts`    MCP prompts: one per built-in subagent, and `recall_context` (memory packed
 //!   into a token budget); `completion` completes their arguments and the resource templates'
@@ -38,6 +40,7 @@ mod cli;
 mod client;
 mod cmd;
 mod completion;
+mod engine;
 mod http_auth;
 mod live_resources;
 mod logging;
@@ -50,7 +53,6 @@ mod rpc;
 mod server;
 mod state;
 mod status;
-mod tool_registry;
 mod tools;
 mod ui;
 mod via;

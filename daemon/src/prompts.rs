@@ -20,7 +20,7 @@ use openhuman_mcp::prompts::{Prompt, PromptArgument, PromptResult, user_resource
 use openhuman_memory::{estimate_tokens, ops};
 
 use crate::agents::{Agent, Origin, Registry};
-use crate::rpc::{self, MethodError};
+use crate::engine::{self, MethodError};
 use crate::state::AppState;
 
 pub const RECALL: &str = "recall_context";
@@ -146,7 +146,7 @@ async fn recall_context(state: AppState, topic: &str, budget: usize) -> Result<P
     crate::tools::admit_as(&state, "memory.recall")?;
     crate::tools::admit_as(&state, "tree.read_chunk")?;
     let params = ops::RecallParams { limit: RECALL_K, ..ops::RecallParams::of(topic) };
-    let recalled = rpc::operate::<ops::Recall>(&state, params).await.map_err(to_rpc)?;
+    let recalled = engine::operate::<ops::Recall>(&state, params).await.map_err(to_rpc)?;
     let hits = recalled.chunks;
     let mut pack = Pack::new(budget);
     for hit in &hits {
@@ -155,7 +155,7 @@ async fn recall_context(state: AppState, topic: &str, budget: usize) -> Result<P
         }
         // A chunk deleted since the recall is left out.
         let params = ops::ReadChunkParams::of(&hit.chunk.chunk_id);
-        let chunk = match rpc::operate::<ops::ReadChunk>(&state, params).await {
+        let chunk = match engine::operate::<ops::ReadChunk>(&state, params).await {
             Ok(c) => c,
             Err(MethodError::NotFound(_)) => continue,
             Err(e) => return Err(to_rpc(e)),

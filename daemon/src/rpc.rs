@@ -7,9 +7,11 @@
 //!
 //! - `daemon` the daemon's own methods
 //! - `memory` the memory methods (search, recall, chunks, entities, sources, fetch, items)
+//! - `registry` the tool registry's view over tools and memory methods, and diagnostics
 
 mod daemon;
 mod memory;
+mod registry;
 
 use std::sync::LazyLock;
 
@@ -17,37 +19,12 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use openhuman_mcp::args::ArgSpec;
 use openhuman_mcp::{Progress, RpcError};
-use openhuman_memory::{MemoryEngine, MemoryError, Operation};
+use openhuman_memory::Operation;
 use openhuman_schema::Params;
 use serde_json::{Map, Value, json};
 
+pub(crate) use crate::engine::{MethodError, blocking, engine, operate};
 use crate::state::AppState;
-
-/// Why a method failed. The MCP tools turn all but `Internal` into readable tool errors; the
-/// socket and `/rpc` turn them into JSON-RPC errors.
-#[derive(Debug, thiserror::Error)]
-pub enum MethodError {
-    /// The caller's parameters are wrong; the message names the parameter.
-    #[error("{0}")]
-    InvalidParams(String),
-    #[error("{0}")]
-    NotFound(String),
-    /// The backend is switched off or unavailable; the message names the key to set.
-    #[error("{0}")]
-    Unavailable(String),
-    #[error("internal error: {0:#}")]
-    Internal(anyhow::Error),
-}
-
-impl From<MemoryError> for MethodError {
-    fn from(e: MemoryError) -> Self {
-        match e {
-            MemoryError::InvalidParams(m) => MethodError::InvalidParams(m),
-            MemoryError::NotFound(m) => MethodError::NotFound(m),
-            other => MethodError::Internal(other.into()),
-        }
-    }
-}
 
 /// Who is calling: the session (0 for none) and where progress goes, if anywhere.
 #[derive(Default)]
@@ -115,19 +92,6 @@ pub async fn call(state: AppState, name: &str, params: Map<String, Value>, calle
     })
 }
 
-/// Runs `f` on the bounded blocking pool (see `pool`); a job that could not finish is an
-/// internal error.
-pub async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, MethodError> + Send + 'static,
-) -> Result<T, MethodError> {
-    crate::pool::run(f).await.map_err(MethodError::Internal)?
-}
-
-/// The memory engine, or why there is none (naming the key to set).
-pub fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
-    state.memory().map_err(MethodError::Unavailable)
-}
-
 /// The method of an engine operation in `group`: the schema is its parameter type's, the
 /// handler its typed engine call.
 pub(crate) fn operation_in<O: Operation>(group: Group) -> Method {
@@ -150,11 +114,4 @@ fn run_operation<O: Operation>(
         serde_json::to_value(out).map_err(|e| MethodError::Internal(e.into()))
     }
     .boxed()
-}
-
-/// Runs an engine operation on parameters its schema accepted (or that Rust code built), on the
-/// bounded blocking path.
-pub(crate) async fn operate<O: Operation>(state: &AppState, params: O::Params) -> Result<O::Output, MethodError> {
-    let engine = engine(state)?;
-    blocking(move || O::run(&engine, params).map_err(MethodError::from)).await
 }

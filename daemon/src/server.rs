@@ -39,12 +39,6 @@ pub(crate) fn state(
     AppState::with_memory(paths, config, memory, upper)
 }
 
-/// The state without a memory engine, for tests of what needs none.
-#[cfg(test)]
-pub(crate) fn state_without_memory(paths: Paths, config: config::Config) -> AppState {
-    state(paths, config, Err(crate::state::MEMORY_NOT_OPEN.to_string()))
-}
-
 pub struct ServeOptions {
     /// Stop after this long with no session.
     pub idle_timeout: Option<Duration>,
@@ -354,4 +348,26 @@ fn open_file_limit() -> Option<usize> {
 #[cfg(not(unix))]
 fn open_file_limit() -> Option<usize> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::admit_as;
+
+    /// Prompts and completions read through a tool, and meet that tool's gate: listed under the
+    /// config, and admitted by the policy when it acts.
+    #[tokio::test]
+    async fn other_surfaces_meet_the_gate_of_the_tool_they_read_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = config::Config::default();
+        config.autonomy.level = openhuman_config::AutonomyLevel::Readonly;
+        let paths = Paths::under_home(dir.path());
+        let state = state(paths, config, Err(crate::state::MEMORY_NOT_OPEN.to_string()));
+        admit_as(&state, "memory.recall").unwrap();
+        admit_as(&state, "tree.read_chunk").unwrap();
+        let denied = admit_as(&state, "memory.store").unwrap_err();
+        assert!(crate::policy::Denial::is_denial_text(&denied.message), "{denied:?}");
+        assert_eq!(admit_as(&state, "no.such_tool").unwrap_err().code, -32603);
+    }
 }

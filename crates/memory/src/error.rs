@@ -155,6 +155,11 @@ impl<T, E: Cause> ResultExt<T> for Result<T, E> {
     }
 }
 
+/// Message for a chunk id that does not exist.
+pub(crate) fn no_chunk(id: &str) -> MemoryError {
+    MemoryError::NotFound(format!("no chunk with id {id}; ids come from memory.search/recall/tree.browse"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

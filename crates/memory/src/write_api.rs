@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::chunker::{Format, chunk_text};
-use super::ops::no_chunk;
+use super::error::no_chunk;
 use super::params::{invalid, required};
 use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
 use super::types::{AuditRow, PutDocument, SourceKind};

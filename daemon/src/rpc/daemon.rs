@@ -225,7 +225,7 @@ pub(super) fn methods() -> Vec<Method> {
             },
         ),
         method("openhuman.tool_registry_list", ArgSpec::none(), |s, _, _| {
-            async move { Ok(crate::tool_registry::list(&s)) }.boxed()
+            async move { Ok(super::registry::list(&s)) }.boxed()
         }),
         method(
             "openhuman.tool_registry_get",
@@ -235,7 +235,7 @@ pub(super) fn methods() -> Vec<Method> {
             |s, p, _| {
                 async move {
                     let id = p.get("tool_id").and_then(Value::as_str).unwrap_or_default().to_string();
-                    crate::tool_registry::get(&s, &id).ok_or_else(|| {
+                    super::registry::get(&s, &id).ok_or_else(|| {
                         MethodError::InvalidParams(format!(
                             "no tool `{id}`; openhuman.tool_registry_list shows them all"
                         ))
@@ -247,7 +247,7 @@ pub(super) fn methods() -> Vec<Method> {
         method("openhuman.tool_registry_diagnostics", ArgSpec::none(), |s, _, _| {
             async move {
                 s.audit().flush().await;
-                blocking(move || Ok(crate::tool_registry::diagnostics(&s))).await
+                blocking(move || Ok(super::registry::diagnostics(&s))).await
             }
             .boxed()
         }),

@@ -14,7 +14,7 @@ use openhuman_schema::Params;
 use serde_json::{Map, Value};
 
 use super::{Annotations, Policy, ToolDef, ToolFailure, ToolOutcome, always};
-use crate::rpc::{self, MethodError};
+use crate::engine::{self, MethodError};
 use crate::state::AppState;
 
 /// Every failure a caller can act on becomes an `isError` text; an internal one is logged and
@@ -43,7 +43,7 @@ fn to_json(out: impl serde::Serialize) -> ToolOutcome {
 fn run<O: Operation>(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
     async move {
         let params = params::<O>(args)?;
-        to_json(rpc::operate::<O>(&state, params).await.map_err(failure(O::METHOD))?)
+        to_json(engine::operate::<O>(&state, params).await.map_err(failure(O::METHOD))?)
     }
     .boxed()
 }
@@ -69,7 +69,7 @@ fn recall(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture
     async move {
         let params = params::<ops::Recall>(args)?;
         let query = params.query.clone();
-        let recalled = rpc::operate::<ops::Recall>(&state, params).await.map_err(failure(ops::Recall::METHOD))?;
+        let recalled = engine::operate::<ops::Recall>(&state, params).await.map_err(failure(ops::Recall::METHOD))?;
         let answer =
             if openhuman_providers::llm::configured(&state.config()) && super::subagent::current_session().is_none() {
                 Some(recall_answer(&state, &query, &recalled).await)
@@ -161,7 +161,7 @@ async fn recall_answer(state: &AppState, question: &str, recall: &ops::RecallRes
     for hit in recall.chunks.iter().take(RECALL_SOURCES) {
         let hit = &hit.chunk;
         // The snippet stands in when the chunk cannot be read (e.g. deleted since the search).
-        let chunk = rpc::operate::<ops::ReadChunk>(state, ops::ReadChunkParams::of(&hit.chunk_id)).await.ok();
+        let chunk = engine::operate::<ops::ReadChunk>(state, ops::ReadChunkParams::of(&hit.chunk_id)).await.ok();
         let text = chunk.as_ref().map(|c| c.content.clone()).or_else(|| hit.snippet.clone()).unwrap_or_default();
         let mut label: Vec<String> = Vec::new();
         for v in [hit.title.as_deref(), Some(hit.source_kind.as_str()), Some(hit.source_ref.as_str())] {

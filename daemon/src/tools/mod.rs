@@ -349,19 +349,6 @@ mod tests {
         assert!(entries.iter().all(|e| e.config.strong_count() > 0), "entries of dropped configs are gone");
     }
 
-    #[tokio::test]
-    async fn other_surfaces_meet_the_gate_of_the_tool_they_read_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = Config::default();
-        config.autonomy.level = openhuman_config::AutonomyLevel::Readonly;
-        let state = crate::server::state_without_memory(openhuman_common::Paths::under_home(dir.path()), config);
-        admit_as(&state, "memory.recall").unwrap();
-        admit_as(&state, "tree.read_chunk").unwrap();
-        let denied = admit_as(&state, "memory.store").unwrap_err();
-        assert!(crate::policy::Denial::is_denial_text(&denied.message), "{denied:?}");
-        assert_eq!(admit_as(&state, "no.such_tool").unwrap_err().code, -32603);
-    }
-
     /// The whole catalog as clients see it in `tools/list` (every tool, listed or not). A change
     /// here is a change clients see: review the diff, then `UPDATE_EXPECT=1 cargo test`.
     #[test]

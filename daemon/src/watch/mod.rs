@@ -4,7 +4,7 @@
 //! One task owns one `notify` watcher (inotify, FSEvents, ReadDirectoryChangesW) over every
 //! source root. Events are gathered until the file system has been quiet for
 //! `memory.watch_debounce_ms` (at most ten times that, or 2 s, after the first), then each
-//! source's changed paths go to the memory engine's `sync_files` through `rpc::blocking`, onto
+//! source's changed paths go to the memory engine's `sync_files` through `engine::blocking`, onto
 //! `pool`, the daemon's one bounded path onto the blocking pool. On start, after a reload that
 //! changes the sources or the policy, and when the watcher reports lost events, each source is
 //! walked and compared with what the store recorded (size and modification time), so changes
@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
 
-use crate::rpc::{MethodError, blocking};
+use crate::engine::{MethodError, blocking};
 use crate::state::AppState;
 use scan::{IGNORE_FILES, Matcher};
 

@@ -11,7 +11,8 @@
 //! - `public_api`: library crates' `pub fn`s return typed errors, not `Result<_, String>`.
 //! - `floor`: the daemon's bottom layer names nothing above it, `spawn_blocking` is only in its
 //!   pool, and only `via` decides whether a command runs against the daemon or in process.
-//! - `memory_modules`: the memory engine's top-level modules use each other without cycles.
+//! - `memory_modules`: the memory engine's top-level modules use each other without cycles, and
+//!   so do the daemon's.
 
 mod floor;
 mod headers;
@@ -105,13 +106,31 @@ fn library_crates_do_not_use_anyhow() {
 
 #[test]
 fn memory_modules_have_no_import_cycles() {
-    assert_clean("the memory engine's modules import each other in a cycle", &memory_modules::check(repo_root()));
+    assert_clean(
+        "the memory engine's modules import each other in a cycle",
+        &memory_modules::check(repo_root(), memory_modules::MEMORY),
+    );
+}
+
+#[test]
+fn daemon_modules_have_no_import_cycles() {
+    assert_clean(
+        "the daemon's modules import each other in a cycle",
+        &memory_modules::check(repo_root(), memory_modules::DAEMON),
+    );
+    assert!(
+        memory_modules::edges(repo_root(), memory_modules::DAEMON) > 30,
+        "tidy: too few references read in daemon/src"
+    );
 }
 
 #[test]
 fn memory_modules_graph_sees_the_real_crate() {
     // Guards the check above against passing vacuously (say, if the paths stopped being read).
-    assert!(memory_modules::edges(repo_root()) > 50, "tidy: too few module references read in crates/memory/src");
+    assert!(
+        memory_modules::edges(repo_root(), memory_modules::MEMORY) > 50,
+        "tidy: too few module references read in crates/memory/src"
+    );
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Memory modules: no import cycles between the top-level modules of `crates/memory/src`.
+//! Module cycles: no import cycles between the top-level modules of `crates/memory/src`, nor
+//! between those of `daemon/src`.
 //!
 //! A module `a` uses `b` when a file of `a` (`a.rs`, or any file under `a/`) names `crate::b`
 //! or reaches the crate root through `super::` and names `b` there (`use super::b::X`,
@@ -16,12 +17,15 @@ use std::path::Path;
 
 use crate::{rel, rust_files};
 
-/// The crate whose module graph is checked, relative to the workspace root.
-const SRC: &str = "crates/memory/src";
+/// The memory engine's sources, relative to the workspace root.
+pub const MEMORY: &str = "crates/memory/src";
+/// The daemon's sources: the same rule holds there (the floor, the engine path, the method
+/// table and the tools above one another, never in a circle).
+pub const DAEMON: &str = "daemon/src";
 
-/// Every import cycle between the top-level modules of [`SRC`] under `root`.
-pub fn check(root: &Path) -> Vec<String> {
-    let src = root.join(SRC);
+/// Every import cycle between the top-level modules of the crate sources `src` under `root`.
+pub fn check(root: &Path, src_dir: &str) -> Vec<String> {
+    let src = root.join(src_dir);
     let graph = graph(&src);
     cycles(&graph)
         .into_iter()
@@ -29,7 +33,7 @@ pub fn check(root: &Path) -> Vec<String> {
             let steps: Vec<String> =
                 cycle.windows(2).map(|pair| format!("{} (at {})", pair[1], graph[&pair[0]][&pair[1]])).collect();
             format!(
-                "{SRC}: modules `{}` use each other in a circle: {} → {}; move what they share into a leaf \
+                "{src_dir}: modules `{}` use each other in a circle: {} → {}; move what they share into a leaf \
                  module (one that uses none of them) so the graph has no cycle",
                 cycle[..cycle.len() - 1].join("`, `"),
                 cycle[0],
@@ -40,8 +44,8 @@ pub fn check(root: &Path) -> Vec<String> {
 }
 
 /// How many module → module edges the real crate has (a guard against reading nothing).
-pub fn edges(root: &Path) -> usize {
-    graph(&root.join(SRC)).values().map(BTreeMap::len).sum()
+pub fn edges(root: &Path, src_dir: &str) -> usize {
+    graph(&root.join(src_dir)).values().map(BTreeMap::len).sum()
 }
 
 /// Module → the modules it uses, each with the first place (`file:line`) that does.
@@ -239,7 +243,7 @@ mod tests {
                 ("crates/memory/src/leaf.rs", "//! Leaf.\nuse crate::f::Q;\n"),
             ],
         );
-        let problems = check(dir.path());
+        let problems = check(dir.path(), MEMORY);
         assert_eq!(problems.len(), 1, "{problems:#?}");
         let p = &problems[0];
         assert!(p.contains("`a`, `b`, `c`"), "{p}");

@@ -37,7 +37,6 @@ pub use hit::ChunkSummary;
 pub use list::{List, ListParams, ListResult};
 pub use list_sources::{ListSources, ListSourcesParams, SourceRow, SourcesPage};
 pub use neighbours::{Neighbour, Neighbours, NeighboursParams, NeighboursResult};
-pub(crate) use read_chunk::no_chunk;
 pub use read_chunk::{Chunk, Note, ReadChunk, ReadChunkParams};
 pub use recall::{Citation, DateRange, Recall, RecallHit, RecallParams, RecallResult, Turn};
 pub use search::{Search, SearchHit, SearchParams, SearchResult};

@@ -6,8 +6,8 @@ use openhuman_schema::params;
 use rusqlite::OptionalExtension;
 use serde::Serialize;
 
-use super::read_chunk::no_chunk;
 use super::{ID_CHARS, Operation};
+use crate::error::no_chunk;
 use crate::util::preview;
 use crate::{MemoryEngine, MemoryError};
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::{ID_CHARS, Operation};
+use crate::error::no_chunk;
 use crate::links::{Backlink, Link};
 use crate::search::{self, CHUNK_COLUMNS, chunk_from_row};
 use crate::util::ms_to_rfc3339;
@@ -71,11 +72,6 @@ impl Operation for ReadChunk {
     fn run(engine: &MemoryEngine, p: ReadChunkParams) -> Result<Chunk, MemoryError> {
         engine.read_chunk(p)
     }
-}
-
-/// Message for a chunk id that does not exist.
-pub(crate) fn no_chunk(id: &str) -> MemoryError {
-    MemoryError::NotFound(format!("no chunk with id {id}; ids come from memory.search/recall/tree.browse"))
 }
 
 impl MemoryEngine {

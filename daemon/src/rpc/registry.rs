@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::rpc::{self, Group};
+use super::{self as rpc, Group};
 use crate::state::AppState;
 use crate::tools::{self, Policy, ToolDef, write};
 use openhuman_memory::AuditQuery;
