@@ -25,9 +25,22 @@ pub fn check(root: &Path) -> Vec<String> {
         crates.sort();
         src_dirs.extend(crates);
     }
+    each_pub_fn(root, &src_dirs, |name, signature| {
+        returns_string_error(signature).then(|| {
+            format!(
+                "`pub fn {name}` has `Result<_, String>` in its signature; return a typed error (an enum, e.g. \
+                 with thiserror) so callers can match on the failure instead of parsing text"
+            )
+        })
+    })
+}
+
+/// Runs `judge` on the name and signature of every plain-`pub` function under `dirs`; each
+/// verdict it returns is a problem at `file:line`.
+fn each_pub_fn(root: &Path, dirs: &[PathBuf], judge: impl Fn(&str, &str) -> Option<String>) -> Vec<String> {
     let no_skip = BTreeSet::new();
     let mut problems = Vec::new();
-    for file in src_dirs.iter().flat_map(|dir| rust_files(dir, &no_skip)) {
+    for file in dirs.iter().flat_map(|dir| rust_files(dir, &no_skip)) {
         let Ok(text) = fs::read_to_string(&file) else {
             problems.push(format!("{}: cannot be read; fix or remove it", rel(root, &file)));
             continue;
@@ -35,13 +48,8 @@ pub fn check(root: &Path) -> Vec<String> {
         let lines: Vec<&str> = text.lines().collect();
         for (index, line) in lines.iter().enumerate() {
             let Some(name) = pub_fn_name(line) else { continue };
-            if returns_string_error(&signature(&lines[index..])) {
-                problems.push(format!(
-                    "{}:{}: `pub fn {name}` has `Result<_, String>` in its signature; return a typed error (an \
-                     enum, e.g. with thiserror) so callers can match on the failure instead of parsing text",
-                    rel(root, &file),
-                    index + 1
-                ));
+            if let Some(verdict) = judge(name, &signature(&lines[index..])) {
+                problems.push(format!("{}:{}: {verdict}", rel(root, &file), index + 1));
             }
         }
     }
@@ -52,27 +60,14 @@ pub fn check(root: &Path) -> Vec<String> {
 /// `serde_json::Value` in its signature: the engine's API takes and returns typed operations
 /// (`ops`), so the daemon–memory contract is checked by the compiler, not by string keys.
 pub fn check_memory_values(root: &Path) -> Vec<String> {
-    let dir = root.join("crates/memory/src");
-    let mut problems = Vec::new();
-    for file in rust_files(&dir, &BTreeSet::new()) {
-        let Ok(text) = fs::read_to_string(&file) else {
-            problems.push(format!("{}: cannot be read; fix or remove it", rel(root, &file)));
-            continue;
-        };
-        let lines: Vec<&str> = text.lines().collect();
-        for (index, line) in lines.iter().enumerate() {
-            let Some(name) = pub_fn_name(line) else { continue };
-            if names_value(&signature(&lines[index..])) {
-                problems.push(format!(
-                    "{}:{}: `pub fn {name}` takes or returns a JSON `Value`; give it a parameter or result type \
-                     (see crates/memory/src/ops) so callers are checked at compile time",
-                    rel(root, &file),
-                    index + 1
-                ));
-            }
-        }
-    }
-    problems
+    each_pub_fn(root, &[root.join("crates/memory/src")], |name, signature| {
+        names_value(signature).then(|| {
+            format!(
+                "`pub fn {name}` takes or returns a JSON `Value`; give it a parameter or result type (see \
+                 crates/memory/src/ops) so callers are checked at compile time"
+            )
+        })
+    })
 }
 
 /// Whether `signature` names the type `Value` as a word (`Self::Value`, a visitor's associated
