@@ -155,40 +155,14 @@ pub(super) fn methods() -> Vec<Method> {
                 control_write(s, "openhuman.memory_import", caller.source, json!({}), work).boxed()
             },
         ),
-        method(
-            "openhuman.memory_resolve",
-            ArgSpec::new(vec![
-                Field::list("ids", "Chunk, item or source ids, read as memory.forget reads them.", 100, 512)
-                    .required()
-                    .min_items(1),
-            ]),
-            |s, p, _| {
-                async move {
-                    let ids: Vec<String> = p
-                        .get("ids")
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-                        .unwrap_or_default();
-                    let engine = engine(&s)?;
-                    let resolved = blocking(move || engine.resolve_ids(&ids).map_err(MethodError::from)).await?;
-                    serde_json::to_value(resolved).map_err(internal)
-                }
-                .boxed()
-            },
-        ),
+        operation_in::<ops::Resolve>(Group::Daemon),
         operation_in::<ops::Timeline>(Group::Daemon),
         operation_in::<ops::Neighbours>(Group::Daemon),
         method("openhuman.ui_login", ArgSpec::none(), |s, _, _| {
             async move { s.dashboard().login_link().map_err(MethodError::Unavailable) }.boxed()
         }),
-        method("openhuman.memory_stats", ArgSpec::none(), |s, _, _| {
-            async move {
-                let engine = engine(&s)?;
-                let stats = blocking(move || engine.stats().map_err(internal)).await?;
-                serde_json::to_value(stats).map_err(internal)
-            }
-            .boxed()
-        }),
+        operation_in::<ops::StoreStats>(Group::Daemon),
+        operation_in::<ops::StoreCheck>(Group::Daemon),
         method("openhuman.memory_check", ArgSpec::none(), |s, _, _| {
             async move {
                 let engine = engine(&s)?;

@@ -14,8 +14,10 @@
 //! - `search`, `recall`, `fetch`          ranking
 //! - `read_chunk`, `neighbours`           one chunk and its context
 //! - `browse`, `list`, `top_entities`, `list_sources`, `timeline`   listings and views
+//! - `admin`         what ids name, the store's counts, its check
 //! - `write`         the write tools' parameters and the engine calls that run them for an author
 
+mod admin;
 mod browse;
 mod fetch;
 mod filter_params;
@@ -30,6 +32,7 @@ mod timeline;
 mod top_entities;
 mod write;
 
+pub use admin::{NoParams, Resolve, ResolveParams, StoreCheck, StoreStats};
 pub use browse::{Browse, BrowseParams, BrowseResult, BrowseRow};
 pub use fetch::{Fetch, FetchParams, FetchResult, Item};
 pub use filter_params::FilterParams;
