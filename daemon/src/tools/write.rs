@@ -154,7 +154,7 @@ async fn blocking_write<T: serde::Serialize + Send + 'static>(
 ) -> ToolOutcome {
     let engine = state.memory().map_err(ToolFailure::Tool)?;
     let data_dir = state.paths().data_dir.clone();
-    let out = crate::pool::run(move || {
+    let out = crate::pool::run_write(move || {
         f(&engine).map_err(|e| {
             // Told apart here, on the blocking thread: the check may write a probe file.
             let full =
