@@ -300,7 +300,7 @@ pub fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
         Ok(dirs) => step(
             "folders",
             Ok(format!(
-                "removed {} (install had made them)",
+                "removed {} (openhumand-mcp had made them; they are empty now)",
                 dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
             )),
         ),
