@@ -48,6 +48,8 @@ struct Inner {
     memory: Result<MemoryEngine, String>,
     /// Whether the config the state was built with switched the engine off on purpose.
     memory_off: bool,
+    /// Why the last reload failed (the previous config stays in force); `None` once one works.
+    reload_error: RwLock<Option<String>>,
     /// Act calls in the sliding hour, across sessions, transports and reloads.
     limiter: ActLimiter,
     audit: AuditWriter,
@@ -76,6 +78,7 @@ impl AppState {
                 config: RwLock::new(Arc::new(config)),
                 agents: RwLock::new(Arc::new(agents)),
                 memory_off,
+                reload_error: RwLock::new(None),
                 memory,
                 limiter: ActLimiter::default(),
                 audit,
@@ -106,15 +109,23 @@ impl AppState {
     }
 
     /// What keeps this daemon from doing what its config asks, each a sentence naming the cause
-    /// (a store that did not open, an embedder without a model). Empty when it is ready; a memory
-    /// engine switched off on purpose is not a problem.
+    /// (a store that did not open, an embedder without a model, a config file whose last reload
+    /// failed). Empty when it is ready; a memory engine switched off on purpose is not a problem.
     pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         match &self.inner.memory {
             Err(why) if !self.inner.memory_off && why != MEMORY_NOT_OPEN => {
-                vec![format!("memory store unavailable: {why}")]
+                problems.push(format!("memory store unavailable: {why}"));
             }
-            _ => Vec::new(),
+            _ => {}
         }
+        if let Some(why) = self.inner.reload_error.read().expect("reload error lock").as_ref() {
+            problems.push(format!(
+                "the config was not reloaded, the previous one stays in force: {why}; fix it, then reload (`kill -HUP {}`) or restart the daemon",
+                std::process::id()
+            ));
+        }
+        problems
     }
 
     pub fn limiter(&self) -> &ActLimiter {
@@ -137,11 +148,14 @@ impl AppState {
         &self.inner.abort
     }
 
-    /// Re-reads config and user agents. On error the old values stay and the error is returned.
+    /// Re-reads config and user agents. On error the old values stay, the error is returned and
+    /// kept among the `problems` until a reload succeeds.
     /// Returns true when the set of listed tools changed. A change of the prompt list (a user
     /// agent added or removed) is told to clients here.
     pub fn reload(&self) -> Result<bool> {
-        let loaded = config::load(&self.inner.paths.config_file)?;
+        let loaded = config::load(&self.inner.paths.config_file);
+        *self.inner.reload_error.write().expect("reload error lock") = loaded.as_ref().err().map(|e| e.to_string());
+        let loaded = loaded?;
         let before = (self.inner.upper.listed_tools)(&self.config());
         let after = (self.inner.upper.listed_tools)(&loaded.config);
         let agents = Registry::load(&self.inner.paths.config_dir);

@@ -218,15 +218,13 @@ impl Bridge {
             }
         }
         drop(conn);
-        self.unreachable_reply(&ids, "the daemon connection keeps closing");
+        self.unreachable_reply(&ids, &format!("the daemon connection keeps closing; {}", autostart::START_IT));
     }
 
     fn unreachable_reply(&self, ids: &[String], why: &str) {
         *self.unreachable.lock().expect("flag lock") = true;
-        let msg = format!(
-            "openhuman-mcp daemon unavailable: {why}. Start it with `openhumand-mcp serve`, or install the login \
-             service with `openhumand-mcp service install`"
-        );
+        // Each reason says what to do (the daemon's own words when it could not start).
+        let msg = format!("openhuman-mcp daemon unavailable: {why}");
         for id in ids {
             let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
             self.emit_error(&id, codes::INTERNAL_ERROR, &msg);
@@ -270,7 +268,9 @@ impl Bridge {
                 }
             }
         }
-        Err(format!("the daemon keeps closing new connections ({why})"))
+        Err(format!(
+            "the daemon keeps closing new connections ({why}); `openhumand-mcp stop` (or killing it) lets a new one start"
+        ))
     }
 
     /// Replays the handshake on a new connection and waits (at most `HANDSHAKE_TIMEOUT` for

@@ -373,10 +373,12 @@ pub struct Loaded {
 /// value came from (the file or an environment variable), so the user knows what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {file}: {source}")]
-    Read { file: String, source: std::io::Error },
-    #[error("config file {file} is not valid TOML: {source}")]
-    Toml { file: String, source: toml::de::Error },
+    // The cause is in the message, not a `source`: a chain printed with `{:#}` would say it twice.
+    #[error("cannot read config file {file}: {reason}")]
+    Read { file: String, reason: std::io::Error },
+    /// `place` is `line L, column C`; `reason` the parser's one-line message.
+    #[error("config file {file} is not valid TOML at {place}: {reason}")]
+    Toml { file: String, place: String, reason: String },
     #[error("environment variable {var} (key `{key}`): {reason}")]
     Env { var: String, key: String, reason: String },
     #[error("invalid config: key `{key}` in {origin}: {reason}")]
@@ -397,14 +399,32 @@ pub fn load(file: &Path) -> Result<Loaded> {
 
 /// Loads with an explicit environment, so tests need not touch the process's.
 pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
-    let shown = file.display();
     let (text, file_exists) = match std::fs::read_to_string(file) {
         Ok(text) => (text, true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), false),
-        Err(source) => return Err(ConfigError::Read { file: shown.to_string(), source }),
+        Err(reason) => return Err(ConfigError::Read { file: file.display().to_string(), reason }),
     };
-    let table: toml::Table =
-        toml::from_str(&text).map_err(|source| ConfigError::Toml { file: shown.to_string(), source })?;
+    let mut loaded = parse(&text, file, env)?;
+    loaded.file_exists = file_exists;
+    Ok(loaded)
+}
+
+/// Checks `text` as the contents `file` would have (with the process environment's
+/// overrides), so an edit is validated before it is written, and every message names `file`
+/// itself, not wherever the edited text waits meanwhile.
+pub fn check_text(file: &Path, text: &str) -> Result<Config> {
+    let env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("OPENHUMAN_")).collect();
+    parse(text, file, &env).map(|l| l.config)
+}
+
+/// `text` as the config file `file`, with `env`'s overrides, validated.
+fn parse(text: &str, file: &Path, env: &[(String, String)]) -> Result<Loaded> {
+    let shown = file.display();
+    let table: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Toml {
+        file: shown.to_string(),
+        place: e.span().map(|s| line_and_column(text, s.start)).unwrap_or_else(|| "an unknown place".into()),
+        reason: one_line(e.message()),
+    })?;
     let mut value = serde_json::to_value(&table).map_err(|e| ConfigError::Render(e.to_string()))?;
 
     let defaults = serde_json::to_value(Config::default()).map_err(|e| ConfigError::Render(e.to_string()))?;
@@ -437,10 +457,49 @@ pub fn load_with_env(file: &Path, env: &[(String, String)]) -> Result<Loaded> {
             .find(|(p, _)| *p == key)
             .map(|(_, var)| format!("environment variable {var}"))
             .unwrap_or_else(|| format!("config file {shown}"));
-        ConfigError::Value { key, origin, reason: e.inner().to_string() }
+        let reason = in_words(&key, &e.inner().to_string());
+        ConfigError::Value { key, origin, reason }
     })?;
     validate(&config).map_err(|reason| ConfigError::Invalid { file: shown.to_string(), reason })?;
-    Ok(Loaded { config, file: file.to_path_buf(), file_exists, env_overrides })
+    Ok(Loaded { config, file: file.to_path_buf(), file_exists: true, env_overrides })
+}
+
+/// `line L, column C` (from 1) of the byte `offset` in `text`.
+fn line_and_column(text: &str, offset: usize) -> String {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}")
+}
+
+/// A parser message on one line: its lines joined with `; `.
+fn one_line(message: &str) -> String {
+    message.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// serde's words for a number out of its type's range (`invalid value: integer `99999`, expected
+/// u16`) said for people: what the key takes, and what it got. Other messages pass unchanged.
+fn in_words(key: &str, reason: &str) -> String {
+    let Some((got, ty)) = reason.rsplit_once(", expected ") else { return reason.to_string() };
+    let wanted = if key.ends_with(".port") && ty == "u16" {
+        "a port number, 0–65535".to_string()
+    } else {
+        let max = match ty {
+            "u8" => u64::from(u8::MAX),
+            "u16" => u64::from(u16::MAX),
+            "u32" => u64::from(u32::MAX),
+            "u64" | "usize" => u64::MAX,
+            _ => return reason.to_string(),
+        };
+        if max == u64::MAX { "a whole number, 0 or more".to_string() } else { format!("a whole number, 0–{max}") }
+    };
+    // `invalid value: integer `-1``, `invalid type: string "x"`, `invalid type: floating point `1.5``
+    let got = got.split_once(": ").map_or(got, |(_, what)| what);
+    let got = match got.split_once(' ') {
+        Some(("integer" | "string", value)) => value.trim_matches('`').to_string(),
+        _ => got.replace('`', ""),
+    };
+    format!("must be {wanted} (got {got})")
 }
 
 /// Checks values serde cannot: ranges, URLs, provider ids.
@@ -681,6 +740,47 @@ mod tests {
         assert!(err.contains("autonomy.level") && err.contains("yolo"), "{err}");
         let err = load_text("[searxng]\nmax_results = 80\n", &[]).unwrap_err().to_string();
         assert!(err.contains("searxng.max_results") && err.contains("80"), "{err}");
+    }
+
+    #[test]
+    fn a_toml_error_is_one_line_naming_the_place_once() {
+        let err = load_text("[mcp.http\nport = 1\n", &[]).unwrap_err();
+        let text = format!("{:#}", anyhow_like(&err));
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("config.toml") && text.contains("line 1, column 10"), "{text}");
+        assert_eq!(text.matches("unclosed table").count(), 1, "{text}");
+    }
+
+    /// What `anyhow`'s `{:#}` prints: the error and each of its sources.
+    fn anyhow_like(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            out.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        out
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_said_in_words() {
+        let err = load_text("[mcp.http]\nport = 99999\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("mcp.http.port") && err.contains("a port number, 0–65535 (got 99999)"), "{err}");
+        assert!(!err.contains("u16"), "{err}");
+        let err = load_text("[autonomy]\nmax_actions_per_hour = -1\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("a whole number, 0–4294967295 (got -1)"), "{err}");
+        let err = load_text("[mcp]\nshutdown_grace_secs = \"ten\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("a whole number, 0 or more (got \"ten\")"), "{err}");
+        let err = load_text("", &[("OPENHUMAN_MCP_HTTP_PORT", "70000")]).unwrap_err().to_string();
+        assert!(err.contains("OPENHUMAN_MCP_HTTP_PORT") && err.contains("a port number"), "{err}");
+    }
+
+    #[test]
+    fn checked_text_is_named_as_the_file_it_will_be() {
+        let file = Path::new("/somewhere/config.toml");
+        let err = check_text(file, "[searxng]\nmax_results = 80\n").unwrap_err().to_string();
+        assert!(err.contains("/somewhere/config.toml") && err.contains("searxng.max_results"), "{err}");
+        assert!(check_text(file, "[searxng]\nmax_results = 8\n").is_ok());
     }
 
     #[test]

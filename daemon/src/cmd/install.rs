@@ -4,8 +4,10 @@
 //! writes and enables the login service for the installed daemon (`service`), and registers the
 //! clients chosen — on a terminal asked per client found, otherwise only those `--register`
 //! names — with the installed shim (`register`). `uninstall` reverses each step, keeping the
-//! user's memory, config and logs unless `--purge`. Both print one line per step; a step that
-//! fails is said and the others still run (exit 1 at the end).
+//! user's memory, config and logs unless `--purge`, and removes the folders and client configs
+//! those steps created (`made`) once nothing else is in them. Both print one line per step,
+//! saying what was really done; a step that fails is said and the others still run (exit 1 at
+//! the end).
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use openhuman_common::Paths;
 
+use super::made::Made;
 use super::register::SHIM_FILE;
 use super::{out, register, service, terminal};
 use crate::cli::{Activation, Cli, ClientKind, InstallArgs, RegisterChoice, UninstallArgs};
@@ -125,7 +128,9 @@ pub fn install(cli: &Cli, args: &InstallArgs) -> Result<i32> {
     let dir = prefix(args.prefix.as_deref())?;
     let exe = std::env::current_exe().context("cannot find this executable's path")?;
     let shim = register::shim_beside_exe()?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut made = Made::load(&paths);
+    made.create_dir_all(&dir)?;
+    made.save()?;
     let (daemon_dest, shim_dest) = (dir.join(DAEMON_FILE), dir.join(SHIM_FILE));
     let mut updated = false;
     for (src, dest) in [(&exe, &daemon_dest), (&shim, &shim_dest)] {
@@ -169,8 +174,8 @@ fn install_service(paths: &Paths, daemon: &Path, home: Option<&Path>) {
         Ok(_) if unchanged => out("service: already installed and enabled"),
         Ok(done) => out(&format!("service: {done}")),
         Err(e) => out(&format!(
-            "service: not enabled ({e:#}); clients' shims still start the daemon when they need it, or run \
-             `openhumand-mcp service install` later"
+            "service: {e:#}; clients' shims start the daemon when they need it, or run `openhumand-mcp service \
+             install` where a user service manager runs"
         )),
     }
 }
@@ -256,7 +261,8 @@ pub fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
             out(&format!("{label}: FAILED: {e:#}"));
         }
     };
-    step("service", service::uninstall());
+    let mut made = Made::load(&paths);
+    step("service", service::uninstall(&paths));
     step("daemon", stop_daemon(&paths));
     for file in [DAEMON_FILE, SHIM_FILE] {
         let path = dir.join(file);
@@ -279,7 +285,7 @@ pub fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
             continue;
         }
         seen.push(file);
-        match register::unregister(*c) {
+        match register::unregister(*c, &mut made) {
             Ok(Some(done)) => step(&format!("client {}", name(*c)), Ok(done)),
             Ok(None) => {}
             Err(e) => step(&format!("client {}", name(*c)), Err(e)),
@@ -287,7 +293,20 @@ pub fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
     }
     if args.purge {
         step("data", purge(&paths, cli.home.as_deref()));
-    } else {
+    }
+    // Last, once what was in them is gone: the folders install made, and its record of them.
+    match made.tidy(true) {
+        Ok(dirs) if dirs.is_empty() => {}
+        Ok(dirs) => step(
+            "folders",
+            Ok(format!(
+                "removed {} (openhumand-mcp had made them; they are empty now)",
+                dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            )),
+        ),
+        Err(e) => step("folders", Err(e)),
+    }
+    if !args.purge {
         let kept = data_places(&paths, cli.home.is_some())
             .iter()
             .filter(|p| p.exists())

@@ -18,7 +18,7 @@
 //! - `eval`         `eval`: retrieval quality on a labelled BEIR folder, in a throwaway store
 //! - `models`       `model install|list|remove`: the deep tier's model store
 //! - `install`      `install`, `uninstall`; `register` the MCP clients' configs; `service`
-//!   systemd/launchd units
+//!   systemd/launchd units; `made` the record of what they created, for `uninstall` to remove
 
 pub(crate) mod audit;
 pub(crate) mod check;
@@ -27,6 +27,7 @@ pub(crate) mod eval;
 pub(crate) mod http_token;
 pub(crate) mod ingest;
 pub(crate) mod install;
+pub(crate) mod made;
 pub(crate) mod models;
 pub(crate) mod register;
 pub(crate) mod reindex;

@@ -1,11 +1,17 @@
 //! `register <client>`: adds the shim to an MCP client's config file. The file is merged, not
-//! replaced (other servers and settings stay), a timestamped private backup of the old file is
-//! kept, the file keeps its mode, a symlinked file is written through to its target, and
-//! `--print` shows the entry instead of writing. Files that are not plain JSON (Zed allows
-//! comments) are left alone with a message saying what to paste where. Codex's file is TOML:
-//! the entry's table is appended (or its old table swapped out) as text, so comments stay.
-//! `unregister` takes our entry out again the same ways (backup kept, the rest untouched), and
-//! `detected` tells which clients this user has (their settings folder exists).
+//! replaced (other servers and settings stay), the file keeps its mode, a symlinked file is
+//! written through to its target, and `--print` shows the entry instead of writing. Files that
+//! are not plain JSON (Zed allows comments) are left alone with a message saying what to paste
+//! where. Codex's file is TOML: the entry's table is appended (or its old table swapped out) as
+//! text, so comments stay. `detected` tells which clients this user has (their settings folder
+//! exists).
+//!
+//! One private backup per file at most, `<file>.bak-openhuman`: the file as it was before our
+//! entry went in (or, where an older version left no backup, before the entry was updated).
+//! `unregister` takes our entry out again; when what is left is that backup (up
+//! to the empty server list we added), the backup's bytes go back and the backup goes; a file
+//! that `register` created (see `made`) and that now holds nothing goes whole; otherwise the
+//! rest is written and the one backup is kept.
 //!
 //! Where each client keeps its servers, as its own documentation described it (November 2026):
 //! - VS Code keeps user-level servers in `mcp.json` in its user folder (`Code/User` under the
@@ -28,6 +34,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value, json};
 
+use super::made::Made;
 use crate::cli::ClientKind;
 
 /// The server's name in the client's config.
@@ -139,13 +146,25 @@ pub fn register(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Res
     let Some((new_text, replaced)) = merged else {
         return Ok(format!("{} already has the {ENTRY} server; nothing to do", file.display()));
     };
-    let backup = write_config(&file, &new_text)?;
-    Ok(format!(
-        "{} the {ENTRY} server in {}{}; restart the client to pick it up",
-        if replaced { "updated" } else { "added" },
-        file.display(),
-        backup.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default()
-    ))
+    let mut made = Made::load(&openhuman_common::Paths::resolve(home_dir)?);
+    // The file without our entry is what an uninstall gives back; an update keeps that backup
+    // (or makes one, when an older version left none).
+    let backup = match &text {
+        Some(_) if !replaced || !backup_path(&file).exists() => Some(save_backup(&file)?),
+        _ => None,
+    };
+    replace(&mut made, &file, &new_text)?;
+    if text.is_none() {
+        made.created_file(&file);
+    }
+    made.save()?;
+    let done = match (&text, replaced) {
+        (None, _) => format!("created {} with the {ENTRY} server", file.display()),
+        (Some(_), true) => format!("updated the {ENTRY} server in {}", file.display()),
+        (Some(_), false) => format!("added the {ENTRY} server in {}", file.display()),
+    };
+    let kept = backup.map(|b| format!(" (the file as it was is kept as {})", b.display())).unwrap_or_default();
+    Ok(format!("{done}{kept}; restart the client to pick it up"))
 }
 
 /// The JSON file with the entry under `key`, and whether an older entry was replaced; `None`
@@ -262,12 +281,15 @@ pub fn detected(client: ClientKind) -> Result<bool> {
     Ok(dir.is_some_and(|d| d.is_dir()))
 }
 
-/// Removes our server entry from the client's file, keeping everything else and a backup of
-/// the old file. Continue's file is ours alone, so it goes whole (backed up too). Returns a
-/// sentence saying what was removed, or `None` when the file holds no entry of ours.
-pub fn unregister(client: ClientKind) -> Result<Option<String>> {
+/// Removes our server entry from the client's file, keeping everything else (see the module's
+/// doc for what happens to the file and its backup). Continue's file is ours alone. Returns a
+/// sentence saying what was done, or `None` when the file holds no entry of ours.
+pub fn unregister(client: ClientKind, made: &mut Made) -> Result<Option<String>> {
     let (file, key, format) = target(client)?;
-    let Some(text) = read_existing(&file)? else { return Ok(None) };
+    let Some(text) = read_existing(&file)? else {
+        made.forget_file(&file);
+        return Ok(None);
+    };
     let new_text = match format {
         Format::Json => {
             let Ok(mut root) = serde_json::from_str::<Value>(&text) else {
@@ -303,47 +325,95 @@ pub fn unregister(client: ClientKind) -> Result<Option<String>> {
             if out.is_empty() { out } else { out + "\n" }
         }
     };
-    let saved = backup(&file)?;
-    let kept = saved.map(|b| format!(" (previous file kept as {})", b.display())).unwrap_or_default();
-    if client == ClientKind::Continue {
+    let backup = backup_path(&file);
+    let before = std::fs::read_to_string(&backup).ok();
+    if let Some(before) = before.as_deref()
+        && same_but_our_servers(format, key, before, &new_text)
+    {
+        replace(made, &file, before)?;
+        std::fs::remove_file(&backup).with_context(|| format!("cannot remove {}", backup.display()))?;
+        made.forget_file(&file);
+        return Ok(Some(format!(
+            "removed the {ENTRY} server from {}, which is again exactly as it was (its backup is gone)",
+            file.display()
+        )));
+    }
+    if (client == ClientKind::Continue || made.created(&file)) && holds_nothing(format, &new_text) {
         std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
-        return Ok(Some(format!("removed {}{kept}", file.display())));
+        made.forget_file(&file);
+        return Ok(Some(format!("removed {}, which held only the {ENTRY} server", file.display())));
     }
-    replace(&file, &new_text)?;
-    Ok(Some(format!("removed the {ENTRY} server from {}{kept}", file.display())))
+    let kept = match before {
+        Some(_) => format!("the file as it was before {ENTRY} was added is kept as {}", backup.display()),
+        None => format!("the file as it was is kept as {}", save_backup(&file)?.display()),
+    };
+    replace(made, &file, &new_text)?;
+    made.forget_file(&file);
+    Ok(Some(format!("removed the {ENTRY} server from {} ({kept})", file.display())))
 }
 
-/// Writes `text` as the client's file: a private timestamped backup of the old file first, then
-/// the file replaced (see `replace`). Returns the backup's path, if one was made.
-fn write_config(file: &Path, text: &str) -> Result<Option<PathBuf>> {
-    let saved = backup(file)?;
-    replace(file, text)?;
-    Ok(saved)
+/// A client file's text as a JSON value (an empty file is an empty object); `None` when it does
+/// not parse.
+fn parsed(format: Format, text: &str) -> Option<Value> {
+    if text.trim().is_empty() {
+        return Some(Value::Object(Map::new()));
+    }
+    match format {
+        Format::Json => serde_json::from_str(text).ok(),
+        Format::Toml => serde_json::to_value(toml::from_str::<toml::Table>(text).ok()?).ok(),
+    }
 }
 
-/// A private timestamped copy of the client's file beside it, if the file exists.
-fn backup(file: &Path) -> Result<Option<PathBuf>> {
+/// The file parsed, with the server list `key` dropped when it is empty: the form two files are
+/// compared in.
+fn servers_aside(format: Format, key: &str, text: &str) -> Option<Value> {
+    let mut root = parsed(format, text)?;
+    let obj = root.as_object_mut()?;
+    if obj.get(key).is_some_and(|v| v.as_object().is_some_and(Map::is_empty)) {
+        obj.remove(key);
+    }
+    Some(root)
+}
+
+/// Whether `a` and `b` say the same, up to an empty server list `key` (the one we added).
+fn same_but_our_servers(format: Format, key: &str, a: &str, b: &str) -> bool {
+    matches!((servers_aside(format, key, a), servers_aside(format, key, b)), (Some(x), Some(y)) if x == y)
+}
+
+/// Whether a client file's text holds nothing: no setting, only empty tables.
+fn holds_nothing(format: Format, text: &str) -> bool {
+    let empty = |v: &Value| v.as_object().is_some_and(Map::is_empty);
+    match parsed(format, text) {
+        Some(Value::Object(map)) => map.values().all(empty),
+        _ => false,
+    }
+}
+
+/// Where the file's one backup is kept.
+fn backup_path(file: &Path) -> PathBuf {
     let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("conf").to_string();
+    file.with_extension(format!("{ext}.bak-openhuman"))
+}
+
+/// A private copy of the client's file as it is now, as its one backup (replacing an older one).
+fn save_backup(file: &Path) -> Result<PathBuf> {
     let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    if !real.exists() {
-        return Ok(None);
-    }
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let b = file.with_extension(format!("{ext}.bak-{stamp}"));
+    let b = backup_path(file);
     std::fs::copy(&real, &b).with_context(|| format!("cannot back up {}", file.display()))?;
     // `copy` copies the mode too; a backup of a file that may hold keys is private.
     make_private(&b)?;
-    Ok(Some(b))
+    Ok(b)
 }
 
 /// A sibling temporary file renamed over the client's file. A symlinked file is written through
 /// to its target (the link stays); the file keeps its mode.
-fn replace(file: &Path, text: &str) -> Result<()> {
+/// A folder it has to create is noted in `made`.
+fn replace(made: &mut Made, file: &Path, text: &str) -> Result<()> {
     let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("conf").to_string();
     let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let mode = std::fs::metadata(&real).ok().map(|m| m.permissions());
     if let Some(dir) = real.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        made.create_dir_all(dir)?;
     }
     // Write beside, then rename: a crash never leaves a half-written client config. The new file
     // keeps the old one's mode (a 0600 file holding an API key stays 0600); a first one is

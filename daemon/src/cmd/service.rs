@@ -1,8 +1,10 @@
 //! `service install|uninstall`: renders the unit files in `packaging/` (compiled in) for a
 //! daemon binary (this one, or the copy `install` made) and these paths, writes them to the
 //! user's service directory and enables them with systemctl (Linux) or launchctl (macOS).
-//! `--print` only shows what would be written. Uninstall asks the service manager only when our
-//! unit files are there.
+//! `--print` only shows what would be written. When the service manager cannot enable them (no
+//! user session bus, say), the unit files this call wrote are taken out again and the folders it
+//! made with them, so nothing is left that does not run. Uninstall asks the service manager
+//! only when our unit files are there, and says whether it stopped anything.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -10,6 +12,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use openhuman_common::Paths;
 
+use super::made::Made;
 use crate::cli::Activation;
 
 const SYSTEMD_SERVICE: &str = include_str!("../../../packaging/systemd/openhuman-mcp.service");
@@ -37,7 +40,7 @@ pub(crate) fn command(cli: &crate::cli::Cli, action: &crate::cli::ServiceAction)
             }
         }
         ServiceAction::Install(args) => super::out(&install(&paths, &exe, home, args.activation)?),
-        ServiceAction::Uninstall => super::out(&uninstall()?),
+        ServiceAction::Uninstall => super::out(&uninstall(&paths)?),
     }
     Ok(crate::EXIT_OK)
 }
@@ -95,59 +98,109 @@ pub fn installed() -> Result<Vec<PathBuf>> {
     Ok(unit_paths()?.into_iter().filter(|p| p.exists()).collect())
 }
 
+/// Writes the units and has the service manager enable them. Returns a sentence saying what
+/// was done; on an error, the unit files that were not there before are gone again.
 pub fn install(paths: &Paths, exe: &Path, home: Option<&Path>, activation: Activation) -> Result<String> {
     let units = render(paths, exe, home, activation)?;
-    for u in &units {
+    let mut made = Made::load(paths);
+    let new: Vec<&Path> = units.iter().map(|u| u.path.as_path()).filter(|p| !p.exists()).collect();
+    let written = units.iter().map(|u| u.path.display().to_string()).collect::<Vec<_>>().join(", ");
+    let enabled = write_units(&mut made, &units).and_then(|()| enable(&units, activation));
+    match enabled {
+        Ok(done) => {
+            made.save()?;
+            Ok(format!("wrote {written}; {done}"))
+        }
+        Err(e) => {
+            // Units that do not run are of no use: the new ones go, with the folders made for them.
+            for p in &new {
+                let _ = std::fs::remove_file(p);
+            }
+            let _ = made.tidy(false);
+            let old: Vec<String> = units
+                .iter()
+                .filter(|u| !new.contains(&u.path.as_path()))
+                .map(|u| u.path.display().to_string())
+                .collect();
+            Err(e.context(if old.is_empty() {
+                "not installed, its unit files were taken out again".to_string()
+            } else {
+                format!("not enabled, {} stay as written", old.join(", "))
+            }))
+        }
+    }
+}
+
+fn write_units(made: &mut Made, units: &[Unit]) -> Result<()> {
+    for u in units {
         if let Some(parent) = u.path.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+            made.create_dir_all(parent)?;
         }
         std::fs::write(&u.path, &u.text).with_context(|| format!("cannot write {}", u.path.display()))?;
     }
-    let written = units.iter().map(|u| u.path.display().to_string()).collect::<Vec<_>>().join(", ");
+    Ok(())
+}
+
+/// Loads the written units into the service manager. Returns what it did.
+fn enable(units: &[Unit], activation: Activation) -> Result<String> {
     if cfg!(target_os = "macos") {
-        let uid = Command::new("id").arg("-u").output().context("cannot run `id -u`")?;
-        let domain = format!("gui/{}", String::from_utf8_lossy(&uid.stdout).trim());
+        let domain = launchd_domain()?;
         // A second install replaces the loaded agent; bootstrap refuses one already loaded.
         let _ = run("launchctl", &["bootout", &format!("{domain}/{LAUNCHD_LABEL}")]);
         run("launchctl", &["bootstrap", &domain, &units[0].path.display().to_string()])?;
-        return Ok(format!("wrote {written}; loaded {LAUNCHD_LABEL} into launchd"));
+        return Ok(format!("loaded {LAUNCHD_LABEL} into launchd"));
     }
     run("systemctl", &["--user", "daemon-reload"])?;
     let unit = if activation == Activation::Socket { "openhuman-mcp.socket" } else { "openhuman-mcp.service" };
     run("systemctl", &["--user", "enable", "--now", unit])?;
-    Ok(format!("wrote {written}; enabled and started {unit}"))
+    Ok(format!("enabled and started {unit}"))
 }
 
-/// Stops and disables the service and removes its files. The service manager is asked only
-/// when unit files of ours are there, so a user without them (or a test's temporary home) never
-/// has their service manager touched.
-pub fn uninstall() -> Result<String> {
+/// launchd's domain for this user's agents, `gui/<uid>`.
+fn launchd_domain() -> Result<String> {
+    let uid = Command::new("id").arg("-u").output().context("cannot run `id -u`")?;
+    Ok(format!("gui/{}", String::from_utf8_lossy(&uid.stdout).trim()))
+}
+
+/// Stops and disables the service and removes its files, and the folders `install` made for
+/// them once empty. The service manager is asked only when unit files of ours are there, so a
+/// user without them (or a test's temporary home) never has their service manager touched.
+/// The sentence returned says whether anything was stopped.
+pub fn uninstall(paths: &Paths) -> Result<String> {
     let units = installed()?;
     if units.is_empty() {
         return Ok("no openhuman-mcp service files were installed".into());
     }
-    if cfg!(target_os = "macos") {
-        let uid = Command::new("id").arg("-u").output().context("cannot run `id -u`")?;
-        let target = format!("gui/{}/{LAUNCHD_LABEL}", String::from_utf8_lossy(&uid.stdout).trim());
-        let _ = run("launchctl", &["bootout", &target]);
+    let stopped = if cfg!(target_os = "macos") {
+        launchd_domain()
+            .and_then(|domain| run("launchctl", &["bootout", &format!("{domain}/{LAUNCHD_LABEL}")]))
+            .map(|()| format!("unloaded {LAUNCHD_LABEL} from launchd"))
     } else {
-        let _ = run("systemctl", &["--user", "disable", "--now", "openhuman-mcp.socket", "openhuman-mcp.service"]);
-    }
+        run("systemctl", &["--user", "disable", "--now", "openhuman-mcp.socket", "openhuman-mcp.service"])
+            .map(|()| "stopped and disabled openhuman-mcp.socket and openhuman-mcp.service".to_string())
+    };
     for u in &units {
         std::fs::remove_file(u).with_context(|| format!("cannot remove {}", u.display()))?;
     }
-    if !cfg!(target_os = "macos") {
+    if !cfg!(target_os = "macos") && stopped.is_ok() {
         let _ = run("systemctl", &["--user", "daemon-reload"]);
     }
-    let removed = units.iter().map(|u| u.display().to_string()).collect::<Vec<_>>();
-    Ok(format!("stopped the service and removed {}", removed.join(", ")))
+    let removed = units.iter().map(|u| u.display().to_string()).collect::<Vec<_>>().join(", ");
+    let folders = Made::load(paths).tidy(false)?;
+    let folders = if folders.is_empty() {
+        String::new()
+    } else {
+        format!(" and {}", folders.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))
+    };
+    Ok(match stopped {
+        Ok(done) => format!("{done}; removed {removed}{folders}"),
+        Err(e) => format!("removed {removed}{folders}; nothing was stopped ({e:#})"),
+    })
 }
 
 fn run(program: &str, args: &[&str]) -> Result<()> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run {program}; is it installed? (the unit files were written)"))?;
+    let out =
+        Command::new(program).args(args).output().with_context(|| format!("cannot run {program}; is it installed?"))?;
     if !out.status.success() {
         bail!("`{program} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
     }

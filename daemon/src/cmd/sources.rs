@@ -1,9 +1,10 @@
 //! `sources add|remove|list`: the watched folders (`[[memory.sources]]`) from the command line.
 //!
 //! The config file is edited in place with `toml_edit`, so comments, key order and keys this
-//! version does not know are kept. The edited text must load as a valid config before it
-//! replaces the file: it is written to a temporary file beside it (0600) and renamed over it,
-//! through a symlink to its target. A running daemon is then told to
+//! version does not know are kept. The file must be a valid config before the edit, and the
+//! edited text must be one (checked in memory, so every message names the config file) before
+//! it replaces the file: it is written to a temporary file beside it (0600) and renamed over
+//! it, through a symlink to its target. A running daemon is then told to
 //! reload, which starts or stops watching at once.
 
 use std::path::{Path, PathBuf};
@@ -100,17 +101,25 @@ pub(crate) fn edit<T>(paths: &Paths, change: impl FnOnce(&mut DocumentMut) -> Re
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", file.display())),
     };
-    let mut doc: DocumentMut = text.parse().with_context(|| format!("{} is not valid TOML", file.display()))?;
+    // The file as it is must be valid first: its own error, naming it, says what to fix.
+    config::check_text(&paths.config_file, &text)
+        .context("nothing was changed: the config file has an error to fix first")?;
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| anyhow::anyhow!("{} is not valid TOML: {}", file.display(), e.message()))?;
     let result = change(&mut doc)?;
+    let edited = doc.to_string();
+    // Checked before anything is written, under the file's own name.
+    config::check_text(&paths.config_file, &edited)
+        .context("the edited config would not be valid; the file was left as it was")?;
     let dir = file.parent().context("the config file has no folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".config.toml.")
         .tempfile_in(dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
-    std::io::Write::write_all(&mut tmp, doc.to_string().as_bytes())?;
+    std::io::Write::write_all(&mut tmp, edited.as_bytes())?;
     tmp.as_file().sync_all()?;
-    config::load(tmp.path()).context("the edited config would not be valid; the file was left as it was")?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -286,3 +286,77 @@ fn config_check_fails_what_serve_refuses_or_runs_degraded() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("warning:"), "{text}");
 }
+
+/// One config error as the terminal shows it: what `openhumand-mcp <args>` wrote to stderr,
+/// after checking it failed with exit 1.
+fn failing(home: &Home, args: &[&str]) -> String {
+    let out = home.daemon_cmd().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    err
+}
+
+/// Config errors are one line each, said once, naming the key and `config.toml` (never a
+/// temporary file an edit waits in), with a number's range said in words.
+#[test]
+fn config_errors_are_one_line_name_config_toml_and_say_ranges_in_words() {
+    let home = Home::new();
+    let file = home.path().join("config.toml").display().to_string();
+    let notes = tempfile::tempdir().unwrap();
+    let notes = notes.path().to_str().unwrap();
+
+    home.write_config("[mcp.http\nport = 1\n");
+    for args in [&["config", "check"][..], &["sources", "add", notes], &["serve"]] {
+        let err = failing(&home, args);
+        // `serve` may warn first (it tightens the home's modes); the error is one line, once.
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains("TOML")).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert_eq!(err.matches("unclosed table").count(), 1, "said once: {err}");
+        assert!(lines[0].contains(&file) && lines[0].contains("line 1, column 10: unclosed table"), "{err}");
+    }
+
+    home.write_config("[mcp.http]\nport = 99999\n");
+    for args in [&["config", "check"][..], &["sources", "add", notes]] {
+        let err = failing(&home, args);
+        assert!(err.contains("`mcp.http.port`") && err.contains("a port number, 0–65535 (got 99999)"), "{err}");
+        assert!(err.contains(&file) && !err.contains(".config.toml.") && !err.contains("u16"), "{err}");
+    }
+    let out = home.daemon_cmd().args(["config", "check"]).env("OPENHUMAN_MCP_HTTP_PORT", "70000").output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("OPENHUMAN_MCP_HTTP_PORT") && err.contains("a port number, 0–65535 (got 70000)"), "{err}");
+
+    // A value only the semantic checks refuse is named in the file too, not in the edit's copy.
+    home.write_config("[searxng]\nmax_results = 80\n");
+    let err = failing(&home, &["sources", "add", notes]);
+    assert!(err.contains(&file) && err.contains("searxng.max_results") && !err.contains(".config.toml."), "{err}");
+    assert!(err.contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read_to_string(home.path().join("config.toml")).unwrap(), "[searxng]\nmax_results = 80\n");
+}
+
+/// A reload that failed leaves the daemon on its previous config, and `status` says so with the
+/// reason (exit 1) until a reload works again.
+#[test]
+fn status_after_a_failed_reload_exits_non_zero_with_the_reason() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let status = || home.daemon_cmd().arg("status").output().unwrap();
+    assert!(status().status.success());
+    let mut p = Peer::socket(&home.socket());
+    home.write_config("[mcp.http]\nport = 99999\n");
+    assert!(rpc_error(&p.request("openhuman.config_reload", json!({}))).1.contains("mcp.http.port"));
+    let out = status();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let problem =
+        said.lines().find(|l| l.starts_with("problem: ")).unwrap_or_else(|| panic!("no problem line: {said}"));
+    assert!(problem.contains("not reloaded") && problem.contains("previous one stays in force"), "{problem}");
+    assert!(problem.contains("`mcp.http.port`") && problem.contains("config.toml"), "{problem}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&home.daemon_cmd().args(["status", "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(json["ready"], false, "{json}");
+
+    home.write_config("[mcp.http]\nport = 9301\n");
+    assert_eq!(p.call("openhuman.config_reload", json!({}))["reloaded"], true);
+    let out = status();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}

@@ -115,15 +115,15 @@ fn install_registers_the_installed_shim_and_uninstall_keeps_the_data_unless_purg
     let gone = ok(user.run(&home, &["uninstall", "--prefix", p]));
     assert!(gone.contains(&format!("stopped the running daemon (pid {pid})")), "{gone}");
     assert!(!daemon.exists() && !shim.exists(), "{gone}");
-    let cursor = read_json(&user.cursor_config());
-    assert!(cursor["mcpServers"].get("openhuman").is_none(), "{cursor}");
-    assert_eq!(cursor["mcpServers"]["other"]["command"], "x");
+    // Nothing else changed in the file: it is given back byte for byte, and its backup goes.
+    let cursor = std::fs::read_to_string(user.cursor_config()).unwrap();
+    assert_eq!(cursor, r#"{"mcpServers": {"other": {"command": "x"}}}"#, "{gone}");
     let backups = std::fs::read_dir(user.path().join(".cursor"))
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("mcp.json.bak-"))
         .count();
-    assert!(backups >= 1, "the file before the removal is kept");
+    assert_eq!(backups, 0, "{gone}");
     assert!(home.path().join("data").is_dir(), "memory stays: {gone}");
     assert!(gone.contains("data: kept"), "{gone}");
 
@@ -174,9 +174,96 @@ fn install_writes_the_service_for_the_installed_daemon_and_asks_before_registeri
     assert!(again.contains("service: already installed"), "{again}");
 
     let gone = ok(user.run_with(&home, &["uninstall", "--prefix", p], &env));
-    assert!(!units.join("openhuman-mcp.service").exists() && !units.join("openhuman-mcp.socket").exists(), "{gone}");
+    assert!(gone.contains("service: stopped and disabled openhuman-mcp.socket and openhuman-mcp.service"), "{gone}");
+    assert!(!user.path().join(".config/systemd").exists(), "the folders install made go too: {gone}");
     let log = std::fs::read_to_string(&calls).unwrap();
     assert!(log.contains("--user disable --now openhuman-mcp.socket openhuman-mcp.service"), "{log}");
+
+    // Installed where the service manager answered, uninstalled where it does not: the files
+    // go, and the line says that nothing was stopped.
+    ok(user.run_with(&home, &["install", "--prefix", p, "--register", "none"], &env));
+    no_bus(&script);
+    let gone = ok(user.run_with(&home, &["uninstall", "--prefix", p], &env));
+    let line = gone.lines().find(|l| l.starts_with("service: ")).unwrap();
+    assert!(line.contains("removed") && line.contains("nothing was stopped") && line.contains("bus"), "{gone}");
+    assert!(!line.contains("stopped and") && !units.exists(), "{gone}");
+}
+
+/// Makes the stand-in `systemctl` at `script` fail as it does without a user session bus.
+#[cfg(unix)]
+fn no_bus(script: &Path) {
+    std::fs::write(script, "#!/bin/sh\necho 'Failed to connect to bus: No medium found' >&2\nexit 1\n").unwrap();
+}
+
+/// Every entry under `root` (folders, files with their bytes, links with their targets),
+/// relative to it: what a diff of the home sees.
+fn tree(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = e.path();
+            let kind = e.file_type().unwrap();
+            let what = if kind.is_symlink() {
+                format!("link to {}", std::fs::read_link(&path).unwrap().display())
+            } else if kind.is_dir() {
+                todo.push(path.clone());
+                "folder".to_string()
+            } else {
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned()
+            };
+            out.push((path.strip_prefix(root).unwrap().to_path_buf(), what));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Install (twice) then uninstall in a home with clients found, one config of the user's own
+/// and no service manager to reach: the home is as it was, to the byte, and every line said
+/// what was really done.
+#[test]
+#[cfg(target_os = "linux")]
+fn uninstall_leaves_the_home_as_it_was_before_install() {
+    let home = Home::new();
+    let user = User::new();
+    for dir in [".cursor", ".gemini", ".config/Code/User", ".continue"] {
+        std::fs::create_dir_all(user.path().join(dir)).unwrap();
+    }
+    std::fs::write(user.cursor_config(), "{\"mcpServers\": {\"other\": {\"command\": \"x\"}}}\n").unwrap();
+    std::fs::write(user.path().join(".continue/config.yaml"), "name: mine\n").unwrap();
+    let fake_bin = tempfile::tempdir().unwrap();
+    let script = fake_bin.path().join("systemctl");
+    no_bus(&script);
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(fake_bin.path().to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let env = [("PATH", path.as_os_str())];
+    let (user_before, home_before) = (tree(user.path()), tree(home.path()));
+
+    let said = ok(user.run_with(&home, &["install", "--register", "all"], &env));
+    let service = said.lines().find(|l| l.starts_with("service: ")).unwrap();
+    assert!(
+        service.contains("not installed, its unit files were taken out again") && service.contains("bus"),
+        "{said}"
+    );
+    assert!(!user.path().join(".config/systemd").exists(), "{said}");
+    assert!(said.contains("client gemini: created") && said.contains("client cursor: added"), "{said}");
+    let again = ok(user.run_with(&home, &["install", "--register", "all"], &env));
+    assert!(again.contains("nothing to do"), "{again}");
+    let backups: Vec<_> =
+        tree(user.path()).into_iter().filter(|(p, _)| p.to_string_lossy().contains(".bak-")).collect();
+    assert_eq!(backups.len(), 1, "one backup, of the one file the user had: {backups:?}");
+
+    let gone = ok(user.run_with(&home, &["uninstall"], &env));
+    assert!(gone.contains("service: no openhuman-mcp service files were installed"), "{gone}");
+    assert!(gone.contains("which is again exactly as it was"), "{gone}");
+    assert!(gone.contains("folders: removed") && gone.contains(".local/bin"), "{gone}");
+    assert_eq!(tree(user.path()), user_before, "{gone}");
+    assert_eq!(tree(home.path()), home_before, "{gone}");
 }
 
 /// `openhumand-mcp <args>` as `user` with a terminal on stdin, `typed` at its prompts.
@@ -217,7 +304,7 @@ fn on_a_terminal_install_asks_per_client_found_and_purge_asks_first() {
     let (code, said, asked) = run_typing(&user, &home, &["install", "--prefix", p, "--no-service"], "y\nn\n");
     assert_eq!(code, Some(0), "{said}{asked}");
     assert!(asked.contains("Register openhuman with cursor?") && asked.contains("with gemini?"), "{asked}");
-    assert!(said.contains("client cursor: added"), "{said}");
+    assert!(said.contains("client cursor: created"), "{said}");
     assert!(read_json(&user.cursor_config())["mcpServers"]["openhuman"].is_object());
     assert!(!gemini.exists(), "answered no: {said}");
 

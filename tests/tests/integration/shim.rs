@@ -157,3 +157,40 @@ fn a_silent_daemon_gets_a_clear_error_instead_of_a_hang() {
     std::io::Read::read_to_string(&mut shim.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("did not answer the handshake") && err.contains("overloaded or stuck"), "{err}");
 }
+
+/// A config the daemon refuses: the client is told the daemon's own reason (the key, the range
+/// in words, `config.toml`) in one line, every request the same, and the daemon is not started
+/// again (its error is logged once) until the file changes; then it starts.
+#[test]
+fn a_broken_config_is_told_to_the_client_in_the_daemons_words() {
+    let home = Home::new();
+    let file = home.path().join("config.toml").display().to_string();
+    home.write_config("[mcp.http]\nport = 99999\n");
+    let mut shim = ChildPeer::spawn(home.shim_cmd());
+    let r = shim.peer.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}),
+    );
+    let (code, msg) = rpc_error(&r);
+    assert_eq!(code, -32603, "{r}");
+    assert!(msg.contains("could not start") && msg.contains("`mcp.http.port`"), "{msg}");
+    assert!(msg.contains(&file) && msg.contains("a port number, 0–65535 (got 99999)"), "{msg}");
+    assert!(!msg.contains('\n') && !msg.contains("ERROR"), "{msg}");
+    let again = shim.peer.request("ping", json!({}));
+    assert_eq!(rpc_error(&again).1, msg, "{again}");
+    let (status, _) = shim.finish();
+    assert!(!status.success());
+    let log = std::fs::read_to_string(home.path().join("logs/daemon-autostart.log")).unwrap();
+    assert_eq!(log.matches("mcp.http.port").count(), 1, "started once, said once: {log}");
+
+    // Broken TOML is one line too; once the file is fixed the same shim starts the daemon.
+    home.write_config("[mcp.http\n");
+    let mut shim = ChildPeer::spawn(home.shim_cmd());
+    let r = shim.peer.request("ping", json!({}));
+    let msg = rpc_error(&r).1.to_string();
+    assert!(msg.contains(&file) && msg.contains("not valid TOML at line 1") && !msg.contains('\n'), "{msg}");
+    home.write_config("[mcp.http]\nport = 9302\n");
+    let init = shim.peer.initialize("after the fix");
+    assert!(init["serverInfo"]["name"].is_string(), "{init}");
+    assert!(home.daemon_pid().is_some());
+}
