@@ -8,6 +8,7 @@ Standard library only, so the builders run on any machine with Python 3.8 or new
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parents[2]
 DAEMON = "openhumand-mcp"
@@ -72,7 +74,7 @@ TARGETS = {
 }
 
 
-def fail(tool: str, message: str) -> "NoReturn":  # noqa: F821 (a string annotation)
+def fail(tool: str, message: str) -> NoReturn:
     print(f"{tool}: {message}", file=sys.stderr)
     sys.exit(1)
 
@@ -162,6 +164,18 @@ def copy_executable(src: Path, dst: Path) -> None:
     dst.chmod(0o755)
 
 
-def bin_dir_help() -> str:
-    return ("[TARGET=]DIR: a folder holding openhumand-mcp and openhuman-mcp-shim built for TARGET "
-            "(a Rust target triple; the host's when left out). Repeat it for more targets.")
+def arguments(tool: str, description: str, default_out: Path, more=None) -> argparse.Namespace:
+    """A builder's command line: every --bin-dir (checked, as `bins`), --out (made, absolute),
+    and whatever `more(parser)` adds."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--bin-dir", action="append", default=[],
+                        help="[TARGET=]DIR: a folder holding openhumand-mcp and openhuman-mcp-shim built for "
+                             "TARGET (a Rust target triple; the host's when left out). Repeat it for more targets.")
+    parser.add_argument("--out", type=Path, default=default_out, help=f"where to write (default: {default_out})")
+    if more is not None:
+        more(parser)
+    args = parser.parse_args()
+    args.bins = parse_bin_dirs(tool, args.bin_dir)
+    args.out.mkdir(parents=True, exist_ok=True)
+    args.out = args.out.resolve()
+    return args

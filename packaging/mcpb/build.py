@@ -22,7 +22,6 @@ Usage: packaging/mcpb/build.py --bin-dir [TARGET=]DIR [--bin-dir ...] [--out DIR
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -136,23 +135,17 @@ def manifest(version: str, platforms: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Build the MCP Bundle (.mcpb) of openhuman-mcp.")
-    parser.add_argument("--bin-dir", action="append", default=[], help=a.bin_dir_help())
-    parser.add_argument("--out", type=Path, default=a.ROOT / "dist")
-    parser.add_argument("--mcpb", help="the mcpb CLI (a JS file run with node)")
-    args = parser.parse_args()
-    bins = a.parse_bin_dirs(TOOL, args.bin_dir)
+    args = a.arguments(TOOL, "Build the MCP Bundle (.mcpb) of openhuman-mcp.", a.ROOT / "dist",
+                       lambda p: p.add_argument("--mcpb", help="the mcpb CLI (a JS file run with node)"))
     by_os = {}
-    for b in bins:
+    for b in args.bins:
         if b.target.mcpb in by_os:
             a.fail(TOOL, f"{by_os[b.target.mcpb].target.triple} and {b.target.triple} are both {b.target.mcpb} "
                    "binaries; a bundle holds one per OS (for macOS, universal-apple-darwin)")
         by_os[b.target.mcpb] = b
     cli = find_cli(args.mcpb)
     version = a.version()
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out.resolve()
-    bundle = out / f"{a.PACKAGE}-{version}.mcpb"
+    bundle = args.out / f"{a.PACKAGE}-{version}.mcpb"
     with tempfile.TemporaryDirectory(prefix="openhuman-mcpb-") as tmp:
         stage = Path(tmp) / a.PACKAGE
         stage.mkdir()

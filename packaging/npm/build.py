@@ -17,7 +17,6 @@ Usage: packaging/npm/build.py --bin-dir [TARGET=]DIR [--bin-dir ...] [--out DIR]
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -102,21 +101,16 @@ def main_package(version: str, stage: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Build the npm packages of openhuman-mcp.")
-    parser.add_argument("--bin-dir", action="append", default=[], help=a.bin_dir_help())
-    parser.add_argument("--out", type=Path, default=a.ROOT / "dist" / "npm")
-    args = parser.parse_args()
-    bins = a.parse_bin_dirs(TOOL, args.bin_dir)
-    for b in bins:
+    args = a.arguments(TOOL, "Build the npm packages of openhuman-mcp.", a.ROOT / "dist" / "npm")
+    for b in args.bins:
         if b.target.triple == "universal-apple-darwin":
             a.fail(TOOL, "npm has a package per macOS architecture: give x86_64- and aarch64-apple-darwin")
     version = a.version()
-    args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out.resolve()
+    out = args.out
     with tempfile.TemporaryDirectory(prefix="openhuman-npm-") as tmp:
         stage = Path(tmp)
         written = [npm_pack(main_package(version, stage), out)]
-        for b in bins:
+        for b in args.bins:
             written.append(npm_pack(platform_package(b, version, stage), out))
     for path in written:
         print(f"{TOOL}: wrote {path}", file=sys.stderr)

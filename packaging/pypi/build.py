@@ -20,7 +20,6 @@ Usage: packaging/pypi/build.py --bin-dir [TARGET=]DIR [--bin-dir ...] [--out DIR
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import os
@@ -116,15 +115,10 @@ def build_wheel(b: a.Binaries, version: str, out: Path) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Build the wheels of openhuman-mcp.")
-    parser.add_argument("--bin-dir", action="append", default=[], help=a.bin_dir_help())
-    parser.add_argument("--out", type=Path, default=a.ROOT / "dist" / "pypi")
-    args = parser.parse_args()
-    bins = a.parse_bin_dirs(TOOL, args.bin_dir)
+    args = a.arguments(TOOL, "Build the wheels of openhuman-mcp.", a.ROOT / "dist" / "pypi")
     version = a.version()
-    args.out.mkdir(parents=True, exist_ok=True)
-    for b in bins:
-        path = build_wheel(b, version, args.out.resolve())
+    for b in args.bins:
+        path = build_wheel(b, version, args.out)
         print(f"{TOOL}: wrote {path}", file=sys.stderr)
         print(path)
 

@@ -132,6 +132,13 @@ impl Work {
     fn bins(&self) -> PathBuf {
         self.path().join("bins")
     }
+    /// `python3 packaging/<script> --bin-dir <the copies> --out <out> <more...>`, which must pass.
+    fn build(&self, script: &str, out: &str, more: &[&std::ffi::OsStr]) -> Output {
+        let mut cmd = Command::new("python3");
+        cmd.arg(format!("packaging/{script}")).arg("--bin-dir").arg(self.bins());
+        cmd.arg("--out").arg(self.path().join(out)).args(more);
+        run(&mut cmd, script)
+    }
 }
 
 /// The lines a build script printed: the paths of what it wrote.
@@ -183,9 +190,7 @@ fn tar_json(tarball: &Path, member: &str) -> Value {
 #[test]
 fn npm_packages_install_from_their_tarballs_and_their_bin_serves_the_official_client() {
     let work = Work::new();
-    let mut build = Command::new("python3");
-    build.arg("packaging/npm/build.py").arg("--bin-dir").arg(work.bins()).arg("--out").arg(work.path().join("npm"));
-    let tarballs = written(&run(&mut build, "packaging/npm/build.py"));
+    let tarballs = written(&work.build("npm/build.py", "npm", &[]));
     let platform = npm_platform();
     let names: Vec<String> = tarballs.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names, [format!("openhuman-mcp-{VERSION}.tgz"), format!("openhuman-mcp-{platform}-{VERSION}.tgz")]);
@@ -240,9 +245,7 @@ fn npm_packages_install_from_their_tarballs_and_their_bin_serves_the_official_cl
 #[test]
 fn the_wheel_installs_into_a_venv_and_its_script_serves_the_official_client() {
     let work = Work::new();
-    let mut build = Command::new("python3");
-    build.arg("packaging/pypi/build.py").arg("--bin-dir").arg(work.bins()).arg("--out").arg(work.path().join("pypi"));
-    let wheels = written(&run(&mut build, "packaging/pypi/build.py"));
+    let wheels = written(&work.build("pypi/build.py", "pypi", &[]));
     assert_eq!(wheels.len(), 1, "{wheels:?}");
     let name = wheels[0].file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with(&format!("openhuman_mcp-{VERSION}-py3-none-")) && name.ends_with(".whl"), "{name}");
@@ -274,16 +277,7 @@ fn the_wheel_installs_into_a_venv_and_its_script_serves_the_official_client() {
 fn the_bundle_is_validated_and_packed_by_mcpb_and_its_manifest_command_serves_the_official_client() {
     let tools = tools();
     let work = Work::new();
-    let mut build = Command::new("python3");
-    build
-        .arg("packaging/mcpb/build.py")
-        .arg("--bin-dir")
-        .arg(work.bins())
-        .arg("--out")
-        .arg(work.path().join("dist"))
-        .arg("--mcpb")
-        .arg(&tools.mcpb);
-    let out = run(&mut build, "packaging/mcpb/build.py");
+    let out = work.build("mcpb/build.py", "dist", &["--mcpb".as_ref(), tools.mcpb.as_os_str()]);
     assert!(text(&out.stderr).contains("Manifest schema validation passes!"), "{}", text(&out.stderr));
     let bundle = written(&out).pop().expect("the bundle's path");
     assert_eq!(bundle.file_name().unwrap().to_string_lossy(), format!("openhuman-mcp-{VERSION}.mcpb"));
