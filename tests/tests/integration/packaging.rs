@@ -1,8 +1,8 @@
 //! The ways MCP users install openhuman-mcp, each built by the repo's own script from the debug
 //! binaries and installed the way a user's machine would: the npm packages `npm install`ed from
-//! their tarballs into a temporary prefix (offline), the wheel `pip install`ed into a fresh venv,
-//! and the MCP Bundle validated and packed by the official `mcpb` CLI, unpacked, and run with the
-//! command its manifest gives. Each installed shim is then driven by the official Python MCP
+//! their tarballs into a temporary prefix (offline) and run by `npx -y`, the wheel `pip
+//! install`ed into a fresh venv, and the MCP Bundle validated and packed by the official `mcpb`
+//! CLI, unpacked, and run with the command its manifest gives. Each installed shim is then driven by the official Python MCP
 //! client (`tests/packaging/drive.py`: initialize, tools/list, a memory.store/memory.search round
 //! trip) in a temporary OPENHUMAN_HOME. The registry's `server.json` is checked against the
 //! vendored schema, and the GitHub workflows against actionlint.
@@ -239,6 +239,19 @@ fn npm_packages_install_from_their_tarballs_and_their_bin_serves_the_official_cl
 
     let home = Home::new();
     drive(&home, &[&shim], &[]);
+    stop(&daemon, &home);
+
+    // And as a client's config says it: `npx -y openhuman-mcp`, here with the tarballs as the
+    // packages npx installs (into its own fresh cache, offline).
+    let npx_cache = work.path().join("npx-cache");
+    let mut npx: Vec<&Path> = vec![Path::new("npx"), Path::new("--yes"), Path::new("--offline"), Path::new("--cache")];
+    npx.push(&npx_cache);
+    for t in &tarballs {
+        npx.extend([Path::new("--package"), t.as_path()]);
+    }
+    npx.push(Path::new("openhuman-mcp"));
+    let home = Home::new();
+    drive(&home, &npx, &[]);
     stop(&daemon, &home);
 }
 
