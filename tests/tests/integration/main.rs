@@ -12,6 +12,7 @@ mod import;
 mod install;
 mod memory;
 mod memory_crash;
+mod packaging;
 mod postgres;
 mod privacy;
 mod prompts;
