@@ -3,7 +3,8 @@
 //! builder (`daemon`), line-protocol clients over a child's stdio or the daemon socket (`peer`),
 //! helpers that read replies in assertions (`replies`), a raw HTTP client (`http`), scripted
 //! stand-ins for upstream APIs (`fake`), a disk that really fills up (`disk`), a seeded
-//! generator of adversarial messages (`fuzz`) and a throwaway PostgreSQL server (`postgres`).
+//! generator of adversarial messages (`fuzz`), a throwaway PostgreSQL server (`postgres`) and the
+//! prerequisites the fixture scripts provide (`fixtures`).
 //! Every wait is bounded (a hang fails the test instead of blocking CI), and when a test fails
 //! the daemon's log is printed.
 #![allow(clippy::print_stderr, unsafe_code)]
@@ -12,6 +13,7 @@ mod binaries;
 mod daemon;
 pub mod disk;
 pub mod fake;
+pub mod fixtures;
 pub mod fuzz;
 mod home;
 pub mod http;

