@@ -24,7 +24,7 @@ search and recall what the user has stored (notes, e-mail, chats, learnings) and
 use agent.list_subagents to see the specialist subagents. Writes are audited and may be refused by \
 the user's security policy; a refusal message says why.";
 
-pub static INFO: ServerInfo = ServerInfo {
+pub(crate) static INFO: ServerInfo = ServerInfo {
     name: "openhuman-core",
     title: "OpenHuman",
     version: openhuman_common::VERSION,

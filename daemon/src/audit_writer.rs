@@ -13,7 +13,7 @@ enum Msg {
 }
 
 #[derive(Clone)]
-pub struct AuditWriter {
+pub(crate) struct AuditWriter {
     tx: Sender<Msg>,
 }
 
@@ -23,7 +23,7 @@ const BATCH: usize = 512;
 impl AuditWriter {
     /// Starts the writer thread. Without a memory store there is no audit table: rows are then
     /// logged (they hold no content) so the attempt is still on record.
-    pub fn start(memory: Result<MemoryEngine, String>) -> AuditWriter {
+    pub(crate) fn start(memory: Result<MemoryEngine, String>) -> AuditWriter {
         let (tx, rx) = channel();
         let spawned = std::thread::Builder::new().name("audit-writer".into()).spawn(move || run(rx, memory.ok()));
         if let Err(e) = spawned {
@@ -32,21 +32,21 @@ impl AuditWriter {
         AuditWriter { tx }
     }
 
-    pub fn record(&self, row: AuditRow) {
+    pub(crate) fn record(&self, row: AuditRow) {
         if self.tx.send(Msg::Row(Box::new(row))).is_err() {
             tracing::error!("audit writer is gone; a rejection row was not recorded");
         }
     }
 
     /// Blocks until every row queued so far is written.
-    pub fn flush_blocking(&self) {
+    pub(crate) fn flush_blocking(&self) {
         let (done_tx, done_rx) = channel();
         if self.tx.send(Msg::Flush(done_tx)).is_ok() {
             let _ = done_rx.recv();
         }
     }
 
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         let me = self.clone();
         let _ = crate::pool::run(move || me.flush_blocking()).await;
     }

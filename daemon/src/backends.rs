@@ -39,7 +39,7 @@ impl Embedder for Builtin {
 
 /// The embedder `[memory.embeddings]` asks for (the built-in one by default). An HTTP embedder
 /// remembers its probed vector size in `data_dir`.
-pub fn embedder(config: &Config, data_dir: &Path) -> Result<Arc<dyn Embedder>, String> {
+pub(crate) fn embedder(config: &Config, data_dir: &Path) -> Result<Arc<dyn Embedder>, String> {
     Ok(match config.memory.embeddings.provider {
         EmbeddingProvider::Builtin => Arc::new(Builtin(StaticModel::builtin().map_err(|e| format!("{e:#}"))?)),
         EmbeddingProvider::Ollama | EmbeddingProvider::Openai => {
@@ -50,7 +50,7 @@ pub fn embedder(config: &Config, data_dir: &Path) -> Result<Arc<dyn Embedder>, S
 
 /// The deep-tier embedder `memory.embeddings.transformer` names, if any. Only the small files are
 /// read here; the weights load on a background thread, so that start-up does not wait for them.
-pub fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<Arc<dyn Embedder>>, String> {
+pub(crate) fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<Arc<dyn Embedder>>, String> {
     let Some(value) = &config.memory.embeddings.transformer else { return Ok(None) };
     let model = ModelStore::new(data_dir)
         .open(value)
@@ -63,7 +63,7 @@ pub fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<Arc<dyn 
 }
 
 /// Opens the memory engine, or returns the message memory tools should answer with.
-pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, String> {
+pub(crate) fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, String> {
     if config.memory.engine == MemoryEngineKind::Off {
         return Err(MEMORY_OFF.to_string());
     }
@@ -90,7 +90,7 @@ pub fn open_memory(paths: &Paths, config: &Config) -> Result<MemoryEngine, Strin
 
 /// The shared store `engine = "postgres"` asks for (None for the embedded engine); an error
 /// names the key or variable to set.
-pub fn shared_store(config: &Config) -> Result<Option<SharedOptions>, String> {
+pub(crate) fn shared_store(config: &Config) -> Result<Option<SharedOptions>, String> {
     if config.memory.engine != MemoryEngineKind::Postgres {
         return Ok(None);
     }
@@ -102,7 +102,7 @@ pub fn shared_store(config: &Config) -> Result<Option<SharedOptions>, String> {
 }
 
 /// The PostgreSQL store of `[memory.postgres]`, its URL read from the variable `url_env` names.
-pub fn postgres_store(config: &Config) -> Result<PgStore, String> {
+pub(crate) fn postgres_store(config: &Config) -> Result<PgStore, String> {
     let pg = &config.memory.postgres;
     let url = std::env::var(&pg.url_env).ok().filter(|u| !u.trim().is_empty()).ok_or_else(|| {
         format!(
@@ -121,7 +121,7 @@ pub fn postgres_store(config: &Config) -> Result<PgStore, String> {
 }
 
 /// This daemon's name in the shared store: `memory.postgres.machine`, else the host name.
-pub fn machine_name(config: &Config) -> String {
+pub(crate) fn machine_name(config: &Config) -> String {
     config.memory.postgres.machine.clone().unwrap_or_else(|| {
         std::fs::read_to_string("/etc/hostname")
             .ok()
@@ -135,17 +135,17 @@ pub fn machine_name(config: &Config) -> String {
 
 /// What a user reads when the store's disk has no room: what is wrong, where, and what to do,
 /// in one short sentence (the raw cause goes to the log).
-pub fn disk_full(data_dir: &Path, what: &str, then: &str) -> String {
+pub(crate) fn disk_full(data_dir: &Path, what: &str, then: &str) -> String {
     format!("{what}: the disk holding {} is full. Free space there, then {then}", data_dir.display())
 }
 
 /// What to do once space is free, when the store did not open at start.
-pub const RESTART: &str = "restart the daemon (`openhumand-mcp stop`; your MCP client starts it again)";
+pub(crate) const RESTART: &str = "restart the daemon (`openhumand-mcp stop`; your MCP client starts it again)";
 
 /// Whether a failure (its whole `{e:#}` text) came from a disk without room for `dir`: the text
 /// says so (SQLite's "disk is full", the operating system's no-space, quota and file-size
 /// errors), or a small file cannot be written there now. Blocking; call it only on failure.
-pub fn no_room(cause: &str, dir: &Path) -> bool {
+pub(crate) fn no_room(cause: &str, dir: &Path) -> bool {
     ["database or disk is full", "No space left on device", "Disk quota exceeded", "File too large"]
         .iter()
         .any(|needle| cause.contains(needle))

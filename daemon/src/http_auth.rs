@@ -12,13 +12,13 @@ use openhuman_common::Paths;
 use openhuman_config::Config;
 
 /// The variable that carries the token.
-pub const TOKEN_ENV: &str = "OPENHUMAN_MCP_AUTH_TOKEN";
+pub(crate) const TOKEN_ENV: &str = "OPENHUMAN_MCP_AUTH_TOKEN";
 /// The generated token's file, in the config directory.
-pub const TOKEN_FILE: &str = "http-token";
+pub(crate) const TOKEN_FILE: &str = "http-token";
 
 /// Where the token in force comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Env,
     File(PathBuf),
     Flag,
@@ -26,7 +26,7 @@ pub enum Source {
 }
 
 /// The token a user set (environment, `auth_token_file`, `--auth-token`), if any.
-pub fn chosen(config: &Config, flag: Option<&str>) -> Result<Option<(String, Source)>> {
+pub(crate) fn chosen(config: &Config, flag: Option<&str>) -> Result<Option<(String, Source)>> {
     if let Ok(t) = std::env::var(TOKEN_ENV)
         && !t.trim().is_empty()
     {
@@ -42,7 +42,7 @@ pub fn chosen(config: &Config, flag: Option<&str>) -> Result<Option<(String, Sou
 }
 
 /// The token a user set, else the generated one (made now when there is none yet).
-pub fn token(paths: &Paths, config: &Config, flag: Option<&str>) -> Result<(String, Source)> {
+pub(crate) fn token(paths: &Paths, config: &Config, flag: Option<&str>) -> Result<(String, Source)> {
     if let Some(chosen) = chosen(config, flag)? {
         return Ok(chosen);
     }
@@ -80,7 +80,7 @@ fn generated(file: &Path) -> Result<String> {
 
 /// A token file's content, trimmed. A file other users may read is refused: anyone who can
 /// read the token can do everything the token allows.
-pub fn read_token_file(file: &Path) -> Result<String> {
+pub(crate) fn read_token_file(file: &Path) -> Result<String> {
     let what = || format!("cannot read the HTTP token file {}", file.display());
     #[cfg(unix)]
     {

@@ -13,17 +13,17 @@ use crate::engine::{MethodError, blocking};
 use crate::state::AppState;
 use crate::watch::{id_of, id_uri, source_id_of};
 
-pub const MIME: &str = "text/markdown";
-pub const MEMORY_URI: &str = "openhuman://memory";
+pub(crate) const MIME: &str = "text/markdown";
+pub(crate) const MEMORY_URI: &str = "openhuman://memory";
 const WATCHED_PREFIX: &str = "openhuman://watched/";
-pub const SOURCE_TEMPLATE: &str = "openhuman://source/{id}";
-pub const MEMORY_TEMPLATE: &str = "openhuman://memory/{id}";
+pub(crate) const SOURCE_TEMPLATE: &str = "openhuman://source/{id}";
+pub(crate) const MEMORY_TEMPLATE: &str = "openhuman://memory/{id}";
 const ITEM_PREFIX: &str = "openhuman://memory/";
 /// Chunks a source resource shows (the engine's page bound).
 const CHUNKS_SHOWN: usize = 50;
 
 /// The listed resources: the overview and one per watched folder.
-pub fn list(state: &AppState) -> Vec<Resource> {
+pub(crate) fn list(state: &AppState) -> Vec<Resource> {
     let mut out = vec![Resource {
         uri: MEMORY_URI.into(),
         name: "memory".into(),
@@ -44,7 +44,7 @@ pub fn list(state: &AppState) -> Vec<Resource> {
     out
 }
 
-pub fn templates() -> Vec<ResourceTemplate> {
+pub(crate) fn templates() -> Vec<ResourceTemplate> {
     vec![
         ResourceTemplate {
             uri_template: SOURCE_TEMPLATE.into(),
@@ -68,12 +68,12 @@ pub fn templates() -> Vec<ResourceTemplate> {
 }
 
 /// The URI of the memory item (chunk) `id`.
-pub fn item_uri(id: &str) -> String {
+pub(crate) fn item_uri(id: &str) -> String {
     id_uri(ITEM_PREFIX, id)
 }
 
 /// The text of a memory resource, or None when `uri` is not one (or names nothing).
-pub async fn read(state: &AppState, uri: &str) -> Option<String> {
+pub(crate) async fn read(state: &AppState, uri: &str) -> Option<String> {
     if uri == MEMORY_URI {
         return overview(state).await.inspect_err(|e| tracing::warn!("reading {uri}: {e}")).ok();
     }

@@ -12,9 +12,9 @@ use tracing_subscriber::fmt;
 use tracing_subscriber::prelude::*;
 
 /// Each log file's size cap and how many rotated files are kept.
-pub const LOG_FILE_BYTES: usize = 10 * 1024 * 1024;
-pub const LOG_FILES_KEPT: usize = 5;
-pub const LOG_FILE_NAME: &str = "openhumand-mcp.log";
+pub(crate) const LOG_FILE_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const LOG_FILES_KEPT: usize = 5;
+pub(crate) const LOG_FILE_NAME: &str = "openhumand-mcp.log";
 
 fn filter(default: &str, verbose: bool) -> EnvFilter {
     match std::env::var("RUST_LOG") {
@@ -24,7 +24,7 @@ fn filter(default: &str, verbose: bool) -> EnvFilter {
 }
 
 /// stderr only (stdio mode and one-shot commands).
-pub fn init_stderr(default: &str, verbose: bool) {
+pub(crate) fn init_stderr(default: &str, verbose: bool) {
     let _ = tracing_subscriber::registry()
         .with(
             fmt::layer()
@@ -38,7 +38,7 @@ pub fn init_stderr(default: &str, verbose: bool) {
 
 /// stderr plus a rolling file under `log_dir` (the daemon). Keep the guard alive until exit so
 /// buffered lines are written.
-pub fn init_daemon(log_dir: &Path, verbose: bool) -> Result<WorkerGuard> {
+pub(crate) fn init_daemon(log_dir: &Path, verbose: bool) -> Result<WorkerGuard> {
     std::fs::create_dir_all(log_dir).with_context(|| format!("cannot create log dir {}", log_dir.display()))?;
     let path = log_dir.join(LOG_FILE_NAME);
     // The rotating writer uses exactly these options (it needs read, create and append) and

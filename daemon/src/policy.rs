@@ -14,7 +14,7 @@ const WINDOW: Duration = Duration::from_secs(3600);
 /// Why the policy refused an Act call. Its text (what clients and audit rows see) starts with
 /// [`Denial::PREFIX`] and says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Denial {
+pub(crate) enum Denial {
     #[error(
         "[policy-blocked] the autonomy level is readonly, so writes and agent runs are refused; \
          set [autonomy].level = \"supervised\" (or OPENHUMAN_AUTONOMY_LEVEL) to allow them"
@@ -29,16 +29,16 @@ pub enum Denial {
 
 impl Denial {
     /// How every denial's text begins, in replies and in stored audit rows.
-    pub const PREFIX: &str = "[policy-blocked]";
+    pub(crate) const PREFIX: &str = "[policy-blocked]";
 
     /// Whether a stored error text (an audit row's) records a policy denial.
-    pub fn is_denial_text(text: &str) -> bool {
+    pub(crate) fn is_denial_text(text: &str) -> bool {
         text.starts_with(Denial::PREFIX)
     }
 }
 
 #[derive(Default)]
-pub struct ActLimiter {
+pub(crate) struct ActLimiter {
     recent: Mutex<VecDeque<Instant>>,
 }
 
@@ -46,14 +46,14 @@ impl ActLimiter {
     /// Admits one Act call under `config`, or says why not; an admitted call uses a slot.
     /// `elsewhere` act calls other daemons sharing the memory made in the last hour count
     /// against the same budget.
-    pub fn admit_shared(&self, config: &Config, elsewhere: usize) -> Result<(), Denial> {
+    pub(crate) fn admit_shared(&self, config: &Config, elsewhere: usize) -> Result<(), Denial> {
         self.admit_at(config, Instant::now(), elsewhere)
     }
 
     /// Admits a control write (`openhuman.memory_ingest`, `memory_import`, `memory_reindex`): refused in
     /// `readonly`, not counted against the hourly act budget (the user's own commands use them,
     /// and one ingest of many files is one call).
-    pub fn admit_control(&self, config: &Config) -> Result<(), Denial> {
+    pub(crate) fn admit_control(&self, config: &Config) -> Result<(), Denial> {
         if config.autonomy.level == AutonomyLevel::Readonly {
             return Err(Denial::Readonly);
         }
@@ -82,7 +82,7 @@ impl ActLimiter {
     }
 
     /// Act calls counted in the current window.
-    pub fn used(&self) -> usize {
+    pub(crate) fn used(&self) -> usize {
         let now = Instant::now();
         let recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         recent.iter().filter(|t| now.duration_since(**t) < WINDOW).count()

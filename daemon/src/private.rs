@@ -10,7 +10,7 @@ use openhuman_common::Paths;
 /// Makes every file and directory this process creates private to its user.
 #[cfg(unix)]
 #[allow(unsafe_code)]
-pub fn set_umask() {
+pub(crate) fn set_umask() {
     // SAFETY: umask(2) only swaps the process's file-creation mask; it has no preconditions
     // and cannot fail.
     unsafe {
@@ -19,12 +19,12 @@ pub fn set_umask() {
 }
 
 #[cfg(not(unix))]
-pub fn set_umask() {}
+pub(crate) fn set_umask() {}
 
 /// Takes group and other permissions away from the home's directories and everything in them
 /// (config, data, logs, and the run directory when it is the home's own), logging what changed.
 /// Symbolic links are neither followed nor changed. Returns the paths that were changed.
-pub fn tighten_home(paths: &Paths, own_run_dir: bool) -> Vec<PathBuf> {
+pub(crate) fn tighten_home(paths: &Paths, own_run_dir: bool) -> Vec<PathBuf> {
     let mut roots = vec![paths.config_dir.as_path(), paths.data_dir.as_path(), paths.log_dir.as_path()];
     // A directory named by `--socket` is not the home's, even when it sits inside it.
     let skip = if own_run_dir {

@@ -23,19 +23,19 @@ use crate::agents::{Agent, Origin, Registry};
 use crate::engine::{self, MethodError};
 use crate::state::AppState;
 
-pub const RECALL: &str = "recall_context";
-pub const AGENT_PREFIX: &str = "agent.";
+pub(crate) const RECALL: &str = "recall_context";
+pub(crate) const AGENT_PREFIX: &str = "agent.";
 /// The token budget of `recall_context` when none is given.
-pub const DEFAULT_BUDGET: usize = 2000;
-pub const MIN_BUDGET: usize = 100;
-pub const MAX_BUDGET: usize = 32_000;
+pub(crate) const DEFAULT_BUDGET: usize = 2000;
+pub(crate) const MIN_BUDGET: usize = 100;
+pub(crate) const MAX_BUDGET: usize = 32_000;
 /// Chunks recalled for a topic (the engine's largest page); packing stops at the budget.
 const RECALL_K: usize = 50;
 /// A memory that does not fit whole goes in shortened only when this many tokens are left.
 const MIN_EXCERPT: usize = 40;
 
 /// Every prompt, in a stable order: `recall_context`, then the subagents by id.
-pub fn list(agents: &Registry) -> Vec<Prompt> {
+pub(crate) fn list(agents: &Registry) -> Vec<Prompt> {
     let mut out = vec![Prompt {
         name: RECALL.into(),
         title: "Recall context from memory".into(),
@@ -78,7 +78,11 @@ pub fn list(agents: &Registry) -> Vec<Prompt> {
 }
 
 /// `prompts/get`, its arguments already checked against the prompt's declaration.
-pub async fn get(state: AppState, name: String, args: BTreeMap<String, String>) -> Result<PromptResult, RpcError> {
+pub(crate) async fn get(
+    state: AppState,
+    name: String,
+    args: BTreeMap<String, String>,
+) -> Result<PromptResult, RpcError> {
     if name == RECALL {
         let budget = budget(args.get("token_budget"))?;
         return recall_context(state, &args["topic"], budget).await;

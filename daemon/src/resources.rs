@@ -7,14 +7,14 @@ use std::path::Path;
 
 use crate::agents::Registry;
 
-pub const MIME: &str = "text/markdown";
+pub(crate) const MIME: &str = "text/markdown";
 
 const IDENTITY: &str = include_str!("../prompts/IDENTITY.md");
 const SOUL: &str = include_str!("../prompts/SOUL.md");
 const USER: &str = include_str!("../prompts/USER.md");
 
 /// The catalog in a stable order: the three core prompts, then agents by id.
-pub fn list(agents: &Registry) -> Vec<Resource> {
+pub(crate) fn list(agents: &Registry) -> Vec<Resource> {
     let mut out = vec![
         core(
             "identity",
@@ -59,7 +59,7 @@ fn core(slug: &str, file: &str, title: &str, description: &str) -> Resource {
 }
 
 /// The text behind `uri`, or None when no such resource exists.
-pub fn read(uri: &str, config_dir: &Path, agents: &Registry) -> Option<String> {
+pub(crate) fn read(uri: &str, config_dir: &Path, agents: &Registry) -> Option<String> {
     let (file, builtin) = match uri {
         "openhuman://prompts/identity" => ("IDENTITY.md", IDENTITY),
         "openhuman://prompts/soul" => ("SOUL.md", SOUL),

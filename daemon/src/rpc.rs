@@ -28,7 +28,7 @@ use crate::state::AppState;
 
 /// Who is calling: the session (0 for none) and where progress goes, if anywhere.
 #[derive(Default)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub session: u64,
     pub progress: Option<Progress>,
     /// The provenance label a control write is audited under; None: `rpc` (the socket, `/rpc`).
@@ -38,14 +38,14 @@ pub struct Caller {
 /// Which surface a method belongs to. The tool registry lists the memory methods, which are
 /// the ones MCP tools map onto.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Group {
+pub(crate) enum Group {
     Daemon,
     Memory,
 }
 
-pub type Handler = fn(AppState, Map<String, Value>, Caller) -> BoxFuture<'static, Result<Value, MethodError>>;
+pub(crate) type Handler = fn(AppState, Map<String, Value>, Caller) -> BoxFuture<'static, Result<Value, MethodError>>;
 
-pub struct Method {
+pub(crate) struct Method {
     pub name: &'static str,
     pub group: Group,
     pub params: ArgSpec,
@@ -58,17 +58,17 @@ static METHODS: LazyLock<Vec<Method>> = LazyLock::new(|| {
     all
 });
 
-pub fn methods() -> &'static [Method] {
+pub(crate) fn methods() -> &'static [Method] {
     &METHODS
 }
 
-pub fn find(name: &str) -> Option<&'static Method> {
+pub(crate) fn find(name: &str) -> Option<&'static Method> {
     METHODS.iter().find(|m| m.name == name)
 }
 
 /// Validates `params` against the method's schema (request metadata in `_meta` is not a
 /// parameter) and runs it.
-pub async fn invoke(
+pub(crate) async fn invoke(
     state: AppState,
     name: &str,
     mut params: Map<String, Value>,
@@ -81,7 +81,12 @@ pub async fn invoke(
 }
 
 /// An `openhuman.*` request from the socket or HTTP `/rpc`, answered as JSON-RPC.
-pub async fn call(state: AppState, name: &str, params: Map<String, Value>, caller: Caller) -> Result<Value, RpcError> {
+pub(crate) async fn call(
+    state: AppState,
+    name: &str,
+    params: Map<String, Value>,
+    caller: Caller,
+) -> Result<Value, RpcError> {
     if find(name).is_none() {
         return Err(RpcError::method_not_found(name));
     }

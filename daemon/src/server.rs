@@ -39,7 +39,7 @@ pub(crate) fn state(
     AppState::with_memory(paths, config, memory, upper)
 }
 
-pub struct ServeOptions {
+pub(crate) struct ServeOptions {
     /// Stop after this long with no session.
     pub idle_timeout: Option<Duration>,
     /// The socket's bounds (connections at once, new ones per second).
@@ -48,7 +48,7 @@ pub struct ServeOptions {
     pub http: Option<(tokio::net::TcpListener, openhuman_mcp::transport::http::HttpOptions)>,
 }
 
-pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) -> Result<()> {
+pub(crate) async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) -> Result<()> {
     let shutdown = state.shutdown_token().clone();
     let dispatcher = dispatcher(&state);
     let conns = TaskTracker::new();
@@ -116,7 +116,7 @@ pub async fn run(state: AppState, listener: SocketListener, opts: ServeOptions) 
 
 /// The one dispatcher over the daemon's state: its sessions are the state's, and the state's
 /// abort token cancels every call when the grace period is over.
-pub fn dispatcher(state: &AppState) -> Dispatcher<AppState> {
+pub(crate) fn dispatcher(state: &AppState) -> Dispatcher<AppState> {
     Dispatcher::new(std::sync::Arc::new(state.clone()), state.sessions().clone(), state.abort_token().clone())
 }
 

@@ -36,7 +36,7 @@ pub(crate) struct Upper {
 }
 
 #[derive(Clone)]
-pub struct AppState {
+pub(crate) struct AppState {
     inner: Arc<Inner>,
 }
 
@@ -91,27 +91,27 @@ impl AppState {
         }
     }
 
-    pub fn paths(&self) -> &Paths {
+    pub(crate) fn paths(&self) -> &Paths {
         &self.inner.paths
     }
 
-    pub fn config(&self) -> Arc<Config> {
+    pub(crate) fn config(&self) -> Arc<Config> {
         self.inner.config.read().expect("config lock").clone()
     }
 
-    pub fn agents(&self) -> Arc<Registry> {
+    pub(crate) fn agents(&self) -> Arc<Registry> {
         self.inner.agents.read().expect("agents lock").clone()
     }
 
     /// The memory engine, or a message saying why it is unavailable and what to set.
-    pub fn memory(&self) -> Result<MemoryEngine, String> {
+    pub(crate) fn memory(&self) -> Result<MemoryEngine, String> {
         self.inner.memory.clone()
     }
 
     /// What keeps this daemon from doing what its config asks, each a sentence naming the cause
     /// (a store that did not open, an embedder without a model, a config file whose last reload
     /// failed). Empty when it is ready; a memory engine switched off on purpose is not a problem.
-    pub fn problems(&self) -> Vec<String> {
+    pub(crate) fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         match &self.inner.memory {
             Err(why) if !self.inner.memory_off && why != MEMORY_NOT_OPEN => {
@@ -128,23 +128,23 @@ impl AppState {
         problems
     }
 
-    pub fn limiter(&self) -> &ActLimiter {
+    pub(crate) fn limiter(&self) -> &ActLimiter {
         &self.inner.limiter
     }
 
-    pub fn audit(&self) -> &AuditWriter {
+    pub(crate) fn audit(&self) -> &AuditWriter {
         &self.inner.audit
     }
 
-    pub fn uptime_ms(&self) -> u128 {
+    pub(crate) fn uptime_ms(&self) -> u128 {
         self.inner.started.elapsed().as_millis()
     }
 
-    pub fn shutdown_token(&self) -> &CancellationToken {
+    pub(crate) fn shutdown_token(&self) -> &CancellationToken {
         &self.inner.shutdown
     }
 
-    pub fn abort_token(&self) -> &CancellationToken {
+    pub(crate) fn abort_token(&self) -> &CancellationToken {
         &self.inner.abort
     }
 
@@ -152,7 +152,7 @@ impl AppState {
     /// kept among the `problems` until a reload succeeds.
     /// Returns true when the set of listed tools changed. A change of the prompt list (a user
     /// agent added or removed) is told to clients here.
-    pub fn reload(&self) -> Result<bool> {
+    pub(crate) fn reload(&self) -> Result<bool> {
         let loaded = config::load(&self.inner.paths.config_file);
         *self.inner.reload_error.write().expect("reload error lock") = loaded.as_ref().err().map(|e| e.to_string());
         let loaded = loaded?;
@@ -178,7 +178,7 @@ impl AppState {
 
     /// Tells subscribed clients that memory changed: the overview resource, plus `uris` (the
     /// sources and watched folders concerned).
-    pub fn memory_changed(&self, uris: &[String]) {
+    pub(crate) fn memory_changed(&self, uris: &[String]) {
         let sessions = self.sessions();
         sessions.notify_resource_updated(self.inner.upper.memory_uri);
         for u in uris {
@@ -187,7 +187,7 @@ impl AppState {
     }
 
     /// The live MCP sessions of every transport.
-    pub fn sessions(&self) -> &Arc<SessionSet> {
+    pub(crate) fn sessions(&self) -> &Arc<SessionSet> {
         &self.inner.sessions
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// The status lines, in order: the headline, clients, store and indexes, embedding tiers,
 /// policy, dashboard, watched folders, problems.
-pub fn lines(s: &Value) -> Vec<String> {
+pub(crate) fn lines(s: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let problems: Vec<&str> = s["problems"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let state = if problems.is_empty() { "is running" } else { "is running but NOT READY" };
@@ -139,7 +139,7 @@ fn bytes(n: u64) -> String {
 
 /// Bytes of the files under the data directory that make up the store (the database, its log
 /// and the indexes), leaving out installed models.
-pub fn store_bytes(data_dir: &Path) -> u64 {
+pub(crate) fn store_bytes(data_dir: &Path) -> u64 {
     fn walk(dir: &Path, top: bool) -> u64 {
         let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
         entries

@@ -22,14 +22,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
-pub use auth::Dashboard;
+pub(crate) use auth::Dashboard;
 
 use crate::state::AppState;
 
 impl AppState {
     /// The dashboard's address, login codes and browser sessions (kept in the state by
     /// `server::state`; served only with HTTP on).
-    pub fn dashboard(&self) -> &Dashboard {
+    pub(crate) fn dashboard(&self) -> &Dashboard {
         self.part()
     }
 }
@@ -42,7 +42,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The dashboard's routes, to be mounted under `/ui`.
-pub fn router(state: AppState) -> Router {
+pub(crate) fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/app.js", get(|| async { asset("text/javascript; charset=utf-8", SCRIPT) }))

@@ -3,7 +3,7 @@
 
 use super::BuiltinAgent;
 
-pub const BUILTINS: &[BuiltinAgent] = &[
+pub(crate) const BUILTINS: &[BuiltinAgent] = &[
     BuiltinAgent {
         id: "archivist",
         manifest: include_str!("../../prompts/agents/archivist/agent.toml"),

@@ -10,19 +10,19 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-pub use builtin::BUILTINS;
+pub(crate) use builtin::BUILTINS;
 
 use openhuman_config::Config;
 
 /// One built-in agent: its manifest (TOML) and system prompt, both compiled in.
-pub struct BuiltinAgent {
+pub(crate) struct BuiltinAgent {
     pub id: &'static str,
     pub manifest: &'static str,
     pub prompt: &'static str,
 }
 
 /// The tools a subagent may declare: read tools only, never writes or agent runs.
-pub const AGENT_TOOLS: &[&str] = &[
+pub(crate) const AGENT_TOOLS: &[&str] = &[
     "memory.search",
     "memory.recall",
     "memory.fetch",
@@ -43,7 +43,7 @@ const BINDINGS: &[&str] = &["llm", "web_search", "toolkit"];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub id: String,
     pub name: String,
     pub description: String,
@@ -67,14 +67,14 @@ fn default_iterations() -> u32 {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Origin {
+pub(crate) enum Origin {
     Builtin,
     User,
 }
 
 /// A registered agent with its resolved prompt.
 #[derive(Debug, Clone)]
-pub struct Agent {
+pub(crate) struct Agent {
     pub manifest: Manifest,
     pub prompt: String,
     pub origin: Origin,
@@ -82,14 +82,14 @@ pub struct Agent {
 
 /// All agents, ordered by id, plus user-agent files that failed to load.
 #[derive(Debug, Clone, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     pub agents: BTreeMap<String, Agent>,
     pub load_errors: Vec<String>,
 }
 
 impl Registry {
     /// Built-ins (with prompt overrides from `<config dir>/agents/<id>.md`) plus user agents.
-    pub fn load(config_dir: &Path) -> Registry {
+    pub(crate) fn load(config_dir: &Path) -> Registry {
         let mut reg = Registry::default();
         for b in BUILTINS {
             let mut manifest: Manifest = match toml::from_str(b.manifest) {
@@ -132,12 +132,12 @@ impl Registry {
         reg
     }
 
-    pub fn get(&self, id: &str) -> Option<&Agent> {
+    pub(crate) fn get(&self, id: &str) -> Option<&Agent> {
         self.agents.get(id)
     }
 
     /// Built-in agents, for the resource catalog.
-    pub fn builtins(&self) -> impl Iterator<Item = &Agent> {
+    pub(crate) fn builtins(&self) -> impl Iterator<Item = &Agent> {
         self.agents.values().filter(|a| a.origin == Origin::Builtin)
     }
 }
@@ -162,7 +162,7 @@ fn load_user_agent(file: &Path) -> Result<Agent> {
 }
 
 /// Checks a manifest's values; also run on built-ins by the tests.
-pub fn validate_manifest(m: &Manifest) -> Result<()> {
+pub(crate) fn validate_manifest(m: &Manifest) -> Result<()> {
     let id_ok = !m.id.is_empty()
         && m.id.len() <= 64
         && m.id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
@@ -194,7 +194,7 @@ pub fn validate_manifest(m: &Manifest) -> Result<()> {
 /// Whether `agent` can run over MCP under `config`, and if not, why (a sentence a user can act on).
 /// Every run needs an LLM; `web_search` needs a usable search provider; a third-party toolkit
 /// binding cannot be provided over MCP at all.
-pub fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
+pub(crate) fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
     let m = &agent.manifest;
     if m.requires.iter().any(|r| r == "toolkit") {
         return Err("needs a third-party toolkit binding, which cannot be provided over MCP".to_string());
@@ -208,7 +208,7 @@ pub fn dispatchability(agent: &Agent, config: &Config) -> Result<(), String> {
 
 /// Reads `<config dir>/<relative>` when the user has put one there. Anything but a readable
 /// regular file of text is skipped with a warning, and the built-in text is used.
-pub fn override_text(config_dir: &Path, relative: &str) -> Option<String> {
+pub(crate) fn override_text(config_dir: &Path, relative: &str) -> Option<String> {
     let path = config_dir.join(relative);
     match read_text_file(&path) {
         Ok(text) => Some(text).filter(|t| !t.trim().is_empty()),
@@ -226,7 +226,7 @@ const MAX_TEXT_FILE: u64 = 1024 * 1024;
 /// A user file the daemon reads (manifest, prompt): refused unless it is a regular file of at
 /// most 1 MiB. It is opened without blocking, so a FIFO or device in its place cannot stall the
 /// daemon (opening a FIFO with no writer blocks; reading one can block forever).
-pub fn read_text_file(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_text_file(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);

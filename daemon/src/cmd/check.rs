@@ -11,14 +11,14 @@ use crate::agents::Registry;
 use crate::http_auth;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     Error,
     Warning,
 }
 
 /// One thing `config check` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
+pub(crate) struct Finding {
     pub level: Level,
     pub text: String,
 }
@@ -38,7 +38,7 @@ fn unset(var: Option<&String>) -> bool {
 }
 
 /// Everything wrong or doubtful in `config` (and the agents loaded beside it).
-pub fn findings(paths: &Paths, config: &Config, agents: &Registry) -> Vec<Finding> {
+pub(crate) fn findings(paths: &Paths, config: &Config, agents: &Registry) -> Vec<Finding> {
     let mut out = Vec::new();
     let h = &config.mcp.http;
     if h.enabled {

@@ -40,7 +40,7 @@ const SOURCE: &str = "eval";
 
 /// One corpus document, with the line it came from.
 #[derive(Debug)]
-pub struct Doc {
+pub(crate) struct Doc {
     pub id: String,
     pub title: Option<String>,
     pub text: String,
@@ -48,7 +48,7 @@ pub struct Doc {
 }
 
 #[derive(Debug)]
-pub struct Query {
+pub(crate) struct Query {
     pub id: String,
     pub text: String,
     pub line: usize,
@@ -56,7 +56,7 @@ pub struct Query {
 
 /// A BEIR-layout folder, read and checked.
 #[derive(Debug)]
-pub struct Dataset {
+pub(crate) struct Dataset {
     pub dir: PathBuf,
     pub docs: Vec<Doc>,
     pub queries: Vec<Query>,
@@ -218,7 +218,7 @@ fn parse_qrels(path: &Path, text: &str) -> Result<HashMap<String, HashSet<String
 }
 
 impl Dataset {
-    pub fn read(dir: &Path) -> Result<Dataset> {
+    pub(crate) fn read(dir: &Path) -> Result<Dataset> {
         let (path, text) = read_file(dir, "corpus.jsonl")?;
         let docs = parse_corpus(&path, &text)?;
         let (path, text) = read_file(dir, "queries.jsonl")?;
@@ -238,18 +238,18 @@ fn dcg(gains: impl Iterator<Item = bool>) -> f64 {
 /// nDCG@k with binary gains: the DCG of the ranking's first `k` over that of an ideal ranking
 /// of `relevant` relevant documents (also cut at `k`). `ranked[i]` says whether rank i+1 is
 /// relevant.
-pub fn ndcg_at(k: usize, ranked: &[bool], relevant: usize) -> f64 {
+pub(crate) fn ndcg_at(k: usize, ranked: &[bool], relevant: usize) -> f64 {
     let ideal = dcg((0..relevant.min(k)).map(|_| true));
     if ideal == 0.0 { 0.0 } else { dcg(ranked.iter().take(k).copied()) / ideal }
 }
 
 /// The share of the `relevant` relevant documents found in the ranking's first `k`.
-pub fn recall_at(k: usize, ranked: &[bool], relevant: usize) -> f64 {
+pub(crate) fn recall_at(k: usize, ranked: &[bool], relevant: usize) -> f64 {
     if relevant == 0 { 0.0 } else { ranked.iter().take(k).filter(|r| **r).count() as f64 / relevant as f64 }
 }
 
 /// Nearest-rank percentile (`p` in 0..=100) of ascending `sorted`; 0 when empty.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -450,7 +450,7 @@ fn micros(ms: f64) -> f64 {
 
 /// Runs the evaluation and returns the report as JSON (what `--json` prints). `paths` locates the
 /// model store a configured transformer is taken from; the user's memory store is not opened.
-pub fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
+pub(crate) fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
     let wall = Instant::now();
     let data = Dataset::read(&args.dir)?;
     let mut methods: Vec<EvalMethod> = Vec::new();
@@ -582,7 +582,7 @@ pub fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
 }
 
 /// The report as a table, one method per row.
-pub fn table(r: &Value) -> String {
+pub(crate) fn table(r: &Value) -> String {
     let mut out = format!(
         "{} documents ({} chunks, embedder {}) stored in {:.1} s; {} queries evaluated ({} in queries.jsonl, {} \
          without relevant documents)\n",

@@ -123,7 +123,7 @@ fn running_daemon(paths: &Paths) -> Option<u64> {
     Some(status["pid"].as_u64().unwrap_or(0))
 }
 
-pub fn install(cli: &Cli, args: &InstallArgs) -> Result<i32> {
+pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<i32> {
     let paths = Paths::resolve(cli.home.as_deref())?;
     let dir = prefix(args.prefix.as_deref())?;
     let exe = std::env::current_exe().context("cannot find this executable's path")?;
@@ -238,7 +238,7 @@ fn register_clients(args: &InstallArgs, shim: &Path, home: Option<&Path>) -> Res
     Ok(failed)
 }
 
-pub fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
+pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
     let paths = Paths::resolve(cli.home.as_deref())?;
     let dir = prefix(args.prefix.as_deref())?;
     if args.purge && !args.yes {

@@ -11,7 +11,7 @@ use openhuman_common::Paths;
 use serde::{Deserialize, Serialize};
 
 /// The record's file name in the data folder.
-pub const RECORD_FILE: &str = "installed.json";
+pub(crate) const RECORD_FILE: &str = "installed.json";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Record {
@@ -22,14 +22,14 @@ struct Record {
 }
 
 /// The record, loaded, changed in memory and saved.
-pub struct Made {
+pub(crate) struct Made {
     data_dir: PathBuf,
     record: Record,
 }
 
 impl Made {
     /// The record as it is on disk; empty when there is none (or it cannot be read).
-    pub fn load(paths: &Paths) -> Made {
+    pub(crate) fn load(paths: &Paths) -> Made {
         let data_dir = paths.data_dir.clone();
         let record = std::fs::read(data_dir.join(RECORD_FILE))
             .ok()
@@ -39,7 +39,7 @@ impl Made {
     }
 
     /// Creates `dir` and its missing parents, noting each one created.
-    pub fn create_dir_all(&mut self, dir: &Path) -> Result<()> {
+    pub(crate) fn create_dir_all(&mut self, dir: &Path) -> Result<()> {
         let missing: Vec<PathBuf> = dir.ancestors().take_while(|d| !d.exists()).map(Path::to_path_buf).collect();
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         for d in missing.into_iter().rev() {
@@ -51,24 +51,24 @@ impl Made {
     }
 
     /// Notes that `file` was written where there was none.
-    pub fn created_file(&mut self, file: &Path) {
+    pub(crate) fn created_file(&mut self, file: &Path) {
         if !self.record.files.iter().any(|f| f == file) {
             self.record.files.push(file.to_path_buf());
         }
     }
 
     /// Whether `file` was written where there was none.
-    pub fn created(&self, file: &Path) -> bool {
+    pub(crate) fn created(&self, file: &Path) -> bool {
         self.record.files.iter().any(|f| f == file)
     }
 
     /// Forgets `file` (it was removed, or it is the user's now).
-    pub fn forget_file(&mut self, file: &Path) {
+    pub(crate) fn forget_file(&mut self, file: &Path) {
         self.record.files.retain(|f| f != file);
     }
 
     /// Writes the record (creating, and noting, the data folder when there is none yet).
-    pub fn save(&mut self) -> Result<()> {
+    pub(crate) fn save(&mut self) -> Result<()> {
         let dir = self.data_dir.clone();
         self.create_dir_all(&dir)?;
         let path = dir.join(RECORD_FILE);
@@ -79,7 +79,7 @@ impl Made {
     /// Removes the folders noted that are empty now, innermost first, and returns them. With
     /// `finished` (the whole installation is undone) the record goes first, and with it every
     /// note: what is still there is the user's from now on. Otherwise the rest is saved.
-    pub fn tidy(mut self, finished: bool) -> Result<Vec<PathBuf>> {
+    pub(crate) fn tidy(mut self, finished: bool) -> Result<Vec<PathBuf>> {
         let record_path = self.data_dir.join(RECORD_FILE);
         if finished {
             match std::fs::remove_file(&record_path) {

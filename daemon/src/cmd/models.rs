@@ -12,7 +12,7 @@ use super::out;
 use crate::cli::ModelAction;
 use crate::{EXIT_FAILURE, EXIT_OK};
 
-pub fn run(paths: &Paths, action: &ModelAction) -> Result<i32> {
+pub(crate) fn run(paths: &Paths, action: &ModelAction) -> Result<i32> {
     let store = ModelStore::new(&paths.data_dir);
     match action {
         ModelAction::Install(args) => {

@@ -38,11 +38,11 @@ use super::made::Made;
 use crate::cli::ClientKind;
 
 /// The server's name in the client's config.
-pub const ENTRY: &str = "openhuman";
+pub(crate) const ENTRY: &str = "openhuman";
 
 /// How a client's file is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Json,
     Toml,
 }
@@ -56,7 +56,7 @@ pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, print_only: bool) -
 }
 
 /// Where `client` keeps its MCP servers, under which key, and in which format.
-pub fn target(client: ClientKind) -> Result<(PathBuf, &'static str, Format)> {
+pub(crate) fn target(client: ClientKind) -> Result<(PathBuf, &'static str, Format)> {
     let base = directories::BaseDirs::new().context("cannot find your home directory")?;
     let home = base.home_dir();
     let app_dir = |name: &str| {
@@ -92,7 +92,7 @@ pub fn target(client: ClientKind) -> Result<(PathBuf, &'static str, Format)> {
 }
 
 /// The shim next to this executable: the one `register` puts in clients' configs.
-pub fn shim_beside_exe() -> Result<PathBuf> {
+pub(crate) fn shim_beside_exe() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find this executable's path")?;
     let shim = exe.with_file_name(SHIM_FILE);
     if !shim.exists() {
@@ -102,10 +102,10 @@ pub fn shim_beside_exe() -> Result<PathBuf> {
 }
 
 /// The shim's file name on this platform.
-pub const SHIM_FILE: &str = if cfg!(windows) { "openhuman-mcp-shim.exe" } else { "openhuman-mcp-shim" };
+pub(crate) const SHIM_FILE: &str = if cfg!(windows) { "openhuman-mcp-shim.exe" } else { "openhuman-mcp-shim" };
 
 /// The entry that runs `shim` (plus `--home` when one is in use).
-pub fn entry(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<Value> {
+pub(crate) fn entry(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<Value> {
     let mut args: Vec<String> = Vec::new();
     if let Some(h) = home_dir {
         args.push("--home".into());
@@ -121,7 +121,7 @@ pub fn entry(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result
 }
 
 /// What `--print` shows: where the entry goes, and the entry in the file's own format.
-pub fn print(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<String> {
+pub(crate) fn print(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<String> {
     let (file, key, format) = target(client)?;
     let entry = entry(client, shim, home_dir)?;
     Ok(match format {
@@ -135,7 +135,7 @@ pub fn print(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result
 }
 
 /// Merges the entry into the client's file. Returns a sentence saying what happened.
-pub fn register(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<String> {
+pub(crate) fn register(client: ClientKind, shim: &Path, home_dir: Option<&Path>) -> Result<String> {
     let (file, key, format) = target(client)?;
     let entry = entry(client, shim, home_dir)?;
     let text = read_existing(&file)?;
@@ -266,7 +266,7 @@ fn read_existing(file: &Path) -> Result<Option<String>> {
 
 /// Whether `client` looks installed for this user: the folder it keeps its settings in exists.
 /// Copilot shares VS Code's file, so `vscode` stands for both.
-pub fn detected(client: ClientKind) -> Result<bool> {
+pub(crate) fn detected(client: ClientKind) -> Result<bool> {
     let (file, _, _) = target(client)?;
     let up = |n: usize| file.ancestors().nth(n).map(Path::to_path_buf);
     let dir = match client {
@@ -284,7 +284,7 @@ pub fn detected(client: ClientKind) -> Result<bool> {
 /// Removes our server entry from the client's file, keeping everything else (see the module's
 /// doc for what happens to the file and its backup). Continue's file is ours alone. Returns a
 /// sentence saying what was done, or `None` when the file holds no entry of ours.
-pub fn unregister(client: ClientKind, made: &mut Made) -> Result<Option<String>> {
+pub(crate) fn unregister(client: ClientKind, made: &mut Made) -> Result<Option<String>> {
     let (file, key, format) = target(client)?;
     let Some(text) = read_existing(&file)? else {
         made.forget_file(&file);

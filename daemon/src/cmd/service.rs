@@ -21,7 +21,7 @@ const LAUNCHD_PLIST: &str = include_str!("../../../packaging/launchd/ai.openhuma
 const LAUNCHD_LABEL: &str = "ai.openhuman.mcp";
 
 /// A file to write and its contents.
-pub struct Unit {
+pub(crate) struct Unit {
     pub path: PathBuf,
     pub text: String,
 }
@@ -60,7 +60,7 @@ fn user_home() -> Result<PathBuf> {
 }
 
 /// Renders the units for this platform, running the daemon at `exe`.
-pub fn render(paths: &Paths, exe: &Path, home: Option<&Path>, activation: Activation) -> Result<Vec<Unit>> {
+pub(crate) fn render(paths: &Paths, exe: &Path, home: Option<&Path>, activation: Activation) -> Result<Vec<Unit>> {
     let args = exec_args(exe, home);
     if cfg!(target_os = "macos") {
         let mut program = args.iter().map(|a| format!("    <string>{}</string>", xml_escape(a))).collect::<Vec<_>>();
@@ -94,13 +94,13 @@ fn unit_paths() -> Result<Vec<PathBuf>> {
 }
 
 /// The unit files of ours that are installed now.
-pub fn installed() -> Result<Vec<PathBuf>> {
+pub(crate) fn installed() -> Result<Vec<PathBuf>> {
     Ok(unit_paths()?.into_iter().filter(|p| p.exists()).collect())
 }
 
 /// Writes the units and has the service manager enable them. Returns a sentence saying what
 /// was done; on an error, the unit files that were not there before are gone again.
-pub fn install(paths: &Paths, exe: &Path, home: Option<&Path>, activation: Activation) -> Result<String> {
+pub(crate) fn install(paths: &Paths, exe: &Path, home: Option<&Path>, activation: Activation) -> Result<String> {
     let units = render(paths, exe, home, activation)?;
     let mut made = Made::load(paths);
     let new: Vec<&Path> = units.iter().map(|u| u.path.as_path()).filter(|p| !p.exists()).collect();
@@ -166,7 +166,7 @@ fn launchd_domain() -> Result<String> {
 /// them once empty. The service manager is asked only when unit files of ours are there, so a
 /// user without them (or a test's temporary home) never has their service manager touched.
 /// The sentence returned says whether anything was stopped.
-pub fn uninstall(paths: &Paths) -> Result<String> {
+pub(crate) fn uninstall(paths: &Paths) -> Result<String> {
     let units = installed()?;
     if units.is_empty() {
         return Ok("no openhuman-mcp service files were installed".into());

@@ -14,7 +14,7 @@ use crate::via::stopped;
 use crate::{EXIT_FAILURE, EXIT_OK, backends};
 
 /// `openhumand-mcp migrate`.
-pub fn migrate(paths: &Paths) -> Result<i32> {
+pub(crate) fn migrate(paths: &Paths) -> Result<i32> {
     let loaded = config::load(&paths.config_file)?;
     match loaded.config.memory.engine {
         MemoryEngineKind::Postgres => {
@@ -45,7 +45,7 @@ pub fn migrate(paths: &Paths) -> Result<i32> {
 }
 
 /// `openhumand-mcp migrate-store --to postgres|embedded`.
-pub fn migrate_store(paths: &Paths, args: &MigrateStoreArgs) -> Result<i32> {
+pub(crate) fn migrate_store(paths: &Paths, args: &MigrateStoreArgs) -> Result<i32> {
     stopped(paths, "migrate-store")?;
     let loaded = config::load(&paths.config_file)?;
     let store = backends::postgres_store(&loaded.config).map_err(anyhow::Error::msg)?;

@@ -18,7 +18,7 @@ use crate::cli::{ForgetArgs, QueryArgs, ShowArgs};
 use crate::via::Via;
 
 /// `search` and `recall`: `tool` is memory.search or memory.recall, `list` where its hits are.
-pub fn query(paths: &Paths, args: &QueryArgs, tool: &str, list: &str) -> Result<i32> {
+pub(crate) fn query(paths: &Paths, args: &QueryArgs, tool: &str, list: &str) -> Result<i32> {
     let via = Via::open(paths)?;
     let query = args.query.join(" ");
     let result = via.tool(tool, json!({ "query": query, "k": args.k }));
@@ -49,7 +49,7 @@ pub fn query(paths: &Paths, args: &QueryArgs, tool: &str, list: &str) -> Result<
 
 /// `show`: a chunk whole; an id that is no chunk is read as an item or source id, and the
 /// chunks it names are listed.
-pub fn show(paths: &Paths, args: &ShowArgs) -> Result<i32> {
+pub(crate) fn show(paths: &Paths, args: &ShowArgs) -> Result<i32> {
     let via = Via::open(paths)?;
     let result = match via.tool("tree.read_chunk", json!({ "chunk_id": args.id })) {
         Ok(c) => Ok((true, c)),
@@ -117,7 +117,7 @@ fn print_chunk(c: &Value) {
 }
 
 /// `sources list --stored`: every source, all pages of tree.list_sources.
-pub fn stored_sources(paths: &Paths, json_out: bool) -> Result<i32> {
+pub(crate) fn stored_sources(paths: &Paths, json_out: bool) -> Result<i32> {
     let via = Via::open(paths)?;
     let mut all = Vec::new();
     let mut cursor: Option<String> = None;
@@ -162,7 +162,7 @@ pub fn stored_sources(paths: &Paths, json_out: bool) -> Result<i32> {
 }
 
 /// `forget`: what will go, a confirmation on a terminal (or --yes), then memory.forget.
-pub fn forget(paths: &Paths, args: &ForgetArgs) -> Result<i32> {
+pub(crate) fn forget(paths: &Paths, args: &ForgetArgs) -> Result<i32> {
     let via = Via::open(paths)?;
     let result = forget_with(&via, args);
     via.finish();

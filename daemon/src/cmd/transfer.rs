@@ -39,7 +39,7 @@ fn on_dir(paths: &Paths, args: &DirArgs, method: &str) -> Result<Option<(PathBuf
     Ok(Some((dir, s)))
 }
 
-pub fn export(paths: &Paths, args: &DirArgs) -> Result<i32> {
+pub(crate) fn export(paths: &Paths, args: &DirArgs) -> Result<i32> {
     let Some((dir, s)) = on_dir(paths, args, "openhuman.memory_export")? else { return Ok(EXIT_OK) };
     let r = &s["records"];
     out(&format!(
@@ -58,7 +58,7 @@ pub fn export(paths: &Paths, args: &DirArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn import(paths: &Paths, args: &DirArgs) -> Result<i32> {
+pub(crate) fn import(paths: &Paths, args: &DirArgs) -> Result<i32> {
     let Some((dir, s)) = on_dir(paths, args, "openhuman.memory_import")? else { return Ok(EXIT_OK) };
     let (read, added) = (&s["read"], &s["added"]);
     let total: u64 = added.as_object().into_iter().flatten().filter_map(|(_, v)| v.as_u64()).sum();
@@ -90,7 +90,7 @@ pub fn import(paths: &Paths, args: &DirArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn backup(paths: &Paths, args: &BackupArgs) -> Result<i32> {
+pub(crate) fn backup(paths: &Paths, args: &BackupArgs) -> Result<i32> {
     let file = absolute(&args.file)?;
     let s = openhuman_memory::backup(&paths.data_dir, &file)?;
     out(&format!(
@@ -104,7 +104,7 @@ pub fn backup(paths: &Paths, args: &BackupArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn restore(paths: &Paths, args: &RestoreArgs) -> Result<i32> {
+pub(crate) fn restore(paths: &Paths, args: &RestoreArgs) -> Result<i32> {
     let file = absolute(&args.file)?;
     via::stopped(paths, "restore")?;
     let s = openhuman_memory::restore(&paths.data_dir, &file, args.discard_current).map_err(|e| match e {

@@ -313,7 +313,7 @@ async fn ingest(state: AppState, params: Map<String, Value>, caller: Caller) -> 
 }
 
 /// `{limit?, tool?, client?, since?, failed?}` → an audit query; Err names the bad parameter.
-pub fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memory::AuditQuery, String> {
+pub(crate) fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memory::AuditQuery, String> {
     let since_ms = match params.get("since").and_then(Value::as_str) {
         Some(s) => Some(
             chrono::DateTime::parse_from_rfc3339(s)

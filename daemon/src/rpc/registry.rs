@@ -54,20 +54,20 @@ fn method_entry(m: &rpc::Method) -> Value {
     })
 }
 
-pub fn list(state: &AppState) -> Value {
+pub(crate) fn list(state: &AppState) -> Value {
     let mut entries: Vec<Value> = tools::all_tools().iter().map(|t| tool_entry(state, t)).collect();
     entries.extend(rpc::methods().iter().filter(|m| m.group == Group::Memory).map(method_entry));
     json!({ "count": entries.len(), "tools": entries })
 }
 
-pub fn get(state: &AppState, id: &str) -> Option<Value> {
+pub(crate) fn get(state: &AppState, id: &str) -> Option<Value> {
     if let Some(t) = tools::all_tools().iter().find(|t| t.name == id) {
         return Some(tool_entry(state, t));
     }
     rpc::find(id).filter(|m| m.group == Group::Memory).map(method_entry)
 }
 
-pub fn diagnostics(state: &AppState) -> Value {
+pub(crate) fn diagnostics(state: &AppState) -> Value {
     let config = state.config();
     let all = tools::all_tools();
     let listed = tools::listed(&config);

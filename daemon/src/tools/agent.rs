@@ -18,7 +18,7 @@ const RUN_ANNOTATIONS: Annotations =
 /// Longest prompt accepted for one run.
 const PROMPT_CHARS: usize = 64 * 1024;
 
-pub fn tools() -> Vec<ToolDef> {
+pub(crate) fn tools() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "agent.list_subagents",

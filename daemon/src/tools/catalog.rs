@@ -10,7 +10,7 @@ use crate::agents::AGENT_TOOLS;
 use openhuman_config::Config;
 use openhuman_mcp::args::ArgSpec;
 
-pub fn tools() -> Vec<ToolDef> {
+pub(crate) fn tools() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "core.list_tools",
@@ -53,7 +53,7 @@ pub fn tools() -> Vec<ToolDef> {
 }
 
 /// The agent tool catalog: the read tools subagents may use that are listed under `config`.
-pub fn agent_catalog(config: &Config) -> Vec<&'static ToolDef> {
+pub(crate) fn agent_catalog(config: &Config) -> Vec<&'static ToolDef> {
     super::listed(config).into_iter().filter(|t| t.policy == Policy::Read && AGENT_TOOLS.contains(&t.name)).collect()
 }
 

@@ -87,7 +87,7 @@ fn recall(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture
     .boxed()
 }
 
-pub fn tools() -> Vec<ToolDef> {
+pub(crate) fn tools() -> Vec<ToolDef> {
     vec![
         read_tool::<ops::Search>(
             "memory.search",

@@ -6,9 +6,9 @@
 mod agent;
 mod catalog;
 mod memory;
-pub mod subagent;
+pub(crate) mod subagent;
 mod web;
-pub mod write;
+pub(crate) mod write;
 
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 
@@ -18,21 +18,21 @@ use serde_json::{Map, Value, json};
 use openhuman_config::Config;
 use openhuman_mcp::args::ArgSpec;
 use openhuman_mcp::tool::{self, Description};
-pub use openhuman_mcp::tool::{Annotations, ToolFailure, ToolOutcome};
+pub(crate) use openhuman_mcp::tool::{Annotations, ToolFailure, ToolOutcome};
 use openhuman_mcp::{Payload, RequestCtx, RpcError};
 
 use crate::state::AppState;
 
 /// What a tool needs from the security policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
+pub(crate) enum Policy {
     Read,
     Act,
 }
 
-pub type Handler = fn(AppState, Map<String, Value>, RequestCtx) -> BoxFuture<'static, ToolOutcome>;
+pub(crate) type Handler = fn(AppState, Map<String, Value>, RequestCtx) -> BoxFuture<'static, ToolOutcome>;
 
-pub struct ToolDef {
+pub(crate) struct ToolDef {
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
@@ -47,7 +47,7 @@ pub struct ToolDef {
 
 impl ToolDef {
     /// The `tools/list` entry.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         Description {
             name: self.name,
             title: self.title,
@@ -60,7 +60,7 @@ impl ToolDef {
     }
 }
 
-pub fn always(_: &Config) -> bool {
+pub(crate) fn always(_: &Config) -> bool {
     true
 }
 
@@ -75,12 +75,12 @@ static ALL: LazyLock<Vec<ToolDef>> = LazyLock::new(|| {
 });
 
 /// Every tool this build knows, usable or not.
-pub fn all_tools() -> &'static [ToolDef] {
+pub(crate) fn all_tools() -> &'static [ToolDef] {
     &ALL
 }
 
 /// The tools listed under `config`, in catalog order.
-pub fn listed(config: &Config) -> Vec<&'static ToolDef> {
+pub(crate) fn listed(config: &Config) -> Vec<&'static ToolDef> {
     ALL.iter().filter(|t| (t.available)(config)).collect()
 }
 
@@ -89,25 +89,25 @@ static RENDERED: LazyLock<Vec<Value>> = LazyLock::new(|| ALL.iter().map(ToolDef:
 
 impl ToolDef {
     /// The cached `tools/list` entry of this tool.
-    pub fn rendered(&self) -> &'static Value {
+    pub(crate) fn rendered(&self) -> &'static Value {
         let i = ALL.iter().position(|t| std::ptr::eq(t, self)).unwrap_or_default();
         &RENDERED[i]
     }
 }
 
-pub fn listed_names(config: &Config) -> Vec<&'static str> {
+pub(crate) fn listed_names(config: &Config) -> Vec<&'static str> {
     listed(config).into_iter().map(|t| t.name).collect()
 }
 
 /// The `tools/list` entries under the current config, in catalog order.
-pub fn list(state: &AppState) -> Vec<Value> {
+pub(crate) fn list(state: &AppState) -> Vec<Value> {
     listed(&state.config()).into_iter().map(|t| t.rendered().clone()).collect()
 }
 
 /// `tools/call` after the protocol layer checked its params: tool lookup → argument validation →
 /// (Act) policy → handler. A success comes back as final JSON text shaped for the request's era;
 /// failures as values.
-pub async fn call(
+pub(crate) async fn call(
     state: AppState,
     name: String,
     arguments: Map<String, Value>,
@@ -182,7 +182,7 @@ pub async fn call(
 /// The gate `tools/call` puts before `tool`, for another surface that reads what the tool reads
 /// (prompts, completions): the tool must be listed under the current config, and an Act tool
 /// must be admitted by the policy. Err is the refusal, as `tools/call` would give it.
-pub fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
+pub(crate) fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
     let config = state.config();
     let Some(t) = ALL.iter().find(|t| t.name == tool) else {
         return Err(RpcError::internal(format!("no tool `{tool}` to check the policy of")));
@@ -257,7 +257,7 @@ const LEAD_TEXT: &[(&str, &str)] = &[("agent.run_subagent", "response"), ("web_a
 /// handler as `tools/call`, without the MCP envelope. Only tools in `allowed` (the agent's
 /// declared tools) that subagents may use at all are reachable, so an agent can never reach a
 /// write tool or `agent.run_subagent`. Err is a text for the model to read.
-pub async fn run_for_agent(
+pub(crate) async fn run_for_agent(
     state: &AppState,
     allowed: &[String],
     name: &str,

@@ -22,17 +22,17 @@ tokio::task_local! {
 
 /// The subagent session the current task runs in, if any. Tools use it to skip work meant for
 /// people (e.g. the LLM-written answer of `memory.recall`: the agent's own model reads the chunks).
-pub fn current_session() -> Option<String> {
+pub(crate) fn current_session() -> Option<String> {
     SESSION.try_with(Clone::clone).ok()
 }
 
 /// A tool name as both LLM APIs accept it (`^[A-Za-z0-9_-]+$`): `memory.search` → `memory_search`.
-pub fn wire_name(tool: &str) -> String {
+pub(crate) fn wire_name(tool: &str) -> String {
     tool.replace('.', "_")
 }
 
 /// Runs `agent_id` on `prompt`. Err is a text for the caller (an `isError` result).
-pub async fn run(state: AppState, agent_id: &str, prompt: &str, ctx: RequestCtx) -> Result<Value, String> {
+pub(crate) async fn run(state: AppState, agent_id: &str, prompt: &str, ctx: RequestCtx) -> Result<Value, String> {
     let registry = state.agents();
     let Some(agent) = registry.get(agent_id).cloned() else {
         let ids: Vec<&str> = registry.agents.keys().map(String::as_str).collect();

@@ -24,7 +24,7 @@ fn web_answer_available(c: &Config) -> bool {
 }
 
 /// Why a web tool is not listed under `config` (None when it is).
-pub fn unavailable(name: &str, config: &Config) -> Option<String> {
+pub(crate) fn unavailable(name: &str, config: &Config) -> Option<String> {
     match name {
         "searxng_search" if !config.searxng.enabled => Some(
             "SearXNG is off: set [searxng].enabled = true (or OPENHUMAN_SEARXNG_ENABLED=true) and [searxng].base_url"
@@ -44,7 +44,7 @@ fn results_schema() -> Value {
     }, "required": ["title", "url", "snippet"] } })
 }
 
-pub fn tools() -> Vec<ToolDef> {
+pub(crate) fn tools() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: "searxng_search",

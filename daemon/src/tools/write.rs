@@ -15,13 +15,13 @@ use openhuman_memory::ops::{self, Author};
 use openhuman_memory::{AuditRow, MemoryEngine, MemoryError};
 use openhuman_schema::Params;
 
-pub const WRITE_ANNOTATIONS: Annotations =
+pub(crate) const WRITE_ANNOTATIONS: Annotations =
     Annotations { read_only: false, destructive: Some(true), idempotent: Some(true), open_world: false };
-pub const LEARN_ANNOTATIONS: Annotations =
+pub(crate) const LEARN_ANNOTATIONS: Annotations =
     Annotations { read_only: false, destructive: Some(false), idempotent: Some(false), open_world: false };
 
 /// Tools whose every attempt is audited.
-pub const AUDITED: &[&str] =
+pub(crate) const AUDITED: &[&str] =
     &["memory.store", "memory.note", "tree.tag", "memory.learn", "memory.forget", "memory.split_entity"];
 
 const TITLE_CHARS: usize = 128;
@@ -68,7 +68,7 @@ fn len_of(v: Option<&Value>) -> Value {
 
 /// The argument summary of an audit row: names, lengths, counts, ids — no bodies. Works on
 /// unvalidated arguments too (a rejection is audited with what was sent).
-pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
+pub(crate) fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
     let mut s = Map::new();
     // Unknown names are the caller's text too.
     let mut names: Vec<Value> = args.keys().take(64).map(|n| audit_word(n, 64)).collect();
@@ -130,7 +130,7 @@ pub fn summarize(tool: &str, args: &Map<String, Value>) -> Value {
 }
 
 /// The audit row of an attempt, before its outcome is known.
-pub fn audit_row(tool: &str, ctx: &RequestCtx, args: &Map<String, Value>) -> AuditRow {
+pub(crate) fn audit_row(tool: &str, ctx: &RequestCtx, args: &Map<String, Value>) -> AuditRow {
     AuditRow {
         ts_ms: chrono::Utc::now().timestamp_millis(),
         tool: tool.to_string(),
@@ -216,7 +216,7 @@ fn prepare<P: Params>(tool: &str, args: Map<String, Value>, ctx: &RequestCtx) ->
     Ok((p, Author { source: ctx.source.clone(), audit }))
 }
 
-pub fn tools() -> Vec<ToolDef> {
+pub(crate) fn tools() -> Vec<ToolDef> {
     vec![
         write_tool::<ops::StoreParams>(
             "memory.store",

@@ -39,7 +39,7 @@ const OPS: &[(&str, Target)] = &[
 ];
 
 /// Runs one op; Err is the HTTP status and a sentence for the page to show.
-pub async fn run(state: AppState, body: &[u8]) -> Result<Value, (StatusCode, String)> {
+pub(crate) async fn run(state: AppState, body: &[u8]) -> Result<Value, (StatusCode, String)> {
     let bad = |m: String| (StatusCode::BAD_REQUEST, m);
     let msg: Value = serde_json::from_slice(body).map_err(|e| bad(format!("the body is not JSON: {e}")))?;
     let op = msg["op"].as_str().unwrap_or_default();

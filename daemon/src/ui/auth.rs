@@ -23,9 +23,9 @@ const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 const MAX_CODES: usize = 16;
 const MAX_SESSIONS: usize = 64;
 
-pub const COOKIE: &str = "openhuman_ui";
+pub(crate) const COOKIE: &str = "openhuman_ui";
 /// The header every API call carries; a cross-site form cannot set it.
-pub const CSRF_HEADER: &str = "x-openhuman-ui";
+pub(crate) const CSRF_HEADER: &str = "x-openhuman-ui";
 
 type Digest32 = [u8; 32];
 
@@ -39,7 +39,7 @@ fn random_secret() -> String {
 
 /// The dashboard's side of the daemon's state.
 #[derive(Default)]
-pub struct Dashboard {
+pub(crate) struct Dashboard {
     inner: Mutex<Inner>,
 }
 
@@ -59,25 +59,25 @@ impl Dashboard {
     }
 
     /// HTTP serves at `base` (`http://host:port`); `token_mode` when it needs a bearer token.
-    pub fn serving(&self, base: String, token_mode: bool) {
+    pub(crate) fn serving(&self, base: String, token_mode: bool) {
         let mut inner = self.lock();
         inner.base = Some(base);
         inner.token_mode = token_mode;
     }
 
     /// The dashboard's address, when HTTP serves.
-    pub fn url(&self) -> Option<String> {
+    pub(crate) fn url(&self) -> Option<String> {
         self.lock().base.as_ref().map(|b| format!("{b}/ui/"))
     }
 
     /// Whether the dashboard needs no login (HTTP without a token).
-    pub fn open(&self) -> bool {
+    pub(crate) fn open(&self) -> bool {
         !self.lock().token_mode
     }
 
     /// A link that logs a browser in: `{url, expires_in_secs}` (with no token, the dashboard
     /// itself). Err says how to turn HTTP on.
-    pub fn login_link(&self) -> Result<Value, String> {
+    pub(crate) fn login_link(&self) -> Result<Value, String> {
         let mut inner = self.lock();
         let Some(base) = inner.base.clone() else {
             return Err("the dashboard is served on the HTTP port, which is off: set [mcp.http].enabled = true in \
@@ -99,7 +99,7 @@ impl Dashboard {
 
     /// Redeems a login code: a new session secret for the cookie, or None when the code is
     /// unknown, used or expired. Every pending code is compared, in constant time.
-    pub fn redeem(&self, code: &str) -> Option<String> {
+    pub(crate) fn redeem(&self, code: &str) -> Option<String> {
         let given = digest(code);
         let mut inner = self.lock();
         let now = Instant::now();
@@ -125,7 +125,7 @@ impl Dashboard {
 
     /// Whether the request may use the dashboard: it is open, or the request carries a live
     /// session cookie.
-    pub fn admits(&self, headers: &HeaderMap) -> bool {
+    pub(crate) fn admits(&self, headers: &HeaderMap) -> bool {
         if self.open() {
             return true;
         }
@@ -147,14 +147,14 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 }
 
 /// The `Set-Cookie` value for a new session.
-pub fn session_cookie(secret: &str) -> String {
+pub(crate) fn session_cookie(secret: &str) -> String {
     format!("{COOKIE}={secret}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}", SESSION_TTL.as_secs())
 }
 
 /// Why an API call is not from the dashboard's own page, if it is not: it must send JSON with
 /// the dashboard's header, and a browser's `Origin` / `Sec-Fetch-Site`, when present, must say
 /// it came from this origin.
-pub fn same_origin_call(headers: &HeaderMap) -> Result<(), &'static str> {
+pub(crate) fn same_origin_call(headers: &HeaderMap) -> Result<(), &'static str> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if !text(header::CONTENT_TYPE.as_str())
         .is_some_and(|c| c.trim().to_ascii_lowercase().starts_with("application/json"))

@@ -14,7 +14,7 @@
 //!
 //! - `scan` which files of a source memory reads (globs, `.gitignore`, formats)
 
-pub mod scan;
+pub(crate) mod scan;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -35,7 +35,7 @@ use scan::{IGNORE_FILES, Matcher};
 
 /// What `status` shows of one watched source.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct SourceStatus {
+pub(crate) struct SourceStatus {
     pub path: PathBuf,
     pub kind: String,
     /// `starting`, `watching`, `syncing`, `readonly` or `error`.
@@ -55,7 +55,7 @@ pub struct SourceStatus {
 
 /// The watcher's shared side: its status, and how a reload reaches it.
 #[derive(Default)]
-pub struct Watch {
+pub(crate) struct Watch {
     status: Mutex<Vec<SourceStatus>>,
     reload: Notify,
     running: AtomicBool,
@@ -64,19 +64,19 @@ pub struct Watch {
 impl AppState {
     /// The folder watcher's shared side (kept in the state by `server::state`; the watcher runs
     /// only under `serve`).
-    pub fn watch(&self) -> &Arc<Watch> {
+    pub(crate) fn watch(&self) -> &Arc<Watch> {
         self.part()
     }
 }
 
 impl Watch {
     /// Tells the running watcher to re-read the config (a no-op when nothing it uses changed).
-    pub fn reload(&self) {
+    pub(crate) fn reload(&self) {
         self.reload.notify_one();
     }
 
     /// `{running, readonly, sources: [...]}` for `status`.
-    pub fn status_json(&self, config: &Config) -> Value {
+    pub(crate) fn status_json(&self, config: &Config) -> Value {
         let mut sources = self.status.lock().expect("watch status").clone();
         if !self.running.load(Ordering::Relaxed) {
             // Not this process's job (`stdio`), or not started yet: show the config.
@@ -101,17 +101,17 @@ fn initial(s: &WatchedSource, state: &'static str) -> SourceStatus {
 }
 
 /// Percent-encodes a source id for an `openhuman://source/{id}` URI.
-pub fn source_uri(source_id: &str) -> String {
+pub(crate) fn source_uri(source_id: &str) -> String {
     id_uri("openhuman://source/", source_id)
 }
 
 /// The inverse of [`source_uri`]: the source id, or None for another URI or bad encoding.
-pub fn source_id_of(uri: &str) -> Option<String> {
+pub(crate) fn source_id_of(uri: &str) -> Option<String> {
     id_of("openhuman://source/", uri)
 }
 
 /// `prefix` followed by `id`, percent-encoded but for RFC 3986 unreserved characters.
-pub fn id_uri(prefix: &str, id: &str) -> String {
+pub(crate) fn id_uri(prefix: &str, id: &str) -> String {
     let mut out = String::from(prefix);
     for b in id.bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
@@ -124,7 +124,7 @@ pub fn id_uri(prefix: &str, id: &str) -> String {
 }
 
 /// The inverse of [`id_uri`]: the id after `prefix`, or None for another URI or bad encoding.
-pub fn id_of(prefix: &str, uri: &str) -> Option<String> {
+pub(crate) fn id_of(prefix: &str, uri: &str) -> Option<String> {
     let enc = uri.strip_prefix(prefix)?.as_bytes();
     let mut out = Vec::with_capacity(enc.len());
     let mut i = 0;
@@ -160,7 +160,7 @@ impl Setup {
 }
 
 /// Starts the watcher task; it ends when the daemon shuts down.
-pub fn spawn(state: AppState) {
+pub(crate) fn spawn(state: AppState) {
     tokio::spawn(run(state));
 }
 

@@ -11,7 +11,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use openhuman_config::WatchedSource;
 
 /// The rules of one source, with the ignore files seen by its last walk.
-pub struct Matcher {
+pub(crate) struct Matcher {
     pub root: PathBuf,
     pub kind: Option<String>,
     include: Option<GlobSet>,
@@ -23,7 +23,7 @@ pub struct Matcher {
 }
 
 /// The names of ignore files; a change to one means the source is walked again.
-pub const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore"];
+pub(crate) const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore"];
 
 fn globs(patterns: &[String], key: &str) -> Result<GlobSet, String> {
     let mut b = GlobSetBuilder::new();
@@ -34,7 +34,7 @@ fn globs(patterns: &[String], key: &str) -> Result<GlobSet, String> {
 }
 
 impl Matcher {
-    pub fn new(source: &WatchedSource, skip: Vec<PathBuf>) -> Result<Matcher, String> {
+    pub(crate) fn new(source: &WatchedSource, skip: Vec<PathBuf>) -> Result<Matcher, String> {
         Ok(Matcher {
             root: source.path.clone(),
             kind: (source.kind != "auto").then(|| source.kind.clone()),
@@ -48,7 +48,7 @@ impl Matcher {
 
     /// Whether `path` (a file under the root) is one memory reads. Ignore files are taken from
     /// the last walk.
-    pub fn accepts(&self, path: &Path) -> bool {
+    pub(crate) fn accepts(&self, path: &Path) -> bool {
         let Ok(rel) = path.strip_prefix(&self.root) else { return false };
         if self.skip.iter().any(|s| path.starts_with(s)) {
             return false;
@@ -75,7 +75,7 @@ impl Matcher {
 
     /// Every file under the root that memory reads (sorted), reading the ignore files afresh.
     /// Folders that cannot be read are reported, not fatal.
-    pub fn walk(&mut self) -> (Vec<PathBuf>, Vec<String>) {
+    pub(crate) fn walk(&mut self) -> (Vec<PathBuf>, Vec<String>) {
         self.ignores.clear();
         let mut files = Vec::new();
         let mut errors = Vec::new();
@@ -127,7 +127,7 @@ impl Matcher {
     }
 
     /// The files memory reads under `dir` (a folder that appeared, e.g. moved in).
-    pub fn walk_under(&self, dir: &Path) -> Vec<PathBuf> {
+    pub(crate) fn walk_under(&self, dir: &Path) -> Vec<PathBuf> {
         let mut out = Vec::new();
         let mut dirs = vec![dir.to_path_buf()];
         while let Some(d) = dirs.pop() {

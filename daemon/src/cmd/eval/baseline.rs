@@ -10,13 +10,13 @@ use std::collections::HashMap;
 use openhuman_memory::word_stems;
 
 /// Term-frequency saturation and length normalisation.
-pub const K1: f64 = 0.9;
-pub const B: f64 = 0.4;
+pub(crate) const K1: f64 = 0.9;
+pub(crate) const B: f64 = 0.4;
 /// The rank constant of reciprocal-rank fusion.
-pub const RRF_K: f64 = 60.0;
+pub(crate) const RRF_K: f64 = 60.0;
 
 /// An in-memory inverted index over whole documents.
-pub struct Bm25 {
+pub(crate) struct Bm25 {
     /// Stem → (document, term frequency).
     postings: HashMap<String, Vec<(u32, u32)>>,
     lengths: Vec<u32>,
@@ -25,7 +25,7 @@ pub struct Bm25 {
 
 impl Bm25 {
     /// Indexes `docs` (each the document's title and text together); document `i` is `docs[i]`.
-    pub fn build<'a>(docs: impl IntoIterator<Item = &'a str>) -> Bm25 {
+    pub(crate) fn build<'a>(docs: impl IntoIterator<Item = &'a str>) -> Bm25 {
         let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut lengths = Vec::new();
         for (i, text) in docs.into_iter().enumerate() {
@@ -46,7 +46,7 @@ impl Bm25 {
 
     /// The `depth` best documents for `query`, best first (ties by document order). A term
     /// the query repeats counts again, as a clause per occurrence would.
-    pub fn rank(&self, query: &str, depth: usize) -> Vec<usize> {
+    pub(crate) fn rank(&self, query: &str, depth: usize) -> Vec<usize> {
         let mut ranked: Vec<(u32, f64)> = self.scores(query).into_iter().collect();
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         ranked.into_iter().take(depth).map(|(d, _)| d as usize).collect()
@@ -71,7 +71,7 @@ impl Bm25 {
 }
 
 /// Reciprocal-rank fusion of ranked lists: each contributes `1 / (RRF_K + rank)`.
-pub fn rrf(lists: &[&[usize]], depth: usize) -> Vec<usize> {
+pub(crate) fn rrf(lists: &[&[usize]], depth: usize) -> Vec<usize> {
     let mut scores: HashMap<usize, f64> = HashMap::new();
     for list in lists {
         for (i, &d) in list.iter().enumerate() {
