@@ -31,19 +31,22 @@ pub(crate) struct Upper {
     pub on_reload: Box<dyn Fn() + Send + Sync>,
     /// Run after a live reload (SIGHUP, `openhuman.config_reload`): what the new config turns on
     /// in the running process (the HTTP transport), said as its address or why it did not start.
-    pub turn_on: fn(AppState) -> futures::future::BoxFuture<'static, Option<Result<String, String>>>,
+    pub turn_on: fn(AppState) -> futures::future::BoxFuture<'static, TurnedOn>,
     /// The names of the tools a config lists: a reload compares them before and after.
     pub listed_tools: fn(&Config) -> Vec<&'static str>,
     /// The resource every memory change is told as (the memory overview).
     pub memory_uri: &'static str,
 }
 
+/// What a live reload turned on: HTTP's address, or why it did not start; None for nothing.
+pub type TurnedOn = Option<Result<String, String>>;
+
 /// What a live reload did.
 pub struct Reloaded {
     /// The set of listed tools changed (clients were told).
     pub tools_changed: bool,
     /// It turned HTTP on: the dashboard's address, or why HTTP did not start.
-    pub turned_on: Option<Result<String, String>>,
+    pub turned_on: TurnedOn,
 }
 
 #[derive(Clone)]
