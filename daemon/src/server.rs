@@ -2,7 +2,8 @@
 //! the config, opens the store and binds the socket (and HTTP, with its token and bounds);
 //! `run` takes the listener and lives until the shutdown token fires (signal, `stop`, idle
 //! timeout); then it stops accepting, lets in-flight calls finish within the grace period,
-//! abandons the rest, and removes its socket.
+//! abandons the rest, and removes its socket. A reload that turns `[mcp.http].enabled` on starts
+//! the HTTP transport in the running daemon (`start_http`); turning it off takes a restart.
 
 use std::time::Duration;
 
@@ -31,8 +32,9 @@ pub(crate) fn state(
     let watch = std::sync::Arc::new(crate::watch::Watch::default());
     let reloaded = watch.clone();
     let upper = Upper {
-        parts: vec![Box::new(watch), Box::new(crate::ui::Dashboard::default())],
+        parts: vec![Box::new(watch), Box::new(crate::ui::Dashboard::default()), Box::new(HttpStarter::default())],
         on_reload: Box::new(move || reloaded.reload()),
+        turn_on: |state| Box::pin(async move { start_http(&state).await }),
         listed_tools: crate::tools::listed_names,
         memory_uri: crate::live_resources::MEMORY_URI,
     };
@@ -72,24 +74,11 @@ pub(crate) async fn run(state: AppState, listener: SocketListener, opts: ServeOp
             problems.join("; ")
         );
     }
-    if let Some((tcp, mut http_opts)) = opts.http {
-        // The dashboard rides on the HTTP port; its links name the address actually bound.
-        if let Ok(addr) = tcp.local_addr() {
-            let ip = if addr.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { addr.ip() };
-            let base = format!("http://{}", std::net::SocketAddr::new(ip, addr.port()));
-            state.dashboard().serving(base, http_opts.token.is_some());
-        }
-        http_opts.ui = Some(crate::ui::router(state.clone()));
-        // Tracked with the socket sessions, so the same grace period bounds its drain.
-        let (d, st) = (dispatcher.clone(), state.clone());
-        conns.spawn(async move {
-            if let Err(e) = openhuman_mcp::transport::http::serve(tcp, d, http_opts, st.shutdown_token().clone()).await
-            {
-                tracing::error!("HTTP transport failed; stopping: {e:#}");
-                st.shutdown_token().cancel();
-            }
-        });
+    if let Some((tcp, http_opts)) = opts.http {
+        serve_http(&state, &dispatcher, &conns, tcp, http_opts);
     }
+    // From here a reload may start HTTP on the same tracker.
+    *state.part::<HttpStarter>().conns.lock().await = Some(conns.clone());
     let accept = tokio::spawn(socket::accept_loop(listener, dispatcher, opts.socket, shutdown.clone(), conns.clone()));
     if let Some(idle) = opts.idle_timeout {
         tokio::spawn(idle_watch(state.clone(), idle));
@@ -97,6 +86,7 @@ pub(crate) async fn run(state: AppState, listener: SocketListener, opts: ServeOp
 
     shutdown.cancelled().await;
     tracing::info!("shutting down: no new connections; finishing in-flight calls");
+    state.part::<HttpStarter>().conns.lock().await.take();
     let _ = accept.await;
     conns.close();
     let grace = Duration::from_secs(state.config().mcp.shutdown_grace_secs);
@@ -112,6 +102,74 @@ pub(crate) async fn run(state: AppState, listener: SocketListener, opts: ServeOp
     }
     tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// Serves Streamable HTTP (with the dashboard under `/ui`) on `tcp`, tracked with the socket
+/// sessions so the same grace period bounds its drain.
+fn serve_http(
+    state: &AppState,
+    dispatcher: &Dispatcher<AppState>,
+    conns: &TaskTracker,
+    tcp: tokio::net::TcpListener,
+    mut http_opts: transport::http::HttpOptions,
+) {
+    // The dashboard rides on the HTTP port; its links name the address actually bound.
+    if let Ok(addr) = tcp.local_addr() {
+        let ip = if addr.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { addr.ip() };
+        let base = format!("http://{}", std::net::SocketAddr::new(ip, addr.port()));
+        state.dashboard().serving(base, http_opts.token.is_some());
+    }
+    http_opts.ui = Some(crate::ui::router(state.clone()));
+    let (d, st) = (dispatcher.clone(), state.clone());
+    conns.spawn(async move {
+        if let Err(e) = transport::http::serve(tcp, d, http_opts, st.shutdown_token().clone()).await {
+            tracing::error!("HTTP transport failed; stopping: {e:#}");
+            st.shutdown_token().cancel();
+        }
+    });
+}
+
+/// Binds the HTTP listener `opts` names.
+async fn bind_http(opts: &transport::http::HttpOptions) -> Result<tokio::net::TcpListener> {
+    let tcp = tokio::net::TcpListener::bind((opts.host.as_str(), opts.port))
+        .await
+        .with_context(|| format!("cannot listen for HTTP on {}:{}", opts.host, opts.port))?;
+    tracing::info!(addr = %tcp.local_addr()?, auth = opts.token.is_some(), "HTTP transport listening");
+    Ok(tcp)
+}
+
+/// Where a running daemon's reload starts HTTP: the tracker of its connections while `run`
+/// serves (None in `stdio`, and once shutdown began). The lock also keeps two reloads from
+/// binding twice.
+#[derive(Default)]
+pub(crate) struct HttpStarter {
+    conns: tokio::sync::Mutex<Option<TaskTracker>>,
+}
+
+/// After a live reload (`AppState::reload_live`): when the config now says
+/// `[mcp.http].enabled = true` and HTTP does not serve yet, starts HTTP in this process, with its
+/// token and bounds from the config, as `serve` would. None when there was nothing to start.
+async fn start_http(state: &AppState) -> Option<Result<String, String>> {
+    let config = state.config();
+    if !config.mcp.http.enabled || state.dashboard().url().is_some() {
+        return None;
+    }
+    let guard = state.part::<HttpStarter>().conns.lock().await;
+    let conns = guard.as_ref()?;
+    if state.dashboard().url().is_some() {
+        return None;
+    }
+    let started = async {
+        let opts = http_options(None, state.paths(), &config)?.context("[mcp.http] is not enabled")?;
+        let tcp = bind_http(&opts).await?;
+        serve_http(state, &dispatcher(state), conns, tcp, opts);
+        state.dashboard().url().context("HTTP started without an address")
+    }
+    .await;
+    if let Err(e) = &started {
+        tracing::error!("the reload turned HTTP on, but it did not start: {e:#}");
+    }
+    Some(started.map_err(|e| format!("{e:#}")))
 }
 
 /// The one dispatcher over the daemon's state: its sessions are the state's, and the state's
@@ -140,13 +198,8 @@ fn spawn_signal_handlers(state: &AppState) -> anyhow::Result<()> {
         let st = state.clone();
         tokio::spawn(async move {
             while hup.recv().await.is_some() {
-                match st.reload() {
-                    Ok(changed) => {
-                        tracing::info!(tools_changed = changed, "config reloaded");
-                        if changed {
-                            st.sessions().notify_tools_changed();
-                        }
-                    }
+                match st.reload_live().await {
+                    Ok(r) => tracing::info!(tools_changed = r.tools_changed, "config reloaded"),
                     Err(e) => tracing::error!("config reload failed; keeping the previous config: {e:#}"),
                 }
             }
@@ -206,7 +259,7 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
             let _guard = logging::init_daemon(&paths.log_dir, cli.verbose)?;
             crate::tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
-            let http = http_options(args, &paths, &loaded.config)?;
+            let http = http_options(Some(args), &paths, &loaded.config)?;
             // Before any runtime thread exists: taking it edits the environment.
             let activated = transport::socket::take_activated()?;
             let rt = crate::runtime(None)?;
@@ -228,13 +281,7 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
                     })?,
                 };
                 let http = match http {
-                    Some(h) => {
-                        let tcp = tokio::net::TcpListener::bind((h.host.as_str(), h.port))
-                            .await
-                            .with_context(|| format!("cannot listen for HTTP on {}:{}", h.host, h.port))?;
-                        tracing::info!(addr = %tcp.local_addr()?, auth = h.token.is_some(), "HTTP transport listening");
-                        Some((tcp, h))
-                    }
+                    Some(h) => Some((bind_http(&h).await?, h)),
                     None => None,
                 };
                 watch::spawn(state.clone());
@@ -254,28 +301,33 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
 
 /// HTTP settings from flags, environment and config; None when HTTP is off. HTTP needs a bearer
 /// token (see `http_auth`): one the user set, else the generated one; only loopback binds may
-/// go without, and only when `[mcp.http].allow_no_token` says so.
+/// go without, and only when `[mcp.http].allow_no_token` says so. `args` None: the config alone
+/// (a reload).
 fn http_options(
-    args: &cli::ServeArgs,
+    args: Option<&cli::ServeArgs>,
     paths: &Paths,
     config: &config::Config,
 ) -> Result<Option<transport::http::HttpOptions>> {
     let h = &config.mcp.http;
-    if !(args.http || h.enabled) {
-        if args.host.is_some() || args.port.is_some() || args.auth_token.is_some() {
+    let (flag, host, port, auth_token) = match args {
+        Some(a) => (a.http, a.host.clone(), a.port, a.auth_token.as_deref()),
+        None => (false, None, None, None),
+    };
+    if !(flag || h.enabled) {
+        if host.is_some() || port.is_some() || auth_token.is_some() {
             anyhow::bail!("--host/--port/--auth-token apply to HTTP: add --http or set [mcp.http].enabled = true");
         }
         return Ok(None);
     }
-    if args.auth_token.is_some() {
+    if auth_token.is_some() {
         tracing::warn!(
             "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
         );
     }
-    let host = args.host.clone().unwrap_or_else(|| h.host.clone());
-    let port = args.port.unwrap_or(h.port);
+    let host = host.unwrap_or_else(|| h.host.clone());
+    let port = port.unwrap_or(h.port);
     let loopback = openhuman_common::is_loopback_host(&host);
-    let token = match http_auth::chosen(config, args.auth_token.as_deref())? {
+    let token = match http_auth::chosen(config, auth_token)? {
         Some((token, _)) => Some(token),
         None if !loopback => anyhow::bail!(
             "refusing to serve HTTP on non-loopback address {host} without a token you chose: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"

@@ -29,10 +29,24 @@ pub(crate) struct Upper {
     pub parts: Vec<Box<dyn Any + Send + Sync>>,
     /// Run after a reload swapped the new config in (the watcher re-reads its sources).
     pub on_reload: Box<dyn Fn() + Send + Sync>,
+    /// Run after a live reload (SIGHUP, `openhuman.config_reload`): what the new config turns on
+    /// in the running process (the HTTP transport), said as its address or why it did not start.
+    pub turn_on: fn(AppState) -> futures::future::BoxFuture<'static, TurnedOn>,
     /// The names of the tools a config lists: a reload compares them before and after.
     pub listed_tools: fn(&Config) -> Vec<&'static str>,
     /// The resource every memory change is told as (the memory overview).
     pub memory_uri: &'static str,
+}
+
+/// What a live reload turned on: HTTP's address, or why it did not start; None for nothing.
+pub type TurnedOn = Option<Result<String, String>>;
+
+/// What a live reload did.
+pub struct Reloaded {
+    /// The set of listed tools changed (clients were told).
+    pub tools_changed: bool,
+    /// It turned HTTP on: the dashboard's address, or why HTTP did not start.
+    pub turned_on: TurnedOn,
 }
 
 #[derive(Clone)]
@@ -167,6 +181,17 @@ impl AppState {
             self.sessions().notify_prompts_changed();
         }
         Ok(before != after)
+    }
+
+    /// A reload asked of the running daemon (SIGHUP, `openhuman.config_reload`): [`Self::reload`],
+    /// clients told when the tool list changed, then what the new config turns on (see
+    /// [`Upper::turn_on`]).
+    pub async fn reload_live(&self) -> Result<Reloaded> {
+        let tools_changed = self.reload()?;
+        if tools_changed {
+            self.sessions().notify_tools_changed();
+        }
+        Ok(Reloaded { tools_changed, turned_on: (self.inner.upper.turn_on)(self.clone()).await })
     }
 
     /// The part of type `T` a layer above keeps here. Each is handed in when the state is built,

@@ -82,6 +82,30 @@ function day(ms) {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
+/** A date cell: kept on one line. */
+function dateCell(ms, label) {
+  return el("td", { class: "date", "data-label": label }, when(ms));
+}
+
+/** A long value (a path, an id) that wraps where it must, with the whole of it in the title. */
+function longText(text) {
+  return el("span", { class: "long", title: text }, text);
+}
+
+/**
+ * A table whose rows become stacked cards on a narrow screen: every cell carries its column's
+ * name (`data-label`), which the stylesheet shows in front of it there.
+ */
+function rowsTable(id, headers, rows) {
+  for (const tr of rows) {
+    [...tr.children].forEach((td, i) => {
+      if (headers[i] && !td.hasAttribute("data-label")) td.setAttribute("data-label", headers[i]);
+    });
+  }
+  return el("table", { id: id, class: "rows" },
+    el("thead", {}, el("tr", {}, headers.map((h) => el("th", {}, h)))), el("tbody", {}, rows));
+}
+
 /** A snippet whose matched words come wrapped in **…**: the words become <mark> text. */
 function highlighted(snippet) {
   const parts = String(snippet || "").split("**");
@@ -103,34 +127,126 @@ function isoFromDate(value, endOfDay) {
 
 const DAY_MS = 86400000;
 
+/** The start (UTC ms) of the `bucket` after the one starting at `ms`. */
+function nextStart(bucket, ms) {
+  const d = new Date(ms);
+  if (bucket === "day") return ms + DAY_MS;
+  if (bucket === "week") return ms + 7 * DAY_MS;
+  if (bucket === "month") return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  return Date.UTC(d.getUTCFullYear() + 1, 0, 1);
+}
+
+/** A bucket's name: 2026-12-01 for days and weeks, 2026-12 for months, 2026 for years. */
+function bucketName(bucket, ms) {
+  const iso = new Date(ms).toISOString();
+  if (bucket === "month") return iso.slice(0, 7);
+  if (bucket === "year") return iso.slice(0, 4);
+  return (bucket === "week" ? "week of " : "") + iso.slice(0, 10);
+}
+
+/** The most buckets a chart draws across its width before it scrolls sideways. */
+const FIT_BUCKETS = 60;
+
 /**
- * A bar chart of {start_ms, chunks} points (buckets `bucketMs` wide, empty ones left out), drawn
- * as inline SVG on a time axis, so gaps show; `onPick(point)` on click.
+ * The timeline of `params` (all chunks, or an entity's) per the finest bucket whose count over
+ * the data's range fits the chart: {bucket, points}. `want` names a bucket instead.
  */
-function barChart(points, bucketMs, onPick) {
-  const width = 800, height = 180, pad = 28;
-  const chart = svg("svg", { class: "chart", viewBox: `0 0 ${width} ${height}`, role: "img" });
+async function timelineFor(params, want) {
+  if (want && want !== "auto") return { bucket: want, points: (await api("timeline", { ...params, bucket: want })).points };
+  const get = async (bucket) => ({ bucket: bucket, points: (await api("timeline", { ...params, bucket: bucket })).points });
+  const months = await get("month");
+  const m = months.points;
+  if (!m.length) return { bucket: "day", points: [] };
+  const span = nextStart("month", m[m.length - 1].start_ms) - m[0].start_ms;
+  if (span <= 100 * DAY_MS) {
+    // A few months: the days say where the data really starts and ends.
+    const days = await get("day");
+    const d = days.points;
+    if (d.length && d[d.length - 1].start_ms + DAY_MS - d[0].start_ms <= FIT_BUCKETS * DAY_MS) return days;
+  }
+  if (span <= FIT_BUCKETS * 7 * DAY_MS) return get("week");
+  if (span <= FIT_BUCKETS * 31 * DAY_MS) return months;
+  return get("year");
+}
+
+/**
+ * A bar chart of {start_ms, chunks} points (empty buckets left out), drawn as inline SVG over the
+ * data's range, one slot per bucket so gaps show. A slot is never narrower than MIN_SLOT (the
+ * chart scrolls sideways instead), and the whole height of a slot takes the click, so a short
+ * bar is as easy to hit as a tall one. `onPick(point, slot)` on click.
+ */
+function barChart(points, bucket, onPick) {
+  const box = el("div", { class: "chart-box" });
+  let picked = null, drawnFor = -1;
+  const draw = () => {
+    // Drawn in the box's own pixels, so text keeps its size at any width.
+    const fit = Math.max(320, Math.floor(box.clientWidth || 800));
+    if (fit === drawnFor) return;
+    drawnFor = fit;
+    box.setAttribute("data-drawn-for", fit);
+    box.replaceChildren(chartSvg(points, bucket, fit, picked, (p, ms) => {
+      picked = ms;
+      if (onPick) onPick(p);
+    }));
+  };
+  draw();
+  // Again once it is laid out, and whenever its width changes.
+  new ResizeObserver(draw).observe(box);
+  return box;
+}
+
+function chartSvg(points, bucket, fitWidth, picked, onPick) {
+  const MIN_SLOT = 12, height = 180, pad = 20;
   if (!points.length) {
-    chart.appendChild(svg("text", { x: width / 2, y: height / 2, "text-anchor": "middle" }, "nothing yet"));
+    const chart = svg("svg", { class: "chart", width: fitWidth, height: height, viewBox: `0 0 ${fitWidth} ${height}`, role: "img" });
+    chart.appendChild(svg("text", { x: fitWidth / 2, y: height / 2, "text-anchor": "middle" }, "nothing yet"));
     return chart;
   }
+  const counts = new Map(points.map((p) => [p.start_ms, p]));
+  const slots = [];
+  for (let ms = points[0].start_ms; ms <= points[points.length - 1].start_ms; ms = nextStart(bucket, ms)) slots.push(ms);
+  const plot = Math.max(fitWidth - 2 * pad, slots.length * MIN_SLOT);
+  const width = plot + 2 * pad;
+  const chart = svg("svg", { class: "chart", width: width, height: height, viewBox: `0 0 ${width} ${height}`, role: "img" });
+  const slot = plot / slots.length;
+  const bar = Math.min(60, Math.max(MIN_SLOT - 4, slot * 0.8));
   const max = Math.max(...points.map((p) => p.chunks));
-  const first = points[0].start_ms;
-  const span = points[points.length - 1].start_ms + bucketMs - first;
-  const plot = width - 2 * pad;
-  const bar = Math.min(40, Math.max(1, (plot * bucketMs) / span - 1));
-  const x = (ms) => pad + (plot - bar) * (span > bucketMs ? (ms - first) / (span - bucketMs) : 0);
-  for (const p of points) {
-    const h = Math.max(1, ((height - 2 * pad) * p.chunks) / max);
-    const rect = svg("rect", { class: "bar", x: x(p.start_ms), y: height - pad - h, width: bar, height: h });
-    rect.appendChild(svg("title", {}, `${day(p.start_ms)}: ${p.chunks} chunk${p.chunks === 1 ? "" : "s"}`));
-    if (onPick) rect.addEventListener("click", () => onPick(p));
-    chart.appendChild(rect);
-  }
-  chart.appendChild(svg("text", { x: pad, y: height - 8 }, day(first)));
-  chart.appendChild(svg("text", { x: width - pad, y: height - 8, "text-anchor": "end" }, day(points[points.length - 1].start_ms)));
-  chart.appendChild(svg("text", { x: pad, y: 16 }, `most in one bucket: ${max}`));
+  slots.forEach((ms, i) => {
+    const p = counts.get(ms);
+    if (!p) return;
+    const x = pad + i * slot;
+    const h = Math.max(3, ((height - 2 * pad) * p.chunks) / max);
+    const g = svg("g", { class: ms === picked ? "slot picked" : "slot", "data-start": ms, tabindex: 0, role: "button" },
+      svg("title", {}, `${bucketName(bucket, ms)}: ${p.chunks} chunk${p.chunks === 1 ? "" : "s"}`),
+      svg("rect", { class: "hit", x: x, y: pad, width: slot, height: height - 2 * pad }),
+      svg("rect", { class: "bar", x: x + (slot - bar) / 2, y: height - pad - h, width: bar, height: h }));
+    const pick = () => {
+      for (const other of chart.querySelectorAll("g.slot.picked")) other.classList.remove("picked");
+      g.classList.add("picked");
+      onPick(p, ms);
+    };
+    g.addEventListener("click", pick);
+    g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); pick(); } });
+    chart.appendChild(g);
+  });
+  const label = (ms) => bucketName(bucket, ms).replace("week of ", "");
+  chart.appendChild(svg("text", { x: pad, y: height - 8 }, label(slots[0])));
+  if (slots.length > 1)
+    chart.appendChild(svg("text", { x: width - pad, y: height - 8, "text-anchor": "end" }, label(slots[slots.length - 1])));
+  chart.appendChild(svg("text", { x: pad, y: 16 }, `per ${bucket}; most in one: ${max}`));
   return chart;
+}
+
+/** What a click on a bar shows: that bucket's chunks, newest first. */
+function bucketChunks(bucket, params, picked) {
+  return (p) => guarded(picked, async () => {
+    const until = nextStart(bucket, p.start_ms);
+    const r = await api("browse", { ...params, since_ms: p.start_ms, until_ms: until, k: 50 });
+    picked.replaceChildren(
+      el("h2", { id: "picked-head" }, `${bucketName(bucket, p.start_ms)}: ${r.total} chunk${r.total === 1 ? "" : "s"}`),
+      ...(r.total > r.chunks.length ? [el("p", { class: "meta" }, `the newest ${r.chunks.length} shown`)] : []),
+      ...chunkCards(r.chunks));
+  });
 }
 
 /** Chunks as a list of cards; each opens the chunk. */
@@ -144,10 +260,54 @@ function chunkCards(chunks) {
       el("div", {}, tags(c.tags))));
 }
 
+// ---- overview ------------------------------------------------------------------------------
+
+/** The landing page: what the memory holds, the newest memories and sources, a search box. */
+async function overviewPage() {
+  const counts = el("div", { class: "stats", id: "counts" }, el("p", { class: "meta" }, "Counting…"));
+  const recent = el("div", { id: "recent-chunks" });
+  const sources = el("div", { id: "recent-sources" });
+  const said = el("div", {});
+  const form = el("form", { class: "filters", id: "quick-search" },
+    el("label", {}, "Search your memory", el("input", { name: "query", type: "search", size: 40, required: true })),
+    el("button", { class: "primary", type: "submit" }, "Recall"));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    searchQuery = formData(form).query;
+    location.hash = "#search";
+  });
+  page("Overview", form, counts, el("h2", {}, "Recent memories"), recent,
+    el("h2", {}, "Recent sources"), said, sources, el("p", {}, el("a", { href: "#sources" }, "All sources")));
+  const stat = (n, label, href) => el("a", { class: "stat", href: href }, el("strong", {}, String(n)), el("span", {}, label));
+  await Promise.all([
+    guarded(counts, async () => {
+      const s = await api("stats");
+      counts.replaceChildren(stat(s.chunks, "chunks", "#timeline"), stat(s.sources, "sources", "#sources"),
+        stat(s.entities, "people & topics", "#entities"));
+      if (!s.chunks) counts.appendChild(el("p", { class: "meta" },
+        "Nothing remembered yet: `openhumand-mcp ingest <folder>`, or a client's memory.store, adds some."));
+    }),
+    guarded(recent, async () => {
+      const r = await api("browse", { k: 6 });
+      recent.replaceChildren(...chunkCards(r.chunks));
+    }),
+    guarded(sources, async () => {
+      const r = await api("sources", { limit: 5 });
+      sources.replaceChildren(r.sources.length
+        ? rowsTable("recent-sources-table", SOURCE_COLUMNS, r.sources.map((s) => sourceRow(s, said)))
+        : el("p", { class: "meta" }, "No sources yet."));
+    }),
+  ]);
+}
+
 // ---- search and recall -----------------------------------------------------------------------
 
-function searchPage(state) {
-  const q = (state && state.query) || "";
+/** A query handed over from the overview's search box. */
+let searchQuery = "";
+
+function searchPage() {
+  const q = searchQuery;
+  searchQuery = "";
   const results = el("div", { id: "results" });
   const form = el("form", { class: "filters", id: "search-form" },
     el("label", {}, "Question or keywords", el("input", { name: "query", type: "search", size: 40, value: q, required: true })),
@@ -225,7 +385,7 @@ async function chunkPage(id) {
     body.replaceChildren(
       el("h2", {}, c.title || c.chunk_id),
       el("div", { class: "meta" }, `${c.source_kind} · ${when(c.timestamp_ms)} · written by ${c.source} · ${c.token_count} tokens`),
-      el("div", { class: "meta" }, "Source: ", c.source_ref, " (", c.source_id, ")"),
+      el("div", { class: "meta" }, "Source: ", longText(`${c.source_ref} (${c.source_id})`)),
       el("div", {}, tags(c.tags)),
       ...ctx(around.before),
       el("div", { class: "card" }, el("div", { class: "content", id: "chunk-content" }, c.content)),
@@ -242,20 +402,36 @@ async function chunkPage(id) {
 
 // ---- sources ---------------------------------------------------------------------------------
 
+const SOURCE_COLUMNS = ["Source", "Kind", "Chunks", "Last activity", "Last read", ""];
+
+/** A stored source as a table row; `msg` is where its buttons report. */
+function sourceRow(s, msg) {
+  const actions = el("td", { class: "actions" },
+    el("button", { onclick: () => goForget([s.source_id]) }, "Remove…"));
+  if (s.file_path) {
+    actions.appendChild(document.createTextNode(" "));
+    actions.appendChild(el("button", { class: "reingest", onclick: () => reingest(s.file_path, msg) }, "Re-ingest"));
+  }
+  return el("tr", {},
+    el("td", { class: "source", "data-label": "" }, el("div", {}, longText(s.display_name)),
+      el("div", { class: "meta" }, longText(s.file_path || s.source_id))),
+    el("td", {}, s.source_kind), el("td", { class: "num" }, s.chunk_count), dateCell(s.last_activity_ms),
+    s.file_path ? dateCell(s.synced_at_ms) : el("td", {}, "—"), actions);
+}
+
 async function sourcesPage() {
-  const table = el("tbody", {});
+  const rows = [];
+  const holder = el("div", {});
   const more = el("button", { hidden: true }, "More");
   const watched = el("div", {});
   const msg = el("div", {});
   let cursor = null;
-  page("Sources", msg, el("h2", {}, "Watched folders"), watched, el("h2", {}, "Stored sources"),
-    el("table", { id: "sources-table" }, el("thead", {}, el("tr", {}, ["Source", "Kind", "Chunks", "Last activity", "Last read", ""].map((h) => el("th", {}, h)))), table),
-    el("p", {}, more));
+  page("Sources", msg, el("h2", {}, "Watched folders"), watched, el("h2", {}, "Stored sources"), holder, el("p", {}, more));
   guarded(watched, async () => {
     const s = await api("status");
     const list = (s.status.watch && s.status.watch.sources) || [];
     watched.replaceChildren(...(list.length ? list.map((w) => el("div", { class: "card" },
-      el("strong", {}, w.path), el("div", { class: "meta" },
+      el("strong", {}, longText(w.path)), el("div", { class: "meta" },
         `${w.state} · ${w.files} files · last sync ${when(w.last_sync_ms)} · ${w.pending} pending`),
       w.last_error ? el("div", { class: "error" }, "Last error: " + w.last_error) : null))
       : [el("p", { class: "meta" }, "No watched folders ([[memory.sources]] in config.toml).")]));
@@ -263,18 +439,8 @@ async function sourcesPage() {
   async function load() {
     await guarded(msg, async () => {
       const r = await api("sources", cursor ? { limit: 50, cursor: cursor } : { limit: 50 });
-      for (const s of r.sources) {
-        const actions = el("td", {},
-          el("button", { onclick: () => goForget([s.source_id]) }, "Remove…"));
-        if (s.file_path) {
-          actions.appendChild(document.createTextNode(" "));
-          actions.appendChild(el("button", { class: "reingest", onclick: () => reingest(s.file_path, msg) }, "Re-ingest"));
-        }
-        table.appendChild(el("tr", {},
-          el("td", {}, s.display_name, el("div", { class: "meta" }, s.file_path || s.source_id)),
-          el("td", {}, s.source_kind), el("td", {}, s.chunk_count), el("td", {}, when(s.last_activity_ms)),
-          el("td", {}, s.file_path ? when(s.synced_at_ms) : "—"), actions));
-      }
+      rows.push(...r.sources.map((s) => sourceRow(s, msg)));
+      holder.replaceChildren(rowsTable("sources-table", SOURCE_COLUMNS, rows));
       cursor = r.next_cursor || null;
       more.hidden = !cursor;
       msg.replaceChildren(el("p", { class: "meta" }, `${r.total} sources`));
@@ -309,10 +475,10 @@ async function entitiesPage() {
     const r = await api("entities", kind ? { kind: kind, k: 50 } : { k: 50 });
     list.replaceChildren(
       el("p", { class: "meta" }, r.total ? `${r.total} in all; the most mentioned first` : "None yet."),
-      el("table", {}, el("tbody", {}, r.entities.map((e) => el("tr", {},
+      rowsTable("entities-table", ["Name", "Id", "Mentions"], r.entities.map((e) => el("tr", {},
         el("td", {}, el("button", { class: "link", onclick: () => showEntity(e, detail) }, e.display_name)),
-        el("td", { class: "meta" }, e.entity_id),
-        el("td", {}, `${e.mention_count} mentions in ${e.chunk_count} chunks`))))));
+        el("td", { class: "meta" }, longText(e.entity_id)),
+        el("td", {}, `${e.mention_count} mentions in ${e.chunk_count} chunks`)))));
   });
   form.addEventListener("submit", (ev) => { ev.preventDefault(); load(); });
   page("People and topics", form, detail, list);
@@ -322,11 +488,14 @@ async function entitiesPage() {
 async function showEntity(e, detail) {
   detail.replaceChildren(el("p", { class: "meta" }, "Loading…"));
   await guarded(detail, async () => {
+    const params = { entity_id: e.entity_id };
     const [t, recent] = await Promise.all([
-      api("timeline", { bucket: "week", entity_id: e.entity_id }),
+      timelineFor(params),
       api("browse", { entity_ids: [e.entity_id], k: 10 }),
     ]);
-    detail.replaceChildren(el("h2", {}, `${e.display_name}: mentions per week`), barChart(t.points, 7 * DAY_MS),
+    const picked = el("div", {});
+    detail.replaceChildren(el("h2", {}, `${e.display_name}: mentions per ${t.bucket}`),
+      barChart(t.points, t.bucket, bucketChunks(t.bucket, { entity_ids: [e.entity_id] }, picked)), picked,
       el("h2", {}, "Latest mentions"), ...chunkCards(recent.chunks));
   });
 }
@@ -335,18 +504,17 @@ async function showEntity(e, detail) {
 
 async function timelinePage() {
   const chart = el("div", {});
-  const picked = el("div", {});
+  const picked = el("div", { id: "picked" });
   const form = el("form", { class: "filters" },
-    el("label", {}, "Per", el("select", { name: "bucket" }, el("option", { value: "day" }, "day"), el("option", { value: "week" }, "week"))),
+    el("label", {}, "Per", el("select", { name: "bucket" },
+      ["auto", "day", "week", "month", "year"].map((b) => el("option", { value: b }, b === "auto" ? "fit the data" : b)))),
     el("button", { type: "submit" }, "Draw"));
   const draw = () => guarded(chart, async () => {
-    const bucket = formData(form).bucket;
-    const t = await api("timeline", { bucket: bucket });
-    const width = bucket === "week" ? 7 * DAY_MS : DAY_MS;
-    chart.replaceChildren(barChart(t.points, width, (p) => guarded(picked, async () => {
-      const r = await api("browse", { since_ms: p.start_ms, until_ms: p.start_ms + width, k: 50 });
-      picked.replaceChildren(el("h2", {}, `${day(p.start_ms)}: ${r.total} chunks`), ...chunkCards(r.chunks));
-    })), el("p", { class: "meta" }, `${t.points.reduce((n, p) => n + p.chunks, 0)} chunks in ${t.points.length} ${bucket}s; click a bar for its chunks`));
+    const t = await timelineFor({}, formData(form).bucket);
+    picked.replaceChildren();
+    const total = t.points.reduce((n, p) => n + p.chunks, 0);
+    chart.replaceChildren(barChart(t.points, t.bucket, bucketChunks(t.bucket, {}, picked)),
+      el("p", { class: "meta" }, `${total} chunks in ${t.points.length} ${t.bucket}s; click a bar for its chunks`));
   });
   form.addEventListener("submit", (ev) => { ev.preventDefault(); draw(); });
   page("Timeline", form, chart, picked);
@@ -385,12 +553,11 @@ async function auditPage() {
         `${tool}: ${n.ok} ok${n.failed ? `, ${n.failed} failed` : ""}`).join(" · "))))));
     out.replaceChildren(el("h2", {}, "Who wrote what"), summary, el("h2", {}, "Rows"),
       el("p", { class: "meta" }, `${rows.length} row${rows.length === 1 ? "" : "s"}, newest first`),
-      el("table", { id: "audit-table" },
-        el("thead", {}, el("tr", {}, ["When", "Client", "Tool", "Outcome", "What", "Result"].map((h) => el("th", {}, h)))),
-        el("tbody", {}, rows.map((r) => el("tr", {},
-          el("td", {}, when(r.ts_ms)), el("td", {}, r.source), el("td", {}, r.tool),
-          el("td", { class: r.success ? "ok" : "error" }, r.success ? "ok" : "failed: " + (r.error || "")),
-          el("td", { class: "meta" }, JSON.stringify(r.args_summary)), el("td", { class: "meta" }, r.result_id || ""))))));
+      rowsTable("audit-table", ["When", "Client", "Tool", "Outcome", "What", "Result"], rows.map((r) => el("tr", {},
+        dateCell(r.ts_ms), el("td", {}, r.source), el("td", {}, r.tool),
+        el("td", { class: r.success ? "ok" : "error" }, r.success ? "ok" : "failed: " + (r.error || "")),
+        el("td", { class: "meta" }, longText(JSON.stringify(r.args_summary))),
+        el("td", { class: "meta" }, longText(r.result_id || ""))))));
   });
   form.addEventListener("submit", (ev) => { ev.preventDefault(); load(); });
   page("Audit log", form, out);
@@ -479,15 +646,15 @@ async function statusPage() {
 // ---- routing ---------------------------------------------------------------------------------
 
 const PAGES = {
-  search: searchPage, sources: sourcesPage, entities: entitiesPage, timeline: timelinePage,
+  overview: overviewPage, search: searchPage, sources: sourcesPage, entities: entitiesPage, timeline: timelinePage,
   audit: auditPage, forget: forgetPage, status: statusPage,
 };
 
 function route() {
-  const hash = location.hash.replace(/^#/, "") || "search";
+  const hash = location.hash.replace(/^#/, "") || "overview";
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.getAttribute("href") === "#" + hash.split("/")[0]);
   if (hash.startsWith("chunk/")) return chunkPage(decodeURIComponent(hash.slice(6)));
-  (PAGES[hash] || searchPage)();
+  (PAGES[hash] || overviewPage)();
 }
 
 window.addEventListener("hashchange", route);

@@ -3,10 +3,13 @@
 // note holding markup and passes, in the environment:
 //   OPENHUMAN_TEST_CHROMIUM  the browser executable
 //   DASHBOARD_LOGIN          a one-time login link from `openhumand-mcp ui --no-open`
-//   DASHBOARD_SHOTS          the folder screenshots go into (one PNG per page)
+//   DASHBOARD_SHOTS          the folder screenshots go into (per page: NAME.png at 1280 px wide,
+//                            NAME-420.png at 420 px)
 //   DASHBOARD_REPORT         the file this script writes its findings to (JSON)
-// It logs in, searches, opens a hit, sees it in context with the note shown as text, forgets it
-// and sees it gone, checks that a cross-site form post is refused, and visits every page.
+// It logs in, sees the overview's counts and recent memories, searches, opens a hit, sees it in
+// context with the note shown as text, forgets it and sees it gone, checks that a cross-site
+// form post is refused, clicks a timeline bar for its chunks, and visits every page: at 1280 and
+// 420 px wide, nothing runs off the side of the screen and no date wraps.
 // Exit 0 when every check passed; otherwise it prints what failed and exits 1.
 "use strict";
 
@@ -48,8 +51,32 @@ function crossSitePage(target, id) {
   });
 }
 
+const WIDE = { width: 1280, height: 900 };
+const NARROW = { width: 420, height: 900 };
+
+/** Whether anything on the page is wider than the window, and dates that take more than a line. */
+async function layout(page) {
+  return page.evaluate(() => {
+    const wrapped = [...document.querySelectorAll("td.date")].filter((td) => {
+      const range = document.createRange();
+      range.selectNodeContents(td);
+      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      return lines.size > 1;
+    }).map((td) => td.textContent);
+    return { scroll: document.documentElement.scrollWidth, inner: window.innerWidth, wrapped: wrapped };
+  });
+}
+
+/** Screenshots of the page at both widths, checking its layout at each. */
 async function shot(page, name) {
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+  for (const [size, file] of [[WIDE, `${name}.png`], [NARROW, `${name}-420.png`]]) {
+    await page.setViewportSize(size);
+    const l = await layout(page);
+    check(l.scroll <= l.inner, `${name} at ${size.width} px: nothing wider than the window (${l.scroll} > ${l.inner})`);
+    check(l.wrapped.length === 0, `${name} at ${size.width} px: dates on one line, got ${JSON.stringify(l.wrapped)}`);
+    await page.screenshot({ path: path.join(SHOTS, file), fullPage: true });
+  }
+  await page.setViewportSize(WIDE);
 }
 
 async function main() {
@@ -67,7 +94,7 @@ async function main() {
   const passed = (what) => report.checks.push(what);
   let page = null;
   try {
-    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const context = await browser.newContext({ viewport: WIDE });
     page = await context.newPage();
     page.setDefaultTimeout(WAIT_MS);
     const scriptErrors = [];
@@ -82,16 +109,25 @@ async function main() {
     // The one-time link logs in and lands on the dashboard; a second use does not work.
     await page.goto(LOGIN);
     check(new URL(page.url()).pathname === "/ui/", `after login: at /ui/, got ${page.url()}`);
-    await page.waitForSelector("#search-form");
     const again = await (await browser.newContext()).newPage();
     const reused = await again.goto(LOGIN);
     check(reused.status() === 403, `a used login link is refused, got ${reused.status()}`);
     await again.close();
     passed("the login link works once");
 
-    // Search: the hit shows why it matched.
-    await page.fill("input[name=query]", "tomatoes basil");
-    await page.click("#search-form button[type=submit]");
+    // It lands on the overview: counts, the newest memories and sources.
+    await page.waitForSelector("#counts .stat");
+    await page.waitForSelector("#recent-chunks .card");
+    await page.waitForSelector("#recent-sources-table tbody tr");
+    const counts = await page.locator("#counts .stat").allTextContents();
+    check(counts.length === 3 && counts.every((c) => /^[1-9]\d*\D/.test(c)), `three counts above zero: ${JSON.stringify(counts)}`);
+    check(/chunks/.test(counts[0]) && /sources/.test(counts[1]) && /people/.test(counts[2]), `what they count: ${counts}`);
+    await shot(page, "overview");
+    passed("the overview shows counts, recent memories and sources");
+
+    // Search from the overview: the hit shows why it matched.
+    await page.fill("#quick-search input[name=query]", "tomatoes basil");
+    await page.click("#quick-search button[type=submit]");
     const hit = page.locator(".hit").first();
     await hit.waitFor();
     const marks = await hit.locator("mark").allTextContents();
@@ -177,8 +213,29 @@ async function main() {
         check(/1 file\(s\) read|1 unchanged/.test(said), `re-ingest reports the file: ${said}`);
       }
       if (name === "timeline") {
+        // The data spans 2001 to now: one bar a year, each wide enough to hit, the old one first,
+        // and the whole range on the screen at either width.
         const bars = await page.locator("svg.chart rect.bar").count();
-        check(bars === 2, `the timeline has a bar for each of the two days, got ${bars}`);
+        check(bars >= 2, `a bar for 2001 and one for this year, got ${bars}`);
+        for (const size of [NARROW, WIDE]) {
+          await page.setViewportSize(size);
+          // The chart is drawn again for the new width: wait until it fits the window.
+          await page.waitForFunction(() => {
+            const box = document.querySelector(".chart-box");
+            return box && box.getAttribute("data-drawn-for") === String(box.clientWidth);
+          });
+          const widths = await page.evaluate(() =>
+            [...document.querySelectorAll("svg.chart g.slot")].map((g) => g.getBoundingClientRect().width));
+          check(widths.length >= 2 && widths.every((w) => w >= 8), `bars at least 8 px wide at ${size.width} px: ${widths}`);
+          const right = await page.evaluate(() => document.querySelector("svg.chart").getBoundingClientRect().right);
+          check(right <= size.width, `the chart fits ${size.width} px: its right edge at ${right}`);
+        }
+        await page.locator("svg.chart g.slot").first().click();
+        await page.waitForSelector("#picked .card");
+        const head = await page.textContent("#picked-head");
+        check(/^2001: [1-9]/.test(head), `the 2001 bar lists its chunks: ${head}`);
+        check((await page.textContent("#picked")).includes("Old allotment plans"), "the 2001 chunk is listed");
+        report.timeline = head;
       }
       if (name === "entities") {
         await page.locator("table button.link").first().click();
@@ -188,7 +245,7 @@ async function main() {
     }
     report.status_lines = await page.locator("#status-lines div").allTextContents();
     check(scriptErrors.length === 0, `no script errors: ${scriptErrors.join("; ")}`);
-    passed("sources, people and topics, timeline and status pages draw");
+    passed("sources, people and topics, timeline (a bar clicked) and status pages draw, at both widths");
     report.ok = true;
   } catch (e) {
     report.ok = false;

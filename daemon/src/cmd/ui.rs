@@ -1,7 +1,11 @@
 //! `ui`: a one-time login link to the dashboard from the running daemon (reached through
 //! `via`; there is no dashboard without one), printed and handed to the desktop's opener
-//! (`xdg-open`, `open`), which may fail quietly: the printed link is the answer.
+//! (`xdg-open`, `open`), which may fail quietly: the printed link is the answer. A running
+//! daemon whose HTTP port is off (the one the shim started, say) gets it turned on first:
+//! `[mcp.http] enabled = true` written to config.toml and a config reload, which starts HTTP in
+//! the same process (on a terminal, `ui` asks before).
 
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -29,6 +33,10 @@ pub(crate) fn run(paths: &Paths, args: &UiArgs) -> Result<i32> {
         });
         return Ok(EXIT_FAILURE);
     };
+    if let Err(e) = http_on(paths, &via) {
+        out(&format!("no dashboard: {e:#}"));
+        return Ok(EXIT_FAILURE);
+    }
     let link = match via.method("openhuman.ui_login", json!({}), Some(Duration::from_secs(10))) {
         Ok(link) => link,
         Err(e) => {
@@ -54,4 +62,57 @@ pub(crate) fn run(paths: &Paths, args: &UiArgs) -> Result<i32> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// How long the daemon may take to answer; a reload that starts HTTP binds a port, no more.
+const ASK: Duration = Duration::from_secs(10);
+
+/// Makes the running daemon serve HTTP, when it does not yet: asks on a terminal, enables
+/// `[mcp.http]` in config.toml, and has the daemon reload. Err says why there is no dashboard.
+fn http_on(paths: &Paths, via: &Via) -> Result<()> {
+    let status = via.method("openhuman.daemon_status", json!({}), Some(ASK))?;
+    if status["dashboard"].is_string() {
+        return Ok(());
+    }
+    let http = openhuman_config::load(&paths.config_file).map(|l| l.config.mcp.http)?;
+    let addr = format!("{}:{}", http.host, http.port);
+    if std::io::stdin().is_terminal()
+        && !super::terminal::ask(&format!(
+            "The dashboard needs the daemon's HTTP port ({addr}), which is off. Turn it on, in config.toml and \
+             in the running daemon?"
+        ))?
+    {
+        anyhow::bail!(
+            "the HTTP port is off; set [mcp.http].enabled = true in {} and run `openhumand-mcp ui` again",
+            paths.config_file.display()
+        );
+    }
+    if !http.enabled {
+        super::sources::edit(paths, |doc| {
+            let mcp = doc
+                .entry("mcp")
+                .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+                .as_table_mut()
+                .ok_or_else(|| anyhow::anyhow!("`mcp` in config.toml is not a table"))?;
+            mcp.set_implicit(true);
+            let table = mcp
+                .entry("http")
+                .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
+                .as_table_mut()
+                .ok_or_else(|| anyhow::anyhow!("`mcp.http` in config.toml is not a table"))?;
+            table["enabled"] = toml_edit::value(true);
+            Ok(())
+        })?;
+    }
+    let reloaded = via.method("openhuman.config_reload", json!({}), Some(ASK))?;
+    if let Some(why) = reloaded["http_error"].as_str() {
+        anyhow::bail!("config.toml now says [mcp.http] enabled = true, but the daemon could not start HTTP: {why}");
+    }
+    match reloaded["http_started"].as_str() {
+        Some(url) => {
+            out(&format!("turned the HTTP port on in the running daemon (no restart), and in config.toml: {url}"));
+            Ok(())
+        }
+        None => anyhow::bail!("the daemon reloaded its config but serves no HTTP; restart it to serve HTTP"),
+    }
 }

@@ -75,13 +75,15 @@ pub(super) fn methods() -> Vec<Method> {
         }),
         method("openhuman.config_reload", ArgSpec::none(), |s, _, _| {
             async move {
-                match s.reload() {
-                    Ok(changed) => {
-                        if changed {
-                            s.sessions().notify_tools_changed();
-                        }
-                        Ok(json!({ "reloaded": true, "tools_changed": changed }))
-                    }
+                match s.reload_live().await {
+                    // `http_started`: the dashboard's address when this reload turned HTTP on;
+                    // `http_error`: why it did not start.
+                    Ok(r) => Ok(json!({
+                        "reloaded": true,
+                        "tools_changed": r.tools_changed,
+                        "http_started": r.turned_on.as_ref().and_then(|h| h.as_ref().ok()),
+                        "http_error": r.turned_on.as_ref().and_then(|h| h.as_ref().err()),
+                    })),
                     Err(e) => Err(MethodError::InvalidParams(format!(
                         "config not reloaded, the previous one stays in force: {e:#}"
                     ))),

@@ -25,6 +25,7 @@ enum Target {
 
 const OPS: &[(&str, Target)] = &[
     ("status", Target::Status),
+    ("stats", Target::Method(ops::StoreStats::METHOD)),
     ("recall", Target::Method(ops::Recall::METHOD)),
     ("chunk", Target::Method(ops::ReadChunk::METHOD)),
     ("neighbours", Target::Method(ops::Neighbours::METHOD)),

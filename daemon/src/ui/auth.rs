@@ -80,8 +80,8 @@ impl Dashboard {
     pub(crate) fn login_link(&self) -> Result<Value, String> {
         let mut inner = self.lock();
         let Some(base) = inner.base.clone() else {
-            return Err("the dashboard is served on the HTTP port, which is off: set [mcp.http].enabled = true in \
-                        config.toml (or start the daemon with `serve --http`) and restart the daemon"
+            return Err("the dashboard is served on the HTTP port, which is off: `openhumand-mcp ui` turns it on \
+                        (it sets [mcp.http].enabled = true in config.toml and reloads the daemon)"
                 .to_string());
         };
         if !inner.token_mode {

@@ -1,10 +1,11 @@
-//! The dashboard. Over raw HTTP (no browser): `ui` when HTTP is off, the login link and cookie,
+//! The dashboard. Over raw HTTP (no browser): `ui` turning HTTP on in a running daemon, the login link and cookie,
 //! the same-origin API, policy and audit, and the open dashboard of a token-less HTTP port. In a
 //! real browser: the daemon serves HTTP, a notes folder is ingested, a note
 //! holding markup is stored on a chunk, and `tests/browser/dashboard.js` drives headless Chromium
-//! through playwright-core: log in with the one-time link from `ui --no-open`, search, open a hit
-//! in context, check the note renders as text, check a cross-site form post is refused, forget
-//! the hit and see it gone, and visit every page (screenshots under
+//! through playwright-core: log in with the one-time link from `ui --no-open`, see the overview's
+//! counts, search, open a hit in context, check the note renders as text, check a cross-site
+//! form post is refused, forget the hit and see it gone, click a bar of a timeline that spans 25
+//! years, and visit every page at 1280 and 420 px wide (screenshots of both under
 //! `target/browser/dashboard/`). Then: the deletion is in the audit log under `mcp:dashboard`,
 //! and the status page said what `status` says in the terminal.
 //!
@@ -78,6 +79,12 @@ fn the_dashboard_in_a_real_browser_searches_shows_context_forgets_and_refuses_fo
     let notes = home.path().join("notes");
     std::fs::create_dir_all(&notes).unwrap();
     write_notes(&notes);
+    // One file from 2001: the timeline then spans 25 years and must still be clickable.
+    let old = notes.join("old.md");
+    std::fs::write(&old, "# Old allotment plans\n\nWhere the first beds and the shed would go, drawn on paper.\n")
+        .unwrap();
+    let in_2001 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(991_353_600);
+    std::fs::File::options().write(true).open(&old).unwrap().set_modified(in_2001).unwrap();
     let daemon = Daemon::builder(&home).http().start();
     let out = home.daemon_cmd().arg("ingest").arg(&notes).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -118,9 +125,14 @@ fn the_dashboard_in_a_real_browser_searches_shows_context_forgets_and_refuses_fo
         String::from_utf8_lossy(&run.stderr),
         daemon.log()
     );
-    for page in ["search", "chunk", "forget", "audit", "sources", "entities", "timeline", "status"] {
-        let png = shots.join(format!("{page}.png"));
-        assert!(std::fs::metadata(&png).is_ok_and(|m| m.len() > 1000), "a screenshot of {page} at {}", png.display());
+    for page in ["overview", "search", "chunk", "forget", "audit", "sources", "entities", "timeline", "status"] {
+        for png in [shots.join(format!("{page}.png")), shots.join(format!("{page}-420.png"))] {
+            assert!(
+                std::fs::metadata(&png).is_ok_and(|m| m.len() > 1000),
+                "a screenshot of {page} at {}",
+                png.display()
+            );
+        }
     }
 
     // The deletion left its audit row, under the dashboard's client label.
@@ -144,21 +156,53 @@ fn the_dashboard_in_a_real_browser_searches_shows_context_forgets_and_refuses_fo
 }
 
 #[test]
-fn ui_says_how_to_turn_the_http_port_on() {
+fn ui_says_how_to_turn_the_http_port_on_when_no_daemon_runs() {
     let home = Home::new();
     let out = home.daemon_cmd().args(["ui", "--no-open"]).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("not running") && said.contains("[mcp.http].enabled = true"), "{said}");
+}
 
-    // A daemon without HTTP answers, and says the same.
+/// A daemon without HTTP (as the shim starts it): `ui` (not on a terminal, so it does not ask)
+/// writes `[mcp.http] enabled = true` to config.toml and has the daemon reload, which starts HTTP
+/// in the same process; the login link it prints works.
+#[test]
+fn ui_turns_the_http_port_on_in_the_running_daemon_without_a_restart() {
+    use openhuman_tests::http::Client;
+    let home = Home::new();
+    // Off, with the port left to the system when it goes on; a comment that must survive the edit.
+    home.write_config("# my settings\n[mcp.http]\nport = 0\n");
     let daemon = Daemon::start(&home);
-    let out = home.daemon_cmd().args(["ui", "--no-open"]).output().unwrap();
+    let status = || String::from_utf8_lossy(&home.daemon_cmd().arg("status").output().unwrap().stdout).to_string();
+    assert!(status().contains("dashboard: off"), "{}", status());
+
+    let out = home.daemon_cmd().args(["ui", "--no-open"]).stdin(Stdio::null()).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("HTTP port, which is off") && said.contains("[mcp.http].enabled = true"), "{said}");
-    let out = home.daemon_cmd().arg("status").output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("dashboard: off"), "{}", daemon.log());
+    assert!(out.status.success(), "{said}{}\ndaemon log:\n{}", String::from_utf8_lossy(&out.stderr), daemon.log());
+    assert!(said.contains("turned the HTTP port on in the running daemon (no restart)"), "{said}");
+    let link = said.split_whitespace().find(|w| w.contains("/ui/login?code=")).expect("a login link").to_string();
+
+    // The same process, now with a dashboard.
+    let now = status();
+    assert!(now.contains(&format!(": pid {},", daemon.pid())) && now.contains("dashboard: http://"), "{now}");
+    let config = std::fs::read_to_string(home.path().join("config.toml")).unwrap();
+    assert!(config.starts_with("# my settings") && config.contains("enabled = true"), "{config}");
+
+    // The link logs a browser in.
+    let rest = link.strip_prefix("http://").expect("an http link");
+    let (addr, path) = rest.split_at(rest.find('/').unwrap());
+    let c = Client::new(addr.parse().unwrap());
+    let r = c.send("GET", path, &[], b"");
+    assert_eq!(r.status, 303, "{}", r.text());
+    let cookie = r.header("set-cookie").expect("a session cookie").split(';').next().unwrap().to_string();
+    assert_eq!(c.send("GET", "/ui/", &[("Cookie", &cookie)], b"").status, 200);
+
+    // Asked again, it just hands out a link.
+    let out = home.daemon_cmd().args(["ui", "--no-open"]).stdin(Stdio::null()).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !said.contains("turned") && said.contains("/ui/login?code="), "{said}");
+    assert!(daemon.log().matches("HTTP transport listening").count() == 1, "{}", daemon.log());
 }
 
 /// The dashboard's rules over raw HTTP (no browser needed): the login link, the cookie, the

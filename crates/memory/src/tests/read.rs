@@ -552,7 +552,7 @@ fn completion_matches_prefixes_of_topics_sources_and_chunk_ids() {
 }
 
 #[test]
-fn timeline_counts_chunks_per_day_and_week_and_neighbours_read_in_order() {
+fn timeline_counts_chunks_per_day_week_month_and_year_and_neighbours_read_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     const DAY: i64 = 86_400_000;
@@ -589,7 +589,19 @@ fn timeline_counts_chunks_per_day_and_week_and_neighbours_read_in_order() {
     assert_eq!(weeks["points"][1]["chunks"], 1, "{weeks}");
     let topic = m.wire::<ops::Timeline>(json!({"bucket": "week", "entity_id": "topic:rust"})).unwrap();
     assert_eq!(topic["points"].as_array().unwrap().len(), 1, "only the first week mentions rust: {topic}");
-    assert!(matches!(m.wire::<ops::Timeline>(json!({"bucket": "month"})), Err(MemoryError::InvalidParams(_))));
+    // The first falls in November (the 30th), the other two in December; all three in 2026.
+    let months = m.wire::<ops::Timeline>(json!({"bucket": "month"})).unwrap();
+    let starts: Vec<(&str, i64)> = months["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["start"].as_str().unwrap(), p["chunks"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(starts, vec![("2026-11-01T00:00:00.000Z", 1), ("2026-12-01T00:00:00.000Z", 2)], "{months}");
+    let years = m.wire::<ops::Timeline>(json!({"bucket": "year"})).unwrap();
+    assert_eq!(years["points"][0]["start"], "2026-01-01T00:00:00.000Z", "{years}");
+    assert_eq!(years["points"][0]["chunks"], 3, "{years}");
+    assert!(matches!(m.wire::<ops::Timeline>(json!({"bucket": "hour"})), Err(MemoryError::InvalidParams(_))));
 
     let section = |name: &str| {
         format!("## {name}\n\n{}\n\n", vec![format!("The {name} section talks about {name}."); 80].join(" "))
