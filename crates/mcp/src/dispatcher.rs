@@ -21,7 +21,7 @@ use crate::prompts::{self, Prompt};
 use crate::protocol::{self, Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply, RpcError};
 use crate::session::{LOG_LEVELS, Session, SessionSet, Transport, id_key, source_label};
 use crate::subscriptions::{Filter, closing_result};
-use crate::transport::framing::{self, Overlong};
+use crate::transport::framing::Overlong;
 
 /// The dispatcher and what every transport shares through it: the application, the set of live
 /// sessions, and the token that cancels in-flight calls when the server gives up waiting for
@@ -121,10 +121,10 @@ impl<A: App> Dispatcher<A> {
     }
 
     /// For line transports: a line longer than the limit was skipped. The error answers the
-    /// request's own id when the line's head names it (see [`framing::head_id`]), else null, and
-    /// says the size, the limit and what to do instead.
+    /// request's own id when the line named one (see [`crate::transport::framing`]), else null, and says the size,
+    /// the limit and what to do instead.
     pub async fn on_overlong(&self, session: &Arc<Session>, limit: usize, skipped: &Overlong) {
-        let id = framing::head_id(&skipped.head).unwrap_or_else(Id::null);
+        let id = skipped.id.clone().unwrap_or_else(Id::null);
         let len = skipped.len;
         let err = RpcError::new(
             codes::PARSE_ERROR,
@@ -877,7 +877,7 @@ mod tests {
         assert_eq!(r.next().await["error"]["code"], -32700);
         r.dispatcher.on_line(&r.session, b"[]").await;
         assert_eq!(r.next().await["error"]["code"], -32600);
-        let skipped = |head: &[u8]| Overlong { head: head.into(), len: 20 };
+        let skipped = |head: &[u8]| Overlong { id: crate::transport::framing::id_in(head), len: 20 };
         r.dispatcher.on_overlong(&r.session, 10, &skipped(b"{\"id\":\"big\",\"method\":\"tools/ca")).await;
         let told = r.next().await;
         assert_eq!((&told["id"], &told["error"]["data"]["max_line_bytes"]), (&json!("big"), &json!(10)), "{told}");

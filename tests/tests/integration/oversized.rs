@@ -1,6 +1,6 @@
 //! Messages over the line limit and the end of the shim's stdin. A line over
-//! `[mcp].max_line_bytes` is answered with its own id when its first 64 KiB name it (else null),
-//! with its size, the limit and what to do; the session goes on. The shim exits soon after its
+//! `[mcp].max_line_bytes` is answered with its own id wherever the id stands in it (null when it
+//! has none that can be read), with its size, the limit and what to do; the session goes on. The shim exits soon after its
 //! stdin closes in every state: mid-line, after a discarded line, with requests in flight (the
 //! daemon frozen), and while the daemon restarts.
 
@@ -20,14 +20,23 @@ fn small_limit() -> Home {
     home
 }
 
-/// A `memory.store` of `size` bytes of content with `id` written before the content (`first`)
-/// or after it.
-fn big_store(id: &str, size: usize, first: bool) -> Vec<u8> {
+/// Where a test puts the id of a large request.
+#[derive(Clone, Copy)]
+enum At {
+    First,
+    /// After `params`, as the Python SDK 1.x writes it.
+    Last,
+    /// In a batch of one, which is not answered with an id.
+    Batch,
+}
+
+/// A `memory.store` of `size` bytes of content with `id` where `at` says.
+fn big_store(id: &str, size: usize, at: At) -> Vec<u8> {
     let params = format!(r#"{{"name":"memory.store","arguments":{{"title":"big","content":"{}"}}}}"#, "x".repeat(size));
-    let line = if first {
-        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#)
-    } else {
-        format!(r#"{{"jsonrpc":"2.0","method":"tools/call","params":{params},"id":{id}}}"#)
+    let line = match at {
+        At::First => format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#),
+        At::Last => format!(r#"{{"method":"tools/call","params":{params},"jsonrpc":"2.0","id":{id}}}"#),
+        At::Batch => format!(r#"[{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}]"#),
     };
     format!("{line}\n").into_bytes()
 }
@@ -40,26 +49,26 @@ fn assert_too_large(reply: &Value, bytes: usize) {
 }
 
 #[test]
-fn an_over_long_line_is_answered_with_its_id_when_its_head_names_it() {
+fn an_over_long_line_is_answered_with_its_id_wherever_it_stands() {
     let home = small_limit();
     let _d = Daemon::start(&home);
     let mut p = Peer::socket(&home.socket());
     p.initialize("oversized");
-    for id in [json!(41), json!("big-one")] {
-        let line = big_store(&id.to_string(), 100_000, true);
+    for (id, at) in [(json!(41), At::First), (json!("big-one"), At::First), (json!(42), At::Last)] {
+        let line = big_store(&id.to_string(), 1_000_000, at);
         p.send_raw(&line);
         assert_too_large(&p.wait(&id), line.len());
     }
     // A number is sent back as written, however large.
-    p.send_raw(&big_store("18446744073709551616123", 10_000, true));
+    p.send_raw(&big_store("18446744073709551616123", 10_000, At::Last));
     let raw = p.lines.next().expect("an answer");
     assert!(
         raw.starts_with(r#"{"jsonrpc":"2.0","id":18446744073709551616123,"error""#),
         "{}",
         &raw[..raw.len().min(200)]
     );
-    // The id after the first 64 KiB cannot be read: null.
-    let line = big_store("43", 100_000, false);
+    // A batch has no one id to answer: null.
+    let line = big_store("43", 100_000, At::Batch);
     p.send_raw(&line);
     let reply = p.lines.next_json();
     assert_eq!(reply["id"], Value::Null, "{reply}");
@@ -96,16 +105,18 @@ fn through_the_shim_an_over_long_request_gets_its_error_and_eof_still_ends_the_s
     let _d = Daemon::start(&home);
     let mut shim = ChildPeer::spawn(home.shim_cmd());
     shim.peer.initialize("over-long");
-    let line = big_store("7", 200_000, true);
-    shim.peer.send_raw(&line);
-    assert_too_large(&shim.peer.wait(&json!(7)), line.len());
-    // Its id out of reach: the daemon answers null and the shim still counts 8 as in flight.
-    shim.peer.send_raw(&big_store("8", 200_000, false));
+    for (id, at) in [(7, At::First), (8, At::Last)] {
+        let line = big_store(&id.to_string(), 200_000, at);
+        shim.peer.send_raw(&line);
+        assert_too_large(&shim.peer.wait(&json!(id)), line.len());
+    }
+    // A batch: the daemon answers null and the shim still counts 9 as in flight.
+    shim.peer.send_raw(&big_store("9", 200_000, At::Batch));
     assert_eq!(shim.peer.lines.next_json()["id"], Value::Null);
     let (status, rest) = close_and_exit(shim);
     assert!(status.success(), "{status}");
     assert_eq!(rest.len(), 1, "{rest:?}");
-    assert_eq!((&rest[0]["id"], &rest[0]["error"]["code"]), (&json!(8), &json!(-32603)), "{rest:?}");
+    assert_eq!((&rest[0]["id"], &rest[0]["error"]["code"]), (&json!(9), &json!(-32603)), "{rest:?}");
 }
 
 #[test]

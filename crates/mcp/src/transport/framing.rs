@@ -2,21 +2,19 @@
 //! a frame of its own and reading resumes after the next newline, and bytes are not required to
 //! be UTF-8 (the dispatcher reports that per message).
 //!
-//! The rule for an over-long line: the codec keeps its first [`KEEP`] bytes (64 KiB) and its
-//! length, and drops the rest unread into memory. When those first bytes are the start of a JSON
-//! object whose top-level `"id"` member (a string or a number) is complete within them,
-//! [`head_id`] reads it, so the error that answers the line carries the request's own id (text
-//! kept exactly as sent); otherwise the id is null.
+//! The rule for an over-long line: it is never held in memory, but every byte of it passes
+//! through an [`IdScan`] on its way to the bin. When the line is a JSON object with a top-level
+//! `"id"` member that is a string or a number, wherever it stands (clients write it first, or,
+//! like the Python SDK 1.x, after a `params` of any size), the error that answers the line
+//! carries that id, its text exactly as sent. Otherwise (a batch, no id, an id of another type, a
+//! line that is not an object, an id cut off by EOF) the id is null.
 
 use bytes::BytesMut;
 use tokio_util::codec::Decoder;
 
 use crate::incoming::Id;
 
-/// Bytes of an over-long line kept to look for its id.
-pub const KEEP: usize = 64 * 1024;
-
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub enum Frame {
     Line(BytesMut),
     /// A line longer than the limit was skipped.
@@ -24,18 +22,18 @@ pub enum Frame {
 }
 
 /// What is known of a skipped line.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub struct Overlong {
-    /// Its first bytes, at most [`KEEP`].
-    pub head: BytesMut,
+    /// Its request id, when it could be read (see the module's rule).
+    pub id: Option<Id>,
     /// Its length in bytes (without the newline); at EOF, what arrived.
     pub len: usize,
 }
 
 pub struct LineCodec {
     max: usize,
-    /// Set while skipping a line: its head and the bytes counted so far.
-    discarding: Option<Overlong>,
+    /// Set while skipping a line: the scan for its id and the bytes counted so far.
+    discarding: Option<(IdScan, usize)>,
     scanned: usize,
 }
 
@@ -45,17 +43,13 @@ impl LineCodec {
     }
 }
 
-fn head_of(bytes: &[u8]) -> BytesMut {
-    BytesMut::from(&bytes[..bytes.len().min(KEEP)])
+fn skipped((scan, len): (IdScan, usize)) -> Frame {
+    Frame::TooLong(Overlong { id: scan.finish(), len })
 }
 
-impl Overlong {
-    /// Counts more bytes of the line, keeping them while the head is short of `KEEP`.
-    fn take(&mut self, bytes: &[u8]) {
-        let room = KEEP.saturating_sub(self.head.len()).min(bytes.len());
-        self.head.extend_from_slice(&bytes[..room]);
-        self.len += bytes.len();
-    }
+fn count(discarding: &mut (IdScan, usize), bytes: &[u8]) {
+    discarding.0.feed(bytes);
+    discarding.1 += bytes.len();
 }
 
 impl Decoder for LineCodec {
@@ -68,19 +62,19 @@ impl Decoder for LineCodec {
             Some(i) => {
                 let mut line = buf.split_to(i + 1);
                 self.scanned = 0;
-                if let Some(mut skipped) = self.discarding.take() {
-                    skipped.take(&line[..i]);
-                    return Ok(Some(Frame::TooLong(skipped)));
+                if let Some(mut discarding) = self.discarding.take() {
+                    count(&mut discarding, &line[..i]);
+                    return Ok(Some(skipped(discarding)));
                 }
                 if i > self.max {
-                    return Ok(Some(Frame::TooLong(Overlong { head: head_of(&line[..i]), len: i })));
+                    return Ok(Some(Frame::TooLong(Overlong { id: id_in(&line[..i]), len: i })));
                 }
                 line.truncate(i);
                 Ok(Some(Frame::Line(line)))
             }
             None if buf.len() > self.max || self.discarding.is_some() => {
-                // Keep the head, drop the rest; report once the line ends.
-                self.discarding.get_or_insert_with(|| Overlong { head: BytesMut::new(), len: 0 }).take(buf);
+                // Scan and drop what we have; report once the line ends.
+                count(self.discarding.get_or_insert_with(|| (IdScan::default(), 0)), buf);
                 buf.clear();
                 self.scanned = 0;
                 Ok(None)
@@ -97,10 +91,10 @@ impl Decoder for LineCodec {
             return Ok(Some(frame));
         }
         self.scanned = 0;
-        if let Some(mut skipped) = self.discarding.take() {
-            skipped.take(buf);
+        if let Some(mut discarding) = self.discarding.take() {
+            count(&mut discarding, buf);
             buf.clear();
-            return Ok(Some(Frame::TooLong(skipped)));
+            return Ok(Some(skipped(discarding)));
         }
         if buf.is_empty() {
             return Ok(None);
@@ -109,131 +103,170 @@ impl Decoder for LineCodec {
     }
 }
 
-/// The id of the JSON-RPC request that `head` (the first bytes of a message, possibly cut
-/// anywhere) begins, when it can be read: `head` opens a JSON object and its top-level `"id"`
-/// member, a string or a number, is complete before the cut. Tolerant: nothing after the id
-/// needs to be valid, and members before it are skipped without being parsed into values. A
-/// number keeps its text exactly as sent. Anything else (a batch, no id before the cut, an id
-/// of another type, bytes that are not JSON) is None.
-pub fn head_id(head: &[u8]) -> Option<Id> {
-    let mut s = Scan { b: head, at: 0 };
-    s.ws();
-    s.eat(b'{')?;
-    loop {
-        s.ws();
-        if s.peek()? == b'}' {
-            return None;
-        }
-        let key = s.string()?;
-        s.ws();
-        s.eat(b':')?;
-        s.ws();
-        let is_id = serde_json::from_slice::<String>(key).ok()? == "id";
-        let start = s.at;
-        match s.peek()? {
-            b'"' if is_id => {
-                let text = s.string()?;
-                return serde_json::from_slice::<serde_json::Value>(text).ok().map(Id::Value);
-            }
-            b'-' | b'0'..=b'9' if is_id => {
-                s.number()?;
-                // A number that runs into the cut may have lost digits.
-                s.peek()?;
-                let text = std::str::from_utf8(&head[start..s.at]).ok()?;
-                serde_json::from_str::<serde_json::Number>(text).ok()?;
-                return Some(Id::Exact(text.into()));
-            }
-            _ if is_id => return None,
-            _ => s.skip_value()?,
-        }
-        s.ws();
-        match s.peek()? {
-            b',' => s.at += 1,
-            _ => return None,
-        }
-    }
+/// The request id in `message` (whole or cut anywhere) by the module's rule.
+pub fn id_in(message: &[u8]) -> Option<Id> {
+    let mut scan = IdScan::default();
+    scan.feed(message);
+    scan.finish()
 }
 
-/// A cursor over bytes; every step is None at the end of the input or on a byte it does not
-/// expect.
-struct Scan<'a> {
-    b: &'a [u8],
-    at: usize,
+/// Longest key text (quotes and escapes included) compared with `"id"`.
+const KEY_MAX: usize = 64;
+/// Longest id text kept; a longer one is not read.
+const ID_MAX: usize = 4096;
+
+/// Finds the top-level `"id"` of a JSON object fed to it in pieces, keeping only that id and the
+/// key being read. Tolerant: it follows strings and bracket depth and nothing else, so what comes
+/// after the id need not be valid, and a cut message yields what was read before the cut.
+#[derive(Default)]
+pub struct IdScan {
+    state: State,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// At depth 1: the next string is a key (after `{` or `,`).
+    key_next: bool,
+    /// At depth 1: the last key was `id`; its value comes after the `:`.
+    id_key: bool,
+    /// At depth 1: the `:` after an `id` key was seen; the next value is the id.
+    id_next: bool,
+    capture: Capture,
+    text: Vec<u8>,
+    found: Option<Id>,
 }
 
-impl<'a> Scan<'a> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.at).copied()
-    }
+#[derive(Default, PartialEq)]
+enum State {
+    #[default]
+    Start,
+    Object,
+    /// Nothing more to learn: found, or not an object, or an id of another type.
+    Done,
+}
 
-    fn eat(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
+#[derive(Default, PartialEq)]
+enum Capture {
+    #[default]
+    Nothing,
+    Key,
+    IdString,
+    IdNumber,
+}
 
-    fn ws(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-            self.at += 1;
-        }
-    }
-
-    /// A whole string token, quotes included.
-    fn string(&mut self) -> Option<&'a [u8]> {
-        let start = self.at;
-        self.eat(b'"')?;
-        loop {
-            match self.peek()? {
-                b'"' => {
-                    self.at += 1;
-                    return Some(&self.b[start..self.at]);
-                }
-                b'\\' => self.at += 2,
-                _ => self.at += 1,
-            }
-        }
-    }
-
-    fn number(&mut self) -> Option<()> {
-        let start = self.at;
-        while matches!(self.peek(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
-            self.at += 1;
-        }
-        (self.at > start).then_some(())
-    }
-
-    /// Skips one value of any kind: nested objects and arrays by bracket depth (strings inside
-    /// them skipped whole), literals and numbers by their characters.
-    fn skip_value(&mut self) -> Option<()> {
-        match self.peek()? {
-            b'"' => self.string().map(|_| ()),
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match self.peek()? {
-                        b'"' => {
-                            self.string()?;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                self.at += 1;
-                                return Some(());
-                            }
-                        }
-                        _ => {}
+impl IdScan {
+    pub fn feed(&mut self, bytes: &[u8]) {
+        let mut i = 0;
+        while i < bytes.len() && self.state != State::Done {
+            let b = bytes[i];
+            if self.in_string {
+                if self.capture == Capture::Nothing && !self.escaped {
+                    // A string nobody reads: jump to its next quote or backslash.
+                    match bytes[i..].iter().position(|c| *c == b'"' || *c == b'\\') {
+                        Some(n) => i += n,
+                        None => return,
                     }
-                    self.at += 1;
                 }
-            }
-            _ => {
-                let start = self.at;
-                while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'+' | b'.')) {
-                    self.at += 1;
+                let b = bytes[i];
+                self.keep(b);
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    self.string_ended();
                 }
-                (self.at > start).then_some(())
+                i += 1;
+                continue;
             }
+            if self.capture == Capture::IdNumber {
+                if matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                    self.keep(b);
+                    i += 1;
+                    continue;
+                }
+                let text = std::str::from_utf8(&self.text).ok();
+                self.found =
+                    text.filter(|t| serde_json::from_str::<serde_json::Number>(t).is_ok()).map(|t| Id::Exact(t.into()));
+                self.state = State::Done;
+                return;
+            }
+            self.byte(b);
+            i += 1;
         }
+    }
+
+    /// One byte outside any string.
+    fn byte(&mut self, b: u8) {
+        let top = self.depth == 1;
+        match (&self.state, b) {
+            (_, b' ' | b'\t' | b'\r' | b'\n') => {}
+            (State::Start, b'{') => {
+                self.state = State::Object;
+                self.depth = 1;
+                self.key_next = true;
+            }
+            (State::Start, _) => self.state = State::Done,
+            (_, b'"') => {
+                self.in_string = true;
+                self.text.clear();
+                if top && self.key_next {
+                    self.capture = Capture::Key;
+                    self.key_next = false;
+                } else if top && self.id_next {
+                    self.capture = Capture::IdString;
+                }
+                self.keep(b);
+            }
+            (_, b'-' | b'0'..=b'9') if top && self.id_next => {
+                self.capture = Capture::IdNumber;
+                self.text.clear();
+                self.keep(b);
+            }
+            // An id that is an object, an array, a literal: none to answer.
+            _ if top && self.id_next => self.state = State::Done,
+            (_, b'{' | b'[') => self.depth += 1,
+            (_, b'}' | b']') => {
+                self.depth = self.depth.saturating_sub(1);
+                if self.depth == 0 {
+                    self.state = State::Done;
+                }
+            }
+            (_, b':') if top => self.id_next = std::mem::take(&mut self.id_key),
+            (_, b',') if top => self.key_next = true,
+            _ => {}
+        }
+    }
+
+    fn keep(&mut self, b: u8) {
+        let max = if self.capture == Capture::Key { KEY_MAX } else { ID_MAX };
+        if self.capture != Capture::Nothing && self.text.len() < max {
+            self.text.push(b);
+        } else if self.capture == Capture::IdString || self.capture == Capture::IdNumber {
+            // Too long to answer with.
+            self.state = State::Done;
+        } else if self.capture == Capture::Key {
+            // Too long to be `id`.
+            self.text.clear();
+            self.capture = Capture::Nothing;
+        }
+    }
+
+    fn string_ended(&mut self) {
+        match std::mem::take(&mut self.capture) {
+            Capture::Key => self.id_key = serde_json::from_slice::<String>(&self.text).is_ok_and(|k| k == "id"),
+            Capture::IdString => {
+                self.found = serde_json::from_slice::<serde_json::Value>(&self.text).ok().map(Id::Value);
+                self.state = State::Done;
+            }
+            _ => {}
+        }
+    }
+
+    /// The id found, if any. A number still being read when the input ended may have lost
+    /// digits to the cut, so it does not count.
+    pub fn finish(self) -> Option<Id> {
+        self.found
     }
 }
 
@@ -261,6 +294,10 @@ mod tests {
         Frame::Line(BytesMut::from(s.as_bytes()))
     }
 
+    fn skipped_line(id: Option<i64>, len: usize) -> Frame {
+        Frame::TooLong(Overlong { id: id.map(|n| Id::Exact(n.to_string().into())), len })
+    }
+
     #[test]
     fn splits_lines_across_chunks() {
         assert_eq!(frames(&[b"ab", b"c\nde", b"\nf"], 10), vec![line("abc"), line("de"), line("f")]);
@@ -269,28 +306,40 @@ mod tests {
     #[test]
     fn overlong_line_is_reported_once_and_reading_resumes() {
         let long = vec![b'x'; 25];
-        let skipped = |head: &str, len| Frame::TooLong(Overlong { head: BytesMut::from(head.as_bytes()), len });
-        let (x25, x50) = ("x".repeat(25), "x".repeat(50));
         assert_eq!(
             frames(&[b"ok\n", long.as_slice(), long.as_slice(), b"\nnext\n"], 10),
-            vec![line("ok"), skipped(&x50, 50), line("next")]
+            vec![line("ok"), skipped_line(None, 50), line("next")]
         );
-        assert_eq!(frames(&[b"0123456789012\nz\n"], 10), vec![skipped("0123456789012", 13), line("z")]);
+        assert_eq!(frames(&[b"0123456789012\nz\n"], 10), vec![skipped_line(None, 13), line("z")]);
         // Cut by EOF: what arrived is counted.
-        assert_eq!(frames(&[b"ok\n", long.as_slice()], 10), vec![line("ok"), skipped(&x25, 25)]);
+        assert_eq!(frames(&[b"ok\n", long.as_slice()], 10), vec![line("ok"), skipped_line(None, 25)]);
     }
 
     #[test]
-    fn an_overlong_line_keeps_only_its_head() {
-        let long = [b"{\"id\":1,".as_slice(), &vec![b'x'; 3 * KEEP], b"\n"].concat();
-        let got = frames(&[&long[..KEEP / 2], &long[KEEP / 2..]], 100);
-        let [Frame::TooLong(skipped)] = got.as_slice() else { panic!("{got:?}") };
-        assert_eq!((skipped.head.len(), skipped.len), (KEEP, long.len() - 1));
-        assert_eq!(&skipped.head[..], &long[..KEEP]);
+    fn an_overlong_line_is_scanned_for_its_id_wherever_it_stands() {
+        let pad = "x".repeat(300_000);
+        let first = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"text":"{pad}"}}}}"#);
+        let last = format!(r#"{{"method":"tools/call","params":{{"text":"{pad}","id":1}},"jsonrpc":"2.0","id":8}}"#);
+        for text in [&first, &last] {
+            let want = if text == &first { 7 } else { 8 };
+            let input = format!("{text}\nok\n");
+            // In one piece, and in pieces that cut through the id and the padding.
+            let pieces: Vec<&[u8]> = input.as_bytes().chunks(4099).collect();
+            for chunks in [vec![input.as_bytes()], pieces] {
+                assert_eq!(frames(&chunks, 1000), vec![skipped_line(Some(want), text.len()), line("ok")]);
+            }
+        }
     }
 
-    fn id_text(head: &str) -> Option<String> {
-        head_id(head.as_bytes()).map(|id| {
+    fn id_text(message: &str) -> Option<String> {
+        // Fed one byte at a time, so every state is crossed at a piece boundary.
+        let mut scan = IdScan::default();
+        for b in message.as_bytes() {
+            scan.feed(std::slice::from_ref(b));
+        }
+        let bytewise = scan.finish();
+        assert_eq!(bytewise, id_in(message.as_bytes()), "{message}");
+        bytewise.map(|id| {
             let mut out = String::new();
             id.write(&mut out);
             out
@@ -298,50 +347,54 @@ mod tests {
     }
 
     #[test]
-    fn the_id_is_read_when_it_comes_before_the_cut() {
+    fn the_id_is_read_when_the_received_part_holds_it() {
         let pad = "y".repeat(1000);
-        for (head, want) in [
+        for (message, want) in [
             (r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"text":"yyy"#.to_string(), "7"),
             (r#" { "id" : "a\"b" , "method":"x"#.into(), r#""a\"b""#),
             (
                 format!(
-                    r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"x":["}}",{{"id":0}}]}},"id":-4.5e3,"p":"{pad}"#
+                    r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"x":["}}\"",{{"id":0}}]}},"id":-4.5e3,"p":"{pad}"#
                 ),
                 "-4.5e3",
             ),
+            // After a large params, the way the Python SDK 1.x orders its members.
+            (format!(r#"{{"method":"tools/call","params":{{"content":"{pad}"}},"jsonrpc":"2.0","id":12}}"#), "12"),
             // Numbers keep their text: no rounding through f64, however large.
             (r#"{"id":18446744073709551616123,"#.into(), "18446744073709551616123"),
             (r#"{"id":3555727065.2172546}"#.into(), "3555727065.2172546"),
-            (r#"{"id":"escaped key","method"#.into(), r#""escaped key""#),
-            (r#"{"meta":null,"ok":true,"n":-1,"id":"z"#.to_string() + r#"""#, r#""z""#),
+            (r#"{"\u0069d":"escaped key","method"#.into(), r#""escaped key""#),
+            (r#"{"meta":null,"ok":true,"n":-1,"id":"z""#.into(), r#""z""#),
+            // The first of two wins.
+            (r#"{"id":1,"id":2}"#.into(), "1"),
         ] {
-            assert_eq!(id_text(&head).as_deref(), Some(want), "{head}");
+            assert_eq!(id_text(&message).as_deref(), Some(want), "{message}");
         }
     }
 
     #[test]
     fn the_id_is_null_when_it_cannot_be_read() {
-        for head in [
+        let long_id = format!(r#"{{"id":"{}","method":"x"}}"#, "i".repeat(ID_MAX));
+        for message in [
             // The id comes after the cut, or the cut falls inside it.
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"text":"xxxx"#,
             r#"{"jsonrpc":"2.0","id":12345"#,
             r#"{"jsonrpc":"2.0","id":"abc"#,
             r#"{"params":{"id":5,"text":"xx"#,
-            // Not an object, or an id that is not a string or number.
+            r#"{"params":"id","x":"id"}"#,
+            // Not an object, or an id that is not a string or number, or too long to keep.
             r#"[{"id":1,"method":"ping"},"#,
             r#""id":1,"#,
             r#"{"id":null,"method":"x"#,
             r#"{"id":{"a":1},"method":"x"#,
-            r#"{"id":tru"#,
+            r#"{"id":true}"#,
+            r#"{"id":-}"#,
+            &long_id,
+            r#"{"a":1} {"id":2}"#,
             "",
             r#"garbage {"id":1,"#,
         ] {
-            assert_eq!(id_text(head), None, "{head}");
+            assert_eq!(id_text(message), None, "{message}");
         }
-    }
-
-    #[test]
-    fn invalid_utf8_passes_through_as_bytes() {
-        assert_eq!(frames(&[b"\xff\xfe\n"], 10), vec![Frame::Line(BytesMut::from(&b"\xff\xfe"[..]))]);
     }
 }
