@@ -138,24 +138,25 @@ fn shim_help_goes_to_stdout_and_bad_flags_exit_2() {
 }
 
 /// A daemon socket that takes connections and never answers (a daemon out of file descriptors,
-/// or stuck): the shim says so on stderr after its handshake timeout instead of hanging.
+/// or stuck): the shim says so on stderr after its handshake timeout instead of hanging, and
+/// still exits when its stdin closes.
 #[test]
 fn a_silent_daemon_gets_a_clear_error_instead_of_a_hang() {
     let home = Home::new();
     std::fs::create_dir_all(home.path().join("run")).unwrap();
     // Listening, never accepting: connects wait in the backlog, nothing is ever read.
     let _silent = std::os::unix::net::UnixListener::bind(home.socket()).unwrap();
-    let mut shim = home
-        .shim_cmd()
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    openhuman_tests::wait_exit(&mut shim, openhuman_tests::WAIT);
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut shim.stderr.take().unwrap(), &mut err).unwrap();
-    assert!(err.contains("did not answer the handshake") && err.contains("overloaded or stuck"), "{err}");
+    let mut shim = ChildPeer::spawn(home.shim_cmd());
+    shim.peer.start("ping", json!({}));
+    let said = loop {
+        let line = shim.stderr.next().expect("the shim ended without a word");
+        if line.contains("did not answer the handshake") {
+            break line;
+        }
+    };
+    assert!(said.contains("overloaded or stuck"), "{said}");
+    shim.peer.close_write();
+    openhuman_tests::wait_exit(&mut shim.child, openhuman_tests::WAIT);
 }
 
 /// A config the daemon refuses: the client is told the daemon's own reason (the key, the range
