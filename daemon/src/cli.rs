@@ -381,8 +381,12 @@ pub(crate) struct ServeArgs {
     /// HTTP bind port (default from [mcp.http].port, 9300).
     #[arg(long, value_name = "P")]
     pub port: Option<u16>,
-    /// HTTP bearer token. Prefer OPENHUMAN_MCP_AUTH_TOKEN: arguments are visible in `ps`.
-    #[arg(long, value_name = "T")]
+    /// A file (mode 0600) holding the HTTP bearer token; or set OPENHUMAN_MCP_AUTH_TOKEN. The
+    /// token itself is never taken as an argument: every local user can read those.
+    #[arg(long, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+    /// Refused with advice: a token given as an argument is readable by every local user.
+    #[arg(long, value_name = "T", hide = true)]
     pub auth_token: Option<String>,
     /// Stop after SECS seconds with no session (the shim sets this when it autostarts).
     #[arg(long, value_name = "SECS")]

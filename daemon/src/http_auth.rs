@@ -1,9 +1,13 @@
 //! Who may use the HTTP transport. A loopback port is reachable by every local user, so HTTP
 //! always needs a bearer token unless the config says `[mcp.http].allow_no_token = true`. The
-//! token is, in this order: `OPENHUMAN_MCP_AUTH_TOKEN`, the file `[mcp.http].auth_token_file`,
-//! `--auth-token`, or else the one the daemon generates at first need and keeps 0600 in
-//! `<config dir>/http-token` (`openhumand-mcp http-token` prints it for client registration).
-//! A bind beyond loopback needs a token the user chose (one of the first three).
+//! token is, in this order: `OPENHUMAN_MCP_AUTH_TOKEN`, the file named by `--auth-token-file`,
+//! the file `[mcp.http].auth_token_file`, or else the one the daemon generates at first need and
+//! keeps 0600 in `<config dir>/http-token` (`openhumand-mcp http-token` prints it for client
+//! registration). A bind beyond loopback needs a token the user chose (one of the first three).
+//!
+//! The token never travels in argv: every local user can read a process's arguments
+//! (`/proc/<pid>/cmdline`, `ps`), so the daemon takes no token on its command line and nothing
+//! the project writes (service units, client entries) carries one.
 
 use std::path::{Path, PathBuf};
 
@@ -21,16 +25,23 @@ pub(crate) const TOKEN_FILE: &str = "http-token";
 pub(crate) enum Source {
     Env,
     File(PathBuf),
-    Flag,
+    FlagFile(PathBuf),
     Generated(PathBuf),
 }
 
-/// The token a user set (environment, `auth_token_file`, `--auth-token`), if any.
-pub(crate) fn chosen(config: &Config, flag: Option<&str>) -> Result<Option<(String, Source)>> {
+/// The token a user set (environment, `--auth-token-file`, `auth_token_file`), if any.
+pub(crate) fn chosen(config: &Config, flag_file: Option<&Path>) -> Result<Option<(String, Source)>> {
     if let Ok(t) = std::env::var(TOKEN_ENV)
         && !t.trim().is_empty()
     {
         return Ok(Some((t.trim().to_string(), Source::Env)));
+    }
+    if let Some(f) = flag_file {
+        let t = read_token_file(f)?;
+        if t.is_empty() {
+            anyhow::bail!("the HTTP token file {} (--auth-token-file) is empty", f.display());
+        }
+        return Ok(Some((t, Source::FlagFile(f.to_path_buf()))));
     }
     if let Some(f) = &config.mcp.http.auth_token_file {
         let t = read_token_file(f)?;
@@ -38,12 +49,12 @@ pub(crate) fn chosen(config: &Config, flag: Option<&str>) -> Result<Option<(Stri
             return Ok(Some((t, Source::File(f.clone()))));
         }
     }
-    Ok(flag.map(str::trim).filter(|t| !t.is_empty()).map(|t| (t.to_string(), Source::Flag)))
+    Ok(None)
 }
 
 /// The token a user set, else the generated one (made now when there is none yet).
-pub(crate) fn token(paths: &Paths, config: &Config, flag: Option<&str>) -> Result<(String, Source)> {
-    if let Some(chosen) = chosen(config, flag)? {
+pub(crate) fn token(paths: &Paths, config: &Config, flag_file: Option<&Path>) -> Result<(String, Source)> {
+    if let Some(chosen) = chosen(config, flag_file)? {
         return Ok(chosen);
     }
     let file = paths.config_dir.join(TOKEN_FILE);

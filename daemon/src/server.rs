@@ -309,28 +309,31 @@ fn http_options(
     config: &config::Config,
 ) -> Result<Option<transport::http::HttpOptions>> {
     let h = &config.mcp.http;
-    let (flag, host, port, auth_token) = match args {
-        Some(a) => (a.http, a.host.clone(), a.port, a.auth_token.as_deref()),
+    if args.is_some_and(|a| a.auth_token.is_some()) {
+        anyhow::bail!(
+            "--auth-token is not accepted: a token on the command line is readable by every user of this machine \
+             (/proc/<pid>/cmdline, `ps`), so treat that one as leaked and make a new one; put the token in a file \
+             only you can read and pass --auth-token-file FILE, or set OPENHUMAN_MCP_AUTH_TOKEN, or \
+             [mcp.http].auth_token_file"
+        );
+    }
+    let (flag, host, port, token_file) = match args {
+        Some(a) => (a.http, a.host.clone(), a.port, a.auth_token_file.as_deref()),
         None => (false, None, None, None),
     };
     if !(flag || h.enabled) {
-        if host.is_some() || port.is_some() || auth_token.is_some() {
-            anyhow::bail!("--host/--port/--auth-token apply to HTTP: add --http or set [mcp.http].enabled = true");
+        if host.is_some() || port.is_some() || token_file.is_some() {
+            anyhow::bail!("--host/--port/--auth-token-file apply to HTTP: add --http or set [mcp.http].enabled = true");
         }
         return Ok(None);
-    }
-    if auth_token.is_some() {
-        tracing::warn!(
-            "--auth-token is visible to other users in `ps`; prefer OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
-        );
     }
     let host = host.unwrap_or_else(|| h.host.clone());
     let port = port.unwrap_or(h.port);
     let loopback = openhuman_common::is_loopback_host(&host);
-    let token = match http_auth::chosen(config, auth_token)? {
+    let token = match http_auth::chosen(config, token_file)? {
         Some((token, _)) => Some(token),
         None if !loopback => anyhow::bail!(
-            "refusing to serve HTTP on non-loopback address {host} without a token you chose: set OPENHUMAN_MCP_AUTH_TOKEN or [mcp.http].auth_token_file"
+            "refusing to serve HTTP on non-loopback address {host} without a token you chose: set OPENHUMAN_MCP_AUTH_TOKEN, --auth-token-file or [mcp.http].auth_token_file"
         ),
         None if h.allow_no_token => {
             tracing::warn!(

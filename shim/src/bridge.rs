@@ -2,16 +2,21 @@
 //! request and `notifications/initialized` (to replay after a reconnect), and the ids of requests
 //! in flight (to answer them with an error if the daemon goes away).
 //!
-//! Threads: the main thread reads stdin and writes to the daemon; one reader thread per
-//! connection copies daemon lines to stdout. Each connection has a generation number; when it
-//! ends, every request sent on it and still unanswered gets a -32603 error, and the bridge
-//! reconnects (autostarting if allowed), replays the handshake silently and carries on.
+//! Threads: the main thread reads stdin and queues each line for the forwarder thread, which
+//! writes it to the daemon (connecting first when needed); one reader thread per connection
+//! copies daemon lines to stdout. Each connection has a generation number; when it ends, every
+//! request sent on it and still unanswered gets a -32603 error, and the bridge reconnects
+//! (autostarting if allowed), replays the handshake silently and carries on.
+//!
+//! EOF on stdin ends the shim within `EOF_GRACE` whatever state it is in (mid-line, after an
+//! over-long line, requests in flight, the daemon restarting): answers that come in time are
+//! delivered, requests still unanswered then get a -32603 error, and the shim exits.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::process::ExitCode;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, mpsc};
+use std::time::{Duration, Instant};
 
 use interprocess::local_socket::Stream;
 use interprocess::local_socket::traits::Stream as _;
@@ -24,6 +29,13 @@ use crate::{Options, autostart};
 const REPLAY_PREFIX: &str = "openhuman-shim-replay-";
 /// How long a new connection may take to answer the replayed handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// After stdin ends, how long answers to requests in flight are waited for. Past it the shim
+/// answers what is left with an error and exits: a client that closed stdin is gone or done,
+/// and must never be kept waiting on a request the daemon will not answer (or a daemon that is
+/// restarting).
+const EOF_GRACE: Duration = Duration::from_millis(700);
+/// Lines read from stdin and not yet sent to the daemon, at most.
+const QUEUED_LINES: usize = 64;
 
 /// Why a new connection was not taken.
 enum Probe {
@@ -47,6 +59,8 @@ struct Inflight {
     /// Ids of `subscriptions/listen` requests: streams answered only when they end, so EOF on
     /// stdin does not wait for them.
     streams: HashSet<String>,
+    /// Set once stdin has ended and every line read from it has been sent (or answered).
+    forwarded_all: bool,
 }
 
 struct Handshake {
@@ -76,42 +90,87 @@ pub fn run(opts: Options) -> ExitCode {
         stdout: Mutex::new(io::BufWriter::with_capacity(64 * 1024, raw_stdout())),
         unreachable: Mutex::new(false),
     });
+    // The forwarder connects and sends each line to the daemon, so stdin is read (and its end
+    // seen) even while a connection is being made or the daemon restarts.
+    let (lines, queued) = mpsc::sync_channel::<Vec<u8>>(QUEUED_LINES);
     {
-        let mut conn = bridge.conn.lock().expect("conn lock");
-        if let Err(e) = bridge.reconnect(&mut conn) {
-            bridge.log(&e);
+        let forwarder = bridge.clone();
+        let spawned = std::thread::Builder::new().name("forwarder".into()).spawn(move || {
+            let bridge = forwarder;
+            {
+                let mut conn = bridge.conn.lock().expect("conn lock");
+                if let Err(e) = bridge.reconnect(&mut conn) {
+                    bridge.log(&e);
+                }
+            }
+            for line in queued {
+                bridge.forward(&line);
+            }
+            bridge.inflight.lock().expect("inflight lock").forwarded_all = true;
+            bridge.drained.notify_all();
+        });
+        if let Err(e) = spawned {
+            bridge.log(&format!("cannot start the forwarder thread: {e}"));
+            return ExitCode::FAILURE;
         }
     }
     let stdin = io::stdin();
     let mut reader = BufReader::with_capacity(64 * 1024, stdin.lock());
-    let mut line = Vec::with_capacity(4096);
     loop {
-        line.clear();
+        let mut line = Vec::with_capacity(4096);
         match reader.read_until(b'\n', &mut line) {
             Ok(0) => break,
-            Ok(_) => bridge.forward(&line),
+            Ok(_) => {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
             Err(e) => {
                 bridge.log(&format!("stdin read failed: {e}"));
                 break;
             }
         }
     }
-    // EOF: wait until every request in flight has been answered (or errored); open
-    // subscription streams have nobody left to deliver to.
-    {
-        let mut inflight = bridge.inflight.lock().expect("inflight lock");
-        for id in std::mem::take(&mut inflight.streams) {
-            inflight.ids.remove(&id);
-        }
-        while !inflight.ids.is_empty() {
-            inflight = bridge.drained.wait(inflight).expect("inflight lock");
-        }
-    }
+    drop(lines);
+    bridge.finish_after_eof();
     let _ = bridge.stdout.lock().expect("stdout lock").flush();
     if *bridge.unreachable.lock().expect("flag lock") { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 impl Bridge {
+    /// After EOF on stdin: waits (at most `EOF_GRACE`) until every line has been sent and every
+    /// request in flight answered, then answers what is still unanswered with an error. Open
+    /// subscription streams have nobody left to deliver to and are not waited for.
+    fn finish_after_eof(&self) {
+        let deadline = Instant::now() + EOF_GRACE;
+        let mut inflight = self.inflight.lock().expect("inflight lock");
+        loop {
+            let Inflight { ids, streams, .. } = &mut *inflight;
+            ids.retain(|id, _| !streams.contains(id));
+            if inflight.forwarded_all && inflight.ids.is_empty() {
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            inflight = self.drained.wait_timeout(inflight, left).expect("inflight lock").0;
+        }
+        let abandoned: Vec<String> = inflight.ids.drain().map(|(id, _)| id).collect();
+        drop(inflight);
+        if !abandoned.is_empty() {
+            self.debug(&format!("stdin closed; {} request(s) left unanswered", abandoned.len()));
+        }
+        let msg = format!(
+            "stdin closed and the daemon did not answer within {} ms; the request was abandoned",
+            EOF_GRACE.as_millis()
+        );
+        for id in &abandoned {
+            let id: Value = serde_json::from_str(id).unwrap_or(Value::Null);
+            self.emit_error(&id, codes::INTERNAL_ERROR, &msg);
+        }
+    }
+
     fn log(&self, msg: &str) {
         let _ = writeln!(io::stderr(), "openhuman-mcp-shim: {msg}");
     }

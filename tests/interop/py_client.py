@@ -249,6 +249,26 @@ async def check_read_identity(api: Api) -> None:
     expect(isinstance(text, str) and text.lstrip().startswith("#"), f"not markdown text: {str(text)[:120]!r}")
 
 
+OVERSIZED_BYTES = 10 * 1024 * 1024  # over the daemon's 8 MiB default line limit
+
+
+async def check_oversized_store(api: Api) -> None:
+    # The daemon answers a line over its limit with the request's own id (read from the line's
+    # head), so the SDK gets an error for this call instead of waiting for its own timeout.
+    started = time.monotonic()
+    try:
+        res = await api.call_tool("memory.store", {"title": "huge", "content": "x" * OVERSIZED_BYTES})
+    except SdkError as e:
+        why = describe(e)
+        expect("timed out" not in why.lower(), f"the SDK timed out instead of getting an answer: {why}")
+        expect("limit" in why and "ingest" in why, f"the error does not say the limit and what to do: {why[:300]}")
+        note(f"10 MB memory.store refused in {time.monotonic() - started:.2f} s: {why[:200]}")
+        # The session goes on.
+        await check_tool_instructions(api)
+        return
+    raise AssertionError(f"a 10 MB memory.store was accepted: {json.dumps(res)[:300]}")
+
+
 CHECKS = [
     ("tools/list has core.list_tools, core.tool_instructions, agent.list_subagents", check_tools_list),
     ("agent.list_subagents: >= 12 agents with orchestrator and dispatchable_over_mcp", check_list_subagents),
@@ -264,6 +284,8 @@ CHECKS = [
     ("prompts/get recall_context: the stored note, cited, within a 300-token budget", check_recall_prompt),
     ("prompts/get recall_context without topic: -32602 naming it", check_prompt_missing_argument),
     ("completion/complete: the stored hashtag as a topic; memory ids that read as resources", check_completion),
+    # Last: the close that follows checks the exit on EOF after a discarded line.
+    ("a 10 MB memory.store fails at once with an error matched to it; the session goes on", check_oversized_store),
 ]
 
 

@@ -21,6 +21,7 @@ use crate::prompts::{self, Prompt};
 use crate::protocol::{self, Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply, RpcError};
 use crate::session::{LOG_LEVELS, Session, SessionSet, Transport, id_key, source_label};
 use crate::subscriptions::{Filter, closing_result};
+use crate::transport::framing::Overlong;
 
 /// The dispatcher and what every transport shares through it: the application, the set of live
 /// sessions, and the token that cancels in-flight calls when the server gives up waiting for
@@ -119,16 +120,22 @@ impl<A: App> Dispatcher<A> {
         });
     }
 
-    /// For line transports: a line longer than the limit was skipped.
-    pub async fn on_overlong(&self, session: &Arc<Session>, limit: usize) {
+    /// For line transports: a line longer than the limit was skipped. The error answers the
+    /// request's own id when the line named one (see [`crate::transport::framing`]), else null, and says the size,
+    /// the limit and what to do instead.
+    pub async fn on_overlong(&self, session: &Arc<Session>, limit: usize, skipped: &Overlong) {
+        let id = skipped.id.clone().unwrap_or_else(Id::null);
+        let len = skipped.len;
         let err = RpcError::new(
             codes::PARSE_ERROR,
             format!(
-                "parse error: message longer than the {limit}-byte line limit was discarded; send smaller messages"
+                "message too large: it is {len} bytes and the limit is {limit} ([mcp].max_line_bytes), so it was \
+                 discarded unread; send large documents with `openhumand-mcp ingest PATH` or split them into \
+                 smaller calls"
             ),
         )
-        .with_data(json!({ "max_line_bytes": limit }));
-        session.send(Reply::error(&Value::Null, err).encode()).await;
+        .with_data(json!({ "max_line_bytes": limit, "message_bytes": len }));
+        session.send(Reply::error(id, err).encode()).await;
     }
 
     /// Handles one decoded message (object or batch). Returns the reply, if any. `notify` carries
@@ -870,8 +877,14 @@ mod tests {
         assert_eq!(r.next().await["error"]["code"], -32700);
         r.dispatcher.on_line(&r.session, b"[]").await;
         assert_eq!(r.next().await["error"]["code"], -32600);
-        r.dispatcher.on_overlong(&r.session, 10).await;
-        assert_eq!(r.next().await["error"]["data"]["max_line_bytes"], 10);
+        let skipped = |head: &[u8]| Overlong { id: crate::transport::framing::id_in(head), len: 20 };
+        r.dispatcher.on_overlong(&r.session, 10, &skipped(b"{\"id\":\"big\",\"method\":\"tools/ca")).await;
+        let told = r.next().await;
+        assert_eq!((&told["id"], &told["error"]["data"]["max_line_bytes"]), (&json!("big"), &json!(10)), "{told}");
+        let message = told["error"]["message"].as_str().unwrap();
+        assert!(message.contains("20 bytes") && message.contains("openhumand-mcp ingest"), "{message}");
+        r.dispatcher.on_overlong(&r.session, 10, &skipped(b"{\"params\":{\"text\":\"xxx")).await;
+        assert_eq!(r.next().await["id"], Value::Null);
         r.line(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"})).await;
         assert_eq!(r.next().await["id"], 1);
     }

@@ -72,7 +72,7 @@ pub async fn serve_lines<A, R, W>(
         };
         match frame {
             Some(Ok(Frame::Line(line))) => dispatcher.on_line(&session, &line).await,
-            Some(Ok(Frame::TooLong)) => dispatcher.on_overlong(&session, max).await,
+            Some(Ok(Frame::TooLong(skipped))) => dispatcher.on_overlong(&session, max, &skipped).await,
             Some(Err(e)) => {
                 tracing::debug!(session = session.id, error = %e, "read failed; closing session");
                 eof = true;

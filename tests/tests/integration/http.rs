@@ -220,6 +220,46 @@ fn a_token_file_others_can_read_is_refused() {
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
+/// The token never shows in the process table: the daemon takes it from a file
+/// (`--auth-token-file`) or the environment, refuses it as an argument, and the service units and
+/// client entries the project writes carry no token.
+#[test]
+fn the_token_stays_off_the_process_table() {
+    use std::os::unix::fs::PermissionsExt;
+    let token = "argv-secret-5f1c0e9a7b3d";
+    let cmdline =
+        |pid: u32| String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/cmdline")).unwrap()).into_owned();
+    let home = Home::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let file = elsewhere.path().join("token");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let served_off_argv = |d: Daemon| {
+        let argv = cmdline(d.pid());
+        assert!(argv.contains("serve") && !argv.contains(token), "{argv:?}");
+        let r = post(&Client::with_token(d.http_addr(), token), &[], &init_body("2025-11-25", "t"));
+        assert_eq!(r.status, 200, "{}", r.text());
+    };
+    served_off_argv(Daemon::builder(&home).http().args(["--auth-token-file".as_ref(), file.as_os_str()]).start());
+    served_off_argv(Daemon::builder(&home).http().env("OPENHUMAN_MCP_AUTH_TOKEN", token).start());
+    let err = Daemon::builder(&home).http().args(["--auth-token", token]).try_start().err().expect("refused");
+    assert!(err.contains("--auth-token-file") && err.contains("OPENHUMAN_MCP_AUTH_TOKEN"), "{err}");
+    // What the project writes for others to run: units and client entries, with a token set.
+    let mut written = Vec::new();
+    let mut run = |args: &[&str]| {
+        let out = home.daemon_cmd().env("OPENHUMAN_MCP_AUTH_TOKEN", token).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        written.push((args.join(" "), String::from_utf8_lossy(&out.stdout).into_owned()));
+    };
+    run(&["service", "install", "--print"]);
+    for client in ["claude-desktop", "cursor", "claude-code", "vscode", "zed", "codex", "gemini", "continue"] {
+        run(&["register", client, "--print"]);
+    }
+    for (what, text) in written {
+        assert!(!text.contains(token) && !text.contains("auth-token"), "{what}:\n{text}");
+    }
+}
+
 #[test]
 fn foreign_origins_and_rebinding_hosts_are_refused() {
     let home = Home::new();

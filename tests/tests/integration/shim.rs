@@ -99,11 +99,22 @@ fn eof_waits_for_inflight_responses() {
         (0..50).map(|_| shim.peer.start("tools/call", json!({"name": "core.tool_instructions"}))).collect();
     let (status, rest) = shim.finish();
     assert!(status.success());
-    assert_eq!(rest.len(), ids.len(), "every request answered before exit");
+    // Every request gets exactly one answer before the shim exits: the daemon's, or, for one
+    // the daemon had not answered within the shim's grace after EOF (a loaded machine), the
+    // shim's own error saying so. None is dropped and none is answered twice.
+    let mut answered: Vec<serde_json::Value> = Vec::new();
     for line in rest {
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        assert_eq!(v["result"]["isError"], false, "{v}");
+        let ok = v["result"]["isError"] == false;
+        let grace = v["error"]["message"].as_str().is_some_and(|m| m.contains("stdin closed"));
+        assert!(ok || grace, "{v}");
+        answered.push(v["id"].clone());
     }
+    let mut want: Vec<serde_json::Value> = ids.iter().map(|id| serde_json::json!(id)).collect();
+    let key = |v: &serde_json::Value| v.to_string();
+    answered.sort_by_key(key);
+    want.sort_by_key(key);
+    assert_eq!(answered, want, "every request answered once before exit");
 }
 
 #[test]
@@ -138,24 +149,25 @@ fn shim_help_goes_to_stdout_and_bad_flags_exit_2() {
 }
 
 /// A daemon socket that takes connections and never answers (a daemon out of file descriptors,
-/// or stuck): the shim says so on stderr after its handshake timeout instead of hanging.
+/// or stuck): the shim says so on stderr after its handshake timeout instead of hanging, and
+/// still exits when its stdin closes.
 #[test]
 fn a_silent_daemon_gets_a_clear_error_instead_of_a_hang() {
     let home = Home::new();
     std::fs::create_dir_all(home.path().join("run")).unwrap();
     // Listening, never accepting: connects wait in the backlog, nothing is ever read.
     let _silent = std::os::unix::net::UnixListener::bind(home.socket()).unwrap();
-    let mut shim = home
-        .shim_cmd()
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    openhuman_tests::wait_exit(&mut shim, openhuman_tests::WAIT);
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut shim.stderr.take().unwrap(), &mut err).unwrap();
-    assert!(err.contains("did not answer the handshake") && err.contains("overloaded or stuck"), "{err}");
+    let mut shim = ChildPeer::spawn(home.shim_cmd());
+    shim.peer.start("ping", json!({}));
+    let said = loop {
+        let line = shim.stderr.next().expect("the shim ended without a word");
+        if line.contains("did not answer the handshake") {
+            break line;
+        }
+    };
+    assert!(said.contains("overloaded or stuck"), "{said}");
+    shim.peer.close_write();
+    openhuman_tests::wait_exit(&mut shim.child, openhuman_tests::WAIT);
 }
 
 /// A config the daemon refuses: the client is told the daemon's own reason (the key, the range
