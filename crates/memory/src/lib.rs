@@ -14,8 +14,12 @@
 //! every write asks it), `writer` (the writer's state and its one lock), `sync` (index
 //! catch-up, group commit, rebuild), `seq`, `locks`, `sql` (leaf helpers), `tier` (the two vector tiers and which one answers), `backfill` (background
 //! embedding), `fts`, `vectors` + `vecfile` (derived indexes),
-//! `search` (ranking and fusion), `filter`, `params`, `read_api` / `write_api` (the JSON
-//! methods), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat, read by `openhuman_formats`), `watched` (per-batch sync of a watched folder's changed
+//! `search` (ranking and fusion), `ops/` (the operations: one file each with its parameter
+//! type, declared once with `params!`, its result type and its engine function; the daemon's
+//! tools and methods are built from their `Operation` impls), `filter` (the SQL predicate an
+//! operation's `filter` compiles to), `page` (the one keyset paging), `cursor`, `stats`,
+//! `params` (checks of what Rust callers hand the write calls), `write_api` (the write calls
+//! and their typed results), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat, read by `openhuman_formats`), `watched` (per-batch sync of a watched folder's changed
 //! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
 //! `links` (links between sources), `transfer` (export and import as JSON Lines with a
 //! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,
