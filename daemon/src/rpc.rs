@@ -1,9 +1,11 @@
 //! The one table of `openhuman.*` methods: the daemon's own (status, stop, reload, ingest,
-//! reindex, audit, tool registry) and the memory methods MCP tools map onto. Each method declares
-//! its parameter schema once; every caller (MCP tools, the socket, HTTP `/rpc`, the CLI through
-//! the socket) goes through [`invoke`], which validates params against that schema before the
-//! handler runs. Work on the synchronous memory engine goes through [`blocking`], which maps the
-//! bounded pool's (`pool`) errors to method errors.
+//! reindex, audit, tool registry) and the memory methods, each an engine operation
+//! ([`operation`]: its name, schema and handler all from the operation's types). Each method
+//! declares its parameter schema once; the socket, HTTP `/rpc`, the CLI and the dashboard go
+//! through [`invoke`], which validates params against that schema before the handler runs. MCP
+//! tools do not look methods up: a memory tool calls its operation directly
+//! (`engine::operate`), with the same schema and the same engine call. Engine work runs on the
+//! bounded pool through `engine` (`operate`, `blocking`).
 //!
 //! - `daemon` the daemon's own methods
 //! - `memory` the memory methods (search, recall, chunks, entities, sources, fetch, items)
