@@ -41,13 +41,14 @@ mod directory;
 
 use analysis::EnglishTokenizer;
 pub use analysis::word_stems;
-pub(crate) use analysis::{QueryTerms, for_each_word, stem};
+pub(crate) use analysis::{QueryTerms, for_each_word, is_query_stop_word, stem};
 use directory::SyncingDirectory;
 
 /// Bumped when the document layout or an analyzer changes; an index of another layout is
 /// rebuilt from the database when the store is opened. 1: `title` and `body` fields with
 /// tantivy's default tokenizer. 2: one `text` field (title once; stems and compounds).
-pub(crate) const LAYOUT: u32 = 2;
+/// 3: words folded (accents, full-width forms) before stemming.
+pub(crate) const LAYOUT: u32 = 3;
 /// A compound matched whole counts double, so that the chunk naming exactly `1.2.3` or
 /// `snake_case_name` outranks one where the parts appear apart, even repeatedly (on the
 /// development set, where few queries have compounds, nDCG@10 moves by 0.001).

@@ -1,9 +1,11 @@
 //! Snippets: the ~200-character window of a chunk with the most query-term matches,
 //! matched words wrapped in `**…**` (Markdown bold, readable by people and models, no
 //! HTML escaping). Words are compared the way the full-text index analyzes them:
-//! alphanumeric runs, lowercased and stemmed, so `develop` highlights `developing`.
+//! alphanumeric runs, lowercased, folded and stemmed, so `develop` highlights `developing`
+//! and `reunion` the `Réunion` as written. Stop words are never marked, even when a query
+//! holds nothing else.
 
-use super::fts::{for_each_word, stem};
+use super::fts::{for_each_word, is_query_stop_word, stem};
 
 pub(crate) const SNIPPET_CHARS: usize = 200;
 
@@ -14,7 +16,7 @@ fn matches(text: &str, terms: &[String]) -> Vec<(usize, usize, usize)> {
     for_each_word(text, |s, e, lower| {
         // A stem keeps its word's first letter: only words that could match are stemmed.
         let first = lower.as_bytes()[0];
-        if !terms.iter().any(|t| t.as_bytes().first() == Some(&first)) {
+        if !terms.iter().any(|t| t.as_bytes().first() == Some(&first)) || is_query_stop_word(lower) {
             return;
         }
         let stemmed = stem(lower);
@@ -138,5 +140,12 @@ mod tests {
         let text = "[10:00] ann: hello\n[10:01] bob: any cake?\n[10:02] ann: the cake recipe is on the fridge";
         assert_eq!(best_line(text, &terms), Some(2));
         assert_eq!(best_line("nothing here", &terms), None);
+    }
+
+    #[test]
+    fn stop_words_are_never_marked_and_folded_words_are_marked_as_written() {
+        let terms = vec!["my".to_string(), "bike".to_string(), "the".to_string(), "reunion".to_string()];
+        let s = snippet("The lock of my bike is at the Réunion.", &terms);
+        assert_eq!(s, "The lock of my **bike** is at the **Réunion**.");
     }
 }

@@ -185,11 +185,11 @@ fn vectors_of_deleted_chunks_are_dropped_on_open() {
 }
 
 /// Replaces the full-text index with one as an older version built it, holding every chunk
-/// and claiming in its commit payload (layout 1) to be up to date with the database. With
-/// `same_schema`, the fields are today's but the analyzer is the old one (tantivy's default
-/// tokenizer, no stemming), so only the layout number tells them apart; otherwise the
-/// fields are layout 1's own: `title` and `body`.
-fn write_layout_1_index(dir: &std::path::Path, same_schema: bool) {
+/// and claiming in its commit payload (`layout`) to be up to date with the database. With
+/// `same_schema`, the fields are today's but the analyzer is an old one (tantivy's default
+/// tokenizer: no stemming, no folding), so only the layout number tells them apart; otherwise
+/// the fields are layout 1's own: `title` and `body`.
+fn write_old_index(dir: &std::path::Path, same_schema: bool, layout: u32) {
     use tantivy::schema::{IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions};
     use tantivy::tokenizer::{LowerCaser, SimpleTokenizer, TextAnalyzer};
     let conn = rusqlite::Connection::open(dir.join("memory.db")).unwrap();
@@ -227,7 +227,7 @@ fn write_layout_1_index(dir: &std::path::Path, same_schema: bool) {
         w.add_document(doc).unwrap();
     }
     let mut commit = w.prepare_commit().unwrap();
-    commit.set_payload(&json!({"layout": 1, "seq": seq}).to_string());
+    commit.set_payload(&json!({"layout": layout, "seq": seq}).to_string());
     commit.commit().unwrap();
 }
 
@@ -245,7 +245,7 @@ fn a_full_text_index_of_an_older_layout_is_rebuilt_on_open() {
         put(&m, "dev", "Roadmap", "The team is developing a parser.", &[]);
         let chunks = m.stats().unwrap().json()["chunks"].clone();
         drop(m);
-        write_layout_1_index(dir.path(), same_schema);
+        write_old_index(dir.path(), same_schema, 1);
         let old = fts_payload(dir.path());
         assert_eq!(old["layout"], 1);
 
@@ -268,4 +268,20 @@ fn a_full_text_index_of_an_older_layout_is_rebuilt_on_open() {
         assert_eq!(m.stats().unwrap().json()["fts"]["docs"], chunks);
         assert_eq!(m.wire::<ops::Search>(json!({"query": "developers"})).unwrap()["hits"][0]["title"], "Roadmap");
     }
+}
+
+#[test]
+fn an_index_built_before_folding_is_rebuilt_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    corpus(&m);
+    put(&m, "fr", "Réunion de classe", "On prépare la réunion.", &[]);
+    drop(m);
+    write_old_index(dir.path(), true, 2);
+    assert_eq!(fts_payload(dir.path())["layout"], 2);
+    let m = open(dir.path());
+    let r = m.wire::<ops::Search>(json!({"query": "reunion"})).unwrap();
+    assert_eq!(r["hits"][0]["title"], "Réunion de classe", "{r}");
+    drop(m);
+    assert_eq!(fts_payload(dir.path())["layout"].as_u64(), Some(u64::from(crate::fts::LAYOUT)));
 }

@@ -114,3 +114,115 @@ fn a_title_counts_once_whether_it_is_also_the_first_heading_or_not() {
     let chunk = m.wire::<ops::ReadChunk>(json!({"chunk_id": hits[file_hit]["chunk_id"]})).unwrap();
     assert!(chunk["content"].as_str().unwrap().starts_with("# Comet tails\n"), "{kinds:?} {chunk}");
 }
+
+/// Embeds by topic only: the baking words of a text point one way, and a text without any
+/// points elsewhere, so that a note about sourdough is a vector match for a question about
+/// yeast while sharing no keyword with it.
+struct BakingEmbedder;
+
+impl crate::embed::Embedder for BakingEmbedder {
+    fn signature(&self) -> &str {
+        "test-baking/2"
+    }
+
+    fn dims(&self) -> usize {
+        2
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
+        const BAKING: &[&str] = &["bread", "yeast", "sourdough", "starter", "flour", "dough"];
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let lower = t.to_lowercase();
+                let n = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| BAKING.contains(w)).count();
+                if n == 0 { vec![0.0, 1.0] } else { vec![n as f32, 0.0] }
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn a_match_on_stop_words_only_ranks_as_no_keyword_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = super::open_with(dir.path(), std::sync::Arc::new(BakingEmbedder));
+    put(&m, "bike", "Bike lock", "How do I open my bike lock? I do it with my code, and I keep my key with me.", &[]);
+    put(&m, "starter", "Sourdough starter", "Feed the starter flour and water every day; keep it warm.", &[]);
+    put(&m, "proof", "Proofing", "Fresh yeast proofs dough within an hour.", &[]);
+    let q = "how do I take care of my bread yeast?";
+    let r = m.wire::<ops::Recall>(json!({"query": q})).unwrap();
+    let chunks = r["chunks"].as_array().unwrap();
+    let found: Vec<&str> = chunks.iter().map(|c| c["title"].as_str().unwrap()).collect();
+    // The real keyword match first, then the vector-only one; the bike lock, matching on
+    // stop words only, has no keyword rank and comes after both if at all.
+    assert_eq!(found[..2], ["Proofing", "Sourdough starter"], "{r}");
+    for c in chunks.iter().filter(|c| c["title"] == "Bike lock") {
+        assert!(c["bm25_rank"].is_null(), "{r}");
+    }
+    // Keyword search finds the one real match only.
+    let r = m.wire::<ops::Search>(json!({"query": q})).unwrap();
+    assert_eq!(titles(&r), ["Proofing"], "{r}");
+}
+
+/// The words a snippet marks.
+fn marked(snippet: &str) -> Vec<String> {
+    snippet.split("**").skip(1).step_by(2).map(str::to_lowercase).collect()
+}
+
+#[test]
+fn highlights_never_mark_a_stop_word() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    corpus(&m);
+    put(&m, "salt", "Bread notes", "We said my bread needs more salt, and what we did was add it.", &[]);
+    put(&m, "band", "Concert", "The Who played at the hall; who were they with?", &[]);
+    let r = m.wire::<ops::Search>(json!({"query": "what did we say about my bread?"})).unwrap();
+    assert!(titles(&r).contains(&"Bread notes".to_string()), "{r}");
+    for h in r["hits"].as_array().unwrap() {
+        let marks = marked(h["snippet"].as_str().unwrap());
+        assert!(marks.iter().all(|w| w == "bread"), "{h}");
+    }
+    let r = m.wire::<ops::Recall>(json!({"query": "what did we say about my bread?"})).unwrap();
+    for c in r["chunks"].as_array().unwrap() {
+        assert!(marked(&c.to_string()).iter().all(|w| w == "bread"), "{c}");
+    }
+    // A query of stop words only still finds what holds them, and marks nothing.
+    let r = m.wire::<ops::Search>(json!({"query": "the who"})).unwrap();
+    assert_eq!(titles(&r)[0], "Concert", "{r}");
+    assert!(marked(r["hits"][0]["snippet"].as_str().unwrap()).is_empty(), "{r}");
+}
+
+#[test]
+fn code_like_tokens_keep_their_stop_word_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    corpus(&m);
+    put(&m, "bike", "Bike lock", "My bike lock: where is my key? It is in my bag.", &[]);
+    put(&m, "config", "Config", "Set my_var to 3 in the_file.rs before the build.", &[]);
+    for q in ["my_var", "where is my_var set?", "the_file.rs"] {
+        let r = m.wire::<ops::Search>(json!({"query": q})).unwrap();
+        assert_eq!(titles(&r), ["Config"], "query {q}: {r}");
+    }
+}
+
+#[test]
+fn accents_and_full_width_letters_fold_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    corpus(&m);
+    put(&m, "fr", "Réunion de classe", "On prépare la réunion des anciens élèves.", &[]);
+    put(&m, "en", "Family reunion", "Plans for the reunion picnic.", &[]);
+    for q in ["reunion", "Réunion", "RÉUNION", "ｒｅｕｎｉｏｎ", "eleves"] {
+        let r = m.wire::<ops::Search>(json!({"query": q})).unwrap();
+        let mut found = titles(&r);
+        found.sort();
+        let want: &[&str] =
+            if q == "eleves" { &["Réunion de classe"] } else { &["Family reunion", "Réunion de classe"] };
+        assert_eq!(found, want, "query {q}: {r}");
+    }
+    // The snippet marks the word as written.
+    let r = m.wire::<ops::Search>(json!({"query": "reunion eleves"})).unwrap();
+    assert_eq!(r["hits"][0]["title"], "Réunion de classe", "{r}");
+    let snippet = r["hits"][0]["snippet"].as_str().unwrap();
+    assert!(snippet.contains("**réunion**") && snippet.contains("**élèves**"), "{snippet}");
+}
