@@ -300,6 +300,8 @@ type Page = (Vec<String>, Option<TierKind>, Option<String>);
 /// How a method is called: its schema and how deep one query's ranking goes.
 struct Runner {
     method: EvalMethod,
+    /// The tool's schema, which every query is checked against before the store is built.
+    spec: ArgSpec,
     /// Hits asked for per call (the schema's maximum, at most `DEEP`).
     page: usize,
     /// The most documents one query can rank: `DEEP`, or fewer when the method cannot page.
@@ -321,14 +323,14 @@ impl Runner {
         let spec = method.spec();
         let page = int_max(&spec, "limit")?.min(DEEP);
         let depth = if method.mode().is_none() { page } else { DEEP };
-        Ok(Runner { method, page, depth })
+        Ok(Runner { method, spec, page, depth })
     }
 
     /// Whether the tool's schema accepts `query` (a blank or over-long one is refused there).
     fn check(&self, query: &str) -> Result<(), String> {
         let mut p = Map::new();
         p.insert("query".into(), json!(query));
-        self.method.spec().validate(&p).map(drop).map_err(|e| e.0)
+        self.spec.validate(&p).map(drop).map_err(|e| e.0)
     }
 
     /// One call: the source refs of the hits, best first, the vector tier that ranked them and

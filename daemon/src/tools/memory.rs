@@ -29,11 +29,6 @@ fn failure(method: &'static str) -> impl Fn(MethodError) -> ToolFailure {
     }
 }
 
-/// Arguments `tools/call` validated against the operation's schema, as its parameter type.
-fn params<O: Operation>(args: Map<String, Value>) -> Result<O::Params, ToolFailure> {
-    O::Params::from_checked(args).map_err(|e| ToolFailure::Tool(format!("invalid arguments: {e}")))
-}
-
 fn to_json(out: impl serde::Serialize) -> ToolOutcome {
     serde_json::to_value(out).map_err(|e| ToolFailure::Tool(format!("internal error: a result did not serialise: {e}")))
 }
@@ -42,7 +37,7 @@ fn to_json(out: impl serde::Serialize) -> ToolOutcome {
 /// the typed engine function.
 fn run<O: Operation>(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
     async move {
-        let params = params::<O>(args)?;
+        let params = super::typed::<O::Params>(O::METHOD, args)?;
         to_json(engine::operate::<O>(&state, params).await.map_err(failure(O::METHOD))?)
     }
     .boxed()
@@ -67,7 +62,7 @@ fn read_tool<O: Operation>(name: &'static str, title: &'static str, description:
 /// configured. Subagents get the plain result: their own model reads the chunks.
 fn recall(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
     async move {
-        let params = params::<ops::Recall>(args)?;
+        let params = super::typed::<ops::RecallParams>("memory.recall", args)?;
         let query = params.query.clone();
         let recalled = engine::operate::<ops::Recall>(&state, params).await.map_err(failure(ops::Recall::METHOD))?;
         let answer =

@@ -60,6 +60,13 @@ impl ToolDef {
     }
 }
 
+/// Arguments `call` validated against a tool's schema, as the parameter type that schema was
+/// declared with (`what` names the tool in the message of the one way this fails: a Rust type
+/// narrower than its schema).
+pub(crate) fn typed<P: openhuman_schema::Params>(what: &str, args: Map<String, Value>) -> Result<P, ToolFailure> {
+    P::from_checked(args).map_err(|e| ToolFailure::Tool(format!("invalid arguments for {what}: {e}")))
+}
+
 pub(crate) fn always(_: &Config) -> bool {
     true
 }

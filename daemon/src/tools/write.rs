@@ -212,7 +212,7 @@ fn write_tool<P: Params + Send + 'static>(
 /// summarises the arguments as sent).
 fn prepare<P: Params>(tool: &str, args: Map<String, Value>, ctx: &RequestCtx) -> Result<(P, Author), ToolFailure> {
     let audit = audit_row(tool, ctx, &args);
-    let p = P::from_checked(args).map_err(|e| ToolFailure::Tool(format!("invalid arguments for {tool}: {e}")))?;
+    let p = super::typed::<P>(tool, args)?;
     Ok((p, Author { source: ctx.source.clone(), audit }))
 }
 

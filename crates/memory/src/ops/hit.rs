@@ -14,10 +14,10 @@ const PREVIEW_CHARS: usize = 200;
 pub struct ChunkSummary {
     pub chunk_id: String,
     /// The passage around the query's words, with them highlighted (when there was a query).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
     /// The chunk's first characters (a listing without a query).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<String>,
     pub source_kind: String,
     pub source_id: String,

@@ -72,10 +72,6 @@ pub(crate) const ID_CHARS: usize = 256;
 /// The `cursor` argument's description: opaque, only ever a previous page's answer.
 pub(crate) const CURSOR_DOC: &str = "next_cursor from the previous page, unchanged; omit it for the first page.";
 
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
 /// Runs `O` from wire arguments: validated against its schema, then the engine call; the
 /// result as JSON. The daemon's tools and methods do the same in two steps (validation at the
 /// boundary, then the typed call); the engine's tests use this to assert what a client sees.

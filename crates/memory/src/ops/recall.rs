@@ -7,13 +7,13 @@ use rusqlite::OptionalExtension;
 use serde::Serialize;
 
 use super::filter_params::{self, FilterParams};
-use super::{ChunkSummary, Operation, QUERY_CHARS, now_ms};
+use super::{ChunkSummary, Operation, QUERY_CHARS};
 use crate::dates;
 use crate::search::{self, ChunkRow, Mode};
 use crate::snippet::best_line;
 use crate::tier::TierKind;
 use crate::types::SourceKind;
-use crate::util::{ms_to_rfc3339, preview};
+use crate::util::{ms_to_rfc3339, now_ms, preview};
 use crate::{MemoryEngine, MemoryError};
 
 /// Turns a chat hit shows: the one that matches best, one before it and two after it.
@@ -44,7 +44,7 @@ pub struct RecallResult {
     /// embed the query.
     pub vector_tier: Option<TierKind>,
     /// What a date in the question was read to mean, so the caller can tell a misreading.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub date_range: Option<DateRange>,
 }
 
@@ -59,10 +59,10 @@ pub struct RecallHit {
     pub bm25_rank: Option<usize>,
     pub token_count: i64,
     /// Observed within the question's date range (present when the question names one).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub in_date_range: Option<bool>,
     /// A chat hit's turns around the best match, the reply included.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub turns: Option<Vec<Turn>>,
 }
 
