@@ -34,7 +34,7 @@ const OPS: &[(&str, Target)] = &[
     ("entities", Target::Method(ops::TopEntities::METHOD)),
     ("timeline", Target::Method(ops::Timeline::METHOD)),
     ("audit", Target::Method("openhuman.audit_query")),
-    ("resolve", Target::Method("openhuman.memory_resolve")),
+    ("resolve", Target::Method(ops::Resolve::METHOD)),
     ("ingest", Target::Method("openhuman.memory_ingest")),
     ("forget", Target::Tool("memory.forget")),
 ];
