@@ -10,6 +10,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::{Result, bail};
 use openhuman_common::Paths;
+use openhuman_memory::{Operation, ops};
 use serde_json::{Value, json};
 
 use super::out;
@@ -53,7 +54,7 @@ pub(crate) fn show(paths: &Paths, args: &ShowArgs) -> Result<i32> {
     let via = Via::open(paths)?;
     let result = match via.tool("tree.read_chunk", json!({ "chunk_id": args.id })) {
         Ok(c) => Ok((true, c)),
-        Err(not_chunk) => match via.method("openhuman.memory_resolve", json!({ "ids": [args.id] }), None) {
+        Err(not_chunk) => match via.method(ops::Resolve::METHOD, json!({ "ids": [args.id] }), None) {
             Ok(r) if r["ids"][0]["chunk_count"].as_u64().unwrap_or(0) > 0 => Ok((false, r["ids"][0].clone())),
             Ok(_) if not_chunk.to_string().contains("no chunk") => Err(anyhow::anyhow!(
                 "nothing in memory has the id {} (chunk ids come from search, recall and show; source ids from \
@@ -170,7 +171,7 @@ pub(crate) fn forget(paths: &Paths, args: &ForgetArgs) -> Result<i32> {
 }
 
 fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
-    let preview = via.method("openhuman.memory_resolve", json!({ "ids": args.ids }), None)?;
+    let preview = via.method(ops::Resolve::METHOD, json!({ "ids": args.ids }), None)?;
     let mut chunks = 0;
     let mut lines = Vec::new();
     for p in preview["ids"].as_array().into_iter().flatten() {
