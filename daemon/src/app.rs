@@ -2,20 +2,23 @@
 //! from the catalog in `tools`, resources from the prompt catalog in `resources` and from memory
 //! in `live_resources` (with change notifications), MCP prompts from `prompts`, argument
 //! completion from `completion`, and the `openhuman.*` extension methods from the method table
-//! in `rpc`.
+//! in `rpc`. Each list is narrowed to the caller's set and each read and call outside it refused
+//! per `[clients]` (see `clients`).
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use openhuman_mcp::prompts::{CompleteRequest, Completion, Prompt, PromptResult};
+use openhuman_config::clients::Kind;
+use openhuman_mcp::prompts::{CompleteRequest, Completion, CompletionRef, Prompt, PromptResult};
 use openhuman_mcp::{
     App, Era, Extension, Payload, RequestCtx, Resource, ResourceTemplate, RpcError, ServerInfo, Session, Transport,
 };
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::clients::Who;
 use crate::state::AppState;
 
 /// Shown to the client's model: what this server is for and how to use it well.
@@ -85,8 +88,13 @@ impl App for AppState {
         &self,
         name: String,
         arguments: BTreeMap<String, String>,
-        _ctx: RequestCtx,
+        ctx: RequestCtx,
     ) -> BoxFuture<'static, Result<PromptResult, RpcError>> {
+        if let Err(denial) = Who::of(&ctx).admit(&self.config(), Kind::Prompt, &name) {
+            let refused =
+                crate::clients::refuse(self, &ctx, "prompts/get", crate::clients::asked("prompt", &name), &denial);
+            return futures::future::ready(Err(refused)).boxed();
+        }
         crate::prompts::get(self.clone(), name, arguments).boxed()
     }
 
@@ -94,12 +102,60 @@ impl App for AppState {
         true
     }
 
-    fn complete(&self, request: CompleteRequest, _ctx: RequestCtx) -> BoxFuture<'static, Result<Completion, RpcError>> {
+    /// Completions of a prompt or template outside the caller's set are refused as a read of it
+    /// would be (without an audit row: nothing is read).
+    fn complete(&self, request: CompleteRequest, ctx: RequestCtx) -> BoxFuture<'static, Result<Completion, RpcError>> {
+        let (kind, name) = match &request.reference {
+            CompletionRef::Prompt(p) => (Kind::Prompt, p.as_str()),
+            CompletionRef::Resource(t) => (Kind::Resource, t.as_str()),
+        };
+        if let Err(denial) = Who::of(&ctx).admit(&self.config(), kind, name) {
+            return futures::future::ready(Err(RpcError::invalid_params(denial.to_string()))).boxed();
+        }
         crate::completion::complete(self.clone(), request).boxed()
     }
 
     fn closing(&self) -> Option<CancellationToken> {
         Some(self.shutdown_token().clone())
+    }
+
+    /// The caller's tool set (`[clients]`), in catalog order.
+    fn tools_for(&self, ctx: &RequestCtx) -> Vec<Value> {
+        crate::tools::list_for(self, &Who::of(ctx))
+    }
+
+    fn resources_for(&self, ctx: &RequestCtx) -> Vec<Resource> {
+        let (config, who) = (self.config(), Who::of(ctx));
+        let mut out = self.resources();
+        out.retain(|r| who.sees(&config, Kind::Resource, &r.uri));
+        out
+    }
+
+    fn resource_templates_for(&self, ctx: &RequestCtx) -> Vec<ResourceTemplate> {
+        let (config, who) = (self.config(), Who::of(ctx));
+        let mut out = self.resource_templates();
+        out.retain(|t| who.sees(&config, Kind::Resource, &t.uri_template));
+        out
+    }
+
+    fn prompts_for(&self, ctx: &RequestCtx) -> Vec<Prompt> {
+        let (config, who) = (self.config(), Who::of(ctx));
+        let mut out = self.prompts();
+        out.retain(|p| who.sees(&config, Kind::Prompt, &p.name));
+        out
+    }
+
+    fn read_resource_for(
+        &self,
+        uri: &str,
+        ctx: &RequestCtx,
+    ) -> BoxFuture<'static, Result<Option<(String, &'static str)>, RpcError>> {
+        if let Err(denial) = Who::of(ctx).admit(&self.config(), Kind::Resource, uri) {
+            let refused =
+                crate::clients::refuse(self, ctx, "resources/read", crate::clients::asked("uri", uri), &denial);
+            return futures::future::ready(Err(refused)).boxed();
+        }
+        self.read_resource(uri).map(Ok).boxed()
     }
 
     fn extension(

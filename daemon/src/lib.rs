@@ -21,6 +21,8 @@
 //! - `watch/`     the one folder watcher keeping `[[memory.sources]]` in step with memory
 //! - `status`     the lines `status` prints, shared with the dashboard's status page
 //! - `ui/`        the dashboard under `/ui` on the HTTP port
+//! - `clients`    a tool set per client: the `[clients.<name>]` entry a caller gets, what it
+//!   sees, its level, and the audited refusal of a call outside its set
 //! - `app`        the daemon as an MCP application: tools, resources, prompts, completions,
 //!   `openhuman.*` methods
 //! - `server`     `serve` and `stdio`: the state built with its upper parts (`server::state`),
@@ -38,6 +40,7 @@ mod audit_writer;
 mod backends;
 mod cli;
 mod client;
+mod clients;
 mod cmd;
 mod completion;
 mod engine;

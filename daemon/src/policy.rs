@@ -1,6 +1,7 @@
 //! The security policy: Read is always allowed; Act (writes and agent runs) is denied
-//! in `readonly` and limited by `max_actions_per_hour` in a sliding window; control writes
-//! (ingest, reindex) are denied in `readonly`. The window lives in
+//! in `readonly` (the caller's client entry's level when it sets one, else `[autonomy].level`)
+//! and limited by `max_actions_per_hour` in a sliding window; control writes
+//! (ingest, reindex) are denied in `readonly`. A call outside a client's set is a denial too. The window lives in
 //! the daemon's state, so it spans every session and transport and survives config reloads.
 
 use std::collections::VecDeque;
@@ -25,6 +26,41 @@ pub(crate) enum Denial {
          retry in {retry_secs} s or raise [autonomy].max_actions_per_hour"
     )]
     RateLimited { used: usize, max: usize, retry_secs: u64 },
+    /// The caller's client entry sets `level = "readonly"`.
+    #[error(
+        "[policy-blocked] the client entry [{entry}] sets level = \"readonly\" for this client, so its writes \
+         and agent runs are refused; change `{entry}.level` in config.toml to allow them"
+    )]
+    ClientReadonly { entry: String },
+    /// The tool, resource or prompt is not in the tool set of the caller's client entry.
+    #[error(
+        "[policy-blocked] {kind} `{name}` is outside the set of this client: the client entry [{entry}] (matched \
+         by {by}) does not allow it; list it in `{entry}.{allow_key}` (and not in `{entry}.{deny_key}`) in \
+         config.toml to allow it"
+    )]
+    OutsideSet {
+        kind: &'static str,
+        name: String,
+        entry: String,
+        by: String,
+        allow_key: &'static str,
+        deny_key: &'static str,
+    },
+}
+
+/// The autonomy level a caller's calls run under: its client entry's (`entry`, as
+/// `clients.<name>`), else `[autonomy].level`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Level {
+    pub level: AutonomyLevel,
+    pub entry: Option<String>,
+}
+
+impl Level {
+    /// `[autonomy].level` of `config`, for callers no client entry sets a level for.
+    pub(crate) fn global(config: &Config) -> Level {
+        Level { level: config.autonomy.level, entry: None }
+    }
 }
 
 impl Denial {
@@ -50,6 +86,18 @@ impl ActLimiter {
         self.admit_at(config, Instant::now(), elsewhere)
     }
 
+    /// [`ActLimiter::admit_shared`] at the caller's `level` (its client entry's, when it sets
+    /// one) instead of `[autonomy].level`; the hourly budget is the one of every caller.
+    pub(crate) fn admit_at_level(&self, config: &Config, level: &Level, elsewhere: usize) -> Result<(), Denial> {
+        if level.level == AutonomyLevel::Readonly {
+            return Err(match &level.entry {
+                Some(entry) => Denial::ClientReadonly { entry: entry.clone() },
+                None => Denial::Readonly,
+            });
+        }
+        self.window(config, Instant::now(), elsewhere)
+    }
+
     /// Admits a control write (`openhuman.memory_ingest`, `memory_import`, `memory_reindex`): refused in
     /// `readonly`, not counted against the hourly act budget (the user's own commands use them,
     /// and one ingest of many files is one call).
@@ -65,6 +113,12 @@ impl ActLimiter {
         if a.level == AutonomyLevel::Readonly {
             return Err(Denial::Readonly);
         }
+        self.window(config, now, elsewhere)
+    }
+
+    /// The sliding hour: one more act call, or the rate-limit denial.
+    fn window(&self, config: &Config, now: Instant, elsewhere: usize) -> Result<(), Denial> {
+        let a = &config.autonomy;
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         while recent.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
             recent.pop_front();
@@ -108,6 +162,20 @@ mod tests {
         let text = e.to_string();
         assert!(Denial::is_denial_text(&text) && text.contains("[autonomy].level"), "{text}");
         assert_eq!(l.used(), 0, "a denied call uses no slot");
+    }
+
+    #[test]
+    fn a_client_level_replaces_the_global_one() {
+        let l = ActLimiter::default();
+        let entry = Level { level: AutonomyLevel::Readonly, entry: Some("clients.cursor".into()) };
+        let e = l.admit_at_level(&config(AutonomyLevel::Full, 100), &entry, 0).unwrap_err();
+        let text = e.to_string();
+        assert!(Denial::is_denial_text(&text) && text.contains("`clients.cursor.level`"), "{text}");
+        let writer = Level { level: AutonomyLevel::Supervised, entry: Some("clients.agent".into()) };
+        l.admit_at_level(&config(AutonomyLevel::Readonly, 100), &writer, 0).unwrap();
+        assert_eq!(l.used(), 1, "an admitted call counts against the one budget");
+        let global = Level::global(&config(AutonomyLevel::Readonly, 100));
+        assert_eq!(l.admit_at_level(&config(AutonomyLevel::Readonly, 100), &global, 0), Err(Denial::Readonly));
     }
 
     #[test]

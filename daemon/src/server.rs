@@ -37,6 +37,7 @@ pub(crate) fn state(
         turn_on: |state| Box::pin(async move { start_http(&state).await }),
         listed_tools: crate::tools::listed_names,
         memory_uri: crate::live_resources::MEMORY_URI,
+        session_view: crate::clients::session_view,
     };
     AppState::with_memory(paths, config, memory, upper)
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use openhuman_common::Paths;
-use openhuman_mcp::SessionSet;
+use openhuman_mcp::{Session, SessionSet};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Registry;
@@ -36,6 +36,18 @@ pub(crate) struct Upper {
     pub listed_tools: fn(&Config) -> Vec<&'static str>,
     /// The resource every memory change is told as (the memory overview).
     pub memory_uri: &'static str,
+    /// What a session sees of each list under the state's current config: a reload compares it
+    /// before and after, so only the sessions whose lists changed are told.
+    pub session_view: fn(&AppState, &Session) -> Visible,
+}
+
+/// The names one caller sees in each list: tools (in `tools/list` order), resources with
+/// resource templates, prompts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Visible {
+    pub tools: Vec<String>,
+    pub resources: Vec<String>,
+    pub prompts: Vec<String>,
 }
 
 /// What a live reload turned on: HTTP's address, or why it did not start; None for nothing.
@@ -47,6 +59,12 @@ pub struct Reloaded {
     pub tools_changed: bool,
     /// It turned HTTP on: the dashboard's address, or why HTTP did not start.
     pub turned_on: TurnedOn,
+}
+
+/// What a reload changed for some caller.
+struct Changed {
+    tools: bool,
+    prompts: bool,
 }
 
 #[derive(Clone)]
@@ -163,35 +181,64 @@ impl AppState {
     }
 
     /// Re-reads config and user agents. On error the old values stay, the error is returned and
-    /// kept among the `problems` until a reload succeeds.
-    /// Returns true when the set of listed tools changed. A change of the prompt list (a user
-    /// agent added or removed) is told to clients here.
-    pub(crate) fn reload(&self) -> Result<bool> {
+    /// kept among the `problems` until a reload succeeds. Each session whose lists changed (a
+    /// user agent added or removed, a `[clients]` entry edited, a tool now usable) is told which
+    /// ones did; returns what changed for anyone.
+    fn reload(&self) -> Result<Changed> {
         let loaded = config::load(&self.inner.paths.config_file);
         *self.inner.reload_error.write().expect("reload error lock") = loaded.as_ref().err().map(|e| e.to_string());
         let loaded = loaded?;
-        let before = (self.inner.upper.listed_tools)(&self.config());
-        let after = (self.inner.upper.listed_tools)(&loaded.config);
+        let old = self.config();
+        let tools_changed = (self.inner.upper.listed_tools)(&old) != (self.inner.upper.listed_tools)(&loaded.config);
+        let clients_changed = old.clients != loaded.config.clients;
         let agents = Registry::load(&self.inner.paths.config_dir);
         let prompts_changed = self.agents().agents.keys().ne(agents.agents.keys());
+        let view = self.inner.upper.session_view;
+        let sessions = self.sessions().all();
+        let before: Vec<Visible> = sessions.iter().map(|s| view(self, s)).collect();
         *self.inner.config.write().expect("config lock") = Arc::new(loaded.config);
         *self.inner.agents.write().expect("agents lock") = Arc::new(agents);
         (self.inner.upper.on_reload)();
-        if prompts_changed {
-            self.sessions().notify_prompts_changed();
+        let mut changed =
+            Changed { tools: tools_changed || clients_changed, prompts: prompts_changed || clients_changed };
+        let mut told = (Vec::new(), Vec::new(), Vec::new());
+        for (s, was) in sessions.iter().zip(before) {
+            let now = view(self, s);
+            if was.tools != now.tools {
+                told.0.push(s.id);
+            }
+            // The watcher tells everyone of a changed list of watched folders itself.
+            if clients_changed && was.resources != now.resources {
+                told.1.push(s.id);
+            }
+            if was.prompts != now.prompts {
+                told.2.push(s.id);
+            }
         }
-        Ok(before != after)
+        changed.tools |= !told.0.is_empty();
+        let sessions = self.sessions();
+        sessions.notify_sessions_where("notifications/tools/list_changed", |s| told.0.contains(&s.id));
+        sessions.notify_sessions_where("notifications/resources/list_changed", |s| told.1.contains(&s.id));
+        sessions.notify_sessions_where("notifications/prompts/list_changed", |s| told.2.contains(&s.id));
+        // A `subscriptions/listen` stream is not tied to one client's entry: it hears every change
+        // that may concern it (a fresh list is all an extra notice costs).
+        if changed.tools {
+            sessions.listeners.tools_changed();
+        }
+        if changed.prompts {
+            sessions.listeners.prompts_changed();
+        }
+        if clients_changed {
+            sessions.listeners.resources_list_changed();
+        }
+        Ok(changed)
     }
 
     /// A reload asked of the running daemon (SIGHUP, `openhuman.config_reload`): [`Self::reload`],
-    /// clients told when the tool list changed, then what the new config turns on (see
-    /// [`Upper::turn_on`]).
+    /// then what the new config turns on (see [`Upper::turn_on`]).
     pub async fn reload_live(&self) -> Result<Reloaded> {
-        let tools_changed = self.reload()?;
-        if tools_changed {
-            self.sessions().notify_tools_changed();
-        }
-        Ok(Reloaded { tools_changed, turned_on: (self.inner.upper.turn_on)(self.clone()).await })
+        let changed = self.reload()?;
+        Ok(Reloaded { tools_changed: changed.tools, turned_on: (self.inner.upper.turn_on)(self.clone()).await })
     }
 
     /// The part of type `T` a layer above keeps here. Each is handed in when the state is built,

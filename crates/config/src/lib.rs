@@ -3,7 +3,7 @@
 //! when the new one is invalid. Unknown keys and bad values are errors naming the key and where
 //! it came from, never silent defaults.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use openhuman_common::normalize_id;
@@ -12,6 +12,9 @@ use serde_json::Value;
 
 /// Environment variables that start with `OPENHUMAN_` but are not config keys.
 /// `OPENHUMAN_POSTGRES_URL` is the default of `memory.postgres.url_env`, a value, not a key.
+pub mod clients;
+pub use clients::ClientProfile;
+
 const NON_CONFIG_ENV: &[&str] = &["OPENHUMAN_HOME", "OPENHUMAN_MCP_AUTH_TOKEN", "OPENHUMAN_POSTGRES_URL"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -24,6 +27,9 @@ pub struct Config {
     pub searxng: SearxngConfig,
     pub search: SearchConfig,
     pub capability_providers: Vec<CapabilityProvider>,
+    /// `[clients.<name>]`: the tool set and level of each MCP client (see [`clients`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub clients: BTreeMap<String, ClientProfile>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -593,6 +599,7 @@ fn validate(c: &Config) -> Result<(), String> {
             return Err(format!("key `memory.sources[{i}].path`: {} is listed twice", s.path.display()));
         }
     }
+    clients::validate(&c.clients)?;
     let mut seen = BTreeSet::new();
     for (i, p) in c.capability_providers.iter().enumerate() {
         let id = normalize_id(&p.id);
@@ -838,6 +845,22 @@ mod tests {
         assert!(err.contains("memory.sources[0].kind"), "{err}");
         let twice = "[[memory.sources]]\npath = \"/n\"\n[[memory.sources]]\npath = \"/n\"\n";
         assert!(load_text(twice, &[]).unwrap_err().to_string().contains("listed twice"));
+    }
+
+    #[test]
+    fn client_tables_load_and_are_checked() {
+        let text = "[clients.cursor]\nnames = [\"cursor-vscode\"]\ntools = [\"memory.*\"]\nlevel = \"readonly\"\n\
+                    [clients.\"*\"]\ndeny_tools = [\"memory.forget\"]\n";
+        let c = load_text(text, &[]).unwrap();
+        assert_eq!(c.clients["cursor"].level, Some(AutonomyLevel::Readonly));
+        assert_eq!(c.clients["*"].deny_tools, ["memory.forget"]);
+        let shown = to_toml(&c).unwrap();
+        assert!(shown.contains("[clients.cursor]") && shown.contains("[clients.\"*\"]"), "{shown}");
+        let err = load_text("[clients.cursor]\ntool = [\"x\"]\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("clients.cursor") && err.contains("tool"), "{err}");
+        let err = load_text("[clients.a]\nnames = [\"Zed\"]\n[clients.zed]\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("also claimed"), "{err}");
+        assert!(!to_toml(&Config::default()).unwrap().contains("clients"), "no empty table is shown");
     }
 
     #[test]

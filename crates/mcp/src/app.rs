@@ -147,6 +147,46 @@ pub trait App: Send + Sync + 'static {
         None
     }
 
+    /// `tools/list` as the caller of `ctx` sees it; by default [`App::tools`]. An app that gives
+    /// each client a set of its own narrows it here (keeping the order) and refuses calls
+    /// outside it in [`App::call_tool`], which has the same context.
+    fn tools_for(&self, ctx: &RequestCtx) -> Vec<Value> {
+        let _ = ctx;
+        self.tools()
+    }
+
+    /// `resources/list` as the caller of `ctx` sees it; by default [`App::resources`].
+    fn resources_for(&self, ctx: &RequestCtx) -> Vec<Resource> {
+        let _ = ctx;
+        self.resources()
+    }
+
+    /// `resources/templates/list` as the caller of `ctx` sees it; by default
+    /// [`App::resource_templates`].
+    fn resource_templates_for(&self, ctx: &RequestCtx) -> Vec<ResourceTemplate> {
+        let _ = ctx;
+        self.resource_templates()
+    }
+
+    /// `prompts/list` as the caller of `ctx` sees it; by default [`App::prompts`]. Whether the
+    /// prompts capability is advertised still follows [`App::prompts`]; `prompts/get` and
+    /// completions of a prompt outside the caller's set are the app's to refuse.
+    fn prompts_for(&self, ctx: &RequestCtx) -> Vec<Prompt> {
+        let _ = ctx;
+        self.prompts()
+    }
+
+    /// `resources/read` for the caller of `ctx`: an Err refuses it (a resource outside the
+    /// caller's set), `Ok(None)` is "not found"; by default [`App::read_resource`].
+    fn read_resource_for(
+        &self,
+        uri: &str,
+        ctx: &RequestCtx,
+    ) -> BoxFuture<'static, Result<Option<(String, &'static str)>, RpcError>> {
+        let _ = ctx;
+        self.read_resource(uri).map(Ok).boxed()
+    }
+
     /// An extension method (its name starts with [`ServerInfo::extension_prefix`]).
     fn extension(
         &self,

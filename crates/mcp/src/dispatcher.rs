@@ -355,7 +355,7 @@ impl<A: App> Dispatcher<A> {
             "ping" => json!({}),
             "tools/list" => {
                 reject_cursor(&params)?;
-                json!({ "tools": self.app.tools() })
+                json!({ "tools": self.app.tools_for(&ctx) })
             }
             // A call's result may come back as final JSON text, already shaped for the era.
             "tools/call" => {
@@ -369,7 +369,7 @@ impl<A: App> Dispatcher<A> {
                 reject_cursor(&params)?;
                 let items: Vec<Value> = self
                     .app
-                    .resources()
+                    .resources_for(&ctx)
                     .into_iter()
                     .map(|r| {
                         json!({ "uri": r.uri, "name": r.name, "title": r.title, "description": r.description, "mimeType": r.mime_type })
@@ -381,7 +381,7 @@ impl<A: App> Dispatcher<A> {
                 reject_cursor(&params)?;
                 let items: Vec<Value> = self
                     .app
-                    .resource_templates()
+                    .resource_templates_for(&ctx)
                     .into_iter()
                     .map(|t| {
                         json!({ "uriTemplate": t.uri_template, "name": t.name, "title": t.title,
@@ -402,11 +402,11 @@ impl<A: App> Dispatcher<A> {
                 }
                 json!({})
             }
-            "resources/read" => self.read_resource(&params, &era).await?,
+            "resources/read" => self.read_resource(&params, &era, &ctx).await?,
             "logging/setLevel" => lifecycle::set_level(session, &params)?,
             "prompts/list" if self.features().prompts => {
                 reject_cursor(&params)?;
-                let prompts: Vec<Value> = self.app.prompts().iter().map(Prompt::to_json).collect();
+                let prompts: Vec<Value> = self.app.prompts_for(&ctx).iter().map(Prompt::to_json).collect();
                 json!({ "prompts": prompts })
             }
             "prompts/get" if self.features().prompts => {
@@ -487,9 +487,9 @@ impl<A: App> Dispatcher<A> {
         Ok(Payload::Value(closing_result(id)))
     }
 
-    async fn read_resource(&self, params: &Map<String, Value>, era: &Era) -> Result<Value, RpcError> {
+    async fn read_resource(&self, params: &Map<String, Value>, era: &Era, ctx: &RequestCtx) -> Result<Value, RpcError> {
         let uri = uri_param(params)?;
-        match self.app.read_resource(uri).await {
+        match self.app.read_resource_for(uri, ctx).await? {
             Some((text, mime)) => Ok(json!({ "contents": [{ "uri": uri, "mimeType": mime, "text": text }] })),
             None => {
                 let code = if era.is_modern() { codes::INVALID_PARAMS } else { codes::RESOURCE_NOT_FOUND };
@@ -855,6 +855,40 @@ mod tests {
         let _g = r.dispatcher.sessions().register(&r.session);
         r.dispatcher.sessions().notify_prompts_changed();
         assert_eq!(r.next().await["method"], "notifications/prompts/list_changed");
+    }
+
+    #[tokio::test]
+    async fn lists_and_reads_follow_the_caller_in_both_eras() {
+        let counts = |r: &Value| {
+            let n = |k: &str| r["result"][k].as_array().map_or(usize::MAX, Vec::len);
+            (n("tools"), n("resources"), n("resourceTemplates"), n("prompts"))
+        };
+        let lists = ["tools/list", "resources/list", "resources/templates/list", "prompts/list"];
+        for (name, want) in [("narrow", 0), ("wide", 1)] {
+            let mut r = rig();
+            r.line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                          "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": name}}}))
+                .await;
+            r.next().await;
+            let mut seen = Vec::new();
+            for (i, method) in lists.iter().enumerate() {
+                r.line(json!({"jsonrpc": "2.0", "id": i + 1, "method": method})).await;
+                seen.push(counts(&r.next().await));
+            }
+            let got: Vec<usize> = seen.iter().enumerate().map(|(i, c)| [c.0, c.1, c.2, c.3][i]).collect();
+            assert_eq!(got, [want; 4], "{name}");
+            r.line(
+                json!({"jsonrpc": "2.0", "id": 9, "method": "resources/read", "params": {"uri": "fake://greeting"}}),
+            )
+            .await;
+            let read = r.next().await;
+            assert_eq!(read.get("error").is_some(), want == 0, "{name}: {read}");
+            // A stateless request names its client in `_meta`, whatever the session said.
+            let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                              "io.modelcontextprotocol/clientInfo": {"name": if want == 0 { "wide" } else { "narrow" }}});
+            r.line(json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list", "params": {"_meta": meta}})).await;
+            assert_eq!(counts(&r.next().await).0, 1 - want, "{name}, stateless");
+        }
     }
 
     #[tokio::test]

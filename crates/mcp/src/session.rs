@@ -282,6 +282,19 @@ impl SessionSet {
         self.listeners.resource_updated(uri);
     }
 
+    /// Sends the notification `method` (one of the `notifications/*/list_changed`) to the
+    /// initialised handshake-era sessions `pick` chooses, for an app whose lists differ by client:
+    /// only the sessions whose list changed hear of it. Streams of `subscriptions/listen` are
+    /// told through [`SessionSet::listeners`].
+    pub fn notify_sessions_where(&self, method: &str, pick: impl Fn(&Session) -> bool) {
+        let line = crate::protocol::notification(method, serde_json::json!({})).to_string();
+        for s in self.all() {
+            if s.is_initialized() && pick(&s) {
+                s.try_send(line.clone());
+            }
+        }
+    }
+
     fn broadcast(&self, method: &str) {
         let line = crate::protocol::notification(method, serde_json::json!({})).to_string();
         for s in self.all() {

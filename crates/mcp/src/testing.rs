@@ -176,6 +176,35 @@ impl App for FakeApp {
         futures::future::ready(Ok(Completion { values, total: None })).boxed()
     }
 
+    /// A client named `narrow` sees no tools, resources or prompts and may read nothing: the
+    /// per-caller hooks, driven by the name the request context carries.
+    fn tools_for(&self, ctx: &RequestCtx) -> Vec<Value> {
+        if narrow(ctx) { Vec::new() } else { self.tools() }
+    }
+
+    fn resources_for(&self, ctx: &RequestCtx) -> Vec<Resource> {
+        if narrow(ctx) { Vec::new() } else { self.resources() }
+    }
+
+    fn resource_templates_for(&self, ctx: &RequestCtx) -> Vec<ResourceTemplate> {
+        if narrow(ctx) { Vec::new() } else { self.resource_templates() }
+    }
+
+    fn prompts_for(&self, ctx: &RequestCtx) -> Vec<Prompt> {
+        if narrow(ctx) { Vec::new() } else { self.prompts() }
+    }
+
+    fn read_resource_for(
+        &self,
+        uri: &str,
+        ctx: &RequestCtx,
+    ) -> BoxFuture<'static, Result<Option<(String, &'static str)>, RpcError>> {
+        if narrow(ctx) {
+            return futures::future::ready(Err(RpcError::invalid_params("not for narrow clients"))).boxed();
+        }
+        self.read_resource(uri).map(Ok).boxed()
+    }
+
     fn extension(
         &self,
         method: String,
@@ -188,6 +217,10 @@ impl App for FakeApp {
         };
         futures::future::ready(out).boxed()
     }
+}
+
+fn narrow(ctx: &RequestCtx) -> bool {
+    ctx.client_info.as_ref().and_then(|i| i.get("name")).and_then(Value::as_str) == Some("narrow")
 }
 
 /// A dispatcher over a fresh fake app, and its session set.

@@ -1,5 +1,5 @@
 //! `core.list_tools` and `core.tool_instructions`: the catalog of tools a subagent gets (the
-//! read tools usable right now) as JSON, and the same catalog rendered as the markdown block that
+//! read tools usable right now, within the caller's `[clients]` set) as JSON, and the same catalog rendered as the markdown block that
 //! is injected into prompt-guided agents that have no native tool calling.
 
 use futures::FutureExt;
@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use super::{Annotations, Policy, ToolDef, ToolOutcome, always};
 use crate::agents::AGENT_TOOLS;
+use crate::clients::Who;
 use openhuman_config::Config;
+use openhuman_config::clients::Kind;
 use openhuman_mcp::args::ArgSpec;
 
 pub(crate) fn tools() -> Vec<ToolDef> {
@@ -31,7 +33,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
                 "required": ["count", "tools"]
             })),
             available: always,
-            handler: |state, _args, _ctx| async move { list_tools(&state.config()) }.boxed(),
+            handler: |state, _args, ctx| async move { list_tools(&state.config(), &Who::of(&ctx)) }.boxed(),
         },
         ToolDef {
             name: "core.tool_instructions",
@@ -47,7 +49,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
                 "required": ["markdown", "tool_count"]
             })),
             available: always,
-            handler: |state, _args, _ctx| async move { instructions(&state.config()) }.boxed(),
+            handler: |state, _args, ctx| async move { instructions(&state.config(), &Who::of(&ctx)) }.boxed(),
         },
     ]
 }
@@ -57,8 +59,13 @@ pub(crate) fn agent_catalog(config: &Config) -> Vec<&'static ToolDef> {
     super::listed(config).into_iter().filter(|t| t.policy == Policy::Read && AGENT_TOOLS.contains(&t.name)).collect()
 }
 
-fn list_tools(config: &Config) -> ToolOutcome {
-    let tools: Vec<Value> = agent_catalog(config)
+/// [`agent_catalog`] as `who` sees it: within its client entry's set, as `tools/list` is.
+fn catalog_for(config: &Config, who: &Who) -> Vec<&'static ToolDef> {
+    agent_catalog(config).into_iter().filter(|t| who.sees(config, Kind::Tool, t.name)).collect()
+}
+
+fn list_tools(config: &Config, who: &Who) -> ToolOutcome {
+    let tools: Vec<Value> = catalog_for(config, who)
         .into_iter()
         .map(|t| {
             let mut m = serde_json::Map::with_capacity(3);
@@ -74,8 +81,8 @@ fn list_tools(config: &Config) -> ToolOutcome {
     Ok(Value::Object(out))
 }
 
-pub(super) fn instructions(config: &Config) -> ToolOutcome {
-    let tools = agent_catalog(config);
+pub(super) fn instructions(config: &Config, who: &Who) -> ToolOutcome {
+    let tools = catalog_for(config, who);
     let mut md = String::from(
         "## Tool use\n\n\
          You can call tools to look things up before you answer. To call one, reply with exactly one \

@@ -21,7 +21,9 @@ use openhuman_mcp::tool::{self, Description};
 pub(crate) use openhuman_mcp::tool::{Annotations, ToolFailure, ToolOutcome};
 use openhuman_mcp::{Payload, RequestCtx, RpcError};
 
+use crate::clients::Who;
 use crate::state::AppState;
+use openhuman_config::clients::Kind;
 
 /// What a tool needs from the security policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,8 +113,19 @@ pub(crate) fn list(state: &AppState) -> Vec<Value> {
     listed(&state.config()).into_iter().map(|t| t.rendered().clone()).collect()
 }
 
-/// `tools/call` after the protocol layer checked its params: tool lookup → argument validation →
-/// (Act) policy → handler. A success comes back as final JSON text shaped for the request's era;
+/// The `tools/list` entries `who` sees: [`list`] narrowed to its client entry's set, in the
+/// same (catalog) order, so the order is one across calls, reloads, clients and transports.
+pub(crate) fn list_for(state: &AppState, who: &Who) -> Vec<Value> {
+    let config = state.config();
+    listed(&config)
+        .into_iter()
+        .filter(|t| who.sees(&config, Kind::Tool, t.name))
+        .map(|t| t.rendered().clone())
+        .collect()
+}
+
+/// `tools/call` after the protocol layer checked its params: tool lookup → the caller's set
+/// (`[clients]`) → argument validation → (Act) policy at the caller's level → handler. A success comes back as final JSON text shaped for the request's era;
 /// failures as values.
 pub(crate) async fn call(
     state: AppState,
@@ -123,6 +136,14 @@ pub(crate) async fn call(
     let config = state.config();
     // Only the named tool's availability is worked out (some checks read the environment).
     let known = ALL.iter().find(|t| t.name == name);
+    let who = Who::of(&ctx);
+    // Outside the caller's set is refused before anything else is said of the tool.
+    if let Some(t) = known
+        && let Err(denial) = who.admit(&config, Kind::Tool, t.name)
+    {
+        let summary = if write::AUDITED.contains(&t.name) { write::summarize(t.name, &arguments) } else { json!({}) };
+        return Err(crate::clients::refuse(&state, &ctx, t.name, summary, &denial));
+    }
     let Some(tool) = known.filter(|t| (t.available)(&config)) else {
         let hint = if known.is_some() {
             format!("it exists but is not available under the current configuration ({})", unavailable(&name, &config))
@@ -154,7 +175,7 @@ pub(crate) async fn call(
         }
     };
     if tool.policy == Policy::Act
-        && let Err(denial) = state.limiter().admit_shared(&config, acts_elsewhere(&state))
+        && let Err(denial) = state.limiter().admit_at_level(&config, &who.level(&config), acts_elsewhere(&state))
     {
         tracing::info!(tool = tool.name, source = %ctx.source, "act call denied by policy");
         let text = denial.to_string();
@@ -163,7 +184,9 @@ pub(crate) async fn call(
     }
     let modern = ctx.era.is_modern();
     let cacheable = CONFIG_ONLY.contains(&tool.name);
-    if cacheable && let Some(text) = RESULTS.get(&config, tool.name, modern) {
+    // Their results follow the caller's set too: one entry per client entry (None: no entry).
+    let set = who.entry(&config).map(|m| m.entry.to_string());
+    if cacheable && let Some(text) = RESULTS.get(&config, set.as_deref(), tool.name, modern) {
         return Ok(Payload::Json(text));
     }
     match (tool.handler)(state.clone(), args, ctx.clone()).await {
@@ -171,7 +194,7 @@ pub(crate) async fn call(
             let lead = LEAD_TEXT.iter().find(|(t, _)| *t == tool.name).and_then(|(_, f)| value[*f].as_str());
             let text: Arc<str> = tool::result(&value, lead, modern).into();
             if cacheable {
-                RESULTS.put(&config, tool.name, modern, text.clone());
+                RESULTS.put(&config, set, tool.name, modern, text.clone());
             }
             Ok(Payload::Json(text))
         }
@@ -212,13 +235,15 @@ pub(crate) fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
 /// until the config is reloaded.
 const CONFIG_ONLY: &[&str] = &["core.list_tools", "core.tool_instructions"];
 
-/// Serialised results of `CONFIG_ONLY` tools, by config, tool and era. An entry names its config
+/// Serialised results of `CONFIG_ONLY` tools, by config, client entry, tool and era. An entry names its config
 /// by a `Weak`, which keeps the allocation (and so the address) from being reused while the
 /// entry exists; entries of configs no longer in use are dropped when the next one is stored.
 struct ResultCache(Mutex<Vec<CacheEntry>>);
 
 struct CacheEntry {
     config: Weak<Config>,
+    /// The `[clients]` entry whose set the result was made for; None for callers of none.
+    set: Option<String>,
     tool: &'static str,
     modern: bool,
     text: Arc<str>,
@@ -227,22 +252,25 @@ struct CacheEntry {
 static RESULTS: ResultCache = ResultCache(Mutex::new(Vec::new()));
 
 impl ResultCache {
-    fn get(&self, config: &Arc<Config>, tool: &str, modern: bool) -> Option<Arc<str>> {
+    fn get(&self, config: &Arc<Config>, set: Option<&str>, tool: &str, modern: bool) -> Option<Arc<str>> {
         let entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let config = Arc::downgrade(config);
-        entries
-            .iter()
-            .find(|e| e.tool == tool && e.modern == modern && Weak::ptr_eq(&e.config, &config))
-            .map(|e| e.text.clone())
+        entries.iter().find(|e| e.is(&config, set, tool, modern)).map(|e| e.text.clone())
     }
 
-    fn put(&self, config: &Arc<Config>, tool: &'static str, modern: bool, text: Arc<str>) {
+    fn put(&self, config: &Arc<Config>, set: Option<String>, tool: &'static str, modern: bool, text: Arc<str>) {
         let mut entries = self.0.lock().unwrap_or_else(|e| e.into_inner());
         entries.retain(|e| e.config.strong_count() > 0);
         let config = Arc::downgrade(config);
-        if !entries.iter().any(|e| e.tool == tool && e.modern == modern && Weak::ptr_eq(&e.config, &config)) {
-            entries.push(CacheEntry { config, tool, modern, text });
+        if !entries.iter().any(|e| e.is(&config, set.as_deref(), tool, modern)) {
+            entries.push(CacheEntry { config, set, tool, modern, text });
         }
+    }
+}
+
+impl CacheEntry {
+    fn is(&self, config: &Weak<Config>, set: Option<&str>, tool: &str, modern: bool) -> bool {
+        self.tool == tool && self.modern == modern && self.set.as_deref() == set && Weak::ptr_eq(&self.config, config)
     }
 }
 
@@ -275,6 +303,10 @@ pub(crate) async fn run_for_agent(
         return Err(format!("tool `{name}` is not available to this agent; use one of: {}", allowed.join(", ")));
     }
     let config = state.config();
+    // A subagent acts for the client that started it: it reaches no tool outside that set.
+    if let Err(denial) = Who::of(ctx).admit(&config, Kind::Tool, name) {
+        return Err(denial.to_string());
+    }
     let Some(tool) = ALL.iter().find(|t| {
         t.name == name
             && t.policy == Policy::Read
@@ -345,13 +377,14 @@ mod tests {
         let a = Arc::new(Config::default());
         let b = Arc::new(Config::default());
         let cache = ResultCache(Mutex::new(Vec::new()));
-        cache.put(&a, "core.list_tools", false, "{\"x\":1}".into());
-        assert_eq!(cache.get(&a, "core.list_tools", false).as_deref(), Some("{\"x\":1}"));
-        assert!(cache.get(&a, "core.list_tools", true).is_none(), "the other era has its own entry");
-        assert!(cache.get(&b, "core.list_tools", false).is_none(), "a reloaded config starts empty");
-        assert!(cache.get(&a, "core.tool_instructions", false).is_none());
+        cache.put(&a, None, "core.list_tools", false, "{\"x\":1}".into());
+        assert_eq!(cache.get(&a, None, "core.list_tools", false).as_deref(), Some("{\"x\":1}"));
+        assert!(cache.get(&a, None, "core.list_tools", true).is_none(), "the other era has its own entry");
+        assert!(cache.get(&a, Some("cursor"), "core.list_tools", false).is_none(), "each client entry has its own");
+        assert!(cache.get(&b, None, "core.list_tools", false).is_none(), "a reloaded config starts empty");
+        assert!(cache.get(&a, None, "core.tool_instructions", false).is_none());
         drop(a);
-        cache.put(&b, "core.list_tools", false, "{}".into());
+        cache.put(&b, None, "core.list_tools", false, "{}".into());
         let entries = cache.0.lock().unwrap();
         assert!(entries.iter().all(|e| e.config.strong_count() > 0), "entries of dropped configs are gone");
     }
@@ -368,7 +401,7 @@ mod tests {
     /// The tool-use block injected into prompt-guided agents, under the default config.
     #[test]
     fn tool_instructions_snapshot() {
-        let out = catalog::instructions(&Config::default()).unwrap();
+        let out = catalog::instructions(&Config::default(), &Who::default()).unwrap();
         let md = out["markdown"].as_str().unwrap();
         expect_test::expect_file!["snapshots/tool_instructions.md"].assert_eq(md);
     }

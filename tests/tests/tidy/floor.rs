@@ -27,6 +27,7 @@ const FLOOR: &[&str] = &[
 /// Modules of the daemon the floor must not name.
 const ABOVE: &[&str] = &[
     "app",
+    "clients",
     "cmd",
     "completion",
     "live_resources",
