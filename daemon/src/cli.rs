@@ -102,14 +102,10 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
-    /// Add the shim to an MCP client's config (merged; the old file is backed up).
-    Register {
-        #[arg(value_enum)]
-        client: ClientKind,
-        /// Print the entry instead of writing it.
-        #[arg(long)]
-        print: bool,
-    },
+    /// Add the shim to an MCP client's config (merged; the old file is backed up). With
+    /// --tools, --deny-tools, --readonly or --level it also writes the client's tool set, a
+    /// `[clients.<client>]` table in config.toml, and a running daemon reloads it.
+    Register(RegisterArgs),
     /// Install this daemon and the shim beside it for this user: both binaries copied to a
     /// stable place (~/.local/bin), the login service, and the MCP clients you choose.
     /// Running it again updates what changed.
@@ -122,6 +118,40 @@ pub(crate) enum Command {
         #[command(subcommand)]
         action: ServiceAction,
     },
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RegisterArgs {
+    #[arg(value_enum)]
+    pub client: ClientKind,
+    /// Print the entry (and the `[clients.<client>]` table, when one is asked for) instead of
+    /// writing them.
+    #[arg(long)]
+    pub print: bool,
+    /// The tools this client sees: names or globs (`memory.*`), repeated or comma-separated.
+    #[arg(long, value_name = "GLOB", value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Tools taken out of what it sees: names or globs, repeated or comma-separated.
+    #[arg(long, value_name = "GLOB", value_delimiter = ',')]
+    pub deny_tools: Vec<String>,
+    /// Refuse this client's writes and agent runs (`level = "readonly"` in its table).
+    #[arg(long, conflicts_with = "level")]
+    pub readonly: bool,
+    /// The autonomy level of this client's calls, in place of [autonomy].level.
+    #[arg(long, value_enum)]
+    pub level: Option<LevelArg>,
+    /// Take our server out of the client's config, and the client's `[clients.<client>]` table
+    /// out of config.toml.
+    #[arg(long, conflicts_with_all = ["print", "tools", "deny_tools", "readonly", "level"])]
+    pub remove: bool,
+}
+
+/// `--level`: the autonomy levels of `[autonomy].level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LevelArg {
+    Readonly,
+    Supervised,
+    Full,
 }
 
 #[derive(Debug, Args)]

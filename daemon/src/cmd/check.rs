@@ -1,5 +1,5 @@
 //! `config check`: what `serve` would refuse, what would run degraded, and what the README calls
-//! invalid (bad globs of a watched folder included), found from the config and the environment
+//! invalid (bad globs of a watched folder included; `[clients]` patterns that match nothing), found from the config and the environment
 //! alone (no network). Errors make the check
 //! fail; warnings are printed and pass.
 
@@ -92,6 +92,58 @@ pub(crate) fn findings(paths: &Paths, config: &Config, agents: &Registry) -> Vec
             )));
         }
     }
+    out.extend(client_findings(config, agents));
+    out
+}
+
+/// `[clients]` patterns that match nothing this version has (a typo hides a tool from nobody),
+/// and entries that lift a readonly `[autonomy].level` for clients known only by the name they
+/// give themselves.
+fn client_findings(config: &Config, agents: &Registry) -> Vec<Finding> {
+    use openhuman_config::AutonomyLevel;
+    use openhuman_config::clients::glob_match;
+    let tools: Vec<&str> = crate::tools::all_tools().iter().map(|t| t.name).collect();
+    let prompts: Vec<String> = crate::prompts::list(agents).into_iter().map(|p| p.name).collect();
+    let mut out = Vec::new();
+    for (entry, p) in &config.clients {
+        let key = crate::clients::entry_key(entry);
+        let lists = [
+            ("tools", p.tools.as_deref().unwrap_or_default(), "tool", &tools[..]),
+            ("deny_tools", &p.deny_tools[..], "tool", &tools[..]),
+        ];
+        for (list, patterns, what, names) in lists {
+            for pattern in patterns {
+                if !names.iter().any(|n| glob_match(pattern, n)) {
+                    out.push(warning(format!(
+                        "{key}.{list}: `{pattern}` matches no {what} of this version (`tools/list` names them)"
+                    )));
+                }
+            }
+        }
+        for (list, patterns) in
+            [("prompts", p.prompts.as_deref().unwrap_or_default()), ("deny_prompts", &p.deny_prompts[..])]
+        {
+            for pattern in patterns {
+                if !prompts.iter().any(|n| glob_match(pattern, n)) {
+                    out.push(warning(format!(
+                        "{key}.{list}: `{pattern}` matches no prompt (`prompts/list` names them)"
+                    )));
+                }
+            }
+        }
+        let by_name_only = entry == openhuman_config::clients::ANY_CLIENT
+            || p.names.is_empty()
+            || p.names.iter().any(|n| !n.contains(':'));
+        if config.autonomy.level == AutonomyLevel::Readonly
+            && p.level.is_some_and(|l| l != AutonomyLevel::Readonly)
+            && by_name_only
+        {
+            out.push(warning(format!(
+                "{key}.level lifts [autonomy].level = \"readonly\" for a client matched by the name it gives itself; \
+                 any program that can reach the daemon can give that name"
+            )));
+        }
+    }
     out
 }
 
@@ -127,5 +179,23 @@ mod tests {
         let f = check("[mcp.http]\nenabled = true\nallow_no_token = true\n");
         assert_eq!(levels(&f), [Level::Warning]);
         assert!(check("[mcp.http]\nenabled = true\n").is_empty(), "a token will be generated");
+    }
+
+    #[test]
+    fn client_entries_that_match_nothing_or_lift_readonly_are_warned_of() {
+        assert!(
+            check("[clients.cursor]\ntools = [\"memory.*\", \"core.list_tools\"]\nprompts = [\"agent.*\"]\n")
+                .is_empty()
+        );
+        let f = check("[clients.cursor]\ntools = [\"memroy.*\"]\ndeny_prompts = [\"nope\"]\n");
+        assert_eq!(levels(&f), [Level::Warning, Level::Warning], "{f:?}");
+        assert!(f[0].text.contains("clients.cursor.tools") && f[0].text.contains("memroy.*"), "{f:?}");
+        let f = check("[autonomy]\nlevel = \"readonly\"\n[clients.agent]\nlevel = \"supervised\"\n");
+        assert_eq!(levels(&f), [Level::Warning]);
+        assert!(f[0].text.contains("clients.agent.level"), "{f:?}");
+        assert!(
+            check("[autonomy]\nlevel = \"readonly\"\n[clients.agent]\nnames = [\"oauth:abc\"]\nlevel = \"full\"\n")
+                .is_empty()
+        );
     }
 }

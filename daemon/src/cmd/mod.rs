@@ -17,11 +17,13 @@
 //! - `ui`           `ui`: the dashboard's one-time login link
 //! - `eval`         `eval`: retrieval quality on a labelled BEIR folder, in a throwaway store
 //! - `models`       `model install|list|remove`: the deep tier's model store
-//! - `install`      `install`, `uninstall`; `register` the MCP clients' configs; `service`
+//! - `install`      `install`, `uninstall`; `register` the MCP clients' configs (with
+//!   `client_entry`, the `[clients.<client>]` table it writes for a restricted client); `service`
 //!   systemd/launchd units; `made` the record of what they created, for `uninstall` to remove
 
 pub(crate) mod audit;
 pub(crate) mod check;
+pub(crate) mod client_entry;
 pub(crate) mod config;
 pub(crate) mod eval;
 pub(crate) mod http_token;

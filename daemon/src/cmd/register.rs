@@ -1,4 +1,5 @@
-//! `register <client>`: adds the shim to an MCP client's config file. The file is merged, not
+//! `register <client>`: adds the shim to an MCP client's config file (and, asked to restrict the
+//! client, its `[clients.<client>]` table in ours, see `client_entry`; `--remove` takes both out). The file is merged, not
 //! replaced (other servers and settings stay), the file keeps its mode, a symlinked file is
 //! written through to its target, and `--print` shows the entry instead of writing. Files that
 //! are not plain JSON (Zed allows comments) are left alone with a message saying what to paste
@@ -34,8 +35,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Map, Value, json};
 
+use openhuman_common::Paths;
+
+use super::client_entry;
 use super::made::Made;
-use crate::cli::ClientKind;
+use crate::cli::{ClientKind, RegisterArgs};
 
 /// The server's name in the client's config.
 pub(crate) const ENTRY: &str = "openhuman";
@@ -47,11 +51,42 @@ pub(crate) enum Format {
     Toml,
 }
 
-/// `register`: adds the shim to `client`'s config, or with `print` shows the entry to add.
-pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, print_only: bool) -> Result<i32> {
-    let shim = shim_beside_exe()?;
+/// `register`: adds the shim to the client's config, or with `print` shows the entry to add;
+/// with a restriction asked for, the client's `[clients.<client>]` table too (see
+/// `client_entry`); with `remove`, takes both out again.
+pub(crate) fn run(cli: &crate::cli::Cli, args: &RegisterArgs) -> Result<i32> {
+    let client = args.client;
     let home = cli.home.as_deref();
-    super::out(&if print_only { print(client, &shim, home)? } else { register(client, &shim, home)? });
+    let paths = crate::resolve_paths(cli, None)?;
+    if args.remove {
+        let mut made = Made::load(&Paths::resolve(home)?);
+        let said = unregister(client, &mut made)?;
+        made.save()?;
+        let (file, _, _) = target(client)?;
+        super::out(&said.unwrap_or_else(|| format!("{} holds no {ENTRY} server; nothing to remove", file.display())));
+        if let Some(said) = client_entry::remove(&paths, client)? {
+            super::out(&said);
+            client_entry::tell_daemon(&paths)?;
+        }
+        return Ok(crate::EXIT_OK);
+    }
+    let shim = shim_beside_exe()?;
+    let restricted = client_entry::wanted(args);
+    if args.print {
+        super::out(&print(client, &shim, home)?);
+        if restricted {
+            super::out(&client_entry::print(args)?);
+        }
+        return Ok(crate::EXIT_OK);
+    }
+    // The tool set first: a client is never registered with more than it was meant to get.
+    if restricted {
+        super::out(&client_entry::write(&paths, args)?);
+    }
+    super::out(&register(client, &shim, home)?);
+    if restricted {
+        client_entry::tell_daemon(&paths)?;
+    }
     Ok(crate::EXIT_OK)
 }
 

@@ -4,6 +4,7 @@
 
 mod agents;
 mod cli;
+mod clients;
 mod dashboard;
 mod eval;
 mod full_disk;
