@@ -14,6 +14,7 @@
 #   py-mcp1-http  Python mcp 1.x: ClientSession + initialize
 #   ts-sdk-http   TypeScript SDK StreamableHTTPClientTransport, and mcp-remote bridging the SDK's
 #                 stdio client to the HTTP port (--protocol legacy and --protocol auto)
+#   py-sets-*     both Python SDKs: a tool set per client ([clients.<name>]) over HTTP
 #
 # Prints each `ok - ...` / `not ok - ...` line, then a last line `N passed, M failed`; exits 1 if
 # anything failed. Each client run is bounded by $OPENHUMAN_INTEROP_TIMEOUT seconds (default 600),
@@ -42,6 +43,8 @@ export TMPDIR="$RUN_TMP"
 export OPENHUMAN_BIN_DIR="$BIN_DIR"
 run_client py-mcp2-http "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_http_client.py" --bin-dir "$BIN_DIR"
 run_client py-mcp1-http "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_http_client.py" --bin-dir "$BIN_DIR"
+run_client py-sets-mcp2-http "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_client_sets.py" --bin-dir "$BIN_DIR" --transport http
+run_client py-sets-mcp1-http "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_client_sets.py" --bin-dir "$BIN_DIR" --transport http
 run_client ts-sdk-http node "$HERE/node/ts_http_client.mjs" --bin-dir "$BIN_DIR" --node-dir "$OPENHUMAN_INTEROP_DIR/node"
 
 interop_finish
