@@ -12,7 +12,7 @@ use openhuman_config::{Config, clients::toml_key};
 use openhuman_mcp::{RequestCtx, RpcError, Session};
 
 use crate::policy::{Denial, Level};
-use crate::state::{AppState, Visible};
+use crate::state::AppState;
 
 /// Who asks, as the daemon knows it: an authenticated principal and the client's own name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -126,31 +126,6 @@ pub(crate) fn refuse(state: &AppState, ctx: &RequestCtx, what: &str, summary: Va
     }
     data.insert("policy".into(), Value::from("client"));
     RpcError::invalid_params(text).with_data(Value::Object(data))
-}
-
-/// What `who` sees now of each list, by name: the tools in catalog order, the resources and
-/// templates, the prompts.
-pub(crate) fn visible(state: &AppState, who: &Who) -> Visible {
-    let config = state.config();
-    let tools = crate::tools::listed(&config)
-        .into_iter()
-        .filter(|t| who.sees(&config, Kind::Tool, t.name))
-        .map(|t| t.name.to_string())
-        .collect();
-    let mut resources: Vec<String> = openhuman_mcp::App::resources(state).into_iter().map(|r| r.uri).collect();
-    resources.extend(crate::live_resources::templates().into_iter().map(|t| t.uri_template));
-    resources.retain(|r| who.sees(&config, Kind::Resource, r));
-    let prompts = crate::prompts::list(&state.agents())
-        .into_iter()
-        .map(|p| p.name)
-        .filter(|p| who.sees(&config, Kind::Prompt, p))
-        .collect();
-    Visible { tools, resources, prompts }
-}
-
-/// What a session sees (for the reload's comparison).
-pub(crate) fn session_view(state: &AppState, session: &Session) -> Visible {
-    visible(state, &Who::of_session(session))
 }
 
 /// A short argument summary of a refused resource read or prompt: what was asked for, never

@@ -18,12 +18,12 @@ use openhuman_mcp::Dispatcher;
 use openhuman_mcp::transport::socket::{self, SocketListener};
 
 use crate::cli::{self, Cli, Command};
-use crate::state::{AppState, Upper};
+use crate::state::{AppState, Upper, Visible};
 use crate::{EXIT_OK, backends, http_auth, logging, watch};
 
 /// The daemon's state with what the layers above the floor keep in it: the folder watcher's
-/// shared side (told of every reload), the dashboard's logins, the tool catalog a reload
-/// compares, and the overview resource a memory change is told as.
+/// shared side (told of every reload), the dashboard's logins, the tool catalog and the
+/// per-session views a reload compares, and the overview resource a memory change is told as.
 pub(crate) fn state(
     paths: Paths,
     config: config::Config,
@@ -37,9 +37,23 @@ pub(crate) fn state(
         turn_on: |state| Box::pin(async move { start_http(&state).await }),
         listed_tools: crate::tools::listed_names,
         memory_uri: crate::live_resources::MEMORY_URI,
-        session_view: crate::clients::session_view,
+        session_view,
     };
     AppState::with_memory(paths, config, memory, upper)
+}
+
+/// What a session sees of each list under the state's current config (its `[clients]` set), by
+/// name: the tools in catalog order, the resources and templates, the prompts.
+fn session_view(state: &AppState, session: &openhuman_mcp::Session) -> Visible {
+    use openhuman_config::clients::Kind;
+    let (config, who) = (state.config(), crate::clients::Who::of_session(session));
+    let sees = |kind, name: &str| who.sees(&config, kind, name);
+    let tools = crate::tools::listed(&config).into_iter().filter(|t| sees(Kind::Tool, t.name)).map(|t| t.name.into());
+    let mut resources: Vec<String> = openhuman_mcp::App::resources(state).into_iter().map(|r| r.uri).collect();
+    resources.extend(crate::live_resources::templates().into_iter().map(|t| t.uri_template));
+    resources.retain(|r| sees(Kind::Resource, r));
+    let prompts = crate::prompts::list(&state.agents()).into_iter().map(|p| p.name).filter(|p| sees(Kind::Prompt, p));
+    Visible { tools: tools.collect(), resources, prompts: prompts.collect() }
 }
 
 pub(crate) struct ServeOptions {
