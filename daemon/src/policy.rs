@@ -1,8 +1,8 @@
-//! The security policy: Read is always allowed; Act (writes and agent runs) is denied
-//! in `readonly` (the caller's client entry's level when it sets one, else `[autonomy].level`)
-//! and limited by `max_actions_per_hour` in a sliding window; control writes
-//! (ingest, reindex) are denied in `readonly`. A call outside a client's set is a denial too. The window lives in
-//! the daemon's state, so it spans every session and transport and survives config reloads.
+//! The security policy: Read is always allowed; Act (writes and agent runs) is denied in
+//! `readonly` (the caller's client entry's level when it sets one, else `[autonomy].level`) and
+//! limited by `max_actions_per_hour` in a sliding window; control writes (ingest, reindex) are
+//! denied in `readonly`. A call outside a client's set is a denial too. The window lives in the
+//! daemon's state, so it spans every session and transport and survives config reloads.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

@@ -1,7 +1,7 @@
 //! `config check`: what `serve` would refuse, what would run degraded, and what the README calls
-//! invalid (bad globs of a watched folder included; `[clients]` patterns that match nothing), found from the config and the environment
-//! alone (no network). Errors make the check
-//! fail; warnings are printed and pass.
+//! invalid (bad globs of a watched folder included; `[clients]` patterns that match nothing),
+//! found from the config and the environment alone (no network). Errors make the check fail;
+//! warnings are printed and pass.
 
 use openhuman_common::Paths;
 use openhuman_config::{Config, EmbeddingProvider, LlmProvider, MemoryEngineKind};

@@ -125,8 +125,8 @@ pub(crate) fn list_for(state: &AppState, who: &Who) -> Vec<Value> {
 }
 
 /// `tools/call` after the protocol layer checked its params: tool lookup → the caller's set
-/// (`[clients]`) → argument validation → (Act) policy at the caller's level → handler. A success comes back as final JSON text shaped for the request's era;
-/// failures as values.
+/// (`[clients]`) → argument validation → (Act) policy at the caller's level → handler. A success
+/// comes back as final JSON text shaped for the request's era; failures as values.
 pub(crate) async fn call(
     state: AppState,
     name: String,
@@ -235,9 +235,10 @@ pub(crate) fn admit_as(state: &AppState, tool: &str) -> Result<(), RpcError> {
 /// until the config is reloaded.
 const CONFIG_ONLY: &[&str] = &["core.list_tools", "core.tool_instructions"];
 
-/// Serialised results of `CONFIG_ONLY` tools, by config, client entry, tool and era. An entry names its config
-/// by a `Weak`, which keeps the allocation (and so the address) from being reused while the
-/// entry exists; entries of configs no longer in use are dropped when the next one is stored.
+/// Serialised results of `CONFIG_ONLY` tools, by config, client entry, tool and era. An entry
+/// names its config by a `Weak`, which keeps the allocation (and so the address) from being
+/// reused while the entry exists; entries of configs no longer in use are dropped when the next
+/// one is stored.
 struct ResultCache(Mutex<Vec<CacheEntry>>);
 
 struct CacheEntry {

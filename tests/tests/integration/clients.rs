@@ -124,6 +124,7 @@ fn each_client_sees_its_own_set_and_is_refused_outside_it() {
     let told = reader.lines.next_json();
     assert_eq!(told["method"], "notifications/tools/list_changed", "{told}");
     assert!(reader.tool_names().contains(&"memory.store".to_string()));
+    assert_eq!(writer.tool_names(), write_set, "the same list, in the same order, after a reload");
     for p in [&mut writer, &mut other] {
         p.call("ping", json!({}));
         let heard: Vec<&Value> =
