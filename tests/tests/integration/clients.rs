@@ -44,7 +44,11 @@ fn each_client_sees_its_own_set_and_is_refused_outside_it() {
     home.write_config(CONFIG);
     let d = Daemon::builder(&home).http().start();
     let mut reader = Peer::socket(&home.socket());
-    reader.initialize("Reader App");
+    let caps = reader.initialize("Reader App")["capabilities"].clone();
+    // Every list a client entry narrows is advertised as one that can change.
+    for list in ["tools", "resources", "prompts"] {
+        assert_eq!(caps[list]["listChanged"], true, "{caps}");
+    }
     let mut writer = Peer::socket(&home.socket());
     writer.initialize("writer-app");
     let mut other = Peer::socket(&home.socket());
