@@ -111,8 +111,8 @@ pub(crate) fn list(state: &AppState) -> Vec<Value> {
     listed(&state.config()).into_iter().map(|t| t.rendered().clone()).collect()
 }
 
-/// `tools/call` after the protocol layer checked its params: tool lookup → argument validation →
-/// (Act) policy → handler. A success comes back as final JSON text shaped for the request's era;
+/// `tools/call` after the protocol layer checked its params: tool lookup → OAuth scope →
+/// argument validation → (Act) policy → handler. A success comes back as final JSON text shaped for the request's era;
 /// failures as values.
 pub(crate) async fn call(
     state: AppState,
@@ -145,6 +145,11 @@ pub(crate) async fn call(
             state.audit().record(row);
         }
     };
+    // An OAuth token must grant the tool's scope (read, or act for writes, agents and web).
+    if let Err(e) = crate::oauth::admit(&config, &ctx, tool) {
+        reject(&e.message);
+        return Err(e);
+    }
     let args = match tool.args.validate(&arguments) {
         Ok(a) => a,
         Err(msg) => {

@@ -46,6 +46,7 @@ async fn rig_with(adjust: impl FnOnce(&mut HttpOptions)) -> Rig {
         max_connections_per_peer: 64,
         new_sessions: Rate::new(1000, 1000),
         ui: None,
+        oauth: None,
     };
     adjust(&mut opts);
     let served = tokio::spawn(serve(listener, d.clone(), opts, shutdown.clone()));
