@@ -6,8 +6,8 @@
 //! issuer and `aud` names this server (RFC 8707). The JWKS comes from `jwks_uri`, else from the
 //! issuer's metadata (`/.well-known/oauth-authorization-server`, then
 //! `/.well-known/openid-configuration`), fetched on the first token, kept for `KEYS_TTL`, and
-//! fetched again early for a key id it lacks — at most once per `REFETCH_EVERY`, so forged key
-//! ids cannot make the daemon hammer the issuer. Nothing here logs or returns a token.
+//! fetched again early for a key id it lacks — at most `FETCHES` times in `FETCH_WINDOW`, so
+//! forged key ids cannot make the daemon hammer the issuer. Nothing here logs or returns a token.
 
 use std::time::{Duration, Instant};
 
@@ -22,8 +22,11 @@ use crate::http::{self, Target};
 
 /// How long fetched keys are used before they are fetched again.
 const KEYS_TTL: Duration = Duration::from_secs(600);
-/// The least time between two fetches of the keys (for an unknown key id, or after a failure).
-const REFETCH_EVERY: Duration = Duration::from_secs(30);
+/// At most `FETCHES` fetches of the keys in any `FETCH_WINDOW` (an unknown key id, a failure, or
+/// the keys' age may each ask for one): a rotation is picked up at once, a flood of forged key
+/// ids costs the issuer three requests a minute.
+const FETCHES: usize = 3;
+const FETCH_WINDOW: Duration = Duration::from_secs(60);
 /// Clock skew allowed on `exp` and `nbf`, in seconds.
 const LEEWAY_SECS: u64 = 30;
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -75,8 +78,8 @@ struct KeyCache {
     jwks_uri: Option<String>,
     keys: Vec<Key>,
     fetched: Option<Instant>,
-    /// The last fetch attempt, successful or not (the rate limit).
-    tried: Option<Instant>,
+    /// Recent fetch attempts, successful or not (the rate limit).
+    tried: Vec<Instant>,
 }
 
 struct Key {
@@ -187,7 +190,8 @@ impl JwtVerifier {
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm, family: Family) -> Result<DecodingKey, TokenError> {
         let mut cache = self.keys.lock().await;
         let stale = cache.fetched.is_none_or(|t| t.elapsed() >= KEYS_TTL);
-        let may_fetch = cache.tried.is_none_or(|t| t.elapsed() >= REFETCH_EVERY);
+        cache.tried.retain(|t| t.elapsed() < FETCH_WINDOW);
+        let may_fetch = cache.tried.len() < FETCHES;
         if stale && may_fetch {
             self.refresh(&mut cache).await?;
         } else if pick(&cache.keys, kid, alg, family).is_none() && may_fetch {
@@ -211,7 +215,7 @@ impl JwtVerifier {
     /// Fetches the keys (discovering where they are first if need be). A failure keeps the
     /// keys held, which go on being used until a later fetch works.
     async fn refresh(&self, cache: &mut KeyCache) -> Result<(), TokenError> {
-        cache.tried = Some(Instant::now());
+        cache.tried.push(Instant::now());
         let result = async {
             let uri = match (&self.jwks_uri, &cache.jwks_uri) {
                 (Some(u), _) | (None, Some(u)) => u.clone(),

@@ -118,7 +118,7 @@ pub async fn bearer(State(s): State<Ctx>, mut req: Request, next: Next) -> Respo
             Ok(info) => Caller::OAuth(Arc::new(info)),
             Err(TokenRejection::Invalid(why)) => {
                 tracing::warn!(path = %req.uri().path(), reason = %why, "HTTP request refused: access token not accepted");
-                return unauthorized(&s, Some(&why));
+                return closing(unauthorized(&s, Some(&why)));
             }
             Err(TokenRejection::Unavailable(why)) => {
                 tracing::warn!(path = %req.uri().path(), reason = %why, "HTTP request refused: cannot check access tokens now");
@@ -128,7 +128,7 @@ pub async fn bearer(State(s): State<Ctx>, mut req: Request, next: Next) -> Respo
                     RpcError::internal(format!("cannot check the access token now: {why}; retry shortly")),
                 );
                 resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-                return resp;
+                return closing(resp);
             }
         },
         (other, _) => {
@@ -137,7 +137,7 @@ pub async fn bearer(State(s): State<Ctx>, mut req: Request, next: Next) -> Respo
                 presented = other.is_some(),
                 "HTTP request refused: missing or wrong bearer token"
             );
-            return unauthorized(&s, other.map(|_| "the bearer token is not valid here"));
+            return closing(unauthorized(&s, other.map(|_| "the bearer token is not valid here")));
         }
     };
     if let (Caller::OAuth(info), Some(scope)) = (&caller, s.oauth.as_ref().and_then(|o| o.required_scope.as_deref()))
@@ -151,14 +151,24 @@ pub async fn bearer(State(s): State<Ctx>, mut req: Request, next: Next) -> Respo
         if let Some(challenge) = scope_challenge(&s, scope) {
             resp.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
         }
-        return resp;
+        return closing(resp);
     }
     if matches!(caller, Caller::OAuth(_)) && req.uri().path() == "/rpc" {
         tracing::warn!("HTTP /rpc refused: an OAuth access token does not reach the daemon's own methods");
-        return forbidden("/rpc takes the static bearer token only; OAuth access tokens reach the MCP endpoint /mcp");
+        return closing(forbidden(
+            "/rpc takes the static bearer token only; OAuth access tokens reach the MCP endpoint /mcp",
+        ));
     }
     req.extensions_mut().insert(caller);
     next.run(req).await
+}
+
+/// A refusal sent before the request's body was read: the connection cannot carry another
+/// request after it, so the client is told not to reuse it (else its next request on the same
+/// connection meets a close instead of an answer).
+fn closing(mut resp: Response) -> Response {
+    resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    resp
 }
 
 /// 401 with the challenge for the configured schemes; `invalid` says why a presented token
