@@ -87,8 +87,14 @@ fn scope_of<'a>(o: &'a OAuthConfig, tool: &ToolDef) -> &'a str {
 /// Whether the request's token (if it came with one) grants what `tool` needs; Err is the
 /// refusal, which the HTTP transport answers with 403 `insufficient_scope`.
 pub(crate) fn admit(config: &Config, ctx: &RequestCtx, tool: &ToolDef) -> Result<(), RpcError> {
-    let (Some(caller), Some(o)) = (ctx.auth.as_deref(), config.mcp.http.oauth.as_ref()) else {
+    let Some(caller) = ctx.auth.as_deref() else {
         return Ok(());
+    };
+    // HTTP settings are read at start; a reload that took the section out fails closed.
+    let Some(o) = config.mcp.http.oauth.as_ref() else {
+        return Err(RpcError::invalid_request(
+            "[mcp.http.oauth] is no longer in the config, so OAuth callers get nothing until the daemon restarts",
+        ));
     };
     let scope = scope_of(o, tool);
     if caller.has_scope(scope) {

@@ -117,7 +117,9 @@ fn serve_http(
     if let Ok(addr) = tcp.local_addr() {
         let ip = if addr.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { addr.ip() };
         let base = format!("http://{}", std::net::SocketAddr::new(ip, addr.port()));
-        state.dashboard().serving(base, http_opts.token.is_some());
+        // Any credential on the MCP routes means the dashboard needs its login too: serving
+        // OAuth alone does not make it open.
+        state.dashboard().serving(base, http_opts.token.is_some() || http_opts.oauth.is_some());
     }
     http_opts.ui = Some(crate::ui::router(state.clone()));
     let (d, st) = (dispatcher.clone(), state.clone());
