@@ -6,6 +6,7 @@
 mod agent;
 mod catalog;
 mod memory;
+mod scope;
 pub(crate) mod subagent;
 mod web;
 pub(crate) mod write;
@@ -146,7 +147,7 @@ pub(crate) async fn call(
         }
     };
     // An OAuth token must grant the tool's scope (read, or act for writes, agents and web).
-    if let Err(e) = crate::oauth::admit(&config, &ctx, tool) {
+    if let Err(e) = scope::admit(&config, &ctx, tool) {
         reject(&e.message);
         return Err(e);
     }
