@@ -31,6 +31,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import hashlib
+import hmac
 import json
 import sys
 import time
@@ -287,9 +289,6 @@ class Checks:
         cases["alg none"] = f"{b64(json.dumps({'alg': 'none', 'typ': 'JWT'}).encode())}.{body}."
         jwks = (await self.http.get(f"{self.issuer}/jwks")).json()
         rsa = next(k for k in jwks["keys"] if k["kty"] == "RSA")
-        import hashlib
-        import hmac
-
         hs_head = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": rsa["kid"]}).encode())
         mac = hmac.new(json.dumps(rsa).encode(), f"{hs_head}.{body}".encode(), hashlib.sha256).digest()
         cases["HMAC with the public key"] = f"{hs_head}.{body}.{b64(mac)}"
