@@ -151,7 +151,8 @@ pub fn required_scope(error: &RpcError) -> Option<&str> {
 }
 
 /// A quoted-string parameter of a `WWW-Authenticate` challenge: quotes and backslashes escaped,
-/// control characters dropped.
+/// control characters dropped, anything beyond ASCII as `?` (a header value that is not visible
+/// ASCII would be refused, and the whole challenge with it).
 pub(crate) fn quoted(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
@@ -159,7 +160,7 @@ pub(crate) fn quoted(value: &str) -> String {
         if c == '"' || c == '\\' {
             out.push('\\');
         }
-        out.push(c);
+        out.push(if c.is_ascii() { c } else { '?' });
     }
     out.push('"');
     out
@@ -211,6 +212,7 @@ mod tests {
         assert_eq!(e.data.as_ref().unwrap()["tool"], "memory.store");
         assert_eq!(required_scope(&RpcError::invalid_params("x")), None);
         assert_eq!(quoted("a\"b\\c\n"), "\"a\\\"b\\\\c\"");
+        assert_eq!(quoted("d\u{e9}j\u{e0}"), "\"d?j?\"");
     }
 
     #[test]
