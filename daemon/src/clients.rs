@@ -31,7 +31,7 @@ impl Who {
 
     /// The client of a handshake-era session (what a reload compares per session).
     pub(crate) fn of_session(session: &Session) -> Who {
-        Who { principal: None, name: name_in(session.client_info().as_ref()) }
+        Who { principal: oauth_principal(session.auth().as_deref()), name: name_in(session.client_info().as_ref()) }
     }
 
     /// The entry that applies, if any.
@@ -89,13 +89,16 @@ pub(crate) fn entry_key(entry: &str) -> String {
     format!("clients.{}", toml_key(entry))
 }
 
-/// The authenticated principal of a request. None of today's transports establishes one (the
-/// HTTP bearer token is one shared secret); the OAuth resource server puts the access token's
-/// client id on the request context, and this returns it as `oauth:<client_id>`, so
-/// `names = ["oauth:<client_id>"]` in an entry matches that client whatever name it gives. A
-/// per-token profile would be `token:<label>` the same way.
-fn principal(_ctx: &RequestCtx) -> Option<String> {
-    None
+/// The authenticated principal of a request: `oauth:<client_id>` when the HTTP transport
+/// validated an OAuth access token that names its client, so `names = ["oauth:<client_id>"]` in
+/// an entry matches that client whatever name it gives. The static bearer token, the socket and
+/// stdio establish none. A per-token profile would be `token:<label>` the same way.
+fn principal(ctx: &RequestCtx) -> Option<String> {
+    oauth_principal(ctx.auth.as_deref())
+}
+
+fn oauth_principal(auth: Option<&openhuman_mcp::AuthInfo>) -> Option<String> {
+    auth.and_then(|a| a.client_id.as_deref()).map(|id| format!("oauth:{id}"))
 }
 
 fn name_in(info: Option<&Value>) -> Option<String> {

@@ -47,6 +47,7 @@ mod engine;
 mod http_auth;
 mod live_resources;
 mod logging;
+mod oauth;
 mod policy;
 mod pool;
 mod private;

@@ -132,7 +132,9 @@ fn serve_http(
     if let Ok(addr) = tcp.local_addr() {
         let ip = if addr.ip().is_unspecified() { std::net::Ipv4Addr::LOCALHOST.into() } else { addr.ip() };
         let base = format!("http://{}", std::net::SocketAddr::new(ip, addr.port()));
-        state.dashboard().serving(base, http_opts.token.is_some());
+        // Any credential on the MCP routes means the dashboard needs its login too: serving
+        // OAuth alone does not make it open.
+        state.dashboard().serving(base, http_opts.token.is_some() || http_opts.oauth.is_some());
     }
     http_opts.ui = Some(crate::ui::router(state.clone()));
     let (d, st) = (dispatcher.clone(), state.clone());
@@ -144,12 +146,18 @@ fn serve_http(
     });
 }
 
-/// Binds the HTTP listener `opts` names.
-async fn bind_http(opts: &transport::http::HttpOptions) -> Result<tokio::net::TcpListener> {
+/// Binds the HTTP listener `opts` names, then sets its OAuth options from `config` (the
+/// default resource URI names the port actually bound).
+async fn bind_http(
+    opts: &mut transport::http::HttpOptions,
+    config: &config::Config,
+) -> Result<tokio::net::TcpListener> {
     let tcp = tokio::net::TcpListener::bind((opts.host.as_str(), opts.port))
         .await
         .with_context(|| format!("cannot listen for HTTP on {}:{}", opts.host, opts.port))?;
-    tracing::info!(addr = %tcp.local_addr()?, auth = opts.token.is_some(), "HTTP transport listening");
+    let addr = tcp.local_addr()?;
+    opts.oauth = crate::oauth::options(config, &opts.host, addr);
+    tracing::info!(addr = %addr, auth = opts.token.is_some(), oauth = opts.oauth.is_some(), "HTTP transport listening");
     Ok(tcp)
 }
 
@@ -175,8 +183,8 @@ async fn start_http(state: &AppState) -> Option<Result<String, String>> {
         return None;
     }
     let started = async {
-        let opts = http_options(None, state.paths(), &config)?.context("[mcp.http] is not enabled")?;
-        let tcp = bind_http(&opts).await?;
+        let mut opts = http_options(None, state.paths(), &config)?.context("[mcp.http] is not enabled")?;
+        let tcp = bind_http(&mut opts, &config).await?;
         serve_http(state, &dispatcher(state), conns, tcp, opts);
         state.dashboard().url().context("HTTP started without an address")
     }
@@ -296,7 +304,7 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
                     })?,
                 };
                 let http = match http {
-                    Some(h) => Some((bind_http(&h).await?, h)),
+                    Some(mut h) => Some((bind_http(&mut h, &state.config()).await?, h)),
                     None => None,
                 };
                 watch::spawn(state.clone());
@@ -345,7 +353,10 @@ fn http_options(
     let host = host.unwrap_or_else(|| h.host.clone());
     let port = port.unwrap_or(h.port);
     let loopback = openhuman_common::is_loopback_host(&host);
+    let oauth_only = h.oauth.as_ref().is_some_and(|o| !o.accept_static_token);
     let token = match http_auth::chosen(config, token_file)? {
+        // OAuth alone: no static token is made or accepted.
+        _ if oauth_only => None,
         Some((token, _)) => Some(token),
         None if !loopback => anyhow::bail!(
             "refusing to serve HTTP on non-loopback address {host} without a token you chose: set OPENHUMAN_MCP_AUTH_TOKEN, --auth-token-file or [mcp.http].auth_token_file"
@@ -374,6 +385,8 @@ fn http_options(
         new_sessions: Rate::new(h.new_sessions_per_sec, h.new_sessions_burst),
         // The dashboard is added by `server::run`, which has the state it needs.
         ui: None,
+        // Set once bound (`bind_http`): the default resource URI names the port.
+        oauth: None,
     }))
 }
 

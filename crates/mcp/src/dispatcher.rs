@@ -350,6 +350,7 @@ impl<A: App> Dispatcher<A> {
             client_info,
             log_level,
             notify,
+            auth: session.auth(),
         };
         let mut result = match method {
             "ping" => json!({}),

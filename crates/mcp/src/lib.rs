@@ -15,11 +15,13 @@
 //! - `prompts`    prompts and completion: list entries, argument checks, the completion cap
 //! - `subscriptions` change notifications: `resources/subscribe` and `subscriptions/listen`
 //! - `context`    [`RequestCtx`]: what a running request may use (cancel, progress, logs)
+//! - `auth`       OAuth for HTTP: the verified caller, the verifier hook, resource metadata
 //! - `args`       argument schemas (the `openhuman-schema` crate, re-exported)
 //! - `tool`       tool descriptions and results (`tools/list` entries, `isError` results)
 //! - `transport/` bytes <-> messages: framing, socket, stdio, HTTP
 
 pub mod app;
+pub mod auth;
 /// Argument schemas live in their own crate, shared with the typed operations they describe.
 pub use openhuman_schema as args;
 pub mod context;
@@ -36,6 +38,7 @@ pub mod tool;
 pub mod transport;
 
 pub use app::{App, Extension, Progress, Resource, ResourceTemplate, ServerInfo};
+pub use auth::AuthInfo;
 pub use context::RequestCtx;
 pub use dispatcher::{Dispatcher, encode};
 pub use incoming::{Id, Incoming};

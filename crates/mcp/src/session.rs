@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 
 use openhuman_common::normalize_id;
 
+use crate::auth::AuthInfo;
 use crate::subscriptions::{Listeners, updated_line};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -54,6 +55,8 @@ pub struct Session {
     /// Every request task of this session, so the transport can drain them.
     pub tracker: TaskTracker,
     out: mpsc::Sender<String>,
+    /// The OAuth caller of the HTTP requests on this session (see [`Session::set_auth`]).
+    auth: Mutex<Option<Arc<AuthInfo>>>,
 }
 
 impl Session {
@@ -73,7 +76,19 @@ impl Session {
             streams_end: CancellationToken::new(),
             tracker: TaskTracker::new(),
             out,
+            auth: Mutex::new(None),
         }
+    }
+
+    /// The OAuth caller its requests run as: set by the HTTP transport from each request's
+    /// access token before the request is handled (a session stays with one caller; a step-up
+    /// brings new scopes).
+    pub fn set_auth(&self, auth: Option<Arc<AuthInfo>>) {
+        *self.auth.lock().expect("session lock") = auth;
+    }
+
+    pub fn auth(&self) -> Option<Arc<AuthInfo>> {
+        self.auth.lock().expect("session lock").clone()
     }
 
     /// Waits for one of the session's request slots (freed when the permit drops); `None` once

@@ -37,11 +37,50 @@ fn unset(var: Option<&String>) -> bool {
     var.is_some_and(|v| std::env::var(v).map_or(true, |x| x.trim().is_empty()))
 }
 
+/// `[mcp.http.oauth]` beyond what loading checks: a public resource should be HTTPS and should
+/// not also take the static token; the issuer should be HTTPS off loopback.
+fn oauth_findings(o: &openhuman_config::OAuthConfig, out: &mut Vec<Finding>) {
+    let host_of =
+        |url: &str| url.split_once("://").map_or("", |(_, r)| r).split(['/', '?']).next().unwrap_or("").to_string();
+    let is_local = |url: &str| {
+        let h = host_of(url);
+        let name = if h.starts_with('[') {
+            h.split(']').next().unwrap_or("").trim_start_matches('[').to_string()
+        } else {
+            h.rsplit_once(':').map_or(h.clone(), |(n, _)| n.to_string())
+        };
+        openhuman_common::is_loopback_host(&name)
+    };
+    if let Some(r) = &o.resource
+        && !is_local(r)
+    {
+        if r.starts_with("http://") {
+            out.push(warning(format!(
+                "HTTP: [mcp.http.oauth].resource {r:?} is public but not https://: put HTTPS in front (the tunnel's), \
+                 access tokens must never cross the network in clear"
+            )));
+        }
+        if o.accept_static_token {
+            out.push(warning(
+                "HTTP: [mcp.http.oauth].accept_static_token = true with a public resource: the static token works \
+                 through the tunnel too; set it to false so only OAuth tokens reach this server from outside",
+            ));
+        }
+    }
+    if o.issuer.starts_with("http://") && !is_local(&o.issuer) {
+        out.push(warning(format!(
+            "HTTP: [mcp.http.oauth].issuer {:?} is not https://: its keys could be replaced on the way",
+            o.issuer
+        )));
+    }
+}
+
 /// Everything wrong or doubtful in `config` (and the agents loaded beside it).
 pub(crate) fn findings(paths: &Paths, config: &Config, agents: &Registry) -> Vec<Finding> {
     let mut out = Vec::new();
     let h = &config.mcp.http;
-    if h.enabled {
+    let oauth_only = h.oauth.as_ref().is_some_and(|o| !o.accept_static_token);
+    if h.enabled && !oauth_only {
         let loopback = openhuman_common::is_loopback_host(&h.host);
         match http_auth::chosen(config, None) {
             Err(e) => out.push(error(format!("HTTP: {e:#}"))),
@@ -64,6 +103,9 @@ pub(crate) fn findings(paths: &Paths, config: &Config, agents: &Registry) -> Vec
             }
             Ok(Some(_)) => {}
         }
+    }
+    if let Some(o) = &h.oauth {
+        oauth_findings(o, &mut out);
     }
     let e = &config.memory.embeddings;
     if config.memory.engine == MemoryEngineKind::Embedded
@@ -197,5 +239,20 @@ mod tests {
             check("[autonomy]\nlevel = \"readonly\"\n[clients.agent]\nnames = [\"oauth:abc\"]\nlevel = \"full\"\n")
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn oauth_behind_a_tunnel_warns_about_clear_text_and_the_static_token() {
+        let base = "[mcp.http]\nenabled = true\n[mcp.http.oauth]\nissuer = \"https://as.example\"\n";
+        assert!(check(base).is_empty(), "{:?}", check(base));
+        let public = format!("{base}resource = \"http://mcp.example/mcp\"\n");
+        let f = check(&public);
+        assert_eq!(levels(&f), [Level::Warning, Level::Warning], "{f:?}");
+        assert!(f[0].text.contains("https") && f[1].text.contains("accept_static_token"), "{f:?}");
+        let safe = format!("{base}resource = \"https://mcp.example/mcp\"\naccept_static_token = false\n");
+        assert!(check(&safe).is_empty(), "{:?}", check(&safe));
+        let far = "[mcp.http]\nenabled = true\nhost = \"0.0.0.0\"\n[mcp.http.oauth]\nissuer = \"https://as.example\"\n\
+                   resource = \"https://mcp.example/mcp\"\naccept_static_token = false\n";
+        assert!(check(far).is_empty(), "OAuth alone needs no static token: {:?}", check(far));
     }
 }

@@ -6,6 +6,7 @@
 mod agent;
 mod catalog;
 mod memory;
+mod scope;
 pub(crate) mod subagent;
 mod web;
 pub(crate) mod write;
@@ -125,8 +126,9 @@ pub(crate) fn list_for(state: &AppState, who: &Who) -> Vec<Value> {
 }
 
 /// `tools/call` after the protocol layer checked its params: tool lookup → the caller's set
-/// (`[clients]`) → argument validation → (Act) policy at the caller's level → handler. A success
-/// comes back as final JSON text shaped for the request's era; failures as values.
+/// (`[clients]`) → OAuth scope → argument validation → (Act) policy at the caller's level →
+/// handler. A success comes back as final JSON text shaped for the request's era; failures as
+/// values.
 pub(crate) async fn call(
     state: AppState,
     name: String,
@@ -166,6 +168,11 @@ pub(crate) async fn call(
             state.audit().record(row);
         }
     };
+    // An OAuth token must grant the tool's scope (read, or act for writes, agents and web).
+    if let Err(e) = scope::admit(&config, &ctx, tool) {
+        reject(&e.message);
+        return Err(e);
+    }
     let args = match tool.args.validate(&arguments) {
         Ok(a) => a,
         Err(msg) => {

@@ -13,6 +13,7 @@ mod import;
 mod install;
 mod memory;
 mod memory_crash;
+mod oauth;
 mod oversized;
 mod packaging;
 mod postgres;

@@ -6,7 +6,9 @@
 //! - `message`  the few message fields HTTP must read (initialize? requests? progress? era) and
 //!   the 2026-07-28 header checks
 //! - `sessions` `Mcp-Session-Id` → session table: minting, idle expiry, the cap, log-safe ids
-//! - `security` Origin / Host (DNS rebinding) checks, CORS for allowed origins, bearer auth
+//! - `security` Origin / Host (DNS rebinding) checks, CORS for allowed origins, bearer auth:
+//!   the static token and, with `HttpOptions::oauth`, OAuth access tokens checked by the app's
+//!   `TokenVerifier`, the protected-resource metadata and the `WWW-Authenticate` challenges
 //! - `sse`      event-stream framing with keep-alive comments
 //!
 //! The app may mount a router of its own under `/ui` (`HttpOptions::ui`, a browser dashboard):
@@ -65,8 +67,11 @@ use sessions::SessionTable;
 pub struct HttpOptions {
     pub host: String,
     pub port: u16,
-    /// Bearer token; None = no auth (allowed only on loopback binds).
+    /// Bearer token; None = no auth (allowed only on loopback binds) unless `oauth` is set.
     pub token: Option<String>,
+    /// OAuth 2.1 resource server: access tokens checked by the app's verifier, accepted beside
+    /// the static token (see [`crate::auth`]).
+    pub oauth: Option<crate::auth::OAuthOptions>,
     /// Browser origins allowed besides the server's own.
     pub allowed_origins: Vec<String>,
     /// Handshake-era sessions kept at once; the least recently used idle one makes room.
@@ -102,6 +107,7 @@ pub(crate) struct Shared {
     dispatcher: Arc<dyn Serve>,
     sessions: SessionTable,
     token: Option<String>,
+    oauth: Option<crate::auth::OAuthOptions>,
     /// Bound to a loopback address: check `Host` against DNS rebinding.
     check_host: bool,
     allowed_origins: Vec<String>,
@@ -128,6 +134,7 @@ pub async fn serve<A: App>(
         sessions: SessionTable::new(opts.session_idle, opts.max_sessions),
         dispatcher: Arc::new(dispatcher),
         token: opts.token.clone(),
+        oauth: opts.oauth.clone(),
         check_host: local.ip().is_loopback() || openhuman_common::is_loopback_host(&opts.host),
         allowed_origins: opts.allowed_origins.clone(),
         keepalive: opts.sse_keepalive.max(Duration::from_secs(1)),
@@ -233,6 +240,18 @@ fn router(shared: Ctx, ui: Option<Router>, max_body: usize, body_timeout: Durati
         .layer(axum::middleware::from_fn_with_state(shared.clone(), security::bearer))
         // Added after the bearer layer: health checks need no token.
         .route("/healthz", get(healthz));
+    if let Some(oauth) = &shared.oauth {
+        // Unauthenticated too: a client reads it to learn where to get a token.
+        let doc = oauth.metadata.to_json();
+        let mut paths = vec![crate::auth::WELL_KNOWN.to_string(), format!("{}/mcp", crate::auth::WELL_KNOWN)];
+        paths.push(format!("{}{}", crate::auth::WELL_KNOWN, oauth.metadata.resource_path()));
+        paths.sort();
+        paths.dedup();
+        for path in paths {
+            let doc = doc.clone();
+            router = router.route(&path, get(move || async move { json_response(StatusCode::OK, &doc) }));
+        }
+    }
     if let Some(ui) = ui {
         // After the bearer layer too: the app's router checks its own session cookie.
         router = router.nest_service(

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::message::{self, PROTOCOL_HEADER, SESSION_HEADER};
+use super::security::Caller;
 use super::sessions::HttpSession;
 use super::{Ctx, Peer, Refusal, parse_body, reply_response, rpc_error, sse};
 use crate::incoming::Incoming;
@@ -29,6 +30,7 @@ const REQUEST_EVENTS: usize = 64;
 pub async fn post(
     State(s): State<Ctx>,
     Extension(peer): Extension<Peer>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -55,25 +57,26 @@ pub async fn post(
         Err(refusal) => return refusal.into_response(),
     };
     if message::is_stateless(&msg.value, &headers) {
-        stateless(&s, &headers, msg).await
+        stateless(&s, &caller, &headers, msg).await
     } else {
-        in_session(&s, peer, &headers, msg).await
+        in_session(&s, peer, &caller, &headers, msg).await
     }
 }
 
 /// 2026-07-28 (and `server/discover`): no session; headers are checked against the body.
-async fn stateless(s: &Ctx, headers: &HeaderMap, msg: Incoming) -> Response {
+async fn stateless(s: &Ctx, caller: &Caller, headers: &HeaderMap, msg: Incoming) -> Response {
     if let Err(e) = message::check_headers(&msg.value, headers) {
         return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg.value), e);
     }
     // The request's own session: nothing outlives it, so nothing can leak between requests.
     let session = Arc::new(s.dispatcher.new_session(Transport::Http, closed_sink()));
+    session.set_auth(caller.auth());
     let stream = accepts_sse(headers) && message::may_notify(&msg.value, false);
     respond(s, session, msg, stream, Exchange::Stateless).await
 }
 
 /// Handshake era: `initialize` mints a session; everything else names one.
-async fn in_session(s: &Ctx, peer: Peer, headers: &HeaderMap, msg: Incoming) -> Response {
+async fn in_session(s: &Ctx, peer: Peer, caller: &Caller, headers: &HeaderMap, msg: Incoming) -> Response {
     if message::has_initialize(&msg.value) {
         if let Err(wait) = s.session_rate.take(&peer.0) {
             return too_fast(s, &msg, wait);
@@ -91,6 +94,8 @@ async fn in_session(s: &Ctx, peer: Peer, headers: &HeaderMap, msg: Incoming) -> 
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
             return resp;
         };
+        // The session stays with this caller (see `session_of`).
+        hs.session.set_auth(caller.auth());
         let mut resp = respond(s, hs.session.clone(), msg, false, Exchange::Session).await;
         if hs.session.negotiated().is_none() {
             // `initialize` failed (bad params): no session came of it.
@@ -110,7 +115,7 @@ async fn in_session(s: &Ctx, peer: Peer, headers: &HeaderMap, msg: Incoming) -> 
         hs.touch();
         return resp;
     }
-    let hs = match session_of(s, headers) {
+    let hs = match session_of(s, caller, headers) {
         Ok(hs) => hs,
         Err(refusal) => return refusal.into_response(),
     };
@@ -143,8 +148,11 @@ fn too_fast(s: &Ctx, msg: &Incoming, wait: std::time::Duration) -> Response {
 
 /// The session a request names: 400 without `Mcp-Session-Id`, 404 for an unknown or ended one,
 /// 400 when `MCP-Protocol-Version` names a version this server does not speak (an absent header,
-/// or a supported version other than the negotiated one, is fine).
-fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
+/// or a supported version other than the negotiated one, is fine). A session opened by one
+/// caller is not found for another (another OAuth subject or client, or another kind of
+/// credential), so a stolen session id is useless without its caller's token; the caller's
+/// current token (its scopes may have grown) is what the session's requests run with.
+fn session_of(s: &Ctx, caller: &Caller, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal> {
     let Some(id) = message::header(headers, SESSION_HEADER) else {
         return Err(Refusal(
             StatusCode::BAD_REQUEST,
@@ -153,14 +161,24 @@ fn session_of(s: &Ctx, headers: &HeaderMap) -> Result<Arc<HttpSession>, Refusal>
             ),
         ));
     };
-    let Some(hs) = s.sessions.get(id) else {
-        return Err(Refusal(
+    let not_found = || {
+        Refusal(
             StatusCode::NOT_FOUND,
             RpcError::invalid_request(
                 "session not found: it ended, expired or never existed; send `initialize` again without Mcp-Session-Id",
             ),
-        ));
+        )
     };
+    let Some(hs) = s.sessions.get(id) else {
+        return Err(not_found());
+    };
+    if !caller.may_use(hs.session.auth().as_deref()) {
+        tracing::warn!(session = %hs.tag, "HTTP request refused: the session belongs to another caller");
+        return Err(not_found());
+    }
+    if let Some(auth) = caller.auth() {
+        hs.session.set_auth(Some(auth));
+    }
     // Clients should repeat the negotiated version; the spec lets a server refuse only versions
     // that are invalid or that it does not support, so any version we speak is accepted.
     if let Some(v) = headers.get(PROTOCOL_HEADER)
@@ -199,10 +217,26 @@ async fn respond(s: &Ctx, session: Arc<Session>, msg: Incoming, stream: bool, ex
     }
     // Nobody reads notifications of a JSON answer; a closed sink drops them without waiting.
     match s.dispatcher.handle_owned(session.clone(), msg, closed_sink()).await {
-        Some(reply) => reply_response(status_of(&reply, exchange), &reply),
+        Some(reply) => match scope_refusal(s, &reply) {
+            Some(challenge) => {
+                let mut resp = reply_response(StatusCode::FORBIDDEN, &reply);
+                resp.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+                resp
+            }
+            None => reply_response(status_of(&reply, exchange), &reply),
+        },
         // The request was cancelled (`notifications/cancelled`, session ended, shutdown).
         None => StatusCode::ACCEPTED.into_response(),
     }
+}
+
+/// The challenge of a 403 when the answer is one refusal for a missing OAuth scope
+/// ([`crate::auth::insufficient_scope`]): the client can ask its user for that scope and retry.
+fn scope_refusal(s: &Ctx, reply: &Reply) -> Option<HeaderValue> {
+    let Reply::Error { error, .. } = reply else {
+        return None;
+    };
+    super::security::scope_challenge(s, crate::auth::required_scope(error)?)
 }
 
 /// HTTP status of a JSON answer. Errors that the transport specs give a status of their own get
@@ -257,7 +291,7 @@ fn event_stream(s: &Ctx, session: Arc<Session>, msg: Incoming) -> Response {
 
 /// GET: the session's stream of server notifications, until the client leaves, the session
 /// ends or the daemon shuts down.
-pub async fn get(State(s): State<Ctx>, headers: HeaderMap) -> Response {
+pub async fn get(State(s): State<Ctx>, Extension(caller): Extension<Caller>, headers: HeaderMap) -> Response {
     if !accepts(&headers, "text/event-stream") {
         return rpc_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -267,7 +301,7 @@ pub async fn get(State(s): State<Ctx>, headers: HeaderMap) -> Response {
             ),
         );
     }
-    let hs = match session_of(&s, &headers) {
+    let hs = match session_of(&s, &caller, &headers) {
         Ok(hs) => hs,
         Err(refusal) => return refusal.into_response(),
     };
@@ -294,8 +328,8 @@ pub async fn get(State(s): State<Ctx>, headers: HeaderMap) -> Response {
 }
 
 /// DELETE: ends the session; its in-flight requests are cancelled and its stream closes.
-pub async fn delete(State(s): State<Ctx>, headers: HeaderMap) -> Response {
-    let hs = match session_of(&s, &headers) {
+pub async fn delete(State(s): State<Ctx>, Extension(caller): Extension<Caller>, headers: HeaderMap) -> Response {
+    let hs = match session_of(&s, &caller, &headers) {
         Ok(hs) => hs,
         Err(refusal) => return refusal.into_response(),
     };

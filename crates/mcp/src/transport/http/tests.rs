@@ -2,7 +2,8 @@
 //! session-level notification (`tools/list_changed`, which a config reload sends) reaches the
 //! session's GET stream, a 2025-06-18 stream has no priming event, and ending the session or
 //! the server ends the stream; half-sent requests are cut off and connections over the cap are
-//! refused. The rest is tested against the real binary in the tests crate.
+//! refused; OAuth challenges, scopes and session binding with a stand-in verifier. The rest is
+//! tested against the real binary in the tests crate.
 
 use std::time::Duration;
 
@@ -46,6 +47,7 @@ async fn rig_with(adjust: impl FnOnce(&mut HttpOptions)) -> Rig {
         max_connections_per_peer: 64,
         new_sessions: Rate::new(1000, 1000),
         ui: None,
+        oauth: None,
     };
     adjust(&mut opts);
     let served = tokio::spawn(serve(listener, d.clone(), opts, shutdown.clone()));
@@ -267,6 +269,142 @@ async fn the_apps_ui_router_needs_no_bearer_but_keeps_the_origin_and_host_checks
     // The MCP endpoint still wants its token.
     let mcp = get_from(r.addr, "/rpc", &host, None).await;
     assert!(mcp.starts_with("HTTP/1.1 401") || mcp.starts_with("HTTP/1.1 405"), "{mcp}");
+    r.shutdown.cancel();
+    tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
+}
+
+/// Accepts `good:<subject>:<scope,scope>`; `down` cannot be checked now; anything else is invalid.
+struct Words;
+
+impl crate::auth::TokenVerifier for Words {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<crate::auth::AuthInfo, crate::auth::TokenRejection>> {
+        use crate::auth::{AuthInfo, TokenRejection};
+        let out = match token.strip_prefix("good:") {
+            Some(rest) => {
+                let (subject, scopes) = rest.split_once(':').unwrap_or((rest, ""));
+                Ok(AuthInfo {
+                    issuer: "https://as.example".into(),
+                    subject: subject.into(),
+                    client_id: Some("client-1".into()),
+                    scopes: scopes.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect(),
+                })
+            }
+            None if token == "down" => Err(TokenRejection::Unavailable("the issuer is not answering".into())),
+            None => Err(TokenRejection::Invalid("the token is made up".into())),
+        };
+        Box::pin(std::future::ready(out))
+    }
+}
+
+async fn oauth_rig() -> Rig {
+    rig_with(|o| {
+        o.token = Some("s3cret".into());
+        o.oauth = Some(crate::auth::OAuthOptions {
+            metadata: crate::auth::ResourceMetadata {
+                resource: "https://mcp.example/mcp".into(),
+                authorization_servers: vec!["https://as.example".into()],
+                scopes_supported: vec!["r".into(), "a".into()],
+                resource_name: None,
+            },
+            verifier: std::sync::Arc::new(Words),
+            static_token: true,
+            required_scope: Some("r".into()),
+        });
+    })
+    .await
+}
+
+/// One request to `path` with `Host: host`; the head and the body.
+async fn exchange(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    host: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (String, String) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let mut req =
+        format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).await.unwrap();
+    let text = rest(s).await;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_string(), body.to_string())
+}
+
+fn init_with(token: &str) -> (String, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "clientInfo": {"name": "rig"}}});
+    (format!("Bearer {token}"), body.to_string())
+}
+
+#[tokio::test]
+async fn oauth_tokens_are_challenged_checked_for_scope_and_kept_to_their_session() {
+    let r = oauth_rig().await;
+    let host = r.addr.to_string();
+    let (head, body) = exchange(r.addr, "GET", "/.well-known/oauth-protected-resource/mcp", &host, &[], "").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["resource"], "https://mcp.example/mcp");
+    let (head, _) = exchange(r.addr, "GET", "/.well-known/oauth-protected-resource", &host, &[], "").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "the root form too: {head}");
+
+    let (_, init) = init_with("");
+    let (head, _) = exchange(r.addr, "POST", "/mcp", &host, &[BOTH, JSON], &init).await;
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let challenge = header(&head, "www-authenticate").unwrap();
+    assert!(
+        challenge.contains(r#"resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp""#)
+            && challenge.contains(r#"scope="r a""#)
+            && !challenge.contains("error="),
+        "{challenge}"
+    );
+    assert_eq!(header(&head, "connection").as_deref(), Some("close"));
+
+    for (token, status, needle) in [
+        ("made-up", "401", r#"error="invalid_token", error_description="the token is made up""#),
+        ("down", "503", ""),
+        ("good:alice:a", "403", r#"error="insufficient_scope", scope="r""#),
+    ] {
+        let (auth, init) = init_with(token);
+        let (head, _) = exchange(r.addr, "POST", "/mcp", &host, &[BOTH, JSON, ("Authorization", &auth)], &init).await;
+        assert!(head.starts_with(&format!("HTTP/1.1 {status}")), "{token}: {head}");
+        assert!(header(&head, "www-authenticate").unwrap_or_default().contains(needle), "{token}: {head}");
+    }
+
+    // A session opened by alice is hers: bob and the static token do not find it.
+    let (auth, init) = init_with("good:alice:r");
+    let (head, _) = exchange(r.addr, "POST", "/mcp", &host, &[BOTH, JSON, ("Authorization", &auth)], &init).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let sid = header(&head, "mcp-session-id").unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    for (auth, status) in [("Bearer good:bob:r", "404"), ("Bearer s3cret", "404"), ("Bearer good:alice:r,a", "200")] {
+        let h = [BOTH, JSON, ("Authorization", auth), ("Mcp-Session-Id", &sid)];
+        let (head, _) = exchange(r.addr, "POST", "/mcp", &host, &h, &list).await;
+        assert!(head.starts_with(&format!("HTTP/1.1 {status}")), "{auth}: {head}");
+    }
+    let (auth, init) = init_with("s3cret");
+    let (head, _) = exchange(r.addr, "POST", "/mcp", &host, &[BOTH, JSON, ("Authorization", &auth)], &init).await;
+    assert!(head.starts_with("HTTP/1.1 200"), "the static token still works: {head}");
+
+    // `/rpc` is the static token's alone.
+    let status = json!({"jsonrpc": "2.0", "id": 3, "method": "x.status"}).to_string();
+    let (head, _) =
+        exchange(r.addr, "POST", "/rpc", &host, &[JSON, ("Authorization", "Bearer good:alice:r,a")], &status).await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+
+    // Behind a tunnel the resource's public name is a fine Host; other names are not.
+    let (head, _) = exchange(r.addr, "GET", "/healthz", "mcp.example", &[], "").await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let (head, _) = exchange(r.addr, "GET", "/healthz", "evil.example", &[], "").await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
     r.shutdown.cancel();
     tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
 }
