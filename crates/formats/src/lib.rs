@@ -15,8 +15,10 @@ mod discord;
 mod error;
 mod html;
 mod mail;
+mod mailtext;
 mod mbox;
 mod pdf;
+mod quote;
 mod report;
 mod slack;
 mod stream;
@@ -30,6 +32,7 @@ pub use chat::{Channel, ChatMsg};
 pub use detect::{Detected, FileKind, detect};
 pub use error::FormatError;
 pub use mail::{Links, MailMessage, normalize_subject};
+pub use quote::{Split as QuoteSplit, split as split_quotes};
 pub use report::{Skip, Skips};
 pub use text::decode as decode_text;
 
