@@ -126,7 +126,8 @@ fn automated(msg: &mail_parser::Message<'_>, from: Option<&str>) -> bool {
     let text = |name: &str| msg.header_raw(name).map(|v| v.trim().to_ascii_lowercase());
     let auto_submitted = text("Auto-Submitted").is_some_and(|v| !v.is_empty() && !v.starts_with("no"));
     let precedence = text("Precedence").is_some_and(|v| ["bulk", "junk", "auto_reply"].contains(&v.as_str()));
-    let auto_reply = ["X-Autoreply", "X-Autorespond"].iter().any(|h| text(h).is_some_and(|v| !v.is_empty() && v != "no"));
+    let auto_reply =
+        ["X-Autoreply", "X-Autorespond"].iter().any(|h| text(h).is_some_and(|v| !v.is_empty() && v != "no"));
     // `List-Id: Python-Dev <python-dev.python.org>`: the list's own address posts nothing a
     // person wrote (digests, moderation notices, bounces).
     let list_sender = match (text("List-Id"), from) {
@@ -222,6 +223,11 @@ impl Links {
     /// In-Reply-To id; None for a message of this run without either, or one not in this run.
     pub fn up(&self, id: &str) -> Option<&str> {
         self.ups.get(id).and_then(Option::as_deref)
+    }
+
+    /// Whether the message `id` is one of this run's.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ups.contains_key(id)
     }
 
     /// The earliest message of this run (by date, its id) with the normalised `subject` that

@@ -140,7 +140,8 @@ mod tests {
         let qp = b"Content-Type: text/plain; charset=ISO-8859-2\nContent-Transfer-Encoding: quoted-printable\n\nZa=BF=F3=B3=E6 g=EA=B6l=B1 ja=BC=F1\n";
         assert_eq!(parse_body(qp).trim(), "Zażółć gęślą jaźń");
         // Base64 UTF-8.
-        let b64 = b"Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\nR3LDvMOfZSBhdXMgS8O2bG4=\n";
+        let b64 =
+            b"Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\nR3LDvMOfZSBhdXMgS8O2bG4=\n";
         assert_eq!(parse_body(b64).trim(), "Grüße aus Köln");
     }
 
@@ -153,6 +154,9 @@ mod tests {
         assert_eq!(from, "René François");
         assert_eq!(msg.subject(), Some("Réunion de classe"));
         assert_eq!(msg.to().and_then(|a| a.first()).and_then(|a| a.name()), Some("Jürgen"));
-        assert_eq!(declared_charset("Subject: a\nContent-Type: text/plain;\n charset=\"KOI8-R\"\n"), Some("koi8-r".into()));
+        assert_eq!(
+            declared_charset("Subject: a\nContent-Type: text/plain;\n charset=\"KOI8-R\"\n"),
+            Some("koi8-r".into())
+        );
     }
 }

@@ -28,7 +28,8 @@ const SEPARATORS: &[&str] = &[
 ];
 
 /// The verbs of an attribution line, which ends in a colon (`… schrieb Jürgen <j@x.de>:`).
-const ATTRIBUTION_VERBS: &[&str] = &["wrote", "writes", "schrieb", "a écrit", "escribió", "scrisse", "skrev", "schreef"];
+const ATTRIBUTION_VERBS: &[&str] =
+    &["wrote", "writes", "schrieb", "a écrit", "escribió", "scrisse", "skrev", "schreef"];
 const ATTRIBUTION_STARTS: &[&str] = &["on ", "am ", "le ", "el ", "il ", "op ", "den ", "em "];
 
 fn is_quoted(line: &str) -> bool {
@@ -59,8 +60,11 @@ fn is_header_block(lines: &[&str], i: usize) -> bool {
         return false;
     }
     let next = &lines[i + 1..lines.len().min(i + 6)];
-    let dated = next.iter().any(|l| field(l, &["sent", "date", "gesendet", "datum", "envoyé", "enviado", "inviato"]).is_some());
-    let addressed = next.iter().any(|l| field(l, &["to", "subject", "an", "betreff", "à", "objet", "para", "asunto", "oggetto"]).is_some());
+    let dated =
+        next.iter().any(|l| field(l, &["sent", "date", "gesendet", "datum", "envoyé", "enviado", "inviato"]).is_some());
+    let addressed = next
+        .iter()
+        .any(|l| field(l, &["to", "subject", "an", "betreff", "à", "objet", "para", "asunto", "oggetto"]).is_some());
     dated && addressed
 }
 

@@ -111,6 +111,17 @@ pub(crate) fn preview(s: &str, max_chars: usize) -> String {
 
 /// Lowercase slug for canonical entity ids: ASCII letters and digits kept, runs of
 /// anything else become one `-` (the same rule as client names).
+/// "Subject — Sender": how a mail client lists a message or thread; either part alone when the
+/// other is missing.
+pub(crate) fn mail_title(subject: &str, sender: &str) -> String {
+    match (subject.trim(), sender.trim()) {
+        ("", "") => "(no subject)".to_string(),
+        (s, "") => s.to_string(),
+        ("", f) => format!("(no subject) — {f}"),
+        (s, f) => format!("{s} — {f}"),
+    }
+}
+
 pub(crate) fn slug(s: &str) -> String {
     openhuman_common::normalize_id(s)
 }
