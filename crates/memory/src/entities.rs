@@ -297,6 +297,10 @@ fn term(word: &str) -> Option<String> {
     if !word.chars().all(|c| c.is_alphabetic() || c == '-') || word.starts_with('-') || word.ends_with('-') {
         return None;
     }
+    // `Caroline` in the middle of a sentence is someone, not a subject.
+    if word.chars().next().is_some_and(char::is_uppercase) && words::is_first_name(word) {
+        return None;
+    }
     let w = word.to_lowercase();
     // Past participles and adverbs (`fixed`, `added`, `quickly`) say what happened or how,
     // not what about.

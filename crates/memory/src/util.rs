@@ -122,8 +122,27 @@ pub(crate) fn mail_title(subject: &str, sender: &str) -> String {
     }
 }
 
+/// An id's text: accents dropped first (`René François` → `rene-francois`, as the keyword
+/// analyzer folds them), then lowercase ASCII letters and digits joined by dashes.
 pub(crate) fn slug(s: &str) -> String {
-    openhuman_common::normalize_id(s)
+    use unicode_normalization::UnicodeNormalization;
+    if s.is_ascii() {
+        return openhuman_common::normalize_id(s);
+    }
+    let mut folded = String::with_capacity(s.len());
+    for c in s.nfkd().filter(|c| !('\u{300}'..='\u{36f}').contains(c)) {
+        match c {
+            'ß' => folded.push_str("ss"),
+            'æ' | 'Æ' => folded.push_str("ae"),
+            'œ' | 'Œ' => folded.push_str("oe"),
+            'ø' | 'Ø' => folded.push('o'),
+            'ł' | 'Ł' => folded.push('l'),
+            'đ' | 'ð' | 'Đ' | 'Ð' => folded.push('d'),
+            'þ' | 'Þ' => folded.push_str("th"),
+            c => folded.push(c),
+        }
+    }
+    openhuman_common::normalize_id(&folded)
 }
 
 /// Background work that runs once, a delay after it is first asked for: every request while it

@@ -214,6 +214,11 @@ impl Found {
             }
         }
         for (term, display, n) in facts.terms {
+            // A word that is the name of someone who writes here (`Gina`) is that person.
+            let person = format!("person:{}", slug(&term));
+            if conn.prepare_cached("SELECT 1 FROM people WHERE entity_id = ?1")?.exists([&person])? {
+                continue;
+            }
             self.add(format!("topic:{}", slug(&term)), "topic", &display, n);
         }
         Ok(())
