@@ -25,21 +25,24 @@ use crate::error::FormatError;
 /// Subtypes that carry a conversation's words; any other subtype is a notice.
 const SPOKEN: &[&str] = &["bot_message", "me_message", "thread_broadcast", "file_share", "file_comment"];
 
+/// One export's user id → name, and user id → handle.
+type NamesAndHandles = (HashMap<String, String>, HashMap<String, String>);
+
 /// User id → name for each export folder met in this ingest.
 #[derive(Debug, Default)]
 pub(crate) struct Users {
-    by_export: HashMap<PathBuf, (HashMap<String, String>, HashMap<String, String>)>,
+    by_export: HashMap<PathBuf, NamesAndHandles>,
 }
 
 impl Users {
     /// The export's names and handles (user id → each).
-    fn of(&mut self, root: Option<&Path>) -> &(HashMap<String, String>, HashMap<String, String>) {
+    fn of(&mut self, root: Option<&Path>) -> &NamesAndHandles {
         let key = root.map(Path::to_path_buf).unwrap_or_default();
         self.by_export.entry(key).or_insert_with(|| root.map(read_users).unwrap_or_default())
     }
 }
 
-fn read_users(root: &Path) -> (HashMap<String, String>, HashMap<String, String>) {
+fn read_users(root: &Path) -> NamesAndHandles {
     let Ok(bytes) = std::fs::read(root.join("users.json")) else { return Default::default() };
     let users: Vec<Value> = serde_json::from_slice(&bytes).unwrap_or_default();
     let names = users.iter().filter_map(|u| Some((u.get("id")?.as_str()?.to_string(), user_name(u)?))).collect();
