@@ -13,7 +13,8 @@
 //!
 //! Quoted text (what `openhuman_formats` splits off as `MailMessage::quoted`) is not stored
 //! again: a reply's chunks hold what it says itself, and the thread links it to the message
-//! it answers. Only when that original is neither in this ingest nor in the store (its parent
+//! it answers (also named in its chunks' `in_reply_to`, the Message-ID that is the original's
+//! `source_ref`). Only when that original is neither in this ingest nor in the store (its parent
 //! by In-Reply-To or the last References entry is unknown; for a reply without those headers,
 //! when it started a thread of its own) is the quoted part kept, below the reply's text, and
 //! then once per ingest: a second reply quoting the same absent text stores only its own.
@@ -186,6 +187,11 @@ pub(crate) fn message_chunks(m: &MailMessage, body: &str, thread: &str, path: &P
             metadata.insert("file_path".into(), json!(path_str));
             if m.automated {
                 metadata.insert("automated".into(), json!(true));
+            }
+            // The message it answers (whose chunks' `source_ref` is that id): where the text it
+            // quotes lives.
+            if let Some(parent) = m.in_reply_to.first().or(m.references.last()) {
+                metadata.insert("in_reply_to".into(), json!(parent));
             }
             NewChunk {
                 kind: SourceKind::Email,

@@ -7,6 +7,7 @@
 use super::Wire;
 use crate::ops;
 use std::fs;
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -111,6 +112,11 @@ fn a_sentence_quoted_by_every_reply_is_stored_once() {
     let holding: Vec<&Value> = hits.iter().filter(|h| h["snippet"].as_str().unwrap().contains("T3412")).collect();
     assert_eq!(holding.len(), 1, "{hits:?}");
     assert_eq!(holding[0]["title"], "CR 1234 — Ann Lee");
+    let reply = search(&m, "Reply 5 proposal");
+    let reply = m.wire::<ops::ReadChunk>(json!({"chunk_id": reply[0]["chunk_id"]})).unwrap();
+    assert_eq!(reply["title"], "RE: CR 1234 — Person 5");
+    assert_eq!(reply["metadata"]["in_reply_to"], "m4@example.org", "{reply}");
+    assert!(!reply["content"].as_str().unwrap().contains("Original Message"), "{reply}");
     let sources = m.wire::<ops::ListSources>(json!({})).unwrap();
     assert_eq!(sources["sources"].as_array().unwrap().len(), 1, "one thread: {sources}");
     assert_eq!(sources["sources"][0]["display_name"], "CR 1234 — Ann Lee");
@@ -183,4 +189,28 @@ fn machine_senders_generic_words_and_chat_handles() {
     let merged: Vec<&str> =
         ada["merged"].as_array().unwrap().iter().map(|x| x["entity_id"].as_str().unwrap()).collect();
     assert_eq!(merged, ["handle:@adal"]);
+}
+
+#[test]
+fn a_watch_sync_leaves_what_failed_or_gave_nothing_to_the_next_walk() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let (empty, mail) = (src.path().join("empty.txt"), src.path().join("note.eml"));
+    fs::write(&empty, "   \n").unwrap();
+    fs::write(&mail, "From: Ann <ann@x.org>\nSubject: Seeds\nMessage-ID: <s1@x.org>\n\nThe seeds came.\n").unwrap();
+    let m = open(data.path());
+    let s = m.sync_files(&[empty.clone(), mail.clone()], None).unwrap();
+    assert_eq!(s.ingest.files_ingested, 1, "{s:?}");
+    let states = m.file_states(src.path()).unwrap();
+    let paths: Vec<&Path> = states.iter().map(|f| f.path.as_path()).collect();
+    assert_eq!(paths, [mail.as_path()], "the empty file is not recorded, so a catch-up walk offers it again");
+    // The message turns unreadable: the failure is reported and the file keeps the size and
+    // time it had when it last read, so the next walk tries it again.
+    let before = (states[0].size, states[0].mtime_ms);
+    fs::write(&mail, "\x00\x01binary now\x02").unwrap();
+    let s = m.sync_files(std::slice::from_ref(&mail), None).unwrap();
+    assert_eq!(s.ingest.files_failed.len(), 1, "{s:?}");
+    let after = m.file_states(src.path()).unwrap();
+    assert_eq!((after[0].size, after[0].mtime_ms), before);
+    assert_eq!(search(&m, "seeds came").len(), 1, "its last good text stays until it reads again");
 }
