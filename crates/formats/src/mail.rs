@@ -237,7 +237,9 @@ impl Links {
     }
 
     fn add(&mut self, raw: &[u8], envelope_ms: Option<i64>) {
-        let Some(msg) = MessageParser::default().parse_headers(raw) else { return };
+        // Read as `parse_one` reads it, so a raw 8-bit subject is the same text in both.
+        let raw = mailtext::utf8_headers(raw);
+        let Some(msg) = MessageParser::default().parse_headers(raw.as_ref()) else { return };
         let Some(id) = msg.message_id().map(str::trim).filter(|s| !s.is_empty()) else { return };
         let refs = id_list(msg.references());
         let up = refs.into_iter().next().or_else(|| id_list(msg.in_reply_to()).into_iter().next());

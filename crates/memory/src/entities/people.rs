@@ -209,7 +209,8 @@ fn clean_name(raw: &str) -> String {
 
 /// Whether a sender's name or address says it is automated: a name word such as `bot`,
 /// `daemon` or `noreply`, a name word ending in `bot` (`dependabot`, `renovate[bot]`), or an
-/// address whose local part is `noreply`, `notifications`, `jira`… or whose domain is a
+/// address whose local part is `noreply`, `notifications`, `jira`, a list manager's (`mailman`)
+/// or a list's own (`…-request`, `…-owner`, `…-bounces`, `owner-…`), or whose domain is a
 /// no-reply or bounce domain.
 pub(crate) fn is_bot(name: &str, address: Option<&str>) -> bool {
     let lower = name.to_lowercase();
@@ -221,6 +222,9 @@ pub(crate) fn is_bot(name: &str, address: Option<&str>) -> bool {
         let local = local.split('+').next().unwrap_or(local);
         BOT_LOCAL_PARTS.contains(&local)
             || local.ends_with("-bot")
+            // A mailing list's own addresses: `python-dev-request@`, `owner-linux-kernel@`.
+            || ["-request", "-owner", "-bounces"].iter().any(|s| local.ends_with(s))
+            || local.starts_with("owner-")
             || local.ends_with("bot") && local.len() >= 6
             || domain.split('.').any(|l| ["noreply", "no-reply", "bounces", "bounce"].contains(&l))
     });
@@ -279,6 +283,9 @@ mod tests {
             ("Mail Delivery Subsystem", Some("mailer-daemon@example.com")),
             ("renovatebot", None),
             ("Alerts", Some("alerts+team@bounces.example.com")),
+            ("", Some("python-dev-request@python.org")),
+            ("Mailman", Some("mailman@lists.example.org")),
+            ("", Some("owner-linux-kernel@vger.kernel.org")),
         ];
         for (name, addr) in bots {
             assert!(is_bot(name, addr), "{name} {addr:?}");

@@ -347,6 +347,11 @@ pub(super) const BOT_LOCAL_PARTS: &[&str] = &[
     "github-actions",
     "ci",
     "builds",
+    // Mailing-list managers.
+    "mailman",
+    "listserv",
+    "majordomo",
+    "sympa",
 ];
 
 /// Words in a sender's name that say it is automated (`Mail Delivery Daemon`, `renovate[bot]`).
