@@ -3,7 +3,8 @@
 //! Three shapes are recognised. `>` quoting, anywhere in the body (an answer interleaved with
 //! quotes keeps every line of its own). An attribution line, "On <date>, <name> wrote:" as
 //! Gmail and Apple Mail write it (also wrapped over two lines, and the common German, French,
-//! Spanish and Italian forms), followed by quoted lines. And the Outlook block: an
+//! Spanish and Italian forms), followed by quoted lines — or, when it holds a date or an
+//! address, by the earlier message unmarked (an HTML reply read as text), to the end. And the Outlook block: an
 //! "-----Original Message-----" line, or a header block — a `From:` line with a `Sent:` or
 //! `Date:` line and a `To:` or `Subject:` line right below it, often after a line of
 //! underscores — which starts the earlier message and runs to the end of the body. A forwarded
@@ -99,6 +100,16 @@ pub fn split(body: &str) -> Split {
     // Where the quoted tail starts: the earliest Outlook block or separator.
     let mut tail = lines.len();
     for i in 0..lines.len() {
+        // An attribution with a date or an address in it and no `>` lines after it: the quoted
+        // message follows unmarked (an HTML reply read as text), to the end.
+        let n = attribution(&lines, i);
+        let unmarked = n > 0
+            && lines[i..i + n].iter().any(|l| l.contains('@') || l.chars().any(|c| c.is_ascii_digit()))
+            && next_text(&lines, i + n).is_some_and(|j| !is_quoted(lines[j]));
+        if unmarked {
+            tail = i;
+            break;
+        }
         if is_separator(lines[i]) || is_header_block(&lines, i) {
             let underscores = i > 0 && {
                 let p = lines[i - 1].trim();
@@ -145,6 +156,10 @@ mod tests {
         assert_eq!(s.quoted, "> first point\n> second point");
         let german = "Passt.\n\nAm 01.02.2024 um 10:00 schrieb Jürgen Weiß <j@x.de>:\n> Wann?";
         assert_eq!(split(german).own, "Passt.");
+        let unmarked = "Sounds good.\n\nOn Tue, 2 Jan 2024 at 09:00, Bo <bo@x.org> wrote:\nShall we meet at ten?\nBo";
+        let s = split(unmarked);
+        assert_eq!(s.own, "Sounds good.");
+        assert!(s.quoted.ends_with("Shall we meet at ten?\nBo"), "{s:?}");
     }
 
     #[test]
