@@ -14,7 +14,6 @@ use std::borrow::Cow;
 
 use encoding_rs::{Encoding, UTF_8};
 use mail_parser::decoders::base64::base64_decode;
-use mail_parser::decoders::html::html_to_text;
 use mail_parser::decoders::quoted_printable::quoted_printable_decode;
 use mail_parser::{Message, MimeHeaders, PartType};
 
@@ -89,7 +88,7 @@ pub(crate) fn decode_bytes(bytes: &[u8], declared: Option<&str>, sample: &[u8]) 
 }
 
 /// The message's first text body, decoded from its raw bytes by the rule above (HTML read as
-/// text); None when it has no text body.
+/// text by `html`); None when it has no text body.
 pub(crate) fn body(msg: &Message<'_>) -> Option<String> {
     let part = msg.text_part(0)?;
     let raw = msg.raw_message();
@@ -106,7 +105,9 @@ pub(crate) fn body(msg: &Message<'_>) -> Option<String> {
     let declared = part.content_type().and_then(|ct| ct.attribute("charset"));
     let text = decode_bytes(&bytes, declared, &bytes);
     Some(match part.body {
-        PartType::Html(_) => html_to_text(&text),
+        // The HTML reader ends a line at every block (`<div>`, `<blockquote>`), so an attribution
+        // stands on its own line as in plain text.
+        PartType::Html(_) => super::html::extract(&text).text,
         _ => text,
     })
 }
@@ -143,6 +144,12 @@ mod tests {
         let b64 =
             b"Content-Type: text/plain; charset=utf-8\nContent-Transfer-Encoding: base64\n\nR3LDvMOfZSBhdXMgS8O2bG4=\n";
         assert_eq!(parse_body(b64).trim(), "Grüße aus Köln");
+        // An HTML-only reply: the attribution and the quote each start a line.
+        let html = b"Content-Type: text/html; charset=iso-8859-1\n\n<div dir=ltr>Tr\xe8s bien.</div><div class=gmail_quote><div>On Tue, 2 Jan 2024 at 09:00, Bo &lt;bo@x.org&gt; wrote:</div><blockquote>Shall we meet?</blockquote></div>";
+        let text = parse_body(html);
+        let split = crate::quote::split(&text);
+        assert_eq!(split.own, "Très bien.", "{text:?}");
+        assert!(split.quoted.ends_with("Shall we meet?"), "{split:?}");
     }
 
     #[test]
