@@ -32,7 +32,6 @@ pub use chat::{Channel, ChatMsg};
 pub use detect::{Detected, FileKind, detect};
 pub use error::FormatError;
 pub use mail::{Links, MailMessage, normalize_subject};
-pub use quote::{Split as QuoteSplit, split as split_quotes};
 pub use report::{Skip, Skips};
 pub use text::decode as decode_text;
 

@@ -13,9 +13,9 @@
 
 /// A body split into the reply's own text and the quoted text it carries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Split {
-    pub own: String,
-    pub quoted: String,
+pub(crate) struct Split {
+    pub(crate) own: String,
+    pub(crate) quoted: String,
 }
 
 const SEPARATORS: &[&str] = &[
@@ -95,7 +95,7 @@ fn next_text(lines: &[&str], i: usize) -> Option<usize> {
 }
 
 /// Splits `body` into the reply's own text and what it quotes.
-pub fn split(body: &str) -> Split {
+pub(crate) fn split(body: &str) -> Split {
     let lines: Vec<&str> = body.lines().collect();
     // Where the quoted tail starts: the earliest Outlook block or separator.
     let mut tail = lines.len();
