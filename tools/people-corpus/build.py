@@ -12,9 +12,18 @@ topics") from public data already on a Debian machine with a Rust toolchain:
          importer's senders. No public IRC or chat log ships on the machine; these are real
          people's real short messages.
 
-Usage: build.py <output dir>. Nothing here is committed; only this script is.
+  locomo/ with a second argument, the LoCoMo development file (`locomo-dev.json` of the shared
+         datasets): each conversation as chat lines (`{ts, from, text, channel}`: the speaker,
+         the turn, the conversation's id as the channel; each session's turns a minute apart
+         from its `session_N_date_time`). Two people talking about their lives: the corpus
+         where generic words (`time`, `think`, `want`) crowd the topics. `locomo-turns/` holds the
+         same turns three hours apart, so the chat packer makes one chunk of each turn (short
+         lines, as an IRC log's).
+
+Usage: build.py <output dir> [locomo-dev.json]. Nothing here is committed; only this script is.
 """
 
+import datetime
 import email.utils
 import glob
 import json
@@ -103,10 +112,32 @@ def chat(out):
     return n
 
 
+def locomo(out, path, folder="locomo", step=60):
+    os.makedirs(os.path.join(out, folder), exist_ok=True)
+    n = 0
+    with open(path, encoding="utf-8") as f:
+        conversations = json.load(f)
+    for conv in conversations:
+        c = conv["conversation"]
+        name = conv.get("sample_id", "conversation")
+        with open(os.path.join(out, folder, f"{name}.jsonl"), "w", encoding="utf-8") as dest:
+            for key in sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1])):
+                when = datetime.datetime.strptime(c[key + "_date_time"], "%I:%M %p on %d %B, %Y")
+                when = when.replace(tzinfo=datetime.timezone.utc)
+                for i, turn in enumerate(c[key]):
+                    ts = int(when.timestamp()) + step * i
+                    dest.write(json.dumps({"ts": ts, "from": turn["speaker"], "text": turn["text"], "channel": name}) + "\n")
+                    n += 1
+    return n
+
+
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: build.py <output dir>")
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: build.py <output dir> [locomo-dev.json]")
     out = sys.argv[1]
+    if len(sys.argv) == 3:
+        print(f"locomo turns: {locomo(out, sys.argv[2])}")
+        locomo(out, sys.argv[2], "locomo-turns", 3 * 3600)
     print(f"markdown files: {markdown(out)}")
     print(f"mail messages: {mail(out)}")
     print(f"chat messages: {chat(out)}")

@@ -64,7 +64,7 @@ fn push_turn(ch: &mut Channel, t: Turn<'_>, path: &Path, skips: &mut Skips) {
     if t.own.is_none() {
         skips.message("message without a time (its conversation's is used)", path, &t.at);
     }
-    ch.msgs.push(ChatMsg { at: t.at, ts, from: t.from.to_string(), text: t.text, thread: None });
+    ch.msgs.push(ChatMsg { at: t.at, ts, from: t.from.to_string(), text: t.text, thread: None, handle: None });
 }
 
 pub(crate) fn parse_chatgpt(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<Channel>, FormatError> {

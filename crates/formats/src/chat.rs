@@ -21,6 +21,9 @@ pub struct ChatMsg {
     pub text: String,
     /// The thread it belongs to within its channel (a Slack `thread_ts`); None for the main line.
     pub thread: Option<String>,
+    /// The sender's handle when the export gives one beside the name in `from` (a Slack
+    /// user's `name`, a Discord author's `name` under a nickname), lowercase, without `@`.
+    pub handle: Option<String>,
 }
 
 /// One channel or conversation, with its messages in the order the export had them.
@@ -56,7 +59,7 @@ fn message(o: &Map<String, Value>, at: String, default_channel: &str) -> Result<
     }
     let from = o.get("from").and_then(Value::as_str).map(str::trim).filter(|f| !f.is_empty()).unwrap_or("unknown");
     let channel = o.get("channel").and_then(Value::as_str).map(str::trim).filter(|c| !c.is_empty());
-    let msg = ChatMsg { at, ts, from: from.to_string(), text: text.to_string(), thread: None };
+    let msg = ChatMsg { at, ts, from: from.to_string(), text: text.to_string(), thread: None, handle: None };
     Ok((channel.unwrap_or(default_channel).to_string(), msg))
 }
 

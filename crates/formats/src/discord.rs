@@ -1,6 +1,7 @@
 //! DiscordChatExporter JSON → a chat channel: one file is one channel (`guild`, `channel`,
 //! `messages`), with the id `discord:<guild id>/<channel id>`. Each message has
-//! an `author` (its `name`, the account's stable handle), an ISO `timestamp` and `content`;
+//! an `author` (its `nickname`, the name shown, is the sender; its `name`, the account's
+//! stable handle, is kept as the sender's handle), an ISO `timestamp` and `content`;
 //! attachments are named. Join, pin and call notices are counted and left out. The messages
 //! are read one at a time (`stream`), so a channel of any size is never one JSON tree.
 
@@ -82,8 +83,18 @@ fn message(i: usize, m: &Value, path: &Path, skips: &mut Skips) -> Option<ChatMs
         skips.message("message without text", path, &at);
         return None;
     }
-    let from = text_at(m, "/author/name").or(text_at(m, "/author/nickname")).unwrap_or("unknown").to_string();
-    Some(ChatMsg { at, ts, from, text, thread: None })
+    // The nickname is what people see; the account name is the handle others @-mention.
+    let account = text_at(m, "/author/name").map(str::trim).filter(|n| !n.is_empty());
+    let nickname = text_at(m, "/author/nickname").map(str::trim).filter(|n| !n.is_empty());
+    let from = nickname.or(account).unwrap_or("unknown").to_string();
+    let handle = account.filter(|a| nickname.is_some_and(|n| n != *a)).map(handle_of);
+    Some(ChatMsg { at, ts, from, text, thread: None, handle })
+}
+
+/// An account name as a handle: lowercase, without a leading `@` or a `#1234` discriminator.
+fn handle_of(name: &str) -> String {
+    let n = name.trim_start_matches('@');
+    n.split('#').next().unwrap_or(n).to_lowercase()
 }
 
 pub(crate) fn parse(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<Channel>, FormatError> {

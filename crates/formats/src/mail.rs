@@ -3,9 +3,10 @@
 //!
 //! Dates: the message's own `Date:` in any form `when` reads (RFC 2822, `asctime` as Mailman
 //! writes it), else the mbox envelope date; only a message with neither takes the file's time,
-//! and that is reported (`dated` says which). Quoted lines, and the "On … wrote:" line that
-//! introduces them, are dropped from the body: the quoted text is stored with the message it
-//! came from.
+//! and that is reported (`dated` says which). Headers and bodies are read in whatever charset
+//! they were written (`mailtext`). What a reply quotes of earlier messages (`quote`) is kept
+//! apart from its own text (`MailMessage::quoted`): the reader stores it only where the
+//! original is not stored. `automated` says what the headers say of a machine sender.
 //!
 //! `Links` lets a reader root threads at their first message whatever order messages arrive
 //! in: for every message of the run, where to walk up (its first References entry, else its
@@ -19,7 +20,7 @@ use mail_parser::{Address, HeaderValue, MessageParser};
 use sha2::{Digest, Sha256};
 
 use super::report::Skips;
-use super::{detect, mbox, when};
+use super::{detect, mailtext, mbox, quote, when};
 use crate::error::FormatError;
 
 /// One e-mail message: its threading headers, people, time and body text.
@@ -39,7 +40,14 @@ pub struct MailMessage {
     pub timestamp_ms: i64,
     /// Whether `timestamp_ms` came from the message (its `Date:` or envelope), not the file.
     pub dated: bool,
+    /// What the message itself says, without what it quotes.
     pub body: String,
+    /// The earlier messages it quotes (`>` lines, "On … wrote:" and Outlook blocks), or empty.
+    pub quoted: String,
+    /// Its headers say a machine sent it: `Auto-Submitted` (other than `no`), `Precedence:
+    /// bulk`/`junk`/`auto_reply`, an auto-reply header, or a mailing list's own address as the
+    /// sender (`List-Id` naming the sender's list, or its `-request`/`-owner`/`-bounces`).
+    pub automated: bool,
 }
 
 fn id_list(v: &HeaderValue<'_>) -> Vec<String> {
@@ -80,25 +88,6 @@ pub fn normalize_subject(s: &str) -> (String, bool) {
     (rest.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase(), reply)
 }
 
-/// Drops quoted lines and the "On … wrote:" line that introduces them: the quoted text
-/// is already stored with the message it came from.
-fn strip_quotes(body: &str) -> String {
-    let lines: Vec<&str> = body.lines().collect();
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, l) in lines.iter().enumerate() {
-        let t = l.trim_start();
-        if t.starts_with('>') {
-            continue;
-        }
-        let next_quoted = lines.get(i + 1).is_some_and(|n| n.trim_start().starts_with('>'));
-        if next_quoted && t.ends_with("wrote:") {
-            continue;
-        }
-        out.push(*l);
-    }
-    out.join("\n").trim().to_string()
-}
-
 /// The message's own date: its `Date:` header read by `when`, else mail-parser's reading of it.
 fn own_date(msg: &mail_parser::Message<'_>) -> Option<i64> {
     let parsed = msg.header_raw("Date").and_then(when::mail_date);
@@ -106,30 +95,62 @@ fn own_date(msg: &mail_parser::Message<'_>) -> Option<i64> {
 }
 
 fn parse_one(raw: &[u8], envelope_ms: Option<i64>, fallback_ts: i64, fallback_id: String) -> Option<MailMessage> {
-    let raw = mbox::restore_addresses(raw);
+    let raw = mailtext::utf8_headers(raw);
+    let raw = mbox::restore_addresses(raw.as_ref());
     let msg = MessageParser::default().parse(raw.as_ref())?;
     let subject = msg.subject().unwrap_or("").trim().to_string();
     let (_, is_reply) = normalize_subject(&subject);
-    let body = msg.body_text(0).map(|b| strip_quotes(&b)).unwrap_or_default();
+    let split = mailtext::body(&msg).map(|b| quote::split(&b)).unwrap_or_default();
     let mut to = addresses(msg.to());
     to.extend(addresses(msg.cc()));
     let date = own_date(&msg).or(envelope_ms);
+    let from = addresses(msg.from()).into_iter().next();
     Some(MailMessage {
+        automated: automated(&msg, from.as_ref().map(|f| f.1.as_str())),
         message_id: msg.message_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).unwrap_or(fallback_id),
         in_reply_to: id_list(msg.in_reply_to()),
         references: id_list(msg.references()),
         subject,
         is_reply,
-        from: addresses(msg.from()).into_iter().next(),
+        from,
         to,
         timestamp_ms: date.unwrap_or(fallback_ts),
         dated: date.is_some(),
-        body,
+        body: split.own,
+        quoted: split.quoted,
     })
 }
 
+/// Whether the headers say a machine sent the message (see `MailMessage::automated`).
+fn automated(msg: &mail_parser::Message<'_>, from: Option<&str>) -> bool {
+    let text = |name: &str| msg.header_raw(name).map(|v| v.trim().to_ascii_lowercase());
+    let auto_submitted = text("Auto-Submitted").is_some_and(|v| !v.is_empty() && !v.starts_with("no"));
+    let precedence = text("Precedence").is_some_and(|v| ["bulk", "junk", "auto_reply"].contains(&v.as_str()));
+    let auto_reply =
+        ["X-Autoreply", "X-Autorespond"].iter().any(|h| text(h).is_some_and(|v| !v.is_empty() && v != "no"));
+    // `List-Id: Python-Dev <python-dev.python.org>`: the list's own address posts nothing a
+    // person wrote (digests, moderation notices, bounces).
+    let list_sender = match (text("List-Id"), from) {
+        (Some(list), Some(addr)) => {
+            let id = list.rsplit('<').next().unwrap_or(&list).trim_end_matches('>').trim().to_string();
+            let (local, domain) = addr.split_once('@').unwrap_or((addr, ""));
+            let base = ["-request", "-owner", "-bounces", "-admin"]
+                .iter()
+                .find_map(|s| local.strip_suffix(s))
+                .map(|b| (b, true))
+                .unwrap_or((local, false));
+            let same_list = id == format!("{}.{domain}", base.0) || id.starts_with(&format!("{}.", base.0));
+            same_list && (base.1 || id == format!("{local}.{domain}"))
+        }
+        _ => false,
+    };
+    auto_submitted || precedence || auto_reply || list_sender
+}
+
+/// Whether the file opens (after a byte-order mark and blank lines) with an mbox separator.
 fn is_mbox(bytes: &[u8]) -> bool {
-    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let first = bytes.split(|b| *b == b'\n').find(|l| !l.iter().all(u8::is_ascii_whitespace)).unwrap_or_default();
     detect::is_mbox_separator(String::from_utf8_lossy(first).trim_end())
 }
 
@@ -204,6 +225,11 @@ impl Links {
         self.ups.get(id).and_then(Option::as_deref)
     }
 
+    /// Whether the message `id` is one of this run's.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ups.contains_key(id)
+    }
+
     /// The earliest message of this run (by date, its id) with the normalised `subject` that
     /// is not itself a reply.
     pub fn first_with_subject(&self, subject: &str) -> Option<&str> {
@@ -211,7 +237,9 @@ impl Links {
     }
 
     fn add(&mut self, raw: &[u8], envelope_ms: Option<i64>) {
-        let Some(msg) = MessageParser::default().parse_headers(raw) else { return };
+        // Read as `parse_one` reads it, so a raw 8-bit subject is the same text in both.
+        let raw = mailtext::utf8_headers(raw);
+        let Some(msg) = MessageParser::default().parse_headers(raw.as_ref()) else { return };
         let Some(id) = msg.message_id().map(str::trim).filter(|s| !s.is_empty()) else { return };
         let refs = id_list(msg.references());
         let up = refs.into_iter().next().or_else(|| id_list(msg.in_reply_to()).into_iter().next());
@@ -229,7 +257,65 @@ impl Links {
 
 #[cfg(test)]
 mod tests {
-    use super::normalize_subject;
+    use super::*;
+
+    fn read(bytes: &[u8]) -> (Vec<MailMessage>, Vec<crate::Skip>) {
+        let mut skips = Skips::default();
+        let msgs = parse_file(bytes, Path::new("box.mbox"), 5, &mut skips).unwrap();
+        (msgs, skips.into_list())
+    }
+
+    /// One message written by a Latin-1 mail program: 8-bit headers and body, no MIME headers.
+    const LATIN1: &[u8] = b"From: Ren\xe9 Fran\xe7ois <rene@example.fr>\nTo: Z\xf6e <zoe@example.org>\n\
+Subject: R\xe9union de classe\nDate: Tue, 5 Mar 2024 09:30:00 +0100\nMessage-ID: <r1@example.fr>\n\n\
+Nous nous retrouvons \xe0 la caf\xe9t\xe9ria du lyc\xe9e samedi.\n";
+
+    #[test]
+    fn a_latin1_mailbox_of_one_message_reads_with_and_without_its_from_line() {
+        let mut mbox = b"From rene@example.fr Tue Mar  5 09:30:00 2024\n".to_vec();
+        mbox.extend_from_slice(LATIN1);
+        let mut odd_envelope = b"\nFrom Ren\xe9 Tue Mar  5 09:30:00 2024\n".to_vec();
+        odd_envelope.extend_from_slice(LATIN1);
+        for bytes in [&mbox[..], LATIN1, &odd_envelope[..]] {
+            let (msgs, skips) = read(bytes);
+            assert_eq!(msgs.len(), 1, "{}", String::from_utf8_lossy(bytes));
+            assert!(skips.is_empty(), "{skips:?}");
+            let m = &msgs[0];
+            assert_eq!(m.subject, "Réunion de classe");
+            assert_eq!(m.from, Some(("René François".into(), "rene@example.fr".into())));
+            assert_eq!(m.to, [("Zöe".into(), "zoe@example.org".into())]);
+            assert_eq!(m.body, "Nous nous retrouvons à la cafétéria du lycée samedi.");
+            assert!(m.dated && !m.automated);
+        }
+    }
+
+    #[test]
+    fn encoded_words_curly_quotes_and_quoted_replies() {
+        let raw = b"From: =?windows-1252?Q?Se=E1n_O=92Brien?= <sean@example.ie>\n\
+Subject: =?UTF-8?B?UmU6IFLDqXVuaW9u?=\nMessage-ID: <r2@example.ie>\nIn-Reply-To: <r1@example.fr>\n\
+Content-Type: text/plain; charset=windows-1252\nContent-Transfer-Encoding: quoted-printable\n\n\
+=93Count me in=94, I=92ll bring the photos.\n\nOn Tue, 5 Mar 2024, Ren=E9 wrote:\n> Nous nous retrouvons\n";
+        let (msgs, _) = read(raw);
+        let m = &msgs[0];
+        assert_eq!(m.from.as_ref().map(|f| f.0.as_str()), Some("Seán O\u{2019}Brien"));
+        assert_eq!((m.subject.as_str(), m.is_reply), ("Re: Réunion", true));
+        assert_eq!(m.body, "\u{201c}Count me in\u{201d}, I\u{2019}ll bring the photos.");
+        assert_eq!(m.quoted, "On Tue, 5 Mar 2024, René wrote:\n> Nous nous retrouvons");
+    }
+
+    #[test]
+    fn machine_senders_are_told_by_their_headers() {
+        let msg = |headers: &str| {
+            let raw = format!("{headers}\nSubject: s\nMessage-ID: <a@b>\n\nbody\n");
+            read(raw.as_bytes()).0.remove(0).automated
+        };
+        assert!(msg("From: Ann <ann@x.org>\nAuto-Submitted: auto-replied"));
+        assert!(msg("From: News <news@shop.example>\nPrecedence: bulk"));
+        assert!(msg("From: python-dev-request@python.org\nList-Id: Python-Dev <python-dev.python.org>"));
+        assert!(msg("From: python-dev@python.org\nList-Id: Python-Dev <python-dev.python.org>"));
+        assert!(!msg("From: Guido <guido@python.org>\nList-Id: Python-Dev <python-dev.python.org>\nPrecedence: list"));
+        assert!(!msg("From: Ann <ann@x.org>\nAuto-Submitted: no"));
+    }
 
     #[test]
     fn subjects_lose_reply_prefixes_and_list_tags() {

@@ -42,7 +42,9 @@ pub(crate) fn split<'a>(bytes: &'a [u8]) -> Vec<RawMessage<'a>> {
     while pos < bytes.len() {
         let end = bytes[pos..].iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| pos + i + 1);
         let line = &bytes[pos..end];
-        let text = std::str::from_utf8(line).unwrap_or("").trim_end();
+        // A separator with 8-bit bytes in its sender is a separator all the same.
+        let text = String::from_utf8_lossy(line);
+        let text = text.trim_end();
         if prev_blank && line.starts_with(b"From ") && is_mbox_separator(text) {
             if let Some((from, env)) = start.take() {
                 finish(&mut out, from, pos, env, quoted);
@@ -73,7 +75,7 @@ fn unquote(body: &[u8]) -> Vec<u8> {
 
 /// The message with pipermail's `name at host.tld` addresses restored in its address headers.
 pub(crate) fn restore_addresses(raw: &[u8]) -> Cow<'_, [u8]> {
-    let header_end = find_header_end(raw);
+    let header_end = super::mailtext::header_end(raw);
     let Ok(header) = std::str::from_utf8(&raw[..header_end]) else { return Cow::Borrowed(raw) };
     if !header.contains(" at ") {
         return Cow::Borrowed(raw);
@@ -94,15 +96,6 @@ pub(crate) fn restore_addresses(raw: &[u8]) -> Cow<'_, [u8]> {
     let mut out = fixed.into_bytes();
     out.extend_from_slice(&raw[header_end..]);
     Cow::Owned(out)
-}
-
-fn find_header_end(raw: &[u8]) -> usize {
-    let crlf = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 2);
-    let lf = raw.windows(2).position(|w| w == b"\n\n").map(|i| i + 1);
-    match (crlf, lf) {
-        (Some(a), Some(b)) => a.min(b),
-        (a, b) => a.or(b).unwrap_or(raw.len()),
-    }
 }
 
 /// `jjl at pobox.com (John J. Lee)` → `jjl@pobox.com (John J. Lee)`, keeping the line's end.

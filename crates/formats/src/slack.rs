@@ -3,8 +3,9 @@
 //! An export is a folder with `users.json` and `channels.json` and one folder per channel
 //! holding a JSON file per day (`general/2024-01-01.json`: an array of messages). Each day
 //! file is ingested on its own (so a re-export only re-reads the days that changed); the
-//! export's `users.json` is read once per ingest to turn user ids into names, in the sender
-//! and in `<@U…>` mentions. A message with a `thread_ts` belongs to that thread: its `thread`
+//! export's `users.json` is read once per ingest to turn user ids into names (the real name
+//! first), in the sender and in `<@U…>` mentions, and the login name is kept as the sender's
+//! handle. A message with a `thread_ts` belongs to that thread: its `thread`
 //! tells the thread (its parent and replies) apart from the channel's main line, so a reader
 //! can keep it apart and replies in later day files join it. Join/leave/topic notices and
 //! other system subtypes are counted and left out.
@@ -24,23 +25,35 @@ use crate::error::FormatError;
 /// Subtypes that carry a conversation's words; any other subtype is a notice.
 const SPOKEN: &[&str] = &["bot_message", "me_message", "thread_broadcast", "file_share", "file_comment"];
 
+/// One export's user id → name, and user id → handle.
+type NamesAndHandles = (HashMap<String, String>, HashMap<String, String>);
+
 /// User id → name for each export folder met in this ingest.
 #[derive(Debug, Default)]
 pub(crate) struct Users {
-    by_export: HashMap<PathBuf, HashMap<String, String>>,
+    by_export: HashMap<PathBuf, NamesAndHandles>,
 }
 
 impl Users {
-    fn of(&mut self, root: Option<&Path>) -> &HashMap<String, String> {
+    /// The export's names and handles (user id → each).
+    fn of(&mut self, root: Option<&Path>) -> &NamesAndHandles {
         let key = root.map(Path::to_path_buf).unwrap_or_default();
         self.by_export.entry(key).or_insert_with(|| root.map(read_users).unwrap_or_default())
     }
 }
 
-fn read_users(root: &Path) -> HashMap<String, String> {
-    let Ok(bytes) = std::fs::read(root.join("users.json")) else { return HashMap::new() };
+fn read_users(root: &Path) -> NamesAndHandles {
+    let Ok(bytes) = std::fs::read(root.join("users.json")) else { return Default::default() };
     let users: Vec<Value> = serde_json::from_slice(&bytes).unwrap_or_default();
-    users.iter().filter_map(|u| Some((u.get("id")?.as_str()?.to_string(), user_name(u)?))).collect()
+    let names = users.iter().filter_map(|u| Some((u.get("id")?.as_str()?.to_string(), user_name(u)?))).collect();
+    let handles = users.iter().filter_map(|u| Some((u.get("id")?.as_str()?.to_string(), user_handle(u)?))).collect();
+    (names, handles)
+}
+
+/// The user's login name (`ada`) when the name shown is another (`Ada Lovelace`).
+fn user_handle(u: &Value) -> Option<String> {
+    let handle = u.get("name").and_then(Value::as_str).map(str::trim).filter(|h| !h.is_empty())?;
+    (user_name(u).as_deref() != Some(handle)).then(|| handle.to_lowercase())
 }
 
 fn user_name(u: &Value) -> Option<String> {
@@ -60,7 +73,7 @@ pub(crate) fn parse(
 ) -> Result<Vec<Channel>, FormatError> {
     let messages: Vec<Value> = serde_json::from_slice(bytes)
         .map_err(|e| FormatError::malformed(format!("not a Slack day file (a JSON array of messages): {e}")))?;
-    let names = users.of(slack_export_root(path));
+    let (names, handles) = users.of(slack_export_root(path));
     let channel = path
         .parent()
         .and_then(Path::file_name)
@@ -100,7 +113,8 @@ pub(crate) fn parse(
             .or_else(|| user.map(str::to_string))
             .unwrap_or_else(|| "unknown".to_string());
         let thread = m.get("thread_ts").and_then(Value::as_str).map(str::to_string);
-        ch.msgs.push(ChatMsg { at, ts, from, text, thread });
+        let handle = user.and_then(|u| handles.get(u).cloned());
+        ch.msgs.push(ChatMsg { at, ts, from, text, thread, handle });
     }
     Ok(vec![ch])
 }

@@ -136,7 +136,7 @@ pub(crate) fn parse(text: &str, path: &Path, skips: &mut Skips) -> Vec<Channel> 
             if text.is_empty() || is_media_placeholder(&text) {
                 skips.line("media without text", path, line);
             } else {
-                ch.msgs.push(ChatMsg { at: format!("L{line}"), ts, from, text, thread: None });
+                ch.msgs.push(ChatMsg { at: format!("L{line}"), ts, from, text, thread: None, handle: None });
             }
         }
     };

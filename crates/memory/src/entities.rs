@@ -12,8 +12,10 @@
 //! (`NameCandidate`); they count as a person when something speaks for it: the name is already
 //! known as a sender or recipient, an honorific stands before it (`Dr. Ada Byron`), or it
 //! starts with a common given name (`words::is_first_name`). Topics are a chunk's own tags
-//! (front matter, `#tags`), hashtags in its prose, and its repeated non-stop words (`terms`),
-//! which `tree.top_entities` ranks by how distinctive they are in the store. Code is not text:
+//! (front matter, `#tags`), hashtags in its prose, and its repeated words (`terms`) that are
+//! neither stop words nor generic words (`words::is_generic_word`: `time`, `think`, `thing`,
+//! `file`…), which `tree.top_entities` ranks by how distinctive they are in the store, leaving
+//! out a word that too many of the store's chunks use to be anyone's subject. Code is not text:
 //! fenced blocks, inline code spans and lines that read as code are skipped, and `@dataclass`,
 //! `@param`, `#include` and `icon@2x.png` are no handle, topic or address.
 
@@ -295,6 +297,10 @@ fn term(word: &str) -> Option<String> {
     if !word.chars().all(|c| c.is_alphabetic() || c == '-') || word.starts_with('-') || word.ends_with('-') {
         return None;
     }
+    // `Caroline` in the middle of a sentence is someone, not a subject.
+    if word.chars().next().is_some_and(char::is_uppercase) && words::is_first_name(word) {
+        return None;
+    }
     let w = word.to_lowercase();
     // Past participles and adverbs (`fixed`, `added`, `quickly`) say what happened or how,
     // not what about.
@@ -304,7 +310,7 @@ fn term(word: &str) -> Option<String> {
         static LOWER: std::sync::OnceLock<std::collections::HashSet<String>> = std::sync::OnceLock::new();
         LOWER.get_or_init(|| NOT_NAMES.iter().map(|n| n.to_ascii_lowercase()).collect()).contains(w.as_str())
     };
-    if verbal || common || words::is_stop_word(&w) {
+    if verbal || common || words::is_stop_word(&w) || words::is_generic_word(&w) {
         return None;
     }
     let folded = if let Some(stem) = w.strip_suffix("ies").filter(|s| s.len() >= 3) {
@@ -316,7 +322,7 @@ fn term(word: &str) -> Option<String> {
     } else {
         w
     };
-    (!words::is_stop_word(&folded)).then_some(folded)
+    (!words::is_stop_word(&folded) && !words::is_generic_word(&folded)).then_some(folded)
 }
 
 /// `Alice`, `O'Brien`, `Jean-Luc`, `McVittie`: an uppercase letter, then letters (mostly

@@ -111,8 +111,38 @@ pub(crate) fn preview(s: &str, max_chars: usize) -> String {
 
 /// Lowercase slug for canonical entity ids: ASCII letters and digits kept, runs of
 /// anything else become one `-` (the same rule as client names).
+/// "Subject — Sender": how a mail client lists a message or thread; either part alone when the
+/// other is missing.
+pub(crate) fn mail_title(subject: &str, sender: &str) -> String {
+    match (subject.trim(), sender.trim()) {
+        ("", "") => "(no subject)".to_string(),
+        (s, "") => s.to_string(),
+        ("", f) => format!("(no subject) — {f}"),
+        (s, f) => format!("{s} — {f}"),
+    }
+}
+
+/// An id's text: accents dropped first (`René François` → `rene-francois`, as the keyword
+/// analyzer folds them), then lowercase ASCII letters and digits joined by dashes.
 pub(crate) fn slug(s: &str) -> String {
-    openhuman_common::normalize_id(s)
+    use unicode_normalization::UnicodeNormalization;
+    if s.is_ascii() {
+        return openhuman_common::normalize_id(s);
+    }
+    let mut folded = String::with_capacity(s.len());
+    for c in s.nfkd().filter(|c| !('\u{300}'..='\u{36f}').contains(c)) {
+        match c {
+            'ß' => folded.push_str("ss"),
+            'æ' | 'Æ' => folded.push_str("ae"),
+            'œ' | 'Œ' => folded.push_str("oe"),
+            'ø' | 'Ø' => folded.push('o'),
+            'ł' | 'Ł' => folded.push('l'),
+            'đ' | 'ð' | 'Đ' | 'Ð' => folded.push('d'),
+            'þ' | 'Þ' => folded.push_str("th"),
+            c => folded.push(c),
+        }
+    }
+    openhuman_common::normalize_id(&folded)
 }
 
 /// Background work that runs once, a delay after it is first asked for: every request while it

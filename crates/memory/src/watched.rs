@@ -12,7 +12,7 @@
 //! Every file synced here records its size and modification time, so a watcher that was not
 //! running can compare `file_states` with the disk and re-read only what differs.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -129,9 +129,11 @@ fn sync_files(inner: &Arc<Inner>, paths: &[PathBuf], kind: Option<&str>) -> Resu
         summary.ingest = ingest::ingest_paths(inner, &rest, kind, &|_| {})?;
     }
     // Sizes and times as seen before reading: a file changed since is newer than what is
-    // recorded, so the next comparison reads it again.
+    // recorded, so the next comparison reads it again. A file that failed keeps what it had, so
+    // the next walk tries it again (one that gave nothing has no row at all).
+    let failed: HashSet<&Path> = summary.ingest.files_failed.iter().map(|f| f.path.as_path()).collect();
     write::plain(inner, |tx| {
-        for (p, (size, mtime)) in &present {
+        for (p, (size, mtime)) in present.iter().filter(|(p, _)| !failed.contains(p.as_path())) {
             tx.prepare_cached("UPDATE files SET mtime_ms = ?2, size = ?3 WHERE path = ?1")?.execute(params![
                 p.to_string_lossy(),
                 mtime,

@@ -11,6 +11,7 @@ mod full_disk;
 mod http;
 mod import;
 mod install;
+mod mail_reading;
 mod memory;
 mod memory_crash;
 mod oauth;

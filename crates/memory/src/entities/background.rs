@@ -32,8 +32,10 @@ use crate::writer::exclusive;
 use crate::{Inner, lock};
 
 /// Bumped whenever extraction changes what it finds; a store made by an older extractor is
-/// extracted again when it is opened. 0 was the phrase-based extractor.
-pub(crate) const EXTRACTOR_VERSION: i64 = 1;
+/// extracted again when it is opened. 0 was the phrase-based extractor; 2 leaves generic words
+/// out of topics and machine senders (by their mail headers) out of people, and links chat
+/// handles to their person.
+pub(crate) const EXTRACTOR_VERSION: i64 = 2;
 
 /// The `meta` row: the text of every chunk up to this rowid has been read.
 const TEXT_UPTO: &str = "entities_text_upto";

@@ -118,11 +118,19 @@ fn party_entity(conn: &Connection, p: &Party, now: i64) -> rusqlite::Result<Opti
     if key.is_empty() {
         return Ok(None);
     }
-    if people::is_bot(&p.name, p.address.as_deref()) {
+    if p.automated || people::is_bot(&p.name, p.address.as_deref()) {
         return Ok(Some((format!("bot:{key}"), display)));
     }
     let base = format!("person:{key}");
     let mut id = resolve(conn, &base)?;
+    // The export says this handle is this person's: `@ada` in any text counts as them.
+    if let Some(h) = &p.handle {
+        let alias = format!("handle:@{h}");
+        let known = conn.prepare_cached("SELECT 1 FROM entity_aliases WHERE alias = ?1")?.exists([&alias])?;
+        if !known && !is_split(conn, &alias)? && alias != id {
+            link(conn, &alias, &id, &format!("{display} writes as @{h} in the export"), now)?;
+        }
+    }
     if let Some(addr) = &p.address {
         let alias = format!("email:{addr}");
         let known = conn
@@ -186,7 +194,13 @@ impl Found {
     /// names that something speaks for, and its topic words.
     fn add_text(&mut self, conn: &Connection, facts: TextFacts) -> rusqlite::Result<()> {
         for e in facts.entities {
-            self.add(e.id, e.kind, &e.display, e.mentions);
+            // A handle an export linked to its person counts as that person.
+            let id = if e.kind == "handle" { resolve(conn, &e.id)? } else { e.id.clone() };
+            if id != e.id {
+                self.add(id.clone(), kind_of(&id), &e.display, e.mentions);
+            } else {
+                self.add(e.id, e.kind, &e.display, e.mentions);
+            }
         }
         for n in facts.names {
             let variants = std::iter::once((n.id, n.display, n.given_name)).chain(n.alt);
@@ -200,6 +214,11 @@ impl Found {
             }
         }
         for (term, display, n) in facts.terms {
+            // A word that is the name of someone who writes here (`Gina`) is that person.
+            let person = format!("person:{}", slug(&term));
+            if conn.prepare_cached("SELECT 1 FROM people WHERE entity_id = ?1")?.exists([&person])? {
+                continue;
+            }
             self.add(format!("topic:{}", slug(&term)), "topic", &display, n);
         }
         Ok(())

@@ -1,8 +1,10 @@
 //! Who a chunk says wrote and received its messages: the header block of a mail's first chunk
 //! (`From:`, `To:`, as `mail` writes them, `Cc:` folded into `To:`) and the sender of each
 //! `[time] sender: text` line of a chat chunk. Also what marks a sender as automated: its
-//! name or address (`is_bot`), and each message's opening (`opening`), from which `index`
-//! tells a templated sender.
+//! name or address (`is_bot`), the headers of its message (`automated` in a mail chunk's
+//! metadata, see memory's mail ingest), and each message's opening (`opening`), from which
+//! `index` tells a templated sender. A chat sender whose export gave a handle (`handles` in
+//! the chunk's metadata) carries it, for `index` to link `handle:@…` to the person.
 
 use serde_json::{Map, Value};
 
@@ -29,6 +31,10 @@ pub(crate) struct Party {
     pub received: u32,
     /// The openings of the messages sent, hashed (see `opening`).
     pub openings: Vec<u64>,
+    /// The message's headers say a machine sent it.
+    pub automated: bool,
+    /// The sender's chat handle, lowercase without `@`, when the export gave one.
+    pub handle: Option<String>,
 }
 
 /// Chat exports whose senders are roles (`user`, `assistant`), not people.
@@ -63,6 +69,11 @@ pub(crate) fn read<'a>(c: &ChunkView<'a>) -> (Vec<Party>, Vec<&'a str>) {
             if let Some((name, addr)) = from {
                 let first = body.iter().find(|l| !l.trim().is_empty()).copied().unwrap_or("");
                 add(&mut parties, name, addr, 1, Some(opening(first)));
+                if c.metadata.get("automated").and_then(Value::as_bool) == Some(true)
+                    && let Some(p) = parties.iter_mut().find(|p| p.sent > 0)
+                {
+                    p.automated = true;
+                }
             }
             prose.extend(body);
         }
@@ -92,8 +103,13 @@ pub(crate) fn read<'a>(c: &ChunkView<'a>) -> (Vec<Party>, Vec<&'a str>) {
                     }
                 }
             }
+            let handles = c.metadata.get("handles").and_then(Value::as_object);
             for (who, text) in messages.iter().filter(|_| !roles) {
                 add(&mut parties, who.to_string(), None, 1, Some(opening(text)));
+                let handle = handles.and_then(|h| h.get(*who)).and_then(Value::as_str);
+                if let (Some(h), Some(p)) = (handle, parties.iter_mut().find(|p| p.name == *who)) {
+                    p.handle = Some(h.to_string());
+                }
             }
         }
         _ => {
@@ -109,7 +125,15 @@ fn add(parties: &mut Vec<Party>, name: String, address: Option<String>, sent: u3
     let p = match pos {
         Some(i) => &mut parties[i],
         None => {
-            parties.push(Party { name, address, sent: 0, received: 0, openings: Vec::new() });
+            parties.push(Party {
+                name,
+                address,
+                sent: 0,
+                received: 0,
+                openings: Vec::new(),
+                automated: false,
+                handle: None,
+            });
             parties.last_mut().expect("just pushed")
         }
     };
@@ -185,7 +209,8 @@ fn clean_name(raw: &str) -> String {
 
 /// Whether a sender's name or address says it is automated: a name word such as `bot`,
 /// `daemon` or `noreply`, a name word ending in `bot` (`dependabot`, `renovate[bot]`), or an
-/// address whose local part is `noreply`, `notifications`, `jira`… or whose domain is a
+/// address whose local part is `noreply`, `notifications`, `jira`, a list manager's (`mailman`)
+/// or a list's own (`…-request`, `…-owner`, `…-bounces`, `owner-…`), or whose domain is a
 /// no-reply or bounce domain.
 pub(crate) fn is_bot(name: &str, address: Option<&str>) -> bool {
     let lower = name.to_lowercase();
@@ -197,6 +222,9 @@ pub(crate) fn is_bot(name: &str, address: Option<&str>) -> bool {
         let local = local.split('+').next().unwrap_or(local);
         BOT_LOCAL_PARTS.contains(&local)
             || local.ends_with("-bot")
+            // A mailing list's own addresses: `python-dev-request@`, `owner-linux-kernel@`.
+            || ["-request", "-owner", "-bounces"].iter().any(|s| local.ends_with(s))
+            || local.starts_with("owner-")
             || local.ends_with("bot") && local.len() >= 6
             || domain.split('.').any(|l| ["noreply", "no-reply", "bounces", "bounce"].contains(&l))
     });
@@ -255,6 +283,9 @@ mod tests {
             ("Mail Delivery Subsystem", Some("mailer-daemon@example.com")),
             ("renovatebot", None),
             ("Alerts", Some("alerts+team@bounces.example.com")),
+            ("", Some("python-dev-request@python.org")),
+            ("Mailman", Some("mailman@lists.example.org")),
+            ("", Some("owner-linux-kernel@vger.kernel.org")),
         ];
         for (name, addr) in bots {
             assert!(is_bot(name, addr), "{name} {addr:?}");

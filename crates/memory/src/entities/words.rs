@@ -215,6 +215,32 @@ pub(super) fn is_stop_word(w: &str) -> bool {
     SET.get_or_init(|| STOP_WORDS.split_whitespace().collect()).contains(w)
 }
 
+/// Generic words: what people say about anything, so no subject to file notes under. The
+/// frequent verbs of everyday English (`think`, `want`, `know`, `feel`), its vague nouns
+/// (`time`, `thing`, `lot`, `stuff`, `list`, `idea`), its evaluative adjectives and fillers
+/// (`great`, `really`, `maybe`), and the words every kind of software text uses whatever it is
+/// about (`file`, `error`, `version`, `support`, `issue`). A word's `-ing` and `-s` forms fold
+/// to it before the check.
+const GENERIC_WORDS: &str = "able accept accord achieve across actual actually add added adding advance afford     agree ahead allow almost alone already alright always amazing amount answer anybody anymore anyone anything     anyway anywhere appear apply appreciate area aren arrive aside ask aspect attempt avoid awesome away awful back     basically become begin believe belong best better beyond big bit bother bring build busy call calm care careful     carry case catch cause certain certainly chance change check choose clear clearly close come comes coming     common completely consider continue cool correct could couple course cover crazy create current cut dare day     days deal decide definitely describe deserve detail different difficult done doing double down drop during     each early easily easy else elsewhere end enjoy enough entire entry error especially even event eventually ever     every everybody everyone everything everywhere exactly example excited exciting expect experience explain     extra fact fair fairly fall familiar fantastic far feature feel feeling felt field figure file fill final     finally find fine finish first fit fix flag follow forget form forward free friend full fully fun funny further     general generally get gets getting give given glad goes going gone gonna good got gotta great group grow guess     guy guys half hand handle happen happy hard hardly hate have head hear heard help hey high hold hope hopefully     hour huge idea imagine important include including indeed instead interest interested interesting issue item     keep kind kinda kinds knew know known large last late lately later latest lead learn least leave less let level longer     life light like likely line list listen little live long look looking lose lost lot lots love lovely low made     main major make making manage many matter maybe mean meaning meant meet mention mind minute miss moment month     months mostly move much must name near nearly need never new nice night nobody none normal normally nothing     notice number object obviously offer often okay once open option order other others otherwise part particular     particularly pass past people perfect perhaps person pick piece place plan play please plenty point possible     possibly pretty probably problem proper properly provide pull push quick quickly quite rather reach read ready     real really reason receive recent recently remember remove report require rest result return right run said     same saw say saying says see seem seems seen send sense serious set several share short show side similar     simple simply since situation small some somebody someone something sometimes somewhat soon sorry sort sound     speak special spend stand start started stay step stick still stop story straight stuff such suggest super     support suppose sure surely take taking talk talking tell tend terrible thank thanks thing things think     thinking though thought through time times tiny today together told took total totally touch toward tried     true truly try trying turn type understand unless update upon usage use used useful user using usual usually     value various version very wait walk want wanted wants watch way ways week weeks well went whatever whenever     whole wish without wonder wonderful word work worked working world worry worth wow write wrong yeah year years     yes";
+
+/// Whether `w` (lowercase, plurals folded) is a generic word, its `-ing` form included.
+pub(super) fn is_generic_word(w: &str) -> bool {
+    use std::collections::HashSet;
+    use std::sync::OnceLock;
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    let set = SET.get_or_init(|| GENERIC_WORDS.split_whitespace().collect());
+    if set.contains(w) {
+        return true;
+    }
+    // `thinking` → think, `making` → make, `getting` → get.
+    w.strip_suffix("ing").is_some_and(|stem| {
+        let undoubled = stem.len() >= 3 && stem.as_bytes()[stem.len() - 1] == stem.as_bytes()[stem.len() - 2];
+        set.contains(stem)
+            || set.contains(format!("{stem}e").as_str())
+            || undoubled && set.contains(&stem[..stem.len() - 1])
+    })
+}
+
 /// Common given names: a compact selection of the most frequent given names in the US Social
 /// Security Administration's national baby-name data (ssa.gov/oact/babynames, births
 /// 1940–2000) and in the national name statistics of the larger European countries. A
@@ -321,6 +347,11 @@ pub(super) const BOT_LOCAL_PARTS: &[&str] = &[
     "github-actions",
     "ci",
     "builds",
+    // Mailing-list managers.
+    "mailman",
+    "listserv",
+    "majordomo",
+    "sympa",
 ];
 
 /// Words in a sender's name that say it is automated (`Mail Delivery Daemon`, `renovate[bot]`).

@@ -3,7 +3,9 @@
 //! Packing: each channel is one source; its messages (and each of its threads apart) are
 //! packed in time order into chunks of up to `MAX_TOKENS`; a silence of more than two hours
 //! also starts a new chunk, so one chunk holds one conversation. Every chunk's time is its
-//! first message's, and its lines read `[YYYY-MM-DD HH:MM] sender: text`.
+//! first message's, and its lines read `[YYYY-MM-DD HH:MM] sender: text`. A sender the export
+//! names with a handle besides (Slack, Discord) is listed in the chunk's `handles` (name →
+//! handle), which entity extraction links to the person.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -74,9 +76,13 @@ pub(crate) fn pack(channels: Vec<Channel>, path: &Path, origin: &str) -> (Vec<Ne
 
 fn chunk(ch: &Channel, thread_id: &str, group: &[&ChatMsg], seq: i64, path_str: &str, origin: &str) -> NewChunk {
     let mut speakers: Vec<&str> = Vec::new();
+    let mut handles = Map::new();
     for m in group {
         if !speakers.contains(&m.from.as_str()) {
             speakers.push(&m.from);
+        }
+        if let Some(h) = &m.handle {
+            handles.entry(m.from.clone()).or_insert_with(|| json!(h));
         }
     }
     let content = group
@@ -94,6 +100,9 @@ fn chunk(ch: &Channel, thread_id: &str, group: &[&ChatMsg], seq: i64, path_str: 
     metadata.insert("file_path".into(), json!(path_str));
     metadata.insert("participants".into(), json!(speakers));
     metadata.insert("last_ts_ms".into(), json!(group.last().map(|m| m.ts)));
+    if !handles.is_empty() {
+        metadata.insert("handles".into(), serde_json::Value::Object(handles));
+    }
     if let Some(p) = ch.platform {
         metadata.insert("platform".into(), json!(p));
     }

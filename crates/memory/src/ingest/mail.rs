@@ -10,8 +10,22 @@
 //! message with the same normalised subject. So an Outlook chain linked only by In-Reply-To
 //! is one thread whatever order its messages arrive in. `email_messages` remembers
 //! Message-ID → thread so replies in later files and later ingests join the same thread.
+//!
+//! Quoted text (what `openhuman_formats` splits off as `MailMessage::quoted`) is not stored
+//! again: a reply's chunks hold what it says itself, and the thread links it to the message
+//! it answers (also named in its chunks' `in_reply_to`, the Message-ID that is the original's
+//! `source_ref`). Only when that original is neither in this ingest nor in the store (its parent
+//! by In-Reply-To or the last References entry is unknown; for a reply without those headers,
+//! when it started a thread of its own) is the quoted part kept, below the reply's text, and
+//! then once per ingest: a second reply quoting the same absent text stores only its own.
+//!
+//! Naming: a thread's source is named "Subject — Sender", the subject without reply prefixes
+//! and the name (else the address) of the thread's first sender; every chunk of a message is
+//! titled the same way with that message's subject and sender, so a hit reads as a mail
+//! client's list does. A message whose headers say a machine sent it carries `automated` in
+//! its metadata, which keeps its sender out of people.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use openhuman_formats::{Links, MailMessage, normalize_subject};
@@ -21,7 +35,7 @@ use serde_json::{Map, Value, json};
 use crate::chunker::{Format, chunk_text};
 use crate::store::{self, NewChunk, NewSource};
 use crate::types::SourceKind;
-use crate::util::ms_to_rfc3339;
+use crate::util::{mail_title, ms_to_rfc3339};
 
 /// Thread resolution with the database, the links of this ingest and the messages seen
 /// earlier in this batch.
@@ -30,11 +44,37 @@ pub(crate) struct Threads<'a> {
     links: &'a Links,
     local: HashMap<String, String>,
     subjects: HashMap<String, String>,
+    /// Quoted texts kept this ingest (their lines without quote marks, hashed).
+    quotes_kept: HashSet<String>,
 }
 
 impl<'a> Threads<'a> {
     pub fn new(conn: &'a Connection, links: &'a Links) -> Self {
-        Threads { conn, links, local: HashMap::new(), subjects: HashMap::new() }
+        Threads { conn, links, local: HashMap::new(), subjects: HashMap::new(), quotes_kept: HashSet::new() }
+    }
+
+    /// What of `m` to store as its body, with `thread` its resolved thread: its own text, and
+    /// its quoted text too when the original is not to be had (see the module documentation).
+    fn body(&mut self, m: &MailMessage, thread: &str) -> rusqlite::Result<String> {
+        if m.quoted.is_empty() {
+            return Ok(m.body.clone());
+        }
+        let parent = m.in_reply_to.first().or(m.references.last());
+        let original_here = match parent {
+            Some(p) => self.links.contains(p) || self.known(p)?.is_some(),
+            None => thread != format!("thread:{}", m.message_id),
+        };
+        let normalised: String = m
+            .quoted
+            .lines()
+            .map(|l| l.trim_start_matches(|c: char| c == '>' || c.is_whitespace()).trim_end())
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if original_here || !self.quotes_kept.insert(crate::util::sha256_hex(normalised.as_bytes())) {
+            return Ok(m.body.clone());
+        }
+        Ok(if m.body.is_empty() { m.quoted.clone() } else { format!("{}\n\n{}", m.body, m.quoted) })
     }
 
     fn known(&self, id: &str) -> rusqlite::Result<Option<String>> {
@@ -106,9 +146,13 @@ fn person(p: &(String, String)) -> String {
     if p.0.is_empty() { p.1.clone() } else { format!("{} <{}>", p.0, p.1) }
 }
 
-/// Chunks of one message in thread `thread`; the header block opens the first chunk and
-/// the subject is every chunk's title.
-pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin: &str) -> Vec<NewChunk> {
+fn sender_name(from: Option<&(String, String)>) -> &str {
+    from.map_or("", |(name, addr)| if name.is_empty() { addr } else { name })
+}
+
+/// Chunks of one message in thread `thread`, its stored text `body`; the header block opens
+/// the first chunk and "Subject — Sender" is every chunk's title.
+pub(crate) fn message_chunks(m: &MailMessage, body: &str, thread: &str, path: &Path, origin: &str) -> Vec<NewChunk> {
     let path_str = path.to_string_lossy().into_owned();
     let mut header = String::new();
     if !m.subject.is_empty() {
@@ -124,7 +168,8 @@ pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin:
         header.push_str(&format!("Date: {}\n", ms_to_rfc3339(m.timestamp_ms)));
     }
     let header = header.trim_end().to_string();
-    let mut pieces: Vec<String> = chunk_text(&m.body, Format::Plain).into_iter().map(|c| c.content).collect();
+    let mut pieces: Vec<String> = chunk_text(body, Format::Plain).into_iter().map(|c| c.content).collect();
+    let title = mail_title(&m.subject, sender_name(m.from.as_ref()));
     match pieces.first_mut() {
         Some(first) => *first = format!("{header}\n\n{first}"),
         None => pieces.push(header),
@@ -140,6 +185,14 @@ pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin:
             metadata.insert("from".into(), json!(m.from.as_ref().map(|f| &f.1)));
             metadata.insert("to".into(), json!(m.to.iter().map(|t| &t.1).collect::<Vec<_>>()));
             metadata.insert("file_path".into(), json!(path_str));
+            if m.automated {
+                metadata.insert("automated".into(), json!(true));
+            }
+            // The message it answers (whose chunks' `source_ref` is that id): where the text it
+            // quotes lives.
+            if let Some(parent) = m.in_reply_to.first().or(m.references.last()) {
+                metadata.insert("in_reply_to".into(), json!(parent));
+            }
             NewChunk {
                 kind: SourceKind::Email,
                 source_id: thread.to_string(),
@@ -149,7 +202,7 @@ pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin:
                 provenance: "ingest".into(),
                 timestamp_ms: m.timestamp_ms,
                 seq: i as i64,
-                title: (!m.subject.is_empty()).then(|| m.subject.clone()),
+                title: Some(title.clone()),
                 content,
                 metadata,
                 tags: Vec::new(),
@@ -174,26 +227,36 @@ pub(crate) fn thread_source(conn: &Connection, thread: &str, msgs: &[&MailMessag
         let subject = msgs.iter().map(|m| m.subject.as_str()).find(|s| !s.is_empty()).unwrap_or("");
         meta.insert("subject".into(), json!(normalize_subject_display(subject)));
     }
+    // The thread's first sender: kept once known, so later replies do not rename the thread.
+    if !meta.contains_key("started_by")
+        && let Some(from) =
+            msgs.iter().filter(|m| m.from.is_some()).min_by_key(|m| m.timestamp_ms).and_then(|m| m.from.as_ref())
+    {
+        meta.insert("started_by".into(), json!(sender_name(Some(from))));
+    }
     meta.insert("participants".into(), Value::Array(people.clone()));
-    let first = people.first().map(|p| {
-        let name = p.get("name").and_then(Value::as_str).unwrap_or("");
-        if name.is_empty() {
-            p.get("email").and_then(Value::as_str).unwrap_or("").to_string()
-        } else {
-            name.to_string()
-        }
-    });
-    let display = first.unwrap_or_else(|| meta.get("subject").and_then(Value::as_str).unwrap_or("").to_string());
+    let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let display = mail_title(&text("subject"), &text("started_by"));
     Ok(NewSource { source_id: thread.to_string(), kind: SourceKind::Email, display_name: display, metadata: meta })
 }
 
-/// The subject as people wrote it, minus reply prefixes.
+/// The subject as people wrote it, minus reply prefixes and mailing-list tags (`[Garden-dev]`).
 fn normalize_subject_display(s: &str) -> String {
     let mut rest = s.trim();
-    while let Some(i) = rest.find(':').filter(|&i| {
-        i <= 4 && ["re", "fwd", "fw", "aw", "sv"].contains(&rest[..i].trim().to_ascii_lowercase().as_str())
-    }) {
-        rest = rest[i + 1..].trim_start();
+    loop {
+        if let Some(i) = rest.find(':').filter(|&i| {
+            i <= 4 && ["re", "fwd", "fw", "aw", "sv"].contains(&rest[..i].trim().to_ascii_lowercase().as_str())
+        }) {
+            rest = rest[i + 1..].trim_start();
+        } else if let Some(end) = rest.strip_prefix('[').and_then(|r| r.find(']')).filter(|_| rest.len() > 2) {
+            let after = rest[end + 2..].trim_start();
+            if after.is_empty() {
+                break;
+            }
+            rest = after;
+        } else {
+            break;
+        }
     }
     rest.to_string()
 }
@@ -210,7 +273,8 @@ pub(crate) fn build(
     let mut by_thread: Vec<(String, Vec<&MailMessage>)> = Vec::new();
     for m in msgs {
         let t = threads.resolve(m)?;
-        chunks.extend(message_chunks(m, &t, path, origin));
+        let body = threads.body(m, &t)?;
+        chunks.extend(message_chunks(m, &body, &t, path, origin));
         match by_thread.iter_mut().find(|(x, _)| *x == t) {
             Some((_, v)) => v.push(m),
             None => by_thread.push((t, vec![m])),

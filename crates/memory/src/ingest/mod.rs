@@ -5,7 +5,10 @@
 //! skipped but for Maildir++ folders, in name order); `openhuman_formats` decides what each
 //! file is (from its place and content first, its extension second; a `kind` names the family
 //! to read files as) and reads it, and this module chunks and stores what it yields. A file whose
-//! content hash matches its last ingest is skipped; a changed file replaces its chunks. Files
+//! content hash matches its last ingest is skipped; a changed file replaces its chunks. A file
+//! that gave nothing (no text, no message, a parse error) is not recorded in `files` — its old
+//! chunks, if any, are removed —, so the next ingest or watch sync reads it again: only a file
+//! that was stored counts as unchanged. Files
 //! are parsed outside the writer lock and written in batches of about `BATCH_CHUNKS` chunks,
 //! one transaction per batch; the full-text index is committed every `FTS_COMMIT_CHUNKS`
 //! chunks and at the end, so ingested text is searchable by keywords when the call returns.
@@ -163,9 +166,11 @@ fn prepare(
     let hash = sha256_hex(&bytes);
     let path_str = path.to_string_lossy().into_owned();
     let origin = format!("file:{path_str}");
+    // A row without chunks is what an older version recorded for a file that gave nothing: it
+    // is read again, like any file not recorded.
     let old: Option<String> = inner
         .read_conn()?
-        .prepare_cached("SELECT content_hash FROM files WHERE path = ?1")?
+        .prepare_cached("SELECT content_hash FROM files WHERE path = ?1 AND chunk_count > 0")?
         .query_row([&path_str], |r| r.get(0))
         .optional()?;
     if old.as_deref() == Some(hash.as_str()) {
@@ -188,7 +193,8 @@ fn prepare(
     };
     let pending = Pending { path: path.to_path_buf(), origin, hash, size: meta.len(), kind, parsed };
     if pending_chunks(&pending) == 0 && mine.is_empty() {
-        // Written all the same (an edit that emptied a file must remove its old chunks).
+        // Written all the same (an edit that emptied a file must remove its old chunks), but not
+        // recorded: it is read again next time.
         mine.file("nothing to ingest in it (no text or messages)", path);
     }
     skips.merge(mine);
@@ -248,6 +254,11 @@ fn write_files(
             let outcome = anchor::reattach(tx, &p.origin, annotated, &new, now)?;
             summary.annotations_moved += outcome.moved;
             summary.annotations_detached += outcome.detached;
+        }
+        if pending_chunks(p) == 0 {
+            // Nothing came of it: not recorded, so the next run or watch sync tries again.
+            tx.prepare_cached("DELETE FROM files WHERE path = ?1")?.execute([p.path.to_string_lossy()])?;
+            continue;
         }
         tx.prepare_cached(
             "INSERT INTO files (path, content_hash, size, kind, chunk_count, ingested_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)

@@ -1,6 +1,7 @@
 //! `tree.list_sources` (`openhuman.memory_tree_list_sources`): the sources in memory with chunk
 //! counts and last activity, most recent first (source id breaks ties). A mail thread is named
-//! after its first participant who is not the user.
+//! "Subject — Name", the name of its first participant who is not the user (without a hint
+//! about the user: the thread's first sender).
 
 use openhuman_schema::params;
 use rusqlite::OptionalExtension;
@@ -102,8 +103,13 @@ impl MemoryEngine {
                 let meta: Value = serde_json::from_str(&r.get::<_, String>(3)?).unwrap_or(Value::Null);
                 let (mut subject, mut participants) = (None, None);
                 if kind == "email" {
-                    if let Some(name) = other_party(&meta, hint.as_deref()) {
-                        display = name;
+                    let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+                    let who = match hint.as_deref() {
+                        Some(h) => other_party(&meta, Some(h)),
+                        None => Some(text("started_by")).filter(|s| !s.is_empty()).or_else(|| other_party(&meta, None)),
+                    };
+                    if let Some(name) = who {
+                        display = crate::util::mail_title(&text("subject"), &name);
                     }
                     subject = Some(meta.get("subject").cloned().unwrap_or(Value::Null));
                     participants = Some(meta.get("participants").cloned().unwrap_or(Value::Array(Vec::new())));

@@ -1,8 +1,10 @@
 //! `tree.top_entities` (`openhuman.memory_tree_top_entities`): the most-mentioned canonical
 //! entities, optionally of one kind, by mention count then id (the keyset a cursor continues
 //! from). Topics alone rank by how distinctive they are: the chunks a topic is one of, times
-//! the square of how rare its word is in the store, so words every chunk uses sink. People and
-//! bots carry the names and addresses merged into them.
+//! the square of how rare its word is in the store, so words every chunk uses sink, and a word
+//! whose text more than one chunk in `GENERIC_SHARE` holds (in a store of at least `GENERIC_MIN_DOCS`
+//! chunks) is left out: what so much of a store says is no subject of it. People and bots carry
+//! the names and addresses merged into them.
 
 use openhuman_schema::params;
 use serde::Serialize;
@@ -13,6 +15,10 @@ use crate::{MemoryEngine, MemoryError, entities, page};
 
 /// Topics ranked by distinctiveness: this many of the most widespread are scored.
 const TOPIC_CANDIDATES: i64 = 2_000;
+/// A topic word in more than one chunk in this many is generic in this store…
+const GENERIC_SHARE: f64 = 8.0;
+/// …once the store has this many chunks (in a small one, a shared word may be its subject).
+const GENERIC_MIN_DOCS: f64 = 200.0;
 
 params! {
     /// Which entities to list, and where the page starts.
@@ -108,16 +114,20 @@ impl MemoryEngine {
                 .query_map([TOPIC_CANDIDATES], row)?
                 .collect::<rusqlite::Result<Vec<_>>>()?
                 .into_iter()
-                .map(|(mut e, _, id)| {
+                .filter_map(|(mut e, _, id)| {
                     let chunks = e.chunk_count.max(1) as f64;
-                    let df = (self.inner.fts.doc_freq(&e.display_name) as f64).max(chunks);
+                    let used = self.inner.fts.doc_freq(&e.display_name) as f64;
+                    if docs >= GENERIC_MIN_DOCS && used * GENERIC_SHARE > docs {
+                        return None;
+                    }
+                    let df = used.max(chunks);
                     // Rarity counts twice: once for the word's weight in each chunk it is a
                     // topic of (tf-idf), once for how few chunks share it (a subject, not a
                     // word of every kind of text).
                     let idf = (docs / df).ln().max(0.0);
                     let score = chunks * idf * idf;
                     e.score = Some((score * 1000.0).round() / 1000.0);
-                    (e, (score * 1000.0) as i64, id)
+                    Some((e, (score * 1000.0) as i64, id))
                 })
                 .filter(|(_, s, id)| after_n.is_none_or(|n| *s < n || (*s == n && Some(id) > after_id.as_ref())))
                 .collect();

@@ -162,10 +162,12 @@ fn discord_chat_exporter_files() {
     let chunks = chunks_of(&m, "discord:900/111");
     assert_eq!(
         chunks[0]["content"],
-        "[2024-06-01 09:15] mossy_mara: Who has spare courgette seedlings?\n\
-         [2024-06-01 09:20] ben.grows: I do, six of them in the cold frame\n\
-         [2024-06-01 09:21] ben.grows: [attachment: seedlings.jpg]"
+        "[2024-06-01 09:15] Mara: Who has spare courgette seedlings?\n\
+         [2024-06-01 09:20] Ben: I do, six of them in the cold frame\n\
+         [2024-06-01 09:21] Ben: [attachment: seedlings.jpg]"
     );
+    // The nickname is the sender; the account name is kept as the handle.
+    assert_eq!(chunks[0]["metadata"]["handles"], json!({"Mara": "mossy_mara", "Ben": "ben.grows"}));
     assert_eq!(chunks[0]["timestamp_ms"], 1_717_233_300_123i64);
     assert_eq!(chunks[0]["title"], "Garden Club #general");
     assert_eq!(skips(&s), [skip("message", "Discord notice (GuildMemberJoin)", 1)]);

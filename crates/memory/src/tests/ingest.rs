@@ -121,9 +121,9 @@ fn email_threads_join_across_files_and_name_the_other_party() {
     assert_eq!(
         sources,
         [
-            ("thread:inv@example.com".to_string(), "Dan".to_string(), 1),
-            ("thread:g1@example.org".into(), "Bob Jones".into(), 2),
-            ("thread:root@example.com".into(), "Alice Smith".into(), 2),
+            ("thread:inv@example.com".to_string(), "Invoice — Dan".to_string(), 1),
+            ("thread:g1@example.org".into(), "Garden plans — Bob Jones".into(), 2),
+            ("thread:root@example.com".into(), "Budget review — Alice Smith".into(), 2),
         ]
     );
     assert_eq!(r["sources"][2]["subject"], "Budget review");

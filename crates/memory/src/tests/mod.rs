@@ -7,6 +7,7 @@ mod import_mail;
 mod index;
 mod ingest;
 mod keyword;
+mod mail_reading;
 mod people;
 mod read;
 mod tiers;

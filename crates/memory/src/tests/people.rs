@@ -171,7 +171,7 @@ fn an_older_store_is_extracted_again_when_opened() {
     let conn = rusqlite::Connection::open(data.path().join("memory.db")).unwrap();
     let version: i64 =
         conn.query_row("SELECT value FROM meta WHERE name = 'entities_version'", [], |r| r.get(0)).unwrap();
-    assert_eq!(version, 1);
+    assert_eq!(version, 2);
 }
 
 #[test]
