@@ -128,5 +128,6 @@ pub(crate) fn request_ctx(client: &str, transport: Transport) -> RequestCtx {
         client_info: Some(json!({ "name": client, "version": openhuman_common::VERSION })),
         log_level: None,
         notify,
+        input: Default::default(),
     }
 }

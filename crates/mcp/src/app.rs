@@ -96,6 +96,22 @@ pub trait App: Send + Sync + 'static {
     /// The text of the resource at `uri` with its MIME type, or None when there is none.
     fn read_resource(&self, uri: &str) -> BoxFuture<'static, Option<(String, &'static str)>>;
 
+    /// `resources/read` of `uri` as its `contents` entries (`text` or base64 `blob`), for apps
+    /// with binary resources or whose reads ask the client something through `ctx`. By default
+    /// the text of [`App::read_resource`]. `Ok(None)`: there is no such resource.
+    fn read_resource_contents(
+        &self,
+        uri: String,
+        ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<Option<Vec<Value>>, RpcError>> {
+        let _ = ctx;
+        let read = self.read_resource(&uri);
+        async move {
+            Ok(read.await.map(|(text, mime)| vec![serde_json::json!({ "uri": uri, "mimeType": mime, "text": text })]))
+        }
+        .boxed()
+    }
+
     /// `resources/templates/list` entries.
     fn resource_templates(&self) -> Vec<ResourceTemplate> {
         Vec::new()
