@@ -27,6 +27,9 @@ run_client py-mcp2 "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_client.py" 
 # Subagent runs against a fake LLM the script starts on loopback (2.x SDK, through the shim).
 run_client py-agents "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_agents.py" --bin-dir "$BIN_DIR"
 run_client py-mcp1 "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_client.py" --bin-dir "$BIN_DIR"
+# Confirmations through elicitation (forget, secrets), both eras, through the shim.
+run_client py-confirm2 "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_confirm.py" --bin-dir "$BIN_DIR"
+run_client py-confirm1 "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_confirm.py" --bin-dir "$BIN_DIR"
 run_client ts-sdk node "$HERE/node/ts_client.mjs" --bin-dir "$BIN_DIR" --node-dir "$OPENHUMAN_INTEROP_DIR/node"
 
 interop_finish

@@ -5,6 +5,7 @@
 
 mod agent;
 mod catalog;
+mod confirm;
 mod memory;
 pub(crate) mod subagent;
 mod web;

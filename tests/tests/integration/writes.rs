@@ -443,3 +443,48 @@ fn readonly_refuses_ingest_and_reindex_and_both_are_audited() {
         assert!(summary.contains(&want), "{want:?} in {summary:?}");
     }
 }
+
+/// A client that cannot be asked gets `[autonomy].on_secret`'s answer for text that looks like a
+/// secret: `ask` (the default) stores it redacted, `store` as sent, `drop` not at all; deletions
+/// act at once. The audit row says what was decided and by whom, never the secret.
+#[test]
+fn the_secret_policy_decides_for_a_client_that_cannot_be_asked() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    p.initialize("no-elicitation");
+    let key = format!("sk-{}", "Qw3".repeat(9));
+    let text = format!("deploy with {key} tonight");
+    let read_back = |p: &mut Peer, stored: &Value| {
+        let chunk = stored["chunk_ids"][0].as_str().unwrap().to_string();
+        p.tool("tree.read_chunk", json!({"chunk_id": chunk})).to_string()
+    };
+    let stored = p.tool("memory.store", json!({"title": "deploy", "content": text}));
+    let chunk = read_back(&mut p, tool_ok(&stored));
+    assert!(!chunk.contains(&key) && chunk.contains("[redacted]"), "{chunk}");
+    for (policy, kept) in [("store", true), ("drop", false)] {
+        home.write_config(&format!("[autonomy]\non_secret = \"{policy}\"\n"));
+        assert_eq!(p.call("openhuman.config_reload", json!({}))["reloaded"], true);
+        let r = p.tool("memory.store", json!({"title": format!("deploy {policy}"), "content": text}));
+        if kept {
+            assert!(read_back(&mut p, tool_ok(&r)).contains(&key), "on_secret = store keeps it");
+        } else {
+            assert!(tool_err_text(&r).contains("wrote nothing"), "{r}");
+        }
+    }
+    let id = tool_ok(&stored)["id"].as_str().unwrap().to_string();
+    let gone = p.tool("memory.forget", json!({"ids": [id]}));
+    assert_eq!(tool_ok(&gone)["deleted"][0], json!(id), "no confirmation without a client that can ask");
+    let rows = audit_rows(&home, &[]);
+    let text = serde_json::to_string(&rows).unwrap();
+    assert!(!text.contains(&key), "a secret in the audit rows: {text}");
+    let decided: Vec<(Value, Value)> = rows
+        .iter()
+        .filter(|r| r["tool"] == "memory.store" && r["success"] == true)
+        .map(|r| (r["args_summary"]["secret"].clone(), r["args_summary"]["secret_decided_by"].clone()))
+        .collect();
+    assert!(decided.contains(&(json!("redacted"), json!("policy"))), "{decided:?}");
+    assert!(decided.contains(&(json!("stored_as_is"), json!("policy"))), "{decided:?}");
+    let forget = rows.iter().find(|r| r["tool"] == "memory.forget").expect("the forget's row");
+    assert_eq!(forget["args_summary"]["confirmation"], "not_asked", "{forget}");
+}
