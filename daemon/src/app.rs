@@ -98,6 +98,12 @@ impl App for AppState {
         crate::completion::complete(self.clone(), request).boxed()
     }
 
+    /// The daemon's schemas come from `ArgSpec`, which never marks an argument `x-mcp-header`:
+    /// nothing to mirror, and no listing built on every HTTP call to find that out.
+    fn param_headers(&self, _name: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     fn closing(&self) -> Option<CancellationToken> {
         Some(self.shutdown_token().clone())
     }

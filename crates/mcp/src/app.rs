@@ -90,6 +90,15 @@ pub trait App: Send + Sync + 'static {
         ctx: RequestCtx,
     ) -> BoxFuture<'static, Result<Payload, RpcError>>;
 
+    /// The arguments of tool `name` that its schema marks `x-mcp-header: X` (argument, `X`):
+    /// a 2026-07-28 HTTP call must mirror them in `Mcp-Param-X` headers. By default read from
+    /// [`App::tools`]; an app whose schemas never mark any may answer none without listing.
+    fn param_headers(&self, name: &str) -> Vec<(String, String)> {
+        let tools = self.tools();
+        let tool = tools.iter().find(|t| t.get("name").and_then(Value::as_str) == Some(name));
+        tool.map(crate::transport::http::message::param_headers_of).unwrap_or_default()
+    }
+
     /// `resources/list` entries.
     fn resources(&self) -> Vec<Resource>;
 

@@ -626,9 +626,7 @@ impl<A: App> Serve for Dispatcher<A> {
         &self.sessions
     }
     fn param_headers(&self, name: &str) -> Vec<(String, String)> {
-        let tools = self.app.tools();
-        let tool = tools.iter().find(|t| t.get("name").and_then(Value::as_str) == Some(name));
-        tool.map(crate::transport::http::message::param_headers_of).unwrap_or_default()
+        self.app.param_headers(name)
     }
     fn extension_owned(
         &self,
