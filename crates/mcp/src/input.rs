@@ -164,7 +164,7 @@ pub struct Input {
 }
 
 struct Inner {
-    /// The client's declared capabilities.
+    /// The client's declared capabilities in 2026-07-28 (before, the session's, read from it).
     caps: Map<String, Value>,
     mode: Mode,
     /// Numbers the questions of `elicit`, so a retried handler asks under the same keys.
@@ -190,10 +190,9 @@ struct Round {
 impl Input {
     /// A handshake-era request on `session`: questions go out on `notify`.
     pub fn legacy(session: Arc<Session>, notify: mpsc::Sender<String>, cancel: CancellationToken) -> Input {
-        let caps = session.client_capabilities();
         Input {
             inner: Some(Arc::new(Inner {
-                caps,
+                caps: Map::new(),
                 mode: Mode::Legacy { session, notify, cancel },
                 counter: AtomicU64::new(0),
             })),
@@ -239,7 +238,11 @@ impl Input {
     }
 
     fn declared(&self, capability: &str) -> bool {
-        self.inner.as_ref().is_some_and(|i| i.caps.get(capability).is_some_and(|c| !c.is_null()))
+        match self.inner.as_deref() {
+            None => false,
+            Some(Inner { mode: Mode::Legacy { session, .. }, .. }) => session.declared(capability),
+            Some(i) => i.caps.get(capability).is_some_and(|c| !c.is_null()),
+        }
     }
 
     pub fn can_elicit(&self) -> bool {

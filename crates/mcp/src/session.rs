@@ -140,6 +140,11 @@ impl Session {
         self.client_caps.get().cloned().unwrap_or_default()
     }
 
+    /// True when the client declared `capability` (present and not null).
+    pub fn declared(&self, capability: &str) -> bool {
+        self.client_caps.get().is_some_and(|c| c.get(capability).is_some_and(|v| !v.is_null()))
+    }
+
     /// True when the client declared something the server may ask it for while a request runs
     /// (elicitation, sampling, roots): over HTTP such requests answer with an event stream.
     pub fn can_be_asked(&self) -> bool {
