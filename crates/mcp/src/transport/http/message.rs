@@ -1,8 +1,10 @@
 //! The few facts HTTP must read from a message before handing it to the dispatcher: whether it
 //! starts a session (`initialize`), belongs to the stateless 2026-07-28 era, carries requests at
 //! all (notifications get 202), and may produce notifications (then the answer is an event
-//! stream, as it is for a call whose handler may ask the client something). Also the 2026-07-28 rule that mirrored headers (`MCP-Protocol-Version`,
-//! `Mcp-Method`, `Mcp-Name`) agree with the body. Everything else is the dispatcher's.
+//! stream, as it is for a call whose handler may ask the client something). Also the 2026-07-28
+//! rules: `_meta` carries the version and the client's capabilities, and the mirrored headers
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) are there and agree with the
+//! body. Everything else is the dispatcher's.
 
 use axum::http::HeaderMap;
 use base64::Engine;
