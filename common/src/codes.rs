@@ -10,5 +10,7 @@ pub const INTERNAL_ERROR: i64 = -32603;
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
 /// MCP 2026-07-28: an HTTP header disagrees with the body.
 pub const HEADER_MISMATCH: i64 = -32020;
+/// MCP 2026-07-28: the request needs a client capability its `_meta` does not declare.
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 /// MCP 2026-07-28: the requested protocol version is not served here.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;

@@ -115,6 +115,12 @@ impl App for AppState {
         crate::completion::complete(self.clone(), request).boxed()
     }
 
+    /// The daemon's schemas come from `ArgSpec`, which never marks an argument `x-mcp-header`:
+    /// nothing to mirror, and no listing built on every HTTP call to find that out.
+    fn param_headers(&self, _name: &str) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     fn closing(&self) -> Option<CancellationToken> {
         Some(self.shutdown_token().clone())
     }
@@ -185,5 +191,6 @@ pub(crate) fn request_ctx(client: &str, transport: Transport) -> RequestCtx {
         log_level: None,
         notify,
         auth: None,
+        input: Default::default(),
     }
 }

@@ -1,6 +1,8 @@
 //! The stdio <-> socket bridge. State it keeps, and nothing more: the client's `initialize`
 //! request and `notifications/initialized` (to replay after a reconnect), and the ids of requests
-//! in flight (to answer them with an error if the daemon goes away).
+//! in flight (to answer them with an error if the daemon goes away). Requests the daemon sends the
+//! client (elicitation, sampling) pass to stdout like notifications, and the client's responses
+//! to them pass to the daemon: neither is a request of the client, so neither is tracked.
 //!
 //! Threads: the main thread reads stdin and queues each line for the forwarder thread, which
 //! writes it to the daemon (connecting first when needed); one reader thread per connection
@@ -532,11 +534,18 @@ mod tests {
             (r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"}]"#.into(), vec!["1"]),
             (r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":4}}"#.into(), vec![]),
             (r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"m"}}"#.into(), vec![]),
+            // A request from the daemon to the client (elicitation) answers nothing in flight.
+            (r#"{"jsonrpc":"2.0","id":"oh-ask-1","method":"elicitation/create","params":{}}"#.into(), vec![]),
+            (r#"{"id":7,"jsonrpc":"2.0","method":"sampling/createMessage","params":{}}"#.into(), vec![]),
         ];
         for (line, want) in cases {
             let got = response_ids(format!("{line}\n").as_bytes());
             assert_eq!(got, want, "{}", &line[..line.len().min(80)]);
         }
+        // The client's answer to such a request is not a request of its own: nothing to track.
+        let answer = json!({"jsonrpc": "2.0", "id": "oh-ask-1", "result": {"action": "accept"}});
+        assert!(request_ids(Some(&answer)).is_empty());
+        assert_eq!(request_ids(Some(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call"}))), vec!["3"]);
         let id = json!("openhuman-shim-replay-3").to_string();
         assert_eq!(head_id(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{}}}}"#).as_bytes()), Some(id));
     }

@@ -30,6 +30,9 @@ run_client py-mcp1 "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_client.py" 
 # A tool set per client ([clients.<name>]): three named clients through the shim, both SDKs.
 run_client py-sets-mcp2 "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_client_sets.py" --bin-dir "$BIN_DIR" --transport shim
 run_client py-sets-mcp1 "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_client_sets.py" --bin-dir "$BIN_DIR" --transport shim
+# Confirmations through elicitation (forget, secrets), both eras, through the shim.
+run_client py-confirm2 "$OPENHUMAN_INTEROP_DIR/py2/bin/python" "$HERE/py_confirm.py" --bin-dir "$BIN_DIR"
+run_client py-confirm1 "$OPENHUMAN_INTEROP_DIR/py1/bin/python" "$HERE/py_confirm.py" --bin-dir "$BIN_DIR"
 run_client ts-sdk node "$HERE/node/ts_client.mjs" --bin-dir "$BIN_DIR" --node-dir "$OPENHUMAN_INTEROP_DIR/node"
 
 interop_finish

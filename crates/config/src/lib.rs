@@ -41,17 +41,42 @@ pub enum AutonomyLevel {
     Full,
 }
 
+/// What a write does with text the secret detector flags (an API key, a token, a private key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum OnSecret {
+    /// Ask the user through the client when it can be asked; redact otherwise.
+    #[default]
+    Ask,
+    /// Store it with each secret-looking word replaced by `[redacted]`.
+    Redact,
+    /// Store it as sent.
+    Store,
+    /// Write nothing.
+    Drop,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AutonomyConfig {
     pub level: AutonomyLevel,
     /// Act-class calls allowed in any sliding hour, across all sessions and transports.
     pub max_actions_per_hour: u32,
+    /// What a write holding something that looks like a secret does.
+    pub on_secret: OnSecret,
+    /// Ask the user (through a client that can ask) before `memory.forget` and
+    /// `memory.split_entity` act.
+    pub confirm_deletes: bool,
 }
 
 impl Default for AutonomyConfig {
     fn default() -> Self {
-        AutonomyConfig { level: AutonomyLevel::Supervised, max_actions_per_hour: 120 }
+        AutonomyConfig {
+            level: AutonomyLevel::Supervised,
+            max_actions_per_hour: 120,
+            on_secret: OnSecret::Ask,
+            confirm_deletes: true,
+        }
     }
 }
 
@@ -829,6 +854,15 @@ mod tests {
     fn unknown_key_names_key_and_file() {
         let err = load_text("[mcp.http]\nprot = 1\n", &[]).unwrap_err().to_string();
         assert!(err.contains("prot") && err.contains("config.toml"), "{err}");
+    }
+
+    #[test]
+    fn the_secret_policy_reads_its_four_words() {
+        assert_eq!(load_text("", &[]).unwrap().autonomy.on_secret, OnSecret::Ask);
+        let c = load_text("[autonomy]\non_secret = \"drop\"\nconfirm_deletes = false\n", &[]).unwrap();
+        assert_eq!((c.autonomy.on_secret, c.autonomy.confirm_deletes), (OnSecret::Drop, false));
+        let err = load_text("[autonomy]\non_secret = \"maybe\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("autonomy.on_secret") && err.contains("maybe"), "{err}");
     }
 
     #[test]

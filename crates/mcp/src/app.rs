@@ -90,11 +90,35 @@ pub trait App: Send + Sync + 'static {
         ctx: RequestCtx,
     ) -> BoxFuture<'static, Result<Payload, RpcError>>;
 
+    /// The arguments of tool `name` that its schema marks `x-mcp-header: X` (argument, `X`):
+    /// a 2026-07-28 HTTP call must mirror them in `Mcp-Param-X` headers. By default read from
+    /// [`App::tools`]; an app whose schemas never mark any may answer none without listing.
+    fn param_headers(&self, name: &str) -> Vec<(String, String)> {
+        let tools = self.tools();
+        let tool = tools.iter().find(|t| t.get("name").and_then(Value::as_str) == Some(name));
+        tool.map(crate::transport::http::message::param_headers_of).unwrap_or_default()
+    }
+
     /// `resources/list` entries.
     fn resources(&self) -> Vec<Resource>;
 
     /// The text of the resource at `uri` with its MIME type, or None when there is none.
     fn read_resource(&self, uri: &str) -> BoxFuture<'static, Option<(String, &'static str)>>;
+
+    /// `resources/read` of `uri` as its `contents` entries (`text` or base64 `blob`), for apps
+    /// with binary resources or whose reads ask the client something through `ctx`. By default
+    /// the text of [`App::read_resource_for`]. `Ok(None)`: there is no such resource.
+    fn read_resource_contents(
+        &self,
+        uri: String,
+        ctx: RequestCtx,
+    ) -> BoxFuture<'static, Result<Option<Vec<Value>>, RpcError>> {
+        let read = self.read_resource_for(&uri, &ctx);
+        async move {
+            Ok(read.await?.map(|(text, mime)| vec![serde_json::json!({ "uri": uri, "mimeType": mime, "text": text })]))
+        }
+        .boxed()
+    }
 
     /// `resources/templates/list` entries.
     fn resource_templates(&self) -> Vec<ResourceTemplate> {

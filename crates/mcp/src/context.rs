@@ -1,5 +1,6 @@
 //! What a running request can see and do besides its arguments: its cancellation token, the
-//! caller's provenance (and OAuth identity), and the way back to the client for progress and log notifications.
+//! caller's provenance (and OAuth identity), the way back to the client for progress and log
+//! notifications, and questions to the client ([`Input`]: elicitation, sampling, roots, in either era).
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::AuthInfo;
+use crate::input::{Ask, AskError, Elicited, Input};
 use crate::protocol::{Era, notification, progress_notification};
 use crate::session::{LOG_LEVELS, Session};
 
@@ -27,9 +29,37 @@ pub struct RequestCtx {
     /// The OAuth caller (subject, client id, scopes) of an HTTP request made with an access
     /// token; None for the static token, the socket and stdio.
     pub auth: Option<Arc<AuthInfo>>,
+    /// Questions to the client; the default asks nothing (no capability declared).
+    pub input: Input,
 }
 
 impl RequestCtx {
+    /// True when the client declared elicitation: [`RequestCtx::elicit`] may ask the user.
+    pub fn can_elicit(&self) -> bool {
+        self.input.can_elicit()
+    }
+
+    pub fn can_sample(&self) -> bool {
+        self.input.can_sample()
+    }
+
+    /// Asks the user to fill in `requested_schema` (a flat object schema), by a server→client
+    /// request or, in 2026-07-28, an `input_required` round; see [`crate::input`]. A handler
+    /// asks before it changes anything: in 2026-07-28 it runs again when the answer comes.
+    pub async fn elicit(&self, message: &str, requested_schema: Value) -> Result<Elicited, AskError> {
+        self.input.elicit(message, requested_schema).await
+    }
+
+    /// Asks the client one question under `key` (see [`Input::ask`]).
+    pub async fn ask(&self, key: &str, ask: Ask) -> Result<Value, AskError> {
+        self.input.ask(key, ask).await
+    }
+
+    /// Asks several questions at once (see [`Input::ask_all`]).
+    pub async fn ask_all(&self, asks: Vec<(String, Ask)>) -> Result<Vec<Value>, AskError> {
+        self.input.ask_all(asks).await
+    }
+
     /// Sends `notifications/progress` when the caller asked for it with `_meta.progressToken`.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some(token) = &self.progress_token else {

@@ -16,12 +16,23 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{App, Extension, Progress};
 use crate::context::RequestCtx;
 use crate::incoming::{Id, Incoming, MAX_BATCH, Part, ReadError};
+use crate::input::{self, Input};
 use crate::lifecycle::{self, Features};
 use crate::prompts::{self, Prompt};
-use crate::protocol::{self, Era, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply, RpcError};
+use crate::protocol::{
+    self, Era, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_VERSION, MODERN, Payload, Reply,
+    RpcError,
+};
 use crate::session::{LOG_LEVELS, Session, SessionSet, Transport, id_key, source_label};
 use crate::subscriptions::{Filter, closing_result};
 use crate::transport::framing::Overlong;
+
+/// The 2026-07-28 requests that may answer `input_required` (multi-round-trip requests).
+const MULTI_ROUND: &[&str] = &["tools/call", "prompts/get", "resources/read"];
+
+/// Handshake-era methods that 2026-07-28 no longer has: a request naming that version gets -32601.
+const REMOVED_IN_MODERN: &[&str] =
+    &["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
 
 /// The dispatcher and what every transport shares through it: the application, the set of live
 /// sessions, and the token that cancels in-flight calls when the server gives up waiting for
@@ -96,8 +107,13 @@ impl<A: App> Dispatcher<A> {
                 return;
             }
         };
+        // Responses from the client go inline too: a handler waiting for one may hold a slot.
         let inline = match &msg.value {
-            Value::Object(o) => o.get("id").is_none() || o.get("method").and_then(Value::as_str) == Some("initialize"),
+            Value::Object(o) => {
+                o.get("id").is_none()
+                    || o.get("method").is_none()
+                    || o.get("method").and_then(Value::as_str) == Some("initialize")
+            }
             _ => false,
         };
         if inline {
@@ -208,8 +224,12 @@ impl<A: App> Dispatcher<A> {
             Some(_) => {
                 return Some(Reply::error(reply_id.clone(), RpcError::invalid_request("`method` must be a string")));
             }
-            // A response from the client: we never send requests, so there is nothing to match it to.
-            None if obj.contains_key("result") || obj.contains_key("error") => return None,
+            // A response from the client to a server→client request (see `input`): handed to the
+            // handler waiting for it; one nobody waits for (late, cancelled) is dropped.
+            None if obj.contains_key("result") || obj.contains_key("error") => {
+                self.on_response(session, id.as_ref(), obj);
+                return None;
+            }
             None => {
                 return Some(Reply::error(reply_id.clone(), RpcError::invalid_request("missing `method`")));
             }
@@ -269,6 +289,22 @@ impl<A: App> Dispatcher<A> {
         }
     }
 
+    fn on_response(&self, session: &Arc<Session>, id: Option<&Value>, mut obj: Map<String, Value>) {
+        let Some(id) = id else { return };
+        let outcome = match (obj.remove("result"), obj.remove("error")) {
+            (Some(result), _) => Ok(result),
+            (None, Some(error)) => {
+                let code = error.get("code").and_then(Value::as_i64).unwrap_or(codes::INTERNAL_ERROR);
+                let message = error.get("message").and_then(Value::as_str).unwrap_or("error").to_string();
+                Err(RpcError::new(code, message))
+            }
+            (None, None) => return,
+        };
+        if !session.resolve_response(&id_key(id), outcome) {
+            tracing::debug!(response = %id, "client response nobody waits for; dropped");
+        }
+    }
+
     fn on_notification(&self, session: &Arc<Session>, method: &str, params: &Map<String, Value>) {
         match method {
             "notifications/initialized" => session.mark_initialized(),
@@ -294,7 +330,15 @@ impl<A: App> Dispatcher<A> {
     ) -> Result<Payload, RpcError> {
         let meta = params.get("_meta").and_then(Value::as_object);
         let meta_version = meta.and_then(|m| m.get(META_VERSION)).and_then(Value::as_str);
+        let known_legacy = |v: &str| protocol::LEGACY_VERSIONS.contains(&v);
+        if meta_version == Some(MODERN) && REMOVED_IN_MODERN.contains(&method) {
+            return Err(RpcError::method_not_found(method)
+                .with_data(json!({ "method": method, "hint": format!("{method} is not part of protocol {MODERN}") })));
+        }
         match method {
+            "server/discover" if meta_version.is_some_and(|v| v != MODERN && !known_legacy(v)) => {
+                return Err(RpcError::unsupported_version(meta_version.unwrap_or_default()));
+            }
             "initialize" => {
                 return lifecycle::initialize(self.app.info(), self.features(), session, &params).map(Payload::Value);
             }
@@ -314,7 +358,6 @@ impl<A: App> Dispatcher<A> {
             let caller = Extension { caller: session.id, progress };
             return self.app.extension(method.to_string(), params, caller).await.map(Payload::Value);
         }
-        let known_legacy = |v: &str| protocol::LEGACY_VERSIONS.contains(&v);
         let era = match (meta_version, session.negotiated()) {
             (Some(MODERN), _) => Era::Modern,
             (Some(v), _) if !known_legacy(v) => return Err(RpcError::unsupported_version(v)),
@@ -341,6 +384,14 @@ impl<A: App> Dispatcher<A> {
         } else {
             (session.source(), session.client_info(), session.log_level())
         };
+        let input = if !era.is_modern() {
+            Input::legacy(session.clone(), notify.clone(), cancel.clone())
+        } else if MULTI_ROUND.contains(&method) {
+            let caps = meta.and_then(|m| m.get(META_CLIENT_CAPABILITIES)).and_then(Value::as_object).cloned();
+            Input::modern(caps.unwrap_or_default(), input::binding(method, &params), &params, &cancel)?
+        } else {
+            Input::default()
+        };
         let ctx = RequestCtx {
             session: session.clone(),
             era: era.clone(),
@@ -351,7 +402,34 @@ impl<A: App> Dispatcher<A> {
             log_level,
             notify,
             auth: session.auth(),
+            input: input.clone(),
         };
+        let Some(suspended) = input.suspended() else {
+            return self.serve(session, method, params, era, ctx).await;
+        };
+        // 2026-07-28: a handler that asks what its request does not answer is stopped, and the
+        // client gets the questions to answer in a retry.
+        tokio::select! {
+            biased;
+            _ = suspended.cancelled() => {}
+            r = self.serve(session, method, params, era, ctx) => {
+                if !suspended.is_cancelled() {
+                    return r;
+                }
+            }
+        }
+        Ok(Payload::Value(input.input_required().unwrap_or_default()))
+    }
+
+    /// The method itself, once the era and the request's context are known.
+    async fn serve(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        params: Map<String, Value>,
+        era: Era,
+        ctx: RequestCtx,
+    ) -> Result<Payload, RpcError> {
         let mut result = match method {
             "ping" => json!({}),
             "tools/list" => {
@@ -403,7 +481,7 @@ impl<A: App> Dispatcher<A> {
                 }
                 json!({})
             }
-            "resources/read" => self.read_resource(&params, &era, &ctx).await?,
+            "resources/read" => self.read_resource(&params, &era, ctx).await?,
             "logging/setLevel" => lifecycle::set_level(session, &params)?,
             "prompts/list" if self.features().prompts => {
                 reject_cursor(&params)?;
@@ -488,11 +566,11 @@ impl<A: App> Dispatcher<A> {
         Ok(Payload::Value(closing_result(id)))
     }
 
-    async fn read_resource(&self, params: &Map<String, Value>, era: &Era, ctx: &RequestCtx) -> Result<Value, RpcError> {
+    async fn read_resource(&self, params: &Map<String, Value>, era: &Era, ctx: RequestCtx) -> Result<Value, RpcError> {
         let uri = uri_param(params)?;
-        match self.app.read_resource_for(uri, ctx).await? {
-            Some((text, mime)) => Ok(json!({ "contents": [{ "uri": uri, "mimeType": mime, "text": text }] })),
-            None => {
+        match self.app.read_resource_contents(uri.to_string(), ctx).await? {
+            Some(contents) if !contents.is_empty() => Ok(json!({ "contents": contents })),
+            _ => {
                 let code = if era.is_modern() { codes::INVALID_PARAMS } else { codes::RESOURCE_NOT_FOUND };
                 Err(RpcError::new(code, format!("resource not found: {uri}; resources/list shows the available ones"))
                     .with_data(json!({ "uri": uri })))
@@ -523,6 +601,8 @@ pub(crate) trait Serve: Send + Sync + 'static {
     ) -> futures::future::BoxFuture<'static, Option<Reply>>;
     fn new_session(&self, transport: Transport, out: mpsc::Sender<String>) -> Session;
     fn sessions(&self) -> &Arc<SessionSet>;
+    /// The `x-mcp-header` marks of tool `name`'s arguments (2026-07-28 `Mcp-Param-*` headers).
+    fn param_headers(&self, name: &str) -> Vec<(String, String)>;
     fn extension_owned(
         &self,
         method: String,
@@ -545,6 +625,9 @@ impl<A: App> Serve for Dispatcher<A> {
     }
     fn sessions(&self) -> &Arc<SessionSet> {
         &self.sessions
+    }
+    fn param_headers(&self, name: &str) -> Vec<(String, String)> {
+        self.app.param_headers(name)
     }
     fn extension_owned(
         &self,
@@ -903,6 +986,113 @@ mod tests {
         stdio.init().await;
         stdio.line(json!({"jsonrpc": "2.0", "id": 1, "method": "fake.echo"})).await;
         assert_eq!(stdio.next().await["error"]["code"], -32601);
+    }
+
+    fn confirm(id: i64, meta: Option<Value>) -> Value {
+        let mut params = json!({"name": "test.confirm", "arguments": {}});
+        if let Some(m) = meta {
+            params["_meta"] = m;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    }
+
+    async fn init_with(r: &mut Rig, caps: Value) {
+        r.line(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                      "params": {"protocolVersion": "2025-11-25", "capabilities": caps}}))
+            .await;
+        assert_eq!(r.next().await["id"], 0);
+        r.line(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    }
+
+    #[tokio::test]
+    async fn a_handler_asks_the_client_and_gets_its_answer_back() {
+        let mut r = rig();
+        init_with(&mut r, json!({"elicitation": {}})).await;
+        r.line(confirm(1, None)).await;
+        let ask = r.next().await;
+        assert_eq!(ask["method"], "elicitation/create", "{ask}");
+        assert_eq!(ask["params"]["message"], "Really do it?");
+        assert!(ask["id"].is_string());
+        // Other requests are served while the question is open.
+        r.line(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).await;
+        assert_eq!(r.next().await["id"], 2);
+        // A response nobody waits for is dropped silently.
+        r.line(json!({"jsonrpc": "2.0", "id": "nobody", "result": {"action": "accept"}})).await;
+        r.line(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"sure": true}}}))
+            .await;
+        let done = r.next().await;
+        assert_eq!(done["id"], 1);
+        assert_eq!(done["result"]["structuredContent"], json!({"action": "accept", "content": {"sure": true}}));
+        assert_eq!(r.session.inflight_count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_client_without_the_capability_is_never_asked() {
+        let mut r = rig();
+        r.init().await;
+        r.line(confirm(1, None)).await;
+        let done = r.next().await;
+        assert_eq!(done["id"], 1, "no question went out: {done}");
+        assert!(done["result"]["structuredContent"]["not_asked"].as_str().unwrap().contains("elicitation"));
+    }
+
+    #[tokio::test]
+    async fn a_refusal_and_a_cancel_end_the_wait() {
+        let mut r = rig();
+        init_with(&mut r, json!({"elicitation": {}})).await;
+        r.line(confirm(1, None)).await;
+        let ask = r.next().await;
+        r.line(json!({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -1, "message": "user closed the dialog"}}))
+            .await;
+        let done = r.next().await;
+        assert!(done["result"]["structuredContent"]["not_asked"].as_str().unwrap().contains("user closed"), "{done}");
+        // Cancelling the call while it waits: no reply, and the client is told to drop the question.
+        r.line(confirm(3, None)).await;
+        let ask = r.next().await;
+        r.line(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})).await;
+        let told = r.next().await;
+        assert_eq!((&told["method"], &told["params"]["requestId"]), (&json!("notifications/cancelled"), &ask["id"]));
+        r.line(json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})).await;
+        assert_eq!(r.next().await["id"], 4, "nothing answered the cancelled call");
+    }
+
+    #[tokio::test]
+    async fn the_stateless_era_asks_with_input_required_and_a_signed_state() {
+        let mut r = rig();
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+        r.line(confirm(1, Some(meta.clone()))).await;
+        let first = r.next().await["result"].clone();
+        assert_eq!(first["resultType"], "input_required", "{first}");
+        let (key, request) = first["inputRequests"].as_object().unwrap().iter().next().unwrap();
+        assert_eq!(request["method"], "elicitation/create");
+        let state = first["requestState"].as_str().unwrap().to_string();
+        let retry = |id: i64, state: &str| {
+            let mut m = confirm(id, Some(meta.clone()));
+            m["params"]["inputResponses"] = json!({ key.clone(): {"action": "decline"} });
+            m["params"]["requestState"] = json!(state);
+            m
+        };
+        r.line(retry(2, &state)).await;
+        let done = r.next().await["result"].clone();
+        assert_eq!(
+            (done["resultType"].as_str(), &done["structuredContent"]["action"]),
+            (Some("complete"), &json!("decline"))
+        );
+        r.line(retry(3, &format!("{state}x"))).await;
+        assert_eq!(r.next().await["error"]["code"], -32602, "a tampered state is refused");
+        // A state made for one tool call is refused on another.
+        let mut other = retry(4, &state);
+        other["params"]["arguments"] = json!({"x": 1});
+        r.line(other).await;
+        assert_eq!(r.next().await["error"]["code"], -32602);
+        // Without the capability, nothing is asked and the tool runs as without a client.
+        let bare = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        r.line(confirm(5, Some(bare.clone()))).await;
+        assert_eq!(r.next().await["result"]["resultType"], "complete");
+        // Lists never answer input_required.
+        r.line(json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": meta}})).await;
+        assert_eq!(r.next().await["result"]["resultType"], "complete");
     }
 
     #[tokio::test]

@@ -14,8 +14,9 @@
 //! - `session`    per-connection state and the set of live sessions
 //! - `prompts`    prompts and completion: list entries, argument checks, the completion cap
 //! - `subscriptions` change notifications: `resources/subscribe` and `subscriptions/listen`
-//! - `context`    [`RequestCtx`]: what a running request may use (cancel, progress, logs)
 //! - `auth`       OAuth for HTTP: the verified caller, the verifier hook, resource metadata
+//! - `context`    [`RequestCtx`]: what a running request may use (cancel, progress, logs, input)
+//! - `input`      asking the client: server→client requests, 2026-07-28 multi-round-trip input
 //! - `args`       argument schemas (the `openhuman-schema` crate, re-exported)
 //! - `tool`       tool descriptions and results (`tools/list` entries, `isError` results)
 //! - `transport/` bytes <-> messages: framing, socket, stdio, HTTP
@@ -27,6 +28,7 @@ pub use openhuman_schema as args;
 pub mod context;
 mod dispatcher;
 pub mod incoming;
+pub mod input;
 mod lifecycle;
 pub mod prompts;
 pub mod protocol;
@@ -42,5 +44,6 @@ pub use auth::AuthInfo;
 pub use context::RequestCtx;
 pub use dispatcher::{Dispatcher, encode};
 pub use incoming::{Id, Incoming};
+pub use input::{Action, Ask, AskError, Elicited, Input};
 pub use protocol::{Era, Payload, Reply, RpcError};
 pub use session::{Session, SessionGuard, SessionSet, Transport};

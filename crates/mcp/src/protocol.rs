@@ -19,6 +19,7 @@ pub const SUPPORTED: &[&str] = &[MODERN, "2025-11-25", "2025-06-18", "2025-03-26
 
 pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 

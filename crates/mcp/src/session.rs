@@ -1,7 +1,8 @@
-//! One MCP session: its handshake state, provenance label, log level, in-flight requests (each
-//! with its own cancellation token) and the channel its messages leave by. Every transport makes
-//! one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP), and registers it in the
-//! server's [`SessionSet`] for as long as it lives.
+//! One MCP session: its handshake state, provenance label, the client's declared capabilities,
+//! log level, in-flight requests (each with its own cancellation token), the server→client
+//! requests waiting for the client's response, and the channel its messages leave by. Every
+//! transport makes one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP), and
+//! registers it in the server's [`SessionSet`] for as long as it lives.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -15,6 +16,7 @@ use tokio_util::task::TaskTracker;
 use openhuman_common::normalize_id;
 
 use crate::auth::AuthInfo;
+use crate::input::Responses;
 use crate::subscriptions::{Listeners, updated_line};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -42,6 +44,10 @@ pub struct Session {
     initialized: AtomicBool,
     source: OnceLock<String>,
     client_info: OnceLock<Value>,
+    /// The `capabilities` the client declared in `initialize`.
+    client_caps: OnceLock<serde_json::Map<String, Value>>,
+    /// Server→client requests waiting for the client's response.
+    responses: Responses,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<String, CancellationToken>>,
     /// Resource URIs this session subscribed to with `resources/subscribe`.
@@ -68,6 +74,8 @@ impl Session {
             initialized: AtomicBool::new(false),
             source: OnceLock::new(),
             client_info: OnceLock::new(),
+            client_caps: OnceLock::new(),
+            responses: Responses::default(),
             log_level: AtomicU8::new(LEVEL_UNSET),
             inflight: Mutex::new(HashMap::new()),
             subscribed: Mutex::new(BTreeSet::new()),
@@ -134,6 +142,47 @@ impl Session {
 
     pub fn client_info(&self) -> Option<Value> {
         self.client_info.get().cloned()
+    }
+
+    /// Records the `capabilities` of `initialize`; the first observation wins.
+    pub fn observe_capabilities(&self, caps: Option<&Value>) {
+        if let Some(Value::Object(c)) = caps {
+            let _ = self.client_caps.set(c.clone());
+        }
+    }
+
+    /// What the client declared it can do (elicitation, sampling, roots, …).
+    pub fn client_capabilities(&self) -> serde_json::Map<String, Value> {
+        self.client_caps.get().cloned().unwrap_or_default()
+    }
+
+    /// True when the client declared `capability` (present and not null).
+    pub fn declared(&self, capability: &str) -> bool {
+        self.client_caps.get().is_some_and(|c| c.get(capability).is_some_and(|v| !v.is_null()))
+    }
+
+    /// True when the client declared something the server may ask it for while a request runs
+    /// (elicitation, sampling, roots): over HTTP such requests answer with an event stream.
+    pub fn can_be_asked(&self) -> bool {
+        self.client_caps.get().is_some_and(|c| {
+            ["elicitation", "sampling", "roots"].iter().any(|k| c.get(*k).is_some_and(|v| !v.is_null()))
+        })
+    }
+
+    /// A new server→client request id and the receiver its response will arrive on.
+    pub fn expect_response(&self) -> (Value, tokio::sync::oneshot::Receiver<Result<Value, crate::RpcError>>) {
+        self.responses.expect()
+    }
+
+    /// A response from the client (`key` is its id as JSON text): handed to the request that
+    /// waits for it. False when none does (late, unknown, or already answered).
+    pub fn resolve_response(&self, key: &str, outcome: Result<Value, crate::RpcError>) -> bool {
+        self.responses.resolve(key, outcome)
+    }
+
+    /// Stops waiting for the response to `key`; false when it was not awaited.
+    pub fn forget_response(&self, key: &str) -> bool {
+        self.responses.forget(key)
     }
 
     pub fn set_log_level(&self, level: &str) -> bool {

@@ -1,6 +1,7 @@
 //! A fake application for the protocol crate's own tests: the dispatcher and transports are
-//! exercised in memory, with no config, store or temp directory. Its one tool, `test.sleep`,
-//! sleeps in 10 ms steps reporting progress and counts the runs dropped before they finished.
+//! exercised in memory, with no config, store or temp directory. Its tool `test.sleep`
+//! sleeps in 10 ms steps reporting progress and counts the runs dropped before they finished;
+//! `test.confirm` asks the user (elicitation) and reports the answer.
 //! Its one prompt, `greet`, greets `name`; completion offers `name` values from a list of 150
 //! (more than one result may carry) and `id` values of the template `fake://item/{id}`.
 
@@ -77,6 +78,8 @@ impl App for FakeApp {
                 output_schema: None,
             }
             .to_json(),
+            json!({ "name": "test.confirm", "description": "Asks the user to confirm.",
+                    "inputSchema": { "type": "object", "properties": {} } }),
         ]
     }
 
@@ -86,6 +89,19 @@ impl App for FakeApp {
         arguments: Map<String, Value>,
         ctx: RequestCtx,
     ) -> BoxFuture<'static, Result<Payload, RpcError>> {
+        if name == "test.confirm" {
+            // Asks before it "does" anything, as a destructive tool would.
+            return async move {
+                let schema =
+                    json!({ "type": "object", "properties": { "sure": { "type": "boolean" } }, "required": ["sure"] });
+                let outcome = match ctx.elicit("Really do it?", schema).await {
+                    Ok(e) => json!({ "action": e.action.as_str(), "content": e.content }),
+                    Err(e) => json!({ "not_asked": e.to_string() }),
+                };
+                Ok(Payload::Json(tool::result(&outcome, None, ctx.era.is_modern()).into()))
+            }
+            .boxed();
+        }
         if name != "test.sleep" {
             return futures::future::ready(Err(RpcError::invalid_params(format!("unknown tool `{name}`")))).boxed();
         }

@@ -5,6 +5,7 @@
 
 mod agent;
 mod catalog;
+mod confirm;
 mod memory;
 mod scope;
 pub(crate) mod subagent;

@@ -2,13 +2,15 @@
 //! `memory.forget`, `memory.split_entity`. Each one's arguments are an operation's parameter type
 //! (`openhuman_memory::ops::write`); they run through `tools::call`'s Act path (validation → policy → handler),
 //! every attempt gets one audit row, and a successful write commits its row in the same
-//! transaction as the data. Argument summaries in audit rows never carry bodies.
+//! transaction as the data. Argument summaries in audit rows never carry bodies. `memory.forget`
+//! and `memory.split_entity` ask the user first, and `memory.store`, `memory.note` and
+//! `memory.learn` apply the secret policy, through `confirm`.
 
 use futures::FutureExt;
 use openhuman_common::looks_secret;
 use serde_json::{Map, Value, json};
 
-use super::{Annotations, Handler, Policy, ToolDef, ToolFailure, ToolOutcome, always};
+use super::{Annotations, Handler, Policy, ToolDef, ToolFailure, ToolOutcome, always, confirm};
 use crate::state::AppState;
 use openhuman_mcp::RequestCtx;
 use openhuman_memory::ops::{self, Author};
@@ -216,6 +218,40 @@ fn prepare<P: Params>(tool: &str, args: Map<String, Value>, ctx: &RequestCtx) ->
     Ok((p, Author { source: ctx.source.clone(), audit }))
 }
 
+/// Asks the user to confirm a deletion (see [`confirm::confirm_delete`]) and notes the answer in
+/// the write's audit row.
+async fn confirmed(
+    state: &AppState,
+    ctx: &RequestCtx,
+    tool: &str,
+    what: &str,
+    by: &mut Author,
+) -> Result<(), ToolFailure> {
+    let enabled = state.config().autonomy.confirm_deletes;
+    let answer = confirm::confirm_delete(ctx, enabled, tool, what).await?;
+    by.audit.args_summary["confirmation"] = json!(answer);
+    Ok(())
+}
+
+/// The secret policy for a write of `texts` (see [`confirm::secret_choice`]): true when they are
+/// to be stored redacted. The decision is noted in the write's audit row.
+async fn secrets(
+    state: &AppState,
+    ctx: &RequestCtx,
+    tool: &str,
+    texts: &[&str],
+    by: &mut Author,
+) -> Result<bool, ToolFailure> {
+    let policy = state.config().autonomy.on_secret;
+    let Some((choice, fields)) = confirm::secret_choice(ctx, policy, tool, texts).await? else {
+        return Ok(false);
+    };
+    if let (Some(row), Value::Object(f)) = (by.audit.args_summary.as_object_mut(), fields) {
+        row.extend(f);
+    }
+    Ok(choice == confirm::SecretChoice::Redact)
+}
+
 pub(crate) fn tools() -> Vec<ToolDef> {
     vec![
         write_tool::<ops::StoreParams>(
@@ -226,7 +262,12 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, by) = prepare::<ops::StoreParams>("memory.store", args, &ctx)?;
+                    let (mut p, mut by) = prepare::<ops::StoreParams>("memory.store", args, &ctx)?;
+                    let texts = [p.title.as_str(), p.content.as_str()];
+                    if secrets(&state, &ctx, "memory.store", &texts, &mut by).await? {
+                        p.title = confirm::redact_text(&p.title);
+                        p.content = confirm::redact_text(&p.content);
+                    }
                     blocking_write(state, &[], move |e| e.store(p, by)).await
                 }
                 .boxed()
@@ -240,7 +281,10 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, by) = prepare::<ops::NoteParams>("memory.note", args, &ctx)?;
+                    let (mut p, mut by) = prepare::<ops::NoteParams>("memory.note", args, &ctx)?;
+                    if secrets(&state, &ctx, "memory.note", &[p.note_text.as_str()], &mut by).await? {
+                        p.note_text = confirm::redact_text(&p.note_text);
+                    }
                     let item = p.chunk_id.clone();
                     blocking_write(state, &[&item], move |e| e.note(p, by)).await
                 }
@@ -270,7 +314,10 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             LEARN_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, by) = prepare::<ops::LearnParams>("memory.learn", args, &ctx)?;
+                    let (mut p, mut by) = prepare::<ops::LearnParams>("memory.learn", args, &ctx)?;
+                    if secrets(&state, &ctx, "memory.learn", &[p.text.as_str()], &mut by).await? {
+                        p.text = confirm::redact_text(&p.text);
+                    }
                     blocking_write(state, &[], move |e| e.learn_one(p, by)).await
                 }
                 .boxed()
@@ -284,7 +331,15 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, by) = prepare::<ops::ForgetParams>("memory.forget", args, &ctx)?;
+                    let (p, mut by) = prepare::<ops::ForgetParams>("memory.forget", args, &ctx)?;
+                    let shown: Vec<&str> = p.ids.iter().take(5).map(String::as_str).collect();
+                    let more = if p.ids.len() > 5 { format!(" and {} more", p.ids.len() - 5) } else { String::new() };
+                    let what = format!(
+                        "Forget {} item(s) from memory for good (database and every index): {}{more}?",
+                        p.ids.len(),
+                        shown.join(", ")
+                    );
+                    confirmed(&state, &ctx, "memory.forget", &what, &mut by).await?;
                     blocking_write(state, &[], move |e| e.forget_ids(p, by)).await
                 }
                 .boxed()
@@ -299,7 +354,12 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, by) = prepare::<ops::SplitEntityParams>("memory.split_entity", args, &ctx)?;
+                    let (p, mut by) = prepare::<ops::SplitEntityParams>("memory.split_entity", args, &ctx)?;
+                    let what = format!(
+                        "Split `{}` off the entity memory merged it into? Memory will never merge the two again.",
+                        p.entity_id
+                    );
+                    confirmed(&state, &ctx, "memory.split_entity", &what, &mut by).await?;
                     blocking_write(state, &[], move |e| e.split(p, by)).await
                 }
                 .boxed()

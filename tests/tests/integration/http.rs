@@ -30,8 +30,33 @@ fn modern(id: i64, method: &str, mut params: Value) -> Value {
     req(id, method, params)
 }
 
-/// POST /mcp with both Accept types, JSON content type and `extra` headers.
+/// POST /mcp with both Accept types, JSON content type and `extra` headers. A 2026-07-28
+/// request also gets the headers that mirror its body (`Mcp-Method`, and `Mcp-Name` for a call,
+/// a prompt or a read), as clients send them, unless `extra` names them; `post_bare` does not.
 fn post(c: &Client, extra: &[(&str, &str)], body: &Value) -> Response {
+    let given = |name: &str| extra.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let mut mirrored: Vec<(&str, String)> = Vec::new();
+    if body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN {
+        let method = body["method"].as_str().unwrap_or_default();
+        if !given("Mcp-Method") {
+            mirrored.push(("Mcp-Method", method.to_string()));
+        }
+        let name = match method {
+            "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
+            "resources/read" => body["params"]["uri"].as_str(),
+            _ => None,
+        };
+        if let Some(n) = name.filter(|_| !given("Mcp-Name")) {
+            mirrored.push(("Mcp-Name", n.to_string()));
+        }
+    }
+    let mut h: Vec<(&str, &str)> = extra.to_vec();
+    h.extend(mirrored.iter().map(|(k, v)| (*k, v.as_str())));
+    post_bare(c, &h, body)
+}
+
+/// POST /mcp with both Accept types, JSON content type and exactly the `extra` headers.
+fn post_bare(c: &Client, extra: &[(&str, &str)], body: &Value) -> Response {
     let mut h = vec![BOTH, JSON];
     h.extend_from_slice(extra);
     c.send("POST", "/mcp", &h, body.to_string().as_bytes())
@@ -434,6 +459,19 @@ fn stateless_2026_requests_need_no_session_and_headers_must_match() {
     assert_eq!(r.status, 400, "{}", r.text());
     assert_eq!(error_code(&r), -32020);
     assert_eq!(r.json()["id"], 2, "the error answers the request");
+    // The mirrored headers are required, not only checked when present.
+    let r = post_bare(&c, &[], &list);
+    assert_eq!((r.status, error_code(&r)), (400, -32020), "no Mcp-Method: {}", r.text());
+    let call = modern(3, "tools/call", json!({"name": "core.list_tools", "arguments": {}}));
+    let r = post_bare(&c, &[("Mcp-Method", "tools/call")], &call);
+    assert_eq!((r.status, error_code(&r)), (400, -32020), "no Mcp-Name: {}", r.text());
+    let mut no_caps = list.clone();
+    no_caps["params"]["_meta"].as_object_mut().unwrap().remove("io.modelcontextprotocol/clientCapabilities");
+    let r = post(&c, &[], &no_caps);
+    assert_eq!((r.status, error_code(&r)), (400, -32602), "no clientCapabilities: {}", r.text());
+    // Handshake-era methods are gone from 2026-07-28.
+    let r = post(&c, &[], &modern(9, "ping", json!({})));
+    assert_eq!((r.status, error_code(&r)), (404, -32601), "{}", r.text());
     let call = modern(3, "tools/call", json!({"name": "core.list_tools", "arguments": {}}));
     let r = post(&c, &[("Mcp-Name", "agent.run_subagent")], &call);
     assert_eq!(r.status, 400, "{}", r.text());

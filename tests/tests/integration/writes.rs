@@ -443,3 +443,95 @@ fn readonly_refuses_ingest_and_reindex_and_both_are_audited() {
         assert!(summary.contains(&want), "{want:?} in {summary:?}");
     }
 }
+
+/// A client that cannot be asked gets `[autonomy].on_secret`'s answer for text that looks like a
+/// secret: `ask` (the default) stores it redacted, `store` as sent, `drop` not at all; deletions
+/// act at once. The audit row says what was decided and by whom, never the secret.
+#[test]
+fn the_secret_policy_decides_for_a_client_that_cannot_be_asked() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    p.initialize("no-elicitation");
+    let key = format!("sk-{}", "Qw3".repeat(9));
+    let text = format!("deploy with {key} tonight");
+    let read_back = |p: &mut Peer, stored: &Value| {
+        let chunk = stored["chunk_ids"][0].as_str().unwrap().to_string();
+        p.tool("tree.read_chunk", json!({"chunk_id": chunk})).to_string()
+    };
+    let stored = p.tool("memory.store", json!({"title": "deploy", "content": text}));
+    let chunk = read_back(&mut p, tool_ok(&stored));
+    assert!(!chunk.contains(&key) && chunk.contains("[redacted]"), "{chunk}");
+    for (policy, kept) in [("store", true), ("drop", false)] {
+        home.write_config(&format!("[autonomy]\non_secret = \"{policy}\"\n"));
+        assert_eq!(p.call("openhuman.config_reload", json!({}))["reloaded"], true);
+        let r = p.tool("memory.store", json!({"title": format!("deploy {policy}"), "content": text}));
+        if kept {
+            assert!(read_back(&mut p, tool_ok(&r)).contains(&key), "on_secret = store keeps it");
+        } else {
+            assert!(tool_err_text(&r).contains("wrote nothing"), "{r}");
+        }
+    }
+    let id = tool_ok(&stored)["id"].as_str().unwrap().to_string();
+    let gone = p.tool("memory.forget", json!({"ids": [id]}));
+    assert_eq!(tool_ok(&gone)["deleted"][0], json!(id), "no confirmation without a client that can ask");
+    let rows = audit_rows(&home, &[]);
+    let text = serde_json::to_string(&rows).unwrap();
+    assert!(!text.contains(&key), "a secret in the audit rows: {text}");
+    let decided: Vec<(Value, Value)> = rows
+        .iter()
+        .filter(|r| r["tool"] == "memory.store" && r["success"] == true)
+        .map(|r| (r["args_summary"]["secret"].clone(), r["args_summary"]["secret_decided_by"].clone()))
+        .collect();
+    assert!(decided.contains(&(json!("redacted"), json!("policy"))), "{decided:?}");
+    assert!(decided.contains(&(json!("stored_as_is"), json!("policy"))), "{decided:?}");
+    let forget = rows.iter().find(|r| r["tool"] == "memory.forget").expect("the forget's row");
+    assert_eq!(forget["args_summary"]["confirmation"], "not_asked", "{forget}");
+}
+
+/// Over the socket (as over stdio and the shim), a client that declared elicitation is asked
+/// before `memory.forget` acts: a server→client request on the handshake versions, answered with
+/// a JSON-RPC response; an `input_required` result in 2026-07-28, answered by a retry.
+#[test]
+fn a_client_that_can_be_asked_confirms_a_forget_in_either_era() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let mut p = Peer::socket(&home.socket());
+    let caps = json!({"elicitation": {}});
+    p.call(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": caps, "clientInfo": {"name": "asker"}}),
+    );
+    p.notify("notifications/initialized", json!({}));
+    let stored = |p: &mut Peer, title: &str| {
+        let r = p.tool("memory.store", json!({"title": title, "content": "buy stamps"}));
+        tool_ok(&r)["id"].as_str().unwrap().to_string()
+    };
+    let id = stored(&mut p, "errand");
+    let call = p.start("tools/call", json!({"name": "memory.forget", "arguments": {"ids": [id]}}));
+    let ask = p.lines.next_json();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert!(ask["params"]["message"].as_str().unwrap().contains(&id), "{ask}");
+    p.send(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"confirm": true}}}));
+    let done = p.wait(&call);
+    assert_eq!(tool_ok(&done["result"])["deleted"][0], json!(id), "{done}");
+
+    let id = stored(&mut p, "second errand");
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": caps});
+    let params = json!({"_meta": meta, "name": "memory.forget", "arguments": {"ids": [id]}});
+    let first = p.call("tools/call", params.clone());
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let (key, request) = first["inputRequests"].as_object().unwrap().iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    let mut retry = params;
+    retry["inputResponses"] = json!({ key.clone(): {"action": "accept", "content": {"confirm": true}} });
+    retry["requestState"] = first["requestState"].clone();
+    let done = p.call("tools/call", retry);
+    assert_eq!((done["resultType"].as_str(), &done["structuredContent"]["deleted"][0]), (Some("complete"), &json!(id)));
+    // Once: the interim round is not an attempt of its own in the audit log.
+    let rows = audit_rows(&home, &[]);
+    let forgets: Vec<&Value> = rows.iter().filter(|r| r["tool"] == "memory.forget").collect();
+    assert_eq!(forgets.len(), 2, "{forgets:#?}");
+    assert!(forgets.iter().all(|r| r["args_summary"]["confirmation"] == "accepted"), "{forgets:#?}");
+}

@@ -24,7 +24,7 @@
 //! reload does not change them.
 
 mod endpoint;
-mod message;
+pub(crate) mod message;
 mod security;
 mod sessions;
 mod sse;

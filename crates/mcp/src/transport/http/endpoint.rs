@@ -2,7 +2,8 @@
 //! handshake-era session's notification stream, DELETE ends a session. Stateless 2026-07-28
 //! requests are served with a fresh session each; everything else needs the `Mcp-Session-Id`
 //! that `initialize` minted. A request answers `application/json`, or `text/event-stream` when it
-//! may send notifications first; notifications and responses get 202.
+//! may send notifications or server→client requests first; notifications and the client's
+//! responses (to those requests) get 202.
 
 use std::sync::Arc;
 
@@ -68,6 +69,12 @@ async fn stateless(s: &Ctx, caller: &Caller, headers: &HeaderMap, msg: Incoming)
     if let Err(e) = message::check_headers(&msg.value, headers) {
         return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg.value), e);
     }
+    if let Some(tool) = message::called_tool(&msg.value) {
+        let marks = s.dispatcher.param_headers(tool);
+        if let Err(e) = message::check_param_headers(&msg.value, headers, &marks) {
+            return rpc_error(StatusCode::BAD_REQUEST, &message::request_id(&msg.value), e);
+        }
+    }
     // The request's own session: nothing outlives it, so nothing can leak between requests.
     let session = Arc::new(s.dispatcher.new_session(Transport::Http, closed_sink()));
     session.set_auth(caller.auth());
@@ -119,7 +126,11 @@ async fn in_session(s: &Ctx, peer: Peer, caller: &Caller, headers: &HeaderMap, m
         Ok(hs) => hs,
         Err(refusal) => return refusal.into_response(),
     };
-    let stream = accepts_sse(headers) && message::may_notify(&msg.value, hs.session.log_level().is_some());
+    // A client that may be asked something (elicitation, sampling, roots) while its call runs
+    // gets the call's answer as a stream, which carries the server's requests first.
+    let stream = accepts_sse(headers)
+        && (message::may_notify(&msg.value, hs.session.log_level().is_some())
+            || (hs.session.can_be_asked() && message::may_ask(&msg.value)));
     let resp = respond(s, hs.session.clone(), msg, stream, Exchange::Session).await;
     hs.touch();
     resp
@@ -247,7 +258,10 @@ fn status_of(reply: &Reply, exchange: Exchange) -> StatusCode {
         return StatusCode::OK;
     };
     match (exchange, error.code) {
-        (Exchange::Stateless, codes::UNSUPPORTED_PROTOCOL_VERSION | codes::HEADER_MISMATCH) => StatusCode::BAD_REQUEST,
+        (
+            Exchange::Stateless,
+            codes::UNSUPPORTED_PROTOCOL_VERSION | codes::HEADER_MISMATCH | codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        ) => StatusCode::BAD_REQUEST,
         (Exchange::Stateless, codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         // Not a readable request at all (no usable id).
         _ if id.is_null() => StatusCode::BAD_REQUEST,

@@ -2,8 +2,9 @@
 //! session-level notification (`tools/list_changed`, which a config reload sends) reaches the
 //! session's GET stream, a 2025-06-18 stream has no priming event, and ending the session or
 //! the server ends the stream; half-sent requests are cut off and connections over the cap are
-//! refused; OAuth challenges, scopes and session binding with a stand-in verifier. The rest is
-//! tested against the real binary in the tests crate.
+//! refused; OAuth challenges, scopes and session binding with a stand-in verifier; a question to
+//! the client (elicitation) travels on the POST's event stream and its answer comes back by
+//! POST. The rest is tested against the real binary in the tests crate.
 
 use std::time::Duration;
 
@@ -407,4 +408,30 @@ async fn oauth_tokens_are_challenged_checked_for_scope_and_kept_to_their_session
     assert!(head.starts_with("HTTP/1.1 403"), "{head}");
     r.shutdown.cancel();
     tokio::time::timeout(LIMIT, r.served).await.expect("server stops").unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_question_to_the_client_goes_on_the_posts_stream_and_its_answer_comes_by_post() {
+    let r = rig().await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}}, "clientInfo": {"name": "rig"}}});
+    let (s, head) = send(r.addr, "POST", &[BOTH, JSON], &body.to_string()).await;
+    let sid = header(&head, "mcp-session-id").expect("session id");
+    drop(rest(s).await);
+    let session = [BOTH, JSON, ("Mcp-Session-Id", sid.as_str())];
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    drop(send(r.addr, "POST", &session, &note).await);
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "test.confirm"}});
+    let (mut stream, head) = send(r.addr, "POST", &session, &call.to_string()).await;
+    assert_eq!(header(&head, "content-type").as_deref(), Some("text/event-stream"), "{head}");
+    let seen = read_until(&mut stream, "elicitation/create").await;
+    let line = seen.lines().find(|l| l.contains("elicitation/create")).unwrap();
+    let ask: Value = serde_json::from_str(line.trim_start_matches("data:").trim()).unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "cancel"}}).to_string();
+    let (s, head) = send(r.addr, "POST", &session, &answer).await;
+    assert!(head.starts_with("HTTP/1.1 202"), "a response is accepted: {head}");
+    drop(s);
+    let tail = rest(stream).await;
+    assert!(tail.contains(r#"\"action\":\"cancel\""#), "the call ends with the client's answer: {tail}");
+    r.shutdown.cancel();
 }
