@@ -109,6 +109,10 @@ pub(crate) enum Command {
         /// Print the entry instead of writing it.
         #[arg(long)]
         print: bool,
+        /// Also read this agent's session logs into memory as they are written, without asking
+        /// (otherwise asked on a terminal, default no).
+        #[arg(long)]
+        capture_sessions: bool,
     },
     /// Install this daemon and the shim beside it for this user: both binaries copied to a
     /// stable place (~/.local/bin), the login service, and the MCP clients you choose.
@@ -174,8 +178,12 @@ pub(crate) struct ShowArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ForgetArgs {
     /// Item, chunk or source ids (1 to 100).
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required_unless_present = "session", value_name = "ID")]
     pub ids: Vec<String>,
+    /// Forget a whole agent session (its id, as a session chunk's `session_id` says), and never
+    /// read it from its log again (repeatable).
+    #[arg(long, value_name = "SESSION_ID")]
+    pub session: Vec<String>,
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,
@@ -241,10 +249,14 @@ pub(crate) struct RestoreArgs {
 pub(crate) enum SourcesAction {
     /// Watch a folder (or a file): its files are read now and kept in sync as they change.
     Add(SourceAddArgs),
-    /// Stop watching a folder; what was read from it stays in memory.
+    /// Stop watching a folder (or an agent's sessions); what was read from it stays in memory.
     Remove {
         /// The folder, as `sources list` shows it.
-        path: PathBuf,
+        #[arg(required_unless_present = "agent", conflicts_with = "agent")]
+        path: Option<PathBuf>,
+        /// Stop reading this coding agent's session logs.
+        #[arg(long, value_parser = ["claude-code", "codex", "gemini"])]
+        agent: Option<String>,
     },
     /// The watched folders, with their sync status when a daemon is running; with --stored,
     /// the sources held in memory instead (as tree.list_sources lists them).
@@ -262,7 +274,15 @@ pub(crate) enum SourcesAction {
 #[derive(Debug, Args)]
 pub(crate) struct SourceAddArgs {
     /// The folder or file to watch.
-    pub path: PathBuf,
+    #[arg(required_unless_present = "agent", conflicts_with = "agent")]
+    pub path: Option<PathBuf>,
+    /// Read this coding agent's session logs as they are written (Claude Code, Codex CLI,
+    /// Gemini CLI), from where the agent keeps them.
+    #[arg(long, value_parser = ["claude-code", "codex", "gemini"], conflicts_with_all = ["kind", "include", "no_gitignore"])]
+    pub agent: Option<String>,
+    /// With --agent: never read sessions of this project folder (repeatable).
+    #[arg(long, value_name = "DIR", requires = "agent")]
+    pub exclude_project: Vec<PathBuf>,
     /// Read every file as this kind instead of by extension (use --include to pick the files).
     #[arg(long, value_parser = ["auto", "document", "email", "chat"])]
     pub kind: Option<String>,
@@ -470,8 +490,14 @@ pub(crate) struct InstallArgs {
     #[arg(long, value_name = "all|none|CLIENT,…", value_parser = parse_register)]
     pub register: Option<RegisterChoice>,
     /// Answer yes to every question (register each client found, unless --register says).
+    /// It never turns on reading agents' sessions: --capture-sessions does.
     #[arg(short, long)]
     pub yes: bool,
+    /// Which coding agents' session logs to read into memory as they are written: `all` (those
+    /// found), `none`, or names separated by commas (`claude-code,codex,gemini`). Without it you
+    /// are asked per agent found on a terminal (default no), and none are read otherwise.
+    #[arg(long, value_name = "all|none|AGENT,…", value_parser = crate::cmd::agent_logs::parse_capture)]
+    pub capture_sessions: Option<crate::cmd::agent_logs::Capture>,
 }
 
 #[derive(Debug, Args)]

@@ -145,7 +145,9 @@ fn run_command(cli: &Cli) -> Result<i32> {
         Command::Eval(args) => cmd::eval::command(&resolve_paths(cli, None)?, args),
         Command::Model { action } => cmd::models::run(&resolve_paths(cli, None)?, action),
         Command::Config { action } => cmd::config::run(&resolve_paths(cli, None)?, action),
-        Command::Register { client, print } => cmd::register::run(cli, *client, *print),
+        Command::Register { client, print, capture_sessions } => {
+            cmd::register::run(cli, *client, *print, *capture_sessions)
+        }
         Command::Install(args) => cmd::install::install(cli, args),
         Command::Uninstall(args) => cmd::install::uninstall(cli, args),
         Command::Service { action } => cmd::service::command(cli, action),

@@ -48,10 +48,15 @@ pub(crate) enum Format {
 }
 
 /// `register`: adds the shim to `client`'s config, or with `print` shows the entry to add.
-pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, print_only: bool) -> Result<i32> {
+/// After registering a coding agent, reading its session logs is offered (see `agent_logs`).
+pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, print_only: bool, capture: bool) -> Result<i32> {
     let shim = shim_beside_exe()?;
     let home = cli.home.as_deref();
     super::out(&if print_only { print(client, &shim, home)? } else { register(client, &shim, home)? });
+    if !print_only && let Some(agent) = super::agent_logs::of_client(client) {
+        let paths = openhuman_common::Paths::resolve(home)?;
+        super::agent_logs::offer(&paths, capture.then_some(&super::agent_logs::Capture::All), &[agent])?;
+    }
     Ok(crate::EXIT_OK)
 }
 

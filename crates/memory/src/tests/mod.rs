@@ -9,6 +9,7 @@ mod ingest;
 mod keyword;
 mod people;
 mod read;
+mod sessions;
 mod tiers;
 mod transfer;
 mod watched;
