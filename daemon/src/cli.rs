@@ -496,8 +496,8 @@ pub(crate) struct InstallArgs {
     /// Which coding agents' session logs to read into memory as they are written: `all` (those
     /// found), `none`, or names separated by commas (`claude-code,codex,gemini`). Without it you
     /// are asked per agent found on a terminal (default no), and none are read otherwise.
-    #[arg(long, value_name = "all|none|AGENT,…", value_parser = crate::cmd::agent_logs::parse_capture)]
-    pub capture_sessions: Option<crate::cmd::agent_logs::Capture>,
+    #[arg(long, value_name = "all|none|AGENT,…", value_parser = parse_capture)]
+    pub capture_sessions: Option<Capture>,
 }
 
 #[derive(Debug, Args)]
@@ -511,6 +511,30 @@ pub(crate) struct UninstallArgs {
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,
+}
+
+/// What `--capture-sessions` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Capture {
+    /// Every agent whose logs are found.
+    All,
+    None,
+    Agents(Vec<openhuman_memory::Agent>),
+}
+
+fn parse_capture(s: &str) -> Result<Capture, String> {
+    match s {
+        "all" => Ok(Capture::All),
+        "none" => Ok(Capture::None),
+        list => list
+            .split(',')
+            .map(|n| {
+                openhuman_memory::Agent::parse(n.trim())
+                    .ok_or_else(|| format!("unknown agent `{n}`: use all, none, claude-code, codex or gemini"))
+            })
+            .collect::<Result<_, _>>()
+            .map(Capture::Agents),
+    }
 }
 
 /// What `install --register` names.

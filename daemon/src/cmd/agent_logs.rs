@@ -15,6 +15,7 @@ use openhuman_memory::Agent;
 use toml_edit::{Item, Table, value};
 
 use super::{out, sources, terminal};
+use crate::cli::Capture;
 
 /// Where `agent` keeps its session logs: `$CLAUDE_CONFIG_DIR/projects` or
 /// `~/.claude/projects`, `$CODEX_HOME/sessions` or `~/.codex/sessions`, `~/.gemini/tmp`.
@@ -98,30 +99,6 @@ pub(crate) fn remove(paths: &Paths, agent: Agent) -> Result<PathBuf> {
         list.remove(i);
         Ok(PathBuf::from(path))
     })
-}
-
-/// What `--capture-sessions` says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Capture {
-    /// Every agent whose logs are found.
-    All,
-    None,
-    Agents(Vec<Agent>),
-}
-
-pub(crate) fn parse_capture(s: &str) -> Result<Capture, String> {
-    match s {
-        "all" => Ok(Capture::All),
-        "none" => Ok(Capture::None),
-        list => list
-            .split(',')
-            .map(|n| {
-                Agent::parse(n.trim())
-                    .ok_or_else(|| format!("unknown agent `{n}`: use all, none, claude-code, codex or gemini"))
-            })
-            .collect::<Result<_, _>>()
-            .map(Capture::Agents),
-    }
 }
 
 /// Offers to read the logs of each of `agents` found on this machine and not read yet.

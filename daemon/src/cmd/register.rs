@@ -55,7 +55,7 @@ pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, print_only: bool, c
     super::out(&if print_only { print(client, &shim, home)? } else { register(client, &shim, home)? });
     if !print_only && let Some(agent) = super::agent_logs::of_client(client) {
         let paths = openhuman_common::Paths::resolve(home)?;
-        super::agent_logs::offer(&paths, capture.then_some(&super::agent_logs::Capture::All), &[agent])?;
+        super::agent_logs::offer(&paths, capture.then_some(&crate::cli::Capture::All), &[agent])?;
     }
     Ok(crate::EXIT_OK)
 }

@@ -51,7 +51,7 @@ fn everything(m: &MemoryEngine) -> String {
 }
 
 fn chunk_count(m: &MemoryEngine) -> i64 {
-    m.stats().unwrap().chunks as i64
+    m.stats().unwrap().chunks
 }
 
 #[test]
