@@ -49,7 +49,9 @@ pub(crate) use scrub::scrub;
 /// Bytes each fingerprint covers.
 const PRINT_BYTES: u64 = 4096;
 /// Chunks written per transaction while catching up.
-const BATCH_CHUNKS: usize = 512;
+const BATCH_CHUNKS: usize = 2_000;
+/// While catching up, the keyword index commits after this many chunks (and at the end).
+const FTS_COMMIT_CHUNKS: usize = 100_000;
 /// A sync with at most this many new chunks is one write acknowledged once searchable (and
 /// embedded); a larger one goes in bulk batches, embedded in the background.
 const LIVE_CHUNKS: usize = 64;
@@ -253,6 +255,7 @@ fn sync(inner: &Arc<Inner>, agent: Agent, paths: &[PathBuf], rules: &SessionRule
     };
     let mut pending: Vec<Pending> = Vec::new();
     let mut pending_chunks = 0;
+    let mut since_commit = 0;
     let mut bulk: Option<entities::Bulk> = None;
     for path in paths {
         let meta = match std::fs::metadata(path) {
@@ -289,13 +292,19 @@ fn sync(inner: &Arc<Inner>, agent: Agent, paths: &[PathBuf], rules: &SessionRule
         if pending_chunks >= BATCH_CHUNKS {
             bulk.get_or_insert_with(|| entities::Bulk::enter(inner));
             summary.bulk = true;
-            write_pending(inner, std::mem::take(&mut pending), true, &mut summary)?;
+            since_commit += pending_chunks;
+            let commit = since_commit >= FTS_COMMIT_CHUNKS;
+            write_pending(inner, std::mem::take(&mut pending), Some(commit), &mut summary)?;
+            if commit {
+                since_commit = 0;
+            }
             pending_chunks = 0;
         }
     }
     if !pending.is_empty() {
         let live = !summary.bulk && pending_chunks <= LIVE_CHUNKS;
-        write_pending(inner, pending, !live, &mut summary)?;
+        summary.bulk |= !live;
+        write_pending(inner, pending, (!live).then_some(false), &mut summary)?;
     }
     if summary.bulk {
         write::finish_bulk(inner)?;
@@ -304,11 +313,13 @@ fn sync(inner: &Arc<Inner>, agent: Agent, paths: &[PathBuf], rules: &SessionRule
     Ok(summary)
 }
 
-/// Writes the pending files' chunks and states in one transaction.
+/// Writes the pending files' chunks and states in one transaction: acknowledged once
+/// searchable (`bulk` None), or as a bulk batch whose keyword index commits when `bulk` says
+/// (`finish_bulk` commits the rest).
 fn write_pending(
     inner: &Arc<Inner>,
     pending: Vec<Pending>,
-    bulk: bool,
+    bulk: Option<bool>,
     summary: &mut SessionSync,
 ) -> Result<(), MemoryError> {
     let apply = |tx: &Transaction<'_>, seq: i64| -> Result<(usize, usize), MemoryError> {
@@ -324,7 +335,10 @@ fn write_pending(
         }
         Ok((added, removed))
     };
-    let (added, removed) = if bulk { write::bulk(inner, true, apply)? } else { write::run(inner, apply)? };
+    let (added, removed) = match bulk {
+        Some(commit) => write::bulk(inner, commit, apply)?,
+        None => write::run(inner, apply)?,
+    };
     summary.chunks_added += added;
     summary.chunks_removed += removed;
     summary.turns_added += pending.iter().map(|p| p.read.turns).sum::<usize>();
