@@ -18,7 +18,9 @@
 //! settled it samples the daemon's user + system CPU from /proc/<pid>/stat over 30 idle seconds.
 //! Then it appends 60 turns, one at a time, to logs picked round the set, and polls
 //! `memory.search` over the socket until each new word is found: append → searchable latency with
-//! the default debounce (300 ms), p50/p90/p99/max. Nothing here asserts on time.
+//! the default debounce (300 ms), p50/p90/p99/max. The baseline, measured in the same run before
+//! the daemon starts, is the floor any reader pays: every log read and each line parsed as JSON
+//! by this process on one thread. Nothing here asserts on time.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
 
 #[path = "spine/support.rs"]
@@ -254,6 +256,25 @@ fn main() -> Result<()> {
         bytes as f64 / 1048576.0,
         turns * 3,
         gen_start.elapsed().as_secs_f64()
+    );
+    // The floor any reader pays, measured in this process: every log read and each line parsed
+    // as JSON (one thread).
+    let floor_start = Instant::now();
+    let mut lines = 0usize;
+    for d in std::fs::read_dir(&root)?.flatten() {
+        for f in std::fs::read_dir(d.path())?.flatten() {
+            let text = std::fs::read(f.path())?;
+            for l in text.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                let _: Value = serde_json::from_slice(l)?;
+                lines += 1;
+            }
+        }
+    }
+    let floor = floor_start.elapsed();
+    println!(
+        "baseline, same run: read every log and parse its {lines} lines as JSON in this process: {:.1} s = {:.1} MiB/s",
+        floor.as_secs_f64(),
+        bytes as f64 / 1048576.0 / floor.as_secs_f64()
     );
     std::fs::write(
         home.path().join("config.toml"),
