@@ -442,6 +442,7 @@ fn read_lines(
         }
         None => FileRow::default(),
     };
+    let counted = (row.malformed, row.unknown, row.excluded);
     // A re-read (from the start, with chunks of this file already stored) compares each turn
     // with what is stored.
     let stored = if row.offset == 0 { stored_turns(inner, p)? } else { HashMap::new() };
@@ -480,6 +481,9 @@ fn read_lines(
             Ok(Record::Context(c)) => ctx.update(&c),
             Ok(Record::Turn(turn, c)) => {
                 ctx.update(&c);
+                if turn.is_empty() {
+                    continue;
+                }
                 let kept = keep(agent, path, &turn, &ctx, None, rules, forgotten, projects, &stored, &mut out);
                 if kept {
                     row.turns += 1;
@@ -501,9 +505,9 @@ fn read_lines(
     let mut file = reader.into_inner();
     (row.head, row.tail) = prints(&mut file, pos).map_err(|e| io(path, e))?;
     row.ctx = Ctx { session_id: ctx.session_id.clone(), cwd: ctx.cwd.clone(), branch: ctx.branch.clone() };
-    summary.malformed += row.malformed as usize;
-    summary.unknown += row.unknown as usize;
-    summary.excluded += row.excluded as usize;
+    summary.malformed += (row.malformed - counted.0) as usize;
+    summary.unknown += (row.unknown - counted.1) as usize;
+    summary.excluded += (row.excluded - counted.2) as usize;
     Ok(Some((out, row)))
 }
 
@@ -550,7 +554,7 @@ fn read_document(
     let stored = stored_turns(inner, p)?;
     let mut out = Yield { chunks: Vec::new(), sources: Vec::new(), turns: 0, replaced: Vec::new() };
     let (mut turns, mut excluded) = (0u64, 0u64);
-    for turn in &session.turns {
+    for turn in session.turns.iter().filter(|t| !t.is_empty()) {
         if keep(
             Agent::Gemini,
             path,
@@ -722,9 +726,6 @@ fn keep(
     }
     if ctx.session_id.as_ref().is_some_and(|id| forgotten.contains(id)) {
         return false;
-    }
-    if turn.is_empty() {
-        return true;
     }
     let p = path.to_string_lossy();
     let source_ref = format!("{p}#{}", turn.id);
