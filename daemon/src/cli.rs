@@ -144,6 +144,10 @@ pub(crate) struct RegisterArgs {
     /// out of config.toml.
     #[arg(long, conflicts_with_all = ["print", "tools", "deny_tools", "readonly", "level"])]
     pub remove: bool,
+    /// Also read this agent's session logs into memory as they are written, without asking
+    /// (otherwise asked on a terminal, default no).
+    #[arg(long, conflicts_with_all = ["print", "remove"])]
+    pub capture_sessions: bool,
 }
 
 /// `--level`: the autonomy levels of `[autonomy].level`.
@@ -204,8 +208,12 @@ pub(crate) struct ShowArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ForgetArgs {
     /// Item, chunk or source ids (1 to 100).
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required_unless_present = "session", value_name = "ID")]
     pub ids: Vec<String>,
+    /// Forget a whole agent session (its id, as a session chunk's `session_id` says), and never
+    /// read it from its log again (repeatable).
+    #[arg(long, value_name = "SESSION_ID")]
+    pub session: Vec<String>,
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,
@@ -271,10 +279,14 @@ pub(crate) struct RestoreArgs {
 pub(crate) enum SourcesAction {
     /// Watch a folder (or a file): its files are read now and kept in sync as they change.
     Add(SourceAddArgs),
-    /// Stop watching a folder; what was read from it stays in memory.
+    /// Stop watching a folder (or an agent's sessions); what was read from it stays in memory.
     Remove {
         /// The folder, as `sources list` shows it.
-        path: PathBuf,
+        #[arg(required_unless_present = "agent", conflicts_with = "agent")]
+        path: Option<PathBuf>,
+        /// Stop reading this coding agent's session logs.
+        #[arg(long, value_parser = ["claude-code", "codex", "gemini"])]
+        agent: Option<String>,
     },
     /// The watched folders, with their sync status when a daemon is running; with --stored,
     /// the sources held in memory instead (as tree.list_sources lists them).
@@ -292,7 +304,15 @@ pub(crate) enum SourcesAction {
 #[derive(Debug, Args)]
 pub(crate) struct SourceAddArgs {
     /// The folder or file to watch.
-    pub path: PathBuf,
+    #[arg(required_unless_present = "agent", conflicts_with = "agent")]
+    pub path: Option<PathBuf>,
+    /// Read this coding agent's session logs as they are written (Claude Code, Codex CLI,
+    /// Gemini CLI), from where the agent keeps them.
+    #[arg(long, value_parser = ["claude-code", "codex", "gemini"], conflicts_with_all = ["kind", "include", "no_gitignore"])]
+    pub agent: Option<String>,
+    /// With --agent: never read sessions of this project folder (repeatable).
+    #[arg(long, value_name = "DIR", requires = "agent")]
+    pub exclude_project: Vec<PathBuf>,
     /// Read every file as this kind instead of by extension (use --include to pick the files).
     #[arg(long, value_parser = ["auto", "document", "email", "chat"])]
     pub kind: Option<String>,
@@ -500,8 +520,14 @@ pub(crate) struct InstallArgs {
     #[arg(long, value_name = "all|none|CLIENT,…", value_parser = parse_register)]
     pub register: Option<RegisterChoice>,
     /// Answer yes to every question (register each client found, unless --register says).
+    /// It never turns on reading agents' sessions: --capture-sessions does.
     #[arg(short, long)]
     pub yes: bool,
+    /// Which coding agents' session logs to read into memory as they are written: `all` (those
+    /// found), `none`, or names separated by commas (`claude-code,codex,gemini`). Without it you
+    /// are asked per agent found on a terminal (default no), and none are read otherwise.
+    #[arg(long, value_name = "all|none|AGENT,…", value_parser = parse_capture)]
+    pub capture_sessions: Option<Capture>,
 }
 
 #[derive(Debug, Args)]
@@ -515,6 +541,30 @@ pub(crate) struct UninstallArgs {
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,
+}
+
+/// What `--capture-sessions` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Capture {
+    /// Every agent whose logs are found.
+    All,
+    None,
+    Agents(Vec<openhuman_memory::Agent>),
+}
+
+fn parse_capture(s: &str) -> Result<Capture, String> {
+    match s {
+        "all" => Ok(Capture::All),
+        "none" => Ok(Capture::None),
+        list => list
+            .split(',')
+            .map(|n| {
+                openhuman_memory::Agent::parse(n.trim())
+                    .ok_or_else(|| format!("unknown agent `{n}`: use all, none, claude-code, codex or gemini"))
+            })
+            .collect::<Result<_, _>>()
+            .map(Capture::Agents),
+    }
 }
 
 /// What `install --register` names.

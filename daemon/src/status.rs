@@ -167,6 +167,22 @@ pub(crate) fn describe(s: &Value) -> String {
         s["files"],
         s["pending"]
     );
+    let n = &s["sessions"];
+    if n.is_object() {
+        line = format!(
+            "{}, {} session logs ({} sessions, {} turns kept), last sync {last}, {} pending; passed over: {} malformed \
+             lines, {} unknown records, {} excluded turns; {} bytes of last lines still being written",
+            s["state"].as_str().unwrap_or("?"),
+            n["files"],
+            n["sessions"],
+            n["turns"],
+            s["pending"],
+            n["malformed"],
+            n["unknown"],
+            n["excluded"],
+            n["waiting_bytes"]
+        );
+    }
     if let Some(e) = s["last_error"].as_str() {
         line.push_str(&format!(", last error: {e}"));
     }

@@ -265,8 +265,12 @@ impl Default for MemoryConfig {
     }
 }
 
-/// What a watched source's files are read as: `auto` (by extension) or one format for all.
-pub const SOURCE_KINDS: &[&str] = &["auto", "document", "email", "chat"];
+/// What a watched source's files are read as: `auto` (by extension), one format for all, or a
+/// coding agent's session logs (`claude-code`, `codex`, `gemini`), tailed as they grow.
+pub const SOURCE_KINDS: &[&str] = &["auto", "document", "email", "chat", "claude-code", "codex", "gemini"];
+
+/// The source kinds that are agents' session logs.
+pub const AGENT_SOURCE_KINDS: &[&str] = &["claude-code", "codex", "gemini"];
 
 /// One `[[memory.sources]]` entry: a folder or file kept in sync with memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -274,7 +278,8 @@ pub const SOURCE_KINDS: &[&str] = &["auto", "document", "email", "chat"];
 pub struct WatchedSource {
     /// An absolute path.
     pub path: PathBuf,
-    /// `auto` (by extension), `document`, `email` or `chat`.
+    /// `auto` (by extension), `document`, `email`, `chat`, or an agent's session logs:
+    /// `claude-code`, `codex`, `gemini`.
     #[serde(default = "auto_kind")]
     pub kind: String,
     /// Glob patterns, relative to `path`; when any is given, only files matching one are read.
@@ -286,6 +291,10 @@ pub struct WatchedSource {
     /// Skip what `.gitignore` (and `.ignore`) files under `path` exclude.
     #[serde(default = "yes")]
     pub gitignore: bool,
+    /// Agent session sources: absolute project folders whose sessions are never read (a
+    /// session whose working directory is at or under one of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exclude_projects: Vec<PathBuf>,
 }
 
 fn auto_kind() -> String {
@@ -666,6 +675,20 @@ fn validate(c: &Config) -> Result<(), String> {
         }
         if !roots.insert(s.path.clone()) {
             return Err(format!("key `memory.sources[{i}].path`: {} is listed twice", s.path.display()));
+        }
+        for (j, p) in s.exclude_projects.iter().enumerate() {
+            if !p.is_absolute() {
+                return Err(format!(
+                    "key `memory.sources[{i}].exclude_projects[{j}]` must be an absolute path (got {})",
+                    p.display()
+                ));
+            }
+        }
+        if !s.exclude_projects.is_empty() && !AGENT_SOURCE_KINDS.contains(&s.kind.as_str()) {
+            return Err(format!(
+                "key `memory.sources[{i}].exclude_projects` applies to agent session sources only (kind {})",
+                AGENT_SOURCE_KINDS.join(", ")
+            ));
         }
     }
     clients::validate(&c.clients)?;

@@ -1,18 +1,23 @@
 //! File formats, from bytes to what they hold: documents (Markdown, text in any common
 //! encoding, HTML, PDF), e-mail messages (`.eml`, Maildir, mbox and Mailman/pipermail archives)
 //! and chat channels (chat lines as JSON Lines or an array, ChatGPT and Claude exports, Slack
-//! export folders, DiscordChatExporter JSON, WhatsApp `.txt`).
+//! export folders, DiscordChatExporter JSON, WhatsApp `.txt`), and the session logs coding
+//! agents keep on disk (Claude Code, Codex CLI, Gemini CLI), read a record at a time.
 //!
 //! The crate knows nothing of where the results go: no database, index or chunking. `detect`
 //! says what a file is, [`parse`] reads it into a [`Parsed`], and whatever a parser passes over
 //! (a bad line, a message without a time) is counted in [`Skips`] with its reason. The memory
 //! engine's ingest walks folders, chunks what this crate yields and stores it.
 
+mod agent_log;
 mod assistant;
 mod chat;
+mod claude_code;
+mod codex;
 mod detect;
 mod discord;
 mod error;
+mod gemini;
 mod html;
 mod mail;
 mod mailtext;
@@ -28,9 +33,14 @@ mod when;
 
 use std::path::Path;
 
+pub use agent_log::{
+    Agent, OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, OUTPUT_WHOLE_BYTES, Record, Role, SessionContext, ToolCall, Turn,
+    condense,
+};
 pub use chat::{Channel, ChatMsg};
 pub use detect::{Detected, FileKind, detect};
 pub use error::FormatError;
+pub use gemini::{GeminiSession, read_session as read_gemini_session};
 pub use mail::{Links, MailMessage, normalize_subject};
 pub use report::{Skip, Skips};
 pub use text::decode as decode_text;
@@ -73,6 +83,18 @@ pub enum Parsed {
 #[derive(Debug, Default)]
 pub struct Context {
     slack: slack::Users,
+}
+
+/// One line (without its newline) of an appending agent's log (Claude Code, Codex CLI). A line
+/// that is not JSON, or not in the shape its type promises, is a `Malformed` error; a type the
+/// reader does not know is `Record::Unknown`. Gemini CLI's whole-document logs are read by
+/// [`read_gemini_session`].
+pub fn read_agent_line(agent: Agent, line: &[u8]) -> Result<Record, FormatError> {
+    match agent {
+        Agent::ClaudeCode => claude_code::read_line(line),
+        Agent::Codex => codex::read_line(line),
+        Agent::Gemini => Err(FormatError::malformed("Gemini CLI logs are whole JSON documents, not lines")),
+    }
 }
 
 /// Reads `bytes`, the content of the file at `path`, as `kind`. `mtime_ms` is the file's time,

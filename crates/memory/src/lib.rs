@@ -20,7 +20,7 @@
 //! operation's `filter` compiles to), `page` (the one keyset paging), `cursor`, `stats`,
 //! `params` (checks of what Rust callers hand the write calls), `write_api` (the write calls
 //! and their typed results), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat, read by `openhuman_formats`), `watched` (per-batch sync of a watched folder's changed
-//! paths, renames followed in place), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
+//! paths, renames followed in place), `sessions` (coding agents' session logs tailed as they grow), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
 //! `links` (links between sources), `transfer` (export and import as JSON Lines with a
 //! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,
 //! `error` (`MemoryError`, the one error type of the crate).
@@ -49,6 +49,7 @@ mod params;
 mod schema;
 mod search;
 mod seq;
+mod sessions;
 pub mod shared;
 mod snippet;
 mod sql;
@@ -98,6 +99,8 @@ pub use util::estimate_tokens;
 
 /// Every module takes mutexes this way (see `locks`).
 pub(crate) use locks::lock;
+pub use openhuman_formats::Agent;
+pub use sessions::{SessionRules, SessionStats, SessionSync, session_file_excluded};
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
 pub use write_api::{Forgotten, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged};
 

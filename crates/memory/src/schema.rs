@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -255,6 +255,30 @@ CREATE TABLE entity_splits (
 /// Which daemon wrote an audit row, when several share one memory (see `shared`).
 const V5: &str = r#"
 ALTER TABLE mcp_audit ADD COLUMN machine TEXT;
+"#;
+
+/// Agents' session logs read as they grow (see `sessions`): how far each file was read, with
+/// fingerprints of what lies before the offset, and the sessions forgotten for good.
+const V6: &str = r#"
+CREATE TABLE session_files (
+    path          TEXT PRIMARY KEY,
+    byte_offset   INTEGER NOT NULL,
+    head_print    TEXT NOT NULL,
+    tail_print    TEXT NOT NULL,
+    context       TEXT NOT NULL,
+    turns         INTEGER NOT NULL,
+    malformed     INTEGER NOT NULL,
+    unknown       INTEGER NOT NULL,
+    excluded      INTEGER NOT NULL,
+    waiting       INTEGER NOT NULL,
+    size          INTEGER NOT NULL,
+    mtime_ms      INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE forgotten_sessions (
+    session_id      TEXT PRIMARY KEY,
+    forgotten_at_ms INTEGER NOT NULL
+) WITHOUT ROWID;
 "#;
 
 /// The schema version this code writes.

@@ -202,8 +202,9 @@ pub trait SharedWrite {
 }
 
 /// Tables that stay on this machine: the change sequence and the indexes' positions live in
-/// `meta`/`index_state`, deleted rowids in `tombstones` until every index applied them.
-const LOCAL_TABLES: &[&str] = &["index_state", "tombstones", "sqlite_sequence"];
+/// `meta`/`index_state`, deleted rowids in `tombstones` until every index applied them, and how
+/// far this machine read its agents' session logs in `session_files`.
+const LOCAL_TABLES: &[&str] = &["index_state", "tombstones", "sqlite_sequence", "session_files"];
 
 /// The `meta` rows that are the memory's (SQL condition); the others describe this copy (see
 /// [`local_meta`]).

@@ -558,6 +558,10 @@ impl MemoryEngine {
 /// Deletes what `id` names; returns how many things went (chunks or bare records).
 fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryError> {
     let rowids = forget_targets(tx, id)?;
+    if !rowids.is_empty() {
+        // A forgotten agent session is not read from its log again.
+        crate::sessions::forgotten(tx, id, now_ms())?;
+    }
     // Collect what hangs off the chunks before they go.
     let gone: Vec<(String, String)> = tx
         .prepare_cached("SELECT id, origin FROM chunks WHERE rowid IN rarray(?1)")?

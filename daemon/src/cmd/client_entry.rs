@@ -174,6 +174,7 @@ mod tests {
             readonly: true,
             level: None,
             remove: false,
+            capture_sessions: false,
         }
     }
 

@@ -158,6 +158,7 @@ pub(crate) fn install(cli: &Cli, args: &InstallArgs) -> Result<i32> {
         install_service(&paths, &daemon_dest, cli.home.as_deref());
     }
     let failed = register_clients(args, &shim_dest, cli.home.as_deref())?;
+    super::agent_logs::offer(&paths, args.capture_sessions.as_ref(), &openhuman_memory::Agent::ALL)?;
     Ok(if failed { EXIT_FAILURE } else { EXIT_OK })
 }
 

@@ -12,6 +12,8 @@
 //! - `transfer`     `export`, `import`, `backup`, `restore`
 //! - `shared_store` `migrate`, `migrate-store`
 //! - `sources`      `sources add|remove|list`: `[[memory.sources]]` in the config file
+//! - `agent_logs`   coding agents' session logs as sources: where they are, `--agent`, the
+//!   offer `install` and `register` make (off until the user says yes)
 //! - `config`       `config path|show|check` (`check` the findings `serve` would refuse on)
 //! - `http_token`   `http-token`
 //! - `ui`           `ui`: the dashboard's one-time login link
@@ -21,6 +23,7 @@
 //!   `client_entry`, the `[clients.<client>]` table it writes for a restricted client); `service`
 //!   systemd/launchd units; `made` the record of what they created, for `uninstall` to remove
 
+pub(crate) mod agent_logs;
 pub(crate) mod audit;
 pub(crate) mod check;
 pub(crate) mod client_entry;

@@ -53,7 +53,8 @@ pub(crate) enum Format {
 
 /// `register`: adds the shim to the client's config, or with `print` shows the entry to add;
 /// with a restriction asked for, the client's `[clients.<client>]` table too (see
-/// `client_entry`); with `remove`, takes both out again.
+/// `client_entry`); with `remove`, takes both out again. After registering a coding agent,
+/// reading its session logs is offered.
 pub(crate) fn run(cli: &crate::cli::Cli, args: &RegisterArgs) -> Result<i32> {
     let client = args.client;
     let home = cli.home.as_deref();
@@ -86,6 +87,10 @@ pub(crate) fn run(cli: &crate::cli::Cli, args: &RegisterArgs) -> Result<i32> {
     super::out(&register(client, &shim, home)?);
     if restricted {
         client_entry::tell_daemon(&paths)?;
+    }
+    // After registering a coding agent, reading its session logs is offered (see `agent_logs`).
+    if let Some(agent) = super::agent_logs::of_client(client) {
+        super::agent_logs::offer(&paths, args.capture_sessions.then_some(&crate::cli::Capture::All), &[agent])?;
     }
     Ok(crate::EXIT_OK)
 }

@@ -1,4 +1,5 @@
-//! `sources add|remove|list`: the watched folders (`[[memory.sources]]`) from the command line.
+//! `sources add|remove|list`: the watched folders (`[[memory.sources]]`) from the command line;
+//! `--agent` adds or removes a coding agent's session logs (see `agent_logs`).
 //!
 //! The config file is edited in place with `toml_edit`, so comments, key order and keys this
 //! version does not know are kept. The file must be a valid config before the edit, and the
@@ -16,23 +17,47 @@ use openhuman_config as config;
 use serde_json::json;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table, value};
 
-use super::out;
+use super::{agent_logs, out};
 use crate::EXIT_OK;
 use crate::cli::{SourceAddArgs, SourcesAction};
 use crate::via::Via;
 
 pub(crate) fn run(paths: &Paths, action: &SourcesAction) -> Result<i32> {
     match action {
+        SourcesAction::Add(args) if args.agent.is_some() => {
+            let agent = agent_logs::parse(args.agent.as_deref().unwrap_or_default())?;
+            let root = agent_logs::add(paths, agent, &args.exclude_project)?;
+            out(&format!(
+                "reading {} sessions from {} as they are written ({})",
+                agent.display(),
+                root.display(),
+                paths.config_file.display()
+            ));
+            tell_daemon(paths)?;
+        }
+        SourcesAction::Remove { agent: Some(name), .. } => {
+            let agent = agent_logs::parse(name)?;
+            let root = agent_logs::remove(paths, agent)?;
+            out(&format!(
+                "no longer reading {} sessions ({}); what was read stays in memory (`openhumand-mcp forget --session \
+                 <id>` forgets one)",
+                agent.display(),
+                root.display()
+            ));
+            tell_daemon(paths)?;
+        }
         SourcesAction::Add(args) => {
-            let root = std::fs::canonicalize(&args.path)
-                .with_context(|| format!("cannot watch {}: no such file or folder", args.path.display()))?;
+            let path = args.path.clone().unwrap_or_default();
+            let root = std::fs::canonicalize(&path)
+                .with_context(|| format!("cannot watch {}: no such file or folder", path.display()))?;
             edit(paths, |doc| add(doc, &root, args))?;
             out(&format!("watching {} ({})", root.display(), paths.config_file.display()));
             tell_daemon(paths)?;
         }
-        SourcesAction::Remove { path } => {
-            let given = std::path::absolute(path).unwrap_or_else(|_| path.clone());
-            let canonical = std::fs::canonicalize(path).ok();
+        SourcesAction::Remove { path, .. } => {
+            let path = path.clone().unwrap_or_default();
+            let given = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+            let canonical = std::fs::canonicalize(&path).ok();
             let removed = edit(paths, |doc| remove(doc, &given, canonical.as_deref()))?;
             out(&format!(
                 "no longer watching {}; what was read from it stays in memory (forget it with memory.forget of its files)",
@@ -45,7 +70,7 @@ pub(crate) fn run(paths: &Paths, action: &SourcesAction) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-fn sources_mut(doc: &mut DocumentMut) -> Result<&mut ArrayOfTables> {
+pub(crate) fn sources_mut(doc: &mut DocumentMut) -> Result<&mut ArrayOfTables> {
     let memory = doc.entry("memory").or_insert_with(|| {
         let mut t = Table::new();
         t.set_implicit(true);
@@ -134,7 +159,7 @@ pub(crate) fn edit<T>(paths: &Paths, change: impl FnOnce(&mut DocumentMut) -> Re
 const ASK: Duration = Duration::from_secs(10);
 
 /// Tells a running daemon to reload, so it starts or stops watching at once.
-fn tell_daemon(paths: &Paths) -> Result<()> {
+pub(crate) fn tell_daemon(paths: &Paths) -> Result<()> {
     let Some(via) = Via::running(paths)? else {
         out("no daemon is running; it will watch from its next start");
         return Ok(());
@@ -169,6 +194,10 @@ fn list(paths: &Paths, json: bool) -> Result<()> {
         }
         if !s.gitignore {
             line.push_str(", .gitignore not honoured");
+        }
+        if !s.exclude_projects.is_empty() {
+            let shown: Vec<String> = s.exclude_projects.iter().map(|p| p.display().to_string()).collect();
+            line.push_str(&format!(", projects excluded: {}", shown.join(" ")));
         }
         if let Some(st) = live.as_ref().and_then(|l| l["sources"].get(i)) {
             line.push_str(&format!("\n  {}", crate::status::describe(st)));

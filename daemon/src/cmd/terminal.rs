@@ -171,7 +171,10 @@ pub(crate) fn forget(paths: &Paths, args: &ForgetArgs) -> Result<i32> {
 }
 
 fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
-    let preview = via.method(ops::Resolve::METHOD, json!({ "ids": args.ids }), None)?;
+    // A whole agent session is its source, `session:<id>`.
+    let mut ids = args.ids.clone();
+    ids.extend(args.session.iter().map(|s| format!("session:{}", s.trim())));
+    let preview = via.method(ops::Resolve::METHOD, json!({ "ids": ids }), None)?;
     let mut chunks = 0;
     let mut lines = Vec::new();
     for p in preview["ids"].as_array().into_iter().flatten() {
@@ -209,8 +212,8 @@ fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
         bail!(
             "nothing to forget: no item, chunk or source has the id{} {} (ids come from search, recall, show and \
              `sources list --stored`)",
-            if args.ids.len() == 1 { "" } else { "s" },
-            args.ids.join(", ")
+            if ids.len() == 1 { "" } else { "s" },
+            ids.join(", ")
         );
     }
     let mut err = std::io::stderr().lock();
@@ -228,7 +231,7 @@ fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
         }
     }
     drop(err);
-    let result = via.tool("memory.forget", json!({ "ids": args.ids }))?;
+    let result = via.tool("memory.forget", json!({ "ids": ids }))?;
     if args.json {
         out(&result.to_string());
         return Ok(EXIT_OK);

@@ -12,6 +12,11 @@
 //! pending and the status says why. Every sync that looked at changed files leaves an audit row
 //! (`watch.sync`, source `watch`), and clients that subscribed hear which resources changed.
 //!
+//! A source of an agent's session logs (`kind` `claude-code`, `codex` or `gemini`) goes to the
+//! engine's `sync_session_files` instead, which reads each changed log from where it stopped;
+//! its catch-up compares the logs with what that read recorded, and a log that went away
+//! leaves what was read from it in memory.
+//!
 //! - `scan` which files of a source memory reads (globs, `.gitignore`, formats)
 
 pub(crate) mod scan;
@@ -24,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use openhuman_config::{AutonomyLevel, Config, WatchedSource};
-use openhuman_memory::{MemoryEngine, SyncSummary};
+use openhuman_memory::{FileState, MemoryEngine, MemoryError, SessionStats, SyncSummary};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, mpsc};
@@ -51,6 +56,10 @@ pub(crate) struct SourceStatus {
     pub ingested: usize,
     pub moved: usize,
     pub removed: usize,
+    /// An agent session source: what has been read of its logs (turns, malformed lines,
+    /// unknown records, excluded turns, bytes of last lines still being written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionStats>,
 }
 
 /// The watcher's shared side: its status, and how a reload reaches it.
@@ -370,6 +379,8 @@ async fn serve(state: &AppState, engine: &MemoryEngine, setup: &Setup) -> bool {
 /// What one source's sync did, for status, audit and notifications.
 struct Outcome {
     summary: SyncSummary,
+    /// An agent session source: what its logs hold now.
+    sessions: Option<SessionStats>,
     /// Paths looked at (changed, gone, moved to).
     paths: Vec<PathBuf>,
     files: usize,
@@ -402,15 +413,39 @@ async fn sync_batch(
         let engine = engine.clone();
         let kind = matcher.lock().expect("matcher").kind.clone();
         let work = move || -> Result<Outcome, MethodError> {
+            let internal = |e: MemoryError| MethodError::Internal(e.into());
             let mut m = matcher.lock().expect("matcher");
-            let (todo, errors) = if full { catch_up(&engine, &mut m) } else { (expand(&m, changed), Vec::new()) };
+            if let Some((agent, rules)) = m.agent.clone() {
+                let (todo, errors) = if full {
+                    catch_up(&mut m, |root| engine.session_file_states(root))
+                } else {
+                    (expand(&m, changed), Vec::new())
+                };
+                let mut summary = SyncSummary::default();
+                if !todo.is_empty() {
+                    let s = engine.sync_session_files(agent, &todo, &rules).map_err(internal)?;
+                    summary.ingest.files_seen = todo.len();
+                    summary.ingest.files_ingested = s.files_read;
+                    summary.ingest.chunks_added = s.chunks_added;
+                    summary.ingest.chunks_removed = s.chunks_removed;
+                    summary.ingest.lines_skipped = s.malformed + s.unknown;
+                    summary.ingest.files_failed = s.files_failed;
+                }
+                let stats = engine.session_stats(&m.root).map_err(internal)?;
+                return Ok(Outcome { summary, files: stats.files, sessions: Some(stats), paths: todo, errors });
+            }
+            let (todo, errors) = if full {
+                catch_up(&mut m, |root| engine.file_states(root))
+            } else {
+                (expand(&m, changed), Vec::new())
+            };
             let summary = if todo.is_empty() {
                 SyncSummary::default()
             } else {
-                engine.sync_files(&todo, kind.as_deref()).map_err(|e| MethodError::Internal(e.into()))?
+                engine.sync_files(&todo, kind.as_deref()).map_err(internal)?
             };
-            let files = engine.file_count(&m.root).map_err(|e| MethodError::Internal(e.into()))?;
-            Ok(Outcome { summary, paths: todo, files, errors })
+            let files = engine.file_count(&m.root).map_err(internal)?;
+            Ok(Outcome { summary, sessions: None, paths: todo, files, errors })
         };
         let outcome = blocking(work).await;
         record(state, i, source, outcome);
@@ -435,14 +470,17 @@ fn expand(m: &Matcher, changed: Vec<PathBuf>) -> Vec<PathBuf> {
 /// Walks a source and lists what differs from the store: files new or changed since their last
 /// sync (by size and modification time), and files the store holds that are gone from disk or
 /// no longer match the source's rules. A root that is gone itself changes nothing.
-fn catch_up(engine: &MemoryEngine, m: &mut Matcher) -> (Vec<PathBuf>, Vec<String>) {
+fn catch_up(
+    m: &mut Matcher,
+    recorded: impl FnOnce(&Path) -> Result<Vec<FileState>, MemoryError>,
+) -> (Vec<PathBuf>, Vec<String>) {
     if !m.root.exists() {
         // An unmounted drive or a folder moved away: forgetting everything read from it would be
         // worse than waiting.
         return (Vec::new(), vec![format!("{} does not exist; nothing was removed from memory", m.root.display())]);
     }
     let (files, errors) = m.walk();
-    let stored = match engine.file_states(&m.root) {
+    let stored = match recorded(&m.root) {
         Ok(s) => s,
         Err(e) => return (Vec::new(), vec![format!("reading what memory holds: {e}")]),
     };
@@ -488,6 +526,7 @@ fn record(state: &AppState, i: usize, source: &WatchedSource, outcome: Result<Ou
             state.watch().update(i, |st| {
                 st.state = "watching";
                 st.files = o.files;
+                st.sessions = o.sessions.clone();
                 st.last_sync_ms = Some(now);
                 st.pending = 0;
                 st.last_error = error.clone();

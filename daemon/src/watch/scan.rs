@@ -2,13 +2,16 @@
 //! ingester knows (kind `auto`) or any file (a fixed kind), matching `include` when given, not
 //! matching `exclude`, and — with `gitignore` on — not ignored by a `.gitignore` or `.ignore`
 //! file under the root. The same rules serve the full walk (start, catch-up, reload) and single
-//! paths named by file-system events.
+//! paths named by file-system events. A source of an agent's session logs (`claude-code`,
+//! `codex`, `gemini`) reads only that agent's session files, and none of a project on its
+//! `exclude_projects` list that the log's place already names.
 
 use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use openhuman_config::WatchedSource;
+use openhuman_memory::{Agent, SessionRules};
 
 /// The rules of one source, with the ignore files seen by its last walk.
 pub(crate) struct Matcher {
@@ -20,6 +23,8 @@ pub(crate) struct Matcher {
     ignores: Vec<Gitignore>,
     /// Directories never read: the daemon's own (data, logs), when they sit under the root.
     skip: Vec<PathBuf>,
+    /// The agent whose session logs the source holds, with what it keeps out.
+    pub agent: Option<(Agent, SessionRules)>,
 }
 
 /// The names of ignore files; a change to one means the source is walked again.
@@ -43,6 +48,8 @@ impl Matcher {
             gitignore: source.gitignore,
             ignores: Vec::new(),
             skip,
+            agent: Agent::parse(&source.kind)
+                .map(|a| (a, SessionRules { exclude_projects: source.exclude_projects.clone() })),
         })
     }
 
@@ -57,6 +64,12 @@ impl Matcher {
             return false;
         }
         if self.kind.is_none() && !openhuman_memory::is_supported_file(path) {
+            return false;
+        }
+        if let Some((agent, rules)) = &self.agent
+            && (!agent.is_session_file(path)
+                || openhuman_memory::session_file_excluded(*agent, &self.root, path, rules))
+        {
             return false;
         }
         if self.include.as_ref().is_some_and(|i| !i.is_match(rel)) || self.exclude.is_match(rel) {
@@ -159,6 +172,7 @@ mod tests {
             include: include.iter().map(|s| s.to_string()).collect(),
             exclude: exclude.iter().map(|s| s.to_string()).collect(),
             gitignore: true,
+            exclude_projects: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ mod privacy;
 mod prompts;
 mod recall_quality;
 mod reliability;
+mod sessions;
 mod shim;
 mod smoke;
 mod socket;

@@ -10,6 +10,7 @@ mod keyword;
 mod mail_reading;
 mod people;
 mod read;
+mod sessions;
 mod tiers;
 mod transfer;
 mod watched;
