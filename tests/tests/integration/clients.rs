@@ -189,8 +189,22 @@ fn register_writes_a_restricted_entry_the_running_daemon_takes_and_remove_takes_
 const BOTH: (&str, &str) = ("Accept", "application/json, text/event-stream");
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
+/// POST /mcp; a 2026-07-28 request with the headers that mirror its body, as clients send them.
 fn post(c: &Client, body: &Value) -> Value {
-    let r = c.send("POST", "/mcp", &[BOTH, JSON], body.to_string().as_bytes());
+    let method = body["method"].as_str().unwrap_or_default().to_string();
+    let name = match method.as_str() {
+        "tools/call" | "prompts/get" => body["params"]["name"].as_str(),
+        "resources/read" => body["params"]["uri"].as_str(),
+        _ => None,
+    };
+    let mut h = vec![BOTH, JSON];
+    if body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] == "2026-07-28" {
+        h.push(("Mcp-Method", method.as_str()));
+        if let Some(n) = name {
+            h.push(("Mcp-Name", n));
+        }
+    }
+    let r = c.send("POST", "/mcp", &h, body.to_string().as_bytes());
     assert!(r.status == 200 || r.status == 400, "{} {}", r.status, r.text());
     r.json()
 }
