@@ -57,6 +57,7 @@ mod tools;
 mod ui;
 mod via;
 mod watch;
+mod workspace;
 
 use std::io::Write;
 

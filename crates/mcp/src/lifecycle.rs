@@ -58,6 +58,7 @@ pub fn initialize(
     let version = negotiate(requested);
     session.set_negotiated(version);
     session.observe_client(client_info);
+    session.observe_meta(params.get("_meta"));
     tracing::info!(session = session.id, version, source = %session.source(), "session initialised");
     Ok(json!({
         "protocolVersion": version,

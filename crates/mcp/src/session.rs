@@ -41,6 +41,9 @@ pub struct Session {
     initialized: AtomicBool,
     source: OnceLock<String>,
     client_info: OnceLock<Value>,
+    /// The `_meta` object of the client's `initialize` (extension fields a client or its
+    /// launcher sends about itself, e.g. its working directory).
+    client_meta: OnceLock<Value>,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<String, CancellationToken>>,
     /// Resource URIs this session subscribed to with `resources/subscribe`.
@@ -65,6 +68,7 @@ impl Session {
             initialized: AtomicBool::new(false),
             source: OnceLock::new(),
             client_info: OnceLock::new(),
+            client_meta: OnceLock::new(),
             log_level: AtomicU8::new(LEVEL_UNSET),
             inflight: Mutex::new(HashMap::new()),
             subscribed: Mutex::new(BTreeSet::new()),
@@ -110,6 +114,18 @@ impl Session {
         if let Some(info) = client_info {
             let _ = self.client_info.set(info.clone());
         }
+    }
+
+    /// Records the `_meta` object of `initialize`; the first observation wins for the session.
+    pub fn observe_meta(&self, meta: Option<&Value>) {
+        if let Some(m @ Value::Object(_)) = meta {
+            let _ = self.client_meta.set(m.clone());
+        }
+    }
+
+    /// The `_meta` object the client sent with `initialize`, if any.
+    pub fn client_meta(&self) -> Option<&Value> {
+        self.client_meta.get()
     }
 
     /// `mcp:<client>` or `mcp`: the provenance label of this session's writes.

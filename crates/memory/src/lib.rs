@@ -37,6 +37,7 @@ mod cursor;
 mod dates;
 mod entities;
 mod error;
+mod facts;
 mod filter;
 mod follow;
 mod fts;
@@ -46,6 +47,7 @@ mod locks;
 pub mod ops;
 mod page;
 mod params;
+pub mod project;
 mod schema;
 mod search;
 mod seq;
@@ -99,7 +101,8 @@ pub use util::estimate_tokens;
 /// Every module takes mutexes this way (see `locks`).
 pub(crate) use locks::lock;
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
-pub use write_api::{Forgotten, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged};
+pub use facts::{Superseded, Version};
+pub use write_api::{Forgotten, ForgottenProject, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged};
 
 /// Where the engine keeps its files and which embedders it uses.
 pub struct MemoryOptions {

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -255,6 +255,24 @@ CREATE TABLE entity_splits (
 /// Which daemon wrote an audit row, when several share one memory (see `shared`).
 const V5: &str = r#"
 ALTER TABLE mcp_audit ADD COLUMN machine TEXT;
+"#;
+
+/// Projects and facts that change (see `project` and `facts`): the project a chunk belongs to (a
+/// normalised absolute path of a git root or working directory), and which chunk replaced which
+/// (`supersessions`: the older chunk's id, the newer one's — which may have been forgotten since
+/// —, why, how similar they were, and when the newer one was observed).
+const V6: &str = r#"
+ALTER TABLE chunks ADD COLUMN project TEXT;
+CREATE INDEX chunks_project ON chunks(project, timestamp_ms);
+
+CREATE TABLE supersessions (
+    old_id     TEXT PRIMARY KEY,
+    new_id     TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    similarity REAL,
+    at_ms      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX supersessions_new ON supersessions(new_id);
 "#;
 
 /// The schema version this code writes.

@@ -208,10 +208,13 @@ pub(crate) struct ChunkRow {
     pub metadata: Map<String, Value>,
     pub created_at_ms: i64,
     pub tags: Vec<String>,
+    pub project: Option<String>,
+    /// Set when a newer chunk replaced this one (see `facts`).
+    pub superseded: Option<super::facts::Superseded>,
 }
 
 pub(crate) const CHUNK_COLUMNS: &str = "c.rowid, c.id, c.source_kind, c.source_id, c.source_ref, c.origin, c.owner, \
-     c.provenance, c.timestamp_ms, c.seq_in_source, c.title, c.content, c.token_count, c.metadata, c.created_at_ms";
+     c.provenance, c.timestamp_ms, c.seq_in_source, c.title, c.content, c.token_count, c.metadata, c.created_at_ms, c.project";
 
 pub(crate) fn chunk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow> {
     let meta: String = r.get(13)?;
@@ -235,14 +238,17 @@ pub(crate) fn chunk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow
         },
         created_at_ms: r.get(14)?,
         tags: Vec::new(),
+        project: r.get(15)?,
+        superseded: None,
     })
 }
 
-/// Fills in the tags (own and added) of each row.
+/// Fills in the tags (own and added) of each row, and whether a newer chunk replaced it.
 pub(crate) fn attach_tags(conn: &Connection, rows: &mut [ChunkRow]) -> Result<(), MemoryError> {
     if rows.is_empty() {
         return Ok(());
     }
+    super::facts::attach(conn, rows, None)?;
     let ids: Vec<i64> = rows.iter().map(|r| r.rowid).collect();
     let mut tags: HashMap<i64, Vec<String>> = HashMap::new();
     let mut stmt = conn.prepare_cached(

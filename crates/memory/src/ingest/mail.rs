@@ -153,6 +153,7 @@ pub(crate) fn message_chunks(m: &MailMessage, thread: &str, path: &Path, origin:
                 content,
                 metadata,
                 tags: Vec::new(),
+                project: None,
             }
         })
         .collect()
