@@ -5,11 +5,13 @@
 //! vectors, then two plain measures, the cosine of their vectors and the overlap of their word
 //! sets (Jaccard over lowercased words of two or more letters or digits).
 //!
-//! - **Duplicate**: the same normalised text, or cosine ≥ [`DUPLICATE_COSINE`] and word overlap ≥
-//!   [`DUPLICATE_WORDS`]. The write refreshes the existing memory (its time, its tags, who said
+//! - **Duplicate**: the same normalised text, or the same words but for filler ("the", "is",
+//!   "now", …; never "not") and cosine ≥ [`DUPLICATE_COSINE`]. The write refreshes the existing memory (its time, its tags, who said
 //!   it) instead of adding a second one, and its result names the memory it merged into.
 //! - **Update**: cosine ≥ [`SUPERSEDE_COSINE`] and word overlap ≥ [`SUPERSEDE_WORDS`] (the same
-//!   subject and attribute phrased alike, a different value). The later one (by observed time)
+//!   subject and attribute phrased alike, a different value: "the editor is Vim" → "the editor is
+//!   Helix"). A restatement in other words ("we moved to Berlin") is not caught this way; storing
+//!   it under the same title is. The later one (by observed time)
 //!   supersedes the earlier, which stays stored and searchable, marked.
 //! - A document re-stored under the same key (`memory.store` with the same title) with other
 //!   text is always an update: its earlier chunks are kept, superseded by the new ones.
@@ -34,14 +36,19 @@ use super::sql::rarray;
 use super::util::ms_to_rfc3339;
 use super::{Inner, MemoryError, locks::read};
 
-/// Cosine at or above which two facts with almost the same words are one fact said twice.
-pub const DUPLICATE_COSINE: f32 = 0.95;
-/// Word overlap (Jaccard) a duplicate needs besides its cosine.
-pub const DUPLICATE_WORDS: f64 = 0.8;
-/// Cosine at or above which a later fact of nearly the same words replaces an earlier one.
-pub const SUPERSEDE_COSINE: f32 = 0.85;
+/// Cosine a duplicate needs (when a vector could be made) besides differing only in filler.
+pub const DUPLICATE_COSINE: f32 = 0.9;
+/// Cosine at or above which a later fact of much the same words replaces an earlier one.
+pub const SUPERSEDE_COSINE: f32 = 0.45;
 /// Word overlap (Jaccard) an update needs besides its cosine.
-pub const SUPERSEDE_WORDS: f64 = 0.5;
+pub const SUPERSEDE_WORDS: f64 = 0.6;
+/// Words whose presence or absence does not change what a fact says (negations are not here:
+/// "not" changes everything).
+const FILLER: &[&str] = &[
+    "the", "an", "is", "are", "was", "were", "be", "been", "now", "also", "still", "just", "really", "currently",
+    "actually", "and", "so", "then", "that", "this", "it", "its", "of", "to", "in", "on", "at", "for", "with", "by",
+    "as", "has", "have", "had", "do", "does", "did", "very", "indeed", "today",
+];
 /// Nearest chunks looked at.
 const CANDIDATES: usize = 20;
 /// Longest text (characters) compared: a fact, not a document.
@@ -101,11 +108,18 @@ pub(crate) fn overlap(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     if either == 0 { 0.0 } else { both as f64 / either as f64 }
 }
 
-/// The decision for one pair, from its measures.
-pub(crate) fn classify(same_text: bool, cosine: f32, words: f64) -> Option<bool> {
-    if same_text || (cosine >= DUPLICATE_COSINE && words >= DUPLICATE_WORDS) {
+/// Whether two word sets differ only in filler words.
+pub(crate) fn same_words(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
+    a.symmetric_difference(b).all(|w| FILLER.contains(&w.as_str()))
+}
+
+/// The decision for one pair: `Some(true)` one fact said twice, `Some(false)` an update, `None`
+/// unrelated. `cosine` is `None` when no vector could be made.
+pub(crate) fn classify(same_text: bool, cosine: Option<f32>, a: &BTreeSet<String>, b: &BTreeSet<String>) -> Option<bool> {
+    let cos = cosine.unwrap_or(0.0);
+    if same_text || (!a.is_empty() && same_words(a, b) && cosine.is_none_or(|c| c >= DUPLICATE_COSINE)) {
         Some(true)
-    } else if cosine >= SUPERSEDE_COSINE && words >= SUPERSEDE_WORDS {
+    } else if cos >= SUPERSEDE_COSINE && overlap(a, b) >= SUPERSEDE_WORDS {
         Some(false)
     } else {
         None
@@ -166,10 +180,12 @@ pub(crate) fn judge(
         let rowid: i64 = r.get(0)?;
         let content: String = r.get(4)?;
         let same_text = folded(&content) == probe.folded;
-        let cosine = cos.get(&rowid).copied().unwrap_or(if same_text { 1.0 } else { 0.0 });
-        let Some(duplicate) = classify(same_text, cosine, overlap(&words(&content), &probe.words)) else {
+        // Not among the nearest: far (cosine 0), unless no vector could be made at all.
+        let cosine = probe.vector.as_ref().map(|_| cos.get(&rowid).copied().unwrap_or(0.0));
+        let Some(duplicate) = classify(same_text, cosine, &words(&content), &probe.words) else {
             continue;
         };
+        let cosine = cosine.unwrap_or(if same_text { 1.0 } else { 0.0 });
         let related = Related { rowid, id: r.get(1)?, origin: r.get(2)?, timestamp_ms: r.get(3)?, cosine };
         // A duplicate wins over an update; then the closest.
         let better = match &best {
@@ -394,15 +410,17 @@ mod tests {
     #[test]
     fn measures_tell_duplicates_updates_and_unrelated_facts() {
         let a = words("The user's favourite editor is Vim.");
-        let b = words("the user's favourite editor is vim");
+        let b = words("the user's favourite editor is vim now");
         let c = words("The user's favourite editor is Helix.");
-        assert_eq!(overlap(&a, &b), 1.0);
-        assert!(overlap(&a, &c) >= SUPERSEDE_WORDS && overlap(&a, &c) < DUPLICATE_WORDS);
+        let d = words("The user's favourite editor is not Vim.");
+        assert!(same_words(&a, &b) && !same_words(&a, &c) && !same_words(&a, &d));
         assert_eq!(folded("The user's  editor: Vim!"), folded("the user s editor vim"));
-        assert_eq!(classify(true, 0.0, 0.0), Some(true));
-        assert_eq!(classify(false, 0.99, 0.9), Some(true));
-        assert_eq!(classify(false, 0.9, 0.6), Some(false));
-        assert_eq!(classify(false, 0.9, 0.1), None);
-        assert_eq!(classify(false, 0.5, 0.9), None);
+        assert_eq!(classify(true, Some(0.0), &a, &c), Some(true));
+        assert_eq!(classify(false, Some(0.99), &a, &b), Some(true));
+        assert_eq!(classify(false, None, &a, &b), Some(true), "no vector: the words decide");
+        assert_eq!(classify(false, Some(0.99), &a, &d), Some(false), "a negation is news, not a repeat");
+        assert_eq!(classify(false, Some(0.5), &a, &c), Some(false));
+        assert_eq!(classify(false, Some(0.2), &a, &c), None);
+        assert_eq!(classify(false, Some(0.9), &a, &words("Tea in the morning")), None);
     }
 }
