@@ -146,7 +146,10 @@ fn run_command(cli: &Cli) -> Result<i32> {
         Command::Eval(args) => cmd::eval::command(&resolve_paths(cli, None)?, args),
         Command::Model { action } => cmd::models::run(&resolve_paths(cli, None)?, action),
         Command::Config { action } => cmd::config::run(&resolve_paths(cli, None)?, action),
-        Command::Register { client, print } => cmd::register::run(cli, *client, *print),
+        Command::Register { client, print, hooks, remove } => {
+            cmd::register::run(cli, *client, cmd::register::Action { print: *print, hooks: *hooks, remove: *remove })
+        }
+        Command::Context(args) => cmd::terminal::context(&paths(&args.socket)?, args),
         Command::Install(args) => cmd::install::install(cli, args),
         Command::Uninstall(args) => cmd::install::uninstall(cli, args),
         Command::Service { action } => cmd::service::command(cli, action),

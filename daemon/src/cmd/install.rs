@@ -290,6 +290,11 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
             Ok(None) => {}
             Err(e) => step(&format!("client {}", name(*c)), Err(e)),
         }
+        match super::hooks::remove(*c, &mut made) {
+            Ok(Some(done)) => step(&format!("hook {}", name(*c)), Ok(done)),
+            Ok(None) => {}
+            Err(e) => step(&format!("hook {}", name(*c)), Err(e)),
+        }
     }
     if args.purge {
         step("data", purge(&paths, cli.home.as_deref()));

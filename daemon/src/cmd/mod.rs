@@ -8,7 +8,8 @@
 //! - `ingest`       `ingest`: files into memory, with a progress bar
 //! - `audit`        `audit`: the write-audit log
 //! - `reindex`      `reindex`: the search indexes rebuilt from the database
-//! - `terminal`     `search`, `recall`, `show`, `forget`, `sources list --stored`
+//! - `terminal`     `search`, `recall`, `show`, `forget` (also `--project`), `context`, `sources
+//!   list --stored`
 //! - `transfer`     `export`, `import`, `backup`, `restore`
 //! - `shared_store` `migrate`, `migrate-store`
 //! - `sources`      `sources add|remove|list`: `[[memory.sources]]` in the config file
@@ -18,12 +19,14 @@
 //! - `eval`         `eval`: retrieval quality on a labelled BEIR folder, in a throwaway store
 //! - `models`       `model install|list|remove`: the deep tier's model store
 //! - `install`      `install`, `uninstall`; `register` the MCP clients' configs; `service`
-//!   systemd/launchd units; `made` the record of what they created, for `uninstall` to remove
+//!   systemd/launchd units; `hooks` the start-of-session hooks
+//!   `register --hooks` installs; `made` the record of what they created, for `uninstall` to remove
 
 pub(crate) mod audit;
 pub(crate) mod check;
 pub(crate) mod config;
 pub(crate) mod eval;
+pub(crate) mod hooks;
 pub(crate) mod http_token;
 pub(crate) mod ingest;
 pub(crate) mod install;

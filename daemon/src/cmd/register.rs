@@ -47,11 +47,41 @@ pub(crate) enum Format {
     Toml,
 }
 
-/// `register`: adds the shim to `client`'s config, or with `print` shows the entry to add.
-pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, print_only: bool) -> Result<i32> {
-    let shim = shim_beside_exe()?;
+/// What `register` was asked to do.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Action {
+    /// Show the entry instead of writing it.
+    pub print: bool,
+    /// Also the start-of-session hook (see `hooks`).
+    pub hooks: bool,
+    /// Take our entry and our hook out instead.
+    pub remove: bool,
+}
+
+/// `register`: adds the shim to `client`'s config (and with `hooks` our start-of-session hook),
+/// with `print` shows the entry to add, with `remove` takes both out again.
+pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, action: Action) -> Result<i32> {
     let home = cli.home.as_deref();
-    super::out(&if print_only { print(client, &shim, home)? } else { register(client, &shim, home)? });
+    if action.remove {
+        let mut made = Made::load(&openhuman_common::Paths::resolve(home)?);
+        let entry = unregister(client, &mut made)?;
+        let hook = super::hooks::remove(client, &mut made)?;
+        made.save()?;
+        let said: Vec<String> = entry.into_iter().chain(hook).collect();
+        super::out(&if said.is_empty() { format!("no {ENTRY} entry or hook to remove") } else { said.join("\n") });
+        return Ok(crate::EXIT_OK);
+    }
+    let shim = shim_beside_exe()?;
+    if action.print {
+        super::out(&print(client, &shim, home)?);
+        return Ok(crate::EXIT_OK);
+    }
+    super::out(&register(client, &shim, home)?);
+    if action.hooks {
+        let exe = std::env::current_exe().context("cannot find this executable's path")?;
+        let mut made = Made::load(&openhuman_common::Paths::resolve(home)?);
+        super::out(&super::hooks::install(client, &exe, home, &mut made)?);
+    }
     Ok(crate::EXIT_OK)
 }
 
@@ -408,7 +438,7 @@ fn save_backup(file: &Path) -> Result<PathBuf> {
 /// A sibling temporary file renamed over the client's file. A symlinked file is written through
 /// to its target (the link stays); the file keeps its mode.
 /// A folder it has to create is noted in `made`.
-fn replace(made: &mut Made, file: &Path, text: &str) -> Result<()> {
+pub(crate) fn replace(made: &mut Made, file: &Path, text: &str) -> Result<()> {
     let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("conf").to_string();
     let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let mode = std::fs::metadata(&real).ok().map(|m| m.permissions());
