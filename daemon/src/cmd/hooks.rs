@@ -143,7 +143,8 @@ pub(crate) fn remove(client: ClientKind, made: &mut Made) -> Result<Option<Strin
     if !take_ours(&mut root) {
         return Ok(None);
     }
-    if root.is_empty() && made.created(&file) {
+    let nothing = |v: &Value| v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty);
+    if root.values().all(nothing) && made.created(&file) {
         std::fs::remove_file(&file).with_context(|| format!("cannot remove {}", file.display()))?;
         made.forget_file(&file);
         made.save()?;

@@ -64,10 +64,10 @@ pub(crate) fn run(cli: &crate::cli::Cli, client: ClientKind, action: Action) -> 
     let home = cli.home.as_deref();
     if action.remove {
         let mut made = Made::load(&openhuman_common::Paths::resolve(home)?);
-        let entry = unregister(client, &mut made)?;
         let hook = super::hooks::remove(client, &mut made)?;
+        let entry = unregister(client, &mut made)?;
         made.save()?;
-        let said: Vec<String> = entry.into_iter().chain(hook).collect();
+        let said: Vec<String> = hook.into_iter().chain(entry).collect();
         super::out(&if said.is_empty() { format!("no {ENTRY} entry or hook to remove") } else { said.join("\n") });
         return Ok(crate::EXIT_OK);
     }

@@ -6,6 +6,7 @@ mod agents;
 mod cli;
 mod dashboard;
 mod eval;
+mod facts;
 mod full_disk;
 mod http;
 mod import;

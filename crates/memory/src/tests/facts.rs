@@ -312,6 +312,26 @@ fn calibrate_on_long_chats() {
         }
     }
     println!("at the shipped thresholds: {merged} false merges, {superseded} false supersessions of {} turns", turns.len());
+
+    // End to end: every turn through memory.store in a fresh store, as an agent would store them.
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(dir.path(), builtin());
+    let (mut merged, mut same_text, mut superseding) = (0, 0, 0);
+    let mut seen: std::collections::HashMap<(String, String), ()> = std::collections::HashMap::new();
+    for (project, id, text) in &turns {
+        let r = store(&m, json!({"title": id, "content": text, "project": project}));
+        let repeat = seen.insert((project.clone(), facts::folded(text)), ()).is_some();
+        if r["status"] == "merged" {
+            if repeat { same_text += 1 } else { merged += 1 }
+        }
+        if r.get("supersedes").is_some() {
+            superseding += 1;
+        }
+    }
+    println!(
+        "memory.store of every turn: {merged} merged with another turn's text, {same_text} merged repeats of the same text, \
+         {superseding} superseding another"
+    );
 }
 
 /// Updates and restatements written for these tests: (earlier, later, is an update).
