@@ -81,6 +81,12 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
     ]
 }
 
+/// The project an `openhuman://context/{project}` URI names (the app reads it with the prompts'
+/// packer, `prompts::project_context`).
+pub(crate) fn context_project(uri: &str) -> Option<String> {
+    id_of(CONTEXT_PREFIX, uri)
+}
+
 /// The URI of a project's context.
 pub(crate) fn context_uri(project: &str) -> String {
     id_uri(CONTEXT_PREFIX, project)
@@ -98,10 +104,6 @@ pub(crate) async fn read(state: &AppState, uri: &str) -> Option<String> {
     }
     if let Some(n) = uri.strip_prefix(WATCHED_PREFIX) {
         return watched(state, n.parse().ok()?);
-    }
-    if let Some(project) = id_of(CONTEXT_PREFIX, uri) {
-        let packed = crate::prompts::project_context(state, &project, None, crate::prompts::DEFAULT_BUDGET).await;
-        return packed.inspect_err(|e| tracing::warn!("reading a project's context: {e}")).ok().map(|c| c.text);
     }
     if let Some(id) = id_of(ITEM_PREFIX, uri) {
         return item(state, id).await.inspect_err(|e| tracing::warn!("reading a memory item: {e}")).ok().flatten();

@@ -279,12 +279,20 @@ pub(crate) async fn project_context(
             let params = ops::RecallParams { limit: RECALL_K, filter: Some(filter), ..ops::RecallParams::of(topic) };
             let recalled = engine::operate::<ops::Recall>(state, params).await?;
             for hit in recalled.chunks.iter().filter(|h| h.chunk.superseded.is_none()) {
-                let chunk = match engine::operate::<ops::ReadChunk>(state, ops::ReadChunkParams::of(&hit.chunk.chunk_id)).await {
-                    Ok(c) => c,
-                    Err(MethodError::NotFound(_)) => continue,
-                    Err(e) => return Err(e),
-                };
-                let h = head(entries.len() + 1, &chunk.chunk_id, chunk.title.as_deref(), &chunk.source_kind, &chunk.observed_at);
+                let chunk =
+                    match engine::operate::<ops::ReadChunk>(state, ops::ReadChunkParams::of(&hit.chunk.chunk_id)).await
+                    {
+                        Ok(c) => c,
+                        Err(MethodError::NotFound(_)) => continue,
+                        Err(e) => return Err(e),
+                    };
+                let h = head(
+                    entries.len() + 1,
+                    &chunk.chunk_id,
+                    chunk.title.as_deref(),
+                    &chunk.source_kind,
+                    &chunk.observed_at,
+                );
                 entries.push((h, chunk.content));
             }
         }
@@ -313,7 +321,11 @@ pub(crate) async fn project_context(
     }
     tracing::debug!(packed = pack.count, tokens = pack.used, budget, "project context built");
     let (count, tokens) = (pack.count, pack.used);
-    let text = if count == 0 { format!("Nothing in the user's memory belongs to the project {project} yet.") } else { pack.text };
+    let text = if count == 0 {
+        format!("Nothing in the user's memory belongs to the project {project} yet.")
+    } else {
+        pack.text
+    };
     Ok(ProjectContext { text, count, tokens })
 }
 

@@ -31,7 +31,6 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use super::search::ChunkRow;
 use super::sql::rarray;
 use super::util::ms_to_rfc3339;
 use super::{Inner, MemoryError, locks::read};
@@ -45,30 +44,51 @@ pub const SUPERSEDE_WORDS: f64 = 0.6;
 /// Words whose presence or absence does not change what a fact says (negations are not here:
 /// "not" changes everything).
 const FILLER: &[&str] = &[
-    "the", "an", "is", "are", "was", "were", "be", "been", "now", "also", "still", "just", "really", "currently",
-    "actually", "and", "so", "then", "that", "this", "it", "its", "of", "to", "in", "on", "at", "for", "with", "by",
-    "as", "has", "have", "had", "do", "does", "did", "very", "indeed", "today",
+    "the",
+    "an",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "now",
+    "also",
+    "still",
+    "just",
+    "really",
+    "currently",
+    "actually",
+    "and",
+    "so",
+    "then",
+    "that",
+    "this",
+    "it",
+    "its",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "for",
+    "with",
+    "by",
+    "as",
+    "has",
+    "have",
+    "had",
+    "do",
+    "does",
+    "did",
+    "very",
+    "indeed",
+    "today",
 ];
 /// Nearest chunks looked at.
 const CANDIDATES: usize = 20;
 /// Longest text (characters) compared: a fact, not a document.
 pub(crate) const FACT_CHARS: usize = 2_000;
-
-/// A chunk a newer one replaced, as every hit and listing row shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Superseded {
-    /// The chunk that replaced this one.
-    pub by: String,
-    /// When this chunk was observed.
-    pub observed_at: String,
-    /// When the replacement was observed.
-    pub superseded_at: String,
-    /// `same_key` (the same document stored again), `similar` (an update of the same fact).
-    pub reason: String,
-    /// The replacement has been forgotten since; this one stays superseded.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub replacement_forgotten: bool,
-}
 
 /// What a new fact is, next to the facts stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,10 +110,7 @@ pub(crate) struct Related {
 
 /// The lowercased words of two or more letters or digits.
 pub(crate) fn words(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 2)
-        .map(str::to_lowercase)
-        .collect()
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 2).map(str::to_lowercase).collect()
 }
 
 /// The text with case, punctuation and spacing folded (equal texts are one fact).
@@ -115,7 +132,12 @@ pub(crate) fn same_words(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
 
 /// The decision for one pair: `Some(true)` one fact said twice, `Some(false)` an update, `None`
 /// unrelated. `cosine` is `None` when no vector could be made.
-pub(crate) fn classify(same_text: bool, cosine: Option<f32>, a: &BTreeSet<String>, b: &BTreeSet<String>) -> Option<bool> {
+pub(crate) fn classify(
+    same_text: bool,
+    cosine: Option<f32>,
+    a: &BTreeSet<String>,
+    b: &BTreeSet<String>,
+) -> Option<bool> {
     let cos = cosine.unwrap_or(0.0);
     if same_text || (!a.is_empty() && same_words(a, b) && cosine.is_none_or(|c| c >= DUPLICATE_COSINE)) {
         Some(true)
@@ -227,38 +249,8 @@ pub(crate) fn record(
 /// Bookkeeping of deleted chunks (inside the deleting transaction): a deleted chunk's own link
 /// goes; links to it as the replacement stay (see the module notes).
 pub(crate) fn chunks_deleted(conn: &Connection, rowids: &[i64]) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "DELETE FROM supersessions WHERE old_id IN (SELECT id FROM chunks WHERE rowid IN rarray(?1))",
-    )?
-    .execute([rarray(rowids)])?;
-    Ok(())
-}
-
-/// Marks the rows a newer chunk replaced; with `as_of`, only replacements observed by then.
-pub(crate) fn attach(
-    conn: &Connection,
-    rows: &mut [ChunkRow],
-    as_of: Option<i64>,
-) -> Result<(), MemoryError> {
-    let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
-    let mut marks: HashMap<String, (String, String, i64, bool)> = HashMap::new();
-    let mut stmt = conn.prepare_cached(
-        "SELECT s.old_id, s.new_id, s.reason, s.at_ms, EXISTS (SELECT 1 FROM chunks n WHERE n.id = s.new_id)
-         FROM supersessions s WHERE s.old_id IN rarray(?1) AND s.at_ms <= ?2",
-    )?;
-    let mut q = stmt.query(params![rarray(&ids), as_of.unwrap_or(i64::MAX)])?;
-    while let Some(r) = q.next()? {
-        marks.insert(r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?));
-    }
-    for row in rows {
-        row.superseded = marks.remove(&row.id).map(|(by, reason, at, alive)| Superseded {
-            by,
-            observed_at: ms_to_rfc3339(row.timestamp_ms),
-            superseded_at: ms_to_rfc3339(at),
-            reason,
-            replacement_forgotten: !alive,
-        });
-    }
+    conn.prepare_cached("DELETE FROM supersessions WHERE old_id IN (SELECT id FROM chunks WHERE rowid IN rarray(?1))")?
+        .execute([rarray(rowids)])?;
     Ok(())
 }
 
@@ -278,47 +270,6 @@ pub(crate) fn current(conn: &Connection, id: &str, as_of: Option<i64>) -> Result
         }
     }
     Ok(conn.prepare_cached("SELECT rowid FROM chunks WHERE id = ?1")?.query_row([&at], |r| r.get(0)).optional()?)
-}
-
-/// Puts every current version before the versions it replaced: a superseded hit whose
-/// replacement ranks lower (or not at all) has the replacement moved (or loaded) just before it,
-/// taking its ranking (`H`: the hit's scores).
-pub(crate) fn current_first<H: Clone>(
-    conn: &Connection,
-    hits: Vec<(ChunkRow, H)>,
-    as_of: Option<i64>,
-) -> Result<Vec<(ChunkRow, H)>, MemoryError> {
-    if hits.iter().all(|(c, _)| c.superseded.is_none()) {
-        return Ok(hits);
-    }
-    let by_row: HashMap<i64, usize> = hits.iter().enumerate().map(|(i, (c, _))| (c.rowid, i)).collect();
-    let mut slots: Vec<Option<(ChunkRow, H)>> = hits.into_iter().map(Some).collect();
-    let mut out = Vec::with_capacity(slots.len() + 2);
-    let mut placed: HashSet<i64> = HashSet::new();
-    for i in 0..slots.len() {
-        let Some((c, h)) = slots[i].take() else { continue };
-        if c.superseded.is_some()
-            && let Some(cur) = current(conn, &c.id, as_of)?
-            && cur != c.rowid
-            && !placed.contains(&cur)
-        {
-            let moved = match by_row.get(&cur) {
-                Some(&j) => slots[j].take().map(|(cc, _)| cc),
-                None => {
-                    let mut rows = super::search::load_chunks(conn, &[cur])?;
-                    attach(conn, &mut rows, as_of)?;
-                    rows.pop()
-                }
-            };
-            if let Some(m) = moved {
-                placed.insert(m.rowid);
-                out.push((m, h.clone()));
-            }
-        }
-        placed.insert(c.rowid);
-        out.push((c, h));
-    }
-    Ok(out)
 }
 
 /// One version in a fact's history, oldest first.

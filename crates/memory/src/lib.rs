@@ -98,11 +98,14 @@ pub use types::{
 };
 pub use util::estimate_tokens;
 
+pub use facts::Version;
 /// Every module takes mutexes this way (see `locks`).
 pub(crate) use locks::lock;
+pub use search::Superseded;
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
-pub use facts::{Superseded, Version};
-pub use write_api::{Forgotten, ForgottenProject, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged};
+pub use write_api::{
+    Forgotten, ForgottenProject, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged,
+};
 
 /// Where the engine keeps its files and which embedders it uses.
 pub struct MemoryOptions {

@@ -63,10 +63,7 @@ impl Roots {
     /// The project of a file: the git root above it, or none outside any repository.
     pub fn of_file(&mut self, file: &Path) -> Option<String> {
         let dir = file.parent()?.to_path_buf();
-        self.seen
-            .entry(dir)
-            .or_insert_with_key(|d| git_root(d).and_then(|r| normalize(&r.to_string_lossy())))
-            .clone()
+        self.seen.entry(dir).or_insert_with_key(|d| git_root(d).and_then(|r| normalize(&r.to_string_lossy()))).clone()
     }
 }
 

@@ -105,8 +105,7 @@ pub(crate) fn insert_chunks_as<'a>(
     let mut written = Vec::with_capacity(chunks.len());
     for (c, id, created_at_ms) in chunks {
         let metadata = Value::Object(c.metadata.clone()).to_string();
-        let project =
-            c.project.as_deref().and_then(project::normalize).or_else(|| project::from_metadata(&c.metadata));
+        let project = c.project.as_deref().and_then(project::normalize).or_else(|| project::from_metadata(&c.metadata));
         let n = ins.execute(params![
             id,
             c.kind.as_str(),

@@ -459,9 +459,8 @@ impl MemoryEngine {
                     .execute(params![crate::sql::rarray(&old), now])?;
                 tx.prepare_cached("UPDATE notes SET updated_at_ms = ?2, provenance = ?3 WHERE item_id = ?1")?
                     .execute(params![item_id, now, source])?;
-                let note_chunk_id: String = tx
-                    .prepare_cached("SELECT id FROM chunks WHERE rowid = ?1")?
-                    .query_row([old[0]], |r| r.get(0))?;
+                let note_chunk_id: String =
+                    tx.prepare_cached("SELECT id FROM chunks WHERE rowid = ?1")?.query_row([old[0]], |r| r.get(0))?;
                 let out = Noted {
                     id: item_id.clone(),
                     note_chunk_id,
@@ -722,11 +721,15 @@ impl MemoryEngine {
 
     /// Deletes for good every item with a chunk in `project` (a normalised path; the items go
     /// whole: their chunks, notes on them, their records), in one audited transaction.
-    pub fn forget_project(&self, project: &str, source: &str, audit: AuditRow) -> Result<ForgottenProject, MemoryError> {
+    pub fn forget_project(
+        &self,
+        project: &str,
+        source: &str,
+        audit: AuditRow,
+    ) -> Result<ForgottenProject, MemoryError> {
         required("source", source)?;
-        let project = crate::project::normalize(project).ok_or_else(|| {
-            invalid("project must be an absolute path (a project's git root or working directory)")
-        })?;
+        let project = crate::project::normalize(project)
+            .ok_or_else(|| invalid("project must be an absolute path (a project's git root or working directory)"))?;
         write_tx(&self.inner, Some(audit), |tx, seq, _now| {
             let origins: Vec<String> = tx
                 .prepare_cached("SELECT DISTINCT origin FROM chunks WHERE project = ?1 ORDER BY origin")?

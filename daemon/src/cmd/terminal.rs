@@ -326,7 +326,8 @@ pub(crate) fn context(paths: &Paths, args: &ContextArgs) -> Result<i32> {
                 String::new()
             }
         };
-        out(&json!({ "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": text } }).to_string());
+        out(&json!({ "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": text } })
+            .to_string());
         return Ok(EXIT_OK);
     }
     out(got?["text"].as_str().unwrap_or_default());

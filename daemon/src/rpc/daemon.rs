@@ -189,7 +189,8 @@ pub(super) fn methods() -> Vec<Method> {
             |s, p, _| {
                 async move {
                     let project = p.get("project").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let budget = p.get("budget").and_then(Value::as_u64).unwrap_or(crate::prompts::DEFAULT_BUDGET as u64);
+                    let budget =
+                        p.get("budget").and_then(Value::as_u64).unwrap_or(crate::prompts::DEFAULT_BUDGET as u64);
                     let topic = p.get("topic").and_then(Value::as_str);
                     let c = crate::prompts::project_context(&s, &project, topic, budget as usize).await?;
                     Ok(json!({ "project": project, "text": c.text, "memories": c.count, "tokens": c.tokens }))

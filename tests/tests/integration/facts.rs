@@ -45,7 +45,11 @@ fn run(home: &Home, cwd: &Path, env: &[(&str, &Path)], args: &[&str]) -> (i32, S
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }
 
 #[test]
@@ -58,7 +62,8 @@ fn a_session_stores_into_its_project_and_prefers_it_and_facts_change_over_the_wi
 
     // Written from a session in a subfolder of the repository: the project is the git root.
     let mut s = session_in(&home, &root.join("src/deep"));
-    let stored = s.peer.tool("memory.store", json!({"title": "Test runner", "content": "Tests run with cargo nextest here."}));
+    let stored =
+        s.peer.tool("memory.store", json!({"title": "Test runner", "content": "Tests run with cargo nextest here."}));
     assert_eq!(sc(&stored)["status"], "created", "{stored}");
     let hit = s.peer.tool("memory.search", json!({"query": "nextest"}));
     assert_eq!(sc(&hit)["hits"][0]["project"], project.as_str(), "{hit}");
@@ -103,7 +108,10 @@ fn a_session_stores_into_its_project_and_prefers_it_and_facts_change_over_the_wi
     assert!(then.iter().all(|c| c["chunk_id"] != new && c.get("superseded").is_none()));
 
     // The same fact again is merged, with its tags.
-    let again = s.peer.tool("memory.store", json!({"title": "Runner", "content": "tests run with cargo nextest here", "tags": ["ci"]}));
+    let again = s.peer.tool(
+        "memory.store",
+        json!({"title": "Runner", "content": "tests run with cargo nextest here", "tags": ["ci"]}),
+    );
     assert_eq!(sc(&again)["status"], "merged", "{again}");
     assert_eq!(sc(&again)["merged_into"], sc(&stored)["id"]);
 
@@ -147,7 +155,11 @@ fn hooks_are_installed_and_removed_in_the_clients_settings() {
     let env = [("HOME", user.path())];
     let claude = user.path().join(".claude/settings.json");
     std::fs::create_dir_all(claude.parent().unwrap()).unwrap();
-    std::fs::write(&claude, r#"{"model": "opus", "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}"#).unwrap();
+    std::fs::write(
+        &claude,
+        r#"{"model": "opus", "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}"#,
+    )
+    .unwrap();
     let (code, out, err) = run(&home, user.path(), &env, &["register", "claude-code", "--hooks"]);
     assert_eq!(code, 0, "{out}{err}");
     let settings: Value = serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();

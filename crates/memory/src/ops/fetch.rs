@@ -62,7 +62,7 @@ pub struct Item {
     pub project: Option<String>,
     /// A newer chunk replaced this one (see `memory.history`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub superseded: Option<crate::facts::Superseded>,
+    pub superseded: Option<crate::search::Superseded>,
 }
 
 impl Item {

@@ -90,7 +90,9 @@ impl MemoryEngine {
         let chunk_id = match chunk_id {
             Some(c) => c,
             None => conn
-                .prepare_cached("SELECT ?1 WHERE EXISTS (SELECT 1 FROM supersessions WHERE new_id = ?1 OR old_id = ?1)")?
+                .prepare_cached(
+                    "SELECT ?1 WHERE EXISTS (SELECT 1 FROM supersessions WHERE new_id = ?1 OR old_id = ?1)",
+                )?
                 .query_row([&id], |r| r.get(0))
                 .optional()?
                 .ok_or_else(|| crate::error::no_chunk(&id))?,

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use crate::facts::Superseded;
 use crate::search::ChunkRow;
+use crate::search::Superseded;
 use crate::snippet::snippet;
 use crate::util::preview;
 

@@ -10,17 +10,19 @@
 //!   a replacement observed by then.
 //!
 //! Whatever the ranking, a current version comes before the versions it replaced (see
-//! `facts::current_first`).
+//! `current_first`).
+
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::Connection;
 
 use super::filter_params::project_arg;
+use crate::MemoryError;
 use crate::facts;
 use crate::filter::Filter;
-use crate::search::{ChunkRow, Hit, Mode};
+use crate::search::{self, ChunkRow, Hit, Mode};
 use crate::sql::rarray;
 use crate::util::rfc3339_to_ms;
-use crate::MemoryError;
 
 /// What a chunk of the preferred project gains by default (the daemon's
 /// `memory.project_boost` sets another default).
@@ -88,14 +90,59 @@ impl Shaping {
     }
 
     /// Loaded hits marked as of the date and with current versions first.
-    pub fn order<H: Clone>(&self, conn: &Connection, mut hits: Vec<(ChunkRow, H)>) -> Result<Vec<(ChunkRow, H)>, MemoryError> {
+    pub fn order<H: Clone>(
+        &self,
+        conn: &Connection,
+        mut hits: Vec<(ChunkRow, H)>,
+    ) -> Result<Vec<(ChunkRow, H)>, MemoryError> {
         if self.as_of.is_some() {
             let mut rows: Vec<ChunkRow> = hits.iter().map(|(c, _)| c.clone()).collect();
-            facts::attach(conn, &mut rows, self.as_of)?;
+            search::attach_superseded(conn, &mut rows, self.as_of)?;
             for ((c, _), r) in hits.iter_mut().zip(rows) {
                 c.superseded = r.superseded;
             }
         }
-        facts::current_first(conn, hits, self.as_of)
+        current_first(conn, hits, self.as_of)
     }
+}
+
+/// Puts every current version before the versions it replaced: a superseded hit whose
+/// replacement ranks lower (or not at all) has the replacement moved (or loaded) just before it,
+/// taking its ranking (`H`: the hit's scores).
+fn current_first<H: Clone>(
+    conn: &Connection,
+    hits: Vec<(ChunkRow, H)>,
+    as_of: Option<i64>,
+) -> Result<Vec<(ChunkRow, H)>, MemoryError> {
+    if hits.iter().all(|(c, _)| c.superseded.is_none()) {
+        return Ok(hits);
+    }
+    let by_row: HashMap<i64, usize> = hits.iter().enumerate().map(|(i, (c, _))| (c.rowid, i)).collect();
+    let mut slots: Vec<Option<(ChunkRow, H)>> = hits.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(slots.len() + 2);
+    let mut placed: HashSet<i64> = HashSet::new();
+    for i in 0..slots.len() {
+        let Some((c, h)) = slots[i].take() else { continue };
+        if c.superseded.is_some()
+            && let Some(cur) = facts::current(conn, &c.id, as_of)?
+            && cur != c.rowid
+            && !placed.contains(&cur)
+        {
+            let moved = match by_row.get(&cur) {
+                Some(&j) => slots[j].take().map(|(cc, _)| cc),
+                None => {
+                    let mut rows = search::load_chunks(conn, &[cur])?;
+                    search::attach_superseded(conn, &mut rows, as_of)?;
+                    rows.pop()
+                }
+            };
+            if let Some(m) = moved {
+                placed.insert(m.rowid);
+                out.push((m, h.clone()));
+            }
+        }
+        placed.insert(c.rowid);
+        out.push((c, h));
+    }
+    Ok(out)
 }

@@ -1,6 +1,8 @@
 //! Facts that change and facts said twice (see `facts`), and projects (see `project`): through
 //! the write and read operations as a client calls them.
 
+#![allow(clippy::print_stdout, reason = "the calibration's report is its output")]
+
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -72,8 +74,7 @@ fn a_document_stored_again_under_its_title_supersedes_the_old_version() {
     // Recall: the current version first, the old one kept and marked with a link and both dates.
     let r = recall(&m, json!({"query": "where does the user live Paris"}));
     let got = ids(&r["chunks"]);
-    let (at_new, at_old) =
-        (got.iter().position(|i| *i == new).unwrap(), got.iter().position(|i| *i == old).unwrap());
+    let (at_new, at_old) = (got.iter().position(|i| *i == new).unwrap(), got.iter().position(|i| *i == old).unwrap());
     assert!(at_new < at_old, "current first: {got:?}");
     let marked = &r["chunks"][at_old]["superseded"];
     assert_eq!(marked["by"], new.as_str());
@@ -117,7 +118,10 @@ fn the_same_fact_stored_twice_is_merged_into_the_first() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
     let a = store(&m, json!({"title": "Editor", "content": "The user's favourite editor is Vim.", "tags": ["tools"]}));
-    let b = store(&m, json!({"title": "Editor choice", "content": "the user's favourite editor is now vim", "tags": ["pref"]}));
+    let b = store(
+        &m,
+        json!({"title": "Editor choice", "content": "the user's favourite editor is now vim", "tags": ["pref"]}),
+    );
     assert_eq!(b["status"], "merged", "{b}");
     assert_eq!(b["merged_into"], a["id"]);
     assert_eq!(b["chunk_ids"], a["chunk_ids"]);
@@ -128,7 +132,10 @@ fn the_same_fact_stored_twice_is_merged_into_the_first() {
     let c = store(&m, json!({"title": "Editor 2", "content": "The user's favourite editor is not Vim."}));
     assert_ne!(c["status"], "merged");
     // A fact of another project is another fact.
-    let d = store(&m, json!({"title": "Editor 3", "content": "The user's favourite editor is Vim.", "project": "/work/other"}));
+    let d = store(
+        &m,
+        json!({"title": "Editor 3", "content": "The user's favourite editor is Vim.", "project": "/work/other"}),
+    );
     assert_eq!(d["status"], "created");
     // The same note on a chunk again is refreshed, not replaced.
     let chunk = a["chunk_ids"][0].as_str().unwrap();
@@ -171,21 +178,31 @@ fn an_update_of_a_similar_fact_supersedes_it_and_forgetting_the_new_one_keeps_th
     // Forgetting the old one too leaves nothing.
     let p: ops::ForgetParams = serde_json::from_value(json!({"ids": [a["id"]]})).unwrap();
     m.forget_ids(p, by("memory.forget")).unwrap();
-    assert!(recall(&m, json!({"query": "deploys to staging"}))["chunks"].as_array().unwrap().iter().all(|c| c
-        .get("superseded")
-        .is_none()));
+    assert!(
+        recall(&m, json!({"query": "deploys to staging"}))["chunks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c.get("superseded").is_none())
+    );
 }
 
 #[test]
 fn projects_filter_boost_list_and_forget() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
-    let mine = store(&m, json!({"title": "Build A", "content": "the build uses cargo nextest", "project": "/src/alpha/"}));
-    let theirs = store(&m, json!({"title": "Build B", "content": "the build uses cargo nextest and make", "project": "/src/beta"}));
+    let mine =
+        store(&m, json!({"title": "Build A", "content": "the build uses cargo nextest", "project": "/src/alpha/"}));
+    let theirs = store(
+        &m,
+        json!({"title": "Build B", "content": "the build uses cargo nextest and make", "project": "/src/beta"}),
+    );
     store(&m, json!({"title": "Loose", "content": "the build of nothing in particular uses cargo"}));
     let alpha = |v: &Value| v["chunk_ids"][0].as_str().unwrap().to_string();
 
-    let r = m.wire::<ops::Search>(json!({"query": "build cargo nextest make", "filter": {"project": "/src/alpha"}})).unwrap();
+    let r = m
+        .wire::<ops::Search>(json!({"query": "build cargo nextest make", "filter": {"project": "/src/alpha"}}))
+        .unwrap();
     assert_eq!(ids(&r["hits"]), vec![alpha(&mine)]);
     assert_eq!(r["hits"][0]["project"], "/src/alpha", "normalised");
     let r = m.wire::<ops::List>(json!({"filter": {"project": "/src/beta"}})).unwrap();
@@ -196,11 +213,15 @@ fn projects_filter_boost_list_and_forget() {
     let plain = m.wire::<ops::Recall>(json!({"query": "build cargo nextest make"})).unwrap();
     assert_eq!(plain["chunks"][0]["chunk_id"], alpha(&theirs).as_str(), "{plain}");
     let boosted = m
-        .wire::<ops::Recall>(json!({"query": "build cargo nextest make", "prefer_project": "/src/alpha", "project_boost": 0.5}))
+        .wire::<ops::Recall>(
+            json!({"query": "build cargo nextest make", "prefer_project": "/src/alpha", "project_boost": 0.5}),
+        )
         .unwrap();
     assert_eq!(boosted["chunks"][0]["chunk_id"], alpha(&mine).as_str(), "{boosted}");
     let off = m
-        .wire::<ops::Recall>(json!({"query": "build cargo nextest make", "prefer_project": "/src/alpha", "project_boost": 0}))
+        .wire::<ops::Recall>(
+            json!({"query": "build cargo nextest make", "prefer_project": "/src/alpha", "project_boost": 0}),
+        )
         .unwrap();
     assert_eq!(off["chunks"][0]["chunk_id"], alpha(&theirs).as_str());
 
@@ -260,7 +281,8 @@ fn calibrate_on_long_chats() {
             for t in session {
                 let text = t["text"].as_str().unwrap_or_default().trim().to_string();
                 if !text.is_empty() {
-                    turns.push((format!("/conv/{ci}"), t["dia_id"].as_str().unwrap().to_string(), text));
+                    // Titles name documents store-wide: each conversation's turns get their own.
+                    turns.push((format!("/conv/{ci}"), format!("c{ci} {}", t["dia_id"].as_str().unwrap()), text));
                 }
             }
         }
@@ -273,7 +295,9 @@ fn calibrate_on_long_chats() {
         let conn = m.inner.read_conn().unwrap();
         for (rowid, cos) in near {
             let (content, p): (String, Option<String>) = conn
-                .query_row("SELECT content, project FROM chunks WHERE rowid = ?1", [rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_row("SELECT content, project FROM chunks WHERE rowid = ?1", [rowid], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
                 .unwrap();
             if p.as_deref() != Some(project.as_str()) {
                 continue;
@@ -311,7 +335,10 @@ fn calibrate_on_long_chats() {
             None => {}
         }
     }
-    println!("at the shipped thresholds: {merged} false merges, {superseded} false supersessions of {} turns", turns.len());
+    println!(
+        "at the shipped thresholds: {merged} false merges, {superseded} false supersessions of {} turns",
+        turns.len()
+    );
 
     // End to end: every turn through memory.store in a fresh store, as an agent would store them.
     let dir = tempfile::tempdir().unwrap();
