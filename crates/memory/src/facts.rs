@@ -3,15 +3,17 @@
 //! A write of a short fact (`memory.store`, `memory.learn`) is compared with the current facts
 //! of the same kind and project before it is written: the nearest chunks by the fast tier's
 //! vectors, then two plain measures, the cosine of their vectors and the overlap of their word
-//! sets (Jaccard over lowercased words of two or more letters or digits).
+//! sets (Jaccard over lowercased words of two or more letters, and every number).
 //!
 //! - **Duplicate**: the same normalised text, or the same words but for filler ("the", "is",
 //!   "now", …; never "not") and cosine ≥ [`DUPLICATE_COSINE`]. The write refreshes the existing memory (its time, its tags, who said
 //!   it) instead of adding a second one, and its result names the memory it merged into.
-//! - **Update**: cosine ≥ [`SUPERSEDE_COSINE`] and word overlap ≥ [`SUPERSEDE_WORDS`] (the same
-//!   subject and attribute phrased alike, a different value: "the editor is Vim" → "the editor is
-//!   Helix"). A restatement in other words ("we moved to Berlin") is not caught this way; storing
-//!   it under the same title is. The later one (by observed time)
+//! - **Update** (learnings, which have no title to name their subject): cosine ≥
+//!   [`SUPERSEDE_COSINE`] and word overlap ≥ [`SUPERSEDE_WORDS`] (the same subject and attribute
+//!   phrased alike, a different value: "the editor is Vim" → "the editor is Helix"). A document's
+//!   subject is its title: two documents of other titles are two facts however alike. A
+//!   restatement in other words ("we moved to Berlin") is not caught; storing it under the same
+//!   title is. The later one (by observed time)
 //!   supersedes the earlier, which stays stored and searchable, marked.
 //! - A document re-stored under the same key (`memory.store` with the same title) with other
 //!   text is always an update: its earlier chunks are kept, superseded by the new ones.

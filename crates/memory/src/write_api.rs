@@ -326,7 +326,6 @@ impl MemoryEngine {
                 None => "created",
             };
             let mut supersedes = Vec::new();
-            let mut update: Option<facts::Related> = None;
             if status == "created"
                 && let Some(probe) = &probe
             {
@@ -335,8 +334,8 @@ impl MemoryEngine {
                         let out = merge_into(tx, &r, ts, &tags, &namespace, &key, now)?;
                         return Ok((out, r.origin));
                     }
-                    facts::Verdict::Update(r) => update = Some(r),
-                    facts::Verdict::New => {}
+                    // A document's subject is its title: another title is another fact.
+                    facts::Verdict::Update(_) | facts::Verdict::New => {}
                 }
             }
             if status == "unchanged" && w.track_facts {
@@ -382,16 +381,6 @@ impl MemoryEngine {
                     store::delete_chunks(tx, seq, &old)?;
                 }
                 store::insert_chunks(tx, seq, &chunks, now)?;
-                if let (Some(r), Some(first)) = (&update, chunks.first()) {
-                    let new_id = first.id();
-                    if ts >= r.timestamp_ms {
-                        facts::record(tx, &r.id, &new_id, "similar", Some(r.cosine), ts)?;
-                        supersedes.push(r.id.clone());
-                    } else {
-                        // Stated now, observed before the stored one: history, not the news.
-                        facts::record(tx, &new_id, &r.id, "similar", Some(r.cosine), r.timestamp_ms)?;
-                    }
-                }
                 let display = title.clone().unwrap_or_else(|| key.clone());
                 let src = NewSource {
                     source_id: item_id.clone(),

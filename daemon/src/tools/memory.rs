@@ -98,8 +98,8 @@ pub(crate) fn tools() -> Vec<ToolDef> {
                 "Search memory (keywords)",
                 "Keyword (BM25) search over everything in the user's memory: notes, documents, e-mail, \
                           chats, learnings. Returns chunk ids, scores and highlighted snippets; read a whole chunk \
-                          with tree.read_chunk. The session's project ranks higher; a superseded hit names what \
-                          replaced it, which comes first.",
+                          with tree.read_chunk. The session's project ranks higher; only current versions of \
+                          facts (memory.recall shows the replaced ones, marked); `as_of` searches a past date.",
             )
         },
         ToolDef {

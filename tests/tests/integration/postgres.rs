@@ -227,9 +227,9 @@ fn a_write_on_one_daemon_is_found_on_the_others() {
     for content in ["The wombat census is in May", "The wombat census moved to June"] {
         tool_ok(&pa.tool("memory.store", json!({"title": "Census", "content": content, "project": "/team/zoo"})));
     }
-    wait_hits(&mut pb, "wombat", 2);
-    let seen = pb.tool("memory.search", json!({"query": "wombat census", "filter": {"project": "/team/zoo"}}));
-    let seen = tool_ok(&seen)["hits"].as_array().cloned().unwrap_or_default();
+    wait_hits(&mut pb, "June", 1);
+    let seen = pb.tool("memory.recall", json!({"query": "wombat census", "filter": {"project": "/team/zoo"}}));
+    let seen = tool_ok(&seen)["chunks"].as_array().cloned().unwrap_or_default();
     assert_eq!(seen.len(), 2, "{seen:?}");
     assert!(seen[0].get("superseded").is_none() && seen[1]["superseded"]["by"] == seen[0]["chunk_id"], "{seen:?}");
     for m in [&a, &b, &c] {

@@ -10,7 +10,8 @@
 //!   a replacement observed by then.
 //!
 //! Whatever the ranking, a current version comes before the versions it replaced (see
-//! `current_first`).
+//! `current_first`); `memory.search` answers with current versions only, `memory.recall` with
+//! the replaced ones too, marked.
 
 use std::collections::{HashMap, HashSet};
 
@@ -87,6 +88,11 @@ impl Shaping {
         }
         hits.truncate(k);
         Ok(hits)
+    }
+
+    /// Only the hits nothing replaced (as of the date): what `memory.search` answers with.
+    pub fn current_only<H>(&self, hits: Vec<(ChunkRow, H)>) -> Vec<(ChunkRow, H)> {
+        hits.into_iter().filter(|(c, _)| c.superseded.is_none()).collect()
     }
 
     /// Loaded hits marked as of the date and with current versions first.

@@ -1,5 +1,6 @@
 //! `memory.search` (`openhuman.memory_tree_search`): keyword (BM25) hits with highlighted
-//! snippets, optionally filtered.
+//! snippets, optionally filtered; only what is current (a version a newer one replaced is left
+//! to recall and `memory.history`), as of `as_of` when given.
 
 use openhuman_schema::params;
 use serde::Serialize;
@@ -68,7 +69,8 @@ impl MemoryEngine {
         let hits = search::rank(inner, &conn, &p.query, Mode::Keyword, &filter, want, pool, None)?.hits;
         let hits = shape.boost(&conn, hits, Mode::Keyword, k)?;
         let terms = inner.fts.query_terms(&p.query).words;
-        let mut loaded = shape.order(&conn, search::load_hits(&conn, hits)?)?;
+        // What is current (as of `as_of`): a replaced version is for recall and memory.history.
+        let mut loaded = shape.current_only(shape.order(&conn, search::load_hits(&conn, hits)?)?);
         loaded.truncate(k);
         let hits = loaded
             .iter()

@@ -131,6 +131,13 @@ fn the_same_fact_stored_twice_is_merged_into_the_first() {
     // A negation is news, not a repeat; nor is another value.
     let c = store(&m, json!({"title": "Editor 2", "content": "The user's favourite editor is not Vim."}));
     assert_ne!(c["status"], "merged");
+    // Another title is another document, however alike: never superseded by it.
+    let e = store(&m, json!({"title": "Editor 4", "content": "The user's favourite editor is Emacs."}));
+    assert!(e.get("supersedes").is_none(), "{e}");
+    // Numbers count: another number is another fact.
+    let n1 = store(&m, json!({"title": "Item 1", "content": "payload 0 1 kiwifruit"}));
+    let n2 = store(&m, json!({"title": "Item 2", "content": "payload 0 2 kiwifruit"}));
+    assert_eq!((n1["status"].as_str(), n2["status"].as_str()), (Some("created"), Some("created")));
     // A fact of another project is another fact.
     let d = store(
         &m,
@@ -255,9 +262,12 @@ fn files_belong_to_their_git_root_and_exports_carry_projects_and_history() {
     let dir2 = tempfile::tempdir().unwrap();
     let m2 = open(dir2.path());
     m2.import(out.path()).unwrap();
-    let r = m2.wire::<ops::Search>(json!({"query": "version", "filter": {"project": "/p/one"}})).unwrap();
-    assert_eq!(r["hits"].as_array().unwrap().len(), 2, "{r}");
-    assert_eq!(r["hits"][1]["superseded"]["reason"], "same_key", "{r}");
+    let r = m2.wire::<ops::Recall>(json!({"query": "version", "filter": {"project": "/p/one"}})).unwrap();
+    assert_eq!(r["chunks"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["chunks"][1]["superseded"]["reason"], "same_key", "{r}");
+    // Search answers with what is current.
+    let s = m2.wire::<ops::Search>(json!({"query": "version", "filter": {"project": "/p/one"}})).unwrap();
+    assert_eq!(s["hits"].as_array().unwrap().len(), 1, "{s}");
     assert_eq!(m2.wire::<ops::Projects>(json!({})).unwrap()["projects"].as_array().unwrap().len(), 2);
 }
 
@@ -340,13 +350,15 @@ fn calibrate_on_long_chats() {
         turns.len()
     );
 
-    // End to end: every turn through memory.store in a fresh store, as an agent would store them.
+    // End to end: every turn through memory.learn in a fresh store (the write that both merges and
+    // supersedes by these measures; memory.store merges by the same ones).
     let dir = tempfile::tempdir().unwrap();
     let m = open_with(dir.path(), builtin());
     let (mut merged, mut same_text, mut superseding) = (0, 0, 0);
     let mut seen: std::collections::HashMap<(String, String), ()> = std::collections::HashMap::new();
     for (project, id, text) in &turns {
-        let r = store(&m, json!({"title": id, "content": text, "project": project}));
+        let _ = id;
+        let r = learn(&m, json!({"text": text, "kind": "fact", "project": project}));
         let repeat = seen.insert((project.clone(), facts::folded(text)), ()).is_some();
         if r["status"] == "merged" {
             if repeat { same_text += 1 } else { merged += 1 }
@@ -356,7 +368,7 @@ fn calibrate_on_long_chats() {
         }
     }
     println!(
-        "memory.store of every turn: {merged} merged with another turn's text, {same_text} merged repeats of the same text, \
+        "memory.learn of every turn: {merged} merged with another turn's text, {same_text} merged repeats of the same text, \
          {superseding} superseding another"
     );
 }
