@@ -110,9 +110,12 @@ pub(crate) struct Related {
     pub cosine: f32,
 }
 
-/// The lowercased words of two or more letters or digits.
+/// The lowercased words of two or more letters, and every number.
 pub(crate) fn words(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 2).map(str::to_lowercase).collect()
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2 || w.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// The text with case, punctuation and spacing folded (equal texts are one fact).

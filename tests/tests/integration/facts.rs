@@ -75,9 +75,13 @@ fn a_session_stores_into_its_project_and_prefers_it_and_facts_change_over_the_wi
     let from_other = t.peer.tool("memory.search", json!({"query": "nextest"}));
     assert_eq!(sc(&from_other)["hits"][0]["project"], text(&other).as_str(), "{from_other}");
     let mine = s.peer.tool("memory.search", json!({"query": "nextest"}));
-    assert_eq!(sc(&mine)["hits"][0]["project"], project.as_str(), "the session's project first: {mine}");
+    let hits = sc(&mine)["hits"].as_array().unwrap();
+    assert_eq!(hits[0]["project"], project.as_str(), "the session's project first: {mine}");
+    let score = |h: &Value| h["score"].as_f64().unwrap();
+    assert!((score(&hits[0]) / score(&hits[1]) - 1.2).abs() < 1e-6, "boosted by 0.2: {mine}");
     let off = s.peer.tool("memory.search", json!({"query": "nextest", "project_boost": 0}));
-    assert_eq!(sc(&off)["hits"][0]["project"], text(&other).as_str(), "no boost: {off}");
+    let hits = sc(&off)["hits"].as_array().unwrap();
+    assert_eq!(score(&hits[0]), score(&hits[1]), "no boost: {off}");
     let only = s.peer.tool("memory.recall", json!({"query": "nextest", "filter": {"project": text(&other)}}));
     assert!(sc(&only)["chunks"].as_array().unwrap().iter().all(|c| c["project"] == text(&other).as_str()), "{only}");
     let listed = s.peer.tool("memory.projects", json!({}));

@@ -99,8 +99,14 @@ impl Shaping {
     pub fn order<H: Clone>(
         &self,
         conn: &Connection,
-        mut hits: Vec<(ChunkRow, H)>,
+        hits: Vec<(ChunkRow, H)>,
     ) -> Result<Vec<(ChunkRow, H)>, MemoryError> {
+        let hits = self.mark(conn, hits)?;
+        current_first(conn, hits, self.as_of)
+    }
+
+    /// Loaded hits marked superseded as of the date (every load marks them as of now).
+    pub fn mark<H>(&self, conn: &Connection, mut hits: Vec<(ChunkRow, H)>) -> Result<Vec<(ChunkRow, H)>, MemoryError> {
         if self.as_of.is_some() {
             let mut rows: Vec<ChunkRow> = hits.iter().map(|(c, _)| c.clone()).collect();
             search::attach_superseded(conn, &mut rows, self.as_of)?;
@@ -108,7 +114,7 @@ impl Shaping {
                 c.superseded = r.superseded;
             }
         }
-        current_first(conn, hits, self.as_of)
+        Ok(hits)
     }
 }
 

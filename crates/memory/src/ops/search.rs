@@ -70,7 +70,7 @@ impl MemoryEngine {
         let hits = shape.boost(&conn, hits, Mode::Keyword, k)?;
         let terms = inner.fts.query_terms(&p.query).words;
         // What is current (as of `as_of`): a replaced version is for recall and memory.history.
-        let mut loaded = shape.current_only(shape.order(&conn, search::load_hits(&conn, hits)?)?);
+        let mut loaded = shape.current_only(shape.mark(&conn, search::load_hits(&conn, hits)?)?);
         loaded.truncate(k);
         let hits = loaded
             .iter()

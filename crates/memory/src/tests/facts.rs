@@ -404,3 +404,16 @@ fn measure_written_pairs() {
         println!("{update} cos {cos:.3} words {w:.2} -> {verdict:?}  | {a} / {b}");
     }
 }
+
+#[test]
+fn numbered_payloads_stay_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(dir.path(), builtin());
+    for i in 0..60 {
+        let r = store(
+            &m,
+            json!({"title": format!("crash round 0 item {i}"), "content": format!("payload 0 {i} kiwifruit")}),
+        );
+        assert_eq!(r["status"], "created", "item {i}: {r}");
+    }
+}
