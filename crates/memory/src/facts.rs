@@ -5,9 +5,10 @@
 //! vectors, then two plain measures, the cosine of their vectors and the overlap of their word
 //! sets (Jaccard over lowercased words of two or more letters, and every number).
 //!
-//! - **Duplicate**: the same normalised text, or the same words but for filler ("the", "is",
-//!   "now", …; never "not") and cosine ≥ [`DUPLICATE_COSINE`]. The write refreshes the existing memory (its time, its tags, who said
-//!   it) instead of adding a second one, and its result names the memory it merged into.
+//! - **Duplicate**: the same normalised text, or the same words in the same order but for filler
+//!   ("the", "is", "now", …; never "not") and cosine ≥ [`DUPLICATE_COSINE`]. The write refreshes
+//!   the existing memory (its time, its tags) instead of adding a second one, and its result
+//!   names the memory it merged into.
 //! - **Update** (learnings, which have no title to name their subject): cosine ≥
 //!   [`SUPERSEDE_COSINE`] and word overlap ≥ [`SUPERSEDE_WORDS`] (the same subject and attribute
 //!   phrased alike, a different value: "the editor is Vim" → "the editor is Helix"). A document's
@@ -130,21 +131,28 @@ pub(crate) fn overlap(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
     if either == 0 { 0.0 } else { both as f64 / either as f64 }
 }
 
-/// Whether two word sets differ only in filler words.
-pub(crate) fn same_words(a: &BTreeSet<String>, b: &BTreeSet<String>) -> bool {
-    a.symmetric_difference(b).all(|w| FILLER.contains(&w.as_str()))
+/// The words of `text` in order, filler left out: two texts with the same gist say one thing
+/// (word order counts: "Alice pays Bob" is not "Bob pays Alice", nor "0 1" "1 0").
+pub(crate) fn gist(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2 || w.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_lowercase)
+        .filter(|w| !FILLER.contains(&w.as_str()))
+        .collect()
 }
 
 /// The decision for one pair: `Some(true)` one fact said twice, `Some(false)` an update, `None`
-/// unrelated. `cosine` is `None` when no vector could be made.
+/// unrelated. `same_gist`: the same words in the same order but for filler; `cosine` is `None`
+/// when no vector could be made; `a`, `b` the word sets.
 pub(crate) fn classify(
     same_text: bool,
+    same_gist: bool,
     cosine: Option<f32>,
     a: &BTreeSet<String>,
     b: &BTreeSet<String>,
 ) -> Option<bool> {
     let cos = cosine.unwrap_or(0.0);
-    if same_text || (!a.is_empty() && same_words(a, b) && cosine.is_none_or(|c| c >= DUPLICATE_COSINE)) {
+    if same_text || (same_gist && !a.is_empty() && cosine.is_none_or(|c| c >= DUPLICATE_COSINE)) {
         Some(true)
     } else if cos >= SUPERSEDE_COSINE && overlap(a, b) >= SUPERSEDE_WORDS {
         Some(false)
@@ -157,6 +165,7 @@ pub(crate) fn classify(
 pub(crate) struct Probe {
     vector: Option<Vec<f32>>,
     words: BTreeSet<String>,
+    gist: Vec<String>,
     folded: String,
 }
 
@@ -168,7 +177,7 @@ pub(crate) fn probe(inner: &Inner, title: Option<&str>, content: &str) -> Option
     }
     let text = super::embed::embed_text(title, content);
     let vector = inner.fast.embedder.embed(&[text.as_str()]).ok().and_then(|mut v| v.pop());
-    Some(Probe { vector, words: words(content), folded: folded(content) })
+    Some(Probe { vector, words: words(content), gist: gist(content), folded: folded(content) })
 }
 
 /// The current fact of `kind` in `project` a new one duplicates or updates, if any (the
@@ -209,7 +218,8 @@ pub(crate) fn judge(
         let same_text = folded(&content) == probe.folded;
         // Not among the nearest: far (cosine 0), unless no vector could be made at all.
         let cosine = probe.vector.as_ref().map(|_| cos.get(&rowid).copied().unwrap_or(0.0));
-        let Some(duplicate) = classify(same_text, cosine, &words(&content), &probe.words) else {
+        let same_gist = gist(&content) == probe.gist;
+        let Some(duplicate) = classify(same_text, same_gist, cosine, &words(&content), &probe.words) else {
             continue;
         };
         let cosine = cosine.unwrap_or(if same_text { 1.0 } else { 0.0 });
@@ -365,18 +375,20 @@ mod tests {
 
     #[test]
     fn measures_tell_duplicates_updates_and_unrelated_facts() {
-        let a = words("The user's favourite editor is Vim.");
-        let b = words("the user's favourite editor is vim now");
-        let c = words("The user's favourite editor is Helix.");
-        let d = words("The user's favourite editor is not Vim.");
-        assert!(same_words(&a, &b) && !same_words(&a, &c) && !same_words(&a, &d));
+        let (ta, tb) = ("The user's favourite editor is Vim.", "the user's favourite editor is now vim");
+        let (tc, td) = ("The user's favourite editor is Helix.", "The user's favourite editor is not Vim.");
+        let (a, c) = (words(ta), words(tc));
+        assert_eq!(gist(ta), gist(tb));
+        assert_ne!(gist(ta), gist(tc));
+        assert_ne!(gist(ta), gist(td), "a negation is no filler");
+        assert_ne!(gist("payload 0 1"), gist("payload 1 0"), "order counts");
         assert_eq!(folded("The user's  editor: Vim!"), folded("the user s editor vim"));
-        assert_eq!(classify(true, Some(0.0), &a, &c), Some(true));
-        assert_eq!(classify(false, Some(0.99), &a, &b), Some(true));
-        assert_eq!(classify(false, None, &a, &b), Some(true), "no vector: the words decide");
-        assert_eq!(classify(false, Some(0.99), &a, &d), Some(false), "a negation is news, not a repeat");
-        assert_eq!(classify(false, Some(0.5), &a, &c), Some(false));
-        assert_eq!(classify(false, Some(0.2), &a, &c), None);
-        assert_eq!(classify(false, Some(0.9), &a, &words("Tea in the morning")), None);
+        assert_eq!(classify(true, false, Some(0.0), &a, &c), Some(true));
+        assert_eq!(classify(false, true, Some(0.99), &a, &words(tb)), Some(true));
+        assert_eq!(classify(false, true, None, &a, &words(tb)), Some(true), "no vector: the words decide");
+        assert_eq!(classify(false, false, Some(0.99), &a, &words(td)), Some(false), "a negation is news");
+        assert_eq!(classify(false, false, Some(0.5), &a, &c), Some(false));
+        assert_eq!(classify(false, false, Some(0.2), &a, &c), None);
+        assert_eq!(classify(false, false, Some(0.9), &a, &words("Tea in the morning")), None);
     }
 }

@@ -314,7 +314,7 @@ fn calibrate_on_long_chats() {
             }
             let same = facts::folded(&content) == facts::folded(text);
             let (a, b) = (facts::words(&content), facts::words(text));
-            let verdict = facts::classify(same, Some(cos), &a, &b);
+            let verdict = facts::classify(same, facts::gist(&content) == facts::gist(text), Some(cos), &a, &b);
             pairs.push((cos, facts::overlap(&a, &b), same, verdict));
         }
         drop(conn);
@@ -400,7 +400,7 @@ fn measure_written_pairs() {
         let cos: f32 = v[0].iter().zip(&v[1]).map(|(x, y)| x * y).sum::<f32>()
             / (v[0].iter().map(|x| x * x).sum::<f32>().sqrt() * v[1].iter().map(|x| x * x).sum::<f32>().sqrt());
         let w = facts::overlap(&facts::words(a), &facts::words(b));
-        let verdict = facts::classify(false, Some(cos), &facts::words(a), &facts::words(b));
+        let verdict = facts::classify(false, false, Some(cos), &facts::words(a), &facts::words(b));
         println!("{update} cos {cos:.3} words {w:.2} -> {verdict:?}  | {a} / {b}");
     }
 }
