@@ -141,7 +141,7 @@ fn the_same_fact_stored_twice_is_merged_into_the_first() {
     // A fact of another project is another fact.
     let d = store(
         &m,
-        json!({"title": "Editor 3", "content": "The user's favourite editor is Vim.", "project": "/work/other"}),
+        json!({"title": "Editor 3", "content": "The user's favourite editor is Vim.", "project": "/srv/other"}),
     );
     assert_eq!(d["status"], "created");
     // The same note on a chunk again is refreshed, not replaced.
