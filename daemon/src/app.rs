@@ -68,7 +68,17 @@ impl App for AppState {
             return futures::future::ready(Some((text, crate::resources::MIME))).boxed();
         }
         let (state, uri) = (self.clone(), uri.to_string());
-        async move { Some((crate::live_resources::read(&state, &uri).await?, crate::live_resources::MIME)) }.boxed()
+        async move {
+            // A project's context is packed as `context` packs it (the prompts' packer).
+            if let Some(project) = crate::live_resources::context_project(&uri) {
+                let budget = crate::prompts::DEFAULT_BUDGET;
+                let packed = crate::prompts::project_context(&state, &project, None, budget).await;
+                let text = packed.inspect_err(|e| tracing::warn!("reading a project's context: {e}")).ok()?.text;
+                return Some((text, crate::live_resources::MIME));
+            }
+            Some((crate::live_resources::read(&state, &uri).await?, crate::live_resources::MIME))
+        }
+        .boxed()
     }
 
     fn resource_templates(&self) -> Vec<ResourceTemplate> {

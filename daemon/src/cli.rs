@@ -106,6 +106,10 @@ pub(crate) enum Command {
     /// --tools, --deny-tools, --readonly or --level it also writes the client's tool set, a
     /// `[clients.<client>]` table in config.toml, and a running daemon reloads it.
     Register(RegisterArgs),
+    /// Print a project's current context from memory (what the start-of-session hooks give a
+    /// client): its newest memories, or those matching --topic best, packed into --budget
+    /// tokens. Through the running daemon when there is one.
+    Context(ContextArgs),
     /// Install this daemon and the shim beside it for this user: both binaries copied to a
     /// stable place (~/.local/bin), the login service, and the MCP clients you choose.
     /// Running it again updates what changed.
@@ -148,6 +152,10 @@ pub(crate) struct RegisterArgs {
     /// (otherwise asked on a terminal, default no).
     #[arg(long, conflicts_with_all = ["print", "remove"])]
     pub capture_sessions: bool,
+    /// Also install a start-of-session hook that gives the client the project's context
+    /// (`context`): Claude Code and Gemini CLI.
+    #[arg(long, conflicts_with_all = ["print", "remove"])]
+    pub hooks: bool,
 }
 
 /// `--level`: the autonomy levels of `[autonomy].level`.
@@ -156,6 +164,25 @@ pub(crate) enum LevelArg {
     Readonly,
     Supervised,
     Full,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ContextArgs {
+    /// The project (default: the git root above the current folder, else the folder itself).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Most tokens the context may take (words × 1.3), 100 to 32000.
+    #[arg(long, default_value_t = 2000)]
+    pub budget: usize,
+    /// Pack the memories matching this best instead of the newest.
+    #[arg(long)]
+    pub topic: Option<String>,
+    /// Print it as a start-of-session hook's JSON answer (`hookSpecificOutput.additionalContext`),
+    /// and print nothing but that, even when memory cannot be read.
+    #[arg(long)]
+    pub hook: bool,
+    #[command(flatten)]
+    pub socket: SocketArg,
 }
 
 #[derive(Debug, Args)]
@@ -208,12 +235,15 @@ pub(crate) struct ShowArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ForgetArgs {
     /// Item, chunk or source ids (1 to 100).
-    #[arg(required_unless_present = "session", value_name = "ID")]
+    #[arg(required_unless_present_any = ["session", "project"], value_name = "ID")]
     pub ids: Vec<String>,
     /// Forget a whole agent session (its id, as a session chunk's `session_id` says), and never
     /// read it from its log again (repeatable).
     #[arg(long, value_name = "SESSION_ID")]
     pub session: Vec<String>,
+    /// Forget every item of this project instead (a git root or working directory).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["ids", "session"])]
+    pub project: Option<PathBuf>,
     /// Do not ask for confirmation.
     #[arg(short, long)]
     pub yes: bool,

@@ -61,6 +61,7 @@ mod tools;
 mod ui;
 mod via;
 mod watch;
+mod workspace;
 
 use std::io::Write;
 
@@ -150,6 +151,7 @@ fn run_command(cli: &Cli) -> Result<i32> {
         Command::Model { action } => cmd::models::run(&resolve_paths(cli, None)?, action),
         Command::Config { action } => cmd::config::run(&resolve_paths(cli, None)?, action),
         Command::Register(args) => cmd::register::run(cli, args),
+        Command::Context(args) => cmd::terminal::context(&paths(&args.socket)?, args),
         Command::Install(args) => cmd::install::install(cli, args),
         Command::Uninstall(args) => cmd::install::uninstall(cli, args),
         Command::Service { action } => cmd::service::command(cli, action),

@@ -2,7 +2,9 @@
 //! (counts, watched folders and the most recently changed sources), one
 //! `openhuman://watched/<n>` per `[[memory.sources]]` entry (its sync status), and the templates
 //! `openhuman://source/{id}` (one source's chunks, with tags and links) and
-//! `openhuman://memory/{id}` (one stored memory item, i.e. chunk: its text and metadata). Each
+//! `openhuman://memory/{id}` (one stored memory item, i.e. chunk: its text and metadata) and
+//! `openhuman://context/{project}` (a project's current context, packed as `context` packs it,
+//! in the default budget; the project's path percent-encoded). Each
 //! changes as memory does, and the daemon says so to subscribers (`AppState::memory_changed`);
 //! the watched-folder list changes with the config (`notifications/resources/list_changed`).
 
@@ -19,6 +21,8 @@ const WATCHED_PREFIX: &str = "openhuman://watched/";
 pub(crate) const SOURCE_TEMPLATE: &str = "openhuman://source/{id}";
 pub(crate) const MEMORY_TEMPLATE: &str = "openhuman://memory/{id}";
 const ITEM_PREFIX: &str = "openhuman://memory/";
+pub(crate) const CONTEXT_TEMPLATE: &str = "openhuman://context/{project}";
+const CONTEXT_PREFIX: &str = "openhuman://context/";
 /// Chunks a source resource shows (the engine's page bound).
 const CHUNKS_SHOWN: usize = 50;
 
@@ -64,7 +68,28 @@ pub(crate) fn templates() -> Vec<ResourceTemplate> {
                 .into(),
             mime_type: MIME,
         },
+        ResourceTemplate {
+            uri_template: CONTEXT_TEMPLATE.into(),
+            name: "project-context".into(),
+            title: "Project context".into(),
+            description: "A project's current context from memory (its path percent-encoded, as memory.projects \
+                          names it): its newest memories that nothing replaced, with citations, packed into about \
+                          2000 tokens — what a session in that project starts with."
+                .into(),
+            mime_type: MIME,
+        },
     ]
+}
+
+/// The project an `openhuman://context/{project}` URI names (the app reads it with the prompts'
+/// packer, `prompts::project_context`).
+pub(crate) fn context_project(uri: &str) -> Option<String> {
+    id_of(CONTEXT_PREFIX, uri)
+}
+
+/// The URI of a project's context.
+pub(crate) fn context_uri(project: &str) -> String {
+    id_uri(CONTEXT_PREFIX, project)
 }
 
 /// The URI of the memory item (chunk) `id`.

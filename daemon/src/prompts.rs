@@ -194,7 +194,11 @@ const NOTHING: &str = "Nothing in the user's memory matches this topic.";
 
 impl Pack {
     fn new(budget: usize) -> Pack {
-        Pack { budget, text: HEADER.to_string(), used: estimate_tokens(HEADER), count: 0 }
+        Pack::headed(budget, HEADER.to_string())
+    }
+
+    fn headed(budget: usize, header: String) -> Pack {
+        Pack { budget, used: estimate_tokens(&header), text: header, count: 0 }
     }
 
     fn full(&self) -> bool {
@@ -204,9 +208,14 @@ impl Pack {
     /// Adds a memory (a `tree.read_chunk` result) whole when it fits, else shortened when enough
     /// room is left. False when the budget is used up.
     fn add(&mut self, chunk: &ops::Chunk) -> bool {
+        let head = entry_head(self.count + 1, chunk);
+        self.add_entry(head, &chunk.content)
+    }
+
+    /// Adds one entry: its head, then its content whole or shortened (see [`Pack::add`]).
+    fn add_entry(&mut self, head: String, content: &str) -> bool {
         let n = self.count + 1;
-        let head = entry_head(n, chunk);
-        let content = chunk.content.trim();
+        let content = content.trim();
         let room = self.budget.saturating_sub(self.used);
         let whole = format!("{head}\n{content}");
         let cost = estimate_tokens(&whole);
@@ -233,6 +242,91 @@ impl Pack {
     fn finish(self) -> String {
         if self.count == 0 { NOTHING.to_string() } else { self.text }
     }
+}
+
+/// A project's context as `context`, the SessionStart hooks and `openhuman://context/{project}`
+/// give it: the packed text, how many memories it holds and about how many tokens.
+pub(crate) struct ProjectContext {
+    pub text: String,
+    pub count: usize,
+    pub tokens: usize,
+}
+
+/// Memories listed for a project's context (newest first); packing stops at the budget.
+const PROJECT_ITEMS: usize = 100;
+
+/// The current memories of `project`, packed into `budget` tokens like `recall_context`: those
+/// matching `topic` best when one is given, else the newest; superseded versions left out.
+/// Reads go through the gates of `memory.list` and `memory.recall`.
+pub(crate) async fn project_context(
+    state: &AppState,
+    project: &str,
+    topic: Option<&str>,
+    budget: usize,
+) -> Result<ProjectContext, MethodError> {
+    let gate = |tool: &str| crate::tools::admit_as(state, tool).map_err(|e| MethodError::InvalidParams(e.message));
+    let filter: ops::FilterParams = serde_json::from_value(serde_json::json!({ "project": project }))
+        .map_err(|e| MethodError::InvalidParams(format!("project: {e}")))?;
+    let mut entries: Vec<(String, String)> = Vec::new();
+    let head = |n: usize, id: &str, title: Option<&str>, kind: &str, at: &str| {
+        let title = title.filter(|t| !t.is_empty()).unwrap_or("(untitled)");
+        format!("## [{n}] {title}\n[chunk:{id}] · {kind} · {at}\n")
+    };
+    match topic.map(str::trim).filter(|t| !t.is_empty()) {
+        Some(topic) => {
+            gate("memory.recall")?;
+            gate("tree.read_chunk")?;
+            let params = ops::RecallParams { limit: RECALL_K, filter: Some(filter), ..ops::RecallParams::of(topic) };
+            let recalled = engine::operate::<ops::Recall>(state, params).await?;
+            for hit in recalled.chunks.iter().filter(|h| h.chunk.superseded.is_none()) {
+                let chunk =
+                    match engine::operate::<ops::ReadChunk>(state, ops::ReadChunkParams::of(&hit.chunk.chunk_id)).await
+                    {
+                        Ok(c) => c,
+                        Err(MethodError::NotFound(_)) => continue,
+                        Err(e) => return Err(e),
+                    };
+                let h = head(
+                    entries.len() + 1,
+                    &chunk.chunk_id,
+                    chunk.title.as_deref(),
+                    &chunk.source_kind,
+                    &chunk.observed_at,
+                );
+                entries.push((h, chunk.content));
+            }
+        }
+        None => {
+            gate("memory.list")?;
+            let params: ops::ListParams =
+                serde_json::from_value(serde_json::json!({ "filter": filter, "limit": PROJECT_ITEMS }))
+                    .map_err(|e| MethodError::Internal(e.into()))?;
+            let listed = engine::operate::<ops::List>(state, params).await?;
+            for item in listed.items.into_iter().filter(|i| i.superseded.is_none()) {
+                let h = head(entries.len() + 1, &item.id, item.title.as_deref(), &item.kind, &item.observed_at);
+                entries.push((h, item.content));
+            }
+        }
+    }
+    let header = format!(
+        "Context from the user's memory for the project {project}, {}. Cite a memory as [chunk:<id>]; \
+         read one in full at its openhuman://memory/<id> resource.",
+        if topic.is_some() { "best match first" } else { "newest first" }
+    );
+    let mut pack = Pack::headed(budget, header);
+    for (h, content) in entries {
+        if pack.full() || !pack.add_entry(h, &content) {
+            break;
+        }
+    }
+    tracing::debug!(packed = pack.count, tokens = pack.used, budget, "project context built");
+    let (count, tokens) = (pack.count, pack.used);
+    let text = if count == 0 {
+        format!("Nothing in the user's memory belongs to the project {project} yet.")
+    } else {
+        pack.text
+    };
+    Ok(ProjectContext { text, count, tokens })
 }
 
 /// `## [n] title` and the citation line: chunk id, kind, where it came from, when.

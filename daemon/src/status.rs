@@ -56,6 +56,19 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
             ix["vectors"],
             store["chunks"],
         ));
+        if let Some(projects) = store["projects"].as_array().filter(|p| !p.is_empty()) {
+            let shown: Vec<String> = projects
+                .iter()
+                .take(5)
+                .map(|p| format!("{} ({})", p["project"].as_str().unwrap_or("?"), p["chunks"]))
+                .collect();
+            let more = projects.len().saturating_sub(shown.len());
+            out.push(format!(
+                "projects: {}{}",
+                shown.join(", "),
+                if more > 0 { format!(" and {more} more (memory.projects lists them)") } else { String::new() }
+            ));
+        }
     }
     let deep = &s["vectors"]["deep"];
     if deep.is_object() {

@@ -27,6 +27,26 @@ use serde_json::{Value, json};
 
 use crate::{Options, autostart};
 
+/// Adds where the client runs — its working directory and the git root above it — to an
+/// `initialize` request's `params._meta` under [`openhuman_common::WORKSPACE_META`], unless
+/// the client set that key itself. Returns whether the request changed.
+fn with_workspace(req: &mut serde_json::Map<String, Value>) -> bool {
+    let Ok(cwd) = std::env::current_dir() else { return false };
+    let Some(Value::Object(params)) = req.get_mut("params") else { return false };
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    let Value::Object(meta) = meta else { return false };
+    if meta.contains_key(openhuman_common::WORKSPACE_META) {
+        return false;
+    }
+    let git_root = cwd.ancestors().find(|d| d.join(".git").exists()).map(|d| d.to_string_lossy().into_owned());
+    let mut here = json!({ "cwd": cwd.to_string_lossy() });
+    if let Some(root) = git_root {
+        here["git_root"] = json!(root);
+    }
+    meta.insert(openhuman_common::WORKSPACE_META.to_string(), here);
+    true
+}
+
 /// Ids of the shim's own replayed `initialize` requests start with this; their replies are eaten.
 const REPLAY_PREFIX: &str = "openhuman-shim-replay-";
 /// How long a new connection may take to answer the replayed handshake.
@@ -210,8 +230,17 @@ impl Bridge {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let parsed: Option<Value> = serde_json::from_slice(line).ok();
+        let mut parsed: Option<Value> = serde_json::from_slice(line).ok();
         let ids = request_ids(parsed.as_ref());
+        // The client's `initialize` goes on with where the client runs (see `workspace`).
+        let mut rewritten: Option<Vec<u8>> = None;
+        if let Some(Value::Object(o)) = &mut parsed
+            && o.get("method").and_then(Value::as_str) == Some("initialize")
+            && with_workspace(o)
+        {
+            rewritten = Some(Value::Object(o.clone()).to_string().into_bytes());
+        }
+        let line: &[u8] = rewritten.as_deref().unwrap_or(line);
         if let Some(Value::Object(o)) = &parsed {
             match o.get("method").and_then(Value::as_str) {
                 Some("initialize") if o.contains_key("id") => {

@@ -269,6 +269,41 @@ async def check_oversized_store(api: Api) -> None:
     raise AssertionError(f"a 10 MB memory.store was accepted: {json.dumps(res)[:300]}")
 
 
+def sc(res: dict[str, Any]) -> dict[str, Any]:
+    expect(not res.get("isError"), f"the tool failed: {json.dumps(res.get('content'))[:300]}")
+    return res.get("structuredContent") or {}
+
+
+async def check_facts(api: Api) -> None:
+    # A fact stored again under its title supersedes the old version, which stays marked.
+    v1 = sc(await api.call_tool("memory.store", {
+        "title": "Interop deploy day", "content": "Deploys go out on Fridays.", "observed_at": "2025-01-10T00:00:00Z"}))
+    v2 = sc(await api.call_tool("memory.store", {
+        "title": "Interop deploy day", "content": "Deploys go out on Tuesdays now.",
+        "observed_at": "2025-06-10T00:00:00Z"}))
+    old, new = v1["chunk_ids"][0], v2["chunk_ids"][0]
+    expect(v2.get("supersedes") == [old], f"supersedes: {v2}")
+    chunks = sc(await api.call_tool("memory.recall", {"query": "when do deploys go out Fridays"}))["chunks"]
+    ids = [c["chunk_id"] for c in chunks]
+    expect(new in ids and old in ids and ids.index(new) < ids.index(old), f"current first: {ids}")
+    mark = chunks[ids.index(old)].get("superseded") or {}
+    expect(mark.get("by") == new and mark.get("superseded_at", "").startswith("2025-06-10"), f"the mark: {mark}")
+    history = sc(await api.call_tool("memory.history", {"id": old}))
+    expect(history.get("current") == new and len(history.get("versions", [])) == 2, f"history: {history}")
+    then = sc(await api.call_tool("memory.recall", {"query": "deploys go out", "as_of": "2025-03-01T00:00:00Z"}))
+    expect(then["chunks"] and then["chunks"][0]["chunk_id"] == old, f"as_of: {then['chunks'][:2]}")
+    # The same fact again is merged into the current one.
+    again = sc(await api.call_tool("memory.store", {"title": "Interop deploy again", "content": "deploys go out on tuesdays"}))
+    expect(again.get("status") == "merged" and again.get("merged_into") == v2["id"], f"merge: {again}")
+    # What a session stores belongs to its project (the shim's working folder's git root), when
+    # the session began with the handshake; the filter finds it.
+    project = getattr(api, "expect_project", None)
+    if project:
+        hit = sc(await api.call_tool("memory.search", {"query": "Tuesdays", "filter": {"project": project}}))["hits"]
+        expect(hit and hit[0].get("project") == project, f"the session's project {project}: {hit[:1]}")
+        note(f"stored into the session's project {project}")
+
+
 CHECKS = [
     ("tools/list has core.list_tools, core.tool_instructions, agent.list_subagents", check_tools_list),
     ("agent.list_subagents: >= 12 agents with orchestrator and dispatchable_over_mcp", check_list_subagents),
@@ -284,6 +319,8 @@ CHECKS = [
     ("prompts/get recall_context: the stored note, cited, within a 300-token budget", check_recall_prompt),
     ("prompts/get recall_context without topic: -32602 naming it", check_prompt_missing_argument),
     ("completion/complete: the stored hashtag as a topic; memory ids that read as resources", check_completion),
+    ("facts: a re-stored title supersedes (current first, history, as_of); the same fact again is merged; "
+     "the session's project", check_facts),
     # Last: the close that follows checks the exit on EOF after a discarded line.
     ("a 10 MB memory.store fails at once with an error matched to it; the session goes on", check_oversized_store),
 ]
@@ -308,7 +345,10 @@ async def run_case(prefix: str, mode: str, server: str, bin_dir: str) -> None:
             os.remove(log)
         wiretap = os.path.join(os.path.dirname(os.path.abspath(__file__)), "wiretap.py")
         command, args = sys.executable, [wiretap, log, "--", command, *args]
-    params = StdioServerParameters(command=command, args=args, env=server_env(home))
+    # The client runs in a git repository's root: the shim names it as the session's project.
+    repo = os.path.join(scratch, "repo")
+    os.makedirs(os.path.join(repo, ".git"))
+    params = StdioServerParameters(command=command, args=args, env=server_env(home), cwd=repo)
     done: set[str] = set()
     closing_started = 0.0
     phase = "connect"
@@ -320,6 +360,9 @@ async def run_case(prefix: str, mode: str, server: str, bin_dir: str) -> None:
                 started = time.monotonic()
                 async with connect(mode, params, errlog) as api:
                     scope.deadline = math.inf
+                    # Only the handshake carries where the client runs (the shim adds it to initialize).
+                    if server == "shim" and mode not in ("auto", MODERN):
+                        api.expect_project = os.path.realpath(repo)
                     phase = "checks"
                     elapsed = time.monotonic() - started
                     version = api.protocol_version

@@ -251,6 +251,10 @@ pub struct MemoryConfig {
     pub sources: Vec<WatchedSource>,
     /// The shared store, used when `engine = "postgres"`.
     pub postgres: PostgresConfig,
+    /// What a chunk of the calling session's own project gains in `memory.recall` (added to
+    /// the blended score, where the best hit scores 1) and `memory.search` (its score times
+    /// `1 + project_boost`); 0 turns the boost off.
+    pub project_boost: f64,
 }
 
 impl Default for MemoryConfig {
@@ -261,6 +265,7 @@ impl Default for MemoryConfig {
             watch_debounce_ms: 300,
             sources: Vec::new(),
             postgres: PostgresConfig::default(),
+            project_boost: 0.2,
         }
     }
 }
@@ -651,6 +656,9 @@ fn validate(c: &Config) -> Result<(), String> {
         && (m.trim().is_empty() || m.len() > 64)
     {
         return Err("key `memory.postgres.machine` must be 1 to 64 characters".into());
+    }
+    if !(0.0..=1.0).contains(&c.memory.project_boost) {
+        return Err(format!("key `memory.project_boost` must be between 0 and 1 (got {})", c.memory.project_boost));
     }
     if c.memory.watch_debounce_ms > 60_000 {
         return Err(format!(

@@ -59,6 +59,7 @@ pub fn initialize(
     session.set_negotiated(version);
     session.observe_client(client_info);
     session.observe_capabilities(params.get("capabilities"));
+    session.observe_meta(params.get("_meta"));
     tracing::info!(session = session.id, version, source = %session.source(), "session initialised");
     Ok(json!({
         "protocolVersion": version,

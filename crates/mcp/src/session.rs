@@ -48,6 +48,9 @@ pub struct Session {
     client_caps: OnceLock<serde_json::Map<String, Value>>,
     /// Server→client requests waiting for the client's response.
     responses: Responses,
+    /// The `_meta` object of the client's `initialize` (extension fields a client or its
+    /// launcher sends about itself, e.g. its working directory).
+    client_meta: OnceLock<Value>,
     log_level: AtomicU8,
     inflight: Mutex<HashMap<String, CancellationToken>>,
     /// Resource URIs this session subscribed to with `resources/subscribe`.
@@ -76,6 +79,7 @@ impl Session {
             client_info: OnceLock::new(),
             client_caps: OnceLock::new(),
             responses: Responses::default(),
+            client_meta: OnceLock::new(),
             log_level: AtomicU8::new(LEVEL_UNSET),
             inflight: Mutex::new(HashMap::new()),
             subscribed: Mutex::new(BTreeSet::new()),
@@ -133,6 +137,18 @@ impl Session {
         if let Some(info) = client_info {
             let _ = self.client_info.set(info.clone());
         }
+    }
+
+    /// Records the `_meta` object of `initialize`; the first observation wins for the session.
+    pub fn observe_meta(&self, meta: Option<&Value>) {
+        if let Some(m @ Value::Object(_)) = meta {
+            let _ = self.client_meta.set(m.clone());
+        }
+    }
+
+    /// The `_meta` object the client sent with `initialize`, if any.
+    pub fn client_meta(&self) -> Option<&Value> {
+        self.client_meta.get()
     }
 
     /// `mcp:<client>` or `mcp`: the provenance label of this session's writes.

@@ -19,6 +19,8 @@ pub(crate) struct Filter {
     pub after_ms: Option<i64>,
     pub before_ms: Option<i64>,
     pub meta: Vec<(String, String)>,
+    /// Only chunks of this project (a normalised path, see `project`).
+    pub project: Option<String>,
     /// Only these rowids (e.g. the chunks matching a listing's `query`).
     pub rowids: Option<Vec<i64>>,
 }
@@ -39,6 +41,7 @@ impl Filter {
             && self.after_ms.is_none()
             && self.before_ms.is_none()
             && self.meta.is_empty()
+            && self.project.is_none()
             && self.rowids.is_none()
     }
 
@@ -47,7 +50,7 @@ impl Filter {
         let mut meta = self.meta.clone();
         meta.sort();
         format!(
-            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+            "{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
             self.kinds,
             self.sources,
             self.source_ids,
@@ -55,7 +58,8 @@ impl Filter {
             self.entity_ids,
             self.after_ms,
             self.before_ms,
-            meta
+            meta,
+            self.project
         )
     }
 
@@ -80,6 +84,10 @@ impl Filter {
         if let Some(rows) = &self.rowids {
             params.push(Box::new(rarray(rows)));
             clauses.push(format!("c.rowid IN rarray(?{})", params.len()));
+        }
+        if let Some(p) = &self.project {
+            params.push(Box::new(p.clone()));
+            clauses.push(format!("c.project = ?{}", params.len()));
         }
         if let Some(ms) = self.after_ms {
             params.push(Box::new(ms));

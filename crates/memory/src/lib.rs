@@ -37,6 +37,7 @@ mod cursor;
 mod dates;
 mod entities;
 mod error;
+mod facts;
 mod filter;
 mod follow;
 mod fts;
@@ -46,6 +47,7 @@ mod locks;
 pub mod ops;
 mod page;
 mod params;
+pub mod project;
 mod schema;
 mod search;
 mod seq;
@@ -97,12 +99,16 @@ pub use types::{
 };
 pub use util::estimate_tokens;
 
+pub use facts::Version;
 /// Every module takes mutexes this way (see `locks`).
 pub(crate) use locks::lock;
 pub use openhuman_formats::Agent;
+pub use search::Superseded;
 pub use sessions::{SessionRules, SessionStats, SessionSync, session_file_excluded};
 pub use watched::{FileState, SyncSummary, disk_state, is_supported_file};
-pub use write_api::{Forgotten, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged};
+pub use write_api::{
+    Forgotten, ForgottenProject, Learned, Noted, Resolved, ResolvedChunk, ResolvedId, Split, Stored, Tagged,
+};
 
 /// Where the engine keeps its files and which embedders it uses.
 pub struct MemoryOptions {

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -279,6 +279,24 @@ CREATE TABLE forgotten_sessions (
     session_id      TEXT PRIMARY KEY,
     forgotten_at_ms INTEGER NOT NULL
 ) WITHOUT ROWID;
+"#;
+
+/// Projects and facts that change (see `project` and `facts`): the project a chunk belongs to (a
+/// normalised absolute path of a git root or working directory), and which chunk replaced which
+/// (`supersessions`: the older chunk's id, the newer one's — which may have been forgotten since
+/// —, why, how similar they were, and when the newer one was observed).
+const V7: &str = r#"
+ALTER TABLE chunks ADD COLUMN project TEXT;
+CREATE INDEX chunks_project ON chunks(project, timestamp_ms);
+
+CREATE TABLE supersessions (
+    old_id     TEXT PRIMARY KEY,
+    new_id     TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    similarity REAL,
+    at_ms      INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX supersessions_new ON supersessions(new_id);
 "#;
 
 /// The schema version this code writes.

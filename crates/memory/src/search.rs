@@ -1,12 +1,16 @@
 //! Ranking: BM25 (tantivy), vector similarity (exact scan) and their hybrid, a weighted blend
 //! of max-normalised scores (see `fuse`), with the filter applied to the fused list;
-//! plus loading the ranked chunks' rows from SQLite.
+//! plus loading the ranked chunks' rows from SQLite, with their tags and, for a chunk a newer
+//! one replaced (see `facts`), its `superseded` mark.
 //!
 //! Filtering strategy: when a filter matches few chunks (≤ `RESTRICT_CAP`) both
 //! rankers run only over those chunks; otherwise the rankers run unrestricted and the
 //! fused candidates are filtered, widening the candidate pool until enough survive.
 
 use std::collections::HashMap;
+
+use rusqlite::params;
+use serde::Serialize;
 
 use rusqlite::{Connection, params_from_iter};
 use serde_json::{Map, Value};
@@ -16,6 +20,7 @@ use super::filter::Filter;
 use super::locks::read;
 use super::sql::rarray;
 use super::tier::TierKind;
+use super::util::ms_to_rfc3339;
 use super::{Inner, MemoryError};
 
 const RESTRICT_CAP: usize = 20_000;
@@ -208,10 +213,13 @@ pub(crate) struct ChunkRow {
     pub metadata: Map<String, Value>,
     pub created_at_ms: i64,
     pub tags: Vec<String>,
+    pub project: Option<String>,
+    /// Set when a newer chunk replaced this one (see `facts`).
+    pub superseded: Option<Superseded>,
 }
 
 pub(crate) const CHUNK_COLUMNS: &str = "c.rowid, c.id, c.source_kind, c.source_id, c.source_ref, c.origin, c.owner, \
-     c.provenance, c.timestamp_ms, c.seq_in_source, c.title, c.content, c.token_count, c.metadata, c.created_at_ms";
+     c.provenance, c.timestamp_ms, c.seq_in_source, c.title, c.content, c.token_count, c.metadata, c.created_at_ms, c.project";
 
 pub(crate) fn chunk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow> {
     let meta: String = r.get(13)?;
@@ -235,14 +243,61 @@ pub(crate) fn chunk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChunkRow
         },
         created_at_ms: r.get(14)?,
         tags: Vec::new(),
+        project: r.get(15)?,
+        superseded: None,
     })
 }
 
-/// Fills in the tags (own and added) of each row.
+/// A chunk a newer one replaced, as every hit and listing row shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Superseded {
+    /// The chunk that replaced this one.
+    pub by: String,
+    /// When this chunk was observed.
+    pub observed_at: String,
+    /// When the replacement was observed.
+    pub superseded_at: String,
+    /// `same_key` (the same document stored again), `similar` (an update of the same fact).
+    pub reason: String,
+    /// The replacement has been forgotten since; this one stays superseded.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub replacement_forgotten: bool,
+}
+
+/// Marks the rows a newer chunk replaced; with `as_of`, only replacements observed by then.
+pub(crate) fn attach_superseded(
+    conn: &Connection,
+    rows: &mut [ChunkRow],
+    as_of: Option<i64>,
+) -> Result<(), MemoryError> {
+    let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+    let mut marks: HashMap<String, (String, String, i64, bool)> = HashMap::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT s.old_id, s.new_id, s.reason, s.at_ms, EXISTS (SELECT 1 FROM chunks n WHERE n.id = s.new_id)
+         FROM supersessions s WHERE s.old_id IN rarray(?1) AND s.at_ms <= ?2",
+    )?;
+    let mut q = stmt.query(params![rarray(&ids), as_of.unwrap_or(i64::MAX)])?;
+    while let Some(r) = q.next()? {
+        marks.insert(r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?));
+    }
+    for row in rows {
+        row.superseded = marks.remove(&row.id).map(|(by, reason, at, alive)| Superseded {
+            by,
+            observed_at: ms_to_rfc3339(row.timestamp_ms),
+            superseded_at: ms_to_rfc3339(at),
+            reason,
+            replacement_forgotten: !alive,
+        });
+    }
+    Ok(())
+}
+
+/// Fills in the tags (own and added) of each row, and whether a newer chunk replaced it.
 pub(crate) fn attach_tags(conn: &Connection, rows: &mut [ChunkRow]) -> Result<(), MemoryError> {
     if rows.is_empty() {
         return Ok(());
     }
+    attach_superseded(conn, rows, None)?;
     let ids: Vec<i64> = rows.iter().map(|r| r.rowid).collect();
     let mut tags: HashMap<i64, Vec<String>> = HashMap::new();
     let mut stmt = conn.prepare_cached(

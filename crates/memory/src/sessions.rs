@@ -785,6 +785,8 @@ fn keep(
             content,
             metadata: metadata.clone(),
             tags: Vec::new(),
+            // Lifted from `metadata.project` when the chunk is stored.
+            project: None,
         });
     }
     if let Some(old) = stored.get(&source_ref) {

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::sql::rarray;
 use super::types::SourceKind;
 use super::util::{chunk_id, estimate_tokens};
-use super::{entities, links};
+use super::{entities, facts, links, project};
 
 /// Metadata keys that filters match exactly; copied into `chunk_meta` for indexed lookups.
 pub(crate) const FILTER_META_KEYS: &[&str] =
@@ -32,6 +32,8 @@ pub(crate) struct NewChunk {
     pub content: String,
     pub metadata: Map<String, Value>,
     pub tags: Vec<String>,
+    /// The project (see `project`); none: `metadata.project` if it names one.
+    pub project: Option<String>,
 }
 
 impl NewChunk {
@@ -91,8 +93,8 @@ pub(crate) fn insert_chunks_as<'a>(
 ) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut ins = conn.prepare_cached(
         "INSERT OR IGNORE INTO chunks (id, source_kind, source_id, source_ref, origin, owner, provenance, timestamp_ms,
-            seq_in_source, title, content, token_count, metadata, created_at_ms, change_seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            seq_in_source, title, content, token_count, metadata, created_at_ms, change_seq, project)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     )?;
     let mut tag =
         conn.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')")?;
@@ -103,6 +105,7 @@ pub(crate) fn insert_chunks_as<'a>(
     let mut written = Vec::with_capacity(chunks.len());
     for (c, id, created_at_ms) in chunks {
         let metadata = Value::Object(c.metadata.clone()).to_string();
+        let project = c.project.as_deref().and_then(project::normalize).or_else(|| project::from_metadata(&c.metadata));
         let n = ins.execute(params![
             id,
             c.kind.as_str(),
@@ -118,7 +121,8 @@ pub(crate) fn insert_chunks_as<'a>(
             estimate_tokens(&c.content) as i64,
             metadata,
             created_at_ms,
-            seq
+            seq,
+            project
         ])?;
         if n == 0 {
             continue;
@@ -154,6 +158,7 @@ pub(crate) fn delete_chunks(conn: &Connection, seq: i64, rowids: &[i64]) -> rusq
     entities::drop_aliases(conn, &gone)?;
     conn.prepare_cached("DELETE FROM chunk_tags WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
     conn.prepare_cached("DELETE FROM chunk_meta WHERE chunk_rowid IN rarray(?1)")?.execute([&ids])?;
+    facts::chunks_deleted(conn, rowids)?;
     conn.prepare_cached(
         "INSERT INTO tombstones (seq, chunk_rowid) SELECT ?1, rowid FROM chunks WHERE rowid IN rarray(?2)",
     )?

@@ -93,9 +93,10 @@ pub(crate) const TABLES: &[Table] = &[
             "content",
             "metadata",
             "created_at_ms",
+            "project",
         ],
         select: "SELECT id, source_kind, source_id, source_ref, origin, owner, provenance, timestamp_ms, seq_in_source, \
-                 title, content, metadata, created_at_ms FROM chunks ORDER BY rowid",
+                 title, content, metadata, created_at_ms, project FROM chunks ORDER BY rowid",
         json: &["metadata"],
         load: Load::Chunks,
     },
@@ -107,6 +108,16 @@ pub(crate) const TABLES: &[Table] = &[
                  ORDER BY c.rowid, t.origin_key, t.tag",
         json: &[],
         load: Load::Tags,
+    },
+    // After the chunks, whose ids it names; an import adds a link only when it has neither end
+    // of it already (a record already there wins, like every table's).
+    Table {
+        file: "supersessions.jsonl",
+        table: "supersessions",
+        columns: &["old_id", "new_id", "reason", "similarity", "at_ms"],
+        select: "SELECT old_id, new_id, reason, similarity, at_ms FROM supersessions ORDER BY at_ms, old_id",
+        json: &[],
+        load: Load::Plain,
     },
     Table {
         file: "notes.jsonl",

@@ -66,6 +66,14 @@ pub struct PutDocument {
     pub timestamp_ms: Option<i64>,
     /// Provenance label of the writer, e.g. `mcp:cursor`.
     pub source: String,
+    /// The project the document belongs to (an absolute path); none: `metadata.project`.
+    #[serde(default)]
+    pub project: Option<String>,
+    /// Treat the document as a fact (see `facts`): a near-identical one already stored is
+    /// refreshed instead, a re-store under the same key keeps the earlier version as
+    /// superseded, and an update of a similar fact supersedes it.
+    #[serde(default)]
+    pub track_facts: bool,
 }
 
 /// One row of the `mcp_audit` table: one write-tool attempt.

@@ -15,7 +15,7 @@ use super::params::{invalid, required};
 use super::store::{self, FILTER_META_KEYS, NewChunk, NewSource};
 use super::types::{AuditRow, PutDocument, SourceKind};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, MemoryEngine, MemoryError, anchor, audit, entities, write};
+use super::{Inner, MemoryEngine, MemoryError, anchor, audit, entities, facts, write};
 
 /// What `put_document` did: the item, its chunks, and whether it was new, changed or the same.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,8 +24,15 @@ pub struct Stored {
     pub key: String,
     pub namespace: String,
     pub chunk_ids: Vec<String>,
-    /// `created`, `updated` or `unchanged`.
+    /// `created`, `updated`, `unchanged` or `merged` (a near-identical memory was refreshed
+    /// instead of storing a second one; `merged_into` names it).
     pub status: &'static str,
+    /// The item this write was merged into.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged_into: Option<String>,
+    /// Chunks this write superseded (they stay stored, marked; `memory.history` lists them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<String>,
 }
 
 /// What `add_note` did.
@@ -36,8 +43,10 @@ pub struct Noted {
     pub note_chunk_id: String,
     pub chunk_id: String,
     pub key: String,
-    /// `created` or `updated`.
+    /// `created`, `updated`, or `merged` (the same note again: refreshed, `merged_into` names it).
     pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merged_into: Option<String>,
 }
 
 /// The chunk's tags after `tag_chunk`.
@@ -55,6 +64,11 @@ pub struct Learned {
     pub chunk_id: String,
     pub kind: String,
     pub confidence: Option<f64>,
+    /// `created`, or `merged` when the same learning was already stored (`id` is then that one).
+    pub status: &'static str,
+    /// Chunks this learning superseded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<String>,
 }
 
 /// Which ids `forget` deleted and which named nothing.
@@ -62,6 +76,19 @@ pub struct Learned {
 pub struct Forgotten {
     pub deleted: Vec<String>,
     pub not_found: Vec<String>,
+    /// Older versions of what was forgotten that stay stored, still marked superseded (forget
+    /// them too, or the whole item, to remove them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub history_kept: Vec<String>,
+}
+
+/// What `forget_project` deleted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ForgottenProject {
+    pub project: String,
+    /// Items (documents, files, notes, learnings, conversations) deleted whole.
+    pub items: usize,
+    pub chunks: usize,
 }
 
 /// The entity `split_entity` made stand alone, and the one it was merged into.
@@ -153,6 +180,81 @@ fn chunk_rowid(tx: &Transaction<'_>, chunk_id: &str) -> Result<i64, MemoryError>
         .ok_or_else(|| no_chunk(chunk_id))
 }
 
+/// A write that says again what `r` says: `r` is refreshed (its time, the write's tags) and
+/// named as what the write merged into.
+#[allow(clippy::too_many_arguments)]
+fn merge_into(
+    tx: &Transaction<'_>,
+    r: &facts::Related,
+    ts: i64,
+    tags: &[String],
+    namespace: &str,
+    key: &str,
+    now: i64,
+) -> Result<Stored, MemoryError> {
+    tx.prepare_cached("UPDATE chunks SET timestamp_ms = max(timestamp_ms, ?2) WHERE rowid = ?1")?
+        .execute(params![r.rowid, ts])?;
+    for t in tags {
+        tx.prepare_cached("INSERT OR IGNORE INTO chunk_tags (chunk_rowid, tag, origin_key) VALUES (?1, ?2, '')")?
+            .execute(params![r.rowid, t])?;
+    }
+    tx.prepare_cached("UPDATE kv SET updated_at_ms = ?2 WHERE item_id = ?1")?.execute(params![r.origin, now])?;
+    let (namespace, key): (String, String) = tx
+        .prepare_cached("SELECT namespace, key FROM kv WHERE item_id = ?1 AND kind = 'document'")?
+        .query_row([&r.origin], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?
+        .unwrap_or_else(|| (namespace.to_string(), key.to_string()));
+    Ok(Stored {
+        id: r.origin.clone(),
+        key,
+        namespace,
+        chunk_ids: vec![r.id.clone()],
+        status: "merged",
+        merged_into: Some(r.origin.clone()),
+        supersedes: Vec::new(),
+    })
+}
+
+/// A document stored again under its key with other text: its current chunks that the new
+/// text does not repeat stay stored, superseded by the new chunk at the same place (else the
+/// first); an older version the new text repeats becomes current again. Returns the chunks
+/// superseded.
+fn keep_versions(
+    tx: &Transaction<'_>,
+    seq: i64,
+    old: &[i64],
+    chunks: &[NewChunk],
+    ts: i64,
+) -> Result<Vec<String>, MemoryError> {
+    let new_ids: Vec<String> = chunks.iter().map(NewChunk::id).collect();
+    let rows: Vec<(i64, String, i64, bool)> = tx
+        .prepare_cached(
+            "SELECT rowid, id, seq_in_source, EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = chunks.id)
+             FROM chunks WHERE rowid IN rarray(?1)",
+        )?
+        .query_map([crate::sql::rarray(old)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut again = Vec::new();
+    let mut out = Vec::new();
+    for (rowid, id, at, superseded) in rows {
+        if new_ids.contains(&id) {
+            if superseded {
+                again.push(rowid);
+            }
+            continue;
+        }
+        if superseded {
+            continue;
+        }
+        if let Some(by) = new_ids.get(at as usize).or(new_ids.first()) {
+            facts::record(tx, &id, by, "same_key", None, ts)?;
+            out.push(id);
+        }
+    }
+    store::delete_chunks(tx, seq, &again)?;
+    Ok(out)
+}
+
 /// One `(kind, namespace, key)` → item mapping of an upsert.
 struct Kv<'a> {
     kind: &'a str,
@@ -202,6 +304,17 @@ impl MemoryEngine {
                 .as_bytes(),
         );
         let ts = w.timestamp_ms.unwrap_or_else(now_ms);
+        let project = match &w.project {
+            Some(p) => Some(crate::project::normalize(p).ok_or_else(|| invalid("project must be an absolute path"))?),
+            None => crate::project::from_metadata(&w.metadata),
+        };
+        let pieces = chunk_text(&w.content, Format::Markdown);
+        // A short document is a fact: measured (outside the writer lock) against the stored ones.
+        let probe = if w.track_facts && pieces.len() == 1 {
+            facts::probe(&self.inner, title.as_deref(), &w.content)
+        } else {
+            None
+        };
         write_tx(&self.inner, Some(audit), |tx, seq, now| {
             let old_hash: Option<String> = tx
                 .prepare_cached("SELECT content_hash FROM kv WHERE kind = 'document' AND namespace = ?1 AND key = ?2")?
@@ -212,18 +325,37 @@ impl MemoryEngine {
                 Some(_) => "updated",
                 None => "created",
             };
+            let mut supersedes = Vec::new();
+            if status == "created"
+                && let Some(probe) = &probe
+            {
+                match facts::judge(&self.inner, tx, probe, "document", project.as_deref(), &item_id)? {
+                    facts::Verdict::Duplicate(r) => {
+                        let out = merge_into(tx, &r, ts, &tags, &namespace, &key, now)?;
+                        return Ok((out, r.origin));
+                    }
+                    // A document's subject is its title: another title is another fact.
+                    facts::Verdict::Update(_) | facts::Verdict::New => {}
+                }
+            }
+            if status == "unchanged" && w.track_facts {
+                // Said again: the memory is as recent as its latest statement.
+                tx.prepare_cached(
+                    "UPDATE chunks SET timestamp_ms = max(timestamp_ms, ?2) WHERE origin = ?1
+                     AND id NOT IN (SELECT old_id FROM supersessions)",
+                )?
+                .execute(params![item_id, ts])?;
+            }
             if status != "unchanged" {
-                let old = store::rowids_by_origin(tx, &item_id)?;
-                store::delete_chunks(tx, seq, &old)?;
                 let mut chunks = Vec::new();
-                for (i, piece) in chunk_text(&w.content, Format::Markdown).into_iter().enumerate() {
+                for (i, piece) in pieces.iter().enumerate() {
                     let mut metadata: Map<String, Value> = w.metadata.clone();
                     metadata.insert("namespace".into(), json!(namespace));
                     metadata.insert("key".into(), json!(key));
                     if let Some(t) = &title {
                         metadata.insert("title".into(), json!(t));
                     }
-                    if let Some(h) = piece.heading {
+                    if let Some(h) = &piece.heading {
                         metadata.insert("heading".into(), json!(h));
                     }
                     chunks.push(NewChunk {
@@ -236,10 +368,17 @@ impl MemoryEngine {
                         timestamp_ms: ts,
                         seq: i as i64,
                         title: title.clone(),
-                        content: piece.content,
+                        content: piece.content.clone(),
                         metadata,
                         tags: tags.clone(),
+                        project: project.clone(),
                     });
+                }
+                let old = store::rowids_by_origin(tx, &item_id)?;
+                if w.track_facts && status == "updated" {
+                    supersedes = keep_versions(tx, seq, &old, &chunks, ts)?;
+                } else {
+                    store::delete_chunks(tx, seq, &old)?;
                 }
                 store::insert_chunks(tx, seq, &chunks, now)?;
                 let display = title.clone().unwrap_or_else(|| key.clone());
@@ -261,10 +400,21 @@ impl MemoryEngine {
                 upsert_kv(tx, kv, now)?;
             }
             let chunk_ids: Vec<String> = tx
-                .prepare_cached("SELECT id FROM chunks WHERE origin = ?1 ORDER BY seq_in_source")?
+                .prepare_cached(
+                    "SELECT id FROM chunks WHERE origin = ?1 AND id NOT IN (SELECT old_id FROM supersessions)
+                     ORDER BY seq_in_source",
+                )?
                 .query_map([&item_id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
-            let out = Stored { id: item_id.clone(), key: key.clone(), namespace: namespace.clone(), chunk_ids, status };
+            let out = Stored {
+                id: item_id.clone(),
+                key: key.clone(),
+                namespace: namespace.clone(),
+                chunk_ids,
+                status,
+                merged_into: None,
+                supersedes,
+            };
             Ok((out, item_id.clone()))
         })
     }
@@ -285,9 +435,33 @@ impl MemoryEngine {
         let source = required("source", source)?;
         let item_id = format!("note:{key}");
         write_tx(&self.inner, Some(audit), |tx, seq, now| {
-            chunk_rowid(tx, chunk_id)?;
+            let on = chunk_rowid(tx, chunk_id)?;
             let old = store::rowids_by_origin(tx, &item_id)?;
             let updated = !old.is_empty();
+            let before: Option<String> = tx
+                .prepare_cached("SELECT text FROM notes WHERE item_id = ?1 AND chunk_id = ?2")?
+                .query_row(params![item_id, chunk_id], |r| r.get(0))
+                .optional()?;
+            if updated && before.is_some_and(|b| facts::folded(&b) == facts::folded(note)) {
+                // The same note again: refreshed, not written twice.
+                tx.prepare_cached("UPDATE chunks SET timestamp_ms = ?2 WHERE rowid IN rarray(?1)")?
+                    .execute(params![crate::sql::rarray(&old), now])?;
+                tx.prepare_cached("UPDATE notes SET updated_at_ms = ?2, provenance = ?3 WHERE item_id = ?1")?
+                    .execute(params![item_id, now, source])?;
+                let note_chunk_id: String =
+                    tx.prepare_cached("SELECT id FROM chunks WHERE rowid = ?1")?.query_row([old[0]], |r| r.get(0))?;
+                let out = Noted {
+                    id: item_id.clone(),
+                    note_chunk_id,
+                    chunk_id: chunk_id.to_string(),
+                    key: key.to_string(),
+                    status: "merged",
+                    merged_into: Some(item_id.clone()),
+                };
+                return Ok((out, item_id.clone()));
+            }
+            let project: Option<String> =
+                tx.prepare_cached("SELECT project FROM chunks WHERE rowid = ?1")?.query_row([on], |r| r.get(0))?;
             store::delete_chunks(tx, seq, &old)?;
             let mut metadata = Map::new();
             metadata.insert("chunk_id".into(), json!(chunk_id));
@@ -305,6 +479,7 @@ impl MemoryEngine {
                 content: note.to_string(),
                 metadata,
                 tags: Vec::new(),
+                project,
             };
             let note_chunk_id = chunk.id();
             store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
@@ -334,6 +509,7 @@ impl MemoryEngine {
                 chunk_id: chunk_id.to_string(),
                 key: key.to_string(),
                 status: if updated { "updated" } else { "created" },
+                merged_into: None,
             };
             Ok((out, item_id.clone()))
         })
@@ -389,6 +565,23 @@ impl MemoryEngine {
         source: &str,
         audit: AuditRow,
     ) -> Result<Learned, MemoryError> {
+        self.learn_with(text, kind, confidence, None, false, source, audit)
+    }
+
+    /// Stores one learning of `project`; with `track_facts` (see `facts`) the same learning
+    /// already stored is refreshed instead (`status: merged`), and an update of a similar one
+    /// supersedes it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn learn_with(
+        &self,
+        text: &str,
+        kind: &str,
+        confidence: Option<f64>,
+        project: Option<&str>,
+        track_facts: bool,
+        source: &str,
+        audit: AuditRow,
+    ) -> Result<Learned, MemoryError> {
         let text = required("text", text)?.trim();
         let source = required("source", source)?;
         if !LEARNING_KINDS.contains(&kind) {
@@ -399,8 +592,38 @@ impl MemoryEngine {
         {
             return Err(invalid(format!("confidence must be between 0 and 1, got {c}")));
         }
+        let project = match project {
+            Some(p) => Some(crate::project::normalize(p).ok_or_else(|| invalid("project must be an absolute path"))?),
+            None => None,
+        };
+        let probe = if track_facts { facts::probe(&self.inner, None, text) } else { None };
         let item_id = format!("learning:{}", uuid::Uuid::new_v4().simple());
         write_tx(&self.inner, Some(audit), |tx, seq, now| {
+            let mut update = None;
+            if let Some(probe) = &probe {
+                match facts::judge(&self.inner, tx, probe, "learning", project.as_deref(), &item_id)? {
+                    facts::Verdict::Duplicate(r) => {
+                        tx.prepare_cached("UPDATE chunks SET timestamp_ms = max(timestamp_ms, ?2) WHERE rowid = ?1")?
+                            .execute(params![r.rowid, now])?;
+                        let kind: String = tx
+                            .prepare_cached("SELECT kind FROM learnings WHERE item_id = ?1")?
+                            .query_row([&r.origin], |row| row.get(0))
+                            .optional()?
+                            .unwrap_or_else(|| kind.to_string());
+                        let out = Learned {
+                            id: r.origin.clone(),
+                            chunk_id: r.id.clone(),
+                            kind,
+                            confidence,
+                            status: "merged",
+                            supersedes: Vec::new(),
+                        };
+                        return Ok((out, r.origin));
+                    }
+                    facts::Verdict::Update(r) => update = Some(r),
+                    facts::Verdict::New => {}
+                }
+            }
             let mut metadata = Map::new();
             metadata.insert("learning_kind".into(), json!(kind));
             metadata.insert("confidence".into(), json!(confidence));
@@ -417,9 +640,15 @@ impl MemoryEngine {
                 content: text.to_string(),
                 metadata,
                 tags: Vec::new(),
+                project: project.clone(),
             };
             let chunk_id = chunk.id();
             store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
+            let mut supersedes = Vec::new();
+            if let Some(r) = update {
+                facts::record(tx, &r.id, &chunk_id, "similar", Some(r.cosine), now)?;
+                supersedes.push(r.id);
+            }
             let src = NewSource {
                 source_id: "learnings".into(),
                 kind: SourceKind::Learning,
@@ -431,7 +660,14 @@ impl MemoryEngine {
                 "INSERT INTO learnings (item_id, kind, confidence, text, provenance, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?
             .execute(params![item_id, kind, confidence, text, source, now])?;
-            let out = Learned { id: item_id.clone(), chunk_id, kind: kind.to_string(), confidence };
+            let out = Learned {
+                id: item_id.clone(),
+                chunk_id,
+                kind: kind.to_string(),
+                confidence,
+                status: "created",
+                supersedes,
+            };
             Ok((out, item_id.clone()))
         })
     }
@@ -449,9 +685,11 @@ impl MemoryEngine {
         write_tx(&self.inner, Some(audit), |tx, seq, _now| {
             let mut deleted = Vec::new();
             let mut not_found = Vec::new();
+            let mut history_kept = Vec::new();
             for id in ids {
                 let id = id.trim();
-                let n = forget_one(tx, seq, id)?;
+                let (n, kept) = forget_one(tx, seq, id)?;
+                history_kept.extend(kept);
                 if n > 0 { deleted.push(id.to_string()) } else { not_found.push(id.to_string()) }
             }
             // Nothing to forget is a failed attempt: the transaction rolls back, and the caller
@@ -464,7 +702,39 @@ impl MemoryEngine {
                 )));
             }
             let result = deleted.join(",");
-            Ok((Forgotten { deleted, not_found }, result))
+            history_kept.sort();
+            history_kept.dedup();
+            Ok((Forgotten { deleted, not_found, history_kept }, result))
+        })
+    }
+
+    /// Deletes for good every item with a chunk in `project` (a normalised path; the items go
+    /// whole: their chunks, notes on them, their records), in one audited transaction.
+    pub fn forget_project(
+        &self,
+        project: &str,
+        source: &str,
+        audit: AuditRow,
+    ) -> Result<ForgottenProject, MemoryError> {
+        required("source", source)?;
+        let project = crate::project::normalize(project)
+            .ok_or_else(|| invalid("project must be an absolute path (a project's git root or working directory)"))?;
+        write_tx(&self.inner, Some(audit), |tx, seq, _now| {
+            let origins: Vec<String> = tx
+                .prepare_cached("SELECT DISTINCT origin FROM chunks WHERE project = ?1 ORDER BY origin")?
+                .query_map([&project], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            if origins.is_empty() {
+                return Err(MemoryError::NotFound(format!(
+                    "nothing was forgotten: no chunk belongs to the project {project} (status lists the projects)"
+                )));
+            }
+            let mut chunks = 0;
+            for origin in &origins {
+                chunks += forget_one(tx, seq, origin)?.0;
+            }
+            let out = ForgottenProject { project: project.clone(), items: origins.len(), chunks };
+            Ok((out, format!("project:{project}")))
         })
     }
 
@@ -555,13 +825,21 @@ impl MemoryEngine {
     }
 }
 
-/// Deletes what `id` names; returns how many things went (chunks or bare records).
-fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryError> {
+/// Deletes what `id` names; returns how many things went (chunks or bare records), and the
+/// older versions of forgotten chunks that stay stored (still superseded, see `facts`).
+fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<(usize, Vec<String>), MemoryError> {
     let rowids = forget_targets(tx, id)?;
     if !rowids.is_empty() {
         // A forgotten agent session is not read from its log again.
         crate::sessions::forgotten(tx, id, now_ms())?;
     }
+    let kept: Vec<String> = tx
+        .prepare_cached(
+            "SELECT s.old_id FROM supersessions s JOIN chunks n ON n.id = s.new_id JOIN chunks o ON o.id = s.old_id
+             WHERE n.rowid IN rarray(?1) AND o.rowid NOT IN rarray(?1)",
+        )?
+        .query_map([crate::sql::rarray(&rowids)], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     // Collect what hangs off the chunks before they go.
     let gone: Vec<(String, String)> = tx
         .prepare_cached("SELECT id, origin FROM chunks WHERE rowid IN rarray(?1)")?
@@ -602,5 +880,5 @@ fn forget_one(tx: &Transaction<'_>, seq: i64, id: &str) -> Result<usize, MemoryE
             n = bare;
         }
     }
-    Ok(n)
+    Ok((n, kept))
 }

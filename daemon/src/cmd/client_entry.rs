@@ -175,6 +175,7 @@ mod tests {
             level: None,
             remove: false,
             capture_sessions: false,
+            hooks: false,
         }
     }
 

@@ -339,7 +339,14 @@ impl Runner {
         let query = query.to_string();
         Ok(match self.method.mode() {
             None if self.method == EvalMethod::Search => {
-                let r = engine.search(ops::SearchParams { query, limit: self.page, filter: None })?;
+                let r = engine.search(ops::SearchParams {
+                    query,
+                    limit: self.page,
+                    filter: None,
+                    prefer_project: None,
+                    project_boost: None,
+                    as_of: None,
+                })?;
                 (r.hits.into_iter().map(|h| h.chunk.source_ref).collect(), None, None)
             }
             None => {

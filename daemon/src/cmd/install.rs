@@ -286,6 +286,12 @@ pub(crate) fn uninstall(cli: &Cli, args: &UninstallArgs) -> Result<i32> {
             continue;
         }
         seen.push(file);
+        // The hook first: a settings file left holding only our server entry then goes whole.
+        match super::hooks::remove(*c, &mut made) {
+            Ok(Some(done)) => step(&format!("hook {}", name(*c)), Ok(done)),
+            Ok(None) => {}
+            Err(e) => step(&format!("hook {}", name(*c)), Err(e)),
+        }
         match register::unregister(*c, &mut made) {
             Ok(Some(done)) => step(&format!("client {}", name(*c)), Ok(done)),
             Ok(None) => {}

@@ -8,7 +8,8 @@
 //! - `ingest`       `ingest`: files into memory, with a progress bar
 //! - `audit`        `audit`: the write-audit log
 //! - `reindex`      `reindex`: the search indexes rebuilt from the database
-//! - `terminal`     `search`, `recall`, `show`, `forget`, `sources list --stored`
+//! - `terminal`     `search`, `recall`, `show`, `forget` (also `--project`), `context`, `sources
+//!   list --stored`
 //! - `transfer`     `export`, `import`, `backup`, `restore`
 //! - `shared_store` `migrate`, `migrate-store`
 //! - `sources`      `sources add|remove|list`: `[[memory.sources]]` in the config file
@@ -21,7 +22,8 @@
 //! - `models`       `model install|list|remove`: the deep tier's model store
 //! - `install`      `install`, `uninstall`; `register` the MCP clients' configs (with
 //!   `client_entry`, the `[clients.<client>]` table it writes for a restricted client); `service`
-//!   systemd/launchd units; `made` the record of what they created, for `uninstall` to remove
+//!   systemd/launchd units; `hooks` the start-of-session hooks `register --hooks` installs; `made`
+//!   the record of what they created, for `uninstall` to remove
 
 pub(crate) mod agent_logs;
 pub(crate) mod audit;
@@ -29,6 +31,7 @@ pub(crate) mod check;
 pub(crate) mod client_entry;
 pub(crate) mod config;
 pub(crate) mod eval;
+pub(crate) mod hooks;
 pub(crate) mod http_token;
 pub(crate) mod ingest;
 pub(crate) mod install;

@@ -53,16 +53,20 @@ pub(crate) enum Format {
 
 /// `register`: adds the shim to the client's config, or with `print` shows the entry to add;
 /// with a restriction asked for, the client's `[clients.<client>]` table too (see
-/// `client_entry`); with `remove`, takes both out again. After registering a coding agent,
-/// reading its session logs is offered.
+/// `client_entry`); with `hooks`, our start-of-session hook (see `hooks`); with `remove`, takes
+/// all of them out again. After registering a coding agent, reading its session logs is offered.
 pub(crate) fn run(cli: &crate::cli::Cli, args: &RegisterArgs) -> Result<i32> {
     let client = args.client;
     let home = cli.home.as_deref();
     let paths = crate::resolve_paths(cli, None)?;
     if args.remove {
         let mut made = Made::load(&Paths::resolve(home)?);
+        let hook = super::hooks::remove(client, &mut made)?;
         let said = unregister(client, &mut made)?;
         made.save()?;
+        if let Some(hook) = hook {
+            super::out(&hook);
+        }
         let (file, _, _) = target(client)?;
         super::out(&said.unwrap_or_else(|| format!("{} holds no {ENTRY} server; nothing to remove", file.display())));
         if let Some(said) = client_entry::remove(&paths, client)? {
@@ -87,6 +91,11 @@ pub(crate) fn run(cli: &crate::cli::Cli, args: &RegisterArgs) -> Result<i32> {
     super::out(&register(client, &shim, home)?);
     if restricted {
         client_entry::tell_daemon(&paths)?;
+    }
+    if args.hooks {
+        let exe = std::env::current_exe().context("cannot find this executable's path")?;
+        let mut made = Made::load(&Paths::resolve(home)?);
+        super::out(&super::hooks::install(client, &exe, home, &mut made)?);
     }
     // After registering a coding agent, reading its session logs is offered (see `agent_logs`).
     if let Some(agent) = super::agent_logs::of_client(client) {
@@ -448,7 +457,7 @@ fn save_backup(file: &Path) -> Result<PathBuf> {
 /// A sibling temporary file renamed over the client's file. A symlinked file is written through
 /// to its target (the link stays); the file keeps its mode.
 /// A folder it has to create is noted in `made`.
-fn replace(made: &mut Made, file: &Path, text: &str) -> Result<()> {
+pub(crate) fn replace(made: &mut Made, file: &Path, text: &str) -> Result<()> {
     let ext = file.extension().and_then(|e| e.to_str()).unwrap_or("conf").to_string();
     let real = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
     let mode = std::fs::metadata(&real).ok().map(|m| m.permissions());

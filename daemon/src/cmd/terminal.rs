@@ -1,4 +1,7 @@
-//! Memory at the terminal: `search`, `recall`, `show`, `forget` and `sources list --stored`.
+//! Memory at the terminal: `search`, `recall`, `show`, `forget` (`--project`: every item of a
+//! project, through `openhuman.memory_forget_project`), `context` (a project's context through
+//! `openhuman.memory_context`, as text or as a start-of-session hook's JSON) and `sources list
+//! --stored`.
 //! Each is the MCP tool of the same job (`memory.search`, `memory.recall`, `tree.read_chunk`,
 //! `memory.forget`, `tree.list_sources`) called through `via` — the running
 //! daemon, else the store opened here — and printed for people, or as the tool's JSON with
@@ -8,14 +11,14 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use openhuman_common::Paths;
 use openhuman_memory::{Operation, ops};
 use serde_json::{Value, json};
 
 use super::out;
 use crate::EXIT_OK;
-use crate::cli::{ForgetArgs, QueryArgs, ShowArgs};
+use crate::cli::{ContextArgs, ForgetArgs, QueryArgs, ShowArgs};
 use crate::via::Via;
 
 /// `search` and `recall`: `tool` is memory.search or memory.recall, `list` where its hits are.
@@ -171,6 +174,9 @@ pub(crate) fn forget(paths: &Paths, args: &ForgetArgs) -> Result<i32> {
 }
 
 fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
+    if let Some(dir) = &args.project {
+        return forget_project(via, dir, args);
+    }
     // A whole agent session is its source, `session:<id>`.
     let mut ids = args.ids.clone();
     ids.extend(args.session.iter().map(|s| format!("session:{}", s.trim())));
@@ -244,6 +250,90 @@ fn forget_with(via: &Via, args: &ForgetArgs) -> Result<i32> {
     if !missing.is_empty() {
         out(&format!("not found: {}", missing.join(", ")));
     }
+    Ok(EXIT_OK)
+}
+
+/// The project a folder names: the git root above it, else the folder, absolute.
+fn project_of(dir: &std::path::Path) -> Result<String> {
+    let dir = std::path::absolute(dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
+    let dir = dir.canonicalize().unwrap_or(dir);
+    let root = openhuman_memory::project::git_root(&dir).unwrap_or(dir);
+    openhuman_memory::project::normalize(&root.to_string_lossy())
+        .ok_or_else(|| anyhow::anyhow!("{} does not name a project folder", root.display()))
+}
+
+/// `forget --project DIR`: how many items and chunks will go, a confirmation, then one audited
+/// deletion of them all.
+fn forget_project(via: &Via, dir: &std::path::Path, args: &ForgetArgs) -> Result<i32> {
+    // A folder that is gone (the project was deleted) is named as written.
+    let project = if dir.exists() {
+        project_of(dir)?
+    } else {
+        openhuman_memory::project::normalize(&std::path::absolute(dir)?.to_string_lossy())
+            .ok_or_else(|| anyhow::anyhow!("{} is not a path", dir.display()))?
+    };
+    let listed = via.tool("memory.projects", json!({}))?;
+    let chunks = listed["projects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["project"].as_str() == Some(project.as_str()))
+        .and_then(|p| p["chunks"].as_u64());
+    let Some(chunks) = chunks else {
+        bail!("nothing to forget: memory holds nothing of the project {project} (`status` lists the projects)");
+    };
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            bail!("forget deletes for good and asks first: run it in a terminal to confirm, or pass --yes");
+        }
+        if !ask(&format!("Forget every item of {project} ({chunks} chunk(s)), from the database and every index?"))? {
+            let _ = writeln!(std::io::stderr(), "nothing was forgotten");
+            return Ok(crate::EXIT_FAILURE);
+        }
+    }
+    let result = via.method("openhuman.memory_forget_project", json!({ "project": project }), None)?;
+    if args.json {
+        out(&result.to_string());
+    } else {
+        out(&format!(
+            "forgot the project {project}: {} item(s), {} chunk(s)",
+            result["items"].as_u64().unwrap_or(0),
+            result["chunks"].as_u64().unwrap_or(0)
+        ));
+    }
+    Ok(EXIT_OK)
+}
+
+/// `context`: a project's current context, as text or as a start-of-session hook's answer.
+pub(crate) fn context(paths: &Paths, args: &ContextArgs) -> Result<i32> {
+    let dir = match &args.project {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("cannot read the current folder")?,
+    };
+    let got = project_of(&dir).and_then(|project| {
+        let via = Via::open(paths)?;
+        let mut params = json!({ "project": project, "budget": args.budget });
+        if let Some(t) = &args.topic {
+            params["topic"] = json!(t);
+        }
+        let r = via.method("openhuman.memory_context", params, None);
+        via.finish();
+        r
+    });
+    if args.hook {
+        // A hook never breaks the client's start: what cannot be read is said on stderr.
+        let text = match got {
+            Ok(r) => r["text"].as_str().unwrap_or_default().to_string(),
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "openhumand-mcp context: {e:#}");
+                String::new()
+            }
+        };
+        out(&json!({ "hookSpecificOutput": { "hookEventName": "SessionStart", "additionalContext": text } })
+            .to_string());
+        return Ok(EXIT_OK);
+    }
+    out(got?["text"].as_str().unwrap_or_default());
     Ok(EXIT_OK)
 }
 

@@ -38,16 +38,30 @@ pub(super) fn methods() -> Vec<Method> {
                 }
                 if let Ok(engine) = engine(&s) {
                     let data_dir = s.paths().data_dir.clone();
-                    let (stats, bytes) = blocking(move || {
-                        Ok((engine.stats().map_err(internal)?, crate::status::store_bytes(&data_dir)))
+                    let (stats, bytes, projects) = blocking(move || {
+                        let projects = engine.projects().map_err(internal)?;
+                        Ok((engine.stats().map_err(internal)?, crate::status::store_bytes(&data_dir), projects))
                     })
                     .await?;
+                    let projects: Vec<Value> = projects
+                        .projects
+                        .iter()
+                        .map(|p| {
+                            json!({
+                                "project": p.project,
+                                "chunks": p.chunks,
+                                "last_observed_at": p.last_observed_at,
+                                "context": crate::live_resources::context_uri(&p.project),
+                            })
+                        })
+                        .collect();
                     out["store"] = json!({
                         "bytes": bytes,
                         "chunks": stats.chunks,
                         "sources": stats.sources,
                         "entities": stats.entities,
                         "audit_rows": stats.audit_rows,
+                        "projects": projects,
                         "index": {
                             "db_seq": stats.db_seq,
                             "fts_seq": stats.fts.seq,
@@ -156,6 +170,42 @@ pub(super) fn methods() -> Vec<Method> {
                 };
                 control_write(s, "openhuman.memory_import", caller.source, json!({}), work).boxed()
             },
+        ),
+        method(
+            "openhuman.memory_context",
+            ArgSpec::new(vec![
+                Field::string("project", "The project: the absolute path of its git root or working directory.")
+                    .required()
+                    .max_chars(openhuman_memory::project::MAX_BYTES),
+                Field::int(
+                    "budget",
+                    "Most tokens the context may take (words × 1.3).",
+                    crate::prompts::MIN_BUDGET as i64,
+                    crate::prompts::MAX_BUDGET as i64,
+                )
+                .default_int(crate::prompts::DEFAULT_BUDGET as i64),
+                Field::string("topic", "Pack the memories matching this best (default: the newest).").max_chars(4096),
+            ]),
+            |s, p, _| {
+                async move {
+                    let project = p.get("project").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let budget =
+                        p.get("budget").and_then(Value::as_u64).unwrap_or(crate::prompts::DEFAULT_BUDGET as u64);
+                    let topic = p.get("topic").and_then(Value::as_str);
+                    let c = crate::prompts::project_context(&s, &project, topic, budget as usize).await?;
+                    Ok(json!({ "project": project, "text": c.text, "memories": c.count, "tokens": c.tokens }))
+                }
+                .boxed()
+            },
+        ),
+        method(
+            "openhuman.memory_forget_project",
+            ArgSpec::new(vec![
+                Field::string("project", "The project whose every item to delete: an absolute path.")
+                    .required()
+                    .max_chars(openhuman_memory::project::MAX_BYTES),
+            ]),
+            |s, p, caller| forget_project(s, p, caller).boxed(),
         ),
         operation_in::<ops::Resolve>(Group::Daemon),
         operation_in::<ops::Timeline>(Group::Daemon),
@@ -278,6 +328,47 @@ where
     }
     state.audit().record(row);
     outcome
+}
+
+/// `forget --project`: every item of a project deleted in one transaction that commits its audit
+/// row (the project's path is the row's result id, no content); refused in `readonly`, and a
+/// refusal or failure is audited too.
+async fn forget_project(state: AppState, params: Map<String, Value>, caller: Caller) -> Result<Value, MethodError> {
+    let method = "openhuman.memory_forget_project";
+    let project = params.get("project").and_then(Value::as_str).unwrap_or_default().to_string();
+    let row = openhuman_memory::AuditRow {
+        ts_ms: chrono::Utc::now().timestamp_millis(),
+        tool: method.to_string(),
+        source: caller.source.unwrap_or_else(|| "rpc".to_string()),
+        client_info: Value::Null,
+        success: true,
+        error: None,
+        result_id: None,
+        args_summary: json!({ "project_bytes": project.len() }),
+        machine: None,
+    };
+    let outcome = match state.limiter().admit_control(&state.config()) {
+        Ok(()) => {
+            let engine = engine(&state)?;
+            let (source, audit) = (row.source.clone(), row.clone());
+            blocking(move || engine.forget_project(&project, &source, audit).map_err(MethodError::from)).await
+        }
+        Err(denial) => Err(MethodError::InvalidParams(denial.to_string())),
+    };
+    match outcome {
+        Ok(done) => {
+            state.memory_changed(&[]);
+            Ok(serde_json::to_value(done).unwrap_or_default())
+        }
+        Err(e) => {
+            state.audit().record(openhuman_memory::AuditRow {
+                success: false,
+                error: Some(openhuman_common::redact(&e.to_string(), None)),
+                ..row
+            });
+            Err(e)
+        }
+    }
 }
 
 async fn ingest(state: AppState, params: Map<String, Value>, caller: Caller) -> Result<Value, MethodError> {

@@ -16,5 +16,7 @@ pub(super) fn methods() -> Vec<Method> {
         operation::<ops::ListSources>(),
         operation::<ops::Fetch>(),
         operation::<ops::List>(),
+        operation::<ops::History>(),
+        operation::<ops::Projects>(),
     ]
 }

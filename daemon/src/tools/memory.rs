@@ -58,9 +58,16 @@ fn read_tool<O: Operation>(name: &'static str, title: &'static str, description:
     }
 }
 
+/// `memory.search`: the operation, with the session's project preferred (see `workspace`).
+fn search(state: AppState, mut args: Map<String, Value>, ctx: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
+    crate::workspace::prefer_session_project(&mut args, &ctx, state.config().memory.project_boost);
+    run::<ops::Search>(state, args, ctx)
+}
+
 /// `memory.recall`: the operation's result, plus `answer` (or `answer_error`) when an LLM is
 /// configured. Subagents get the plain result: their own model reads the chunks.
-fn recall(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
+fn recall(state: AppState, mut args: Map<String, Value>, ctx: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
+    crate::workspace::prefer_session_project(&mut args, &ctx, state.config().memory.project_boost);
     async move {
         let params = super::typed::<ops::RecallParams>("memory.recall", args)?;
         let query = params.query.clone();
@@ -84,13 +91,17 @@ fn recall(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture
 
 pub(crate) fn tools() -> Vec<ToolDef> {
     vec![
-        read_tool::<ops::Search>(
-            "memory.search",
-            "Search memory (keywords)",
-            "Keyword (BM25) search over everything in the user's memory: notes, documents, e-mail, \
+        ToolDef {
+            handler: search,
+            ..read_tool::<ops::Search>(
+                "memory.search",
+                "Search memory (keywords)",
+                "Keyword (BM25) search over everything in the user's memory: notes, documents, e-mail, \
                           chats, learnings. Returns chunk ids, scores and highlighted snippets; read a whole chunk \
-                          with tree.read_chunk.",
-        ),
+                          with tree.read_chunk. The session's project ranks higher; only current versions of \
+                          facts (memory.recall shows the replaced ones, marked); `as_of` searches a past date.",
+            )
+        },
         ToolDef {
             handler: recall,
             ..read_tool::<ops::Recall>(
@@ -100,7 +111,8 @@ pub(crate) fn tools() -> Vec<ToolDef> {
                           words (vector similarity blended with BM25), optionally filtered. A date in the question \
                           (\"9 July 2022\", \"2022-07-09\", \"last March\") favours chunks from then; chat hits \
                           carry the turns around the match (the reply included). Returns chunks with scores and \
-                          citations.",
+                          citations. The session's project ranks higher; a fact replaced by a newer one is marked \
+                          `superseded` and comes after it; `as_of` answers with what was current on a date.",
             )
         },
         read_tool::<ops::ReadChunk>(
@@ -139,6 +151,19 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             "memory.list",
             "List stored items",
             "Stored memory items newest first, filtered, with the total, paged with an opaque cursor.",
+        ),
+        read_tool::<ops::History>(
+            "memory.history",
+            "History of a fact",
+            "The versions of a fact, oldest first: every memory that replaced, or was replaced by, the one \
+                          named (a chunk or item id), with when each was observed, what replaced it and why, and \
+                          which is current.",
+        ),
+        read_tool::<ops::Projects>(
+            "memory.projects",
+            "List projects",
+            "The projects memory holds chunks of (git roots or working directories), with counts and \
+                          the latest time; a project filters search, recall, fetch and list (`filter.project`).",
         ),
     ]
 }

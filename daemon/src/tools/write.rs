@@ -212,8 +212,12 @@ fn write_tool<P: Params + Send + 'static>(
 
 /// The validated arguments of `tool` as its parameter type, and who writes (the audit row
 /// summarises the arguments as sent).
-fn prepare<P: Params>(tool: &str, args: Map<String, Value>, ctx: &RequestCtx) -> Result<(P, Author), ToolFailure> {
+fn prepare<P: Params>(tool: &str, mut args: Map<String, Value>, ctx: &RequestCtx) -> Result<(P, Author), ToolFailure> {
     let audit = audit_row(tool, ctx, &args);
+    // What a session stores belongs to its project unless the caller names another.
+    if matches!(tool, "memory.store" | "memory.learn") {
+        crate::workspace::default_project(&mut args, "project", ctx);
+    }
     let p = super::typed::<P>(tool, args)?;
     Ok((p, Author { source: ctx.source.clone(), audit }))
 }
@@ -258,7 +262,10 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             "memory.store",
             "Store a document in memory",
             "Save (or replace) a document in the user's memory under a key derived from its title \
-             (mcp-store-<slug>), optionally in a namespace and with tags. It is searchable at once.",
+             (mcp-store-<slug>), optionally in a namespace and with tags. It is searchable at once. The same \
+             or a near-identical fact already stored is refreshed instead (status merged, merged_into); a new \
+             version under the same title, or an update of a similar fact, supersedes the older one, which \
+             stays in memory.history.",
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {

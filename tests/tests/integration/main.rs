@@ -7,6 +7,7 @@ mod cli;
 mod clients;
 mod dashboard;
 mod eval;
+mod facts;
 mod full_disk;
 mod http;
 mod import;

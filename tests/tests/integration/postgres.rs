@@ -223,6 +223,15 @@ fn a_write_on_one_daemon_is_found_on_the_others() {
     let recalled = pb.tool("memory.recall", json!({"query": "automobile maintenance", "k": 3}));
     let chunks = tool_ok(&recalled)["chunks"].as_array().cloned().unwrap_or_default();
     assert!(chunks.iter().any(|c| c["chunk_id"] == car), "B recalls by meaning what C wrote: {recalled}");
+    // A project and a superseded version travel with the chunks.
+    for content in ["The wombat census is in May", "The wombat census moved to June"] {
+        tool_ok(&pa.tool("memory.store", json!({"title": "Census", "content": content, "project": "/team/zoo"})));
+    }
+    wait_hits(&mut pb, "June", 1);
+    let seen = pb.tool("memory.recall", json!({"query": "wombat census", "filter": {"project": "/team/zoo"}}));
+    let seen = tool_ok(&seen)["chunks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[0].get("superseded").is_none() && seen[1]["superseded"]["by"] == seen[0]["chunk_id"], "{seen:?}");
     for m in [&a, &b, &c] {
         let shared = m.caught_up();
         assert_eq!(shared["engine"], "postgres", "{shared}");

@@ -80,7 +80,7 @@ fn recall_prompt_completion_and_memory_items_work_on_stored_memory() {
     let templates = p.call("resources/templates/list", json!({}));
     let uris: Vec<&str> =
         templates["resourceTemplates"].as_array().unwrap().iter().map(|t| t["uriTemplate"].as_str().unwrap()).collect();
-    assert_eq!(uris, ["openhuman://source/{id}", "openhuman://memory/{id}"]);
+    assert_eq!(uris, ["openhuman://source/{id}", "openhuman://memory/{id}", "openhuman://context/{project}"]);
     let item = p.call("resources/read", json!({"uri": format!("openhuman://memory/{chunk}")}));
     let item_text = item["contents"][0]["text"].as_str().unwrap();
     assert!(item_text.starts_with("# Kestrel nesting") && item_text.contains(marker), "{item_text}");

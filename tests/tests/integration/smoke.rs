@@ -80,9 +80,10 @@ fn seed_resources_smoke_writes_exactly_four_lines() {
             assert!(uris.contains(&want), "{name}: {uris:?}");
         }
         let templates = &by_id(3)["result"]["resourceTemplates"];
-        assert_eq!(templates.as_array().map(Vec::len), Some(2), "{name}: {templates}");
+        assert_eq!(templates.as_array().map(Vec::len), Some(3), "{name}: {templates}");
         assert_eq!(templates[0]["uriTemplate"], "openhuman://source/{id}");
         assert_eq!(templates[1]["uriTemplate"], "openhuman://memory/{id}");
+        assert_eq!(templates[2]["uriTemplate"], "openhuman://context/{project}");
         let content = &by_id(4)["result"]["contents"][0];
         assert_eq!(content["mimeType"], "text/markdown");
         assert!(content["text"].as_str().unwrap().contains("OpenHuman"), "{name}");

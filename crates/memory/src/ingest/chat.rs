@@ -119,5 +119,6 @@ fn chunk(ch: &Channel, thread_id: &str, group: &[&ChatMsg], seq: i64, path_str: 
         content,
         metadata,
         tags: Vec::new(),
+        project: None,
     }
 }

@@ -115,6 +115,7 @@ fn parse_titled(
                 content: piece.content,
                 metadata,
                 tags,
+                project: None,
             }
         })
         .collect();

@@ -206,6 +206,7 @@ pub(crate) fn message_chunks(m: &MailMessage, body: &str, thread: &str, path: &P
                 content,
                 metadata,
                 tags: Vec::new(),
+                project: None,
             }
         })
         .collect()

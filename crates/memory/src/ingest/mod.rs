@@ -35,7 +35,7 @@ use super::locks::read;
 use super::store::{self, NewChunk, NewSource};
 use super::types::{FileError, IngestProgress, IngestSummary, Skipped, UNSUPPORTED_NAMED};
 use super::util::{now_ms, sha256_hex};
-use super::{Inner, anchor, entities, write};
+use super::{Inner, anchor, entities, project, write};
 use openhuman_formats::{Detected, FileKind, Parsed as Read, Skips, detect};
 
 const BATCH_CHUNKS: usize = 2_000;
@@ -232,14 +232,20 @@ fn write_files(
     let now = now_ms();
     let mut written = 0;
     let mut threads = mail::Threads::new(tx, links);
+    let mut roots = project::Roots::default();
     for p in batch {
         let old = store::rowids_by_origin(tx, &p.origin)?;
         let annotated = anchor::collect(tx, &p.origin, &old)?;
         summary.chunks_removed += store::delete_chunks(tx, seq, &old)?;
-        let (chunks, sources) = match &p.parsed {
+        let (mut chunks, sources) = match &p.parsed {
             Parsed::Chunks(c, s) => (c.clone(), s.clone()),
             Parsed::Mail(msgs) => mail::build(tx, &mut threads, msgs, &p.path, &p.origin)?,
         };
+        // A file belongs to the git root above it (a chunk's own `metadata.project` wins).
+        let file_project = roots.of_file(&p.path);
+        for c in chunks.iter_mut().filter(|c| c.project.is_none() && project::from_metadata(&c.metadata).is_none()) {
+            c.project.clone_from(&file_project);
+        }
         for s in &sources {
             store::upsert_source(tx, s, now)?;
         }

@@ -58,6 +58,11 @@ pub struct Item {
     /// What ingest recorded, plus the chunk's source, item, tags and owner.
     pub metadata: Map<String, Value>,
     pub observed_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// A newer chunk replaced this one (see `memory.history`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<crate::search::Superseded>,
 }
 
 impl Item {
@@ -79,6 +84,8 @@ impl Item {
             score,
             metadata,
             observed_at: ms_to_rfc3339(c.timestamp_ms),
+            project: c.project.clone(),
+            superseded: c.superseded.clone(),
         }
     }
 }

@@ -45,6 +45,10 @@ params! {
         thread_id: Option<String> = string("Exact thread id.").max_chars(2048),
         #[serde(skip_serializing_if = "Option::is_none")]
         agent_id: Option<String> = string("Exact agent id.").max_chars(2048),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        project: Option<String> =
+            string("Only items of this project: the absolute path of its git root or working directory.")
+                .max_chars(crate::project::MAX_BYTES),
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         entity_ids: Vec<String> =
             list("Only items mentioning these entities (ids from tree.top_entities), e.g. person:alice-smith.", 50, 512),
@@ -76,6 +80,20 @@ fn time(key: &str, value: &Option<String>) -> Result<Option<i64>, MemoryError> {
     })
 }
 
+/// A project argument, normalised; `what` names it in the error.
+pub(crate) fn project_arg(what: &str, value: &Option<String>) -> Result<Option<String>, MemoryError> {
+    let Some(raw) = value else { return Ok(None) };
+    crate::project::normalize(raw).map(Some).ok_or_else(|| {
+        MemoryError::InvalidParams(format!(
+            "{what} must be an absolute path (a project's git root or working directory), such as /home/me/app"
+        ))
+    })
+}
+
+fn project(value: &Option<String>) -> Result<Option<String>, MemoryError> {
+    project_arg("filter.project", value)
+}
+
 impl FilterParams {
     /// The engine's filter for these conditions.
     pub(crate) fn compile(&self) -> Result<Filter, MemoryError> {
@@ -99,6 +117,7 @@ impl FilterParams {
             after_ms: time("observed_after", &self.observed_after)?,
             before_ms: time("observed_before", &self.observed_before)?,
             meta: meta.iter().filter_map(|(k, v)| Some((k.to_string(), (*v).clone()?))).collect(),
+            project: project(&self.project)?,
             rowids: None,
         })
     }

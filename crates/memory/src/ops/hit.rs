@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::search::ChunkRow;
+use crate::search::Superseded;
 use crate::snippet::snippet;
 use crate::util::preview;
 
@@ -25,6 +26,13 @@ pub struct ChunkSummary {
     pub title: Option<String>,
     pub timestamp_ms: i64,
     pub tags: Vec<String>,
+    /// The project the chunk belongs to (a git root or working directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// A newer chunk replaced this one: which, why and both dates (`memory.history` lists the
+    /// chain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded: Option<Superseded>,
 }
 
 impl ChunkSummary {
@@ -49,6 +57,8 @@ impl ChunkSummary {
             title: c.title.clone(),
             timestamp_ms: c.timestamp_ms,
             tags: c.tags.clone(),
+            project: c.project.clone(),
+            superseded: c.superseded.clone(),
         }
     }
 }

@@ -15,16 +15,20 @@
 //! - `read_chunk`, `neighbours`           one chunk and its context
 //! - `browse`, `list`, `top_entities`, `list_sources`, `timeline`   listings and views
 //! - `admin`         what ids name, the store's counts, its check
+//! - `history`       a fact's versions; the projects chunks belong to
+//! - `ranking`       what search and recall share: the preferred project's boost, `as_of`
 //! - `write`         the write tools' parameters and the engine calls that run them for an author
 
 mod admin;
 mod browse;
 mod fetch;
 mod filter_params;
+mod history;
 mod hit;
 mod list;
 mod list_sources;
 mod neighbours;
+mod ranking;
 mod read_chunk;
 mod recall;
 mod search;
@@ -36,10 +40,12 @@ pub use admin::{NoParams, Resolve, ResolveParams, StoreCheck, StoreStats};
 pub use browse::{Browse, BrowseParams, BrowseResult, BrowseRow};
 pub use fetch::{Fetch, FetchParams, FetchResult, Item};
 pub use filter_params::FilterParams;
+pub use history::{History, HistoryParams, HistoryResult, ProjectRow, Projects, ProjectsResult};
 pub use hit::ChunkSummary;
 pub use list::{List, ListParams, ListResult};
 pub use list_sources::{ListSources, ListSourcesParams, SourceRow, SourcesPage};
 pub use neighbours::{Neighbour, Neighbours, NeighboursParams, NeighboursResult};
+pub use ranking::DEFAULT_PROJECT_BOOST;
 pub use read_chunk::{Chunk, Note, ReadChunk, ReadChunkParams};
 pub use recall::{Citation, DateRange, Recall, RecallHit, RecallParams, RecallResult, Turn};
 pub use search::{Search, SearchHit, SearchParams, SearchResult};
@@ -64,6 +70,15 @@ pub trait Operation: 'static {
     type Output: Serialize + Send + 'static;
     fn run(engine: &MemoryEngine, params: Self::Params) -> Result<Self::Output, MemoryError>;
 }
+
+/// The `prefer_project` argument of search and recall.
+pub(crate) const PREFER_PROJECT_DOC: &str =
+    "Rank this project's chunks higher (an absolute path; default: the session's project).";
+/// The `project_boost` argument of search and recall.
+pub(crate) const PROJECT_BOOST_DOC: &str = "What a chunk of prefer_project gains (0 to 1; recall adds it to the blended score, search multiplies by 1 + it; 0 turns it off; default 0.2 or the daemon's memory.project_boost).";
+/// The `as_of` argument of search and recall.
+pub(crate) const AS_OF_DOC: &str =
+    "RFC 3339 time: answer with what was current then (chunks observed by then; replacements observed later ignored).";
 
 /// Longest query text, in characters.
 pub(crate) const QUERY_CHARS: usize = 4096;

@@ -7,7 +7,8 @@ use rusqlite::OptionalExtension;
 use serde::Serialize;
 
 use super::filter_params::{self, FilterParams};
-use super::{ChunkSummary, Operation, QUERY_CHARS};
+use super::ranking::Shaping;
+use super::{AS_OF_DOC, ChunkSummary, Operation, PREFER_PROJECT_DOC, PROJECT_BOOST_DOC, QUERY_CHARS};
 use crate::dates;
 use crate::search::{self, ChunkRow, Mode};
 use crate::snippet::best_line;
@@ -32,6 +33,12 @@ params! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         filter: Option<FilterParams> = object("Restrict what is recalled.", FilterParams::spec()),
         limit: usize = int("How many chunks (default 10); `k` is another name for it.", 1, 50).default_int(10),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prefer_project: Option<String> = string(PREFER_PROJECT_DOC).max_chars(crate::project::MAX_BYTES),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        project_boost: Option<f64> = number(PROJECT_BOOST_DOC, 0.0, 1.0),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        as_of: Option<String> = string(AS_OF_DOC).max_chars(64),
     }
 }
 
@@ -102,7 +109,14 @@ impl Operation for Recall {
 impl RecallParams {
     /// A recall of `query` with the default size and no filter.
     pub fn of(query: impl Into<String>) -> RecallParams {
-        RecallParams { query: query.into(), limit: 10, filter: None }
+        RecallParams {
+            query: query.into(),
+            limit: 10,
+            filter: None,
+            prefer_project: None,
+            project_boost: None,
+            as_of: None,
+        }
     }
 }
 
@@ -110,18 +124,24 @@ impl MemoryEngine {
     /// Hybrid recall: chunks with fused score, cosine and BM25 rank, plus citations and the
     /// vector tier that ranked them.
     pub fn recall(&self, p: RecallParams) -> Result<RecallResult, MemoryError> {
-        let filter = filter_params::compile(&p.filter)?;
+        let shape = Shaping::of(&p.prefer_project, p.project_boost, &p.as_of)?;
+        let mut filter = filter_params::compile(&p.filter)?;
+        shape.narrow(&mut filter);
         filter.settle_entities(&self.inner)?;
         let inner = &self.inner;
         let conn = inner.read_conn()?;
         let k = p.limit;
-        let span = dates::span_in(&p.query, now_ms());
-        let pool = (k * 4).max(100);
-        let ranked = search::rank(inner, &conn, &p.query, Mode::Hybrid, &filter, k, pool, span.as_ref())?;
+        let span = dates::span_in(&p.query, shape.as_of.unwrap_or_else(now_ms));
+        let want = shape.want(k);
+        let pool = (want * 4).max(100);
+        let ranked = search::rank(inner, &conn, &p.query, Mode::Hybrid, &filter, want, pool, span.as_ref())?;
+        let hits = shape.boost(&conn, ranked.hits, Mode::Hybrid, k)?;
         let terms = inner.fts.query_terms(&p.query).words;
         let mut chunks = Vec::new();
         let mut citations = Vec::new();
-        for (c, h) in search::load_hits(&conn, ranked.hits)? {
+        let mut loaded = shape.order(&conn, search::load_hits(&conn, hits)?)?;
+        loaded.truncate(k);
+        for (c, h) in loaded {
             let turns = if c.kind == SourceKind::Chat.as_str() { Some(chat_turns(&conn, &c, &terms)?) } else { None };
             chunks.push(RecallHit {
                 chunk: ChunkSummary::with_snippet(&c, &terms),

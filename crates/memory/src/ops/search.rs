@@ -1,11 +1,13 @@
 //! `memory.search` (`openhuman.memory_tree_search`): keyword (BM25) hits with highlighted
-//! snippets, optionally filtered.
+//! snippets, optionally filtered; only what is current (a version a newer one replaced is left
+//! to recall and `memory.history`), as of `as_of` when given.
 
 use openhuman_schema::params;
 use serde::Serialize;
 
 use super::filter_params::{self, FilterParams};
-use super::{ChunkSummary, Operation, QUERY_CHARS};
+use super::ranking::Shaping;
+use super::{AS_OF_DOC, ChunkSummary, Operation, PREFER_PROJECT_DOC, PROJECT_BOOST_DOC, QUERY_CHARS};
 use crate::search::{self, Mode};
 use crate::{MemoryEngine, MemoryError};
 
@@ -17,6 +19,12 @@ params! {
         limit: usize = int("How many hits (default 10); `k` is another name for it.", 1, 50).default_int(10),
         #[serde(default, skip_serializing_if = "Option::is_none")]
         filter: Option<FilterParams> = object("Restrict the hits.", FilterParams::spec()),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prefer_project: Option<String> = string(PREFER_PROJECT_DOC).max_chars(crate::project::MAX_BYTES),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        project_boost: Option<f64> = number(PROJECT_BOOST_DOC, 0.0, 1.0),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        as_of: Option<String> = string(AS_OF_DOC).max_chars(64),
     }
 }
 
@@ -48,16 +56,23 @@ impl Operation for Search {
 impl MemoryEngine {
     /// BM25 hits for `p.query`, best first, with highlighted snippets.
     pub fn search(&self, p: SearchParams) -> Result<SearchResult, MemoryError> {
-        let filter = filter_params::compile(&p.filter)?;
+        let shape = Shaping::of(&p.prefer_project, p.project_boost, &p.as_of)?;
+        let mut filter = filter_params::compile(&p.filter)?;
+        shape.narrow(&mut filter);
         filter.settle_entities(&self.inner)?;
         let inner = &self.inner;
         let conn = inner.read_conn()?;
         let k = p.limit;
+        let want = shape.want(k);
         // A filter may drop candidates, so it ranks a wider pool.
-        let pool = if filter.is_empty() { k } else { (k * 4).max(100) };
-        let hits = search::rank(inner, &conn, &p.query, Mode::Keyword, &filter, k, pool, None)?.hits;
+        let pool = if filter.is_empty() { want } else { (want * 4).max(100) };
+        let hits = search::rank(inner, &conn, &p.query, Mode::Keyword, &filter, want, pool, None)?.hits;
+        let hits = shape.boost(&conn, hits, Mode::Keyword, k)?;
         let terms = inner.fts.query_terms(&p.query).words;
-        let hits = search::load_hits(&conn, hits)?
+        // What is current (as of `as_of`): a replaced version is for recall and memory.history.
+        let mut loaded = shape.current_only(shape.mark(&conn, search::load_hits(&conn, hits)?)?);
+        loaded.truncate(k);
+        let hits = loaded
             .iter()
             .map(|(c, h)| SearchHit { chunk: ChunkSummary::with_snippet(c, &terms), score: h.score })
             .collect();

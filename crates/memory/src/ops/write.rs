@@ -8,7 +8,9 @@ use openhuman_schema::params;
 use serde_json::Map;
 use sha2::{Digest, Sha256};
 
+use super::filter_params;
 use crate::types::{AuditRow, PutDocument};
+use crate::util::rfc3339_to_ms;
 use crate::write_api::{Forgotten, Learned, Noted, Split, Stored, Tagged};
 use crate::{MemoryEngine, MemoryError};
 
@@ -34,6 +36,14 @@ params! {
             string("Namespace: lowercase letters, digits, '.', '_' or '-' (default: default).").max_chars(64),
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tags: Vec<String> = list("Tags (at most 50, 128 characters each).", 50, 128),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        project: Option<String> = string(
+            "The project it belongs to: the absolute path of a git root or working directory (default: the session's)."
+        )
+        .max_chars(crate::project::MAX_BYTES),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        observed_at: Option<String> =
+            string("RFC 3339 time the fact was observed (default: now); orders it among versions.").max_chars(64),
     }
 }
 
@@ -65,6 +75,11 @@ params! {
         kind: Option<String> = one_of("preference, fact, procedure, correction or other (default other).", LEARN_KINDS),
         #[serde(skip_serializing_if = "Option::is_none")]
         confidence: Option<f64> = number("How sure, from 0 to 1.", 0.0, 1.0),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        project: Option<String> = string(
+            "The project it belongs to: the absolute path of a git root or working directory (default: the session's)."
+        )
+        .max_chars(crate::project::MAX_BYTES),
     }
 }
 
@@ -117,6 +132,16 @@ impl MemoryEngine {
                  '.', '_' and '-' (at most 64); got {shown:?}"
             )));
         }
+        let project = filter_params::project_arg("project", &p.project)?;
+        let timestamp_ms = match &p.observed_at {
+            Some(t) => Some(rfc3339_to_ms(t).ok_or_else(|| {
+                MemoryError::InvalidParams(format!(
+                    "observed_at must be an RFC 3339 time such as 2024-05-01T00:00:00Z, got `{}`",
+                    t.chars().take(64).collect::<String>()
+                ))
+            })?),
+            None => None,
+        };
         let doc = PutDocument {
             namespace: p.namespace,
             key: format!("mcp-store-{}", slug(&p.title)),
@@ -124,8 +149,10 @@ impl MemoryEngine {
             content: p.content,
             tags: p.tags,
             metadata: Map::new(),
-            timestamp_ms: None,
+            timestamp_ms,
             source: by.source,
+            project,
+            track_facts: true,
         };
         self.put_document(doc, by.audit)
     }
@@ -144,7 +171,9 @@ impl MemoryEngine {
 
     /// `memory.learn`: one new learning.
     pub fn learn_one(&self, p: LearnParams, by: Author) -> Result<Learned, MemoryError> {
-        self.learn(&p.text, p.kind.as_deref().unwrap_or("other"), p.confidence, &by.source, by.audit)
+        let project = filter_params::project_arg("project", &p.project)?;
+        let kind = p.kind.as_deref().unwrap_or("other");
+        self.learn_with(&p.text, kind, p.confidence, project.as_deref(), true, &by.source, by.audit)
     }
 
     /// `memory.forget`: deletes what the ids name, for good.

@@ -2,6 +2,7 @@
 //! with a small deterministic embedder (hashed bag of words) so that vector results are
 //! predictable and no model is needed.
 
+mod facts;
 mod import;
 mod import_mail;
 mod index;

@@ -348,6 +348,8 @@ fn new_chunk(rec: &Map<String, Value>) -> Option<NewChunk> {
             _ => Map::new(),
         },
         tags: Vec::new(),
+        // Exports before projects existed have none: the chunk's metadata may still name one.
+        project: s("project"),
     })
 }
 
