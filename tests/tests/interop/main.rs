@@ -22,7 +22,13 @@ fn official_clients_and_the_conformance_suite_pass() {
     for script in ["tests/interop/run.sh", "tests/interop/run-http.sh", "tests/conformance/run.sh"] {
         eprintln!("== {script}");
         // The scripts' lines go straight to the test's output, so CI logs show every check.
-        let status = Command::new("bash").arg(script).current_dir(root).status().expect("run bash");
+        // The scripts test the binaries just built, wherever the target directory is.
+        let mut cmd = Command::new("bash");
+        cmd.arg(script).current_dir(root);
+        if std::env::var_os("OPENHUMAN_BIN_DIR").is_none() {
+            cmd.env("OPENHUMAN_BIN_DIR", openhuman_tests::bin_dir());
+        }
+        let status = cmd.status().expect("run bash");
         if !status.success() {
             failed.push(format!("{script} ({status})"));
         }
