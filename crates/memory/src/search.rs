@@ -50,10 +50,12 @@ pub(crate) struct Hit {
     pub in_span: bool,
 }
 
-/// Ranked hits and the vector tier that ranked them (`None`: keywords only).
+/// Ranked hits and the vector tier that ranked them (`None`: keywords only), with what the
+/// relevance floor needs to judge them.
 pub(crate) struct Ranked {
     pub hits: Vec<Hit>,
     pub tier: Option<TierKind>,
+    pub judge: Judge,
 }
 
 /// Merges the ranked lists. Keyword and vector modes keep their ranker's score. Hybrid blends
@@ -183,10 +185,125 @@ pub(crate) fn rank(
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);
-            return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind) });
+            let noise = qvec.as_ref().and_then(|(q, tier)| {
+                let (mean, sd) = read(&tier.vectors).background(q, BACKGROUND_ROWS)?;
+                Some(VectorNoise { mean, sd: sd.max(f32::EPSILON) })
+            });
+            let idf = inner.fts.idf(&terms.words);
+            let judge = Judge { terms: terms.words, idf, noise };
+            return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind), judge });
         }
         pool *= 4;
     }
+}
+
+// ---- the relevance floor ----
+
+/// Rows of the store a query is compared with to learn how similar an unrelated chunk is.
+const BACKGROUND_ROWS: usize = 512;
+/// A cosine this many standard deviations above the store's mean counts 0 as evidence by
+/// meaning, and [`FULL_SDS`] above it counts 1, linearly between: a chunk alike to the query
+/// only as much as an arbitrary chunk of the store is counts nothing.
+const NOISE_SDS: f32 = 1.0;
+const FULL_SDS: f32 = 6.0;
+
+/// How similar an arbitrary chunk of the store is to one query: the mean and deviation of
+/// the query's cosine with a sample of the store's rows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct VectorNoise {
+    pub mean: f32,
+    pub sd: f32,
+}
+
+/// What the relevance floor weighs a query's hits with: the query's words with their
+/// inverse document frequencies, and the vector ranker's noise level.
+pub(crate) struct Judge {
+    terms: Vec<String>,
+    idf: Vec<f64>,
+    noise: Option<VectorNoise>,
+}
+
+impl Judge {
+    /// How well a hit is backed, in `0..=1`, from signals that keep their meaning from one
+    /// store and one embedder to another (never a raw score): the larger of the share of the
+    /// query's word weight (inverse document frequency) found in the chunk's title and text,
+    /// and how many standard deviations its cosine stands above the store's mean cosine with
+    /// the query (1 counting 0, 6 counting 1).
+    pub fn relevance(&self, row: &ChunkRow, hit: &Hit) -> f64 {
+        let keyword = self.coverage(row);
+        let vector = match (self.noise, hit.vector_score) {
+            (Some(n), Some(cos)) => {
+                let z = (cos - n.mean) / n.sd;
+                ((z - NOISE_SDS) / (FULL_SDS - NOISE_SDS)).clamp(0.0, 1.0) as f64
+            }
+            _ => 0.0,
+        };
+        keyword.max(vector)
+    }
+
+    /// The share of the query's word weight that the chunk's title and text hold.
+    fn coverage(&self, row: &ChunkRow) -> f64 {
+        let total: f64 = self.idf.iter().sum();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        let mut found = vec![false; self.terms.len()];
+        // A word is stemmed only when it could be one of the query's stems (they share a
+        // first letter and the word is at least as long as the stem's first part).
+        let mut check = |_: usize, _: usize, lower: &str| {
+            let first = lower.as_bytes().first();
+            if !self.terms.iter().zip(&found).any(|(t, f)| !*f && t.as_bytes().first() == first) {
+                return;
+            }
+            let s = crate::fts::stem(lower);
+            if let Some(i) = self.terms.iter().position(|t| *t == s) {
+                found[i] = true;
+            }
+        };
+        if let Some(t) = &row.title {
+            crate::fts::for_each_word(t, &mut check);
+        }
+        crate::fts::for_each_word(&row.content, &mut check);
+        found.iter().zip(&self.idf).filter(|(f, _)| **f).map(|(_, w)| w).sum::<f64>() / total
+    }
+}
+
+/// A hit from another source than the first hit's must come within this share of the first
+/// hit's fused score, or of the best relevance among the hits, to be kept.
+const OTHER_SOURCE_SCORE: f64 = 0.5;
+const OTHER_SOURCE_RELEVANCE: f64 = 0.6;
+
+/// Splits loaded hits (best first) at the relevance floor: those kept, each with its
+/// [`Judge::relevance`], and how many were held back. A hit is kept when its relevance
+/// reaches `min` and, unless it is from the first hit's source (the rest of its conversation,
+/// thread or document, context for it), when it also comes near the first hit: within
+/// [`OTHER_SOURCE_SCORE`] of its fused score or [`OTHER_SOURCE_RELEVANCE`] of the best
+/// relevance. A mail that shares one word of a question about a note is not near the note.
+/// `min` 0 keeps every hit.
+pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -> (Vec<(ChunkRow, Hit, f64)>, usize) {
+    let total = hits.len();
+    let judged: Vec<(ChunkRow, Hit, f64)> = hits
+        .into_iter()
+        .map(|(c, h)| {
+            let r = judge.relevance(&c, &h);
+            (c, h, r)
+        })
+        .collect();
+    if min <= 0.0 {
+        return (judged, 0);
+    }
+    let Some((first, first_hit, _)) = judged.first() else { return (judged, 0) };
+    let (source, top) = (first.source_id.clone(), first_hit.score);
+    let best = judged.iter().map(|j| j.2).fold(0.0, f64::max);
+    let kept: Vec<(ChunkRow, Hit, f64)> = judged
+        .into_iter()
+        .filter(|(c, h, r)| {
+            *r >= min
+                && (c.source_id == source || h.score >= OTHER_SOURCE_SCORE * top || *r >= OTHER_SOURCE_RELEVANCE * best)
+        })
+        .collect();
+    let held = total - kept.len();
+    (kept, held)
 }
 
 /// One chunk row as the read methods present it.

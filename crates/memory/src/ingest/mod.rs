@@ -17,6 +17,7 @@
 //! others.
 
 mod chat;
+pub use chat::{ChatChunk, ChatChunking};
 mod docs;
 mod mail;
 

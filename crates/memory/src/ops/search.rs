@@ -1,5 +1,5 @@
 //! `memory.search` (`openhuman.memory_tree_search`): keyword (BM25) hits with highlighted
-//! snippets, optionally filtered.
+//! snippets, optionally filtered, without the hits below the relevance floor (`min_relevance`).
 
 use openhuman_schema::params;
 use serde::Serialize;
@@ -17,13 +17,28 @@ params! {
         limit: usize = int("How many hits (default 10); `k` is another name for it.", 1, 50).default_int(10),
         #[serde(default, skip_serializing_if = "Option::is_none")]
         filter: Option<FilterParams> = object("Restrict the hits.", FilterParams::spec()),
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min_relevance: Option<f64> = number(
+            "Leave out hits whose relevance (the share of the query's word weight they hold) is below this, \
+             0 to 1 (default 0.1; 0 keeps every hit).",
+            0.0,
+            1.0,
+        ),
     }
 }
+
+/// The relevance a search hit needs by default: the share of the query's word weight (by
+/// inverse document frequency) its text holds. Calibrated on the development sets (see
+/// BENCHMARKS.md): it costs nothing measurable there, and a hit matching only one common
+/// word of a longer question stays out.
+pub const SEARCH_MIN_RELEVANCE: f64 = 0.1;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchResult {
     pub query: String,
     pub hits: Vec<SearchHit>,
+    /// Hits among the best `k` left out for falling below `min_relevance`.
+    pub held_back: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,6 +47,15 @@ pub struct SearchHit {
     pub chunk: ChunkSummary,
     /// The BM25 score.
     pub score: f64,
+    /// How well the hit is backed, in `0..=1` (what `min_relevance` is compared with).
+    pub relevance: f64,
+}
+
+impl SearchParams {
+    /// A search for `query` with the default size and no filter.
+    pub fn of(query: impl Into<String>) -> SearchParams {
+        SearchParams { query: query.into(), limit: 10, filter: None, min_relevance: None }
+    }
 }
 
 pub struct Search;
@@ -46,7 +70,8 @@ impl Operation for Search {
 }
 
 impl MemoryEngine {
-    /// BM25 hits for `p.query`, best first, with highlighted snippets.
+    /// BM25 hits for `p.query`, best first, with highlighted snippets; those of the best `k`
+    /// below the relevance floor are left out and counted.
     pub fn search(&self, p: SearchParams) -> Result<SearchResult, MemoryError> {
         let filter = filter_params::compile(&p.filter)?;
         filter.settle_entities(&self.inner)?;
@@ -55,12 +80,15 @@ impl MemoryEngine {
         let k = p.limit;
         // A filter may drop candidates, so it ranks a wider pool.
         let pool = if filter.is_empty() { k } else { (k * 4).max(100) };
-        let hits = search::rank(inner, &conn, &p.query, Mode::Keyword, &filter, k, pool, None)?.hits;
+        let ranked = search::rank(inner, &conn, &p.query, Mode::Keyword, &filter, k, pool, None)?;
         let terms = inner.fts.query_terms(&p.query).words;
-        let hits = search::load_hits(&conn, hits)?
+        let loaded = search::load_hits(&conn, ranked.hits)?;
+        let min = p.min_relevance.unwrap_or(SEARCH_MIN_RELEVANCE);
+        let (kept, held_back) = search::apply_floor(&ranked.judge, loaded, min);
+        let hits = kept
             .iter()
-            .map(|(c, h)| SearchHit { chunk: ChunkSummary::with_snippet(c, &terms), score: h.score })
+            .map(|(c, h, r)| SearchHit { chunk: ChunkSummary::with_snippet(c, &terms), score: h.score, relevance: *r })
             .collect();
-        Ok(SearchResult { query: p.query, hits })
+        Ok(SearchResult { query: p.query, hits, held_back })
     }
 }

@@ -8,6 +8,7 @@ mod index;
 mod ingest;
 mod keyword;
 mod people;
+mod personal;
 mod read;
 mod tiers;
 mod transfer;
