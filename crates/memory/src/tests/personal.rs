@@ -383,3 +383,45 @@ fn min_relevance_zero_keeps_every_hit_and_the_default_holds_back_noise() {
     let bad = m.wire::<ops::Search>(json!({"query": "x", "min_relevance": 1.5}));
     assert!(bad.is_err());
 }
+
+#[test]
+fn a_chat_answer_comes_back_with_the_turn_that_asks_for_it() {
+    use crate::{Channel, ChatChunking, ChatMsg};
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(&dir.path().join("data"), builtin());
+    let turns = [
+        ("Ana", "Morning! Did you sleep well?"),
+        ("Ben", "Not really, the neighbours had a party."),
+        ("Ana", "Which city did you move to in the end for the new job?"),
+        ("Ben", "Rotterdam, right by the harbour."),
+        ("Ana", "Nice, I have never been."),
+        ("Ben", "Come visit in spring, the weather is better then."),
+    ];
+    let mut ch = Channel::new("test:ana-ben".into(), "Ana and Ben".into(), "ana-ben".into(), None);
+    ch.msgs = turns
+        .iter()
+        .enumerate()
+        .map(|(i, (from, text))| ChatMsg {
+            at: format!("T{i}"),
+            ts: 1_700_000_000_000 + i as i64 * 60_000,
+            from: from.to_string(),
+            text: text.to_string(),
+            thread: None,
+        })
+        .collect();
+    let stored = m.put_chat(vec![ch.clone()], "chats/ana-ben", ChatChunking::PerMessage).unwrap();
+    assert_eq!(stored.len(), turns.len());
+    assert_eq!(stored[3].messages, ["T3"]);
+    m.wait_background();
+    // The answer shares no word with the question; it is found as the reply to the turn that does.
+    let r = m.wire::<ops::Recall>(json!({"query": "which city did Ben move to for his job?", "k": 3})).unwrap();
+    let ids: Vec<&str> = r["chunks"].as_array().unwrap().iter().map(|c| c["chunk_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.first(), Some(&stored[2].chunk_id.as_str()), "{r}");
+    assert!(ids.contains(&stored[3].chunk_id.as_str()), "{r}");
+    // Packed as ingest packs a chat, the six turns are one chunk; storing again replaces it.
+    let packed = m.put_chat(vec![ch], "chats/ana-ben", ChatChunking::Packed).unwrap();
+    assert_eq!(packed.len(), 1);
+    assert_eq!(packed[0].messages.len(), turns.len());
+    let s = m.stats().unwrap();
+    assert_eq!(s.chunks, 1);
+}
