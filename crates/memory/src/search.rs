@@ -211,8 +211,9 @@ pub(crate) fn rank(
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);
             let noise = qvec.as_ref().and_then(|(q, tier)| {
-                let (mean, sd) = read(&tier.vectors).background(q, BACKGROUND_ROWS)?;
-                Some(VectorNoise { mean, sd: sd.max(f32::EPSILON) })
+                let (mean, sd, rows) = read(&tier.vectors).background(q, BACKGROUND_ROWS)?;
+                let top = vs.iter().map(|v| v.1).fold(f32::MIN, f32::max);
+                Some(VectorNoise { mean, sd: sd.max(f32::EPSILON), known: rows >= MIN_BACKGROUND, top })
             });
             let idf = inner.fts.idf(&terms.words);
             let judge = Judge { terms: terms.words, idf, noise };
@@ -314,6 +315,9 @@ fn spread_to_neighbours(
 
 /// Rows of the store a query is compared with to learn how similar an unrelated chunk is.
 const BACKGROUND_ROWS: usize = 512;
+/// Below this many vectors a store is too small to tell noise from signal by its spread: the
+/// chunk the vector ranker puts first counts as backed by meaning, the others not at all.
+const MIN_BACKGROUND: usize = 16;
 /// A cosine this many standard deviations above the store's mean counts 0 as evidence by
 /// meaning, and [`FULL_SDS`] above it counts 1, linearly between: a chunk alike to the query
 /// only as much as an arbitrary chunk of the store is counts nothing.
@@ -326,6 +330,10 @@ const FULL_SDS: f32 = 6.0;
 pub(crate) struct VectorNoise {
     pub mean: f32,
     pub sd: f32,
+    /// Whether the sample was large enough to read (see [`MIN_BACKGROUND`]).
+    pub known: bool,
+    /// The best cosine of the query's vector list.
+    pub top: f32,
 }
 
 /// What the relevance floor weighs a query's hits with: the query's words with their
@@ -345,6 +353,7 @@ impl Judge {
     pub fn relevance(&self, row: &ChunkRow, hit: &Hit) -> f64 {
         let keyword = self.coverage(row);
         let vector = match (self.noise, hit.vector_score) {
+            (Some(n), Some(cos)) if !n.known => f64::from(u8::from(cos > 0.0 && cos >= n.top)),
             (Some(n), Some(cos)) => {
                 let z = (cos - n.mean) / n.sd;
                 ((z - NOISE_SDS) / (FULL_SDS - NOISE_SDS)).clamp(0.0, 1.0) as f64

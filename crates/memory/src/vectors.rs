@@ -239,9 +239,10 @@ impl VectorIndex {
     }
 
     /// The mean and standard deviation of `query`'s cosine with up to `n` rows spread evenly
-    /// over the index: how similar an arbitrary chunk of this store is to the query, the
-    /// level a related chunk has to stand out from. `None` when the index holds no row.
-    pub fn background(&self, query: &[f32], n: usize) -> Option<(f32, f32)> {
+    /// over the index, and how many rows that was: how similar an arbitrary chunk of this store
+    /// is to the query, the level a related chunk has to stand out from. `None` when the index
+    /// holds no row.
+    pub fn background(&self, query: &[f32], n: usize) -> Option<(f32, f32, usize)> {
         let len = self.rowids.len();
         if len == 0 || n == 0 || self.dims == 0 || query.len() != self.dims {
             return None;
@@ -258,7 +259,7 @@ impl VectorIndex {
             .collect();
         let mean = sims.iter().sum::<f64>() / sims.len() as f64;
         let var = sims.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / sims.len() as f64;
-        Some((mean as f32, var.sqrt() as f32))
+        Some((mean as f32, var.sqrt() as f32, sims.len()))
     }
 
     /// The best `limit` of the row positions `rows` by their int8 rows, as `(position,
