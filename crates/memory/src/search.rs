@@ -234,6 +234,9 @@ const SPREAD_FROM: usize = 20;
 const SPREAD_BEFORE: f64 = 0.2;
 const SPREAD_AFTER: f64 = 0.4;
 
+/// The cosines of some rows with the query, as `(rowid, cosine)` (none without a query vector).
+type Cosines<'a> = dyn Fn(&[i64]) -> Vec<(i64, f32)> + 'a;
+
 /// Chat turns are read in their conversation: the answer to a question often sits in the turn
 /// after the one that matches it, the matching words in the turn before. The best chat hits
 /// that hold one turn lend a share of their score to the chunks beside them in the same
@@ -244,7 +247,7 @@ fn spread_to_neighbours(
     conn: &Connection,
     fused: &mut Vec<Hit>,
     filter: &Filter,
-    cosines: &dyn Fn(&[i64]) -> Vec<(i64, f32)>,
+    cosines: &Cosines<'_>,
 ) -> Result<(), MemoryError> {
     let (n, before, after) = (SPREAD_FROM, SPREAD_BEFORE, SPREAD_AFTER);
     if fused.is_empty() {
