@@ -384,15 +384,24 @@ pub(crate) struct AuditArgs {
 #[derive(Debug, Args)]
 pub(crate) struct EvalArgs {
     /// Folder holding corpus.jsonl ({"_id", "title", "text"} per line), queries.jsonl
-    /// ({"_id", "text"}) and qrels.tsv (query-id, corpus-id, score; score > 0 is relevant).
+    /// ({"_id", "text"}) and qrels.tsv (query-id, corpus-id, score; score > 0 is relevant);
+    /// or a LoCoMo conversations file (or a folder holding one).
     #[arg(value_name = "DIR")]
     pub dir: PathBuf,
+    /// LoCoMo only: how each conversation is stored, comma-separated: one turn per chunk, or
+    /// packed as ingest packs a chat export.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "turn,default")]
+    pub chunking: Vec<EvalChunking>,
     /// Methods to measure, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "search,recall,keyword,vector,hybrid")]
     pub methods: Vec<EvalMethod>,
     /// Evaluate only the first N queries (in file order) that have relevant documents.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_queries: Option<u32>,
+    /// The relevance floor `search` and `recall` are called with (`min_relevance`, 0 to 1;
+    /// 0 keeps every hit); their own default when not given.
+    #[arg(long, value_name = "X")]
+    pub min_relevance: Option<f64>,
     /// Print one JSON object with every figure instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -411,6 +420,15 @@ pub(crate) enum EvalMethod {
     Vector,
     /// `memory.fetch` with mode hybrid.
     Hybrid,
+}
+
+/// How `eval` stores a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EvalChunking {
+    /// Each turn its own chunk.
+    Turn,
+    /// Turns packed into chunks as chat ingest packs them.
+    Default,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

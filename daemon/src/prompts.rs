@@ -3,7 +3,7 @@
 //! the list follows the agent registry, so a reload that adds or removes a user agent changes it
 //! (`AppState::reload` says so). `recall_context`
 //! runs a memory recall and packs the best memories for a topic, each with its citation, into a
-//! token budget.
+//! token budget: only those above recall's relevance floor, so an unrelated memory never pads it.
 //!
 //! Tokens are estimated the way memory counts them for chunk sizing (`token_count`):
 //! whitespace-separated words × 1.3, rounded up ([`openhuman_memory::estimate_tokens`]). The
@@ -176,7 +176,11 @@ async fn recall_context(state: AppState, topic: &str, budget: usize) -> Result<P
         budget,
         "prompt built"
     );
-    let description = format!("{} memories on \"{topic}\" (about {} of {budget} tokens)", pack.count, pack.used);
+    let held = match recalled.held_back {
+        0 => String::new(),
+        n => format!("; {n} below the relevance floor left out"),
+    };
+    let description = format!("{} memories on \"{topic}\" (about {} of {budget} tokens{held})", pack.count, pack.used);
     Ok(PromptResult { description, messages: vec![user_text(pack.finish())] })
 }
 

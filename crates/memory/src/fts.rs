@@ -262,6 +262,20 @@ impl Fts {
         self.directory.flush().context("flushing the full-text index to disk")
     }
 
+    /// The inverse document frequency of each word stem, as BM25 weighs it: rare words
+    /// weigh most, a word no chunk has weighs as if one chunk had it.
+    pub fn idf(&self, stems: &[String]) -> Vec<f64> {
+        let searcher = self.reader.searcher();
+        let n = searcher.num_docs() as f64;
+        stems
+            .iter()
+            .map(|t| {
+                let df = searcher.doc_freq(&Term::from_field_text(self.text, t)).unwrap_or(0).max(1) as f64;
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect()
+    }
+
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
     }

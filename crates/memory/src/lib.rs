@@ -88,6 +88,8 @@ pub use sync::{Check, FtsCheck, VectorCheck};
 /// The schema version of the store this build writes (and of a shared store's tables).
 pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
 pub use fts::word_stems;
+pub use ingest::{ChatChunk, ChatChunking};
+pub use openhuman_formats::{Channel, ChatMsg};
 pub use tier::{TierKind, TierProgress};
 pub use transfer::{
     BackupSummary, ExportSummary, FORMAT_VERSION as EXPORT_FORMAT_VERSION, ImportSummary, RestoreSummary, backup,

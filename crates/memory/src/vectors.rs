@@ -238,6 +238,30 @@ impl VectorIndex {
         out
     }
 
+    /// The mean and standard deviation of `query`'s cosine with up to `n` rows spread evenly
+    /// over the index, and how many rows that was: how similar an arbitrary chunk of this store
+    /// is to the query, the level a related chunk has to stand out from. `None` when the index
+    /// holds no row.
+    pub fn background(&self, query: &[f32], n: usize) -> Option<(f32, f32, usize)> {
+        let len = self.rowids.len();
+        if len == 0 || n == 0 || self.dims == 0 || query.len() != self.dims {
+            return None;
+        }
+        let mut q = query.to_vec();
+        normalize(&mut q);
+        let mut qi = vec![0i8; q.len()];
+        let q_scale = quantize(&q, &mut qi);
+        let step = len.div_ceil(n).max(1);
+        let d = self.dims;
+        let sims: Vec<f64> = (0..len)
+            .step_by(step)
+            .map(|i| (dot_i8i8(&qi, &self.data[i * d..(i + 1) * d]) as f32 * q_scale * self.scales[i]) as f64)
+            .collect();
+        let mean = sims.iter().sum::<f64>() / sims.len() as f64;
+        let var = sims.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / sims.len() as f64;
+        Some((mean as f32, var.sqrt() as f32, sims.len()))
+    }
+
     /// The best `limit` of the row positions `rows` by their int8 rows, as `(position,
     /// cosine)`, unordered.
     fn exact(&self, q: &Quantised, limit: usize, rows: impl Iterator<Item = usize>) -> Vec<(usize, f32)> {

@@ -19,6 +19,7 @@ use openhuman_schema::Params;
 use serde_json::{Map, Value, json};
 
 mod baseline;
+mod locomo;
 
 use crate::backends;
 use crate::cli::{EvalArgs, EvalMethod};
@@ -27,7 +28,12 @@ use crate::cli::{EvalArgs, EvalMethod};
 pub(crate) fn command(paths: &Paths, args: &EvalArgs) -> Result<i32> {
     let loaded = openhuman_config::load(&paths.config_file)?;
     let report = run(paths, &loaded.config, args)?;
-    super::out(&if args.json { report.to_string() } else { table(&report) });
+    let text = match () {
+        _ if args.json => report.to_string(),
+        _ if report["layout"] == "locomo" => locomo::table(&report),
+        _ => table(&report),
+    };
+    super::out(&text);
     Ok(crate::EXIT_OK)
 }
 
@@ -265,6 +271,9 @@ struct Score {
     ndcg: f64,
     recall_top: f64,
     recall_deep: f64,
+    /// Documents ranked within the first 10, summed (fewer when the relevance floor held
+    /// hits back).
+    returned_top: f64,
     latencies_ms: Vec<f64>,
 }
 
@@ -275,6 +284,7 @@ impl Score {
         self.ndcg += ndcg_at(TOP, &gains, relevant.len());
         self.recall_top += recall_at(TOP, &gains, relevant.len());
         self.recall_deep += recall_at(DEEP, &gains, relevant.len());
+        self.returned_top += docs.len().min(TOP) as f64;
         self.latencies_ms.push(ms);
     }
 
@@ -286,6 +296,7 @@ impl Score {
             "ndcg_at_10": self.ndcg / n,
             "recall_at_10": self.recall_top / n,
             "recall_at_100": self.recall_deep / n,
+            "returned_at_10": self.returned_top / n,
             "depth": depth,
             "latency_ms": { "p50": micros(percentile(&self.latencies_ms, 50.0)),
                             "p95": micros(percentile(&self.latencies_ms, 95.0)) },
@@ -306,6 +317,8 @@ struct Runner {
     page: usize,
     /// The most documents one query can rank: `DEEP`, or fewer when the method cannot page.
     depth: usize,
+    /// The relevance floor `search` and `recall` are called with (their default when `None`).
+    min_relevance: Option<f64>,
 }
 
 fn int_max(spec: &ArgSpec, name: &str) -> Result<usize> {
@@ -319,11 +332,11 @@ fn int_max(spec: &ArgSpec, name: &str) -> Result<usize> {
 }
 
 impl Runner {
-    fn new(method: EvalMethod) -> Result<Runner> {
+    fn new(method: EvalMethod, min_relevance: Option<f64>) -> Result<Runner> {
         let spec = method.spec();
         let page = int_max(&spec, "limit")?.min(DEEP);
         let depth = if method.mode().is_none() { page } else { DEEP };
-        Ok(Runner { method, spec, page, depth })
+        Ok(Runner { method, spec, page, depth, min_relevance })
     }
 
     /// Whether the tool's schema accepts `query` (a blank or over-long one is refused there).
@@ -336,25 +349,35 @@ impl Runner {
     /// One call: the source refs of the hits, best first, the vector tier that ranked them and
     /// the next page's cursor (fetch only).
     fn call(&self, engine: &MemoryEngine, query: &str, cursor: Option<String>) -> Result<Page, MemoryError> {
+        self.call_at(engine, query, self.page, cursor)
+    }
+
+    /// [`Runner::call`] asking for `limit` hits (at most the page size), from the first page.
+    fn call_with_limit(&self, engine: &MemoryEngine, query: &str, limit: usize) -> Result<Page, MemoryError> {
+        self.call_at(engine, query, limit.min(self.page), None)
+    }
+
+    fn call_at(
+        &self,
+        engine: &MemoryEngine,
+        query: &str,
+        limit: usize,
+        cursor: Option<String>,
+    ) -> Result<Page, MemoryError> {
         let query = query.to_string();
         Ok(match self.method.mode() {
             None if self.method == EvalMethod::Search => {
-                let r = engine.search(ops::SearchParams {
-                    query,
-                    limit: self.page,
-                    filter: None,
-                    prefer_project: None,
-                    project_boost: None,
-                    as_of: None,
-                })?;
+                let p = ops::SearchParams { limit, min_relevance: self.min_relevance, ..ops::SearchParams::of(query) };
+                let r = engine.search(p)?;
                 (r.hits.into_iter().map(|h| h.chunk.source_ref).collect(), None, None)
             }
             None => {
-                let r = engine.recall(ops::RecallParams { limit: self.page, ..ops::RecallParams::of(query) })?;
+                let p = ops::RecallParams { limit, min_relevance: self.min_relevance, ..ops::RecallParams::of(query) };
+                let r = engine.recall(p)?;
                 (r.chunks.into_iter().map(|h| h.chunk.source_ref).collect(), r.vector_tier, None)
             }
             Some(mode) => {
-                let p = ops::FetchParams { query, mode: Some(mode.into()), filter: None, limit: self.page, cursor };
+                let p = ops::FetchParams { query, mode: Some(mode.into()), filter: None, limit, cursor };
                 let r = engine.fetch(p)?;
                 let refs = r
                     .items
@@ -461,14 +484,22 @@ fn micros(ms: f64) -> f64 {
 /// model store a configured transformer is taken from; the user's memory store is not opened.
 pub(crate) fn run(paths: &Paths, config: &Config, args: &EvalArgs) -> Result<Value> {
     let wall = Instant::now();
-    let data = Dataset::read(&args.dir)?;
     let mut methods: Vec<EvalMethod> = Vec::new();
     for m in &args.methods {
         if !methods.contains(m) {
             methods.push(*m);
         }
     }
-    let runners = methods.into_iter().map(Runner::new).collect::<Result<Vec<_>>>()?;
+    if let Some(x) = args.min_relevance
+        && !(0.0..=1.0).contains(&x)
+    {
+        bail!("--min-relevance must be between 0 and 1, not {x}");
+    }
+    let runners = methods.into_iter().map(|m| Runner::new(m, args.min_relevance)).collect::<Result<Vec<_>>>()?;
+    if let Some(file) = locomo::find(&args.dir) {
+        return locomo::run(paths, config, args, &file, &runners);
+    }
+    let data = Dataset::read(&args.dir)?;
 
     // The queries to run: those with relevant documents, in file order, checked before ingesting.
     let judged: Vec<(&Query, &HashSet<String>)> =
@@ -624,8 +655,8 @@ pub(crate) fn table(r: &Value) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n{:<8} {:<26} {:>8} {:>10} {:>11} {:>8} {:>8}\n",
-        "method", "tool", "nDCG@10", "Recall@10", "Recall@100", "p50 ms", "p95 ms"
+        "\n{:<8} {:<26} {:>8} {:>10} {:>11} {:>6} {:>8} {:>8}\n",
+        "method", "tool", "nDCG@10", "Recall@10", "Recall@100", "top10", "p50 ms", "p95 ms"
     ));
     let mut shallow = Vec::new();
     let mut row = |name: &str, m: &Value, latency: bool| {
@@ -642,12 +673,13 @@ pub(crate) fn table(r: &Value) -> String {
             false => "-".into(),
         };
         format!(
-            "{:<8} {:<26} {:>8.4} {:>10.4} {:>10.4}{mark} {:>8} {:>8}\n",
+            "{:<8} {:<26} {:>8.4} {:>10.4} {:>10.4}{mark} {:>6.2} {:>8} {:>8}\n",
             name,
             m["tool"].as_str().unwrap_or("?"),
             f("ndcg_at_10"),
             f("recall_at_10"),
             f("recall_at_100"),
+            f("returned_at_10"),
             ms("p50"),
             ms("p95"),
         )

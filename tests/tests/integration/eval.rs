@@ -1,7 +1,9 @@
 //! `openhumand-mcp eval`: a small BEIR folder written here (30 short documents on distinct topics,
 //! 8 judged queries sharing distinctive words with their documents, one query judged only
 //! irrelevant) measured end to end by the real binary; a malformed qrels line is refused with its
-//! file and line; the user's own store is never touched.
+//! file and line; the user's own store is never touched. A tiny conversation in the LoCoMo layout
+//! (`tests/fixtures/locomo-mini`, written for this test) is measured per category, stored one
+//! turn per chunk and packed.
 
 use std::path::Path;
 
@@ -154,4 +156,42 @@ fn eval_refuses_a_malformed_qrels_line_naming_file_and_line() {
     let out = home.daemon_cmd().arg("eval").arg(data.path()).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("queries.jsonl"));
+}
+
+#[test]
+fn eval_reads_a_locomo_conversation_and_reports_recall_per_category() {
+    let home = Home::new();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/locomo-mini");
+    let out = home.daemon_cmd().arg("eval").arg(&dir).args(["--methods", "search,recall", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).expect("one JSON object on stdout");
+    eprintln!("eval report: {r}");
+    assert_eq!(r["layout"], "locomo");
+    assert_eq!((r["conversations"].as_u64(), r["turns"].as_u64()), (Some(1), Some(14)));
+    // Five questions of categories 1-4; the adversarial one is not measured, the one whose
+    // evidence is not in the conversation is counted apart.
+    assert_eq!(r["questions"], json!({"measured": 5, "without_evidence": 1}));
+    let turn = &r["chunkings"]["turn"];
+    assert_eq!(turn["chunks"], 14, "one turn per chunk");
+    // Two sessions two weeks apart: packed as a chat export, one chunk each.
+    assert_eq!(r["chunkings"]["default"]["chunks"], 2);
+    for chunking in ["turn", "default"] {
+        let c = &r["chunkings"][chunking];
+        for m in ["search", "recall"] {
+            let cats = &c["methods"][m]["categories"];
+            assert_eq!(cats["all"]["questions"], 5, "{chunking} {m}: {cats}");
+            assert_eq!((cats["1"]["questions"].as_u64(), cats["4"]["questions"].as_u64()), (Some(1), Some(2)));
+            let (at5, at10) =
+                (cats["all"]["recall_at_5"].as_f64().unwrap(), cats["all"]["recall_at_10"].as_f64().unwrap());
+            assert!(at5 <= at10 && (0.8..=1.0).contains(&at10), "{chunking} {m}: {cats}");
+            assert!(c["methods"][m]["latency_ms"]["p50"].as_f64().is_some());
+        }
+        assert!(c["baselines"]["bm25"]["categories"]["all"]["recall_at_10"].as_f64().unwrap() >= 0.8);
+    }
+    // One chunking only, as a table.
+    let out = home.daemon_cmd().arg("eval").arg(&dir).args(["--chunking", "turn"]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("chunking turn: 14 chunks") && !table.contains("chunking default"), "{table}");
+    assert!(table.contains("cat 1") && table.contains("memory.recall"), "{table}");
+    assert!(!home.path().join("data").exists(), "eval must not touch the user's store");
 }

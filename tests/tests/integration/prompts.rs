@@ -162,3 +162,93 @@ fn a_user_agent_added_by_a_reload_becomes_a_prompt_and_clients_hear_of_it() {
     assert!(task.contains("Log a heron") && task.contains("memory.search"), "{task}");
     d.stop().unwrap();
 }
+
+/// Notes next to mail and chat about other things: `recall_context` for a question about a
+/// note packs that note and none of the mail or chat that shares only common words with it.
+#[test]
+fn recall_context_packs_the_note_and_no_unrelated_mail_or_chat() {
+    let home = Home::new();
+    let files = tempfile::tempdir().unwrap();
+    let notes = [
+        (
+            "sourdough.md",
+            "# Sourdough starter\n\nFeed the starter every morning: discard half, then add rye flour and lukewarm water. In the fridge it needs feeding once a week.\n",
+        ),
+        ("bike.md", "# Bike lock\n\nThe combination of the blue bike lock is 4-1-7-9.\n"),
+        (
+            "dentist.md",
+            "# Dentist\n\nDr. Okafor's practice is on Linden Street. The next check-up is on the 14th of March.\n",
+        ),
+        ("plants.md", "# Watering the plants\n\nThe fern wants water twice a week; the cactus only once a month.\n"),
+    ];
+    for (name, text) in notes {
+        std::fs::write(files.path().join(name), text).unwrap();
+    }
+    let mails = [
+        (
+            "Priya <priya@work.example>",
+            "Planning",
+            "What do we need to look at before the planning meeting? I would like to take the roadmap first.",
+        ),
+        (
+            "Tom <tom@work.example>",
+            "Office move",
+            "The move happens next week. Please take your things home on Friday and look after your own monitor.",
+        ),
+        (
+            "Ana <ana@work.example>",
+            "Design review",
+            "Let me know what you think of the new screens; I would like to look at them every morning this week.",
+        ),
+        (
+            "Bank <noreply@bank.example>",
+            "Statement",
+            "Your monthly statement is ready. This message is sent automatically; please do not reply.",
+        ),
+    ];
+    let mut mbox = String::new();
+    for (i, (from, subject, body)) in mails.iter().enumerate() {
+        mbox.push_str(&format!(
+            "From x@example.com Mon Oct  {d} 09:00:00 2023\nFrom: {from}\nTo: me@home.example\nSubject: {subject}\n\
+             Date: Mon, {d} Oct 2023 09:00:00 +0000\nMessage-ID: <p{i}@example.com>\n\n{body}\n\n",
+            d = i + 2
+        ));
+    }
+    std::fs::write(files.path().join("inbox.mbox"), mbox).unwrap();
+    let chat = [
+        ("Sam", "what time are we meeting every morning next week?"),
+        ("Lea", "I think half past seven, I need to feed the cat first"),
+        ("Kai", "can someone look after my plants while I am away?"),
+        ("Sam", "sure, just tell me how often"),
+    ];
+    let lines: String = chat
+        .iter()
+        .enumerate()
+        .map(|(i, (from, text))| {
+            json!({"ts": format!("2023-11-04T18:{i:02}:00Z"), "from": from, "text": text, "channel": "friends"})
+                .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(files.path().join("friends.jsonl"), lines).unwrap();
+    let _d = Daemon::start(&home);
+    let out = home.daemon_cmd().arg("ingest").arg(files.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut p = Peer::socket(&home.socket());
+    p.initialize("prompts-floor");
+    let got = p.call(
+        "prompts/get",
+        json!({"name": "recall_context", "arguments": {"topic": "how do I look after my sourdough starter?"}}),
+    );
+    let text = got["messages"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.contains("rye flour"), "the note is packed: {text}");
+    assert_eq!(text.matches("\n## [").count(), 1, "only the note is packed: {text}");
+    for unrelated in ["roadmap", "monitor", "screens", "statement", "half past seven", "plants while"] {
+        assert!(!text.contains(unrelated), "`{unrelated}` padded the context: {text}");
+    }
+    let description = got["description"].as_str().unwrap();
+    assert!(description.starts_with("1 memories") && description.contains("below the relevance floor"), "{got}");
+    // The recall the prompt runs says how many it held back.
+    let r = tool_ok(&p.tool("memory.recall", json!({"query": "how do I look after my sourdough starter?"}))).clone();
+    assert!(r["held_back"].as_u64().unwrap() > 0, "{r}");
+}

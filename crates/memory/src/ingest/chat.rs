@@ -5,23 +5,51 @@
 //! also starts a new chunk, so one chunk holds one conversation. Every chunk's time is its
 //! first message's, and its lines read `[YYYY-MM-DD HH:MM] sender: text`. A sender the export
 //! names with a handle besides (Slack, Discord) is listed in the chunk's `handles` (name →
-//! handle), which entity extraction links to the person.
+//! handle), which entity extraction links to the person. `put_chat` stores channels a caller
+//! holds already (an evaluation's conversations), packed the same way or one message per chunk.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use openhuman_formats::{Channel, ChatMsg};
 use serde_json::{Map, json};
 
 use crate::chunker::MAX_TOKENS;
-use crate::store::{NewChunk, NewSource};
+use crate::store::{self, NewChunk, NewSource};
 use crate::types::SourceKind;
-use crate::util::{estimate_tokens, ms_to_rfc3339};
+use crate::util::{estimate_tokens, ms_to_rfc3339, now_ms};
+use crate::{Inner, MemoryEngine, MemoryError, entities, write};
 
 const GAP_MS: i64 = 2 * 3600 * 1000;
 
+/// How chat messages are cut into chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChatChunking {
+    /// What ingest does: a conversation's messages packed up to the chunk size.
+    #[default]
+    Packed,
+    /// Each message its own chunk.
+    PerMessage,
+}
+
+/// One stored chat chunk: its id and where each of its messages was (`ChatMsg::at`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatChunk {
+    pub chunk_id: String,
+    pub messages: Vec<String>,
+}
+
 /// Chunks and sources for `channels`; channels without messages give neither.
 pub(crate) fn pack(channels: Vec<Channel>, path: &Path, origin: &str) -> (Vec<NewChunk>, Vec<NewSource>) {
+    pack_with(channels, path, origin, ChatChunking::Packed).0
+}
+
+type Packed = ((Vec<NewChunk>, Vec<NewSource>), Vec<Vec<String>>);
+
+/// [`pack`] with a choice of chunking; also returns each chunk's messages (`at`).
+fn pack_with(channels: Vec<Channel>, path: &Path, origin: &str, chunking: ChatChunking) -> Packed {
+    let mut members = Vec::new();
     let path_str = path.to_string_lossy().into_owned();
     let mut chunks = Vec::new();
     let mut sources = Vec::new();
@@ -45,7 +73,9 @@ pub(crate) fn pack(channels: Vec<Channel>, path: &Path, origin: &str) -> (Vec<Ne
             for m in &msgs {
                 let t = estimate_tokens(&m.text) + 4;
                 let gap = group.last().is_some_and(|last| m.ts - last.ts > GAP_MS);
-                if !group.is_empty() && (tokens + t > MAX_TOKENS || gap) {
+                let full = chunking == ChatChunking::PerMessage || tokens + t > MAX_TOKENS;
+                if !group.is_empty() && (full || gap) {
+                    members.push(group.iter().map(|m| m.at.clone()).collect());
                     chunks.push(chunk(&ch, &thread_id, &group, seq, &path_str, origin));
                     seq += 1;
                     group.clear();
@@ -55,6 +85,7 @@ pub(crate) fn pack(channels: Vec<Channel>, path: &Path, origin: &str) -> (Vec<Ne
                 tokens += t;
             }
             if !group.is_empty() {
+                members.push(group.iter().map(|m| m.at.clone()).collect());
                 chunks.push(chunk(&ch, &thread_id, &group, seq, &path_str, origin));
                 seq += 1;
             }
@@ -71,7 +102,44 @@ pub(crate) fn pack(channels: Vec<Channel>, path: &Path, origin: &str) -> (Vec<Ne
             metadata: meta,
         });
     }
-    (chunks, sources)
+    ((chunks, sources), members)
+}
+
+impl MemoryEngine {
+    /// Stores chat `channels` as ingest would a chat export at `label` (a path-like name their
+    /// chunks' `source_ref`s start with), replacing what an earlier call stored under the same
+    /// label; returns each chunk with its messages, in order. Embedding runs in the background.
+    pub fn put_chat(
+        &self,
+        channels: Vec<Channel>,
+        label: &str,
+        chunking: ChatChunking,
+    ) -> Result<Vec<ChatChunk>, MemoryError> {
+        put(&self.inner, channels, label, chunking)
+    }
+}
+
+fn put(
+    inner: &Arc<Inner>,
+    channels: Vec<Channel>,
+    label: &str,
+    chunking: ChatChunking,
+) -> Result<Vec<ChatChunk>, MemoryError> {
+    let origin = format!("file:{label}");
+    let ((chunks, sources), members) = pack_with(channels, Path::new(label), &origin, chunking);
+    let _bulk = entities::Bulk::enter(inner);
+    write::bulk(inner, true, |tx, seq| {
+        let now = now_ms();
+        let old = store::rowids_by_origin(tx, &origin)?;
+        store::delete_chunks(tx, seq, &old)?;
+        for s in &sources {
+            store::upsert_source(tx, s, now)?;
+        }
+        store::insert_chunks(tx, seq, &chunks, now)?;
+        Ok(())
+    })?;
+    write::finish_bulk(inner)?;
+    Ok(chunks.iter().zip(members).map(|(c, messages)| ChatChunk { chunk_id: c.id(), messages }).collect())
 }
 
 fn chunk(ch: &Channel, thread_id: &str, group: &[&ChatMsg], seq: i64, path_str: &str, origin: &str) -> NewChunk {

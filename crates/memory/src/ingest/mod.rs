@@ -20,6 +20,7 @@
 //! others.
 
 mod chat;
+pub use chat::{ChatChunk, ChatChunking};
 mod docs;
 mod mail;
 

@@ -1,6 +1,7 @@
 //! `memory.recall` (`openhuman.memory_tree_recall`): hybrid recall by meaning and keywords,
 //! with citations, the vector tier that ranked it, and the date a question names read as a
-//! preference for chunks from then. Chat hits carry the turns around the match.
+//! preference for chunks from then. Chat hits carry the turns around the match. Hits below the
+//! relevance floor (`min_relevance`) are left out and counted.
 
 use openhuman_schema::params;
 use rusqlite::OptionalExtension;
@@ -39,8 +40,20 @@ params! {
         project_boost: Option<f64> = number(PROJECT_BOOST_DOC, 0.0, 1.0),
         #[serde(skip_serializing_if = "Option::is_none")]
         as_of: Option<String> = string(AS_OF_DOC).max_chars(64),
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min_relevance: Option<f64> = number(
+            "Leave out chunks whose relevance is below this, 0 to 1 (default 0.1; 0 keeps every chunk). \
+             Relevance is the larger of the share of the question's word weight a chunk holds and how far its \
+             similarity by meaning stands above the store's noise, relative to the best chunk's.",
+            0.0,
+            1.0,
+        ),
     }
 }
+
+/// The relevance a recalled chunk needs by default (see [`RecallParams`]'s `min_relevance`).
+/// Calibrated on the development sets (see BENCHMARKS.md).
+pub const RECALL_MIN_RELEVANCE: f64 = 0.1;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RecallResult {
@@ -53,6 +66,8 @@ pub struct RecallResult {
     /// What a date in the question was read to mean, so the caller can tell a misreading.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub date_range: Option<DateRange>,
+    /// Chunks among the best `k` left out for falling below `min_relevance`.
+    pub held_back: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,6 +76,8 @@ pub struct RecallHit {
     pub chunk: ChunkSummary,
     /// The fused score, in `0..=1`.
     pub score: f64,
+    /// How well the chunk is backed, in `0..=1` (what `min_relevance` is compared with).
+    pub relevance: f64,
     pub vector_score: Option<f32>,
     /// 1-based rank in the BM25 list.
     pub bm25_rank: Option<usize>,
@@ -116,6 +133,7 @@ impl RecallParams {
             prefer_project: None,
             project_boost: None,
             as_of: None,
+            min_relevance: None,
         }
     }
 }
@@ -141,11 +159,14 @@ impl MemoryEngine {
         let mut citations = Vec::new();
         let mut loaded = shape.order(&conn, search::load_hits(&conn, hits)?)?;
         loaded.truncate(k);
-        for (c, h) in loaded {
+        let min = p.min_relevance.unwrap_or(RECALL_MIN_RELEVANCE);
+        let (kept, held_back) = search::apply_floor(&ranked.judge, loaded, min);
+        for (c, h, relevance) in kept {
             let turns = if c.kind == SourceKind::Chat.as_str() { Some(chat_turns(&conn, &c, &terms)?) } else { None };
             chunks.push(RecallHit {
                 chunk: ChunkSummary::with_snippet(&c, &terms),
                 score: h.score,
+                relevance,
                 vector_score: h.vector_score,
                 bm25_rank: h.bm25_rank,
                 token_count: c.token_count,
@@ -161,7 +182,7 @@ impl MemoryEngine {
         }
         let date_range =
             span.map(|s| DateRange { text: s.text, from: ms_to_rfc3339(s.from_ms), until: ms_to_rfc3339(s.to_ms) });
-        Ok(RecallResult { query: p.query, chunks, citations, vector_tier: ranked.tier, date_range })
+        Ok(RecallResult { query: p.query, chunks, citations, vector_tier: ranked.tier, date_range, held_back })
     }
 }
 

@@ -10,6 +10,7 @@ mod ingest;
 mod keyword;
 mod mail_reading;
 mod people;
+mod personal;
 mod read;
 mod sessions;
 mod tiers;

@@ -1,0 +1,428 @@
+//! A small personal store as a person has one: short notes written for this test, next to a
+//! mailbox and a group chat about other things, all written for this test too, asked everyday
+//! questions with the built-in embedder. The note that answers comes first, and the relevance
+//! floor keeps the mail and chat that share only a common word with the question out.
+
+use std::borrow::Cow;
+use std::fs;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{Wire, open_with};
+use crate::embed::{EmbedError, Embedder, StaticModel};
+use crate::ops;
+
+/// The built-in model behind an `Arc`, as the daemon holds it.
+struct Builtin(&'static StaticModel);
+
+impl Embedder for Builtin {
+    fn signature(&self) -> &str {
+        self.0.signature()
+    }
+    fn dims(&self) -> usize {
+        self.0.dims()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.0.embed(texts)
+    }
+    fn fusion_weight(&self) -> f64 {
+        self.0.fusion_weight()
+    }
+}
+
+/// (title, note).
+pub(crate) const NOTES: &[(&str, &str)] = &[
+    (
+        "Sourdough starter",
+        "Feed the starter every morning: discard half, then add 50 g rye flour and 50 g lukewarm water. \
+         Keep the jar loosely covered on the kitchen shelf; in the fridge it only needs feeding once a week.",
+    ),
+    (
+        "Bike lock",
+        "The combination of the blue bike lock is 4-1-7-9. The spare key for the old lock hangs by the door.",
+    ),
+    (
+        "Dentist",
+        "Dr. Okafor's practice is on Linden Street, second floor. Check-ups every six months; the next one is \
+         booked for the 14th of March at 9:30.",
+    ),
+    (
+        "Car insurance",
+        "Policy with Harbour Mutual, number HM-2231-77. Renewal is due in September; call them before the \
+         direct debit runs to ask for the no-claims discount.",
+    ),
+    (
+        "Watering the plants",
+        "The fern wants water twice a week and a misting; the cactus only once a month. The orchid gets three \
+         ice cubes every Sunday.",
+    ),
+    (
+        "Passport renewal",
+        "Passport expires in June next year. Renewal form from the post office, two photos, and the old \
+         passport; it takes about three weeks.",
+    ),
+    (
+        "Gym routine",
+        "Monday and Thursday: squats, deadlifts, rows. Tuesday: thirty minutes on the rowing machine. Stretch \
+         the hamstrings afterwards or the knee complains.",
+    ),
+    (
+        "Landlord",
+        "Landlord is Mrs. Varga, she prefers text messages to calls. Rent is paid on the first; the boiler was \
+         last serviced in October.",
+    ),
+    (
+        "Lentil soup",
+        "Fry an onion and two carrots, add 200 g red lentils, a tin of tomatoes, cumin and a litre of stock. \
+         Simmer twenty-five minutes and blend half of it.",
+    ),
+    (
+        "Wi-Fi at home",
+        "The router is in the hallway cupboard. Guest network name is Attic-Guest; the sticker with its \
+         details is under the router.",
+    ),
+    (
+        "School run",
+        "Mila's school starts at 8:15. Wednesday is swimming, so pack the towel and goggles. Pick-up on \
+         Fridays is at 1 pm.",
+    ),
+    (
+        "Cat",
+        "Pepper eats the salmon kibble, half a cup morning and evening. Her vaccination booster is due in \
+         April at the Greenway vet.",
+    ),
+    (
+        "Running shoes",
+        "Size 44 in the trail model; the road pair is worn out after about 700 km. Replace them before the \
+         autumn half marathon.",
+    ),
+    (
+        "Tax return",
+        "Receipts for the home office go in the green folder. The deadline for the return is the end of \
+         July; the accountant wants the bank statements by May.",
+    ),
+    (
+        "Birthday gift ideas",
+        "Grandpa would like a book on birdwatching or a new pair of binoculars. Aunt Rosa collects teapots.",
+    ),
+    (
+        "Balcony tomatoes",
+        "Sow the tomato seeds indoors in March, plant them out after the last frost. Pinch the side shoots \
+         and feed with seaweed every fortnight once the flowers appear.",
+    ),
+    (
+        "Coffee machine",
+        "Descale the espresso machine every two months with citric acid; rinse the tank twice afterwards. \
+         The grinder setting that works is 12.",
+    ),
+    (
+        "Spanish lessons",
+        "Lessons with Lucía on Tuesday evenings over video. Homework this week: the past tense of irregular \
+         verbs, and twenty minutes of the podcast.",
+    ),
+    (
+        "Blood donation",
+        "Blood type is O negative. Last donation was in January; the next possible date is twelve weeks \
+         after that.",
+    ),
+    (
+        "Holiday packing list",
+        "Passport, chargers, the travel adapter, sunscreen, the small first-aid kit, swimming things, and \
+         the book I keep not finishing.",
+    ),
+];
+
+/// (question, the title of the note that answers it).
+pub(crate) const QUESTIONS: &[(&str, &str)] = &[
+    ("how do I look after my sourdough starter?", "Sourdough starter"),
+    ("what is the code for my bike lock?", "Bike lock"),
+    ("when is my next dentist appointment?", "Dentist"),
+    ("what is my car insurance policy number?", "Car insurance"),
+    ("how often should I water the fern?", "Watering the plants"),
+    ("what do I need to renew my passport?", "Passport renewal"),
+    ("what do I do at the gym on Monday?", "Gym routine"),
+    ("how does my landlord like to be contacted?", "Landlord"),
+    ("how do I make the lentil soup?", "Lentil soup"),
+    ("where is the wifi router?", "Wi-Fi at home"),
+    ("what time does Mila's school start?", "School run"),
+    ("what does the cat eat?", "Cat"),
+    ("what size are my running shoes?", "Running shoes"),
+    ("when is the tax return deadline?", "Tax return"),
+    ("what could I give grandpa for his birthday?", "Birthday gift ideas"),
+    ("when should I sow my tomatoes?", "Balcony tomatoes"),
+    ("how do I descale the coffee machine?", "Coffee machine"),
+    ("when are my Spanish lessons?", "Spanish lessons"),
+    ("what is my blood type?", "Blood donation"),
+    ("what should I pack for the holiday?", "Holiday packing list"),
+];
+
+/// One mailbox of work and everyday mail, none of it about what the notes hold.
+fn mailbox() -> String {
+    let mails: &[(&str, &str, &str)] = &[
+        (
+            "Priya Raman <priya@northwind.example>",
+            "Quarterly planning",
+            "Hi all,\n\nWhat do we need to look at before the planning meeting? I think we should take the roadmap first and then the hiring plan. How does Tuesday work for everyone?\n\nPriya",
+        ),
+        (
+            "Tom Becker <tom@northwind.example>",
+            "Re: Quarterly planning",
+            "Tuesday works for me. Can we also talk about when the new office opens? I would like to know what the move means for the team.\n\nTom",
+        ),
+        (
+            "Facilities <facilities@northwind.example>",
+            "Office move",
+            "The move to the fourth floor happens next week. Please take your personal things home on Friday and label your monitors. Keys will be handed out on Monday at the front desk.",
+        ),
+        (
+            "Jonas Wirth <jonas@partners.example>",
+            "Invoice 2291",
+            "Hello,\n\nplease find the invoice for the consulting work in October attached. Let me know if anything is unclear about the hours.\n\nBest regards,\nJonas",
+        ),
+        (
+            "Newsletter <news@citycycling.example>",
+            "This month at City Cycling",
+            "Our autumn ride starts at the harbour on Sunday. New members get a free safety check for their bike. The workshop is closed on public holidays.",
+        ),
+        (
+            "Priya Raman <priya@northwind.example>",
+            "Hiring plan",
+            "We have budget for two engineers and one designer. What should the interview loop look like? I would like everyone to review the job descriptions by Thursday.",
+        ),
+        (
+            "Ana Lima <ana@northwind.example>",
+            "Re: Hiring plan",
+            "I can do the design interviews. How many candidates do we expect? The last round took far too long, so let us keep it to three stages.",
+        ),
+        (
+            "IT Support <it@northwind.example>",
+            "Password expiry",
+            "Your account password expires in 7 days. Change it from the self-service portal. Never share it by mail or chat.",
+        ),
+        (
+            "Marketplace <noreply@market.example>",
+            "Your order has shipped",
+            "Your order of a desk lamp and two notebooks is on its way. Track the parcel with the link in your account. Delivery is expected on Wednesday.",
+        ),
+        (
+            "Tom Becker <tom@northwind.example>",
+            "Lunch on Friday?",
+            "Shall we try the new ramen place on Friday? It opens at noon and gets busy, so we should go early. Who is in?",
+        ),
+        (
+            "Helen Park <helen@school-pta.example>",
+            "Bake sale volunteers",
+            "The parents' association needs volunteers for the bake sale next month. Tables need setting up at 8 and we need people for the till in the afternoon.",
+        ),
+        (
+            "Bank <notifications@bank.example>",
+            "Statement available",
+            "Your monthly statement is ready to view in online banking. This message is sent automatically; please do not reply.",
+        ),
+        (
+            "Ana Lima <ana@northwind.example>",
+            "Design review",
+            "I would like to show the new onboarding screens on Monday. Let me know what you think and whether the flow feels like the old one.",
+        ),
+        (
+            "Tom Becker <tom@northwind.example>",
+            "Re: Design review",
+            "Looks good to me. I like the simpler first step; maybe we need one more screen for the settings. Happy to talk it through.",
+        ),
+        (
+            "Priya Raman <priya@northwind.example>",
+            "Team offsite",
+            "We would like to hold the offsite in spring. Tell me which dates you cannot make and what kind of place you would like.",
+        ),
+        (
+            "Jonas Wirth <jonas@partners.example>",
+            "Re: Invoice 2291",
+            "Thanks for the quick payment. If you would like a second workshop in the new year, I have time in February.",
+        ),
+    ];
+    let mut out = String::new();
+    for (i, (from, subject, body)) in mails.iter().enumerate() {
+        let addr = from.split('<').nth(1).and_then(|s| s.strip_suffix('>')).unwrap_or("x@example.com");
+        let day = i + 2;
+        out.push_str(&format!(
+            "From {addr} Mon Oct {day:2} 09:00:00 2023\nFrom: {from}\nTo: me@home.example\nSubject: {subject}\n\
+             Date: Mon, {day} Oct 2023 09:00:00 +0000\nMessage-ID: <m{i}@mail.example>\n\n{body}\n\n"
+        ));
+    }
+    out
+}
+
+/// A group chat of friends planning things, as plain chat lines (JSON Lines).
+fn chat() -> String {
+    let lines: &[(&str, &str)] = &[
+        ("Sam", "what time are we meeting on Saturday?"),
+        ("Lea", "I think 7 works, how about you?"),
+        ("Sam", "7 is fine. do we need to book a table?"),
+        ("Kai", "I can call them tomorrow"),
+        ("Lea", "did anyone see the match last night?"),
+        ("Kai", "yes what a game, that last goal"),
+        ("Sam", "I missed it, I was at my sister's"),
+        ("Lea", "how is she doing with the new job?"),
+        ("Sam", "she likes it, long hours though"),
+        ("Kai", "who is bringing the board games?"),
+        ("Lea", "I will bring the card game, Sam has the big one"),
+        ("Sam", "ok. should we take the train or drive?"),
+        ("Kai", "train, parking there is impossible"),
+        ("Lea", "what are you all doing for the long weekend?"),
+        ("Sam", "probably visiting my parents"),
+        ("Kai", "we want to go to the lake if the weather holds"),
+        ("Lea", "send pictures! when do you leave?"),
+        ("Kai", "Friday after work"),
+        ("Sam", "can someone remind me what we owe for the concert tickets?"),
+        ("Lea", "it was 38 each, pay me whenever"),
+        ("Kai", "I would like to try that climbing gym you mentioned"),
+        ("Sam", "sure, I know the owner, I think Thursdays are quiet"),
+        ("Lea", "do you like the new album? I can't stop listening"),
+        ("Kai", "not really my thing, I like the older stuff"),
+        ("Sam", "anyone need anything from the shop? going now"),
+        ("Lea", "milk please, and whatever snacks you like"),
+        ("Kai", "what do you think about a movie next week?"),
+        ("Sam", "I'd like that, something funny maybe"),
+        ("Lea", "let me know the time and I will be there"),
+        ("Kai", "I will check the listings and text you all"),
+    ];
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, (from, text))| {
+            json!({"ts": format!("2023-11-04T18:{:02}:00Z", i), "from": from, "text": text, "channel": "friends"})
+                .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
+fn builtin() -> Arc<dyn Embedder> {
+    Arc::new(Builtin(StaticModel::builtin().expect("the built-in model loads")))
+}
+
+/// A store holding the notes, the mailbox and the chat.
+fn personal_store(dir: &std::path::Path) -> crate::MemoryEngine {
+    let m = open_with(&dir.join("data"), builtin());
+    for (title, note) in NOTES {
+        let doc = crate::PutDocument {
+            key: title.to_lowercase(),
+            title: Some(title.to_string()),
+            content: note.to_string(),
+            source: "test".into(),
+            ..Default::default()
+        };
+        m.put_document(doc, crate::AuditRow::default()).expect("a note is stored");
+    }
+    let files = dir.join("files");
+    fs::create_dir_all(&files).unwrap();
+    fs::write(files.join("inbox.mbox"), mailbox()).unwrap();
+    fs::write(files.join("friends.jsonl"), chat()).unwrap();
+    let s = m.ingest_paths(&[files], None, &|_| {}).expect("ingest");
+    assert_eq!(s.files_ingested, 2, "{s:?}");
+    m.wait_background();
+    m
+}
+
+fn titles(hits: &[Value]) -> Vec<(String, String)> {
+    hits.iter()
+        .map(|h| {
+            let kind = h["source_kind"].as_str().unwrap_or_default().to_string();
+            let title = h["title"].as_str().map(Cow::from).unwrap_or_default().to_string();
+            (kind, title)
+        })
+        .collect()
+}
+
+#[test]
+fn everyday_questions_find_the_note_first_and_no_mail_or_chat_padding() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = personal_store(dir.path());
+    let mut padded = Vec::new();
+    for (question, want) in QUESTIONS {
+        for op in ["recall", "search"] {
+            let r = match op {
+                "recall" => m.wire::<ops::Recall>(json!({"query": question})).unwrap(),
+                _ => m.wire::<ops::Search>(json!({"query": question})).unwrap(),
+            };
+            let hits = r[if op == "recall" { "chunks" } else { "hits" }].as_array().unwrap().clone();
+            let got = titles(&hits);
+            assert_eq!(got.first().map(|t| t.1.as_str()), Some(*want), "{op} `{question}`: {got:?}");
+            let others: Vec<&(String, String)> = got.iter().filter(|(k, _)| k == "email" || k == "chat").collect();
+            if !others.is_empty() {
+                padded.push(format!("{op} `{question}`: {others:?}"));
+            }
+            // What was left out is counted, and the kept hits add up with it to at most k.
+            assert!(hits.len() + r["held_back"].as_u64().unwrap() as usize <= 10);
+        }
+    }
+    assert!(padded.is_empty(), "mail or chat came back for questions about notes:\n{}", padded.join("\n"));
+}
+
+#[test]
+fn min_relevance_zero_keeps_every_hit_and_the_default_holds_back_noise() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = personal_store(dir.path());
+    let question = "how do I look after my sourdough starter?";
+    let all = m.wire::<ops::Recall>(json!({"query": question, "min_relevance": 0})).unwrap();
+    let floored = m.wire::<ops::Recall>(json!({"query": question})).unwrap();
+    let n_all = all["chunks"].as_array().unwrap().len();
+    let n_floored = floored["chunks"].as_array().unwrap().len();
+    assert_eq!(all["held_back"], 0);
+    assert_eq!(n_all, 10, "the store has more than ten chunks");
+    assert!(n_floored < n_all, "{floored}");
+    assert_eq!(floored["held_back"].as_u64().unwrap() as usize, n_all - n_floored);
+    for c in floored["chunks"].as_array().unwrap() {
+        assert!(c["relevance"].as_f64().unwrap() >= 0.1, "{c}");
+    }
+    // A question nothing in the store is about keeps at most a few chunks by meaning alone.
+    let r = m.wire::<ops::Recall>(json!({"query": "quantum chromodynamics lattice gauge theory"})).unwrap();
+    assert!(r["chunks"].as_array().unwrap().len() <= 3, "{r}");
+    assert!(r["held_back"].as_u64().unwrap() >= 7, "{r}");
+    let bad = m.wire::<ops::Search>(json!({"query": "x", "min_relevance": 1.5}));
+    assert!(bad.is_err());
+}
+
+#[test]
+fn a_chat_answer_comes_back_with_the_turn_that_asks_for_it() {
+    use crate::{Channel, ChatChunking, ChatMsg};
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(&dir.path().join("data"), builtin());
+    let turns = [
+        ("Ana", "Morning! Did you sleep well?"),
+        ("Ben", "Not really, the neighbours had a party."),
+        ("Ana", "Which city did you move to in the end for the new job?"),
+        ("Ben", "Rotterdam, right by the harbour."),
+        ("Ana", "Nice, I have never been."),
+        ("Ben", "Come visit in spring, the weather is better then."),
+    ];
+    let mut ch = Channel::new("test:ana-ben".into(), "Ana and Ben".into(), "ana-ben".into(), None);
+    ch.msgs = turns
+        .iter()
+        .enumerate()
+        .map(|(i, (from, text))| ChatMsg {
+            at: format!("T{i}"),
+            ts: 1_700_000_000_000 + i as i64 * 60_000,
+            from: from.to_string(),
+            text: text.to_string(),
+            thread: None,
+            handle: None,
+        })
+        .collect();
+    let stored = m.put_chat(vec![ch.clone()], "chats/ana-ben", ChatChunking::PerMessage).unwrap();
+    assert_eq!(stored.len(), turns.len());
+    assert_eq!(stored[3].messages, ["T3"]);
+    m.wait_background();
+    // The answer shares no word with the question; it is found as the reply to the turn that does.
+    let r = m.wire::<ops::Recall>(json!({"query": "which city did Ben move to for his job?", "k": 3})).unwrap();
+    let ids: Vec<&str> = r["chunks"].as_array().unwrap().iter().map(|c| c["chunk_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.first(), Some(&stored[2].chunk_id.as_str()), "{r}");
+    assert!(ids.contains(&stored[3].chunk_id.as_str()), "{r}");
+    // Packed as ingest packs a chat, the six turns are one chunk; storing again replaces it.
+    let packed = m.put_chat(vec![ch], "chats/ana-ben", ChatChunking::Packed).unwrap();
+    assert_eq!(packed.len(), 1);
+    assert_eq!(packed[0].messages.len(), turns.len());
+    let s = m.stats().unwrap();
+    assert_eq!(s.chunks, 1);
+}
