@@ -1,6 +1,7 @@
 //! One MCP session: its handshake state, provenance label, the client's declared capabilities,
 //! log level, in-flight requests (each with its own cancellation token), the server→client
-//! requests waiting for the client's response, and the channel its messages leave by. Every
+//! requests waiting for the client's response, the client's roots as it last gave them, and the
+//! channel its messages leave by. Every
 //! transport makes one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP), and
 //! registers it in the server's [`SessionSet`] for as long as it lives.
 
