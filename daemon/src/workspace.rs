@@ -25,12 +25,19 @@ use openhuman_mcp::{Era, RequestCtx, Root};
 use openhuman_memory::project::{git_root, normalize};
 use serde_json::{Map, Value};
 
+/// Who makes a call: the client itself, or a subagent's loop inside one of its calls.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    Client,
+    Subagent,
+}
+
 /// The session's project, if its client or its shim said where it works.
-pub(crate) async fn project_of(ctx: &RequestCtx) -> Option<String> {
+pub(crate) async fn project_of(ctx: &RequestCtx, caller: Caller) -> Option<String> {
     let shim = shim_workspace(ctx);
     // A subagent's inner calls in 2026-07-28 would restart the whole run to ask: they go
     // without roots (its caller's own calls ask).
-    let stateless_inner = matches!(ctx.era, Era::Modern) && crate::tools::subagent::current_session().is_some();
+    let stateless_inner = matches!(ctx.era, Era::Modern) && caller == Caller::Subagent;
     let roots = if ctx.input.can_list_roots() && !stateless_inner {
         ctx.input.roots().await.unwrap_or_default()
     } else {
@@ -79,9 +86,9 @@ fn choose(shim: Option<ShimWorkspace>, roots: &[Root]) -> Option<String> {
 }
 
 /// Sets `key` to the session's project when the caller left it out.
-pub(crate) async fn default_project(args: &mut Map<String, Value>, key: &str, ctx: &RequestCtx) {
+pub(crate) async fn default_project(args: &mut Map<String, Value>, key: &str, ctx: &RequestCtx, caller: Caller) {
     if !args.contains_key(key)
-        && let Some(p) = project_of(ctx).await
+        && let Some(p) = project_of(ctx, caller).await
     {
         args.insert(key.to_string(), Value::String(p));
     }
@@ -89,8 +96,13 @@ pub(crate) async fn default_project(args: &mut Map<String, Value>, key: &str, ct
 
 /// Search and recall: the session's project preferred, by the configured boost, unless the
 /// caller named either.
-pub(crate) async fn prefer_session_project(args: &mut Map<String, Value>, ctx: &RequestCtx, boost: f64) {
-    default_project(args, "prefer_project", ctx).await;
+pub(crate) async fn prefer_session_project(
+    args: &mut Map<String, Value>,
+    ctx: &RequestCtx,
+    caller: Caller,
+    boost: f64,
+) {
+    default_project(args, "prefer_project", ctx, caller).await;
     if !args.contains_key("project_boost") && args.contains_key("prefer_project") {
         args.insert("project_boost".into(), Value::from(boost));
     }

@@ -221,7 +221,8 @@ async fn prepare<P: Params>(
     // What a session stores belongs to its project unless the caller names another (asked of
     // the client's roots before anything is written).
     if matches!(tool, "memory.store" | "memory.learn") {
-        crate::workspace::default_project(&mut args, "project", ctx).await;
+        // Subagents have read tools only: a write comes from the client.
+        crate::workspace::default_project(&mut args, "project", ctx, crate::workspace::Caller::Client).await;
     }
     let p = super::typed::<P>(tool, args)?;
     Ok((p, Author { source: ctx.source.clone(), audit }))
