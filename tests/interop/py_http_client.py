@@ -43,7 +43,7 @@ from typing import Any, AsyncIterator
 
 import anyio
 
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import Implementation
 
@@ -238,15 +238,17 @@ class Wire:
 
 
 @asynccontextmanager
-async def connect(mode: str, url: str, headers: dict[str, str], wire: Wire) -> AsyncIterator[Api]:
+async def connect(mode: str, url: str, headers: dict[str, str], wire: Wire, roots: Any = None) -> AsyncIterator[Api]:
+    """`roots`: a `list_roots_callback`, which makes the client declare the roots capability."""
     info = Implementation(name=CLIENT_NAME, version="0.0.0")
     handler, updates = updates_handler()
+    extra: dict[str, Any] = {"list_roots_callback": roots} if roots else {}
     async with create_mcp_http_client(headers=headers or None) as http:
         http.event_hooks = {"response": [wire.on_response]}
         if mode == "session":
             async with streamable_http_client(url, http_client=http) as streams:
                 read, write = streams[0], streams[1]  # 1.x adds a get_session_id callback
-                async with ClientSession(read, write, client_info=info, message_handler=handler) as session:
+                async with ClientSession(read, write, client_info=info, message_handler=handler, **extra) as session:
                     result = await session.initialize()
                     api = Api(session, result.protocolVersion if SDK_MAJOR < 2 else result.protocol_version)
                     api.updates = updates
@@ -254,7 +256,7 @@ async def connect(mode: str, url: str, headers: dict[str, str], wire: Wire) -> A
             return
         kwargs: dict[str, Any] = {} if mode == "auto" else {"mode": mode}
         client = Client(
-            streamable_http_client(url, http_client=http), client_info=info, message_handler=handler, **kwargs
+            streamable_http_client(url, http_client=http), client_info=info, message_handler=handler, **kwargs, **extra
         )
         async with client:
             api = Api(client, client.session.protocol_version)
@@ -374,6 +376,56 @@ async def check_http_completion(c: Case) -> None:
     await check_completion(c.api)
 
 
+class RootsAnswer:
+    """A `list_roots_callback` giving one folder, counting how often the server asked."""
+
+    def __init__(self, folder: str) -> None:
+        self.uri = "file://" + folder
+        self.asked = 0
+
+    async def __call__(self, context: Any) -> Any:
+        self.asked += 1
+        return types.ListRootsResult(roots=[types.Root(uri=self.uri, name="interop project")])
+
+
+async def check_roots_project(c: Case) -> None:
+    """A second client of the same daemon, with roots: its root (a folder inside a git
+    repository) names the project of what it stores, and its search prefers that project over
+    a near-identical document of another one."""
+    scratch = os.path.dirname(c.daemon.home)
+    repo = os.path.join(scratch, f"roots-repo-{c.mode}")
+    os.makedirs(os.path.join(repo, ".git"), exist_ok=True)
+    os.makedirs(os.path.join(repo, "docs"), exist_ok=True)
+    answer = RootsAnswer(os.path.join(repo, "docs"))
+    word = f"wombatlane{c.mode.replace('-', '')}{'t' if c.token else 'n'}"
+    # Stored by the first client (no roots) into another project, named explicitly.
+    other = sc(await c.api.call_tool("memory.store", {
+        "title": f"North pier {c.label}", "content": f"The {word} timetable for the north pier.",
+        "project": "/elsewhere/other-project"}))
+    async with connect(c.mode, c.daemon.url, {"Authorization": f"Bearer {c.token}"} if c.token else {},
+                       Wire(None), roots=answer) as api:
+        mine = sc(await api.call_tool("memory.store", {
+            "title": f"South pier {c.label}", "content": f"The {word} timetable for the south pier."}))
+        expect(answer.asked >= 1, "the server never asked roots/list")
+        found = sc(await api.call_tool("memory.search", {"query": word, "filter": {"project": repo}}))["hits"]
+        expect([h.get("source_id") for h in found] == [mine["id"]] and found[0].get("project") == repo,
+               f"want only {mine['id']} in project {repo}: {found}")
+        hits = sc(await api.call_tool("memory.search", {"query": word}))["hits"]
+        order = [h.get("source_id") for h in hits]
+        expect(order[:2] == [mine["id"], other["id"]], f"the root's project first: {order} ({hits[:2]})")
+        # The two are near-identical, so the boost decides the order: naming the other project
+        # turns it round.
+        turned = sc(await api.call_tool("memory.search", {"query": word, "prefer_project": "/elsewhere/other-project"}))
+        order = [h.get("source_id") for h in turned["hits"]]
+        expect(order[:2] == [other["id"], mine["id"]], f"prefer_project named: {order}")
+        if c.mode == "auto":
+            # 2026-07-28 has no session to keep them on: each call that needs a project asks.
+            expect(answer.asked >= 3, f"asked {answer.asked} times over 3 calls")
+        else:
+            expect(answer.asked == 1, f"a handshake session asks once and keeps the answer; asked {answer.asked}")
+    note(f"{c.label}: roots asked {answer.asked} times; project {repo}")
+
+
 CHECKS = [
     ("tools/list has core.list_tools, agent.list_subagents, memory.search, memory.store", check_tools_list),
     ("tools/call agent.list_subagents: >= 12 agents with orchestrator", check_list_subagents),
@@ -384,8 +436,15 @@ CHECKS = [
     ("prompts/get recall_context: the stored note, cited, within a 300-token budget", check_http_recall_prompt),
     ("completion/complete: the stored hashtag as a topic; memory ids that read as resources", check_http_completion),
     ("a store is heard by a subscriber to openhuman://memory (resources/updated)", check_http_subscription),
+    ("MCP roots: a client's root names its project (git root above it) for store, and search prefers it",
+     check_roots_project),
     ("HTTP: session header / bearer token on every request, no HTTP errors", check_wire),
 ]
+
+
+def sc(res: dict[str, Any]) -> dict[str, Any]:
+    expect(not res.get("isError"), f"the tool failed: {json.dumps(res.get('content'))[:300]}")
+    return res.get("structuredContent") or {}
 
 
 def trace_file(label: str) -> str | None:

@@ -315,6 +315,7 @@ impl<A: App> Dispatcher<A> {
                     tracing::debug!(request = %id, "request cancelled by client");
                 }
             }
+            "notifications/roots/list_changed" => session.roots_changed(),
             other => tracing::debug!(method = %other, "ignoring notification"),
         }
     }
@@ -1055,6 +1056,82 @@ mod tests {
         assert_eq!((&told["method"], &told["params"]["requestId"]), (&json!("notifications/cancelled"), &ask["id"]));
         r.line(json!({"jsonrpc": "2.0", "id": 4, "method": "ping"})).await;
         assert_eq!(r.next().await["id"], 4, "nothing answered the cancelled call");
+    }
+
+    fn roots_call(id: i64, meta: Option<Value>) -> Value {
+        let mut params = json!({"name": "test.roots", "arguments": {}});
+        if let Some(m) = meta {
+            params["_meta"] = m;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    }
+
+    #[tokio::test]
+    async fn roots_are_asked_once_kept_and_asked_again_after_a_change() {
+        let mut r = rig();
+        init_with(&mut r, json!({"roots": {"listChanged": true}})).await;
+        r.line(roots_call(1, None)).await;
+        let ask = r.next().await;
+        assert_eq!(ask["method"], "roots/list", "{ask}");
+        r.line(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///a"}]}})).await;
+        assert_eq!(r.next().await["result"]["structuredContent"]["uris"], json!(["file:///a"]));
+        // Kept: the next call is answered without a question.
+        r.line(roots_call(2, None)).await;
+        let done = r.next().await;
+        assert_eq!((&done["id"], &done["result"]["structuredContent"]["uris"]), (&json!(2), &json!(["file:///a"])));
+        // The client says its roots changed: the next call asks again.
+        r.line(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})).await;
+        r.line(roots_call(3, None)).await;
+        let ask = r.next().await;
+        assert_eq!(ask["method"], "roots/list", "{ask}");
+        r.line(json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": [{"uri": "file:///b"}]}})).await;
+        assert_eq!(r.next().await["result"]["structuredContent"]["uris"], json!(["file:///b"]));
+        // A refusal is kept as no roots: not asked on every call.
+        r.line(json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})).await;
+        r.line(roots_call(4, None)).await;
+        let ask = r.next().await;
+        r.line(json!({"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -32601, "message": "no roots here"}})).await;
+        assert_eq!(r.next().await["result"]["structuredContent"]["uris"], json!([]));
+        r.line(roots_call(5, None)).await;
+        let done = r.next().await;
+        assert_eq!((&done["id"], &done["result"]["structuredContent"]["uris"]), (&json!(5), &json!([])));
+    }
+
+    #[tokio::test]
+    async fn a_client_without_roots_is_never_sent_roots_list() {
+        let mut r = rig();
+        init_with(&mut r, json!({"elicitation": {}})).await;
+        r.line(roots_call(1, None)).await;
+        let done = r.next().await;
+        assert_eq!((&done["id"], &done["result"]["structuredContent"]["uris"]), (&json!(1), &json!([])), "{done}");
+        let bare = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        r.line(roots_call(2, Some(bare))).await;
+        let done = r.next().await;
+        assert_eq!(done["result"]["resultType"], "complete", "{done}");
+        assert_eq!(done["result"]["structuredContent"]["uris"], json!([]));
+    }
+
+    #[tokio::test]
+    async fn the_stateless_era_asks_for_roots_in_each_request() {
+        let mut r = rig();
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {"roots": {}}});
+        r.line(roots_call(1, Some(meta.clone()))).await;
+        let first = r.next().await["result"].clone();
+        assert_eq!(first["resultType"], "input_required", "{first}");
+        assert_eq!(first["inputRequests"]["roots"]["method"], "roots/list", "{first}");
+        let mut retry = roots_call(2, Some(meta.clone()));
+        retry["params"]["inputResponses"] = json!({"roots": {"roots": [{"uri": "file:///c"}]}});
+        retry["params"]["requestState"] = first["requestState"].clone();
+        r.line(retry).await;
+        let done = r.next().await["result"].clone();
+        assert_eq!(
+            (done["resultType"].as_str(), &done["structuredContent"]["uris"]),
+            (Some("complete"), &json!(["file:///c"]))
+        );
+        // Nothing is kept between stateless requests: the next one asks again.
+        r.line(roots_call(3, Some(meta))).await;
+        assert_eq!(r.next().await["result"]["resultType"], "input_required");
     }
 
     #[tokio::test]

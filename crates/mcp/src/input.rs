@@ -17,6 +17,12 @@
 //!
 //! Only what the client declared (`capabilities` in `initialize`, or per request
 //! `_meta["io.modelcontextprotocol/clientCapabilities"]`) is ever asked.
+//!
+//! Roots have their own call, [`Input::roots`]: in the handshake era the answer is kept on the
+//! session until the client sends `notifications/roots/list_changed` (so `roots/list` goes out
+//! at most once per change, on the first request that wants it), and a client that does not
+//! answer within [`ROOTS_TIMEOUT`] or refuses is taken to have none; in 2026-07-28 they are
+//! asked per request, as that version has no session to keep them on.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +40,8 @@ use crate::session::{Session, id_key};
 
 /// How long a handshake-era question waits for the client's answer (a person may be typing).
 pub const ASK_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long `roots/list` may take: the client answers it from its own state, no person types.
+pub const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a 2026-07-28 `requestState` stays valid.
 pub const STATE_TTL: Duration = Duration::from_secs(900);
 
@@ -79,6 +87,14 @@ impl Ask {
     /// `{method, params}`: an entry of `inputRequests`.
     fn to_input_request(&self) -> Value {
         json!({ "method": self.method(), "params": self.params() })
+    }
+
+    /// How long a handshake-era client has to answer.
+    fn timeout(&self) -> Duration {
+        match self {
+            Ask::Roots => ROOTS_TIMEOUT,
+            _ => ASK_TIMEOUT,
+        }
     }
 
     /// Whether `answer` has the shape of this question's result (else it is asked again).
@@ -132,6 +148,67 @@ impl Elicited {
         };
         Some(Elicited { action, content })
     }
+}
+
+/// One of the client's roots: a folder (or file) it says the server may care about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub uri: String,
+    pub name: Option<String>,
+}
+
+impl Root {
+    /// The roots of a `roots/list` result; entries without a string `uri` are skipped.
+    pub fn list(result: &Value) -> Vec<Root> {
+        let Some(items) = result.get("roots").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        items
+            .iter()
+            .filter_map(|r| {
+                let uri = r.get("uri")?.as_str()?.to_string();
+                let name = r.get("name").and_then(Value::as_str).map(str::to_string);
+                Some(Root { uri, name })
+            })
+            .collect()
+    }
+
+    /// The local path of a `file://` root (percent-decoded; `file:///C:/x` is `C:/x`), or None
+    /// for another scheme, another host, or a path that is not valid UTF-8 once decoded.
+    pub fn file_path(&self) -> Option<String> {
+        let rest = self.uri.strip_prefix("file://").or_else(|| self.uri.strip_prefix("FILE://"))?;
+        let (host, path) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => return None,
+        };
+        if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+            return None;
+        }
+        let path = path.split(['?', '#']).next().unwrap_or_default();
+        let decoded = percent_decode(path)?;
+        // `/C:/Users/...`: a Windows drive keeps no leading slash.
+        match decoded.as_bytes() {
+            [b'/', d, b':', ..] if d.is_ascii_alphabetic() => Some(decoded[1..].to_string()),
+            _ => Some(decoded),
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// Why a question got no answer.
@@ -257,6 +334,41 @@ impl Input {
         self.declared("roots")
     }
 
+    /// The client's roots, or an empty list when it declared none, refused, did not answer in
+    /// time or answered something else (each logged once). Handshake era: the session's copy, or
+    /// one `roots/list` whose answer the session keeps until `notifications/roots/list_changed`.
+    /// 2026-07-28: asked under the key `roots` of this request; a first attempt ends with
+    /// [`AskError::InputRequired`] (the dispatcher then answers `input_required`), and only a
+    /// cancelled request is another `Err`.
+    pub async fn roots(&self) -> Result<Vec<Root>, AskError> {
+        if !self.can_list_roots() {
+            return Ok(Vec::new());
+        }
+        let legacy = match self.inner.as_deref() {
+            Some(Inner { mode: Mode::Legacy { session, .. }, .. }) => Some(session.clone()),
+            _ => None,
+        };
+        let generation = match &legacy {
+            Some(session) => match session.roots() {
+                Ok(kept) => return Ok(kept),
+                Err(generation) => Some(generation),
+            },
+            None => None,
+        };
+        let roots = match self.ask("roots", Ask::Roots).await {
+            Ok(answer) => Root::list(&answer),
+            Err(e @ (AskError::InputRequired | AskError::Cancelled | AskError::Unreachable)) => return Err(e),
+            Err(e) => {
+                tracing::info!(error = %e, "roots/list gave no roots; the session goes on without them");
+                Vec::new()
+            }
+        };
+        if let (Some(session), Some(generation)) = (legacy, generation) {
+            session.keep_roots(generation, roots.clone());
+        }
+        Ok(roots)
+    }
+
     /// True when `ask` may be asked of this client.
     pub fn can(&self, ask: &Ask) -> bool {
         self.declared(ask.capability())
@@ -380,7 +492,7 @@ async fn request_client(
     let outcome = tokio::select! {
         r = rx => r,
         _ = cancel.cancelled() => return Err(AskError::Cancelled),
-        _ = tokio::time::sleep(ASK_TIMEOUT) => return Err(AskError::TimedOut { method, secs: ASK_TIMEOUT.as_secs() }),
+        _ = tokio::time::sleep(ask.timeout()) => return Err(AskError::TimedOut { method, secs: ask.timeout().as_secs() }),
     };
     guard.done = true;
     match outcome {
@@ -520,6 +632,28 @@ mod tests {
         let err = open_state(&state, &other).unwrap_err();
         assert!(err.message.contains("another request"), "{}", err.message);
         assert!(open_state("garbage", &b).is_err());
+    }
+
+    #[test]
+    fn file_roots_become_paths_and_others_do_not() {
+        let answer = json!({"roots": [
+            {"uri": "file:///home/u/my%20app", "name": "App"},
+            {"uri": "file://localhost/srv/x/"},
+            {"uri": "file:///C:/Users/u/app"},
+            {"uri": "https://example.com/repo"},
+            {"uri": "file://otherhost/share"},
+            {"name": "no uri"},
+        ]});
+        let roots = Root::list(&answer);
+        assert_eq!(roots.len(), 5);
+        assert_eq!(roots[0].name.as_deref(), Some("App"));
+        let paths: Vec<Option<String>> = roots.iter().map(Root::file_path).collect();
+        assert_eq!(
+            paths,
+            vec![Some("/home/u/my app".into()), Some("/srv/x/".into()), Some("C:/Users/u/app".into()), None, None]
+        );
+        assert_eq!(Root { uri: "file:///bad%zz".into(), name: None }.file_path(), None);
+        assert!(Root::list(&json!({"nope": []})).is_empty());
     }
 
     #[test]

@@ -44,6 +44,6 @@ pub use auth::AuthInfo;
 pub use context::RequestCtx;
 pub use dispatcher::{Dispatcher, encode};
 pub use incoming::{Id, Incoming};
-pub use input::{Action, Ask, AskError, Elicited, Input};
+pub use input::{Action, Ask, AskError, Elicited, Input, Root};
 pub use protocol::{Era, Payload, Reply, RpcError};
 pub use session::{Session, SessionGuard, SessionSet, Transport};

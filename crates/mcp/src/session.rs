@@ -1,6 +1,7 @@
 //! One MCP session: its handshake state, provenance label, the client's declared capabilities,
 //! log level, in-flight requests (each with its own cancellation token), the server→client
-//! requests waiting for the client's response, and the channel its messages leave by. Every
+//! requests waiting for the client's response, the client's roots as it last gave them, and the
+//! channel its messages leave by. Every
 //! transport makes one per connection (socket, stdio) or per `Mcp-Session-Id` (HTTP), and
 //! registers it in the server's [`SessionSet`] for as long as it lives.
 
@@ -16,7 +17,7 @@ use tokio_util::task::TaskTracker;
 use openhuman_common::normalize_id;
 
 use crate::auth::AuthInfo;
-use crate::input::Responses;
+use crate::input::{Responses, Root};
 use crate::subscriptions::{Listeners, updated_line};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -48,6 +49,10 @@ pub struct Session {
     client_caps: OnceLock<serde_json::Map<String, Value>>,
     /// Server→client requests waiting for the client's response.
     responses: Responses,
+    /// The client's answer to `roots/list` (see [`crate::input::Input::roots`]) and a counter of
+    /// `notifications/roots/list_changed`, so an answer to a question asked before a change is
+    /// not kept after it.
+    roots: Mutex<(u64, Option<Vec<Root>>)>,
     /// The `_meta` object of the client's `initialize` (extension fields a client or its
     /// launcher sends about itself, e.g. its working directory).
     client_meta: OnceLock<Value>,
@@ -79,6 +84,7 @@ impl Session {
             client_info: OnceLock::new(),
             client_caps: OnceLock::new(),
             responses: Responses::default(),
+            roots: Mutex::new((0, None)),
             client_meta: OnceLock::new(),
             log_level: AtomicU8::new(LEVEL_UNSET),
             inflight: Mutex::new(HashMap::new()),
@@ -183,6 +189,30 @@ impl Session {
         self.client_caps.get().is_some_and(|c| {
             ["elicitation", "sampling", "roots"].iter().any(|k| c.get(*k).is_some_and(|v| !v.is_null()))
         })
+    }
+
+    /// The roots the client last gave, or (when none are kept) the change counter to hand to
+    /// [`Session::keep_roots`] with the answer of a new `roots/list`.
+    pub fn roots(&self) -> Result<Vec<Root>, u64> {
+        let kept = self.roots.lock().expect("session lock");
+        kept.1.clone().ok_or(kept.0)
+    }
+
+    /// Keeps the answer of a `roots/list` asked at change counter `generation`; dropped when the
+    /// client has said its roots changed since.
+    pub fn keep_roots(&self, generation: u64, roots: Vec<Root>) {
+        let mut kept = self.roots.lock().expect("session lock");
+        if kept.0 == generation {
+            kept.1 = Some(roots);
+        }
+    }
+
+    /// `notifications/roots/list_changed`: forget the kept roots; the next request that wants
+    /// them asks again.
+    pub fn roots_changed(&self) {
+        let mut kept = self.roots.lock().expect("session lock");
+        kept.0 += 1;
+        kept.1 = None;
     }
 
     /// A new server→client request id and the receiver its response will arrive on.

@@ -1,7 +1,8 @@
 //! A fake application for the protocol crate's own tests: the dispatcher and transports are
 //! exercised in memory, with no config, store or temp directory. Its tool `test.sleep`
 //! sleeps in 10 ms steps reporting progress and counts the runs dropped before they finished;
-//! `test.confirm` asks the user (elicitation) and reports the answer.
+//! `test.confirm` asks the user (elicitation) and reports the answer; `test.roots` reports the
+//! client's roots (`Input::roots`).
 //! Its one prompt, `greet`, greets `name`; completion offers `name` values from a list of 150
 //! (more than one result may carry) and `id` values of the template `fake://item/{id}`.
 
@@ -80,6 +81,8 @@ impl App for FakeApp {
             .to_json(),
             json!({ "name": "test.confirm", "description": "Asks the user to confirm.",
                     "inputSchema": { "type": "object", "properties": {} } }),
+            json!({ "name": "test.roots", "description": "Reports the client's roots.",
+                    "inputSchema": { "type": "object", "properties": {} } }),
         ]
     }
 
@@ -97,6 +100,16 @@ impl App for FakeApp {
                 let outcome = match ctx.elicit("Really do it?", schema).await {
                     Ok(e) => json!({ "action": e.action.as_str(), "content": e.content }),
                     Err(e) => json!({ "not_asked": e.to_string() }),
+                };
+                Ok(Payload::Json(tool::result(&outcome, None, ctx.era.is_modern()).into()))
+            }
+            .boxed();
+        }
+        if name == "test.roots" {
+            return async move {
+                let outcome = match ctx.input.roots().await {
+                    Ok(roots) => json!({ "uris": roots.iter().map(|r| r.uri.clone()).collect::<Vec<_>>() }),
+                    Err(e) => json!({ "failed": e.to_string() }),
                 };
                 Ok(Payload::Json(tool::result(&outcome, None, ctx.era.is_modern()).into()))
             }

@@ -58,17 +58,30 @@ fn read_tool<O: Operation>(name: &'static str, title: &'static str, description:
     }
 }
 
+fn caller() -> crate::workspace::Caller {
+    if super::subagent::current_session().is_some() {
+        crate::workspace::Caller::Subagent
+    } else {
+        crate::workspace::Caller::Client
+    }
+}
+
 /// `memory.search`: the operation, with the session's project preferred (see `workspace`).
 fn search(state: AppState, mut args: Map<String, Value>, ctx: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
-    crate::workspace::prefer_session_project(&mut args, &ctx, state.config().memory.project_boost);
-    run::<ops::Search>(state, args, ctx)
+    async move {
+        let boost = state.config().memory.project_boost;
+        crate::workspace::prefer_session_project(&mut args, &ctx, caller(), boost).await;
+        run::<ops::Search>(state, args, ctx).await
+    }
+    .boxed()
 }
 
 /// `memory.recall`: the operation's result, plus `answer` (or `answer_error`) when an LLM is
 /// configured. Subagents get the plain result: their own model reads the chunks.
 fn recall(state: AppState, mut args: Map<String, Value>, ctx: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
-    crate::workspace::prefer_session_project(&mut args, &ctx, state.config().memory.project_boost);
     async move {
+        let boost = state.config().memory.project_boost;
+        crate::workspace::prefer_session_project(&mut args, &ctx, caller(), boost).await;
         let params = super::typed::<ops::RecallParams>("memory.recall", args)?;
         let query = params.query.clone();
         let recalled = engine::operate::<ops::Recall>(&state, params).await.map_err(failure(ops::Recall::METHOD))?;

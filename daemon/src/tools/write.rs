@@ -212,11 +212,17 @@ fn write_tool<P: Params + Send + 'static>(
 
 /// The validated arguments of `tool` as its parameter type, and who writes (the audit row
 /// summarises the arguments as sent).
-fn prepare<P: Params>(tool: &str, mut args: Map<String, Value>, ctx: &RequestCtx) -> Result<(P, Author), ToolFailure> {
+async fn prepare<P: Params>(
+    tool: &str,
+    mut args: Map<String, Value>,
+    ctx: &RequestCtx,
+) -> Result<(P, Author), ToolFailure> {
     let audit = audit_row(tool, ctx, &args);
-    // What a session stores belongs to its project unless the caller names another.
+    // What a session stores belongs to its project unless the caller names another (asked of
+    // the client's roots before anything is written).
     if matches!(tool, "memory.store" | "memory.learn") {
-        crate::workspace::default_project(&mut args, "project", ctx);
+        // Subagents have read tools only: a write comes from the client.
+        crate::workspace::default_project(&mut args, "project", ctx, crate::workspace::Caller::Client).await;
     }
     let p = super::typed::<P>(tool, args)?;
     Ok((p, Author { source: ctx.source.clone(), audit }))
@@ -269,7 +275,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (mut p, mut by) = prepare::<ops::StoreParams>("memory.store", args, &ctx)?;
+                    let (mut p, mut by) = prepare::<ops::StoreParams>("memory.store", args, &ctx).await?;
                     let texts = [p.title.as_str(), p.content.as_str()];
                     if secrets(&state, &ctx, "memory.store", &texts, &mut by).await? {
                         p.title = confirm::redact_text(&p.title);
@@ -288,7 +294,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (mut p, mut by) = prepare::<ops::NoteParams>("memory.note", args, &ctx)?;
+                    let (mut p, mut by) = prepare::<ops::NoteParams>("memory.note", args, &ctx).await?;
                     if secrets(&state, &ctx, "memory.note", &[p.note_text.as_str()], &mut by).await? {
                         p.note_text = confirm::redact_text(&p.note_text);
                     }
@@ -306,7 +312,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, by) = prepare::<ops::TagParams>("tree.tag", args, &ctx)?;
+                    let (p, by) = prepare::<ops::TagParams>("tree.tag", args, &ctx).await?;
                     let item = p.chunk_id.clone();
                     blocking_write(state, &[&item], move |e| e.tag(p, by)).await
                 }
@@ -321,7 +327,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             LEARN_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (mut p, mut by) = prepare::<ops::LearnParams>("memory.learn", args, &ctx)?;
+                    let (mut p, mut by) = prepare::<ops::LearnParams>("memory.learn", args, &ctx).await?;
                     if secrets(&state, &ctx, "memory.learn", &[p.text.as_str()], &mut by).await? {
                         p.text = confirm::redact_text(&p.text);
                     }
@@ -338,7 +344,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, mut by) = prepare::<ops::ForgetParams>("memory.forget", args, &ctx)?;
+                    let (p, mut by) = prepare::<ops::ForgetParams>("memory.forget", args, &ctx).await?;
                     let shown: Vec<&str> = p.ids.iter().take(5).map(String::as_str).collect();
                     let more = if p.ids.len() > 5 { format!(" and {} more", p.ids.len() - 5) } else { String::new() };
                     let what = format!(
@@ -361,7 +367,7 @@ pub(crate) fn tools() -> Vec<ToolDef> {
             WRITE_ANNOTATIONS,
             |state, args, ctx| {
                 async move {
-                    let (p, mut by) = prepare::<ops::SplitEntityParams>("memory.split_entity", args, &ctx)?;
+                    let (p, mut by) = prepare::<ops::SplitEntityParams>("memory.split_entity", args, &ctx).await?;
                     let what = format!(
                         "Split `{}` off the entity memory merged it into? Memory will never merge the two again.",
                         p.entity_id

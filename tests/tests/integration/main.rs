@@ -23,6 +23,7 @@ mod privacy;
 mod prompts;
 mod recall_quality;
 mod reliability;
+mod roots;
 mod sessions;
 mod shim;
 mod smoke;
