@@ -146,11 +146,11 @@ mod tests {
 
     #[test]
     fn rollout_lines_are_read() {
-        let meta = br#"{"timestamp":"2025-10-29T00:59:38.317Z","type":"session_meta","payload":{"id":"0199-abc","timestamp":"2025-10-29T00:59:38.308Z","cwd":"/work/app","originator":"codex_cli_rs","cli_version":"0.46.0","git":{"commit_hash":"0e36","branch":"dev"}}}"#;
+        let meta = br#"{"timestamp":"2025-10-29T00:59:38.317Z","type":"session_meta","payload":{"id":"0199-abc","timestamp":"2025-10-29T00:59:38.308Z","cwd":"/home/dev/app","originator":"codex_cli_rs","cli_version":"0.46.0","git":{"commit_hash":"0e36","branch":"dev"}}}"#;
         let Record::Context(c) = read_line(meta).unwrap() else { panic!() };
         assert_eq!(
             (c.session_id.as_deref(), c.cwd.as_deref(), c.branch.as_deref()),
-            (Some("0199-abc"), Some("/work/app"), Some("dev"))
+            (Some("0199-abc"), Some("/home/dev/app"), Some("dev"))
         );
 
         let env = br#"{"timestamp":"2025-10-29T00:59:38.317Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>cwd</environment_context>"}]}}"#;
@@ -161,7 +161,7 @@ mod tests {
         assert_eq!((t.role, t.text.as_str(), t.ts_ms), (Role::User, "rename the flag", Some(1_761_699_580_000)));
         assert_eq!(t.id, line_id(user));
 
-        let call = br#"{"timestamp":"2025-10-29T00:59:41.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"rg -n flag src\"],\"workdir\":\"/work/app\"}","call_id":"c1"}}"#;
+        let call = br#"{"timestamp":"2025-10-29T00:59:41.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"bash\",\"-lc\",\"rg -n flag src\"],\"workdir\":\"/home/dev/app\"}","call_id":"c1"}}"#;
         let Record::Turn(t, _) = read_line(call).unwrap() else { panic!() };
         assert_eq!(t.tools[0].command.as_deref(), Some("rg -n flag src"));
 
