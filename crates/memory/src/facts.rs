@@ -240,6 +240,57 @@ pub(crate) fn judge(
     })
 }
 
+/// Most recent facts a write's claims are compared with.
+const ATTRIBUTE_CANDIDATES: i64 = 500;
+
+/// The current facts (`memory.store` documents and learnings of `project`, observed by `at_ms`,
+/// not of `origin`) that the claims of `content` update: every claim such a fact makes (see
+/// `claims`) has a claim of the same subject and attribute in `content`, and at least one of
+/// them another value. A fact that also says something `content` does not restate is left
+/// current, so no true statement is hidden. Returns the chunk ids with the attribute changed.
+pub(crate) fn updated_by_claims(
+    conn: &Connection,
+    content: &str,
+    project: Option<&str>,
+    origin: &str,
+    at_ms: i64,
+) -> Result<Vec<(String, String)>, MemoryError> {
+    if content.chars().count() > FACT_CHARS {
+        return Ok(Vec::new());
+    }
+    let new = super::claims::claims(content, None);
+    if new.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.id, c.content FROM chunks c
+         WHERE c.source_kind IN ('document', 'learning') AND c.project IS ?1 AND c.origin != ?2
+           AND c.timestamp_ms <= ?3 AND length(c.content) <= ?4
+           AND NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = c.id)
+           AND (c.source_kind = 'learning' OR (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1)
+         ORDER BY c.timestamp_ms DESC LIMIT ?5",
+    )?;
+    let mut out = Vec::new();
+    let mut q = stmt.query(params![project, origin, at_ms, (FACT_CHARS * 4) as i64, ATTRIBUTE_CANDIDATES])?;
+    while let Some(r) = q.next()? {
+        let old = super::claims::claims(&r.get::<_, String>(1)?, None);
+        let mut changed = None;
+        let covered = !old.is_empty()
+            && old.iter().all(|o| {
+                new.iter().find(|n| n.subject == o.subject && n.attribute == o.attribute).is_some_and(|n| {
+                    if n.value != o.value {
+                        changed.get_or_insert_with(|| o.attribute.clone());
+                    }
+                    true
+                })
+            });
+        if covered && let Some(attribute) = changed {
+            out.push((r.get(0)?, attribute));
+        }
+    }
+    Ok(out)
+}
+
 /// Records that `old_id` was replaced by `new_id` (observed at `at_ms`).
 pub(crate) fn record(
     conn: &Connection,

@@ -381,6 +381,14 @@ impl MemoryEngine {
                     store::delete_chunks(tx, seq, &old)?;
                 }
                 store::insert_chunks(tx, seq, &chunks, now)?;
+                if w.track_facts && status == "created" && chunks.len() == 1 {
+                    // A new fact of the same subject and attribute, another value, supersedes.
+                    let id = chunks[0].id();
+                    for (old, _) in facts::updated_by_claims(tx, &w.content, project.as_deref(), &item_id, ts)? {
+                        facts::record(tx, &old, &id, "same_attribute", None, ts)?;
+                        supersedes.push(old);
+                    }
+                }
                 let display = title.clone().unwrap_or_else(|| key.clone());
                 let src = NewSource {
                     source_id: item_id.clone(),
@@ -648,6 +656,12 @@ impl MemoryEngine {
             if let Some(r) = update {
                 facts::record(tx, &r.id, &chunk_id, "similar", Some(r.cosine), now)?;
                 supersedes.push(r.id);
+            } else if track_facts {
+                // The same subject and attribute with another value ("we moved to Berlin").
+                for (old, _) in facts::updated_by_claims(tx, text, project.as_deref(), &item_id, now)? {
+                    facts::record(tx, &old, &chunk_id, "same_attribute", None, now)?;
+                    supersedes.push(old);
+                }
             }
             let src = NewSource {
                 source_id: "learnings".into(),
