@@ -231,6 +231,53 @@ pub(crate) fn claims(text: &str, speaker: Option<&str>) -> Vec<Claim> {
     out
 }
 
+/// Every claim of a chat chunk's messages, each message's first person its sender: the lines
+/// of an ingested chat (`[YYYY-MM-DD HH:MM] sender: text`) and of an agent session's turn
+/// (`user: text`). What an assistant or a tool output says is not about a person, and is not
+/// read; a line without a sender continues the message above it.
+pub(crate) fn chat_claims(content: &str) -> Vec<Claim> {
+    let mut out: Vec<Claim> = Vec::new();
+    let mut speaker: Option<String> = None;
+    let mut message = String::new();
+    let take = |speaker: &Option<String>, message: &mut String, out: &mut Vec<Claim>| {
+        if let Some(who) = speaker.as_deref().filter(|w| !matches!(*w, "assistant" | "tool output")) {
+            for c in claims(message, Some(who)) {
+                out.retain(|o| !(o.subject == c.subject && o.attribute == c.attribute));
+                out.push(c);
+            }
+        }
+        message.clear();
+    };
+    for line in content.lines() {
+        if let Some((who, text)) = sender(line) {
+            take(&speaker, &mut message, &mut out);
+            speaker = Some(who.to_lowercase());
+            message.push_str(text);
+        } else if line.starts_with("user ran ") || line.starts_with("ran ") {
+            take(&speaker, &mut message, &mut out);
+            speaker = None;
+        } else {
+            message.push('\n');
+            message.push_str(line);
+        }
+    }
+    take(&speaker, &mut message, &mut out);
+    out
+}
+
+/// The sender and text of a chat line that opens a message.
+fn sender(line: &str) -> Option<(&str, &str)> {
+    let rest = match line.strip_prefix('[') {
+        Some(r) => r.split_once("] ")?.1,
+        None => {
+            let (who, text) = line.split_once(": ")?;
+            return matches!(who, "user" | "assistant" | "tool output").then_some((who, text));
+        }
+    };
+    let (who, text) = rest.split_once(": ")?;
+    (!who.trim().is_empty() && who.chars().count() <= 80).then_some((who.trim(), text))
+}
+
 /// A word of a sentence: its text as written and lowercased.
 #[derive(Debug, Clone)]
 struct Word {
@@ -609,6 +656,17 @@ mod tests {
         ] {
             assert_eq!(one(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn chat_lines_are_read_as_their_senders() {
+        let chunk = "[2024-01-01 10:00] Alice: I live in Paris.\n[2024-01-01 10:01] Bob: Do you live in Paris?\n\
+                     [2024-01-01 10:02] Bob: I work at Initech\nand I love it";
+        let got: Vec<String> = chat_claims(chunk).iter().map(Claim::to_string).collect();
+        assert_eq!(got, ["alice / residence = paris", "bob / employer = initech"]);
+        let turn = "user: We moved to Berlin\nuser ran Edit on notes.md\nassistant: I live in the cloud";
+        let got: Vec<String> = chat_claims(turn).iter().map(Claim::to_string).collect();
+        assert_eq!(got, ["user / residence = berlin"]);
     }
 
     #[test]

@@ -247,14 +247,14 @@ const ATTRIBUTE_CANDIDATES: i64 = 500;
 /// not of `origin`) that the claims of `content` update: every claim such a fact makes (see
 /// `claims`) has a claim of the same subject and attribute in `content`, and at least one of
 /// them another value. A fact that also says something `content` does not restate is left
-/// current, so no true statement is hidden. Returns the chunk ids with the attribute changed.
+/// current, so no true statement is hidden. Returns the chunk ids.
 pub(crate) fn updated_by_claims(
     conn: &Connection,
     content: &str,
     project: Option<&str>,
     origin: &str,
     at_ms: i64,
-) -> Result<Vec<(String, String)>, MemoryError> {
+) -> Result<Vec<String>, MemoryError> {
     if content.chars().count() > FACT_CHARS {
         return Ok(Vec::new());
     }
@@ -273,22 +273,63 @@ pub(crate) fn updated_by_claims(
     let mut out = Vec::new();
     let mut q = stmt.query(params![project, origin, at_ms, (FACT_CHARS * 4) as i64, ATTRIBUTE_CANDIDATES])?;
     while let Some(r) = q.next()? {
-        let old = super::claims::claims(&r.get::<_, String>(1)?, None);
-        let mut changed = None;
-        let covered = !old.is_empty()
-            && old.iter().all(|o| {
-                new.iter().find(|n| n.subject == o.subject && n.attribute == o.attribute).is_some_and(|n| {
-                    if n.value != o.value {
-                        changed.get_or_insert_with(|| o.attribute.clone());
-                    }
-                    true
-                })
-            });
-        if covered && let Some(attribute) = changed {
-            out.push((r.get(0)?, attribute));
+        if updates(&super::claims::claims(&r.get::<_, String>(1)?, None), &new) {
+            out.push(r.get(0)?);
         }
     }
     Ok(out)
+}
+
+/// The chat chunks among `rowids` (just written, in the writing transaction) whose messages
+/// update what earlier chat chunks of their project said (see `claims::chat_claims`: the
+/// sender of a first-person message is its subject): each such earlier chunk — observed
+/// strictly before, every claim of it restated with at least one other value — is recorded as
+/// superseded. Returns how many links were recorded.
+pub(crate) fn chat_written(conn: &Connection, rowids: &[i64]) -> Result<usize, MemoryError> {
+    let written: Vec<(String, String, Option<String>, i64)> = conn
+        .prepare_cached(
+            "SELECT id, content, project, timestamp_ms FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'
+             ORDER BY timestamp_ms, rowid",
+        )?
+        .query_map([rarray(rowids)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut n = 0;
+    for (id, content, project, ts) in written {
+        let new = super::claims::chat_claims(&content);
+        if new.is_empty() {
+            continue;
+        }
+        let olds: Vec<(String, String)> = conn
+            .prepare_cached(
+                "SELECT c.id, c.content FROM chunks c
+                 WHERE c.source_kind = 'chat' AND c.project IS ?1 AND c.timestamp_ms < ?2 AND c.id != ?3
+                   AND NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = c.id)
+                 ORDER BY c.timestamp_ms DESC LIMIT ?4",
+            )?
+            .query_map(params![project, ts, id, ATTRIBUTE_CANDIDATES], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (old_id, old_content) in olds {
+            if updates(&super::claims::chat_claims(&old_content), &new) {
+                record(conn, &old_id, &id, "same_attribute", None, ts)?;
+                n += 1;
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// Whether `new` updates everything `old` claims: each old claim has a new one of the same
+/// subject and attribute, and at least one of them another value.
+fn updates(old: &[super::claims::Claim], new: &[super::claims::Claim]) -> bool {
+    let mut changed = false;
+    let covered = !old.is_empty()
+        && old.iter().all(|o| {
+            new.iter().find(|c| c.subject == o.subject && c.attribute == o.attribute).is_some_and(|c| {
+                changed |= c.value != o.value;
+                true
+            })
+        });
+    covered && changed
 }
 
 /// Records that `old_id` was replaced by `new_id` (observed at `at_ms`).

@@ -384,7 +384,7 @@ impl MemoryEngine {
                 if w.track_facts && status == "created" && chunks.len() == 1 {
                     // A new fact of the same subject and attribute, another value, supersedes.
                     let id = chunks[0].id();
-                    for (old, _) in facts::updated_by_claims(tx, &w.content, project.as_deref(), &item_id, ts)? {
+                    for old in facts::updated_by_claims(tx, &w.content, project.as_deref(), &item_id, ts)? {
                         facts::record(tx, &old, &id, "same_attribute", None, ts)?;
                         supersedes.push(old);
                     }
@@ -658,7 +658,7 @@ impl MemoryEngine {
                 supersedes.push(r.id);
             } else if track_facts {
                 // The same subject and attribute with another value ("we moved to Berlin").
-                for (old, _) in facts::updated_by_claims(tx, text, project.as_deref(), &item_id, now)? {
+                for old in facts::updated_by_claims(tx, text, project.as_deref(), &item_id, now)? {
                     facts::record(tx, &old, &chunk_id, "same_attribute", None, now)?;
                     supersedes.push(old);
                 }

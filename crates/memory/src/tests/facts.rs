@@ -523,3 +523,65 @@ fn a_learning_of_a_new_employer_supersedes_the_old_one_but_not_a_fact_that_says_
     assert!(found.contains(&both["chunk_id"].as_str().unwrap().to_string()), "{s}");
     assert!(!found.contains(&a["chunk_id"].as_str().unwrap().to_string()), "search lists current versions: {s}");
 }
+
+#[test]
+fn a_later_chat_message_of_the_same_sender_supersedes_the_earlier_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    // A year apart (so two chunks); Bob asks and denies, which changes nothing of Ann's.
+    let export = [
+        r#"{"ts": "2024-03-01T10:00:00Z", "from": "Ann", "text": "I live in Paris, near the canal.", "channel": "friends"}"#,
+        r#"{"ts": "2024-09-01T10:00:00Z", "from": "Bob", "text": "Ann, do you live in Lyon now?", "channel": "friends"}"#,
+        r#"{"ts": "2024-09-01T10:01:00Z", "from": "Bob", "text": "I don't live in Paris either.", "channel": "friends"}"#,
+        r#"{"ts": "2025-03-01T10:00:00Z", "from": "Ann", "text": "Big news: we moved to Berlin!", "channel": "friends"}"#,
+    ]
+    .join("\n");
+    let path = src.path().join("friends.jsonl");
+    std::fs::write(&path, export).unwrap();
+    m.ingest_paths(&[path], None, &|_| {}).unwrap();
+    let chunk_of = |word: &str| -> String {
+        let conn = m.inner.read_conn().unwrap();
+        conn.query_row("SELECT id FROM chunks WHERE content LIKE ?1", [format!("%{word}%")], |r| r.get(0)).unwrap()
+    };
+    let (paris, bob, berlin) = (chunk_of("Paris, near"), chunk_of("Lyon"), chunk_of("Berlin"));
+    let h = m.wire::<ops::History>(json!({"id": berlin})).unwrap();
+    let chain: Vec<&str> = h["versions"].as_array().unwrap().iter().map(|v| v["chunk_id"].as_str().unwrap()).collect();
+    assert_eq!(chain, [paris.as_str(), berlin.as_str()], "{h}");
+    assert_eq!(m.wire::<ops::History>(json!({"id": bob})).unwrap()["versions"].as_array().unwrap().len(), 1);
+
+    let r = recall(&m, json!({"query": "where does Ann live Paris Berlin"}));
+    let got = ids(&r["chunks"]);
+    let at = |id: &str| got.iter().position(|i| i == id).unwrap();
+    assert!(at(&berlin) < at(&paris), "current first: {r}");
+    assert_eq!(r["chunks"][at(&paris)]["superseded"]["reason"], "same_attribute");
+    // A conversation says more than the one fact: search still lists it, marked.
+    let s = m.wire::<ops::Search>(json!({"query": "canal"})).unwrap();
+    assert_eq!(s["hits"][0]["chunk_id"], paris.as_str(), "{s}");
+    assert_eq!(s["hits"][0]["superseded"]["by"], berlin.as_str(), "{s}");
+    let before = recall(&m, json!({"query": "where does Ann live Paris Berlin", "as_of": "2024-12-01T00:00:00Z"}));
+    assert!(!ids(&before["chunks"]).contains(&berlin), "{before}");
+    let p = before["chunks"].as_array().unwrap().iter().find(|c| c["chunk_id"] == paris.as_str()).unwrap();
+    assert!(p.get("superseded").is_none(), "current then: {before}");
+}
+
+#[test]
+fn an_edited_file_section_replaces_its_chunk_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    let path = src.path().join("me.md");
+    std::fs::write(&path, "# Home\n\nI live in Paris.\n\n# Work\n\nI work at Acme.\n").unwrap();
+    m.ingest_paths(std::slice::from_ref(&path), None, &|_| {}).unwrap();
+    std::fs::write(&path, "# Home\n\nWe moved to Berlin.\n\n# Work\n\nI work at Acme.\n").unwrap();
+    m.ingest_paths(std::slice::from_ref(&path), None, &|_| {}).unwrap();
+    // The file is its own history: the old text is gone, the new one current, no chain.
+    let r = recall(&m, json!({"query": "where do I live Paris Berlin"}));
+    let text = r["chunks"].to_string();
+    assert!(text.contains("Berlin") && !text.contains("Paris"), "{r}");
+    let berlin = r["chunks"].as_array().unwrap().iter().find(|c| c.to_string().contains("Berlin")).unwrap();
+    assert!(berlin.get("superseded").is_none());
+    let h = m.wire::<ops::History>(json!({"id": berlin["chunk_id"]})).unwrap();
+    assert_eq!(h["versions"].as_array().unwrap().len(), 1, "{h}");
+    assert_eq!(h["current"], berlin["chunk_id"]);
+}
