@@ -364,7 +364,7 @@ fn sentence_claims(s: &[Word], speaker: &str) -> Vec<Claim> {
     if !plain(s) {
         return Vec::new();
     }
-    let mut out = Vec::new();
+    let mut out: Vec<Claim> = Vec::new();
     let mut i = 0;
     while i < s.len() {
         if let Some((subject, possessive, next)) = subject_at(s, i, speaker) {
@@ -372,11 +372,33 @@ fn sentence_claims(s: &[Word], speaker: &str) -> Vec<Claim> {
                 out.push(c);
             }
             i = next.max(i + 1);
+        } else if i > 0
+            && s[i - 1].low == "and"
+            && let Some(last) = out.last().map(|c| c.subject.clone())
+            && let Some(c) = predicate(s, i, &last, false)
+        {
+            // "I live in Paris and work at Acme": the subject carries over.
+            out.push(c);
+            i += 1;
         } else {
             i += 1;
         }
     }
     out
+}
+
+/// The claims of a stored fact when everything it says is claims — every sentence states at
+/// least one — else `None`: a fact that also says something else is never replaced whole.
+pub(crate) fn fact_claims(text: &str) -> Option<Vec<Claim>> {
+    let mut out = Vec::new();
+    for sentence in sentences(text) {
+        let found = sentence_claims(&sentence, "user");
+        if found.is_empty() {
+            return None;
+        }
+        out.extend(found);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// A subject starting at word `i`: (who, whether it is a possessive like "my"/"Alice's", the
@@ -656,6 +678,17 @@ mod tests {
         ] {
             assert_eq!(one(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn a_fact_is_all_claims_or_not_replaceable() {
+        let both = fact_claims("I live in Paris and work at Acme.").unwrap();
+        assert_eq!(
+            both.iter().map(Claim::to_string).collect::<Vec<_>>(),
+            ["user / residence = paris", "user / employer = acme"]
+        );
+        assert!(fact_claims("I live in Paris. My kids go to school by the canal.").is_none());
+        assert!(fact_claims("Nothing to see").is_none());
     }
 
     #[test]

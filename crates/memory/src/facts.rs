@@ -244,10 +244,11 @@ pub(crate) fn judge(
 const ATTRIBUTE_CANDIDATES: i64 = 500;
 
 /// The current facts (`memory.store` documents and learnings of `project`, observed by `at_ms`,
-/// not of `origin`) that the claims of `content` update: every claim such a fact makes (see
-/// `claims`) has a claim of the same subject and attribute in `content`, and at least one of
-/// them another value. A fact that also says something `content` does not restate is left
-/// current, so no true statement is hidden. Returns the chunk ids.
+/// not of `origin`) that the claims of `content` update: such a fact says nothing but claims
+/// (every sentence of it states one, see `claims::fact_claims`), every claim of it has a claim
+/// of the same subject and attribute in `content`, and at least one of them another value. A
+/// fact that also says something `content` does not restate is left current, so no true
+/// statement is hidden. Returns the chunk ids.
 pub(crate) fn updated_by_claims(
     conn: &Connection,
     content: &str,
@@ -273,7 +274,8 @@ pub(crate) fn updated_by_claims(
     let mut out = Vec::new();
     let mut q = stmt.query(params![project, origin, at_ms, (FACT_CHARS * 4) as i64, ATTRIBUTE_CANDIDATES])?;
     while let Some(r) = q.next()? {
-        if updates(&super::claims::claims(&r.get::<_, String>(1)?, None), &new) {
+        let old = super::claims::fact_claims(&r.get::<_, String>(1)?).unwrap_or_default();
+        if updates(&old, &new) {
             out.push(r.get(0)?);
         }
     }
@@ -320,7 +322,7 @@ pub(crate) fn chat_written(conn: &Connection, rowids: &[i64]) -> Result<usize, M
 
 /// Whether `new` updates everything `old` claims: each old claim has a new one of the same
 /// subject and attribute, and at least one of them another value.
-fn updates(old: &[super::claims::Claim], new: &[super::claims::Claim]) -> bool {
+pub(crate) fn updates(old: &[super::claims::Claim], new: &[super::claims::Claim]) -> bool {
     let mut changed = false;
     let covered = !old.is_empty()
         && old.iter().all(|o| {

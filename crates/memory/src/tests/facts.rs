@@ -585,3 +585,32 @@ fn an_edited_file_section_replaces_its_chunk_in_place() {
     assert_eq!(h["versions"].as_array().unwrap().len(), 1, "{h}");
     assert_eq!(h["current"], berlin["chunk_id"]);
 }
+
+/// The labelled pairs of `tests/fixtures/facts/attribute-pairs.tsv` (earlier, later, whether
+/// the later one is an update), through the attribute rule as a write applies it.
+#[test]
+fn the_attribute_rule_on_the_labelled_pairs() {
+    let text = include_str!("../../../../tests/fixtures/facts/attribute-pairs.tsv");
+    let (mut tp, mut fp, mut fn_, mut tn) = (0, 0, 0, 0);
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (a, b, label) = (f[0], f[1], f[2] == "yes");
+        let old = crate::claims::fact_claims(a).unwrap_or_default();
+        let got = facts::updates(&old, &crate::claims::claims(b, None));
+        match (label, got) {
+            (true, true) => tp += 1,
+            (false, true) => {
+                fp += 1;
+                println!("FALSE UPDATE: {a} / {b}");
+            }
+            (true, false) => {
+                fn_ += 1;
+                println!("MISSED: {a} / {b}");
+            }
+            (false, false) => tn += 1,
+        }
+    }
+    println!("updates caught {tp} of {}, non-updates judged updates {fp} of {}", tp + fn_, fp + tn);
+    assert_eq!(fp, 0, "a false supersession hides a true memory");
+    assert!(tp >= 23, "updates caught: {tp} of {}", tp + fn_);
+}
