@@ -457,6 +457,38 @@ fn attribute_rule_on_long_chats() {
         }
     }
     println!("turns {turns}, turns with a claim {with_claims}, claims {claims_n}, changes of value {changes}");
+
+    // End to end: each conversation ingested as a chat export (a session a day, a turn a
+    // minute), and the supersessions the writes recorded counted.
+    let dir = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let m = open_with(dir.path(), builtin());
+    let mut paths = Vec::new();
+    for (ci, conv) in data.as_array().unwrap().iter().enumerate() {
+        let c = conv["conversation"].as_object().unwrap();
+        let mut lines = Vec::new();
+        for n in 1..100 {
+            let Some(session) = c.get(&format!("session_{n}")).and_then(Value::as_array) else { continue };
+            for (i, t) in session.iter().enumerate() {
+                let ts = 1_672_531_200_000i64 + n as i64 * 86_400_000 + i as i64 * 60_000;
+                lines.push(
+                    json!({"ts": ts, "from": t["speaker"], "text": t["text"], "channel": format!("conv-{ci}")})
+                        .to_string(),
+                );
+            }
+        }
+        let path = src.path().join(format!("conv-{ci}.jsonl"));
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        paths.push(path);
+    }
+    m.ingest_paths(&paths, None, &|_| {}).unwrap();
+    let conn = m.inner.read_conn().unwrap();
+    let (chunks, links): (i64, i64) = conn
+        .query_row("SELECT (SELECT count(*) FROM chunks), (SELECT count(*) FROM supersessions)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    println!("ingested as chat: {chunks} chunks, {links} supersessions");
 }
 
 #[test]
