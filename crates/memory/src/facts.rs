@@ -12,10 +12,15 @@
 //! - **Update** (learnings, which have no title to name their subject): cosine ≥
 //!   [`SUPERSEDE_COSINE`] and word overlap ≥ [`SUPERSEDE_WORDS`] (the same subject and attribute
 //!   phrased alike, a different value: "the editor is Vim" → "the editor is Helix"). A document's
-//!   subject is its title: two documents of other titles are two facts however alike. A
-//!   restatement in other words ("we moved to Berlin") is not caught; storing it under the same
-//!   title is. The later one (by observed time)
-//!   supersedes the earlier, which stays stored and searchable, marked.
+//!   subject is its title. The later one (by observed time) supersedes the earlier, which
+//!   stays stored and searchable, marked.
+//! - **The same attribute, another value** (`reason: same_attribute`): the personal facts that
+//!   `claims` reads — who, which attribute, what value — of a short `memory.store`,
+//!   `memory.learn` or `memory.note` write, compared with the current documents, learnings and
+//!   notes of its project ([`updated_by_claims`]), and of each chat chunk an ingest or a session
+//!   capture writes, compared with the earlier chat chunks of its project ([`chat_written`]). "I
+//!   live in Paris" → "we moved to Berlin", whatever the titles. An earlier fact is replaced
+//!   only when each of its claims comes again; a stored fact, only when it says nothing else.
 //! - A document re-stored under the same key (`memory.store` with the same title) with other
 //!   text is always an update: its earlier chunks are kept, superseded by the new ones.
 //!
@@ -243,7 +248,7 @@ pub(crate) fn judge(
 /// Most recent facts a write's claims are compared with.
 const ATTRIBUTE_CANDIDATES: i64 = 500;
 
-/// The current facts (`memory.store` documents and learnings of `project`, observed by `at_ms`,
+/// The current facts (`memory.store` documents, learnings and notes of `project`, observed by `at_ms`,
 /// not of `origin`) that the claims of `content` update: such a fact says nothing but claims
 /// (every sentence of it states one, see `claims::fact_claims`), every claim of it has a claim
 /// of the same subject and attribute in `content`, and at least one of them another value. A
@@ -265,10 +270,10 @@ pub(crate) fn updated_by_claims(
     }
     let mut stmt = conn.prepare_cached(
         "SELECT c.id, c.content FROM chunks c
-         WHERE c.source_kind IN ('document', 'learning') AND c.project IS ?1 AND c.origin != ?2
+         WHERE c.source_kind IN ('document', 'learning', 'note') AND c.project IS ?1 AND c.origin != ?2
            AND c.timestamp_ms <= ?3 AND length(c.content) <= ?4
            AND NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = c.id)
-           AND (c.source_kind = 'learning' OR (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1)
+           AND (c.source_kind != 'document' OR (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1)
          ORDER BY c.timestamp_ms DESC LIMIT ?5",
     )?;
     let mut out = Vec::new();

@@ -47,6 +47,9 @@ pub struct Noted {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merged_into: Option<String>,
+    /// The chunks this note replaced (the same subject and attribute with another value).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<String>,
 }
 
 /// The chunk's tags after `tag_chunk`.
@@ -465,6 +468,7 @@ impl MemoryEngine {
                     key: key.to_string(),
                     status: "merged",
                     merged_into: Some(item_id.clone()),
+                    supersedes: Vec::new(),
                 };
                 return Ok((out, item_id.clone()));
             }
@@ -491,6 +495,12 @@ impl MemoryEngine {
             };
             let note_chunk_id = chunk.id();
             store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
+            // A note of the same subject and attribute, another value, supersedes.
+            let mut supersedes = Vec::new();
+            for old in facts::updated_by_claims(tx, note, chunk.project.as_deref(), &item_id, now)? {
+                facts::record(tx, &old, &note_chunk_id, "same_attribute", None, now)?;
+                supersedes.push(old);
+            }
             let src = NewSource {
                 source_id: item_id.clone(),
                 kind: SourceKind::Note,
@@ -518,6 +528,7 @@ impl MemoryEngine {
                 key: key.to_string(),
                 status: if updated { "updated" } else { "created" },
                 merged_into: None,
+                supersedes,
             };
             Ok((out, item_id.clone()))
         })

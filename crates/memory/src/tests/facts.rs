@@ -550,6 +550,12 @@ fn a_learning_of_a_new_employer_supersedes_the_old_one_but_not_a_fact_that_says_
     // Alice's fact also holds her home, which the new one does not restate: it stays current.
     let c = learn(&m, json!({"text": "Alice works at Hooli.", "kind": "fact"}));
     assert!(c.get("supersedes").is_none(), "{c}");
+    // A note (on any chunk) is a fact written by the user too.
+    let p: ops::NoteParams =
+        serde_json::from_value(json!({"chunk_id": b["chunk_id"], "note_text": "I work at Initrode now."})).unwrap();
+    let n = m.note(p, by("memory.note")).unwrap().json();
+    let h = m.wire::<ops::History>(json!({"id": b["chunk_id"]})).unwrap();
+    assert_eq!(h["current"], n["note_chunk_id"], "{h}");
     let s = m.wire::<ops::Search>(json!({"query": "works at"})).unwrap();
     let found = ids(&s["hits"]);
     assert!(found.contains(&both["chunk_id"].as_str().unwrap().to_string()), "{s}");
