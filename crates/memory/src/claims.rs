@@ -328,11 +328,7 @@ fn sentences(text: &str) -> Vec<Vec<Word>> {
                 cur.push(Word { raw: "?".into(), low: "?".into() });
                 out.push(std::mem::take(&mut cur));
             }
-            '.' | '!' | ';' | '\n' => {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-            }
+            '.' | '!' | ';' | '\n' if !cur.is_empty() => out.push(std::mem::take(&mut cur)),
             ',' | ':' | '(' | ')' | '"' | '“' | '”' => cur.push(Word { raw: ",".into(), low: ",".into() }),
             _ => {}
         }
