@@ -248,7 +248,8 @@ pub(crate) fn judge(
 /// Most recent facts a write's claims are compared with.
 const ATTRIBUTE_CANDIDATES: i64 = 500;
 
-/// The current facts (`memory.store` documents, learnings and notes of `project`, observed by `at_ms`,
+/// The current facts (`memory.store` documents of one chunk — never an ingested file's —,
+/// learnings and notes of `project`, observed by `at_ms`,
 /// not of `origin`) that the claims of `content` update: such a fact says nothing but claims
 /// (every sentence of it states one, see `claims::fact_claims`), every claim of it has a claim
 /// of the same subject and attribute in `content`, and at least one of them another value. A
@@ -273,7 +274,8 @@ pub(crate) fn updated_by_claims(
          WHERE c.source_kind IN ('document', 'learning', 'note') AND c.project IS ?1 AND c.origin != ?2
            AND c.timestamp_ms <= ?3 AND length(c.content) <= ?4
            AND NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = c.id)
-           AND (c.source_kind != 'document' OR (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1)
+           AND (c.source_kind != 'document'
+                OR (c.origin LIKE 'doc:%' AND (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1))
          ORDER BY c.timestamp_ms DESC LIMIT ?5",
     )?;
     let mut out = Vec::new();

@@ -622,6 +622,12 @@ fn an_edited_file_section_replaces_its_chunk_in_place() {
     let h = m.wire::<ops::History>(json!({"id": berlin["chunk_id"]})).unwrap();
     assert_eq!(h["versions"].as_array().unwrap().len(), 1, "{h}");
     assert_eq!(h["current"], berlin["chunk_id"]);
+    // Nor does a tool write supersede a file's text: the file says what it says until edited.
+    let solo = src.path().join("where.md");
+    std::fs::write(&solo, "I live in Lyon.\n").unwrap();
+    m.ingest_paths(&[solo], None, &|_| {}).unwrap();
+    let w = store(&m, json!({"title": "Move", "content": "We moved to Hamburg."}));
+    assert!(w.get("supersedes").is_none(), "{w}");
 }
 
 /// The labelled pairs of `tests/fixtures/facts/attribute-pairs.tsv` (earlier, later, whether
