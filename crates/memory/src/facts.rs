@@ -289,6 +289,36 @@ pub(crate) fn updated_by_claims(
     Ok(out)
 }
 
+/// The fact observed after `at_ms` (the earliest, of the same facts as [`updated_by_claims`])
+/// that updates a fact `content` states when it is written late (`observed_at` before it): the
+/// late write goes in as that fact's history. `content` must say nothing but claims.
+pub(crate) fn later_by_claims(
+    conn: &Connection,
+    content: &str,
+    project: Option<&str>,
+    origin: &str,
+    at_ms: i64,
+) -> Result<Option<String>, MemoryError> {
+    let Some(new) = super::claims::fact_claims(content).filter(|_| content.chars().count() <= FACT_CHARS) else {
+        return Ok(None);
+    };
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.id, c.content FROM chunks c
+         WHERE c.source_kind IN ('document', 'learning', 'note') AND c.project IS ?1 AND c.origin != ?2
+           AND c.timestamp_ms > ?3 AND length(c.content) <= ?4
+           AND (c.source_kind != 'document'
+                OR (c.origin LIKE 'doc:%' AND (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1))
+         ORDER BY c.timestamp_ms LIMIT ?5",
+    )?;
+    let mut q = stmt.query(params![project, origin, at_ms, (FACT_CHARS * 4) as i64, ATTRIBUTE_CANDIDATES])?;
+    while let Some(r) = q.next()? {
+        if updates(&new, &super::claims::claims(&r.get::<_, String>(1)?, None)) {
+            return Ok(Some(r.get(0)?));
+        }
+    }
+    Ok(None)
+}
+
 /// The chat chunks among `rowids` (just written, in the writing transaction) whose messages
 /// update what earlier chat chunks of their project said (see `claims::chat_claims`: the
 /// sender of a first-person message is its subject): each such earlier chunk — observed
@@ -322,6 +352,20 @@ pub(crate) fn chat_written(conn: &Connection, rowids: &[i64]) -> Result<usize, M
                 record(conn, &old_id, &id, "same_attribute", None, ts)?;
                 n += 1;
             }
+        }
+        // Read late (an older export after a newer one): a later message that updates all this
+        // chunk claims makes it history.
+        let later: Vec<(String, String, i64)> = conn
+            .prepare_cached(
+                "SELECT c.id, c.content, c.timestamp_ms FROM chunks c
+                 WHERE c.source_kind = 'chat' AND c.project IS ?1 AND c.timestamp_ms > ?2
+                 ORDER BY c.timestamp_ms LIMIT ?3",
+            )?
+            .query_map(params![project, ts, ATTRIBUTE_CANDIDATES], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        if let Some((by, _, at)) = later.iter().find(|l| updates(&new, &super::claims::chat_claims(&l.1))) {
+            record(conn, &id, by, "same_attribute", None, *at)?;
+            n += 1;
         }
     }
     Ok(n)

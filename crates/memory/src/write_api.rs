@@ -329,6 +329,8 @@ impl MemoryEngine {
                 None => "created",
             };
             let mut supersedes = Vec::new();
+            // The chunk written as history of a later fact (it is not current, yet it is stored).
+            let mut late: Option<String> = None;
             if status == "created"
                 && let Some(probe) = &probe
             {
@@ -391,6 +393,14 @@ impl MemoryEngine {
                         facts::record(tx, &old, &id, "same_attribute", None, ts)?;
                         supersedes.push(old);
                     }
+                    // Observed before a fact that updates it: it goes in as that fact's history.
+                    if let Some(by) = facts::later_by_claims(tx, &w.content, project.as_deref(), &item_id, ts)? {
+                        let at: i64 = tx
+                            .prepare_cached("SELECT timestamp_ms FROM chunks WHERE id = ?1")?
+                            .query_row([&by], |r| r.get(0))?;
+                        facts::record(tx, &id, &by, "same_attribute", None, at)?;
+                        late = Some(id);
+                    }
                 }
                 let display = title.clone().unwrap_or_else(|| key.clone());
                 let src = NewSource {
@@ -410,13 +420,14 @@ impl MemoryEngine {
                 };
                 upsert_kv(tx, kv, now)?;
             }
-            let chunk_ids: Vec<String> = tx
+            let mut chunk_ids: Vec<String> = tx
                 .prepare_cached(
                     "SELECT id FROM chunks WHERE origin = ?1 AND id NOT IN (SELECT old_id FROM supersessions)
                      ORDER BY seq_in_source",
                 )?
                 .query_map([&item_id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
+            chunk_ids.extend(late);
             let out = Stored {
                 id: item_id.clone(),
                 key: key.clone(),

@@ -537,6 +537,15 @@ fn a_move_stated_in_other_words_supersedes_where_the_user_lived() {
     assert!(!ids(&before["chunks"]).contains(&new));
     let after = recall(&m, json!({"query": "where do I live Paris Berlin", "as_of": "2025-06-01T00:00:00Z"}));
     assert_eq!(after["chunks"][0]["chunk_id"], new.as_str(), "{after}");
+
+    // Told late: a stay in Lyon observed between the two goes in as Berlin's history.
+    let lyon = store(&m, json!({"title": "Lyon", "content": "I live in Lyon.", "observed_at": "2024-06-01T00:00:00Z"}));
+    let lyon_id = lyon["chunk_ids"][0].as_str().unwrap();
+    let h = m.wire::<ops::History>(json!({"id": lyon_id})).unwrap();
+    assert_eq!(h["current"], new.as_str(), "{h}");
+    let then = recall(&m, json!({"query": "where do I live Lyon", "as_of": "2024-07-01T00:00:00Z"}));
+    let l = then["chunks"].as_array().unwrap().iter().find(|c| c["chunk_id"] == lyon_id).unwrap();
+    assert!(l.get("superseded").is_none(), "current in July 2024: {then}");
 }
 
 #[test]
@@ -601,6 +610,17 @@ fn a_later_chat_message_of_the_same_sender_supersedes_the_earlier_statement() {
     assert!(!ids(&before["chunks"]).contains(&berlin), "{before}");
     let p = before["chunks"].as_array().unwrap().iter().find(|c| c["chunk_id"] == paris.as_str()).unwrap();
     assert!(p.get("superseded").is_none(), "current then: {before}");
+
+    // An older export read late: its statement goes in as history, before Paris.
+    let older = src.path().join("older.jsonl");
+    let line = r#"{"ts": "2023-03-01T10:00:00Z", "from": "Ann", "text": "I live in Madrid.", "channel": "old"}"#;
+    std::fs::write(&older, line).unwrap();
+    m.ingest_paths(&[older], None, &|_| {}).unwrap();
+    let madrid = chunk_of("Madrid");
+    let h = m.wire::<ops::History>(json!({"id": madrid})).unwrap();
+    assert_eq!(h["versions"][0]["chunk_id"], madrid.as_str(), "{h}");
+    assert_eq!(h["versions"][0]["superseded_by"], paris.as_str(), "{h}");
+    assert_eq!(h["current"], berlin.as_str(), "{h}");
 }
 
 #[test]
