@@ -292,6 +292,15 @@ async def check_facts(api: Api) -> None:
     expect(history.get("current") == new and len(history.get("versions", [])) == 2, f"history: {history}")
     then = sc(await api.call_tool("memory.recall", {"query": "deploys go out", "as_of": "2025-03-01T00:00:00Z"}))
     expect(then["chunks"] and then["chunks"][0]["chunk_id"] == old, f"as_of: {then['chunks'][:2]}")
+    # The same subject and attribute with another value supersedes, whatever the titles and words.
+    lived = sc(await api.call_tool("memory.store", {
+        "title": "Interop home", "content": "I live in Windhoek.", "observed_at": "2024-02-01T00:00:00Z"}))
+    moved = sc(await api.call_tool("memory.store", {
+        "title": "Interop news", "content": "We moved to Zagreb last spring!", "observed_at": "2025-02-01T00:00:00Z"}))
+    expect(moved.get("supersedes") == lived["chunk_ids"], f"a move supersedes: {moved}")
+    chain = sc(await api.call_tool("memory.history", {"id": moved["chunk_ids"][0]}))
+    expect([v["chunk_id"] for v in chain.get("versions", [])] == lived["chunk_ids"] + moved["chunk_ids"]
+           and chain["versions"][0].get("reason") == "same_attribute", f"the move's history: {chain}")
     # The same fact again is merged into the current one.
     again = sc(await api.call_tool("memory.store", {"title": "Interop deploy again", "content": "deploys go out on tuesdays"}))
     expect(again.get("status") == "merged" and again.get("merged_into") == v2["id"], f"merge: {again}")
@@ -319,7 +328,7 @@ CHECKS = [
     ("prompts/get recall_context: the stored note, cited, within a 300-token budget", check_recall_prompt),
     ("prompts/get recall_context without topic: -32602 naming it", check_prompt_missing_argument),
     ("completion/complete: the stored hashtag as a topic; memory ids that read as resources", check_completion),
-    ("facts: a re-stored title supersedes (current first, history, as_of); the same fact again is merged; "
+    ("facts: a re-stored title supersedes (current first, history, as_of); a move in other words supersedes; the same fact again is merged; "
      "the session's project", check_facts),
     # Last: the close that follows checks the exit on EOF after a discarded line.
     ("a 10 MB memory.store fails at once with an error matched to it; the session goes on", check_oversized_store),

@@ -12,10 +12,15 @@
 //! - **Update** (learnings, which have no title to name their subject): cosine ≥
 //!   [`SUPERSEDE_COSINE`] and word overlap ≥ [`SUPERSEDE_WORDS`] (the same subject and attribute
 //!   phrased alike, a different value: "the editor is Vim" → "the editor is Helix"). A document's
-//!   subject is its title: two documents of other titles are two facts however alike. A
-//!   restatement in other words ("we moved to Berlin") is not caught; storing it under the same
-//!   title is. The later one (by observed time)
-//!   supersedes the earlier, which stays stored and searchable, marked.
+//!   subject is its title. The later one (by observed time) supersedes the earlier, which
+//!   stays stored and searchable, marked.
+//! - **The same attribute, another value** (`reason: same_attribute`): the personal facts that
+//!   `claims` reads — who, which attribute, what value — of a short `memory.store`,
+//!   `memory.learn` or `memory.note` write, compared with the current documents, learnings and
+//!   notes of its project ([`updated_by_claims`]), and of each chat chunk an ingest or a session
+//!   capture writes, compared with the earlier chat chunks of its project ([`chat_written`]). "I
+//!   live in Paris" → "we moved to Berlin", whatever the titles. An earlier fact is replaced
+//!   only when each of its claims comes again; a stored fact, only when it says nothing else.
 //! - A document re-stored under the same key (`memory.store` with the same title) with other
 //!   text is always an update: its earlier chunks are kept, superseded by the new ones.
 //!
@@ -238,6 +243,146 @@ pub(crate) fn judge(
         Some((true, r)) => Verdict::Duplicate(r),
         Some((false, r)) => Verdict::Update(r),
     })
+}
+
+/// Most recent facts a write's claims are compared with.
+const ATTRIBUTE_CANDIDATES: i64 = 500;
+
+/// The current facts (`memory.store` documents of one chunk — never an ingested file's —,
+/// learnings and notes of `project`, observed by `at_ms`,
+/// not of `origin`) that the claims of `content` update: such a fact says nothing but claims
+/// (every sentence of it states one, see `claims::fact_claims`), every claim of it has a claim
+/// of the same subject and attribute in `content`, and at least one of them another value. A
+/// fact that also says something `content` does not restate is left current, so no true
+/// statement is hidden. Returns the chunk ids.
+pub(crate) fn updated_by_claims(
+    conn: &Connection,
+    content: &str,
+    project: Option<&str>,
+    origin: &str,
+    at_ms: i64,
+) -> Result<Vec<String>, MemoryError> {
+    if content.chars().count() > FACT_CHARS {
+        return Ok(Vec::new());
+    }
+    let new = super::claims::claims(content, None);
+    if new.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.id, c.content FROM chunks c
+         WHERE c.source_kind IN ('document', 'learning', 'note') AND c.project IS ?1 AND c.origin != ?2
+           AND c.timestamp_ms <= ?3 AND length(c.content) <= ?4
+           AND NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = c.id)
+           AND (c.source_kind != 'document'
+                OR (c.origin LIKE 'doc:%' AND (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1))
+         ORDER BY c.timestamp_ms DESC LIMIT ?5",
+    )?;
+    let mut out = Vec::new();
+    let mut q = stmt.query(params![project, origin, at_ms, (FACT_CHARS * 4) as i64, ATTRIBUTE_CANDIDATES])?;
+    while let Some(r) = q.next()? {
+        let old = super::claims::fact_claims(&r.get::<_, String>(1)?).unwrap_or_default();
+        if updates(&old, &new) {
+            out.push(r.get(0)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The fact observed after `at_ms` (the earliest, of the same facts as [`updated_by_claims`])
+/// that updates a fact `content` states when it is written late (`observed_at` before it): the
+/// late write goes in as that fact's history. `content` must say nothing but claims.
+pub(crate) fn later_by_claims(
+    conn: &Connection,
+    content: &str,
+    project: Option<&str>,
+    origin: &str,
+    at_ms: i64,
+) -> Result<Option<String>, MemoryError> {
+    let Some(new) = super::claims::fact_claims(content).filter(|_| content.chars().count() <= FACT_CHARS) else {
+        return Ok(None);
+    };
+    let mut stmt = conn.prepare_cached(
+        "SELECT c.id, c.content FROM chunks c
+         WHERE c.source_kind IN ('document', 'learning', 'note') AND c.project IS ?1 AND c.origin != ?2
+           AND c.timestamp_ms > ?3 AND length(c.content) <= ?4
+           AND (c.source_kind != 'document'
+                OR (c.origin LIKE 'doc:%' AND (SELECT count(*) FROM chunks d WHERE d.origin = c.origin) = 1))
+         ORDER BY c.timestamp_ms LIMIT ?5",
+    )?;
+    let mut q = stmt.query(params![project, origin, at_ms, (FACT_CHARS * 4) as i64, ATTRIBUTE_CANDIDATES])?;
+    while let Some(r) = q.next()? {
+        if updates(&new, &super::claims::claims(&r.get::<_, String>(1)?, None)) {
+            return Ok(Some(r.get(0)?));
+        }
+    }
+    Ok(None)
+}
+
+/// The chat chunks among `rowids` (just written, in the writing transaction) whose messages
+/// update what earlier chat chunks of their project said (see `claims::chat_claims`: the
+/// sender of a first-person message is its subject): each such earlier chunk — observed
+/// strictly before, every claim of it restated with at least one other value — is recorded as
+/// superseded. Returns how many links were recorded.
+pub(crate) fn chat_written(conn: &Connection, rowids: &[i64]) -> Result<usize, MemoryError> {
+    let written: Vec<(String, String, Option<String>, i64)> = conn
+        .prepare_cached(
+            "SELECT id, content, project, timestamp_ms FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'
+             ORDER BY timestamp_ms, rowid",
+        )?
+        .query_map([rarray(rowids)], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut n = 0;
+    for (id, content, project, ts) in written {
+        let new = super::claims::chat_claims(&content);
+        if new.is_empty() {
+            continue;
+        }
+        let olds: Vec<(String, String)> = conn
+            .prepare_cached(
+                "SELECT c.id, c.content FROM chunks c
+                 WHERE c.source_kind = 'chat' AND c.project IS ?1 AND c.timestamp_ms < ?2 AND c.id != ?3
+                   AND NOT EXISTS (SELECT 1 FROM supersessions s WHERE s.old_id = c.id)
+                 ORDER BY c.timestamp_ms DESC LIMIT ?4",
+            )?
+            .query_map(params![project, ts, id, ATTRIBUTE_CANDIDATES], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (old_id, old_content) in olds {
+            if updates(&super::claims::chat_claims(&old_content), &new) {
+                record(conn, &old_id, &id, "same_attribute", None, ts)?;
+                n += 1;
+            }
+        }
+        // Read late (an older export after a newer one): a later message that updates all this
+        // chunk claims makes it history.
+        let later: Vec<(String, String, i64)> = conn
+            .prepare_cached(
+                "SELECT c.id, c.content, c.timestamp_ms FROM chunks c
+                 WHERE c.source_kind = 'chat' AND c.project IS ?1 AND c.timestamp_ms > ?2
+                 ORDER BY c.timestamp_ms LIMIT ?3",
+            )?
+            .query_map(params![project, ts, ATTRIBUTE_CANDIDATES], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        if let Some((by, _, at)) = later.iter().find(|l| updates(&new, &super::claims::chat_claims(&l.1))) {
+            record(conn, &id, by, "same_attribute", None, *at)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// Whether `new` updates everything `old` claims: each old claim has a new one of the same
+/// subject and attribute, and at least one of them another value.
+pub(crate) fn updates(old: &[super::claims::Claim], new: &[super::claims::Claim]) -> bool {
+    let mut changed = false;
+    let covered = !old.is_empty()
+        && old.iter().all(|o| {
+            new.iter().find(|c| c.subject == o.subject && c.attribute == o.attribute).is_some_and(|c| {
+                changed |= c.value != o.value;
+                true
+            })
+        });
+    covered && changed
 }
 
 /// Records that `old_id` was replaced by `new_id` (observed at `at_ms`).

@@ -32,6 +32,7 @@ mod audit;
 mod backfill;
 mod checkpoint;
 mod chunker;
+mod claims;
 mod complete_api;
 mod cursor;
 mod dates;

@@ -512,7 +512,8 @@ pub struct Superseded {
     pub observed_at: String,
     /// When the replacement was observed.
     pub superseded_at: String,
-    /// `same_key` (the same document stored again), `similar` (an update of the same fact).
+    /// `same_key` (the same document stored again), `similar` (an update of the same fact),
+    /// `same_attribute` (the same subject and attribute with another value, see `claims`).
     pub reason: String,
     /// The replacement has been forgotten since; this one stays superseded.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

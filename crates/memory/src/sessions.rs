@@ -330,7 +330,10 @@ fn write_pending(
             for s in &p.read.sources {
                 store::upsert_source(tx, s, now)?;
             }
-            added += store::insert_chunks(tx, seq, &p.read.chunks, now)?.len();
+            let inserted = store::insert_chunks(tx, seq, &p.read.chunks, now)?;
+            added += inserted.len();
+            // A turn that updates an earlier turn's fact supersedes it (see `facts`).
+            crate::facts::chat_written(tx, &inserted.iter().map(|i| i.0).collect::<Vec<_>>())?;
             save_row(tx, &p.path, &p.row, now)?;
         }
         Ok((added, removed))

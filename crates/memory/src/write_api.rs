@@ -47,6 +47,9 @@ pub struct Noted {
     pub status: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merged_into: Option<String>,
+    /// The chunks this note replaced (the same subject and attribute with another value).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub supersedes: Vec<String>,
 }
 
 /// The chunk's tags after `tag_chunk`.
@@ -326,6 +329,8 @@ impl MemoryEngine {
                 None => "created",
             };
             let mut supersedes = Vec::new();
+            // The chunk written as history of a later fact (it is not current, yet it is stored).
+            let mut late: Option<String> = None;
             if status == "created"
                 && let Some(probe) = &probe
             {
@@ -381,6 +386,22 @@ impl MemoryEngine {
                     store::delete_chunks(tx, seq, &old)?;
                 }
                 store::insert_chunks(tx, seq, &chunks, now)?;
+                if w.track_facts && status == "created" && chunks.len() == 1 {
+                    // A new fact of the same subject and attribute, another value, supersedes.
+                    let id = chunks[0].id();
+                    for old in facts::updated_by_claims(tx, &w.content, project.as_deref(), &item_id, ts)? {
+                        facts::record(tx, &old, &id, "same_attribute", None, ts)?;
+                        supersedes.push(old);
+                    }
+                    // Observed before a fact that updates it: it goes in as that fact's history.
+                    if let Some(by) = facts::later_by_claims(tx, &w.content, project.as_deref(), &item_id, ts)? {
+                        let at: i64 = tx
+                            .prepare_cached("SELECT timestamp_ms FROM chunks WHERE id = ?1")?
+                            .query_row([&by], |r| r.get(0))?;
+                        facts::record(tx, &id, &by, "same_attribute", None, at)?;
+                        late = Some(id);
+                    }
+                }
                 let display = title.clone().unwrap_or_else(|| key.clone());
                 let src = NewSource {
                     source_id: item_id.clone(),
@@ -399,13 +420,14 @@ impl MemoryEngine {
                 };
                 upsert_kv(tx, kv, now)?;
             }
-            let chunk_ids: Vec<String> = tx
+            let mut chunk_ids: Vec<String> = tx
                 .prepare_cached(
                     "SELECT id FROM chunks WHERE origin = ?1 AND id NOT IN (SELECT old_id FROM supersessions)
                      ORDER BY seq_in_source",
                 )?
                 .query_map([&item_id], |r| r.get(0))?
                 .collect::<rusqlite::Result<_>>()?;
+            chunk_ids.extend(late);
             let out = Stored {
                 id: item_id.clone(),
                 key: key.clone(),
@@ -457,6 +479,7 @@ impl MemoryEngine {
                     key: key.to_string(),
                     status: "merged",
                     merged_into: Some(item_id.clone()),
+                    supersedes: Vec::new(),
                 };
                 return Ok((out, item_id.clone()));
             }
@@ -483,6 +506,12 @@ impl MemoryEngine {
             };
             let note_chunk_id = chunk.id();
             store::insert_chunks(tx, seq, std::slice::from_ref(&chunk), now)?;
+            // A note of the same subject and attribute, another value, supersedes.
+            let mut supersedes = Vec::new();
+            for old in facts::updated_by_claims(tx, note, chunk.project.as_deref(), &item_id, now)? {
+                facts::record(tx, &old, &note_chunk_id, "same_attribute", None, now)?;
+                supersedes.push(old);
+            }
             let src = NewSource {
                 source_id: item_id.clone(),
                 kind: SourceKind::Note,
@@ -510,6 +539,7 @@ impl MemoryEngine {
                 key: key.to_string(),
                 status: if updated { "updated" } else { "created" },
                 merged_into: None,
+                supersedes,
             };
             Ok((out, item_id.clone()))
         })
@@ -648,6 +678,12 @@ impl MemoryEngine {
             if let Some(r) = update {
                 facts::record(tx, &r.id, &chunk_id, "similar", Some(r.cosine), now)?;
                 supersedes.push(r.id);
+            } else if track_facts {
+                // The same subject and attribute with another value ("we moved to Berlin").
+                for old in facts::updated_by_claims(tx, text, project.as_deref(), &item_id, now)? {
+                    facts::record(tx, &old, &chunk_id, "same_attribute", None, now)?;
+                    supersedes.push(old);
+                }
             }
             let src = NewSource {
                 source_id: "learnings".into(),

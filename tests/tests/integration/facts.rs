@@ -197,3 +197,41 @@ fn hooks_are_installed_and_removed_in_the_clients_settings() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(!gemini.exists(), "{out}");
 }
+
+#[test]
+fn a_move_in_other_words_supersedes_where_the_user_lived_over_the_wire() {
+    let home = Home::new();
+    let _d = Daemon::start(&home);
+    let (_keep, root) = repo();
+    let mut s = session_in(&home, &root);
+    let paris = s.peer.tool(
+        "memory.store",
+        json!({"title": "Home", "content": "I live in Paris.", "observed_at": "2024-01-10T00:00:00Z"}),
+    );
+    let asked = s.peer.tool(
+        "memory.store",
+        json!({"title": "Question", "content": "Do you live in Berlin?", "observed_at": "2024-06-10T00:00:00Z"}),
+    );
+    assert!(sc(&asked).get("supersedes").is_none(), "a question changes nothing: {asked}");
+    let berlin = s.peer.tool(
+        "memory.store",
+        json!({"title": "News", "content": "We moved to Berlin last spring!", "observed_at": "2025-01-10T00:00:00Z"}),
+    );
+    let (old, new) = (sc(&paris)["chunk_ids"][0].clone(), sc(&berlin)["chunk_ids"][0].clone());
+    assert_eq!(sc(&berlin)["supersedes"], json!([old]), "{berlin}");
+    let r = s.peer.tool("memory.recall", json!({"query": "where do I live Paris Berlin"}));
+    let chunks = sc(&r)["chunks"].as_array().unwrap();
+    let at = |id: &Value| chunks.iter().position(|c| &c["chunk_id"] == id).unwrap();
+    assert!(at(&new) < at(&old), "current first: {r}");
+    assert_eq!(chunks[at(&old)]["superseded"]["reason"], "same_attribute", "{r}");
+    let h = s.peer.tool("memory.history", json!({"id": new}));
+    assert_eq!(sc(&h)["versions"][0]["chunk_id"], old, "{h}");
+    assert_eq!(sc(&h)["current"], new);
+    let then = s.peer.tool("memory.recall", json!({"query": "where do I live", "as_of": "2024-12-01T00:00:00Z"}));
+    assert_eq!(sc(&then)["chunks"][0]["chunk_id"], old, "{then}");
+
+    // A learning of the same attribute, another value, supersedes the one before it.
+    let vim = s.peer.tool("memory.learn", json!({"text": "My favourite editor is Vim.", "kind": "preference"}));
+    let helix = s.peer.tool("memory.learn", json!({"text": "My favourite editor is Helix", "kind": "preference"}));
+    assert_eq!(sc(&helix)["supersedes"], json!([sc(&vim)["chunk_id"]]), "{helix}");
+}

@@ -252,6 +252,8 @@ fn write_files(
         }
         let inserted = store::insert_chunks(tx, seq, &chunks, now)?;
         let n = inserted.len();
+        // A chat message that updates an earlier one's fact supersedes it (see `facts`).
+        crate::facts::chat_written(tx, &inserted.iter().map(|i| i.0).collect::<Vec<_>>())?;
         if !annotated.is_empty() {
             let text: HashMap<String, &str> = chunks.iter().map(|c| (c.id(), c.content.as_str())).collect();
             let new: Vec<(i64, String, &str)> = inserted

@@ -10,8 +10,9 @@
 //!   a replacement observed by then.
 //!
 //! Whatever the ranking, a current version comes before the versions it replaced (see
-//! `current_first`); `memory.search` answers with current versions only, `memory.recall` with
-//! the replaced ones too, marked.
+//! `current_first`); `memory.search` answers with current versions only (and superseded chat
+//! chunks, marked: a conversation holds more than the fact), `memory.recall` with the replaced
+//! ones too, marked.
 
 use std::collections::{HashMap, HashSet};
 
@@ -90,9 +91,11 @@ impl Shaping {
         Ok(hits)
     }
 
-    /// Only the hits nothing replaced (as of the date): what `memory.search` answers with.
+    /// Only the hits nothing replaced (as of the date): what `memory.search` answers with. A
+    /// chat chunk is a conversation, which says more than the one fact a later message updated:
+    /// it stays listed, marked.
     pub fn current_only<H>(&self, hits: Vec<(ChunkRow, H)>) -> Vec<(ChunkRow, H)> {
-        hits.into_iter().filter(|(c, _)| c.superseded.is_none()).collect()
+        hits.into_iter().filter(|(c, _)| c.superseded.is_none() || c.kind == "chat").collect()
     }
 
     /// Loaded hits marked as of the date and with current versions first.

@@ -238,3 +238,30 @@ fn codex_and_gemini_logs_are_read() {
     let s = m.sync_session_files(Agent::Gemini, std::slice::from_ref(&doc), &rules).unwrap();
     assert_eq!((s.turns_added, s.malformed), (0, 0));
 }
+
+#[test]
+fn a_later_turn_of_the_user_supersedes_an_earlier_statement() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(&dir.path().join("mem"));
+    let project = dir.path().join("proj");
+    fs::create_dir_all(project.join(".git")).unwrap();
+    let cwd = project.to_string_lossy().into_owned();
+    let log_dir = dir.path().join("projects/-tmp-proj");
+    fs::create_dir_all(&log_dir).unwrap();
+    let log = log_dir.join("sess-1.jsonl");
+    let rules = SessionRules::default();
+    let turn = |uuid: &str, text: &str, at: &str| {
+        let mut v: Value = serde_json::from_str(&claude_line(uuid, "user", json!(text), &cwd)).unwrap();
+        v["timestamp"] = json!(at);
+        format!("{v}\n")
+    };
+    append(&log, &turn("u1", "My favourite editor is Vim, set up the config", "2025-01-01T10:00:00.000Z"));
+    append(&log, &turn("a1", "Would you prefer Emacs?", "2025-01-01T10:00:05.000Z"));
+    sync(&m, &log, &rules);
+    append(&log, &turn("u2", "My favourite editor is Helix these days", "2025-03-01T10:00:00.000Z"));
+    sync(&m, &log, &rules);
+    let (vim, helix) = (hits(&m, "Vim")[0]["chunk_id"].clone(), hits(&m, "Helix")[0]["chunk_id"].clone());
+    let h = m.wire::<ops::History>(json!({"id": vim})).unwrap();
+    assert_eq!(h["current"], helix, "{h}");
+    assert_eq!(h["versions"][0]["reason"], "same_attribute");
+}
