@@ -77,8 +77,8 @@ pub(crate) const PREFER_PROJECT_DOC: &str =
 /// The `project_boost` argument of search and recall.
 pub(crate) const PROJECT_BOOST_DOC: &str = "What a chunk of prefer_project gains (0 to 1; recall adds it to the blended score, search multiplies by 1 + it; 0 turns it off; default 0.2 or the daemon's memory.project_boost).";
 /// The `as_of` argument of search and recall.
-pub(crate) const AS_OF_DOC: &str =
-    "RFC 3339 time: answer with what was current then (chunks observed by then; replacements observed later ignored).";
+pub(crate) const AS_OF_DOC: &str = "A date (2024-05-01, meaning the end of that day, UTC) or an RFC 3339 time: answer with what was current then \
+     (chunks observed by then; replacements observed later ignored).";
 
 /// Longest query text, in characters.
 pub(crate) const QUERY_CHARS: usize = 4096;

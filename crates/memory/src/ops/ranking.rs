@@ -40,9 +40,9 @@ pub(crate) struct Shaping {
 impl Shaping {
     pub fn of(prefer: &Option<String>, boost: Option<f64>, as_of: &Option<String>) -> Result<Shaping, MemoryError> {
         let as_of = match as_of {
-            Some(t) => Some(rfc3339_to_ms(t).ok_or_else(|| {
+            Some(t) => Some(as_of_ms(t).ok_or_else(|| {
                 MemoryError::InvalidParams(format!(
-                    "as_of must be an RFC 3339 time such as 2024-05-01T00:00:00Z, got `{}`",
+                    "as_of must be a date (2024-05-01) or an RFC 3339 time such as 2024-05-01T00:00:00Z, got `{}`",
                     t.chars().take(64).collect::<String>()
                 ))
             })?),
@@ -160,4 +160,29 @@ fn current_first<H: Clone>(
         out.push((c, h));
     }
     Ok(out)
+}
+
+/// `as_of` as milliseconds: an RFC 3339 time, or a plain date (`YYYY-MM-DD`), which means the end
+/// of that day in UTC, so what was current on that date includes what was observed during it.
+fn as_of_ms(text: &str) -> Option<i64> {
+    let text = text.trim();
+    rfc3339_to_ms(text).or_else(|| {
+        let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
+        let next = day.succ_opt()?.and_hms_opt(0, 0, 0)?.and_utc();
+        Some(next.timestamp_millis() - 1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_of_ms;
+
+    #[test]
+    fn as_of_takes_a_time_or_a_whole_day() {
+        let day_end = as_of_ms("2025-06-01").unwrap();
+        assert_eq!(day_end, as_of_ms("2025-06-02T00:00:00Z").unwrap() - 1, "a date means the end of that day");
+        assert_eq!(as_of_ms(" 2025-06-01T12:00:00+02:00 "), as_of_ms("2025-06-01T10:00:00Z"));
+        assert_eq!(as_of_ms("June 2025"), None);
+        assert_eq!(as_of_ms("2025-13-01"), None);
+    }
 }
