@@ -648,23 +648,8 @@ fn source(
     project_hash: Option<&str>,
     projects: &mut HashMap<String, String>,
 ) -> NewSource {
-    let mut metadata = Map::new();
-    metadata.insert("agent".into(), json!(agent.name()));
-    if let Some(id) = &ctx.session_id {
-        metadata.insert("session_id".into(), json!(id));
-    }
-    if let Some(p) = project(ctx, projects) {
-        metadata.insert("project".into(), json!(p));
-    }
-    if let Some(c) = &ctx.cwd {
-        metadata.insert("cwd".into(), json!(c));
-    }
-    if let Some(b) = &ctx.branch {
-        metadata.insert("branch".into(), json!(b));
-    }
-    if let Some(h) = project_hash {
-        metadata.insert("project_hash".into(), json!(h));
-    }
+    let project = project(ctx, projects);
+    let mut metadata = context_metadata(agent, ctx, project.as_deref(), project_hash);
     metadata.insert("file_path".into(), json!(path.to_string_lossy()));
     NewSource {
         source_id: session_source(ctx, path),
@@ -672,6 +657,31 @@ fn source(
         display_name: title(agent, ctx, projects),
         metadata,
     }
+}
+
+/// What a session's source and each of its turns say of the session: agent, session id,
+/// project, working directory, branch and, for Gemini, the project hash.
+fn context_metadata(
+    agent: Agent,
+    ctx: &SessionContext,
+    project: Option<&str>,
+    project_hash: Option<&str>,
+) -> Map<String, serde_json::Value> {
+    let mut metadata = Map::new();
+    metadata.insert("agent".into(), json!(agent.name()));
+    let fields = [
+        ("session_id", ctx.session_id.as_deref()),
+        ("project", project),
+        ("cwd", ctx.cwd.as_deref()),
+        ("branch", ctx.branch.as_deref()),
+        ("project_hash", project_hash),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            metadata.insert(key.into(), json!(v));
+        }
+    }
+    metadata
 }
 
 /// The text a turn is stored as (before redaction).
@@ -738,23 +748,10 @@ fn keep(
     } else {
         chunk_text(&text, Format::Plain).into_iter().map(|c| c.content).collect()
     };
-    let mut metadata = Map::new();
-    metadata.insert("agent".into(), json!(agent.name()));
+    let mut metadata = context_metadata(agent, ctx, project.as_deref(), project_hash);
     if let Some(id) = &ctx.session_id {
-        metadata.insert("session_id".into(), json!(id));
+        // The session is the turn's thread, so `filter.thread_id` selects one session.
         metadata.insert("thread_id".into(), json!(id));
-    }
-    if let Some(pr) = &project {
-        metadata.insert("project".into(), json!(pr));
-    }
-    if let Some(c) = &ctx.cwd {
-        metadata.insert("cwd".into(), json!(c));
-    }
-    if let Some(b) = &ctx.branch {
-        metadata.insert("branch".into(), json!(b));
-    }
-    if let Some(h) = project_hash {
-        metadata.insert("project_hash".into(), json!(h));
     }
     metadata.insert("role".into(), json!(turn.role.as_str()));
     metadata.insert("turn_id".into(), json!(turn.id));

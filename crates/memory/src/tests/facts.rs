@@ -3,33 +3,11 @@
 
 #![allow(clippy::print_stdout, reason = "the calibration's report is its output")]
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
-use super::{Json, Wire, audit, open, open_with};
-use crate::embed::{EmbedError, Embedder, StaticModel};
+use super::{Json, Wire, audit, builtin, open, open_with};
 use crate::ops::{self, Author};
 use crate::{MemoryEngine, facts};
-
-/// The built-in static embedder, whose vectors the thresholds were calibrated on.
-struct Builtin(&'static StaticModel);
-
-impl Embedder for Builtin {
-    fn signature(&self) -> &str {
-        self.0.signature()
-    }
-    fn dims(&self) -> usize {
-        self.0.dims()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.0.embed(texts)
-    }
-}
-
-fn builtin() -> Arc<dyn Embedder> {
-    Arc::new(Builtin(StaticModel::builtin().expect("built-in model")))
-}
 
 fn by(tool: &str) -> Author {
     Author { source: "mcp:test".into(), audit: audit(tool) }

@@ -5,31 +5,11 @@
 
 use std::borrow::Cow;
 use std::fs;
-use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Wire, open_with};
-use crate::embed::{EmbedError, Embedder, StaticModel};
+use super::{Wire, builtin, open_with};
 use crate::ops;
-
-/// The built-in model behind an `Arc`, as the daemon holds it.
-struct Builtin(&'static StaticModel);
-
-impl Embedder for Builtin {
-    fn signature(&self) -> &str {
-        self.0.signature()
-    }
-    fn dims(&self) -> usize {
-        self.0.dims()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.0.embed(texts)
-    }
-    fn fusion_weight(&self) -> f64 {
-        self.0.fusion_weight()
-    }
-}
 
 /// (title, note).
 pub(crate) const NOTES: &[(&str, &str)] = &[
@@ -296,10 +276,6 @@ fn chat() -> String {
                 + "\n"
         })
         .collect()
-}
-
-fn builtin() -> Arc<dyn Embedder> {
-    Arc::new(Builtin(StaticModel::builtin().expect("the built-in model loads")))
 }
 
 /// A store holding the notes, the mailbox and the chat.
