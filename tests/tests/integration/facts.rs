@@ -12,8 +12,9 @@ use std::process::{Command, Stdio};
 use openhuman_tests::{ChildPeer, Daemon, Home};
 use serde_json::{Value, json};
 
-/// A folder that is a git repository's root (a `.git` folder is all the shim looks for).
-fn repo() -> (tempfile::TempDir, PathBuf) {
+/// A folder that is a git repository's root (a `.git` folder is all that is looked for), with
+/// `src/deep` in it.
+pub(crate) fn repo() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::Builder::new().prefix("oh-repo-").tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(".git")).unwrap();
     std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
@@ -21,7 +22,7 @@ fn repo() -> (tempfile::TempDir, PathBuf) {
     (dir, root)
 }
 
-fn text(p: &Path) -> String {
+pub(crate) fn text(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 

@@ -4,23 +4,12 @@
 //! project of what it stores, unless the shim's working folder lies inside one of its roots; a
 //! client that declared no roots is never asked.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use openhuman_tests::{ChildPeer, Daemon, Home, Peer};
 use serde_json::{Value, json};
 
-/// A git repository's root (a `.git` folder is all that is looked for), with `src/deep` in it.
-fn repo() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("oh-roots-").tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-    std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    (dir, root)
-}
-
-fn text(p: &Path) -> String {
-    p.to_string_lossy().into_owned()
-}
+use crate::facts::{repo, text};
 
 fn uri(p: &Path) -> String {
     format!("file://{}", text(p).replace(' ', "%20"))
