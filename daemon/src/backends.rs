@@ -116,6 +116,11 @@ pub(crate) fn postgres_store(config: &Config) -> Result<PgStore, String> {
         ca_file: pg.ca_file.clone(),
         connect_timeout: std::time::Duration::from_secs(pg.connect_timeout_secs.max(1)),
         request_timeout: std::time::Duration::from_secs(pg.request_timeout_secs.max(1)),
+        log: openhuman_postgres::LogWindow {
+            keep_days: pg.log_keep_days,
+            keep_rows: pg.log_keep_rows,
+            prune_every: std::time::Duration::from_secs(pg.log_prune_every_secs),
+        },
     })
     .map_err(|e| format!("memory.postgres: {e}"))
 }

@@ -95,6 +95,7 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
             shared["head_seq"],
             shared["last_error"].as_str().map(|e| format!(" (last error: {e})")).unwrap_or_default(),
         ));
+        out.extend(shared_log(&shared["log"]));
     }
     let policy = &s["policy"];
     if policy.is_object() {
@@ -122,6 +123,37 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
 }
 
 /// `3 d 4 h`, `2 h 5 min`, `12 min 3 s` or `40 s`.
+/// The shared change log and each daemon's position in it.
+fn shared_log(log: &Value) -> Vec<String> {
+    if !log.is_object() {
+        return Vec::new();
+    }
+    let mut out = vec![format!(
+        "shared change log: {} changes ({} to {}{}), keeping {} days and at least the newest {}; a copy behind change {} \
+         is loaded again from a snapshot",
+        log["rows"],
+        log["oldest_seq"].as_i64().map_or("-".into(), |n| n.to_string()),
+        log["newest_seq"].as_i64().map_or("-".into(), |n| n.to_string()),
+        log["bytes"].as_u64().map(|b| format!(", {}", bytes(b))).unwrap_or_default(),
+        log["keep_days"],
+        log["keep_rows"],
+        log["horizon_seq"],
+    )];
+    let now = log["checked_at_ms"].as_i64().unwrap_or(0);
+    for d in log["devices"].as_array().into_iter().flatten() {
+        let ago = (now - d["seen_at_ms"].as_i64().unwrap_or(now)).max(0) as u64 / 1000;
+        out.push(format!(
+            "  device \"{}\": change {} applied, {} behind, seen {} ago{}",
+            d["machine"].as_str().unwrap_or("?"),
+            d["applied_seq"],
+            d["lag"],
+            duration(ago),
+            if d["behind_horizon"] == true { "; it reloads from a snapshot when it is back" } else { "" },
+        ));
+    }
+    out
+}
+
 fn duration(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {

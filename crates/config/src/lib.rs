@@ -226,6 +226,14 @@ pub struct PostgresConfig {
     /// The longest wait for one answer from the server; past it the call fails (a write is
     /// not saved) and the connection is made again.
     pub request_timeout_secs: u64,
+    /// The change log keeps the changes of this many days (0: only `log_keep_rows`); a
+    /// daemon away longer is loaded again from a snapshot when it comes back.
+    pub log_keep_days: u64,
+    /// The newest this many changes are kept whatever their age (at least 1).
+    pub log_keep_rows: u64,
+    /// How often a daemon tries to prune the change log to the window (0: at every report of
+    /// its position, every few seconds).
+    pub log_prune_every_secs: u64,
 }
 
 impl Default for PostgresConfig {
@@ -236,6 +244,9 @@ impl Default for PostgresConfig {
             ca_file: None,
             connect_timeout_secs: 5,
             request_timeout_secs: 15,
+            log_keep_days: 7,
+            log_keep_rows: 10_000,
+            log_prune_every_secs: 300,
         }
     }
 }
@@ -656,6 +667,15 @@ fn validate(c: &Config) -> Result<(), String> {
         && (m.trim().is_empty() || m.len() > 64)
     {
         return Err("key `memory.postgres.machine` must be 1 to 64 characters".into());
+    }
+    if c.memory.postgres.log_keep_rows == 0 {
+        return Err("key `memory.postgres.log_keep_rows` must be at least 1 (the newest change is always kept)".into());
+    }
+    if c.memory.postgres.log_keep_days > 36_500 {
+        return Err(format!(
+            "key `memory.postgres.log_keep_days` must be at most 36500 (got {})",
+            c.memory.postgres.log_keep_days
+        ));
     }
     if !(0.0..=1.0).contains(&c.memory.project_boost) {
         return Err(format!("key `memory.project_boost` must be between 0 and 1 (got {})", c.memory.project_boost));

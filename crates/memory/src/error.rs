@@ -72,6 +72,14 @@ pub enum MemoryError {
     /// The shared store refused or failed an operation; the message says what.
     #[error("shared memory store: {0}")]
     Shared(String),
+    /// The connection to the shared store went away while a write was committing, and whether
+    /// the server holds it could not be asked: it may be saved or not.
+    #[error(
+        "the shared memory store went away while this write was committing ({0}). It may or may not have been \
+         saved: once the server is back, search memory for it before writing it again. Reads still work from this \
+         machine's copy"
+    )]
+    SharedUncertain(String),
     /// Another condition the engine detected itself (an internal invariant that did not hold).
     #[error("{0}")]
     Other(String),

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::error::MemoryError;
 use super::shared::{self, Cell, Feed, SharedError, SharedStore, Table};
@@ -114,6 +114,7 @@ pub(crate) fn wait(inner: &Inner) {
 /// A server that went away is retried with a growing pause, and the copy keeps serving.
 fn follow(weak: &Weak<Inner>) {
     let mut pause = Duration::from_millis(200);
+    let mut reported: Option<(Instant, i64)> = None;
     loop {
         let Some(inner) = weak.upgrade() else { return };
         if inner.stopping.load(Ordering::Relaxed) {
@@ -133,6 +134,7 @@ fn follow(weak: &Weak<Inner>) {
                 }
                 link.ok();
                 pause = Duration::from_millis(200);
+                report(link, &mut reported);
                 let store = link.store.clone();
                 drop(inner);
                 // Wait without holding the engine, so a closing store is not kept open.
@@ -156,6 +158,33 @@ fn follow(weak: &Weak<Inner>) {
     }
 }
 
+/// Least time between two reports of a position that moved, and the longest without one.
+const REPORT_MOVED: Duration = Duration::from_secs(2);
+const REPORT_IDLE: Duration = Duration::from_secs(10);
+
+/// Tells the server where this copy stands (which also prunes the log when due) when the
+/// position moved and the last report is `REPORT_MOVED` old, or it is `REPORT_IDLE` old: a
+/// few small statements every few seconds, never per change. A failure is only remembered:
+/// the next step of the follower finds out whether the server went away.
+fn report(link: &SharedLink, reported: &mut Option<(Instant, i64)>) {
+    let applied = link.applied.load(Ordering::Relaxed);
+    let due = match *reported {
+        None => true,
+        Some((at, pos)) => {
+            let age = at.elapsed();
+            age >= REPORT_IDLE || (pos != applied && age >= REPORT_MOVED)
+        }
+    };
+    if !due {
+        return;
+    }
+    *reported = Some((Instant::now(), applied));
+    match link.store.checkpoint(&link.machine, applied) {
+        Ok(status) => *lock(&link.log) = status,
+        Err(e) => tracing::debug!(error = %e.message, "reporting this copy's position to the shared store failed"),
+    }
+}
+
 /// Applies every change of the log after this copy's position, in batches, each one local
 /// transaction handed to the indexes and made searchable before the next.
 fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
@@ -165,6 +194,11 @@ fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
         let after = link.applied.load(Ordering::Relaxed);
         let changes = match link.store.feed(after, shared::FEED_BATCH).map_err(|e| link.failed(e))? {
             Feed::Snapshot => {
+                tracing::info!(
+                    position = after,
+                    server = %link.store.describe(),
+                    "this copy is behind the shared log's pruned horizon; loading it again from a snapshot"
+                );
                 reload(inner)?;
                 continue;
             }
@@ -275,6 +309,7 @@ impl MemoryEngine {
             applied_seq,
             head_seq: link.head.load(Ordering::Relaxed).max(applied_seq),
             last_error: lock(&link.last_error).clone(),
+            log: lock(&link.log).clone(),
         })
     }
 }
@@ -293,6 +328,9 @@ pub struct SharedStatus {
     pub applied_seq: i64,
     pub head_seq: i64,
     pub last_error: Option<String>,
+    /// The server's change log and every daemon's position in it, as last reported (None
+    /// until this daemon has reported once).
+    pub log: Option<shared::LogStatus>,
 }
 
 /// The tables a shared store holds for this build, from the schema's own migrations.

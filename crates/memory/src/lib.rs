@@ -149,6 +149,8 @@ pub(crate) struct SharedLink {
     pub attached: std::sync::atomic::AtomicBool,
     pub last_error: Mutex<Option<String>>,
     pub follower: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The server's last answer about its change log (`SharedStore::checkpoint`).
+    pub log: Mutex<Option<shared::LogStatus>>,
 }
 
 /// A cloneable handle to one open memory store. When the last handle is dropped the

@@ -34,6 +34,9 @@ use serde::{Deserialize, Serialize};
 use super::error::MemoryError;
 use super::seq;
 
+mod log;
+pub use log::{DevicePosition, LogStatus};
+
 /// One value of a row, as SQLite stores it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Cell {
@@ -181,6 +184,14 @@ pub trait SharedStore: Send + Sync {
     fn replace_all(&self, machine: &str, tables: &[Table], source: &mut RowSource<'_>) -> Result<i64, SharedError>;
     /// Rows per table, for checking a move.
     fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError>;
+    /// Records on the server that `machine` has applied the log up to `applied`, prunes the
+    /// log to its window when that is due (whichever daemon gets there first), and says where
+    /// the log stands. The follower calls it every few seconds, not per change. A store that
+    /// keeps no such record answers None.
+    fn checkpoint(&self, machine: &str, applied: i64) -> Result<Option<LogStatus>, SharedError> {
+        let _ = (machine, applied);
+        Ok(None)
+    }
 }
 
 /// What the server says of itself after `migrate`.
@@ -524,9 +535,19 @@ pub(crate) fn load_snapshot(
     Ok(at)
 }
 
+/// Begins the message of a [`SharedError`] whose write may or may not have been committed (the
+/// connection went away during the commit and the server could not be asked afterwards).
+pub const OUTCOME_UNKNOWN: &str = "outcome unknown: ";
+
 /// The engine's error for a failure of the shared store, saying what still works.
 pub(crate) fn shared_error(e: SharedError) -> MemoryError {
-    if e.unreachable { MemoryError::SharedUnavailable(e.message) } else { MemoryError::Shared(e.message) }
+    if let Some(why) = e.message.strip_prefix(OUTCOME_UNKNOWN) {
+        MemoryError::SharedUncertain(why.to_string())
+    } else if e.unreachable {
+        MemoryError::SharedUnavailable(e.message)
+    } else {
+        MemoryError::Shared(e.message)
+    }
 }
 
 /// How long the follower waits for a wake-up before looking at the log anyway.

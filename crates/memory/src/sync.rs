@@ -95,6 +95,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         attached: Default::default(),
         last_error: Default::default(),
         follower: Default::default(),
+        log: Default::default(),
     });
 
     let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;

@@ -4,8 +4,9 @@
 //! On the server: one table per shared table of the engine, with the same columns (SQLite's
 //! INTEGER, REAL, TEXT and BLOB as `bigint`, `double precision`, `text` and `bytea`) and key;
 //! `oh_changes`, the change log (`seq bigserial`, the machine, the time and the change set as
-//! JSON); and `oh_meta` (schema version, the cluster's random id, and `base_seq`, where the log
-//! starts after a store was moved in whole). Every write holds the transaction-scoped
+//! JSON); `oh_meta` (schema version, the cluster's random id, `base_seq`, where the log starts
+//! after a store was moved in whole, and `pruned_through`, how far `log` pruned it); and
+//! `oh_devices`, each daemon's position in the log (`log`). Every write holds the transaction-scoped
 //! advisory lock [`WRITE_LOCK`] from before it reads the log until it commits, and announces
 //! its position with `NOTIFY openhuman_changes`. No extension is needed.
 //!
@@ -15,16 +16,18 @@
 //! at most `connect_timeout` to connect and `request_timeout` for an answer: a server that hangs
 //! (or a network that drops packets) fails the call instead of holding the writer for ever.
 
+mod log;
 mod tls;
 
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
+pub use log::{LogWindow, PRUNE_LOCK};
 use openhuman_memory::shared::{
-    Affinity, Cell, Change, ChangeSet, Feed, RowSink, RowSource, SharedError, SharedInfo, SharedStore, SharedWrite,
-    Table,
+    Affinity, Cell, Change, ChangeSet, Feed, LogStatus, OUTCOME_UNKNOWN, RowSink, RowSource, SharedError, SharedInfo,
+    SharedStore, SharedWrite, Table,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, GenericClient};
@@ -46,6 +49,8 @@ pub struct PgOptions {
     pub connect_timeout: Duration,
     /// The longest wait for one answer of the server (a statement, a batch of a snapshot).
     pub request_timeout: Duration,
+    /// How much of the change log is kept.
+    pub log: LogWindow,
 }
 
 /// A failure to set the store up (a URL that does not parse, a CA file that cannot be read).
@@ -73,6 +78,12 @@ pub struct PgStore {
     request_timeout: Duration,
     client: Mutex<Option<Client>>,
     listener: Mutex<Option<Listener>>,
+    /// The connection of `checkpoint` (positions, pruning), so that upkeep never waits for a
+    /// write of this daemon nor holds one up.
+    upkeep: Mutex<Option<Client>>,
+    window: LogWindow,
+    /// When this daemon last tried to prune the log.
+    last_prune: Mutex<Option<Instant>>,
     /// The shared tables as the last `migrate` set them up.
     tables: Mutex<Vec<Table>>,
 }
@@ -101,6 +112,9 @@ impl PgStore {
             request_timeout: opts.request_timeout,
             client: Mutex::new(None),
             listener: Mutex::new(None),
+            upkeep: Mutex::new(None),
+            window: opts.log,
+            last_prune: Mutex::new(None),
             tables: Mutex::new(Vec::new()),
         })
     }
@@ -148,7 +162,12 @@ impl PgStore {
 
     /// The write-and-read connection, made if needed.
     fn client(&self) -> Result<MutexGuard<'_, Option<Client>>, SharedError> {
-        let mut guard = self.client.lock().unwrap_or_else(|e| e.into_inner());
+        self.connection(&self.client)
+    }
+
+    /// The connection in `slot`, made if needed.
+    fn connection<'a>(&self, slot: &'a Mutex<Option<Client>>) -> Result<MutexGuard<'a, Option<Client>>, SharedError> {
+        let mut guard = slot.lock().unwrap_or_else(|e| e.into_inner());
         if guard.as_ref().is_none_or(|c| c.is_closed()) {
             *guard = None;
             *guard = Some(self.connect(None)?);
@@ -159,7 +178,16 @@ impl PgStore {
     /// Runs `f` on the connection, bounded by the request timeout; a failure that is not the
     /// server's answer drops the connection, so the next call connects again.
     fn with<T>(&self, f: impl AsyncFnOnce(&mut Client) -> Result<T, tokio_postgres::Error>) -> Result<T, SharedError> {
-        let mut guard = self.client()?;
+        self.with_in(&self.client, f)
+    }
+
+    /// `with` on the connection in `slot`.
+    fn with_in<T>(
+        &self,
+        slot: &Mutex<Option<Client>>,
+        f: impl AsyncFnOnce(&mut Client) -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, SharedError> {
+        let mut guard = self.connection(slot)?;
         let client = guard.as_mut().expect("connected above");
         let out = self.wait_for(self.request_timeout, f(client));
         if out.as_ref().is_err_and(|e| e.unreachable) {
@@ -183,9 +211,19 @@ fn describe(config: &Config) -> String {
 }
 
 /// A server's answer (an SQL error) is a refusal; anything else (I/O, a closed connection)
-/// means the server could not be reached.
+/// means the server could not be reached, and so does a server that answers that it is going
+/// away or not yet there: a connection ended by a shutdown or a restart (SQLSTATE class 57,
+/// "operator intervention"), a broken connection (class 08), or any FATAL error, which ends the
+/// session.
 fn failure(what: &str, e: &tokio_postgres::Error) -> SharedError {
-    SharedError { message: format!("{what}: {}", chain(e)), unreachable: e.as_db_error().is_none() }
+    let unreachable = match e.as_db_error() {
+        None => true,
+        Some(db) => {
+            let code = db.code().code();
+            code.starts_with("57") || code.starts_with("08") || matches!(db.severity(), "FATAL" | "PANIC")
+        }
+    };
+    SharedError { message: format!("{what}: {}", chain(e)), unreachable }
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -353,26 +391,28 @@ async fn meta_value(c: &impl GenericClient, name: &str) -> Result<Option<i64>, t
 }
 
 async fn head_of(c: &impl GenericClient) -> Result<i64, tokio_postgres::Error> {
-    Ok(c.query_one("SELECT coalesce(max(seq), 0)::bigint FROM oh_changes", &[]).await?.get(0))
+    let newest: i64 = c.query_one("SELECT coalesce(max(seq), 0)::bigint FROM oh_changes", &[]).await?.get(0);
+    Ok(newest.max(log::horizon(c).await?))
 }
 
 /// The log after `after`: its changes, or `Snapshot` when it starts later (the inner error is
-/// a change that does not read).
+/// a change that does not read). The changes are read before the horizon: a prune that
+/// committed in between moves the horizon past `after` and the answer is `Snapshot`, so a
+/// change pruned under the reader is never silently missing.
 async fn feed_of(
     c: &impl GenericClient,
     after: i64,
     limit: Option<i64>,
 ) -> Result<Result<Feed, String>, tokio_postgres::Error> {
-    let base = meta_value(c, "base_seq").await?.unwrap_or(0);
-    if after < base {
-        return Ok(Ok(Feed::Snapshot));
-    }
     let rows = c
         .query(
             "SELECT seq, changes FROM oh_changes WHERE seq > $1 ORDER BY seq LIMIT $2",
             &[&after, &limit.unwrap_or(i64::MAX)],
         )
         .await?;
+    if after < log::horizon(c).await? {
+        return Ok(Ok(Feed::Snapshot));
+    }
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         let seq: i64 = r.get(0);
@@ -407,6 +447,7 @@ async fn set_up(
          );",
     )
     .await?;
+    tx.batch_execute(log::SET_UP).await?;
     // The log's change sets are written once and read a few times: lz4 is several times
     // faster than the default compression (a server built without it keeps the default).
     tx.batch_execute("SAVEPOINT lz4").await?;
@@ -629,6 +670,19 @@ impl SharedStore for PgStore {
         }
     }
 
+    fn checkpoint(&self, machine: &str, applied: i64) -> Result<Option<LogStatus>, SharedError> {
+        let prune = {
+            let mut last = self.last_prune.lock().unwrap_or_else(|e| e.into_inner());
+            let due = last.is_none_or(|t| t.elapsed() >= self.window.prune_every);
+            if due {
+                *last = Some(Instant::now());
+            }
+            due
+        };
+        let window = self.window;
+        self.with_in(&self.upkeep, async |c| log::checkpoint(c, machine, applied, &window, prune).await).map(Some)
+    }
+
     fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError> {
         self.with(async |c| {
             let mut out = Vec::with_capacity(tables.len());
@@ -706,11 +760,36 @@ impl SharedWrite for PgWrite<'_> {
                 .await?
                 .get(0);
             c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()]).await?;
-            c.batch_execute("COMMIT").await?;
             Ok(seq)
         })?;
+        let committed = self.run(async |c| c.batch_execute("COMMIT").await);
         self.open = false;
-        Ok(seq)
+        match committed {
+            Ok(()) => Ok(seq),
+            Err(e) if e.unreachable => self.settle(seq, e),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl PgWrite<'_> {
+    /// The connection went away while `COMMIT` was on its way: the server may have committed
+    /// the write or not. A new connection asks whether the log holds its change (its `seq` is
+    /// this write's alone): yes, it is saved; no, it is not. When even that cannot be asked,
+    /// the error says the outcome is unknown rather than that nothing was saved.
+    fn settle(&mut self, seq: i64, lost: SharedError) -> Result<i64, SharedError> {
+        let store = self.store;
+        let asked = store.connect(None).and_then(|c| {
+            let found =
+                store.wait_for(store.request_timeout, c.query_opt("SELECT 1 FROM oh_changes WHERE seq = $1", &[&seq]));
+            *self.guard = Some(c);
+            found
+        });
+        match asked {
+            Ok(Some(_)) => Ok(seq),
+            Ok(None) => Err(lost),
+            Err(_) => Err(SharedError { message: format!("{OUTCOME_UNKNOWN}{}", lost.message), unreachable: true }),
+        }
     }
 }
 

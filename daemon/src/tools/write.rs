@@ -175,6 +175,11 @@ async fn blocking_write<T: serde::Serialize + Send + 'static>(
         MemoryError::InvalidParams(m) | MemoryError::NotFound(m) => ToolFailure::Tool(m),
         // Written, audited, not yet searchable: the message says so and what to do.
         e @ MemoryError::NotSearchable(_) => ToolFailure::Tool(e.to_string()),
+        // The shared store's own messages say whether anything was saved and what to do.
+        e @ (MemoryError::SharedUnavailable(_) | MemoryError::SharedUncertain(_)) => {
+            tracing::warn!("write failed: {}", openhuman_common::redact(&format!("{e:#}"), None));
+            ToolFailure::Tool(e.to_string())
+        }
         e => {
             let cause = format!("{e:#}");
             tracing::error!("write failed: {}", openhuman_common::redact(&cause, None));

@@ -284,6 +284,65 @@ fn a_daemon_that_was_down_catches_up_and_reindex_rebuilds_from_postgres_alone() 
     }
 }
 
+/// A window so small the log is pruned to its newest few changes at every report.
+const TINY_WINDOW: &str = "log_keep_days = 0\nlog_keep_rows = 3\nlog_prune_every_secs = 0\n\n";
+
+/// Machine `name`'s position in the log, as `m`'s `status` reports it.
+fn device(m: &Machine, name: &str) -> Value {
+    let log = &m.shared()["log"];
+    log["devices"].as_array().into_iter().flatten().find(|d| d["machine"] == name).cloned().unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_daemon_away_past_the_log_window_comes_back_from_a_snapshot_with_every_write_and_delete() {
+    let Some(pg) = PgServer::start() else { return };
+    let url = pg.create_db("window");
+    let extra = format!("{TINY_WINDOW}{UNLIMITED}");
+    let a = Machine::new(&url, "a", &extra).started();
+    let mut b = Machine::new(&url, "b", &extra).started();
+    let mut pa = a.session("Writer");
+    tool_ok(&store(&mut pa, "Kept note", "keptwordzeta"));
+    let gone = tool_ok(&store(&mut pa, "Doomed note", "doomedwordzeta"))["id"].as_str().expect("an id").to_string();
+    let mut pb = b.session("Reader");
+    wait_hits(&mut pb, "doomedwordzeta", 1);
+    let left_at = b.caught_up()["applied_seq"].as_i64().expect("a position");
+    wait_until("B's position reaches the server", || device(&a, "b")["applied_seq"] == left_at);
+    drop(pb);
+    b.stop();
+
+    // While B is away: a delete, and many more writes than the log keeps.
+    tool_ok(&pa.tool("memory.forget", json!({"ids": [gone]})));
+    for i in 0..20 {
+        tool_ok(&store(&mut pa, &format!("Away note {i}"), &format!("away{i}wordzeta")));
+    }
+    let mut log = Value::Null;
+    wait_until("the log is pruned past B's position and stays bounded", || {
+        log = a.shared()["log"].clone();
+        log["horizon_seq"].as_i64() > Some(left_at) && log["rows"].as_i64() <= Some(3)
+    });
+    let away = log["devices"].as_array().into_iter().flatten().find(|d| d["machine"] == "b").cloned();
+    assert_eq!(away.as_ref().map(|d| d["behind_horizon"].clone()), Some(json!(true)), "status marks B: {log}");
+    assert!(away.and_then(|d| d["lag"].as_i64()) > Some(20), "B's lag counts the changes it missed: {log}");
+    let (_, text, _) = a.run(&["status"]);
+    assert!(text.contains("shared change log:") && text.contains("device \"b\""), "status says so: {text}");
+
+    // B comes back: the log no longer reaches its position, so it loads a snapshot and the tail.
+    b.start();
+    let mut pb = b.session("Reader");
+    wait_hits(&mut pb, "away19wordzeta", 1);
+    for i in 0..20 {
+        assert_eq!(hits(&mut pb, &format!("away{i}wordzeta")).len(), 1, "away{i}wordzeta missing on B");
+    }
+    assert_eq!(hits(&mut pb, "keptwordzeta").len(), 1, "what B had is still there, once");
+    assert!(hits(&mut pb, "doomedwordzeta").is_empty(), "the delete made while B was away holds on B");
+    // And it follows the log again from there.
+    tool_ok(&store(&mut pa, "After the return", "returnwordzeta"));
+    wait_hits(&mut pb, "returnwordzeta", 1);
+    b.caught_up();
+    wait_until("B reports a position inside the window", || device(&a, "b")["behind_horizon"] == false);
+    assert_eq!(b.stats()["chunks"], a.stats()["chunks"], "both copies hold the same chunks");
+}
+
 #[test]
 fn concurrent_upserts_and_ingests_of_the_same_file_store_one_copy() {
     let Some((_pg, a, b)) = pair("upserts") else { return };
@@ -501,6 +560,97 @@ fn kill_nine_of_postgres_during_writes_from_two_machines_loses_no_acknowledged_w
         crash_rounds(),
         acked.len(),
         refused.load(Ordering::Relaxed)
+    );
+}
+
+/// Threads writing to `m` until `stop`; each acknowledged token is pushed to `acked`, each
+/// refused one to `refused` with the error's text.
+fn writers_noting_refusals(
+    m: &Machine,
+    round: usize,
+    stop: &Arc<AtomicBool>,
+    acked: &Arc<Mutex<Vec<String>>>,
+    refused: &Arc<Mutex<Vec<(String, String)>>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..2)
+        .map(|w| {
+            let mut p = m.session(&format!("writer{w}"));
+            let (stop, acked, refused) = (stop.clone(), acked.clone(), refused.clone());
+            let m_name = m.name.clone();
+            std::thread::spawn(move || {
+                for i in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let token = format!("pgrestart{round}{m_name}x{w}x{i}");
+                    let reply = store(&mut p, &token, &token);
+                    if reply["isError"] == false {
+                        acked.lock().unwrap().push(token);
+                    } else {
+                        refused.lock().unwrap().push((token, tool_err_text(&reply)));
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn restarts_of_postgres_during_writes_from_two_machines_lose_nothing_and_store_nothing_refused() {
+    let Some((pg, a, b)) = pair("restarts") else { return };
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let mut reader = a.session("Reader");
+    for round in 0..crash_rounds() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = writers_noting_refusals(&a, round, &stop, &acked, &refused);
+        threads.extend(writers_noting_refusals(&b, round, &stop, &acked, &refused));
+        let before = acked.lock().unwrap().len();
+        wait_until("writes acknowledged", || acked.lock().unwrap().len() >= before + 10);
+        // A clean restart in two steps (as `pg_ctl restart -m fast`), writes going on throughout.
+        pg.stop();
+        let refused_before = refused.lock().unwrap().len();
+        wait_until("writes refused while the server is down", || refused.lock().unwrap().len() > refused_before);
+        let first = acked.lock().unwrap()[0].clone();
+        assert_eq!(hits(&mut reader, &first).len(), 1, "reads answer from the local copy while PostgreSQL is down");
+        pg.start_again();
+        let after = acked.lock().unwrap().len();
+        wait_until("writes acknowledged again", || acked.lock().unwrap().len() >= after + 10);
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().expect("a writer");
+        }
+    }
+    let acked = acked.lock().unwrap().clone();
+    let refused = refused.lock().unwrap().clone();
+    assert_all_present(&[&a, &b], &acked);
+    // A refusal names PostgreSQL and says what to do; what it calls not saved is nowhere.
+    let unsure = refused.iter().filter(|(_, text)| text.contains("may or may not")).count();
+    for m in [&a, &b] {
+        let mut p = m.session("checker");
+        for (token, text) in &refused {
+            assert!(text.contains("PostgreSQL"), "the error names the server: {text}");
+            if text.contains("may or may not") {
+                assert!(text.contains("search memory for it"), "says what to do: {text}");
+                assert!(!text.contains("internal error"), "{text}");
+                continue;
+            }
+            assert!(
+                text.contains("nothing was saved")
+                    && text.contains("once the server is back")
+                    && !text.contains("internal error"),
+                "the error says what happened and what to do: {text}"
+            );
+            assert!(hits(&mut p, token).is_empty(), "refused as not saved, yet stored on {}: {token}", m.name);
+        }
+    }
+    eprintln!(
+        "postgres restarts: {} rounds, {} acknowledged writes all present on both machines, {} refused and absent, \
+         {} refused with an unknown outcome",
+        crash_rounds(),
+        acked.len(),
+        refused.len() - unsure,
+        unsure
     );
 }
 
