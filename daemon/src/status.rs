@@ -248,4 +248,29 @@ mod tests {
         assert_eq!(duration(2 * 3600 + 5 * 60), "2 h 5 min");
         assert_eq!(duration(3 * 86_400 + 4 * 3600), "3 d 4 h");
     }
+
+    #[test]
+    fn the_shared_log_and_each_device_read_as_lines() {
+        let log = serde_json::json!({
+            "rows": 120, "oldest_seq": 881, "newest_seq": 1000, "bytes": 2048, "horizon_seq": 880,
+            "keep_days": 7, "keep_rows": 100, "checked_at_ms": 100_000,
+            "devices": [
+                {"machine": "laptop", "applied_seq": 1000, "lag": 0, "seen_at_ms": 98_000, "behind_horizon": false},
+                {"machine": "desk", "applied_seq": 12, "lag": 988, "seen_at_ms": 40_000, "behind_horizon": true},
+            ],
+        });
+        let lines = shared_log(&log);
+        assert_eq!(
+            lines[0],
+            "shared change log: 120 changes (881 to 1000, 2.0 KiB), keeping 7 days and at least the newest 100; \
+             a copy behind change 880 is loaded again from a snapshot"
+        );
+        assert_eq!(lines[1], "  device \"laptop\": change 1000 applied, 0 behind, seen 2 s ago");
+        assert_eq!(
+            lines[2],
+            "  device \"desk\": change 12 applied, 988 behind, seen 1 min 0 s ago; it reloads from a snapshot when \
+             it is back"
+        );
+        assert!(shared_log(&serde_json::Value::Null).is_empty(), "no log reported yet: no lines");
+    }
 }

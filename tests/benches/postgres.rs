@@ -25,6 +25,17 @@
 //!    vectors are complete.
 //!
 //! Ratios are PostgreSQL over embedded; targets are printed as PASS/MISS, nothing asserts on time.
+//!
+//! With `--log` (`cargo bench -p openhuman-tests --bench postgres -- --log [CHUNKS]`) it measures
+//! the change log's window instead, on PostgreSQL only, in one run over one ingest:
+//!
+//! 5. catch-up of a daemon stopped before the ingest by replaying the whole log (the baseline,
+//!    nothing pruned), of a new daemon from a snapshot, and of a daemon stopped before the
+//!    ingest after the log was pruned past it (snapshot plus tail), each until its vectors are
+//!    complete;
+//! 6. the log's rows over a long write run (`POSTGRES_BENCH_LOG_WRITES`, default 5000) with a
+//!    tiny window (`log_keep_days = 0`, `log_keep_rows = 100`): the most it held, sampled every
+//!    50 writes, against the changes written.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
 
 #[path = "memory/corpus.rs"]
@@ -101,10 +112,17 @@ struct Node {
 
 impl Node {
     fn new(root: &Path, name: &str, url: Option<&str>) -> Result<Node> {
+        Node::with_window(root, name, url, "")
+    }
+
+    /// `new`, with `window` (lines of `[memory.postgres]`) in its config.
+    fn with_window(root: &Path, name: &str, url: Option<&str>, window: &str) -> Result<Node> {
         let home = root.join(name);
         std::fs::create_dir_all(&home)?;
         let engine = match url {
-            Some(_) => format!("[memory]\nengine = \"postgres\"\n\n[memory.postgres]\nmachine = \"{name}\"\n\n"),
+            Some(_) => {
+                format!("[memory]\nengine = \"postgres\"\n\n[memory.postgres]\nmachine = \"{name}\"\n{window}\n")
+            }
             None => String::new(),
         };
         std::fs::write(home.join("config.toml"), engine + UNLIMITED)?;
@@ -278,6 +296,9 @@ fn catch_up(node: &mut Node, bins: &Binaries, head: u64) -> Result<(Duration, Du
 fn run() -> Result<()> {
     let chunks =
         number(std::env::args().skip(1).find(|a| !a.starts_with('-')), "POSTGRES_BENCH_CHUNKS", DEFAULT_CHUNKS)?;
+    if std::env::args().any(|a| a == "--log") {
+        return run_log(chunks, number(None, "POSTGRES_BENCH_LOG_WRITES", DEFAULT_LOG_WRITES)?);
+    }
     let writes = number(None, "POSTGRES_BENCH_WRITES", DEFAULT_WRITES)?;
     let bins = Binaries::build_and_locate()?;
     let scratch_root = std::env::var_os("POSTGRES_BENCH_DIR").map(Into::into).unwrap_or_else(std::env::temp_dir);
@@ -351,6 +372,116 @@ fn run() -> Result<()> {
          daemons finds it ({} samples)",
         2 * writes
     );
+    Ok(())
+}
+
+const LOG_COMMAND: &str = "cargo build --release && cargo bench -p openhuman-tests --bench postgres -- --log [CHUNKS]";
+const DEFAULT_LOG_WRITES: usize = 5_000;
+/// The pruning daemon's window: nothing kept for its age, the newest 100 changes kept.
+const TINY_KEEP_ROWS: i64 = 100;
+const TINY_WINDOW: &str = "log_keep_days = 0\nlog_keep_rows = 100\nlog_prune_every_secs = 0\n";
+
+fn log_field(v: &Value, key: &str) -> Option<i64> {
+    v["log"][key].as_i64()
+}
+
+/// The change log's window: catch-up by the whole log, from a snapshot for a new daemon, and
+/// from a snapshot plus tail for one the log was pruned past; then the log's rows over a long
+/// write run with a tiny window.
+fn run_log(chunks: usize, writes: usize) -> Result<()> {
+    let bins = Binaries::build_and_locate()?;
+    let scratch_root = std::env::var_os("POSTGRES_BENCH_DIR").map(Into::into).unwrap_or_else(std::env::temp_dir);
+    let scratch = tempfile::Builder::new().prefix("oh-pl-").tempdir_in(scratch_root)?;
+    let corpus_dir = scratch.path().join("corpus");
+    println!("# openhuman-mcp shared-store benchmark: the change log's window");
+    println!("command : {LOG_COMMAND}");
+    println!("date    : {} UTC", support::utc_now());
+    println!("machine : {}", support::machine());
+    println!("git     : {}", support::git_state());
+    println!("load    : {} (1/5/15 min, before)", support::loadavg());
+    println!("corpus  : {chunks} chunks of ~300 Zipf words; {writes} writes for the log's size");
+    let vocab = corpus::Vocabulary::new();
+    corpus::write(&corpus_dir, &vocab, chunks)?;
+
+    let pg = PgServer::start_with(DURABLE)
+        .ok_or("PostgreSQL 15's programs were not found (tests/fixtures/ensure-postgres.sh)")?;
+    let url = pg.create_db("window");
+    // A writes; B and C are stopped before the ingest (default window: they never prune).
+    let mut a = Node::new(scratch.path(), "a", Some(&url))?;
+    let mut b = Node::new(scratch.path(), "b", Some(&url))?;
+    let mut c = Node::new(scratch.path(), "c", Some(&url))?;
+    for n in [&mut a, &mut b, &mut c] {
+        n.start(&bins)?;
+    }
+    let before = seq(&shared(&b)?, "applied_seq")?;
+    let c_left = seq(&shared(&c)?, "applied_seq")? as i64;
+    b.stop()?;
+    c.stop()?;
+    let (added, ingest_t, _) = ingest(&a, &corpus_dir)?;
+    let head = seq(&shared(&a)?, "head_seq")?;
+    println!("ingest  : {added} chunks in {:.1} s, {} changes in the log", ingest_t.as_secs_f64(), head - before);
+
+    // Baseline: B replays every change it missed.
+    let (replay_applied, replay_done) = catch_up(&mut b, &bins, head)?;
+    b.stop()?;
+    // D joins new, with the tiny window: a snapshot; then it prunes the log past C.
+    let mut d = Node::with_window(scratch.path(), "d", Some(&url), TINY_WINDOW)?;
+    let (new_applied, new_done) = catch_up(&mut d, &bins, head)?;
+    poll("the log pruned past C", LONG_WAIT, || {
+        Ok((log_field(&shared(&d)?, "horizon_seq").unwrap_or(0) > c_left).then_some(()))
+    })?;
+    // C comes back behind the horizon: a snapshot, then the tail.
+    let (snap_applied, snap_done) = catch_up(&mut c, &bins, head)?;
+    c.stop()?;
+
+    // A long write run through A with D pruning: the log's rows, sampled.
+    let mut w = a.session()?;
+    let mut most = 0i64;
+    let log_before = log_field(&shared(&d)?, "rows").unwrap_or(0);
+    let started = Instant::now();
+    for i in 0..writes {
+        store(&mut w, &format!("zlog{i}q"))?;
+        if i % 50 == 49 {
+            most = most.max(log_field(&shared(&d)?, "rows").unwrap_or(0));
+        }
+    }
+    let write_t = started.elapsed();
+    let settled = poll("the log pruned to its window", LONG_WAIT, || {
+        let s = shared(&d)?;
+        Ok(log_field(&s, "rows").filter(|r| *r <= TINY_KEEP_ROWS).map(|r| (r, log_field(&s, "bytes").unwrap_or(0))))
+    })?;
+    let written = seq(&shared(&a)?, "head_seq")? - head;
+    for n in [&mut a, &mut d] {
+        n.stop()?;
+    }
+    drop(pg);
+    println!("load    : {} (1/5/15 min, after)", support::loadavg());
+    println!();
+    println!("| catch-up @{added} chunks | applied | vectors done too |");
+    println!("|---|---|---|");
+    let secs = |d: Duration| d.as_secs_f64();
+    for (name, applied, done) in [
+        (format!("replaying the whole log ({} changes; baseline)", head - before), replay_applied, replay_done),
+        ("a new daemon, from a snapshot".to_string(), new_applied, new_done),
+        ("a daemon behind the pruned horizon, snapshot + tail".to_string(), snap_applied, snap_done),
+    ] {
+        println!(
+            "| {name} | {:.1} s | {:.1} s ({:.0} chunks/s) |",
+            secs(applied),
+            secs(done),
+            added as f64 / secs(done)
+        );
+    }
+    println!();
+    println!(
+        "| log over {written} writes ({:.0} writes/s), window: 0 days, newest {TINY_KEEP_ROWS} | rows |",
+        writes as f64 / secs(write_t)
+    );
+    println!("|---|---|");
+    println!("| before the run | {log_before} |");
+    println!("| most held, sampled every 50 writes | {most} |");
+    println!("| after the last prune | {} ({} bytes with indexes) |", settled.0, settled.1);
+    println!("| unpruned, the log would hold at least | {written} |");
     Ok(())
 }
 
