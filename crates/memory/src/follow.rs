@@ -181,7 +181,7 @@ fn report(link: &SharedLink, reported: &mut Option<(Instant, i64)>) {
     *reported = Some((Instant::now(), applied));
     match link.store.checkpoint(&link.machine, applied) {
         Ok(status) => *lock(&link.log) = status,
-        Err(e) => tracing::debug!(error = %e.message, "reporting this copy's position to the shared store failed"),
+        Err(e) => tracing::warn!(error = %e.message, "reporting this copy's position to the shared store failed"),
     }
 }
 

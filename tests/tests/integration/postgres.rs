@@ -306,7 +306,8 @@ fn a_daemon_away_past_the_log_window_comes_back_from_a_snapshot_with_every_write
     let mut pb = b.session("Reader");
     wait_hits(&mut pb, "doomedwordzeta", 1);
     let left_at = b.caught_up()["applied_seq"].as_i64().expect("a position");
-    wait_until("B's position reaches the server", || device(&a, "b")["applied_seq"] == left_at);
+    // B's own status shows the server's answer to its own last report.
+    wait_until("B's position reaches the server", || device(&b, "b")["applied_seq"] == left_at);
     drop(pb);
     b.stop();
 
