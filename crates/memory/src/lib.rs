@@ -54,6 +54,7 @@ mod search;
 mod seq;
 mod sessions;
 pub mod shared;
+mod sharedvec;
 mod snippet;
 mod sql;
 mod stats;
@@ -84,6 +85,7 @@ pub use complete_api::{Completable, Completions};
 pub use error::MemoryError;
 pub use follow::{MoveSummary, SharedStatus, move_to_embedded, move_to_shared, shared_tables};
 pub use ops::Operation;
+pub use sharedvec::SharedVectorStatus;
 pub use stats::{FtsStats, Stats, VectorStats};
 pub use sync::{Check, FtsCheck, VectorCheck};
 /// The schema version of the store this build writes (and of a shared store's tables).
@@ -149,6 +151,8 @@ pub(crate) struct SharedLink {
     pub attached: std::sync::atomic::AtomicBool,
     pub last_error: Mutex<Option<String>>,
     pub follower: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Vectors taken from and given to the shared store (see `sharedvec`).
+    pub vectors: sharedvec::VectorShare,
 }
 
 /// A cloneable handle to one open memory store. When the last handle is dropped the

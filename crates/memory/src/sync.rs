@@ -95,6 +95,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         attached: Default::default(),
         last_error: Default::default(),
         follower: Default::default(),
+        vectors: Default::default(),
     });
 
     let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
@@ -260,8 +261,31 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Resu
 }
 
 /// Embeds `(rowid, text)` pairs with the fast tier and stores the vectors; on embedder
-/// failure the rows are left without vectors for the background thread to retry.
+/// failure the rows are left without vectors for the background thread to retry. Chunks this
+/// copy did not write take their vectors from the shared store when it has them (`sharedvec`).
 fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Result<bool, MemoryError> {
+    let foreign = inner.shared.as_ref().is_some_and(|l| !l.vectors.local_write.load(Ordering::Relaxed));
+    for part in rows.chunks(super::sharedvec::FETCH_BATCH) {
+        let fetched = super::sharedvec::fetch(inner, &inner.fast, part, foreign);
+        if !fetched.is_empty() {
+            let mut ix = write(&inner.fast.vectors);
+            for (rowid, v) in fetched.iter() {
+                let mut v = v.clone();
+                normalize(&mut v);
+                ix.upsert_normalized(*rowid, &v);
+                ws.fast.file.upsert(*rowid, &v)?;
+            }
+        }
+        let todo: Vec<(i64, String)> = part.iter().filter(|(r, _)| !fetched.contains_key(r)).cloned().collect();
+        if !embed_here(inner, ws, &todo)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `embed_rows`' own embedding, of rows the shared store had no vector for.
+fn embed_here(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Result<bool, MemoryError> {
     let tier = &inner.fast;
     for batch in rows.chunks(EMBED_BATCH) {
         let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
@@ -281,6 +305,8 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Res
             ix.upsert_normalized(*rowid, &v);
             ws.fast.file.upsert(*rowid, &v)?;
         }
+        drop(ix);
+        super::sharedvec::embedded_here(inner, TierKind::Fast, batch.iter().map(|(r, t)| (*r, t.as_str())));
     }
     Ok(true)
 }

@@ -7,7 +7,9 @@
 //! JSON); and `oh_meta` (schema version, the cluster's random id, and `base_seq`, where the log
 //! starts after a store was moved in whole). Every write holds the transaction-scoped
 //! advisory lock [`WRITE_LOCK`] from before it reads the log until it commits, and announces
-//! its position with `NOTIFY openhuman_changes`. No extension is needed.
+//! its position with `NOTIFY openhuman_changes`. No extension is needed; the chunks' vectors
+//! are kept once per model in a table of their own (`vectors`), with pgvector when the server
+//! has it.
 //!
 //! Connections: one for writes and reads, one for `LISTEN`, each made again on the next call
 //! after it failed, over TLS when the URL's `sslmode` asks (rustls; the system's roots plus an
@@ -16,6 +18,9 @@
 //! (or a network that drops packets) fails the call instead of holding the writer for ever.
 
 mod tls;
+mod vectors;
+
+pub use vectors::VECTORS_TABLE;
 
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
@@ -23,8 +28,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::StreamExt;
 use openhuman_memory::shared::{
-    Affinity, Cell, Change, ChangeSet, Feed, RowSink, RowSource, SharedError, SharedInfo, SharedStore, SharedWrite,
-    Table,
+    Affinity, Cell, Change, ChangeSet, Feed, RowSink, RowSource, SharedError, SharedInfo, SharedStore, SharedVectors,
+    SharedWrite, Table, VectorStorage,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, GenericClient};
@@ -75,6 +80,8 @@ pub struct PgStore {
     listener: Mutex<Option<Listener>>,
     /// The shared tables as the last `migrate` set them up.
     tables: Mutex<Vec<Table>>,
+    /// How the server stores vectors, as the last `migrate` found.
+    vector_storage: Mutex<VectorStorage>,
 }
 
 impl PgStore {
@@ -102,6 +109,7 @@ impl PgStore {
             client: Mutex::new(None),
             listener: Mutex::new(None),
             tables: Mutex::new(Vec::new()),
+            vector_storage: Mutex::new(VectorStorage::None),
         })
     }
 
@@ -394,7 +402,7 @@ async fn set_up(
     c: &mut Client,
     version: i64,
     tables: &[Table],
-) -> Result<Result<SharedInfo, i64>, tokio_postgres::Error> {
+) -> Result<Result<(SharedInfo, VectorStorage), i64>, tokio_postgres::Error> {
     let tx = c.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]).await?;
     tx.batch_execute(
@@ -449,10 +457,11 @@ async fn set_up(
         &[],
     )
     .await?;
+    let storage = vectors::set_up(&tx).await?;
     let cluster = meta_value(&tx, "cluster").await?.unwrap_or(0);
     let head = head_of(&tx).await?;
     tx.commit().await?;
-    Ok(Ok(SharedInfo { cluster, version, head }))
+    Ok(Ok((SharedInfo { cluster, version, head }, storage)))
 }
 
 impl SharedStore for PgStore {
@@ -462,9 +471,11 @@ impl SharedStore for PgStore {
 
     fn migrate(&self, version: i64, tables: &[Table]) -> Result<SharedInfo, SharedError> {
         let outcome = self.with(async |c| set_up(c, version, tables).await)?;
-        if outcome.is_ok() {
+        let outcome = outcome.map(|(info, storage)| {
             *self.tables.lock().unwrap_or_else(|e| e.into_inner()) = tables.to_vec();
-        }
+            *self.vector_storage.lock().unwrap_or_else(|e| e.into_inner()) = storage;
+            info
+        });
         outcome.map_err(|found| SharedError {
             message: format!(
                 "{} holds memory of schema version {found}, newer than this build ({version}); upgrade openhumand-mcp",
@@ -584,7 +595,8 @@ impl SharedStore for PgStore {
             let tx = self.wait_for(self.request_timeout, client.transaction())?;
             self.wait_for(self.request_timeout, tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]))?;
             for t in tables {
-                self.wait_for(self.request_timeout, tx.batch_execute(&format!("TRUNCATE {}", ident(&t.name))))?;
+                // CASCADE: the vectors of the chunks go too.
+                self.wait_for(self.request_timeout, tx.batch_execute(&format!("TRUNCATE {} CASCADE", ident(&t.name))))?;
             }
             for t in tables {
                 let outcome =
@@ -627,6 +639,10 @@ impl SharedStore for PgStore {
                 Err(e)
             }
         }
+    }
+
+    fn vectors(&self) -> Option<&dyn SharedVectors> {
+        Some(self)
     }
 
     fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError> {
