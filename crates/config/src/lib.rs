@@ -226,6 +226,18 @@ pub struct PostgresConfig {
     /// The longest wait for one answer from the server; past it the call fails (a write is
     /// not saved) and the connection is made again.
     pub request_timeout_secs: u64,
+    /// Where vector recall finds its candidates: this machine's index (`local`), or the
+    /// server's pgvector index of the shared vectors (`database`).
+    pub vector_search: VectorSearch,
+}
+
+/// `memory.postgres.vector_search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorSearch {
+    #[default]
+    Local,
+    Database,
 }
 
 impl Default for PostgresConfig {
@@ -236,6 +248,7 @@ impl Default for PostgresConfig {
             ca_file: None,
             connect_timeout_secs: 5,
             request_timeout_secs: 15,
+            vector_search: VectorSearch::Local,
         }
     }
 }

@@ -197,24 +197,28 @@ fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> 
         .query_map([rarray(batch)], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     let log = ws.log(tier.kind).expect("a configured tier has a log");
+    let mut made = Vec::new();
     {
         let mut ix = write(&tier.vectors);
-        let taken = fetched.into_iter();
-        let made = rows.iter().map(|(r, _)| *r).zip(vecs);
-        for (rowid, mut v) in taken.chain(made) {
-            if !alive.contains(&rowid) {
+        // Taken vectors go in as the copy that made them stored them (unit length already).
+        for (rowid, v) in fetched.iter().filter(|(r, _)| alive.contains(r)) {
+            ix.upsert_normalized(*rowid, v);
+            log.file.upsert(*rowid, v)?;
+        }
+        for ((rowid, text), mut v) in rows.iter().zip(vecs) {
+            if !alive.contains(rowid) {
                 continue;
             }
             v.resize(dims, 0.0);
             normalize(&mut v);
-            ix.upsert_normalized(rowid, &v);
-            log.file.upsert(rowid, &v)?;
+            ix.upsert_normalized(*rowid, &v);
+            log.file.upsert(*rowid, &v)?;
+            made.push((*rowid, text.as_str(), v));
         }
     }
     let applied = log.applied;
     log.file.commit(applied)?;
     drop(ws);
-    let made = rows.iter().filter(|(r, _)| alive.contains(r)).map(|(r, t)| (*r, t.as_str()));
     super::sharedvec::embedded_here(inner, tier.kind, made);
     Ok(true)
 }

@@ -135,6 +135,9 @@ pub struct SharedOptions {
     pub engine: &'static str,
     /// How this daemon is named in the change log and in audit rows.
     pub machine: String,
+    /// Vector recall takes its candidates from the server's index of the shared vectors
+    /// (pgvector) instead of the local one, when the server has it.
+    pub vector_search_in_database: bool,
 }
 
 /// The engine's link to its shared store.
@@ -153,6 +156,8 @@ pub(crate) struct SharedLink {
     pub follower: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Vectors taken from and given to the shared store (see `sharedvec`).
     pub vectors: sharedvec::VectorShare,
+    /// `SharedOptions::vector_search_in_database`.
+    pub search_in_database: bool,
 }
 
 /// A cloneable handle to one open memory store. When the last handle is dropped the

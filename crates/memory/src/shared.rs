@@ -224,6 +224,12 @@ pub trait SharedVectors: Send + Sync {
     fn get(&self, model: &str, chunks: &[i64]) -> Result<Vec<SharedVector>, SharedError>;
     /// Every chunk the store holds a vector of `model` for.
     fn held(&self, model: &str) -> Result<Vec<i64>, SharedError>;
+    /// Makes the store able to `search` `model`'s vectors of `dims` dimensions (an index built
+    /// once; may take minutes on a large store). An error when the store cannot search.
+    fn prepare_search(&self, model: &str, dims: usize) -> Result<(), SharedError>;
+    /// The `limit` chunks whose `model` vectors are nearest `query` by cosine, as (chunk, cosine),
+    /// best first (approximate: from the store's index).
+    fn search(&self, model: &str, query: &[f32], limit: usize) -> Result<Vec<(i64, f32)>, SharedError>;
 }
 
 /// What the server says of itself after `migrate`.

@@ -8,12 +8,18 @@
 //!   ([`text_hash`]). The fast tier asks inside the index step (one query per thousand
 //!   chunks), the background threads before they embed a batch. A local write never asks: its
 //!   chunks are new to the server.
-//! - **Giving.** Every vector embedded here is queued (rowid and text hash only) and a thread
-//!   of its own, [`start`], uploads the queue in batches, reading the vectors back from the
-//!   tier's index: writes never wait for the server's vector table. A server that cannot be
-//!   reached keeps the queue for the next try. Once per run, when the server is set up, the
-//!   thread also queues every vector the server lacks for this model ([`reconcile`]): a store
-//!   moved in, a queue lost with a stopped daemon, a model the server has not seen.
+//! - **Giving.** Every vector embedded here is queued with its rowid and text hash, and a thread
+//!   of its own, [`start`], uploads the queue in batches: writes never wait for the server's
+//!   vector table. A server that cannot be reached keeps the queue for the next try. Once per
+//!   run, when the server is set up, the thread also queues every vector the server lacks for
+//!   this model ([`reconcile`]): a store moved in, a queue lost with a stopped daemon, a model
+//!   the server has not seen.
+//! - **Exactly the same ranking.** The queue keeps the unit vector exactly as it went into the
+//!   index, and a vector taken goes into the index as it is (not normalised again), so a copy that
+//!   takes a vector holds the very codes and scale of the copy that made it. Past
+//!   [`QUEUE_BYTES`] of queued vectors, and for `reconcile`, only the rowid is queued and the
+//!   vector is read back from the index at upload (its 8-bit codes expanded: what the index
+//!   itself reloads after compaction).
 //! - A device with another model neither finds nor overwrites anything of this one's.
 //!
 //! Live changes are usually indexed by the other daemons before the writer's upload lands, so
@@ -40,6 +46,8 @@ const UPLOAD_BATCH: usize = 1_000;
 /// Batches a stopping daemon still uploads before it gives up on the rest (`reconcile` at the
 /// next start queues them again).
 const FLUSH_AT_STOP: usize = 20;
+/// Queued vectors kept whole up to this many bytes; past it only their rowids are.
+const QUEUE_BYTES: usize = 64 << 20;
 /// The longest pause between tries against a server that failed.
 const MAX_PAUSE: Duration = Duration::from_secs(30);
 
@@ -67,11 +75,40 @@ struct Counts {
     uploaded: AtomicU64,
 }
 
+/// A vector to upload: its chunk, text hash and, unless the queue was full, the vector.
+struct Pending {
+    chunk: i64,
+    text_hash: i64,
+    vector: Option<Vec<f32>>,
+}
+
 #[derive(Default)]
 struct Queue {
-    /// Per tier (fast, deep): (rowid, text hash) of vectors to upload.
-    items: [Vec<(i64, i64)>; 2],
+    /// Per tier (fast, deep).
+    items: [Vec<Pending>; 2],
+    /// Bytes of the vectors held in `items`.
+    bytes: usize,
     stop: bool,
+}
+
+impl Queue {
+    fn push(&mut self, kind: TierKind, chunk: i64, text_hash: i64, vector: Option<Vec<f32>>) {
+        let vector = vector.filter(|v| self.bytes + v.len() * 4 <= QUEUE_BYTES);
+        self.bytes += vector.as_ref().map_or(0, |v| v.len() * 4);
+        self.items[slot(kind)].push(Pending { chunk, text_hash, vector });
+    }
+
+    fn take(&mut self, kind: TierKind, n: usize) -> Vec<Pending> {
+        let items = &mut self.items[slot(kind)];
+        let batch: Vec<Pending> = items.drain(..n.min(items.len())).collect();
+        self.bytes -= batch.iter().map(|p| p.vector.as_ref().map_or(0, |v| v.len() * 4)).sum::<usize>();
+        batch
+    }
+
+    fn put_back(&mut self, kind: TierKind, batch: Vec<Pending>) {
+        self.bytes += batch.iter().map(|p| p.vector.as_ref().map_or(0, |v| v.len() * 4)).sum::<usize>();
+        self.items[slot(kind)].splice(0..0, batch);
+    }
 }
 
 /// The engine's state of shared vectors (part of its `SharedLink`).
@@ -84,6 +121,8 @@ pub(crate) struct VectorShare {
     uploader: Mutex<Option<std::thread::JoinHandle<()>>>,
     counts: [Counts; 2],
     last_error: Mutex<Option<String>>,
+    /// Per tier: the server's index for `search_in_database` is built.
+    search_ready: [AtomicBool; 2],
 }
 
 /// The shared store's vectors, when it keeps them and they are set up.
@@ -127,17 +166,23 @@ pub(crate) fn fetch(inner: &Inner, tier: &Tier, rows: &[(i64, String)], foreign:
 }
 
 /// Counts vectors embedded here and queues them for upload (with a shared store that keeps
-/// vectors).
-pub(crate) fn embedded_here<'a>(inner: &Inner, kind: TierKind, rows: impl IntoIterator<Item = (i64, &'a str)>) {
+/// vectors): (rowid, embedded text, the unit vector as it went into the index).
+pub(crate) fn embedded_here<'a>(
+    inner: &Inner,
+    kind: TierKind,
+    rows: impl IntoIterator<Item = (i64, &'a str, Vec<f32>)>,
+) {
     let Some((_, share)) = vectors(inner) else { return };
-    let items: Vec<(i64, i64)> = rows.into_iter().map(|(r, t)| (r, text_hash(t))).collect();
-    if items.is_empty() {
-        return;
-    }
-    share.counts[slot(kind)].embedded.fetch_add(items.len() as u64, Ordering::Relaxed);
     let mut q = lock(&share.queue);
-    q.items[slot(kind)].extend(items);
-    share.wake.notify_all();
+    let mut n = 0;
+    for (chunk, text, v) in rows {
+        q.push(kind, chunk, text_hash(text), Some(v));
+        n += 1;
+    }
+    if n > 0 {
+        share.counts[slot(kind)].embedded.fetch_add(n, Ordering::Relaxed);
+        share.wake.notify_all();
+    }
 }
 
 /// Starts the upload thread (with a shared store).
@@ -175,6 +220,9 @@ fn run(weak: &Weak<Inner>) {
         let Some(link) = inner.shared.as_ref() else { return };
         let share = &link.vectors;
         if !reconciled && vectors(&inner).is_some() && !lock(&share.queue).stop {
+            if link.search_in_database {
+                prepare_search(&inner);
+            }
             match reconcile_all(&inner) {
                 Ok(n) => {
                     reconciled = true;
@@ -188,15 +236,9 @@ fn run(weak: &Weak<Inner>) {
         // The next batch, or a wait for one (bounded, so reconciling is retried).
         let (kind, batch) = {
             let mut q = lock(&share.queue);
-            let next = |q: &mut Queue| -> Option<(TierKind, Vec<(i64, i64)>)> {
-                for kind in [TierKind::Fast, TierKind::Deep] {
-                    let items = &mut q.items[slot(kind)];
-                    if !items.is_empty() {
-                        let n = items.len().min(UPLOAD_BATCH);
-                        return Some((kind, items.drain(..n).collect()));
-                    }
-                }
-                None
+            let next = |q: &mut Queue| -> Option<(TierKind, Vec<Pending>)> {
+                let kind = [TierKind::Fast, TierKind::Deep].into_iter().find(|k| !q.items[slot(*k)].is_empty())?;
+                Some((kind, q.take(kind, UPLOAD_BATCH)))
             };
             match next(&mut q) {
                 Some(b) if !q.stop || flushed_at_stop < FLUSH_AT_STOP => b,
@@ -223,8 +265,7 @@ fn run(weak: &Weak<Inner>) {
                 tracing::debug!(error = %message, "uploading vectors failed; retrying");
                 *lock(&share.last_error) = Some(message);
                 let mut q = lock(&share.queue);
-                let items = &mut q.items[slot(kind)];
-                items.splice(0..0, batch);
+                q.put_back(kind, batch);
                 if q.stop {
                     return;
                 }
@@ -235,16 +276,20 @@ fn run(weak: &Weak<Inner>) {
     }
 }
 
-/// Uploads one batch of a tier's vectors as its index holds them; returns how many went (the
-/// chunks deleted since are skipped).
-fn upload(inner: &Inner, kind: TierKind, batch: &[(i64, i64)]) -> Result<usize, String> {
+/// Uploads one batch of a tier's vectors; returns how many went (chunks deleted here since are
+/// skipped, and those deleted on the server are left out there).
+fn upload(inner: &Inner, kind: TierKind, batch: &[Pending]) -> Result<usize, String> {
     let Some(tier) = inner.tier(kind) else { return Ok(0) };
     let Some((store, _)) = vectors(inner) else { return Err("the shared store is not set up yet".into()) };
     let rows: Vec<SharedVector> = {
         let ix = read(&tier.vectors);
         batch
             .iter()
-            .filter_map(|&(chunk, text_hash)| ix.get(chunk).map(|vector| SharedVector { chunk, text_hash, vector }))
+            .filter(|p| ix.contains(p.chunk))
+            .filter_map(|p| {
+                let vector = p.vector.clone().or_else(|| ix.get(p.chunk))?;
+                Some(SharedVector { chunk: p.chunk, text_hash: p.text_hash, vector })
+            })
             .collect()
     };
     if rows.is_empty() {
@@ -252,6 +297,48 @@ fn upload(inner: &Inner, kind: TierKind, batch: &[(i64, i64)]) -> Result<usize, 
     }
     store.put(tier.embedder.signature(), &rows).map_err(|e| e.message)?;
     Ok(rows.len())
+}
+
+/// Builds the server's search index of each tier's model (`vector_search = "database"`).
+fn prepare_search(inner: &Inner) {
+    let Some((store, share)) = vectors(inner) else { return };
+    for tier in inner.tiers() {
+        let ready = &share.search_ready[slot(tier.kind)];
+        if ready.load(Ordering::Relaxed) {
+            continue;
+        }
+        match store.prepare_search(tier.embedder.signature(), tier.embedder.dims()) {
+            Ok(()) => {
+                ready.store(true, Ordering::Relaxed);
+                tracing::info!(tier = tier.kind.name(), "vector recall runs in the shared store");
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "vector recall stays local");
+                *lock(&share.last_error) = Some(e.message);
+            }
+        }
+    }
+}
+
+/// With `vector_search = "database"` and the server's index built: the `limit` nearest chunks
+/// to `query` by `tier`'s vectors, from the server. None (the caller searches locally) otherwise,
+/// or when the server fails.
+pub(crate) fn search(inner: &Inner, tier: &Tier, query: &[f32], limit: usize) -> Option<Vec<(i64, f32)>> {
+    let link = inner.shared.as_ref()?;
+    if !link.search_in_database {
+        return None;
+    }
+    let (store, share) = vectors(inner)?;
+    if !share.search_ready[slot(tier.kind)].load(Ordering::Relaxed) {
+        return None;
+    }
+    match store.search(tier.embedder.signature(), query, limit) {
+        Ok(hits) => Some(hits),
+        Err(e) => {
+            tracing::warn!(error = %e, "vector search in the shared store failed; searching locally");
+            None
+        }
+    }
 }
 
 fn reconcile_all(inner: &Inner) -> Result<usize, MemoryError> {
@@ -267,7 +354,7 @@ pub(crate) fn reconcile(inner: &Inner, tier: &Tier) -> Result<usize, MemoryError
     let Some((store, share)) = vectors(inner) else { return Ok(0) };
     let held: HashSet<i64> =
         store.held(tier.embedder.signature()).map_err(super::shared::shared_error)?.into_iter().collect();
-    let queued: HashSet<i64> = lock(&share.queue).items[slot(tier.kind)].iter().map(|(r, _)| *r).collect();
+    let queued: HashSet<i64> = lock(&share.queue).items[slot(tier.kind)].iter().map(|p| p.chunk).collect();
     let lacking: Vec<i64> = read(&tier.vectors).rowids().filter(|r| !held.contains(r) && !queued.contains(r)).collect();
     let conn = inner.read_conn()?;
     let mut items = Vec::with_capacity(lacking.len());
@@ -283,7 +370,10 @@ pub(crate) fn reconcile(inner: &Inner, tier: &Tier) -> Result<usize, MemoryError
     }
     let n = items.len();
     if n > 0 {
-        lock(&share.queue).items[slot(tier.kind)].extend(items);
+        let mut q = lock(&share.queue);
+        for (chunk, hash) in items {
+            q.push(tier.kind, chunk, hash, None);
+        }
         share.wake.notify_all();
     }
     Ok(n)
@@ -304,6 +394,8 @@ pub struct SharedVectorStatus {
     /// Vectors this daemon put on the server, and those still waiting to go.
     pub uploaded: u64,
     pub upload_pending: usize,
+    /// Vector recall of this tier runs in the server (`vector_search = "database"`, index built).
+    pub searched_in_database: bool,
     pub last_error: Option<String>,
 }
 
@@ -326,6 +418,7 @@ pub(crate) fn status(inner: &Inner) -> Vec<SharedVectorStatus> {
                 embedded: c.embedded.load(Ordering::Relaxed),
                 uploaded: c.uploaded.load(Ordering::Relaxed),
                 upload_pending: q.items[slot(t.kind)].len(),
+                searched_in_database: share.search_ready[slot(t.kind)].load(Ordering::Relaxed),
                 last_error: error.clone(),
             }
         })

@@ -96,6 +96,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         last_error: Default::default(),
         follower: Default::default(),
         vectors: Default::default(),
+        search_in_database: o.vector_search_in_database,
     });
 
     let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
@@ -268,12 +269,11 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Res
     for part in rows.chunks(super::sharedvec::FETCH_BATCH) {
         let fetched = super::sharedvec::fetch(inner, &inner.fast, part, foreign);
         if !fetched.is_empty() {
+            // As the copy that made them stored them: unit length already, not normalised again.
             let mut ix = write(&inner.fast.vectors);
             for (rowid, v) in fetched.iter() {
-                let mut v = v.clone();
-                normalize(&mut v);
-                ix.upsert_normalized(*rowid, &v);
-                ws.fast.file.upsert(*rowid, &v)?;
+                ix.upsert_normalized(*rowid, v);
+                ws.fast.file.upsert(*rowid, v)?;
             }
         }
         let todo: Vec<(i64, String)> = part.iter().filter(|(r, _)| !fetched.contains_key(r)).cloned().collect();
@@ -299,14 +299,16 @@ fn embed_here(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Res
         };
         let dims = tier.embedder.dims();
         let mut ix = write(&tier.vectors);
-        for ((rowid, _), mut v) in batch.iter().zip(vecs) {
+        let mut made = Vec::new();
+        for ((rowid, text), mut v) in batch.iter().zip(vecs) {
             v.resize(dims, 0.0);
             normalize(&mut v);
             ix.upsert_normalized(*rowid, &v);
             ws.fast.file.upsert(*rowid, &v)?;
+            made.push((*rowid, text.as_str(), v));
         }
         drop(ix);
-        super::sharedvec::embedded_here(inner, TierKind::Fast, batch.iter().map(|(r, t)| (*r, t.as_str())));
+        super::sharedvec::embedded_here(inner, TierKind::Fast, made);
     }
     Ok(true)
 }

@@ -172,4 +172,72 @@ impl SharedVectors for PgStore {
         let rows = self.with(async |c| c.query(sql.as_str(), &[&model]).await)?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
+
+    fn prepare_search(&self, model: &str, dims: usize) -> Result<(), SharedError> {
+        if self.storage() != VectorStorage::Pgvector {
+            return Err(needs_pgvector(self));
+        }
+        // An HNSW index per model over the vectors cast to its length, for that model's rows.
+        let sql = format!(
+            "CREATE INDEX IF NOT EXISTS {} ON {VECTORS_TABLE} USING hnsw ((vec::vector({dims})) vector_cosine_ops)
+              WHERE model = {}",
+            index_name(model),
+            literal(model)
+        );
+        // On a connection of its own and without the request timeout: building it over a large
+        // store takes minutes, and the store's connection keeps serving writes meanwhile.
+        let client = self.connect(None)?;
+        self.wait_for(INDEX_BUILD, client.batch_execute(&sql))
+    }
+
+    fn search(&self, model: &str, query: &[f32], limit: usize) -> Result<Vec<(i64, f32)>, SharedError> {
+        if self.storage() != VectorStorage::Pgvector {
+            return Err(needs_pgvector(self));
+        }
+        let d = query.len();
+        // The model inline (not a parameter), so the planner matches the index's predicate.
+        let sql = format!(
+            "SELECT chunk, (1 - (vec::vector({d}) <=> $1::real[]::vector({d})))::real FROM {VECTORS_TABLE}
+              WHERE model = {} ORDER BY vec::vector({d}) <=> $1::real[]::vector({d}) LIMIT $2",
+            literal(model)
+        );
+        // The index's candidate list must be at least as long as the answer.
+        let ef = format!("SET hnsw.ef_search = {}", limit.clamp(40, 1000));
+        let q = query.to_vec();
+        let limit = limit as i64;
+        let rows = self.with(async |c| {
+            c.batch_execute(&ef).await?;
+            c.query(sql.as_str(), &[&q, &limit]).await
+        })?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    }
+}
+
+/// The longest an index build may take.
+const INDEX_BUILD: std::time::Duration = std::time::Duration::from_secs(6 * 3600);
+
+/// The HNSW index of one model's vectors: named by a hash of the model's signature.
+fn index_name(model: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in model.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("oh_vectors_hnsw_{h:016x}")
+}
+
+/// `s` as an SQL string literal.
+fn literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn needs_pgvector(store: &PgStore) -> SharedError {
+    SharedError {
+        message: format!(
+            "{}: searching vectors in the database needs the pgvector extension there (`memory.postgres.vector_search \
+             = \"database\"`); install it on the server, or set vector_search = \"local\"",
+            store.describe
+        ),
+        unreachable: false,
+    }
 }

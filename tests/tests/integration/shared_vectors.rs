@@ -3,7 +3,9 @@
 //! vectors on the server; a daemon with the same model that joins later takes them instead of
 //! embedding (its `status --json` counts vectors fetched and embedded) and recalls by meaning; a
 //! daemon with another model (an Ollama-style embedder served here) embeds for itself, and its
-//! vectors sit beside the others; forgetting a chunk removes its vectors of every model.
+//! vectors sit beside the others; forgetting a chunk removes its vectors of every model. B asks
+//! for vector recall in the database (`vector_search = "database"`): with pgvector its recall
+//! runs on the server's HNSW index (the index's scan count rises), without it recall stays local.
 
 use openhuman_tests::fake::{Reply, Request, Server};
 use openhuman_tests::postgres::PgServer;
@@ -75,9 +77,24 @@ fn vectors_are_embedded_once_per_model(pg: &PgServer, storage: &str, column: &st
     );
     assert_eq!(kind, column);
 
-    // B, with the same built-in model, joins later: it takes every vector and embeds none.
-    let b = Machine::new(&url, "b", UNLIMITED).started();
-    let theirs = fast(&b.caught_up());
+    // B, with the same built-in model, joins later: it takes every vector and embeds none. Its
+    // sessions may not scan tables whole, so that on a table this small the planner still takes
+    // the HNSW index, whose scan count then shows that B's recall ran on the server.
+    let pgvector = storage == "pgvector";
+    if pgvector {
+        pg.psql("postgres", "ALTER DATABASE vectors SET enable_seqscan = off");
+    }
+    let b = Machine::new(&url, "b", &format!("vector_search = \"database\"\n\n{UNLIMITED}")).started();
+    let mut theirs = fast(&b.caught_up());
+    if pgvector {
+        let ready = eventually(|| {
+            theirs = fast(&b.shared());
+            theirs["searched_in_database"] == true
+        });
+        assert!(ready, "with pgvector B's recall moves to the server once its index is built: {theirs}");
+    } else {
+        assert_eq!(theirs["searched_in_database"], false, "without pgvector recall stays local: {theirs}");
+    }
     assert_eq!(theirs["model"], model.as_str(), "{theirs}");
     assert_eq!(theirs["fetched"], total, "B took the vectors from the server: {theirs}");
     assert_eq!(theirs["embedded"], 0, "B computed none itself: {theirs}");
@@ -96,6 +113,13 @@ fn vectors_are_embedded_once_per_model(pg: &PgServer, storage: &str, column: &st
         chunks.first().is_some_and(|c| c["chunk_id"] == car_chunk.as_str() && c["vector_score"].as_f64() > Some(0.0)),
         "B recalls the car note by meaning, with the vectors it took: {recalled}"
     );
+    if pgvector {
+        let scans =
+            "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE indexrelname LIKE 'oh_vectors_hnsw_%'";
+        let used = eventually(|| pg.psql("vectors", scans).parse::<u64>().unwrap_or(0) > 0);
+        assert!(used, "B's recall scanned the server's HNSW index");
+        pg.psql("postgres", "ALTER DATABASE vectors RESET enable_seqscan");
+    }
 
     // C, with another model, embeds everything itself and shares under its own model.
     let emb = Server::start(|req: &Request| {
