@@ -116,8 +116,9 @@ impl Queue {
 pub(crate) struct VectorShare {
     /// Set while a local write brings the indexes up to date: its chunks are not on the server.
     pub local_write: AtomicBool,
-    queue: Mutex<Queue>,
-    wake: Condvar,
+    /// Shared with the upload thread, which waits on it without holding the engine.
+    queue: Arc<Mutex<Queue>>,
+    wake: Arc<Condvar>,
     uploader: Mutex<Option<std::thread::JoinHandle<()>>>,
     counts: [Counts; 2],
     last_error: Mutex<Option<String>>,
@@ -192,9 +193,10 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
         return Ok(());
     }
     let weak = Arc::downgrade(inner);
+    let (queue, wake) = (link.vectors.queue.clone(), link.vectors.wake.clone());
     let handle = std::thread::Builder::new()
         .name("memory-vector-upload".into())
-        .spawn(move || run(&weak))
+        .spawn(move || run(&weak, &queue, &wake))
         .map_err(|e| MemoryError::Io { what: "starting the shared-vector upload thread".into(), error: e })?;
     *lock(&link.vectors.uploader) = Some(handle);
     Ok(())
@@ -211,7 +213,8 @@ pub(crate) fn stop(inner: &Inner) {
     }
 }
 
-fn run(weak: &Weak<Inner>) {
+/// The upload thread: holds the engine only while it works, never while it waits.
+fn run(weak: &Weak<Inner>, queue: &Mutex<Queue>, wake: &Condvar) {
     let mut reconciled = false;
     let mut pause = Duration::from_millis(500);
     let mut flushed_at_stop = 0usize;
@@ -219,7 +222,7 @@ fn run(weak: &Weak<Inner>) {
         let Some(inner) = weak.upgrade() else { return };
         let Some(link) = inner.shared.as_ref() else { return };
         let share = &link.vectors;
-        if !reconciled && vectors(&inner).is_some() && !lock(&share.queue).stop {
+        if !reconciled && vectors(&inner).is_some() && !lock(queue).stop {
             if link.search_in_database {
                 prepare_search(&inner);
             }
@@ -235,7 +238,7 @@ fn run(weak: &Weak<Inner>) {
         }
         // The next batch, or a wait for one (bounded, so reconciling is retried).
         let (kind, batch) = {
-            let mut q = lock(&share.queue);
+            let mut q = lock(queue);
             let next = |q: &mut Queue| -> Option<(TierKind, Vec<Pending>)> {
                 let kind = [TierKind::Fast, TierKind::Deep].into_iter().find(|k| !q.items[slot(*k)].is_empty())?;
                 Some((kind, q.take(kind, UPLOAD_BATCH)))
@@ -244,15 +247,14 @@ fn run(weak: &Weak<Inner>) {
                 Some(b) if !q.stop || flushed_at_stop < FLUSH_AT_STOP => b,
                 _ if q.stop => return,
                 _ => {
-                    // Holding the engine while waiting is fine: closing it stops this thread
-                    // (`stop`) before it lets go of the engine.
+                    drop(inner);
                     let wait = if reconciled { Duration::from_secs(60) } else { Duration::from_secs(2) };
-                    let _unused = share.wake.wait_timeout(q, wait);
+                    let _unused = wake.wait_timeout(q, wait);
                     continue;
                 }
             }
         };
-        if lock(&share.queue).stop {
+        if lock(queue).stop {
             flushed_at_stop += 1;
         }
         match upload(&inner, kind, &batch) {
@@ -264,12 +266,13 @@ fn run(weak: &Weak<Inner>) {
             Err(message) => {
                 tracing::debug!(error = %message, "uploading vectors failed; retrying");
                 *lock(&share.last_error) = Some(message);
-                let mut q = lock(&share.queue);
+                let mut q = lock(queue);
                 q.put_back(kind, batch);
                 if q.stop {
                     return;
                 }
-                let _unused = share.wake.wait_timeout(q, pause);
+                drop(inner);
+                let _unused = wake.wait_timeout(q, pause);
                 pause = (pause * 2).min(MAX_PAUSE);
             }
         }
