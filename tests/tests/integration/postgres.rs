@@ -50,7 +50,7 @@ pub(crate) const UNLIMITED: &str = "[autonomy]\nmax_actions_per_hour = 400000000
 
 /// One machine: a home whose memory lives in the shared database, and its daemon when it runs.
 pub(crate) struct Machine {
-    home: Home,
+    pub(crate) home: Home,
     /// Its name in audit rows (`machine`).
     name: String,
     /// The variable the config names (`url_env`) and the URL it holds.
@@ -78,13 +78,13 @@ impl Machine {
         self
     }
 
-    fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         assert!(self.daemon.is_none(), "already running");
         self.daemon = Some(Daemon::builder(&self.home).env(self.env.0, &self.env.1).start());
     }
 
     /// A clean stop (`openhumand-mcp stop`).
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.daemon.take().expect("not running").stop().unwrap_or_else(|e| panic!("{e}"));
     }
 

@@ -6,6 +6,7 @@
 //! vectors sit beside the others; forgetting a chunk removes its vectors of every model. B asks
 //! for vector recall in the database (`vector_search = "database"`): with pgvector its recall
 //! runs on the server's HNSW index (the index's scan count rises), without it recall stays local.
+//! A store moved in with `migrate-store` uploads the vectors it already has, embedding none.
 
 use openhuman_tests::fake::{Reply, Request, Server};
 use openhuman_tests::postgres::PgServer;
@@ -158,6 +159,34 @@ fn vectors_are_embedded_once_per_model(pg: &PgServer, storage: &str, column: &st
     wait_hits(&mut pb, "marker99", 1);
     let later = fast(&b.caught_up());
     assert_eq!(later["fetched"].as_u64().unwrap_or(0) + later["embedded"].as_u64().unwrap_or(0), total + 1, "{later}");
+}
+
+#[test]
+fn a_store_moved_in_uploads_its_vectors_once_and_the_next_device_takes_them() {
+    let Some(pg) = PgServer::start() else { return };
+    let url = pg.create_db("moved");
+    let mut old = Machine::new(&url, "old-laptop", UNLIMITED);
+    // An embedded store first: its vectors exist only in its own files.
+    old.home.write_config(&format!("[memory.postgres]\nmachine = \"old-laptop\"\n\n{UNLIMITED}"));
+    old.start();
+    let mut p = old.session("Filler");
+    for i in 0..12 {
+        tool_ok(&p.tool("memory.store", json!({"title": format!("Moved {i}"), "content": format!("moved{i} note")})));
+    }
+    drop(p);
+    old.stop();
+    let (code, out, err) = old.run(&["migrate-store", "--to", "postgres"]);
+    assert_eq!(code, 0, "migrate-store: {out}{err}");
+    // Started on PostgreSQL, it finds the server without its vectors and uploads them, embedding
+    // nothing.
+    old.start();
+    let mine = uploaded(&old, 12);
+    assert_eq!((mine["embedded"].as_u64(), mine["fetched"].as_u64()), (Some(0), Some(0)), "{mine}");
+    let model = mine["model"].as_str().unwrap_or_default().to_string();
+    assert_eq!(pg.psql("moved", &format!("SELECT count(*) FROM oh_vectors WHERE model = '{model}'")), "12");
+    let next = Machine::new(&url, "new-laptop", UNLIMITED).started();
+    let theirs = fast(&next.caught_up());
+    assert_eq!((theirs["fetched"].as_u64(), theirs["embedded"].as_u64()), (Some(12), Some(0)), "{theirs}");
 }
 
 /// A deterministic bag-of-words embedding: words hash into 16 buckets.
