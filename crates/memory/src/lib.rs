@@ -54,6 +54,7 @@ mod search;
 mod seq;
 mod sessions;
 pub mod shared;
+mod sharedvec;
 mod snippet;
 mod sql;
 mod stats;
@@ -84,6 +85,7 @@ pub use complete_api::{Completable, Completions};
 pub use error::MemoryError;
 pub use follow::{MoveSummary, SharedStatus, move_to_embedded, move_to_shared, shared_tables};
 pub use ops::Operation;
+pub use sharedvec::SharedVectorStatus;
 pub use stats::{FtsStats, Stats, VectorStats};
 pub use sync::{Check, FtsCheck, VectorCheck};
 /// The schema version of the store this build writes (and of a shared store's tables).
@@ -133,6 +135,9 @@ pub struct SharedOptions {
     pub engine: &'static str,
     /// How this daemon is named in the change log and in audit rows.
     pub machine: String,
+    /// Vector recall takes its candidates from the server's index of the shared vectors
+    /// (pgvector) instead of the local one, when the server has it.
+    pub vector_search_in_database: bool,
 }
 
 /// The engine's link to its shared store.
@@ -151,6 +156,10 @@ pub(crate) struct SharedLink {
     pub follower: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The server's last answer about its change log (`SharedStore::checkpoint`).
     pub log: Mutex<Option<shared::LogStatus>>,
+    /// Vectors taken from and given to the shared store (see `sharedvec`).
+    pub vectors: sharedvec::VectorShare,
+    /// `SharedOptions::vector_search_in_database`.
+    pub search_in_database: bool,
 }
 
 /// A cloneable handle to one open memory store. When the last handle is dropped the

@@ -179,7 +179,12 @@ pub(crate) fn rank(
             _ => inner.fts.search(&terms, pool, only),
         };
         let vector = |only: Option<&[i64]>| match &qvec {
-            Some((q, tier)) => read(&tier.vectors).search(q, pool, only),
+            // Unfiltered candidates may come from the shared store's index (`sharedvec`).
+            Some((q, tier)) => only
+                .is_none()
+                .then(|| super::sharedvec::search(inner, tier, q, pool))
+                .flatten()
+                .unwrap_or_else(|| read(&tier.vectors).search(q, pool, only)),
             None => Vec::new(),
         };
         let mut bm = keyword(restrict.as_deref())?;

@@ -192,6 +192,55 @@ pub trait SharedStore: Send + Sync {
         let _ = (machine, applied);
         Ok(None)
     }
+    /// The store's vectors of chunks, when it keeps them (see [`SharedVectors`]).
+    fn vectors(&self) -> Option<&dyn SharedVectors> {
+        None
+    }
+}
+
+/// How a shared store keeps vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VectorStorage {
+    /// Not set up (before `migrate`, or a store without chunks).
+    None,
+    /// The server's vector type (PostgreSQL's pgvector extension).
+    Pgvector,
+    /// Plain bytes (f32, little-endian).
+    Bytes,
+}
+
+/// One chunk's vector of one model, as the shared store keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedVector {
+    /// The chunk's rowid (the same on every copy).
+    pub chunk: i64,
+    /// A hash of the text that was embedded (see `sharedvec::text_hash`): a vector of a text
+    /// that has changed since is not taken.
+    pub text_hash: i64,
+    pub vector: Vec<f32>,
+}
+
+/// Vectors of chunks kept once in the shared store, per model (the embedder's signature): a
+/// device that embedded a chunk puts its vector there, and another with the same model takes it
+/// instead of embedding the chunk again. Deleting a chunk deletes its vectors. Vectors are
+/// derived data: they are not part of the change log.
+pub trait SharedVectors: Send + Sync {
+    /// How vectors are stored there (known after `migrate`).
+    fn storage(&self) -> VectorStorage;
+    /// Stores (or replaces) vectors of `model`; those of chunks the store no longer holds are
+    /// left out.
+    fn put(&self, model: &str, rows: &[SharedVector]) -> Result<(), SharedError>;
+    /// The vectors of `model` the store holds for `chunks` (any order; missing ones absent).
+    fn get(&self, model: &str, chunks: &[i64]) -> Result<Vec<SharedVector>, SharedError>;
+    /// Every chunk the store holds a vector of `model` for.
+    fn held(&self, model: &str) -> Result<Vec<i64>, SharedError>;
+    /// Makes the store able to `search` `model`'s vectors of `dims` dimensions (an index built
+    /// once; may take minutes on a large store). An error when the store cannot search.
+    fn prepare_search(&self, model: &str, dims: usize) -> Result<(), SharedError>;
+    /// The `limit` chunks whose `model` vectors are nearest `query` by cosine, as (chunk, cosine),
+    /// best first (approximate: from the store's index).
+    fn search(&self, model: &str, query: &[f32], limit: usize) -> Result<Vec<(i64, f32)>, SharedError>;
 }
 
 /// What the server says of itself after `migrate`.

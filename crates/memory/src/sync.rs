@@ -96,6 +96,8 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         last_error: Default::default(),
         follower: Default::default(),
         log: Default::default(),
+        vectors: Default::default(),
+        search_in_database: o.vector_search_in_database,
     });
 
     let (fts, fts_writer, fts_durable) = Fts::open(&dir.join("fts"))?;
@@ -261,8 +263,30 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Resu
 }
 
 /// Embeds `(rowid, text)` pairs with the fast tier and stores the vectors; on embedder
-/// failure the rows are left without vectors for the background thread to retry.
+/// failure the rows are left without vectors for the background thread to retry. Chunks this
+/// copy did not write take their vectors from the shared store when it has them (`sharedvec`).
 fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Result<bool, MemoryError> {
+    let foreign = inner.shared.as_ref().is_some_and(|l| !l.vectors.local_write.load(Ordering::Relaxed));
+    for part in rows.chunks(super::sharedvec::FETCH_BATCH) {
+        let fetched = super::sharedvec::fetch(inner, &inner.fast, part, foreign);
+        if !fetched.is_empty() {
+            // As the copy that made them stored them: unit length already, not normalised again.
+            let mut ix = write(&inner.fast.vectors);
+            for (rowid, v) in fetched.iter() {
+                ix.upsert_normalized(*rowid, v);
+                ws.fast.file.upsert(*rowid, v)?;
+            }
+        }
+        let todo: Vec<(i64, String)> = part.iter().filter(|(r, _)| !fetched.contains_key(r)).cloned().collect();
+        if !embed_here(inner, ws, &todo)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// `embed_rows`' own embedding, of rows the shared store had no vector for.
+fn embed_here(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Result<bool, MemoryError> {
     let tier = &inner.fast;
     for batch in rows.chunks(EMBED_BATCH) {
         let texts: Vec<&str> = batch.iter().map(|(_, t)| t.as_str()).collect();
@@ -276,12 +300,16 @@ fn embed_rows(inner: &Inner, ws: &mut WriteState, rows: &[(i64, String)]) -> Res
         };
         let dims = tier.embedder.dims();
         let mut ix = write(&tier.vectors);
-        for ((rowid, _), mut v) in batch.iter().zip(vecs) {
+        let mut made = Vec::new();
+        for ((rowid, text), mut v) in batch.iter().zip(vecs) {
             v.resize(dims, 0.0);
             normalize(&mut v);
             ix.upsert_normalized(*rowid, &v);
             ws.fast.file.upsert(*rowid, &v)?;
+            made.push((*rowid, text.as_str(), v));
         }
+        drop(ix);
+        super::sharedvec::embedded_here(inner, TierKind::Fast, made);
     }
     Ok(true)
 }

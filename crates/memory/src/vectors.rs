@@ -182,6 +182,13 @@ impl VectorIndex {
             .map(|(r, (q, s))| (r, q.iter().map(|x| f32::from(*x) * s).collect()))
     }
 
+    /// The vector of `rowid` (dequantised), if held.
+    pub fn get(&self, rowid: i64) -> Option<Vec<f32>> {
+        let &i = self.pos.get(&rowid)?;
+        let d = self.dims;
+        Some(self.data[i * d..(i + 1) * d].iter().map(|x| f32::from(*x) * self.scales[i]).collect())
+    }
+
     /// The rowids held, in storage order.
     pub fn rowids(&self) -> impl Iterator<Item = i64> + '_ {
         self.rowids.iter().copied()

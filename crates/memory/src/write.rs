@@ -36,7 +36,11 @@ pub(crate) fn run<T>(
     let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
     let (out, seq) = change(inner, ws, f)?;
+    // This write's chunks are new to a shared store: it has no vectors of them to take.
+    let local = inner.shared.as_ref().map(|l| &l.vectors.local_write);
+    local.inspect(|l| l.store(true, Ordering::Relaxed));
     after_write(inner, ws);
+    local.inspect(|l| l.store(false, Ordering::Relaxed));
     drop(guard);
     drop(in_flight);
     // Acknowledged only once searchable; concurrent writers share one index commit.

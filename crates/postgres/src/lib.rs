@@ -8,7 +8,9 @@
 //! after a store was moved in whole, and `pruned_through`, how far `log` pruned it); and
 //! `oh_devices`, each daemon's position in the log (`log`). Every write holds the transaction-scoped
 //! advisory lock [`WRITE_LOCK`] from before it reads the log until it commits, and announces
-//! its position with `NOTIFY openhuman_changes`. No extension is needed.
+//! its position with `NOTIFY openhuman_changes`. No extension is needed; the chunks' vectors
+//! are kept once per model in a table of their own (`vectors`), with pgvector when the server
+//! has it.
 //!
 //! Connections: one for writes and reads, one for `LISTEN`, each made again on the next call
 //! after it failed, over TLS when the URL's `sslmode` asks (rustls; the system's roots plus an
@@ -18,6 +20,9 @@
 
 mod log;
 mod tls;
+mod vectors;
+
+pub use vectors::VECTORS_TABLE;
 
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
@@ -27,7 +32,7 @@ use futures::StreamExt;
 pub use log::{LogWindow, PRUNE_LOCK};
 use openhuman_memory::shared::{
     Affinity, Cell, Change, ChangeSet, Feed, LogStatus, OUTCOME_UNKNOWN, RowSink, RowSource, SharedError, SharedInfo,
-    SharedStore, SharedWrite, Table,
+    SharedStore, SharedVectors, SharedWrite, Table, VectorStorage,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, GenericClient};
@@ -86,6 +91,8 @@ pub struct PgStore {
     last_prune: Mutex<Option<Instant>>,
     /// The shared tables as the last `migrate` set them up.
     tables: Mutex<Vec<Table>>,
+    /// How the server stores vectors, as the last `migrate` found.
+    vector_storage: Mutex<VectorStorage>,
 }
 
 impl PgStore {
@@ -116,6 +123,7 @@ impl PgStore {
             window: opts.log,
             last_prune: Mutex::new(None),
             tables: Mutex::new(Vec::new()),
+            vector_storage: Mutex::new(VectorStorage::None),
         })
     }
 
@@ -434,7 +442,7 @@ async fn set_up(
     c: &mut Client,
     version: i64,
     tables: &[Table],
-) -> Result<Result<SharedInfo, i64>, tokio_postgres::Error> {
+) -> Result<Result<(SharedInfo, VectorStorage), i64>, tokio_postgres::Error> {
     let tx = c.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]).await?;
     tx.batch_execute(
@@ -490,10 +498,11 @@ async fn set_up(
         &[],
     )
     .await?;
+    let storage = vectors::set_up(&tx).await?;
     let cluster = meta_value(&tx, "cluster").await?.unwrap_or(0);
     let head = head_of(&tx).await?;
     tx.commit().await?;
-    Ok(Ok(SharedInfo { cluster, version, head }))
+    Ok(Ok((SharedInfo { cluster, version, head }, storage)))
 }
 
 impl SharedStore for PgStore {
@@ -503,9 +512,11 @@ impl SharedStore for PgStore {
 
     fn migrate(&self, version: i64, tables: &[Table]) -> Result<SharedInfo, SharedError> {
         let outcome = self.with(async |c| set_up(c, version, tables).await)?;
-        if outcome.is_ok() {
+        let outcome = outcome.map(|(info, storage)| {
             *self.tables.lock().unwrap_or_else(|e| e.into_inner()) = tables.to_vec();
-        }
+            *self.vector_storage.lock().unwrap_or_else(|e| e.into_inner()) = storage;
+            info
+        });
         outcome.map_err(|found| SharedError {
             message: format!(
                 "{} holds memory of schema version {found}, newer than this build ({version}); upgrade openhumand-mcp",
@@ -625,7 +636,8 @@ impl SharedStore for PgStore {
             let tx = self.wait_for(self.request_timeout, client.transaction())?;
             self.wait_for(self.request_timeout, tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]))?;
             for t in tables {
-                self.wait_for(self.request_timeout, tx.batch_execute(&format!("TRUNCATE {}", ident(&t.name))))?;
+                // CASCADE: the vectors of the chunks go too.
+                self.wait_for(self.request_timeout, tx.batch_execute(&format!("TRUNCATE {} CASCADE", ident(&t.name))))?;
             }
             for t in tables {
                 let outcome =
@@ -681,6 +693,10 @@ impl SharedStore for PgStore {
         };
         let window = self.window;
         self.with_in(&self.upkeep, async |c| log::checkpoint(c, machine, applied, &window, prune).await).map(Some)
+    }
+
+    fn vectors(&self) -> Option<&dyn SharedVectors> {
+        Some(self)
     }
 
     fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError> {

@@ -25,6 +25,7 @@ mod recall_quality;
 mod reliability;
 mod roots;
 mod sessions;
+mod shared_vectors;
 mod shim;
 mod smoke;
 mod socket;

@@ -46,11 +46,11 @@ fn the_throwaway_server_starts_answers_survives_a_crash_restarts_and_freezes() {
 const URL_ENV: &str = "OPENHUMAN_POSTGRES_URL";
 
 /// Writes no hourly policy limit gets in the way of.
-const UNLIMITED: &str = "[autonomy]\nmax_actions_per_hour = 4000000000\n";
+pub(crate) const UNLIMITED: &str = "[autonomy]\nmax_actions_per_hour = 4000000000\n";
 
 /// One machine: a home whose memory lives in the shared database, and its daemon when it runs.
-struct Machine {
-    home: Home,
+pub(crate) struct Machine {
+    pub(crate) home: Home,
     /// Its name in audit rows (`machine`).
     name: String,
     /// The variable the config names (`url_env`) and the URL it holds.
@@ -60,7 +60,7 @@ struct Machine {
 
 impl Machine {
     /// A home in postgres mode named `name` in audit rows, `extra` appended to its config.
-    fn new(url: &str, name: &str, extra: &str) -> Machine {
+    pub(crate) fn new(url: &str, name: &str, extra: &str) -> Machine {
         Machine::with_url_env(url, name, URL_ENV, extra)
     }
 
@@ -73,23 +73,23 @@ impl Machine {
     }
 
     /// Starts it and returns it, for chaining.
-    fn started(mut self) -> Machine {
+    pub(crate) fn started(mut self) -> Machine {
         self.start();
         self
     }
 
-    fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         assert!(self.daemon.is_none(), "already running");
         self.daemon = Some(Daemon::builder(&self.home).env(self.env.0, &self.env.1).start());
     }
 
     /// A clean stop (`openhumand-mcp stop`).
-    fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         self.daemon.take().expect("not running").stop().unwrap_or_else(|e| panic!("{e}"));
     }
 
     /// A socket session of client `client`.
-    fn session(&self, client: &str) -> Peer {
+    pub(crate) fn session(&self, client: &str) -> Peer {
         let mut p = Peer::socket(&self.home.socket());
         p.initialize(client);
         p
@@ -103,21 +103,21 @@ impl Machine {
     }
 
     /// Runs a command; (exit code, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
+    pub(crate) fn run(&self, args: &[&str]) -> (i32, String, String) {
         let out = self.cmd().args(args).output().expect("run openhumand-mcp");
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
     }
 
     /// `status --json`'s `memory.shared` (its exit code is 1 while PostgreSQL is down).
-    fn shared(&self) -> Value {
+    pub(crate) fn shared(&self) -> Value {
         let (_, out, err) = self.run(&["status", "--json"]);
         let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("status --json ({e}): {out}{err}"));
         v["memory"]["shared"].clone()
     }
 
     /// Waits (bounded) until every change known in PostgreSQL is applied here.
-    fn caught_up(&self) -> Value {
+    pub(crate) fn caught_up(&self) -> Value {
         let mut last = Value::Null;
         let done = eventually(|| {
             last = self.shared();
@@ -147,7 +147,7 @@ fn hits(p: &mut Peer, query: &str) -> Vec<Value> {
 }
 
 /// Waits (bounded) until `memory.search` finds exactly `n` hits for `query`.
-fn wait_hits(p: &mut Peer, query: &str, n: usize) {
+pub(crate) fn wait_hits(p: &mut Peer, query: &str, n: usize) {
     let mut seen = Vec::new();
     let done = eventually(|| {
         seen = hits(p, query);
@@ -157,7 +157,7 @@ fn wait_hits(p: &mut Peer, query: &str, n: usize) {
 }
 
 /// Polls `done` until it holds (true) or a bounded time has passed (false).
-fn eventually(mut done: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + WAIT * 2;
     while !done() {
         if Instant::now() >= deadline {
@@ -170,7 +170,7 @@ fn eventually(mut done: impl FnMut() -> bool) -> bool {
 }
 
 /// `eventually`, failing the test when it does not happen.
-fn wait_until(what: &str, done: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, done: impl FnMut() -> bool) {
     assert!(eventually(done), "{what}: not within {:?}", WAIT * 2);
 }
 

@@ -1,0 +1,252 @@
+//! The shared-vectors benchmark: how long a new device takes to full semantic recall of a team
+//! memory in PostgreSQL when it takes the vectors from the server, against the same device
+//! embedding every chunk itself, in the same run, through real release daemons. Run
+//!
+//! ```text
+//! cargo build --release && cargo bench -p openhuman-tests --bench shared_vectors            # 100k chunks
+//! cargo build --release && cargo bench -p openhuman-tests --bench shared_vectors -- 20000   # fewer
+//! ```
+//!
+//! `SHARED_VECTORS_BENCH_DEEP=N` adds a second round at N chunks with the transformer tier
+//! (all-MiniLM-L6-v2 from `tests/fixtures/fetch-minilm.sh`) beside the built-in one;
+//! `SHARED_VECTORS_BENCH_PGVECTOR=1` uses PostgreSQL 18 with pgvector
+//! (`tests/fixtures/ensure-pgvector.sh`) instead of PostgreSQL 15 (vectors as bytes);
+//! `SHARED_VECTORS_BENCH_DIR` is where the corpus and the homes go. Each round:
+//!
+//! 1. device A ingests the memory benchmark's synthetic corpus (`memory/corpus.rs`), embeds it
+//!    and uploads the vectors (timed until the server holds them all);
+//! 2. device B, with an empty home and the same models, starts: timed until it has applied the
+//!    whole log and every tier covers every chunk (the answering tier is the best one), with
+//!    its count of vectors fetched and embedded;
+//! 3. the server's vectors are deleted and device C does the same as B, so it embeds them all.
+//!
+//! Nothing asserts on time.
+#![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
+
+#[path = "memory/corpus.rs"]
+mod corpus;
+// The process, session and /proc helpers are the spine benchmark's; not all of them are used here.
+#[allow(dead_code)]
+#[path = "spine/support.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use openhuman_tests::postgres::PgServer;
+use serde_json::{Value, json};
+use support::{Binaries, Daemon, Result, Session};
+
+const COMMAND: &str = "cargo build --release && cargo bench -p openhuman-tests --bench shared_vectors [-- CHUNKS]";
+const DEFAULT_CHUNKS: usize = 100_000;
+const LONG_WAIT: Duration = Duration::from_secs(4 * 3600);
+const DAEMON_WAIT: Duration = Duration::from_secs(120);
+const URL_ENV: &str = "OPENHUMAN_POSTGRES_URL";
+const UNLIMITED: &str = "[autonomy]\nmax_actions_per_hour = 4000000000\n";
+const SETTINGS: &str = "shared_buffers = 256MB\n";
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("shared_vectors bench failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn number(arg: Option<String>, var: &str, default: usize) -> Result<usize> {
+    match arg.or_else(|| std::env::var(var).ok()) {
+        None => Ok(default),
+        Some(s) => Ok(s.replace('_', "").parse().map_err(|_| format!("{var}: {s:?} is not a number"))?),
+    }
+}
+
+/// A device of this benchmark: its home and its daemon while it runs.
+struct Node {
+    home: PathBuf,
+    url: String,
+    daemon: Option<Daemon>,
+}
+
+impl Node {
+    fn new(root: &Path, name: &str, url: &str, bins: &Binaries, wheel: Option<&Path>) -> Result<Node> {
+        let home = root.join(name);
+        std::fs::create_dir_all(&home)?;
+        let mut config = format!("[memory]\nengine = \"postgres\"\n\n[memory.postgres]\nmachine = \"{name}\"\n\n");
+        if let Some(w) = wheel {
+            let out = bins
+                .command(&bins.daemon, &home, &["model", "install", &w.display().to_string(), "--name", "minilm"])
+                .output()?;
+            if !out.status.success() {
+                return Err(format!("model install: {}", String::from_utf8_lossy(&out.stderr)).into());
+            }
+            config.push_str("[memory.embeddings]\ntransformer = \"minilm\"\n\n");
+        }
+        std::fs::write(home.join("config.toml"), config + UNLIMITED)?;
+        Ok(Node { home, url: url.to_string(), daemon: None })
+    }
+
+    fn start(&mut self, bins: &Binaries) -> Result<()> {
+        self.daemon =
+            Some(Daemon::builder(&self.home).bin(&bins.daemon).wait(DAEMON_WAIT).env(URL_ENV, &self.url).try_start()?);
+        Ok(())
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if let Some(d) = self.daemon.take() {
+            d.stop()?;
+        }
+        Ok(())
+    }
+
+    fn session(&self) -> Result<Session> {
+        let mut s = Session::socket(&self.home.join("run/mcp.sock"))?;
+        s.handshake()?;
+        Ok(s)
+    }
+
+    fn status(&self) -> Result<Value> {
+        let mut s = Session::socket(&self.home.join("run/mcp.sock"))?;
+        call(&mut s, "openhuman.daemon_status", json!({}))
+    }
+}
+
+fn call(s: &mut Session, method: &str, params: Value) -> Result<Value> {
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string() + "\n";
+    let reply: Value = serde_json::from_str(s.round_trip(&line)?)?;
+    reply.get("result").cloned().ok_or_else(|| format!("{method} failed: {reply}").into())
+}
+
+/// Polls `probe` until it gives Some, bounded by `limit`.
+fn poll<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+    let started = Instant::now();
+    loop {
+        if let Some(v) = probe()? {
+            return Ok(v);
+        }
+        if started.elapsed() > limit {
+            return Err(format!("{what}: not within {limit:?}").into());
+        }
+        // Background work on another process's schedule: the probe decides when it is done.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every configured tier covers every chunk (`chunks` of them), and the log is applied.
+fn complete(status: &Value, chunks: u64) -> bool {
+    let shared = &status["memory"]["shared"];
+    let tiers = status["vectors"].as_object().map(|t| t.values().cloned().collect::<Vec<_>>()).unwrap_or_default();
+    !tiers.is_empty()
+        && tiers.iter().all(|t| t["covered"] == chunks && t["total"] == chunks)
+        && shared["applied_seq"] == shared["head_seq"]
+}
+
+/// (fetched, embedded) summed over the tiers, per tier as `fast f/e, deep f/e`.
+fn figures(status: &Value) -> (u64, u64, String) {
+    let tiers = status["memory"]["shared"]["vectors"].as_array().cloned().unwrap_or_default();
+    let n = |t: &Value, k: &str| t[k].as_u64().unwrap_or(0);
+    let fetched = tiers.iter().map(|t| n(t, "fetched")).sum();
+    let embedded = tiers.iter().map(|t| n(t, "embedded")).sum();
+    let each = tiers
+        .iter()
+        .map(|t| format!("{} {}/{}", t["tier"].as_str().unwrap_or("?"), n(t, "fetched"), n(t, "embedded")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (fetched, embedded, each)
+}
+
+/// Starts `node` with an empty home and times it to full semantic recall.
+fn join(node: &mut Node, bins: &Binaries, chunks: u64) -> Result<(Duration, Value)> {
+    let t = Instant::now();
+    node.start(bins)?;
+    let status = poll("the new device's vectors", LONG_WAIT, || {
+        let s = node.status()?;
+        Ok(complete(&s, chunks).then_some(s))
+    })?;
+    Ok((t.elapsed(), status))
+}
+
+/// One round at `chunks` chunks, with the transformer tier when `wheel` is given.
+fn round(bins: &Binaries, root: &Path, chunks: usize, wheel: Option<&Path>, pgvector: bool) -> Result<()> {
+    let vocab = corpus::Vocabulary::new();
+    let corpus_dir = root.join("corpus");
+    corpus::write(&corpus_dir, &vocab, chunks)?;
+    let pg = if pgvector { PgServer::start_pgvector_with(SETTINGS) } else { PgServer::start_with(SETTINGS) }
+        .ok_or("PostgreSQL's programs were not found (tests/fixtures/ensure-postgres.sh or ensure-pgvector.sh)")?;
+    let url = pg.create_db("bench");
+    let mut a = Node::new(root, "a", &url, bins, wheel)?;
+    a.start(bins)?;
+    let t = Instant::now();
+    let mut ctl = a.session()?;
+    let added = call(&mut ctl, "openhuman.memory_ingest", json!({"paths": [corpus_dir]}))?["chunks_added"]
+        .as_u64()
+        .ok_or("no chunks_added")?;
+    let ingested = t.elapsed();
+    poll("device A's vectors and uploads", LONG_WAIT, || {
+        let s = a.status()?;
+        let tiers = s["memory"]["shared"]["vectors"].as_array().cloned().unwrap_or_default();
+        let uploaded = !tiers.is_empty()
+            && tiers.iter().all(|t| t["upload_pending"] == 0 && t["uploaded"].as_u64() >= Some(added));
+        Ok((complete(&s, added) && uploaded).then_some(()))
+    })?;
+    let shared_t = t.elapsed();
+    let storage = a.status()?["memory"]["shared"]["vectors"][0]["storage"].as_str().unwrap_or("?").to_string();
+    a.stop()?;
+
+    let mut b = Node::new(root, "b", &url, bins, wheel)?;
+    let (fetched_t, fetched_status) = join(&mut b, bins, added)?;
+    b.stop()?;
+    pg.psql("bench", "DELETE FROM oh_vectors");
+    let mut c = Node::new(root, "c", &url, bins, wheel)?;
+    let (own_t, own_status) = join(&mut c, bins, added)?;
+    c.stop()?;
+    drop(pg);
+
+    let tiers = if wheel.is_some() { "built-in + MiniLM transformer" } else { "built-in" };
+    println!();
+    println!("## {added} chunks, tiers: {tiers}; server vectors stored as {storage}");
+    println!();
+    println!(
+        "device A: ingest returned after {:.1} s; vectors embedded and uploaded after {:.1} s",
+        ingested.as_secs_f64(),
+        shared_t.as_secs_f64()
+    );
+    println!();
+    println!("| new device | to full semantic recall | chunks/s | fetched | embedded | per tier (fetched/embedded) |");
+    println!("|---|---|---|---|---|---|");
+    for (name, d, s) in
+        [("takes the server's vectors", fetched_t, &fetched_status), ("embeds itself (baseline)", own_t, &own_status)]
+    {
+        let (f, e, each) = figures(s);
+        println!("| {name} | {:.1} s | {:.0} | {f} | {e} | {each} |", d.as_secs_f64(), added as f64 / d.as_secs_f64());
+    }
+    println!();
+    println!("speed-up: {:.2}×", own_t.as_secs_f64() / fetched_t.as_secs_f64());
+    Ok(())
+}
+
+fn run() -> Result<()> {
+    let chunks =
+        number(std::env::args().skip(1).find(|a| !a.starts_with('-')), "SHARED_VECTORS_BENCH_CHUNKS", DEFAULT_CHUNKS)?;
+    let deep = number(None, "SHARED_VECTORS_BENCH_DEEP", 0)?;
+    let pgvector = std::env::var("SHARED_VECTORS_BENCH_PGVECTOR").is_ok_and(|v| v == "1");
+    let bins = Binaries::build_and_locate()?;
+    let scratch_root = std::env::var_os("SHARED_VECTORS_BENCH_DIR").map(Into::into).unwrap_or_else(std::env::temp_dir);
+    println!("# openhuman-mcp shared-vectors benchmark (a new device: vectors from the server vs embedding itself)");
+    println!("command : {COMMAND}");
+    println!("date    : {} UTC", support::utc_now());
+    println!("machine : {}", support::machine());
+    println!("git     : {}", support::git_state());
+    println!("load    : {} (1/5/15 min, before)", support::loadavg());
+    {
+        // Short: the socket path inside each home must fit in sun_path.
+        let scratch = tempfile::Builder::new().prefix("oh-sv-").tempdir_in(&scratch_root)?;
+        round(&bins, scratch.path(), chunks, None, pgvector)?;
+    }
+    if deep > 0 {
+        let wheel = openhuman_tests::fixtures::path(openhuman_tests::fixtures::MINILM)?;
+        let scratch = tempfile::Builder::new().prefix("oh-sv-").tempdir_in(&scratch_root)?;
+        round(&bins, scratch.path(), deep, Some(&wheel), pgvector)?;
+    }
+    println!();
+    println!("load    : {} (1/5/15 min, after)", support::loadavg());
+    Ok(())
+}
