@@ -10,6 +10,7 @@ use openhuman_common::Paths;
 
 use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
 use openhuman_memory::embed::{EmbedError, Embedder, StaticModel};
+use openhuman_memory::visibility::{Visibility, VisibilityRules};
 use openhuman_memory::{MemoryEngine, MemoryOptions, SharedOptions};
 use openhuman_postgres::{PgOptions, PgStore};
 use openhuman_providers::embed::HttpEmbedder;
@@ -98,7 +99,28 @@ pub(crate) fn shared_store(config: &Config) -> Result<Option<SharedOptions>, Str
         store: Arc::new(postgres_store(config)?),
         engine: "postgres",
         machine: machine_name(config),
+        visibility: visibility_rules(config)?,
     }))
+}
+
+/// The visibilities `[memory]` configures (checked when the config was read).
+fn visibility_rules(config: &Config) -> Result<VisibilityRules, String> {
+    let parse = |key: &str, v: &str| Visibility::parse(v).map_err(|e| format!("key `{key}`: {e}"));
+    let m = &config.memory;
+    let mut rules =
+        VisibilityRules { default: parse("memory.default_visibility", &m.default_visibility)?, ..Default::default() };
+    for (i, s) in m.sources.iter().enumerate() {
+        if let Some(v) = &s.visibility {
+            rules.sources.push((s.path.clone(), parse(&format!("memory.sources[{i}].visibility"), v)?));
+        }
+    }
+    for (path, v) in &m.project_visibility {
+        let key = format!("memory.project_visibility.\"{path}\"");
+        let normal =
+            openhuman_memory::project::normalize(path).ok_or_else(|| format!("key `{key}`: not an absolute path"))?;
+        rules.projects.push((normal.into(), parse(&key, v)?));
+    }
+    Ok(rules)
 }
 
 /// The PostgreSQL store of `[memory.postgres]`, its URL read from the variable `url_env` names.
@@ -116,6 +138,7 @@ pub(crate) fn postgres_store(config: &Config) -> Result<PgStore, String> {
         ca_file: pg.ca_file.clone(),
         connect_timeout: std::time::Duration::from_secs(pg.connect_timeout_secs.max(1)),
         request_timeout: std::time::Duration::from_secs(pg.request_timeout_secs.max(1)),
+        machine: Some(machine_name(config)),
     })
     .map_err(|e| format!("memory.postgres: {e}"))
 }

@@ -255,6 +255,12 @@ pub struct MemoryConfig {
     /// the blended score, where the best hit scores 1) and `memory.search` (its score times
     /// `1 + project_boost`); 0 turns the boost off.
     pub project_boost: f64,
+    /// With a shared store: who may read a new chunk when nothing more specific says
+    /// (`machine`, `person`, `team` or `group:<role>`).
+    pub default_visibility: String,
+    /// With a shared store: the visibility of the chunks of a project (an absolute path, with
+    /// everything under it), over a source's and the default.
+    pub project_visibility: BTreeMap<String, String>,
 }
 
 impl Default for MemoryConfig {
@@ -266,6 +272,8 @@ impl Default for MemoryConfig {
             sources: Vec::new(),
             postgres: PostgresConfig::default(),
             project_boost: 0.2,
+            default_visibility: "team".into(),
+            project_visibility: BTreeMap::new(),
         }
     }
 }
@@ -300,6 +308,9 @@ pub struct WatchedSource {
     /// session whose working directory is at or under one of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_projects: Vec<PathBuf>,
+    /// With a shared store: who may read the chunks of this source's files (over the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<String>,
 }
 
 fn auto_kind() -> String {
@@ -666,8 +677,18 @@ fn validate(c: &Config) -> Result<(), String> {
             c.memory.watch_debounce_ms
         ));
     }
+    check_visibility("memory.default_visibility", &c.memory.default_visibility)?;
+    for (path, v) in &c.memory.project_visibility {
+        if !Path::new(path).is_absolute() {
+            return Err(format!("key `memory.project_visibility` names {path:?}, which is not an absolute path"));
+        }
+        check_visibility(&format!("memory.project_visibility.\"{path}\""), v)?;
+    }
     let mut roots = BTreeSet::new();
     for (i, s) in c.memory.sources.iter().enumerate() {
+        if let Some(v) = &s.visibility {
+            check_visibility(&format!("memory.sources[{i}].visibility"), v)?;
+        }
         if !s.path.is_absolute() {
             return Err(format!(
                 "key `memory.sources[{i}].path` must be an absolute path (got {}); `openhumand-mcp sources add` makes it one",
@@ -795,6 +816,13 @@ fn check_env_var_name(key: &str, var: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A visibility: `machine`, `person`, `team` or `group:<role>` (a role name of 1 to 63 characters).
+fn check_visibility(key: &str, v: &str) -> Result<(), String> {
+    let ok = matches!(v, "machine" | "person" | "team")
+        || v.strip_prefix("group:").is_some_and(|g| !g.is_empty() && g.len() <= 63 && !g.chars().any(char::is_control));
+    if ok { Ok(()) } else { Err(format!("key `{key}` must be machine, person, team or group:<role> (got {v:?})")) }
 }
 
 fn collect_leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {

@@ -38,6 +38,9 @@ fn attach(inner: &Inner, link: &SharedLink) -> Result<bool, MemoryError> {
     let recorder = ws.recorder.as_ref().ok_or_else(|| MemoryError::Other("shared store without a recorder".into()))?;
     let info = link.store.migrate(schema::SCHEMA_VERSION, &recorder.tables).map_err(|e| link.failed(e))?;
     link.head.fetch_max(info.head, Ordering::Relaxed);
+    let person = link.store.person();
+    super::visibility::set_person(&ws.conn, person.as_deref())?;
+    *lock(&link.person) = person;
     let mine = shared::local_value(&ws.conn, shared::CLUSTER)?;
     if mine == Some(info.cluster) {
         link.attached.store(true, Ordering::Relaxed);
