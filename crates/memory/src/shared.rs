@@ -20,8 +20,10 @@
 //!   (`load_snapshot`), then follows the log.
 //!
 //! Ordering: every write holds the server's lock from before it reads the log until its commit,
-//! so changes commit in log order and every writer has applied all earlier changes first —
-//! which also keeps the mirrors' row ids identical. Local-only tables (the change sequence, the
+//! so changes commit in log order and every writer has applied all earlier changes first. A
+//! write's rows are committed as one log entry per scope (see `visibility`), and each daemon
+//! reads only the entries its person may: a copy holds what its person may read, and takes
+//! new row ids above the server's highest (`SharedWrite::row_ids`), hidden rows included. Local-only tables (the change sequence, the
 //! indexes' positions, tombstones) are never shipped.
 
 use std::sync::Arc;

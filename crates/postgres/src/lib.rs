@@ -3,11 +3,14 @@
 //!
 //! On the server: one table per shared table of the engine, with the same columns (SQLite's
 //! INTEGER, REAL, TEXT and BLOB as `bigint`, `double precision`, `text` and `bytea`) and key;
-//! `oh_changes`, the change log (`seq bigserial`, the machine, the time and the change set as
-//! JSON); and `oh_meta` (schema version, the cluster's random id, and `base_seq`, where the log
-//! starts after a store was moved in whole). Every write holds the transaction-scoped
-//! advisory lock [`WRITE_LOCK`] from before it reads the log until it commits, and announces
-//! its position with `NOTIFY openhuman_changes`. No extension is needed.
+//! `oh_changes`, the change log (`seq bigserial`, the machine, the time, the change set as
+//! JSON, and the person and visibility of its rows); `oh_meta` (schema version, the version
+//! of the row-level security set up, the cluster's random id, and `base_seq`, where the log
+//! starts after a store was moved in whole); and `oh_row_ids` (see [`visibility`], which
+//! also holds the policies keyed to the connecting role). Every write holds the
+//! transaction-scoped advisory lock [`WRITE_LOCK`] from before it reads the log until it
+//! commits — one log entry per scope of its rows — and announces its position with
+//! `NOTIFY openhuman_changes`. No extension is needed.
 //!
 //! Connections: one for writes and reads, one for `LISTEN`, each made again on the next call
 //! after it failed, over TLS when the URL's `sslmode` asks (rustls; the system's roots plus an

@@ -222,10 +222,10 @@ fn interleaved_private_and_team_writes_of_two_people_never_share_a_row_id_and_ev
             let mut p = m.session(&format!("Writer {who}"));
             let barrier = barrier.clone();
             std::thread::spawn(move || {
-                for i in 0..rounds {
+                for (i, topic) in TOPICS.iter().enumerate().take(rounds) {
                     barrier.wait();
                     let vis = if i % 2 == 0 { "person" } else { "team" };
-                    let content = format!("row{who}{i}word: {}", TOPICS[i]);
+                    let content = format!("row{who}{i}word: {topic}");
                     store_as(&mut p, &format!("{who} note {i}"), &content, Some(vis));
                 }
             })
