@@ -41,8 +41,13 @@ pub enum Visibility {
 /// What a visibility may be, for messages and schemas.
 pub const VISIBILITIES: &str = "machine, person, team or group:<role>";
 
+/// A value that is not a visibility.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a visibility; use {VISIBILITIES}")]
+pub struct NotAVisibility(pub String);
+
 impl Visibility {
-    pub fn parse(s: &str) -> Result<Visibility, String> {
+    pub fn parse(s: &str) -> Result<Visibility, NotAVisibility> {
         match s {
             "machine" => Ok(Visibility::Machine),
             "person" => Ok(Visibility::Person),
@@ -51,7 +56,7 @@ impl Visibility {
                 Some(g) if !g.is_empty() && g.len() <= 63 && !g.chars().any(char::is_control) => {
                     Ok(Visibility::Group(g.to_string()))
                 }
-                _ => Err(format!("{s:?} is not a visibility; use {VISIBILITIES}")),
+                _ => Err(NotAVisibility(s.to_string())),
             },
         }
     }
@@ -340,7 +345,7 @@ mod tests {
         assert_eq!(Visibility::parse("group:devs").unwrap().stored("m1"), "group:devs");
         assert_eq!(Visibility::parse("machine").unwrap().stored("laptop"), "machine:laptop");
         for bad in ["", "everyone", "group:", "machine:x"] {
-            let e = Visibility::parse(bad).unwrap_err();
+            let e = Visibility::parse(bad).unwrap_err().to_string();
             assert!(e.contains("machine, person, team or group:<role>"), "{e}");
         }
     }
