@@ -1031,6 +1031,24 @@ mod tests {
     }
 
     #[test]
+    fn visibilities_are_checked_where_they_are_configured() {
+        let ok = "[memory]\ndefault_visibility = \"person\"\nproject_visibility = { \"/work/x\" = \"group:ops\" }\n\
+                  [[memory.sources]]\npath = \"/diary\"\nvisibility = \"machine\"\n";
+        let c = load_text(ok, &[]).unwrap();
+        assert_eq!(c.memory.default_visibility, "person");
+        assert_eq!(c.memory.project_visibility["/work/x"], "group:ops");
+        assert_eq!(c.memory.sources[0].visibility.as_deref(), Some("machine"));
+        assert_eq!(load_text("", &[]).unwrap().memory.default_visibility, "team");
+        let err = load_text("[memory]\ndefault_visibility = \"everyone\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.default_visibility") && err.contains("group:<role>"), "{err}");
+        let err =
+            load_text("[[memory.sources]]\npath = \"/n\"\nvisibility = \"group:\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.sources[0].visibility"), "{err}");
+        let err = load_text("[memory]\nproject_visibility = { \"rel\" = \"team\" }\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.project_visibility") && err.contains("absolute"), "{err}");
+    }
+
+    #[test]
     fn client_tables_load_and_are_checked() {
         let text = "[clients.cursor]\nnames = [\"cursor-vscode\"]\ntools = [\"memory.*\"]\nlevel = \"readonly\"\n\
                     [clients.\"*\"]\ndeny_tools = [\"memory.forget\"]\n";

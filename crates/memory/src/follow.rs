@@ -274,6 +274,7 @@ impl MemoryEngine {
             engine: link.engine,
             server: link.store.describe(),
             machine: link.machine.clone(),
+            person: lock(&link.person).clone(),
             connected: link.connected.load(Ordering::Relaxed),
             applied_seq,
             head_seq: link.head.load(Ordering::Relaxed).max(applied_seq),
@@ -291,6 +292,8 @@ pub struct SharedStatus {
     pub server: String,
     /// This daemon's name in the change log and audit rows.
     pub machine: String,
+    /// The person it writes as (the server's role), once it reached the server.
+    pub person: Option<String>,
     pub connected: bool,
     /// The last change of the server's log applied here, and the newest seen there.
     pub applied_seq: i64,

@@ -103,8 +103,8 @@ fn private_memories_stay_with_their_person_group_ones_reach_members_machine_ones
     for word in ["quokka", "narwhal", "okapi", "tapir", "pangolin", "wombat"] {
         wait_hits(&mut pa2, word, 1);
     }
-    for m in [&a1, &a2, &b] {
-        m.caught_up();
+    for (m, person) in [(&a1, "alice"), (&a2, "alice"), (&b, "bob")] {
+        assert_eq!(m.caught_up()["person"], person, "status names the person");
     }
     for word in ["narwhal", "axolotl", "tapir", "pangolin"] {
         assert!(hits(&mut pb, word).is_empty(), "Bob's daemon finds Alice's private {word}");
