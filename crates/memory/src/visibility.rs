@@ -338,6 +338,73 @@ fn gone_kv_item(conn: &Connection, key: &[Cell]) -> Result<Option<Cell>, MemoryE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shared::Recorder;
+
+    fn chunk(conn: &Connection, id: &str, origin: &str, project: Option<&str>) -> i64 {
+        conn.execute(
+            "INSERT INTO chunks (id, source_kind, source_id, source_ref, origin, provenance, timestamp_ms,
+                 seq_in_source, content, token_count, created_at_ms, change_seq, project)
+             VALUES (?1, 'document', ?2, ?2, ?2, 'test', 0, 0, 'text', 1, 0, 1, ?3)",
+            params![id, origin, project],
+        )
+        .unwrap();
+        conn.last_insert_rowid()
+    }
+
+    fn scope_of(conn: &Connection, rowid: i64) -> (Option<String>, String) {
+        conn.query_row("SELECT person, visibility FROM chunks WHERE rowid = ?1", [rowid], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_write_then_a_project_then_a_source_then_the_default_decide_and_derived_rows_follow_their_chunk() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        crate::schema::migrate(&mut conn).unwrap();
+        let tables = crate::shared::catalog(&conn).unwrap();
+        let recorder = Recorder::install(&mut conn, tables).unwrap();
+        let rules = VisibilityRules {
+            default: Visibility::Team,
+            sources: vec![("/diary".into(), Visibility::Machine)],
+            projects: vec![("/work/secret".into(), Visibility::Group("ops".into()))],
+        };
+        install(&conn, &rules, "laptop").unwrap();
+        set_person(&conn, Some("alice")).unwrap();
+        // Outside a local write (changes applied from the server) nothing is stamped.
+        let applied = chunk(&conn, "c0", "file:/diary/old.md", None);
+        assert_eq!(scope_of(&conn, applied), (None, "team".into()));
+        local_write(&conn, true).unwrap();
+        let plain = chunk(&conn, "c1", "doc:default/x", None);
+        let diary = chunk(&conn, "c2", "file:/diary/2024/may.md", None);
+        let near = chunk(&conn, "c3", "file:/diaryX/a.md", None);
+        let project = chunk(&conn, "c4", "file:/diary/p.md", Some("/work/secret/app"));
+        force(&conn, "person").unwrap();
+        let asked = chunk(&conn, "c5", "file:/diary/q.md", Some("/work/secret"));
+        assert_eq!(scope_of(&conn, plain), (Some("alice".into()), "team".into()));
+        assert_eq!(scope_of(&conn, diary).1, "machine:laptop");
+        assert_eq!(scope_of(&conn, near).1, "team", "a path covers what is under it, not its namesakes");
+        assert_eq!(scope_of(&conn, project).1, "group:ops", "a project wins over a source");
+        assert_eq!(scope_of(&conn, asked).1, "person", "the write's own choice wins");
+        conn.execute("INSERT INTO chunk_tags (chunk_rowid, tag) VALUES (?1, 'mine'), (?2, 'ours')", [asked, plain])
+            .unwrap();
+        conn.execute("DELETE FROM chunks WHERE rowid = ?1", [diary]).unwrap();
+        let changes = recorder.finish(&conn).unwrap();
+        let parts = split(&conn, &recorder.tables, Some("alice"), changes).unwrap();
+        assert!(parts[0].scope.is_team(), "the team's part first");
+        let of = |vis: &str, table: &str| -> usize {
+            parts
+                .iter()
+                .filter(|p| p.scope.visibility == vis)
+                .flat_map(|p| &p.changes.tables)
+                .filter(|t| t.table == table)
+                .map(|t| t.upserts.len() + t.deletes.len())
+                .sum()
+        };
+        assert_eq!((of("person", "chunk_tags"), of("team", "chunk_tags")), (1, 1));
+        assert_eq!(of("machine:laptop", "chunks"), 1, "a deleted chunk's deletion keeps its scope");
+        assert_eq!(of("group:ops", "chunks"), 1);
+    }
 
     #[test]
     fn visibilities_parse_and_name_their_machine() {
