@@ -10,6 +10,7 @@ use openhuman_common::Paths;
 
 use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
 use openhuman_memory::embed::{EmbedError, Embedder, StaticModel};
+use openhuman_memory::visibility::{Visibility, VisibilityRules};
 use openhuman_memory::{MemoryEngine, MemoryOptions, SharedOptions};
 use openhuman_postgres::{PgOptions, PgStore};
 use openhuman_providers::embed::HttpEmbedder;
@@ -99,7 +100,28 @@ pub(crate) fn shared_store(config: &Config) -> Result<Option<SharedOptions>, Str
         engine: "postgres",
         machine: machine_name(config),
         vector_search_in_database: config.memory.postgres.vector_search == openhuman_config::VectorSearch::Database,
+        visibility: visibility_rules(config)?,
     }))
+}
+
+/// The visibilities `[memory]` configures (checked when the config was read).
+fn visibility_rules(config: &Config) -> Result<VisibilityRules, String> {
+    let parse = |key: &str, v: &str| Visibility::parse(v).map_err(|e| format!("key `{key}`: {e}"));
+    let m = &config.memory;
+    let mut rules =
+        VisibilityRules { default: parse("memory.default_visibility", &m.default_visibility)?, ..Default::default() };
+    for (i, s) in m.sources.iter().enumerate() {
+        if let Some(v) = &s.visibility {
+            rules.sources.push((s.path.clone(), parse(&format!("memory.sources[{i}].visibility"), v)?));
+        }
+    }
+    for (path, v) in &m.project_visibility {
+        let key = format!("memory.project_visibility.\"{path}\"");
+        let normal =
+            openhuman_memory::project::normalize(path).ok_or_else(|| format!("key `{key}`: not an absolute path"))?;
+        rules.projects.push((normal.into(), parse(&key, v)?));
+    }
+    Ok(rules)
 }
 
 /// The PostgreSQL store of `[memory.postgres]`, its URL read from the variable `url_env` names.
@@ -122,6 +144,7 @@ pub(crate) fn postgres_store(config: &Config) -> Result<PgStore, String> {
             keep_rows: pg.log_keep_rows,
             prune_every: std::time::Duration::from_secs(pg.log_prune_every_secs),
         },
+        machine: Some(machine_name(config)),
     })
     .map_err(|e| format!("memory.postgres: {e}"))
 }

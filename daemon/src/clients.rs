@@ -120,6 +120,7 @@ pub(crate) fn refuse(state: &AppState, ctx: &RequestCtx, what: &str, summary: Va
         result_id: None,
         args_summary: summary,
         machine: None,
+        person: None,
     };
     state.audit().record(row);
     let mut data = Map::new();

@@ -87,9 +87,10 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
     let shared = &s["memory"]["shared"];
     if shared.is_object() {
         out.push(format!(
-            "shared memory: {} as \"{}\", {}; change {} of {} applied here{}",
+            "shared memory: {} as \"{}\"{}, {}; change {} of {} applied here{}",
             shared["server"].as_str().unwrap_or("?"),
             shared["machine"].as_str().unwrap_or("?"),
+            shared["person"].as_str().map(|p| format!(" (person {p})")).unwrap_or_default(),
             if shared["connected"] == true { "connected" } else { "NOT connected (reads from this copy; writes fail)" },
             shared["applied_seq"],
             shared["head_seq"],

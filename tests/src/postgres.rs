@@ -111,7 +111,12 @@ impl PgServer {
 
     /// The libpq URL of database `db` (TCP on loopback, no TLS).
     pub fn url(&self, db: &str) -> String {
-        format!("postgres://{ROLE}@127.0.0.1:{}/{db}?sslmode=disable", self.port)
+        self.url_as(ROLE, db)
+    }
+
+    /// The URL of database `db` for another role (one a test created: `CREATE ROLE … LOGIN`).
+    pub fn url_as(&self, role: &str, db: &str) -> String {
+        format!("postgres://{role}@127.0.0.1:{}/{db}?sslmode=disable", self.port)
     }
 
     pub fn port(&self) -> u16 {
@@ -127,8 +132,13 @@ impl PgServer {
     /// Runs `sql` in database `db` with `psql`; its output, unaligned and without headers
     /// (`SELECT 1` gives `1`). Panics with psql's error when it fails.
     pub fn psql(&self, db: &str, sql: &str) -> String {
+        self.psql_as(ROLE, db, sql)
+    }
+
+    /// `psql` connected as `role`, which row-level security then applies to.
+    pub fn psql_as(&self, role: &str, db: &str, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", ROLE])
+            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", role])
             .args(["-p", &self.port.to_string(), "-d", db, "-c", sql])
             .env("PGCONNECT_TIMEOUT", "5")
             .stdin(Stdio::null())
@@ -136,7 +146,7 @@ impl PgServer {
             .expect("run psql");
         assert!(
             out.status.success(),
-            "psql {sql:?} in {db} failed ({}): {}",
+            "psql {sql:?} as {role} in {db} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );

@@ -279,6 +279,12 @@ pub struct MemoryConfig {
     /// the blended score, where the best hit scores 1) and `memory.search` (its score times
     /// `1 + project_boost`); 0 turns the boost off.
     pub project_boost: f64,
+    /// With a shared store: who may read a new chunk when nothing more specific says
+    /// (`machine`, `person`, `team` or `group:<role>`).
+    pub default_visibility: String,
+    /// With a shared store: the visibility of the chunks of a project (an absolute path, with
+    /// everything under it), over a source's and the default.
+    pub project_visibility: BTreeMap<String, String>,
 }
 
 impl Default for MemoryConfig {
@@ -290,6 +296,8 @@ impl Default for MemoryConfig {
             sources: Vec::new(),
             postgres: PostgresConfig::default(),
             project_boost: 0.2,
+            default_visibility: "team".into(),
+            project_visibility: BTreeMap::new(),
         }
     }
 }
@@ -324,6 +332,9 @@ pub struct WatchedSource {
     /// session whose working directory is at or under one of them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub exclude_projects: Vec<PathBuf>,
+    /// With a shared store: who may read the chunks of this source's files (over the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<String>,
 }
 
 fn auto_kind() -> String {
@@ -699,8 +710,18 @@ fn validate(c: &Config) -> Result<(), String> {
             c.memory.watch_debounce_ms
         ));
     }
+    check_visibility("memory.default_visibility", &c.memory.default_visibility)?;
+    for (path, v) in &c.memory.project_visibility {
+        if !Path::new(path).is_absolute() {
+            return Err(format!("key `memory.project_visibility` names {path:?}, which is not an absolute path"));
+        }
+        check_visibility(&format!("memory.project_visibility.\"{path}\""), v)?;
+    }
     let mut roots = BTreeSet::new();
     for (i, s) in c.memory.sources.iter().enumerate() {
+        if let Some(v) = &s.visibility {
+            check_visibility(&format!("memory.sources[{i}].visibility"), v)?;
+        }
         if !s.path.is_absolute() {
             return Err(format!(
                 "key `memory.sources[{i}].path` must be an absolute path (got {}); `openhumand-mcp sources add` makes it one",
@@ -828,6 +849,13 @@ fn check_env_var_name(key: &str, var: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// A visibility: `machine`, `person`, `team` or `group:<role>` (a role name of 1 to 63 characters).
+fn check_visibility(key: &str, v: &str) -> Result<(), String> {
+    let ok = matches!(v, "machine" | "person" | "team")
+        || v.strip_prefix("group:").is_some_and(|g| !g.is_empty() && g.len() <= 63 && !g.chars().any(char::is_control));
+    if ok { Ok(()) } else { Err(format!("key `{key}` must be machine, person, team or group:<role> (got {v:?})")) }
 }
 
 fn collect_leaves(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, Value)>) {
@@ -1033,6 +1061,24 @@ mod tests {
         assert!(err.contains("memory.sources[0].kind"), "{err}");
         let twice = "[[memory.sources]]\npath = \"/n\"\n[[memory.sources]]\npath = \"/n\"\n";
         assert!(load_text(twice, &[]).unwrap_err().to_string().contains("listed twice"));
+    }
+
+    #[test]
+    fn visibilities_are_checked_where_they_are_configured() {
+        let ok = "[memory]\ndefault_visibility = \"person\"\nproject_visibility = { \"/work/x\" = \"group:ops\" }\n\
+                  [[memory.sources]]\npath = \"/diary\"\nvisibility = \"machine\"\n";
+        let c = load_text(ok, &[]).unwrap();
+        assert_eq!(c.memory.default_visibility, "person");
+        assert_eq!(c.memory.project_visibility["/work/x"], "group:ops");
+        assert_eq!(c.memory.sources[0].visibility.as_deref(), Some("machine"));
+        assert_eq!(load_text("", &[]).unwrap().memory.default_visibility, "team");
+        let err = load_text("[memory]\ndefault_visibility = \"everyone\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.default_visibility") && err.contains("group:<role>"), "{err}");
+        let err =
+            load_text("[[memory.sources]]\npath = \"/n\"\nvisibility = \"group:\"\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.sources[0].visibility"), "{err}");
+        let err = load_text("[memory]\nproject_visibility = { \"rel\" = \"team\" }\n", &[]).unwrap_err().to_string();
+        assert!(err.contains("memory.project_visibility") && err.contains("absolute"), "{err}");
     }
 
     #[test]

@@ -12,12 +12,21 @@ use openhuman_common::truncate_bytes;
 /// Longest error message kept, in bytes.
 pub(crate) const MAX_ERROR_BYTES: usize = 1024;
 
-pub(crate) fn insert(conn: &Connection, r: &AuditRow, machine: Option<&str>) -> rusqlite::Result<()> {
+/// Inserts a row; `machine` and `person` (this daemon's, with a shared store) win over the
+/// row's own.
+pub(crate) fn insert(
+    conn: &Connection,
+    r: &AuditRow,
+    machine: Option<&str>,
+    person: Option<&str>,
+) -> rusqlite::Result<()> {
     let client = if r.client_info.is_null() { None } else { Some(r.client_info.to_string()) };
     let summary = if r.args_summary.is_null() { "{}".to_string() } else { r.args_summary.to_string() };
     conn.prepare_cached(
-        "INSERT INTO mcp_audit (ts_ms, tool, source, client_info, success, error, result_id, args_summary, machine)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO mcp_audit (id, ts_ms, tool, source, client_info, success, error, result_id, args_summary, machine,
+             person)
+         VALUES ((SELECT max(coalesce(max(id), 0), coalesce((SELECT value FROM meta WHERE name = ?11), 0)) + 1
+                  FROM mcp_audit), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         r.ts_ms,
@@ -28,14 +37,18 @@ pub(crate) fn insert(conn: &Connection, r: &AuditRow, machine: Option<&str>) -> 
         r.error.as_deref().map(|e| truncate_bytes(e, MAX_ERROR_BYTES)),
         r.result_id,
         summary,
-        machine.or(r.machine.as_deref())
+        machine.or(r.machine.as_deref()),
+        person.or(r.person.as_deref()),
+        // Rows other persons keep to themselves hold ids too (see `shared`).
+        super::shared::row_id_floor("mcp_audit")
     ])?;
     Ok(())
 }
 
 pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> Result<Vec<AuditRow>, MemoryError> {
     let mut sql = String::from(
-        "SELECT ts_ms, tool, source, client_info, success, error, result_id, args_summary, machine FROM mcp_audit WHERE 1",
+        "SELECT ts_ms, tool, source, client_info, success, error, result_id, args_summary, machine, person FROM mcp_audit
+         WHERE 1",
     );
     let mut args: Vec<Box<dyn ToSql>> = Vec::new();
     if let Some(t) = &q.tool {
@@ -71,6 +84,7 @@ pub(crate) fn query(conn: &Connection, q: &AuditQuery) -> Result<Vec<AuditRow>, 
                 result_id: r.get(6)?,
                 args_summary: serde_json::from_str(&summary).unwrap_or(Value::Null),
                 machine: r.get(8)?,
+                person: r.get(9)?,
             })
         })?
         .collect::<rusqlite::Result<_>>()?;

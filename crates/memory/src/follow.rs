@@ -38,6 +38,9 @@ fn attach(inner: &Inner, link: &SharedLink) -> Result<bool, MemoryError> {
     let recorder = ws.recorder.as_ref().ok_or_else(|| MemoryError::Other("shared store without a recorder".into()))?;
     let info = link.store.migrate(schema::SCHEMA_VERSION, &recorder.tables).map_err(|e| link.failed(e))?;
     link.head.fetch_max(info.head, Ordering::Relaxed);
+    let person = link.store.person();
+    super::visibility::set_person(&ws.conn, person.as_deref())?;
+    *lock(&link.person) = person;
     let mine = shared::local_value(&ws.conn, shared::CLUSTER)?;
     if mine == Some(info.cluster) {
         link.attached.store(true, Ordering::Relaxed);
@@ -307,6 +310,7 @@ impl MemoryEngine {
             engine: link.engine,
             server: link.store.describe(),
             machine: link.machine.clone(),
+            person: lock(&link.person).clone(),
             connected: link.connected.load(Ordering::Relaxed),
             applied_seq,
             head_seq: link.head.load(Ordering::Relaxed).max(applied_seq),
@@ -326,6 +330,8 @@ pub struct SharedStatus {
     pub server: String,
     /// This daemon's name in the change log and audit rows.
     pub machine: String,
+    /// The person it writes as (the server's role), once it reached the server.
+    pub person: Option<String>,
     pub connected: bool,
     /// The last change of the server's log applied here, and the newest seen there.
     pub applied_seq: i64,

@@ -68,6 +68,7 @@ mod util;
 mod vault;
 mod vecfile;
 mod vectors;
+pub mod visibility;
 mod watched;
 mod write;
 mod write_api;
@@ -138,6 +139,8 @@ pub struct SharedOptions {
     /// Vector recall takes its candidates from the server's index of the shared vectors
     /// (pgvector) instead of the local one, when the server has it.
     pub vector_search_in_database: bool,
+    /// Which visibility new chunks take (see `visibility`).
+    pub visibility: visibility::VisibilityRules,
 }
 
 /// The engine's link to its shared store.
@@ -145,6 +148,8 @@ pub(crate) struct SharedLink {
     pub store: Arc<dyn shared::SharedStore>,
     pub engine: &'static str,
     pub machine: String,
+    /// The person this daemon writes as (the server's role), once the server answered.
+    pub person: Mutex<Option<String>>,
     /// The last change of the server's log applied here.
     pub applied: std::sync::atomic::AtomicI64,
     /// The newest change seen on the server.
@@ -244,6 +249,11 @@ impl Inner {
         self.shared.as_ref().map(|l| l.machine.as_str())
     }
 
+    /// The person this daemon writes as, with a shared store that has persons.
+    pub(crate) fn person(&self) -> Option<String> {
+        self.shared.as_ref().and_then(|l| lock(&l.person).clone())
+    }
+
     fn db_path(&self) -> PathBuf {
         self.data_dir.join("memory.db")
     }
@@ -310,8 +320,9 @@ impl MemoryEngine {
 
     pub fn record_audit(&self, rows: &[AuditRow]) -> Result<(), MemoryError> {
         write::plain(&self.inner, |tx| {
+            let person = self.inner.person();
             for r in rows {
-                audit::insert(tx, r, self.inner.machine())?;
+                audit::insert(tx, r, self.inner.machine(), person.as_deref())?;
             }
             Ok(())
         })

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use super::error::{MemoryError, ResultExt};
 
 /// One entry per schema version; entry `i` moves a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -297,6 +297,15 @@ CREATE TABLE supersessions (
     at_ms      INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX supersessions_new ON supersessions(new_id);
+"#;
+
+/// Who sees what in a shared store (see `visibility`): the person a chunk belongs to (the
+/// database role its daemon connects as; `owner` stays the author the source names) and its
+/// visibility (`team`, `person`, `machine:<name>`, `group:<role>`); the person of an audit row.
+const V8: &str = r#"
+ALTER TABLE chunks ADD COLUMN person TEXT;
+ALTER TABLE chunks ADD COLUMN visibility TEXT NOT NULL DEFAULT 'team';
+ALTER TABLE mcp_audit ADD COLUMN person TEXT;
 "#;
 
 /// The schema version this code writes.

@@ -20,8 +20,10 @@
 //!   (`load_snapshot`), then follows the log.
 //!
 //! Ordering: every write holds the server's lock from before it reads the log until its commit,
-//! so changes commit in log order and every writer has applied all earlier changes first —
-//! which also keeps the mirrors' row ids identical. Local-only tables (the change sequence, the
+//! so changes commit in log order and every writer has applied all earlier changes first. A
+//! write's rows are committed as one log entry per scope (see `visibility`), and each daemon
+//! reads only the entries its person may: a copy holds what its person may read, and takes
+//! new row ids above the server's highest (`SharedWrite::row_ids`), hidden rows included. Local-only tables (the change sequence, the
 //! indexes' positions, tombstones) are never shipped.
 
 use std::sync::Arc;
@@ -127,6 +129,36 @@ impl ChangeSet {
     }
 }
 
+/// Who may read a part of a write (see `visibility`): the person it belongs to (the role the
+/// writing daemon connects as) and its visibility as stored (`team`, `person`,
+/// `machine:<name>`, `group:<role>`). The server enforces it on the rows and on the log.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Scope {
+    pub person: Option<String>,
+    pub visibility: String,
+}
+
+impl Scope {
+    /// Everyone with access to the store.
+    pub fn team(person: Option<String>) -> Scope {
+        Scope { person, visibility: TEAM.into() }
+    }
+
+    pub fn is_team(&self) -> bool {
+        self.visibility == TEAM
+    }
+}
+
+/// The visibility every member of the store reads.
+pub const TEAM: &str = "team";
+
+/// One part of a write: the rows of one scope, committed as one log entry of that scope.
+#[derive(Debug, Clone)]
+pub struct Part {
+    pub scope: Scope,
+    pub changes: ChangeSet,
+}
+
 /// One entry of the shared change log.
 #[derive(Debug, Clone)]
 pub struct Change {
@@ -184,6 +216,11 @@ pub trait SharedStore: Send + Sync {
     fn replace_all(&self, machine: &str, tables: &[Table], source: &mut RowSource<'_>) -> Result<i64, SharedError>;
     /// Rows per table, for checking a move.
     fn counts(&self, tables: &[Table]) -> Result<Vec<(String, i64)>, SharedError>;
+    /// The person this daemon writes as (the server's name for the connection's role), known
+    /// after `migrate`; None: the store has no persons (everything is everyone's).
+    fn person(&self) -> Option<String> {
+        None
+    }
     /// Records on the server that `machine` has applied the log up to `applied`, prunes the
     /// log to its window when that is due (whichever daemon gets there first), and says where
     /// the log stands. The follower calls it every few seconds, not per change. A store that
@@ -257,8 +294,14 @@ pub struct SharedInfo {
 pub trait SharedWrite {
     /// Changes after `after` (committed by others before this write took the lock).
     fn feed(&mut self, after: i64) -> Result<Feed, SharedError>;
-    /// Commits `changes` (and the log entry naming `machine`); returns its log position.
-    fn commit(self: Box<Self>, machine: &str, changes: &ChangeSet) -> Result<i64, SharedError>;
+    /// The highest row id of each table keyed by an allocated row id (`chunks`) that the
+    /// server holds, rows this daemon cannot see included: a new row takes an id above it.
+    fn row_ids(&mut self) -> Result<Vec<(String, i64)>, SharedError> {
+        Ok(Vec::new())
+    }
+    /// Commits the parts, each as its own log entry naming `machine` and carrying its scope;
+    /// returns the log position of the last.
+    fn commit(self: Box<Self>, machine: &str, parts: &[Part]) -> Result<i64, SharedError>;
 }
 
 /// Tables that stay on this machine: the change sequence and the indexes' positions live in
@@ -457,6 +500,12 @@ pub(crate) fn set_local_value(conn: &Connection, name: &str, value: i64) -> rusq
     )?
     .execute(rusqlite::params![name, value])?;
     Ok(())
+}
+
+/// The local `meta` value holding the highest row id the server holds for `table` (one keyed
+/// by a row id without `AUTOINCREMENT`): a new row takes an id above it.
+pub(crate) fn row_id_floor(table: &str) -> String {
+    format!("shared_rowid_{table}")
 }
 
 /// The last change of the log this mirror has applied.

@@ -79,9 +79,11 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
     }
     let seq = db_seq(&conn)?;
     let recorder = match &opts.shared {
-        Some(_) => {
+        Some(o) => {
             let tables = super::shared::catalog(&conn)?;
-            Some(super::shared::Recorder::install(&mut conn, tables)?)
+            let recorder = super::shared::Recorder::install(&mut conn, tables)?;
+            super::visibility::install(&conn, &o.visibility, &o.machine)?;
+            Some(recorder)
         }
         None => None,
     };
@@ -89,6 +91,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         store: o.store,
         engine: o.engine,
         machine: o.machine,
+        person: Default::default(),
         applied: Default::default(),
         head: Default::default(),
         connected: Default::default(),

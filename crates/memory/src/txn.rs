@@ -10,7 +10,7 @@ use rusqlite::Transaction;
 use super::error::MemoryError;
 use super::shared::{self, Feed, Recorder, SharedWrite};
 use super::writer::WriteState;
-use super::{Inner, SharedLink, seq};
+use super::{Inner, SharedLink, seq, visibility};
 
 /// A write transaction. Dropped without `commit`, it rolls back (locally and on the server).
 pub(crate) struct WriteTx<'a> {
@@ -72,6 +72,14 @@ impl WriteState {
             // `applied` moves when what was applied is searchable too: the follower's job.
             link.head.fetch_max(last, Ordering::Relaxed);
         }
+        // Rows this copy cannot see hold row ids too: new rows take ids above all of them.
+        for (table, high) in remote.row_ids().map_err(|e| link.failed(e))? {
+            raise_row_id(&tx, &table, high)?;
+        }
+        visibility::local_write(&tx, true)?;
+        if let Some(v) = visibility::requested() {
+            visibility::force(&tx, &v)?;
+        }
         recorder.clear(&tx)?;
         Ok(WriteTx { tx: Some(tx), shared: Some(Shared { remote, recorder, link }) })
     }
@@ -87,12 +95,15 @@ impl WriteTx<'_> {
             return Ok(());
         };
         let changes = recorder.finish(&tx)?;
+        visibility::local_write(&tx, false)?;
         if changes.is_empty() {
             drop(remote);
             tx.commit()?;
             return Ok(());
         }
-        match remote.commit(&link.machine, &changes) {
+        let person = crate::lock(&link.person).clone();
+        let parts = visibility::split(&tx, &recorder.tables, person.as_deref(), changes)?;
+        match remote.commit(&link.machine, &parts) {
             Ok(seq) => {
                 shared::set_local_value(&tx, shared::APPLIED, seq)?;
                 tx.commit()?;
@@ -105,6 +116,28 @@ impl WriteTx<'_> {
             }
         }
     }
+}
+
+/// Makes the next row id this copy gives a row of `table` at least `high + 1`: through
+/// `sqlite_sequence` for an `AUTOINCREMENT` table, else through the local `meta` value
+/// [`shared::row_id_floor`] names, which the table's inserts read (`audit`).
+fn raise_row_id(tx: &Transaction<'_>, table: &str, high: i64) -> rusqlite::Result<()> {
+    let auto: bool = tx
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1 AND sql LIKE '%AUTOINCREMENT%')",
+        )?
+        .query_row([table], |r| r.get(0))?;
+    if !auto {
+        return shared::set_local_value(tx, &shared::row_id_floor(table), high);
+    }
+    let n = tx
+        .prepare_cached("UPDATE sqlite_sequence SET seq = max(seq, ?2) WHERE name = ?1")?
+        .execute(rusqlite::params![table, high])?;
+    if n == 0 {
+        tx.prepare_cached("INSERT INTO sqlite_sequence (name, seq) VALUES (?1, ?2)")?
+            .execute(rusqlite::params![table, high])?;
+    }
+    Ok(())
 }
 
 /// Reports writes to shared tables that bypassed [`WriteTx`] (the server does not have them),

@@ -98,6 +98,10 @@ pub struct AuditRow {
     /// The daemon that wrote the row, with a shared store (its `[memory.postgres] machine`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+    /// The person whose daemon wrote the row, with a shared store that has persons (the
+    /// database role it connects as).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 /// Selection for [`super::MemoryEngine::query_audit`]; newest rows first.

@@ -170,7 +170,7 @@ pub(crate) fn write_tx<T>(
             if audit_row.ts_ms == 0 {
                 audit_row.ts_ms = now_ms();
             }
-            audit::insert(tx, &audit_row, inner.machine())?;
+            audit::insert(tx, &audit_row, inner.machine(), inner.person().as_deref())?;
         }
         Ok(out)
     })

@@ -3,14 +3,16 @@
 //!
 //! On the server: one table per shared table of the engine, with the same columns (SQLite's
 //! INTEGER, REAL, TEXT and BLOB as `bigint`, `double precision`, `text` and `bytea`) and key;
-//! `oh_changes`, the change log (`seq bigserial`, the machine, the time and the change set as
-//! JSON); `oh_meta` (schema version, the cluster's random id, `base_seq`, where the log starts
-//! after a store was moved in whole, and `pruned_through`, how far `log` pruned it); and
-//! `oh_devices`, each daemon's position in the log (`log`). Every write holds the transaction-scoped
-//! advisory lock [`WRITE_LOCK`] from before it reads the log until it commits, and announces
-//! its position with `NOTIFY openhuman_changes`. No extension is needed; the chunks' vectors
-//! are kept once per model in a table of their own (`vectors`), with pgvector when the server
-//! has it.
+//! `oh_changes`, the change log (`seq bigserial`, the machine, the time, the change set as
+//! JSON, and the person and visibility of its rows); `oh_meta` (schema version, the version
+//! of the row-level security set up, the cluster's random id, `base_seq`, where the log
+//! starts after a store was moved in whole, and `pruned_through`, how far `log` pruned it);
+//! `oh_devices`, each daemon's position in the log (`log`); and `oh_row_ids` (see
+//! [`visibility`], which also holds the policies keyed to the connecting role). Every write
+//! holds the transaction-scoped advisory lock [`WRITE_LOCK`] from before it reads the log until
+//! it commits — one log entry per scope of its rows — and announces its position with
+//! `NOTIFY openhuman_changes`. No extension is needed; the chunks' vectors are kept once per
+//! model in a table of their own (`vectors`), with pgvector when the server has it.
 //!
 //! Connections: one for writes and reads, one for `LISTEN`, each made again on the next call
 //! after it failed, over TLS when the URL's `sslmode` asks (rustls; the system's roots plus an
@@ -23,6 +25,7 @@ mod tls;
 mod vectors;
 
 pub use vectors::VECTORS_TABLE;
+pub mod visibility;
 
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
@@ -31,8 +34,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::StreamExt;
 pub use log::{LogWindow, PRUNE_LOCK};
 use openhuman_memory::shared::{
-    Affinity, Cell, Change, ChangeSet, Feed, LogStatus, OUTCOME_UNKNOWN, RowSink, RowSource, SharedError, SharedInfo,
-    SharedStore, SharedVectors, SharedWrite, Table, VectorStorage,
+    Affinity, Cell, Change, ChangeSet, Feed, LogStatus, OUTCOME_UNKNOWN, Part, RowSink, RowSource, Scope, SharedError,
+    SharedInfo, SharedStore, SharedVectors, SharedWrite, Table, VectorStorage,
 };
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{AsyncMessage, Client, Config, GenericClient};
@@ -56,6 +59,9 @@ pub struct PgOptions {
     pub request_timeout: Duration,
     /// How much of the change log is kept.
     pub log: LogWindow,
+    /// This daemon's machine, which rows private to a machine are read on (the connections'
+    /// `openhuman.machine` setting).
+    pub machine: Option<String>,
 }
 
 /// A failure to set the store up (a URL that does not parse, a CA file that cannot be read).
@@ -93,6 +99,9 @@ pub struct PgStore {
     tables: Mutex<Vec<Table>>,
     /// How the server stores vectors, as the last `migrate` found.
     vector_storage: Mutex<VectorStorage>,
+    machine: Option<String>,
+    /// The connection's role, as the last `migrate` found it.
+    person: Mutex<Option<String>>,
 }
 
 impl PgStore {
@@ -124,6 +133,8 @@ impl PgStore {
             last_prune: Mutex::new(None),
             tables: Mutex::new(Vec::new()),
             vector_storage: Mutex::new(VectorStorage::None),
+            machine: opts.machine.clone(),
+            person: Mutex::new(None),
         })
     }
 
@@ -165,6 +176,12 @@ impl PgStore {
                 }
             }
         });
+        if let Some(m) = &self.machine {
+            self.wait_for(
+                self.request_timeout,
+                client.execute("SELECT set_config($1, $2, false)", &[&visibility::MACHINE_SETTING, m]),
+            )?;
+        }
         Ok(client)
     }
 
@@ -345,12 +362,14 @@ fn unnest_of(t: &Table, cols: &[usize]) -> String {
     format!("unnest({})", parts.join(", "))
 }
 
-/// Deletes rows by key, then writes rows whole (insert, or update every column but the key).
+/// Deletes rows by key, then writes rows whole (insert, or update every column but the key);
+/// a table whose rows follow a chunk gets `scope` in its scope columns (none: the team's).
 async fn apply_rows(
     c: &impl GenericClient,
     t: &Table,
     deletes: &[Vec<Cell>],
     upserts: &[Vec<Cell>],
+    scope: Option<&Scope>,
 ) -> Result<(), tokio_postgres::Error> {
     if !deletes.is_empty() {
         let keys: Vec<String> = t.pk.iter().map(|&i| ident(&t.columns[i].name)).collect();
@@ -366,20 +385,35 @@ async fn apply_rows(
     }
     if !upserts.is_empty() {
         let all: Vec<usize> = (0..t.columns.len()).collect();
-        let cols: Vec<String> = t.columns.iter().map(|c| ident(&c.name)).collect();
+        let mut cols: Vec<String> = t.columns.iter().map(|c| ident(&c.name)).collect();
         let keys: Vec<String> = t.pk.iter().map(|&i| cols[i].clone()).collect();
+        let scoped = visibility::scoped(t);
+        let (person, vis) = match scope {
+            Some(s) if scoped => (s.person.clone(), Some(s.visibility.clone())),
+            _ => (None, None),
+        };
+        let mut select = "u.*".to_string();
+        if scoped {
+            cols.extend(visibility::SCOPE_COLUMNS.iter().map(|c| c.to_string()));
+            let n = all.len();
+            select.push_str(&format!(", ${}::text, ${}::text", n + 1, n + 2));
+        }
         let sets: Vec<String> =
-            all.iter().filter(|i| !t.pk.contains(i)).map(|&i| format!("{0} = EXCLUDED.{0}", cols[i])).collect();
+            (0..cols.len()).filter(|i| !t.pk.contains(i)).map(|i| format!("{0} = EXCLUDED.{0}", cols[i])).collect();
         let action = if sets.is_empty() { "NOTHING".to_string() } else { format!("UPDATE SET {}", sets.join(", ")) };
         let sql = format!(
-            "INSERT INTO {} ({}) SELECT * FROM {} ON CONFLICT ({}) DO {action}",
+            "INSERT INTO {} ({}) SELECT {select} FROM {} u ON CONFLICT ({}) DO {action}",
             ident(&t.name),
             cols.join(", "),
             unnest_of(t, &all),
             keys.join(", ")
         );
         let params = arrays(t, &all, upserts, false);
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.param()).collect();
+        let mut refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.param()).collect();
+        if scoped {
+            refs.push(&person);
+            refs.push(&vis);
+        }
         c.execute(sql.as_str(), &refs).await?;
     }
     Ok(())
@@ -437,14 +471,74 @@ async fn feed_of(
     Ok(Ok(Feed::Changes(out)))
 }
 
-/// The server's tables for `tables`: created, or given the columns they lack.
+/// Whether the server already holds everything `migrate` would set up for `tables` at
+/// `version`: then it runs no DDL, which only the tables' owner may.
+async fn is_current(c: &impl GenericClient, version: i64, tables: &[Table]) -> Result<bool, tokio_postgres::Error> {
+    let there: bool = c
+        .query_one(
+            "SELECT to_regclass('oh_meta') IS NOT NULL AND to_regclass('oh_row_ids') IS NOT NULL
+                AND to_regclass('oh_devices') IS NOT NULL
+                AND (to_regclass('chunks') IS NULL OR to_regclass('oh_vectors') IS NOT NULL)",
+            &[],
+        )
+        .await?
+        .get(0);
+    if !there
+        || meta_value(c, "schema_version").await?.unwrap_or(0) < version
+        || meta_value(c, "rls_version").await?.unwrap_or(0) < visibility::RLS_VERSION
+    {
+        return Ok(false);
+    }
+    let rows = c
+        .query(
+            "SELECT t.relname::text, a.attname::text FROM pg_attribute a JOIN pg_class t ON t.oid = a.attrelid
+             WHERE t.relnamespace = current_schema()::regnamespace AND a.attnum > 0 AND NOT a.attisdropped",
+            &[],
+        )
+        .await?;
+    let have: std::collections::HashSet<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    Ok(tables.iter().all(|t| {
+        let scope = if visibility::scoped(t) { &visibility::SCOPE_COLUMNS[..] } else { &[][..] };
+        t.columns
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain(scope.iter().copied())
+            .all(|c| have.contains(&(t.name.clone(), c.to_string())))
+    }))
+}
+
+/// The server's tables for `tables`: created, or given the columns they lack, with their
+/// row-level security (see `visibility`); a server already set up is only read. Also returns
+/// the connection's role.
 async fn set_up(
     c: &mut Client,
     version: i64,
     tables: &[Table],
-) -> Result<Result<(SharedInfo, VectorStorage), i64>, tokio_postgres::Error> {
+) -> Result<Result<(SharedInfo, String, VectorStorage), i64>, tokio_postgres::Error> {
     let tx = c.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&WRITE_LOCK]).await?;
+    let has_meta: bool = tx.query_one("SELECT to_regclass('oh_meta') IS NOT NULL", &[]).await?.get(0);
+    let found = if has_meta { meta_value(&tx, "schema_version").await?.unwrap_or(0) } else { 0 };
+    if found > version {
+        return Ok(Err(found));
+    }
+    if !is_current(&tx, version, tables).await? {
+        create(&tx, version, tables).await?;
+    }
+    let cluster = meta_value(&tx, "cluster").await?.unwrap_or(0);
+    let head = head_of(&tx).await?;
+    let person: String = tx.query_one("SELECT current_user::text", &[]).await?.get(0);
+    let storage = vectors::storage_of(&tx).await?;
+    tx.commit().await?;
+    Ok(Ok((SharedInfo { cluster, version, head }, person, storage)))
+}
+
+/// The DDL of `set_up`, idempotent.
+async fn create(
+    tx: &tokio_postgres::Transaction<'_>,
+    version: i64,
+    tables: &[Table],
+) -> Result<(), tokio_postgres::Error> {
     tx.batch_execute(
         "CREATE TABLE IF NOT EXISTS oh_meta (name text PRIMARY KEY, value bigint NOT NULL);
          CREATE TABLE IF NOT EXISTS oh_changes (
@@ -463,10 +557,7 @@ async fn set_up(
         Ok(()) => tx.batch_execute("RELEASE SAVEPOINT lz4").await?,
         Err(_) => tx.batch_execute("ROLLBACK TO SAVEPOINT lz4").await?,
     }
-    let found = meta_value(&tx, "schema_version").await?.unwrap_or(0);
-    if found > version {
-        return Ok(Err(found));
-    }
+    tx.batch_execute(&visibility::base_sql()).await?;
     for t in tables {
         let cols: Vec<String> =
             t.columns.iter().map(|c| format!("{} {}", ident(&c.name), pg_type(c.affinity))).collect();
@@ -485,24 +576,46 @@ async fn set_up(
                 pg_type(c.affinity)
             ));
         }
+        sql.push_str(&visibility::table_sql(t));
         tx.batch_execute(&sql).await?;
+        if let Some(i) = visibility::row_id_column(t) {
+            let sql = format!(
+                "INSERT INTO oh_row_ids (tbl, high) SELECT $1, coalesce(max({}), 0) FROM {}
+                 ON CONFLICT (tbl) DO UPDATE SET high = greatest(oh_row_ids.high, EXCLUDED.high)",
+                ident(&t.columns[i].name),
+                ident(&t.name)
+            );
+            tx.execute(sql.as_str(), &[&t.name]).await?;
+        }
     }
-    tx.execute(
-        "INSERT INTO oh_meta (name, value) VALUES ('schema_version', $1)
-         ON CONFLICT (name) DO UPDATE SET value = greatest(oh_meta.value, EXCLUDED.value)",
-        &[&version],
-    )
-    .await?;
+    for (name, value) in [("schema_version", version), ("rls_version", visibility::RLS_VERSION)] {
+        tx.execute(
+            "INSERT INTO oh_meta (name, value) VALUES ($1, $2)
+             ON CONFLICT (name) DO UPDATE SET value = greatest(oh_meta.value, EXCLUDED.value)",
+            &[&name, &value],
+        )
+        .await?;
+    }
     tx.execute(
         "INSERT INTO oh_meta (name, value) VALUES ('cluster', (random() * 9e18)::bigint) ON CONFLICT (name) DO NOTHING",
         &[],
     )
     .await?;
-    let storage = vectors::set_up(&tx).await?;
-    let cluster = meta_value(&tx, "cluster").await?.unwrap_or(0);
-    let head = head_of(&tx).await?;
-    tx.commit().await?;
-    Ok(Ok((SharedInfo { cluster, version, head }, storage)))
+    vectors::set_up(tx).await?;
+    Ok(())
+}
+
+/// Raises the server's highest row ids to those of `rows` (of `t`, if it keeps one).
+async fn note_row_ids(c: &impl GenericClient, t: &Table, rows: &[Vec<Cell>]) -> Result<(), tokio_postgres::Error> {
+    let Some(i) = visibility::row_id_column(t) else { return Ok(()) };
+    let Some(high) = rows.iter().filter_map(|r| r.get(i).and_then(Cell::as_int)).max() else { return Ok(()) };
+    c.execute(
+        "INSERT INTO oh_row_ids (tbl, high) VALUES ($1, $2)
+         ON CONFLICT (tbl) DO UPDATE SET high = greatest(oh_row_ids.high, EXCLUDED.high)",
+        &[&t.name, &high],
+    )
+    .await?;
+    Ok(())
 }
 
 impl SharedStore for PgStore {
@@ -511,9 +624,18 @@ impl SharedStore for PgStore {
     }
 
     fn migrate(&self, version: i64, tables: &[Table]) -> Result<SharedInfo, SharedError> {
-        let outcome = self.with(async |c| set_up(c, version, tables).await)?;
-        let outcome = outcome.map(|(info, storage)| {
+        let outcome = self.with(async |c| set_up(c, version, tables).await).map_err(|mut e| {
+            if e.message.contains("must be owner") {
+                e.message.push_str(
+                    "; this role does not own the memory's tables: run `openhumand-mcp migrate` as the role that owns \
+                     them first",
+                );
+            }
+            e
+        })?;
+        let outcome = outcome.map(|(info, person, storage)| {
             *self.tables.lock().unwrap_or_else(|e| e.into_inner()) = tables.to_vec();
+            *self.person.lock().unwrap_or_else(|e| e.into_inner()) = Some(person);
             *self.vector_storage.lock().unwrap_or_else(|e| e.into_inner()) = storage;
             info
         });
@@ -640,8 +762,12 @@ impl SharedStore for PgStore {
                 self.wait_for(self.request_timeout, tx.batch_execute(&format!("TRUNCATE {} CASCADE", ident(&t.name))))?;
             }
             for t in tables {
-                let outcome =
-                    source(t, &mut |rows| self.wait_for(self.request_timeout, apply_rows(&tx, t, &[], &rows)));
+                let outcome = source(t, &mut |rows| {
+                    self.wait_for(self.request_timeout, async {
+                        apply_rows(&tx, t, &[], &rows, None).await?;
+                        note_row_ids(&tx, t, &rows).await
+                    })
+                });
                 if let Err(e) = outcome {
                     return Ok(Err(format!("{e:#}")));
                 }
@@ -709,6 +835,10 @@ impl SharedStore for PgStore {
             Ok(out)
         })
     }
+
+    fn person(&self) -> Option<String> {
+        self.person.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// A write holding the server's lock; rolled back when dropped uncommitted.
@@ -749,11 +879,24 @@ impl SharedWrite for PgWrite<'_> {
         out.map_err(|message| SharedError { message, unreachable: false })
     }
 
-    fn commit(mut self: Box<Self>, machine: &str, changes: &ChangeSet) -> Result<i64, SharedError> {
-        let text = serde_json::to_string(changes)
-            .map_err(|e| SharedError { message: format!("encoding a change: {e}"), unreachable: false })?;
+    fn row_ids(&mut self) -> Result<Vec<(String, i64)>, SharedError> {
+        self.run(async |c| {
+            let rows = c.query("SELECT tbl, high FROM oh_row_ids", &[]).await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
+    fn commit(mut self: Box<Self>, machine: &str, parts: &[Part]) -> Result<i64, SharedError> {
+        let mut texts = Vec::with_capacity(parts.len());
+        for p in parts {
+            texts.push(
+                serde_json::to_string(&p.changes)
+                    .map_err(|e| SharedError { message: format!("encoding a change: {e}"), unreachable: false })?,
+            );
+        }
         let catalog = self.store.tables.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(tc) = changes.tables.iter().find(|tc| !catalog.iter().any(|t| t.name == tc.table)) {
+        let all = parts.iter().flat_map(|p| p.changes.tables.iter());
+        if let Some(tc) = all.clone().find(|tc| !catalog.iter().any(|t| t.name == tc.table)) {
             return Err(SharedError {
                 message: format!(
                     "{}: table {} is not set up there (run `openhumand-mcp migrate`)",
@@ -764,19 +907,31 @@ impl SharedWrite for PgWrite<'_> {
         }
         let now = now_ms();
         let seq = self.run(async |c| {
-            for tc in &changes.tables {
-                let t = catalog.iter().find(|t| t.name == tc.table).expect("checked above");
-                apply_rows(c, t, &tc.deletes, &tc.upserts).await?;
+            for p in parts {
+                for tc in &p.changes.tables {
+                    let t = catalog.iter().find(|t| t.name == tc.table).expect("checked above");
+                    apply_rows(c, t, &tc.deletes, &tc.upserts, Some(&p.scope)).await?;
+                    note_row_ids(c, t, &tc.upserts).await?;
+                }
             }
-            let seq: i64 = c
-                .query_one(
-                    "INSERT INTO oh_changes (machine, at_ms, changes) VALUES ($1, $2, $3) RETURNING seq",
-                    &[&machine, &now, &text],
-                )
-                .await?
-                .get(0);
-            c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &seq.to_string()]).await?;
-            Ok(seq)
+            let mut last = None;
+            for (p, text) in parts.iter().zip(&texts) {
+                let seq: i64 = c
+                    .query_one(
+                        "INSERT INTO oh_changes (machine, at_ms, changes, person, visibility) VALUES ($1, $2, $3, $4, $5)
+                         RETURNING seq",
+                        &[&machine, &now, text, &p.scope.person, &p.scope.visibility],
+                    )
+                    .await?
+                    .get(0);
+                last = Some(seq);
+            }
+            let last = match last {
+                Some(s) => s,
+                None => head_of(c).await?,
+            };
+            c.execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &last.to_string()]).await?;
+            Ok(last)
         })?;
         let committed = self.run(async |c| c.batch_execute("COMMIT").await);
         self.open = false;

@@ -54,11 +54,13 @@ pub(crate) async fn set_up(tx: &tokio_postgres::Transaction<'_>) -> Result<Vecto
          )"
     ))
     .await?;
+    // A vector is read and written only by those who may read its chunk.
+    tx.batch_execute(&super::visibility::follow_chunk_policy(VECTORS_TABLE, "chunk")).await?;
     storage_of(tx).await
 }
 
 /// How the existing table stores vectors.
-async fn storage_of(c: &impl GenericClient) -> Result<VectorStorage, tokio_postgres::Error> {
+pub(crate) async fn storage_of(c: &impl GenericClient) -> Result<VectorStorage, tokio_postgres::Error> {
     let row = c
         .query_opt(
             "SELECT t.typname::text FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid

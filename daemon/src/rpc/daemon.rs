@@ -314,6 +314,7 @@ where
         result_id: None,
         args_summary: summary,
         machine: None,
+        person: None,
     };
     let outcome = match state.limiter().admit_control(&state.config()) {
         Ok(()) => work(state.clone()).await,
@@ -346,6 +347,7 @@ async fn forget_project(state: AppState, params: Map<String, Value>, caller: Cal
         result_id: None,
         args_summary: json!({ "project_bytes": project.len() }),
         machine: None,
+        person: None,
     };
     let outcome = match state.limiter().admit_control(&state.config()) {
         Ok(()) => {

@@ -143,6 +143,7 @@ pub(crate) fn audit_row(tool: &str, ctx: &RequestCtx, args: &Map<String, Value>)
         result_id: None,
         args_summary: summarize(tool, args),
         machine: None,
+        person: None,
     }
 }
 

@@ -515,6 +515,7 @@ fn record(state: &AppState, i: usize, source: &WatchedSource, outcome: Result<Ou
         result_id: None,
         args_summary: json!({ "source": i }),
         machine: None,
+        person: None,
     };
     match outcome {
         Ok(o) => {

@@ -173,6 +173,7 @@ mod tests {
             exclude: exclude.iter().map(|s| s.to_string()).collect(),
             gitignore: true,
             exclude_projects: Vec::new(),
+            visibility: None,
         }
     }
 

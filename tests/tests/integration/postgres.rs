@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+mod visibility;
+
 use openhuman_tests::postgres::PgServer;
 use openhuman_tests::{Daemon, Home, Peer, WAIT, kill, rpc_error, tool_err_text, tool_ok, wait_exit};
 use serde_json::{Value, json};

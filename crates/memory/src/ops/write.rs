@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use super::filter_params;
 use crate::types::{AuditRow, PutDocument};
 use crate::util::rfc3339_to_ms;
+use crate::visibility::{Visibility, with_requested};
 use crate::write_api::{Forgotten, Learned, Noted, Split, Stored, Tagged};
 use crate::{MemoryEngine, MemoryError};
 
@@ -43,7 +44,11 @@ params! {
         .max_chars(crate::project::MAX_BYTES),
         #[serde(skip_serializing_if = "Option::is_none")]
         observed_at: Option<String> =
-            string("RFC 3339 time the fact was observed (default: now); orders it among versions.").max_chars(64),
+            string("RFC 3339 time the fact was observed (default: now); orders it among versions.").max_chars(64),        #[serde(skip_serializing_if = "Option::is_none")]
+        visibility: Option<String> = string(
+            "Who may read it when memory is shared: machine, person, team or group:<role> (default: the configuration's)."
+        )
+        .max_chars(80),
     }
 }
 
@@ -53,7 +58,11 @@ params! {
         chunk_id: String = string("The chunk to annotate (from search, recall or browse).")
             .required()
             .max_chars(256),
-        note_text: String = string("The note.").required().max_chars(64 * 1024),
+        note_text: String = string("The note.").required().max_chars(64 * 1024),        #[serde(skip_serializing_if = "Option::is_none")]
+        visibility: Option<String> = string(
+            "Who may read it when memory is shared: machine, person, team or group:<role> (default: the configuration's)."
+        )
+        .max_chars(80),
     }
 }
 
@@ -80,6 +89,11 @@ params! {
             "The project it belongs to: the absolute path of a git root or working directory (default: the session's)."
         )
         .max_chars(crate::project::MAX_BYTES),
+        #[serde(skip_serializing_if = "Option::is_none")]
+        visibility: Option<String> = string(
+            "Who may read it when memory is shared: machine, person, team or group:<role> (default: the configuration's)."
+        )
+        .max_chars(80),
     }
 }
 
@@ -154,13 +168,15 @@ impl MemoryEngine {
             project,
             track_facts: true,
         };
-        self.put_document(doc, by.audit)
+        let vis = self.visibility_arg(&p.visibility)?;
+        with_requested(vis, || self.put_document(doc, by.audit))
     }
 
     /// `memory.note`: the chunk's note from this tool (a second one replaces the first).
     pub fn note(&self, p: NoteParams, by: Author) -> Result<Noted, MemoryError> {
         let key = format!("mcp-note-{}", p.chunk_id.trim());
-        self.add_note(&p.chunk_id, &p.note_text, &key, &by.source, by.audit)
+        let vis = self.visibility_arg(&p.visibility)?;
+        with_requested(vis, || self.add_note(&p.chunk_id, &p.note_text, &key, &by.source, by.audit))
     }
 
     /// `tree.tag`: the chunk's tags from this tool (replacing those it set before).
@@ -173,12 +189,23 @@ impl MemoryEngine {
     pub fn learn_one(&self, p: LearnParams, by: Author) -> Result<Learned, MemoryError> {
         let project = filter_params::project_arg("project", &p.project)?;
         let kind = p.kind.as_deref().unwrap_or("other");
-        self.learn_with(&p.text, kind, p.confidence, project.as_deref(), true, &by.source, by.audit)
+        let vis = self.visibility_arg(&p.visibility)?;
+        with_requested(vis, || {
+            self.learn_with(&p.text, kind, p.confidence, project.as_deref(), true, &by.source, by.audit)
+        })
     }
 
     /// `memory.forget`: deletes what the ids name, for good.
     pub fn forget_ids(&self, p: ForgetParams, by: Author) -> Result<Forgotten, MemoryError> {
         self.forget(&p.ids, &by.source, by.audit)
+    }
+
+    /// A write's `visibility` argument, as the rows carry it.
+    fn visibility_arg(&self, v: &Option<String>) -> Result<Option<String>, MemoryError> {
+        let Some(v) = v else { return Ok(None) };
+        let vis = Visibility::parse(v)
+            .map_err(|e| MemoryError::InvalidParams(format!("invalid arguments: argument `visibility`: {e}")))?;
+        Ok(Some(vis.stored(self.inner.machine().unwrap_or_default())))
     }
 
     /// `memory.split_entity`: undoes a merge of people.
