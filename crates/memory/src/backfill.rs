@@ -96,12 +96,15 @@ fn run(weak: &Weak<Inner>, kind: TierKind) {
                 scanned_to = last;
             }
             let mut n = 0;
-            for batch in rows.chunks(kind.fill_batch()) {
-                if inner.stopping.load(Ordering::Relaxed) || !fill(&inner, tier, batch)? {
-                    // The embedder failed: stop; a later write or open retries.
-                    return Ok(None);
+            for window in rows.chunks(kind.sort_window()) {
+                let window = by_length(&inner, kind, window)?;
+                for batch in window.chunks(kind.fill_batch()) {
+                    if inner.stopping.load(Ordering::Relaxed) || !fill(&inner, tier, batch)? {
+                        // The embedder failed: stop; a later write or open retries.
+                        return Ok(None);
+                    }
+                    n += batch.len();
                 }
-                n += batch.len();
             }
             Ok(Some(n))
         });
@@ -165,6 +168,24 @@ fn missing(inner: &Inner, tier: &Tier, after: i64) -> Result<Vec<i64>, MemoryErr
         }
     }
     Ok(out)
+}
+
+/// The rows of one window, shortest text first for a tier whose embedder pads a batch to its
+/// longest text (the deep tier), so each batch holds texts of about one length; as given for the
+/// others.
+fn by_length(inner: &Inner, kind: TierKind, window: &[i64]) -> Result<Vec<i64>, MemoryError> {
+    if kind.sort_window() <= kind.fill_batch() {
+        return Ok(window.to_vec());
+    }
+    let mut rows: Vec<(i64, i64)> = inner
+        .read_conn()?
+        .prepare_cached(
+            "SELECT rowid, length(content) + coalesce(length(title), 0) FROM chunks WHERE rowid IN rarray(?1)",
+        )?
+        .query_map([rarray(window)], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    rows.sort_by_key(|&(rowid, len)| (len, rowid));
+    Ok(rows.into_iter().map(|(rowid, _)| rowid).collect())
 }
 
 /// Embeds one batch with `tier`'s embedder and stores the vectors of the rows that still
