@@ -6,7 +6,9 @@
 //! chunks that still exist (rowids are never reused, so a rowid's text cannot change in
 //! between). It holds only a weak reference to the engine between passes, and stops at the
 //! next batch once the last engine handle is dropped. When the deep tier's thread finds
-//! nothing left to embed it re-checks coverage, which is what lets queries switch to it.
+//! nothing left to embed it re-checks coverage, which is what lets queries switch to it. The
+//! deep tier's thread takes the missing chunks a window at a time, shortest text first, so that
+//! each batch holds texts of about one length and its encoder pads little.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
