@@ -6,7 +6,9 @@
 //! chunks that still exist (rowids are never reused, so a rowid's text cannot change in
 //! between). It holds only a weak reference to the engine between passes, and stops at the
 //! next batch once the last engine handle is dropped. When the deep tier's thread finds
-//! nothing left to embed it re-checks coverage, which is what lets queries switch to it.
+//! nothing left to embed it re-checks coverage, which is what lets queries switch to it. The
+//! deep tier's thread takes the missing chunks a window at a time, shortest text first, so that
+//! each batch holds texts of about one length and its encoder pads little.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -96,12 +98,15 @@ fn run(weak: &Weak<Inner>, kind: TierKind) {
                 scanned_to = last;
             }
             let mut n = 0;
-            for batch in rows.chunks(kind.fill_batch()) {
-                if inner.stopping.load(Ordering::Relaxed) || !fill(&inner, tier, batch)? {
-                    // The embedder failed: stop; a later write or open retries.
-                    return Ok(None);
+            for window in rows.chunks(kind.sort_window()) {
+                let window = by_length(&inner, kind, window)?;
+                for batch in window.chunks(kind.fill_batch()) {
+                    if inner.stopping.load(Ordering::Relaxed) || !fill(&inner, tier, batch)? {
+                        // The embedder failed: stop; a later write or open retries.
+                        return Ok(None);
+                    }
+                    n += batch.len();
                 }
-                n += batch.len();
             }
             Ok(Some(n))
         });
@@ -165,6 +170,24 @@ fn missing(inner: &Inner, tier: &Tier, after: i64) -> Result<Vec<i64>, MemoryErr
         }
     }
     Ok(out)
+}
+
+/// The rows of one window, shortest text first for a tier whose embedder pads a batch to its
+/// longest text (the deep tier), so each batch holds texts of about one length; as given for the
+/// others.
+fn by_length(inner: &Inner, kind: TierKind, window: &[i64]) -> Result<Vec<i64>, MemoryError> {
+    if kind.sort_window() <= kind.fill_batch() {
+        return Ok(window.to_vec());
+    }
+    let mut rows: Vec<(i64, i64)> = inner
+        .read_conn()?
+        .prepare_cached(
+            "SELECT rowid, length(content) + coalesce(length(title), 0) FROM chunks WHERE rowid IN rarray(?1)",
+        )?
+        .query_map([rarray(window)], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    rows.sort_by_key(|&(rowid, len)| (len, rowid));
+    Ok(rows.into_iter().map(|(rowid, _)| rowid).collect())
 }
 
 /// Embeds one batch with `tier`'s embedder and stores the vectors of the rows that still

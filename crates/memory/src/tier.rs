@@ -69,6 +69,15 @@ impl TierKind {
             TierKind::Deep => 32,
         }
     }
+
+    /// Rows the background thread orders by text length before cutting them into fill batches,
+    /// so that a transformer pads each batch little; the fast tier's embedder does not pad.
+    pub(crate) fn sort_window(self) -> usize {
+        match self {
+            TierKind::Fast => self.fill_batch(),
+            TierKind::Deep => 1024,
+        }
+    }
 }
 
 /// A tier's background fill thread (see `backfill`).

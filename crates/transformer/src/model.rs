@@ -7,15 +7,24 @@
 //! `max_seq_length` (`sentence_bert_config.json`, else 512 or the position table if smaller),
 //! run the encoder, pool (mean over real tokens, or the `[CLS]` token, as the pooling config
 //! says), L2-normalise. A batch is sorted by length and run in groups of similar length, so
-//! short texts are not padded to the longest one.
+//! short texts are not padded to the longest one; a group holds up to [`GROUP_TOKENS`] padded
+//! tokens, so short texts go many at a time and long ones a few.
+//!
+//! Queries come first: `embed` (the background fill's batches) runs on a thread pool of its own,
+//! so a query's matrix products (on the caller's thread and candle's global pool) never queue
+//! behind the fill's; `embed_query` marks itself in flight, and the fill waits before each group
+//! until no query is running, so a query shares the cores with at most the one group already
+//! started.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::Duration;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use openhuman_memory::embed::{EmbedError, Embedder};
+use rayon::prelude::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
@@ -23,8 +32,17 @@ use tokenizers::{Tokenizer, TruncationParams};
 use super::error::TransformerError;
 use super::store::MANIFEST;
 
-/// Texts run through the encoder at once.
-const GROUP: usize = 32;
+/// Padded tokens (rows × longest row) run through the encoder at once: 16 texts of 256 tokens,
+/// 64 of 64. Larger groups gain little on a CPU and make a query wait longer for the group in
+/// progress.
+pub const GROUP_TOKENS: usize = 4096;
+
+/// Most texts in one group, however short.
+const GROUP_ROWS: usize = 256;
+
+/// How long the fill waits for running queries before it goes on anyway, so a steady stream of
+/// queries slows the fill without stopping it.
+const QUERY_WAIT: Duration = Duration::from_millis(500);
 
 /// How token vectors become one sentence vector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +83,43 @@ pub struct TransformerEmbedder {
     spec: Spec,
     signature: String,
     loaded: OnceLock<Result<Loaded, String>>,
+    group_tokens: usize,
+    parallel_groups: bool,
+    queries: QueryGate,
+    /// The fill's threads (built on first use): as many as candle would use.
+    fill_pool: OnceLock<Option<rayon::ThreadPool>>,
+}
+
+/// Queries in flight, which the fill waits for between groups.
+#[derive(Default)]
+struct QueryGate {
+    running: Mutex<usize>,
+    idle: Condvar,
+}
+
+struct InFlight<'a>(&'a QueryGate);
+
+impl QueryGate {
+    fn enter(&self) -> InFlight<'_> {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        InFlight(self)
+    }
+
+    /// Returns once no query runs, or after `QUERY_WAIT`.
+    fn wait_idle(&self) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self.idle.wait_timeout_while(running, QUERY_WAIT, |n| *n > 0);
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut n = self.0.running.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.0.idle.notify_all();
+        }
+    }
 }
 
 fn read_json(path: &Path) -> Result<Value, TransformerError> {
@@ -166,7 +221,20 @@ impl TransformerEmbedder {
             spec,
             signature,
             loaded: OnceLock::new(),
+            group_tokens: GROUP_TOKENS,
+            parallel_groups: true,
+            queries: QueryGate::default(),
+            fill_pool: OnceLock::new(),
         })
+    }
+
+    /// Sets the padded tokens per encoder run (default [`GROUP_TOKENS`]) and whether the fill
+    /// runs its groups side by side (default) or one after another, each using every core only
+    /// in the matrix products; for measuring one against the other.
+    pub fn with_fill_layout(mut self, group_tokens: usize, parallel_groups: bool) -> TransformerEmbedder {
+        self.group_tokens = group_tokens.max(1);
+        self.parallel_groups = parallel_groups;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -210,24 +278,56 @@ impl TransformerEmbedder {
             .map_err(String::as_str)
     }
 
-    fn run(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, TransformerError> {
+    /// Embeds `texts`; `yield_to_queries` makes it wait before each group while a query runs.
+    fn run(&self, texts: &[&str], yield_to_queries: bool) -> Result<Vec<Vec<f32>>, TransformerError> {
         let loaded = self.loaded().map_err(|e| TransformerError::Model(e.to_string()))?;
         let encodings = loaded
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| TransformerError::Model(format!("tokenizing failed: {e}")))?;
-        // Longest first, in groups: each group is padded only to its own longest text.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].get_ids().len()));
-        let mut out = vec![Vec::new(); texts.len()];
-        for group in order.chunks(GROUP) {
+        let lens: Vec<usize> = encodings.iter().map(|e| e.get_ids().len()).collect();
+        let encode = |group: &Vec<usize>| {
+            if yield_to_queries {
+                self.queries.wait_idle();
+            }
             let rows: Vec<&[u32]> = group.iter().map(|&i| encodings[i].get_ids()).collect();
-            for (&i, v) in group.iter().zip(encode_group(&loaded.model, self.spec.pooling, &rows)?) {
+            encode_group(&loaded.model, self.spec.pooling, &rows)
+        };
+        // The fill runs its groups side by side, one per core of its pool: every step of the
+        // encoder (not only the matrix products candle splits) then uses all the cores. So that
+        // a batch of short texts also keeps every core busy, it makes at least one group a core.
+        let side_by_side = yield_to_queries && self.parallel_groups && rayon::current_num_threads() > 1;
+        let max_rows = if side_by_side { texts.len().div_ceil(rayon::current_num_threads()) } else { GROUP_ROWS };
+        let groups = groups(&lens, self.group_tokens, max_rows);
+        let vecs: Vec<Vec<Vec<f32>>> = if side_by_side && groups.len() > 1 {
+            groups.par_iter().map(encode).collect::<Result<_, _>>()?
+        } else {
+            groups.iter().map(encode).collect::<Result<_, _>>()?
+        };
+        let mut out = vec![Vec::new(); texts.len()];
+        for (group, vs) in groups.iter().zip(vecs) {
+            for (&i, v) in group.iter().zip(vs) {
                 out[i] = v;
             }
         }
         Ok(out)
     }
+}
+
+/// The texts (indexes into `lens`, their lengths in tokens) in encoder runs: longest first, each
+/// run as many texts as fit `budget` padded tokens at its first (longest) text's length, at most
+/// `max_rows` (and [`GROUP_ROWS`]).
+pub(crate) fn groups(lens: &[usize], budget: usize, max_rows: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lens.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(lens[i]));
+    let mut out = Vec::new();
+    let mut rest = &order[..];
+    while let Some(&first) = rest.first() {
+        let n = (budget / lens[first].max(1)).clamp(1, GROUP_ROWS.min(max_rows).max(1)).min(rest.len());
+        out.push(rest[..n].to_vec());
+        rest = &rest[n..];
+    }
+    out
 }
 
 fn load(dir: &Path, spec: &Spec) -> Result<Loaded, TransformerError> {
@@ -299,7 +399,20 @@ impl Embedder for TransformerEmbedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        self.run(texts).map_err(|e| EmbedError(format!("transformer model {}: {e}", self.name)))
+        let pool = self.fill_pool.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(candle_core::utils::get_num_threads())
+                .thread_name(|i| format!("memory-embed-deep-{i}"))
+                .build()
+                .map_err(|e| tracing::warn!(error = %e, "no thread pool for the fill; it shares the query pool"))
+                .ok()
+        });
+        let run = || self.run(texts, true);
+        let out = match pool {
+            Some(p) => p.install(run),
+            None => run(),
+        };
+        out.map_err(|e| EmbedError(format!("transformer model {}: {e}", self.name)))
     }
 
     fn embed_query(&self, query: &str) -> Result<Vec<f32>, EmbedError> {
@@ -307,7 +420,9 @@ impl Embedder for TransformerEmbedder {
             Some(p) => format!("{p}{query}"),
             None => query.to_string(),
         };
-        let mut v = self.embed(&[&text])?;
+        let _in_flight = self.queries.enter();
+        let mut v =
+            self.run(&[&text], false).map_err(|e| EmbedError(format!("transformer model {}: {e}", self.name)))?;
         Ok(v.swap_remove(0))
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use openhuman_memory::embed::Embedder;
 
-use super::model::Pooling;
+use super::model::{Pooling, groups};
 use super::{ModelStore, TransformerEmbedder, TransformerError, check_name, default_name};
 
 fn model_dir() -> Option<PathBuf> {
@@ -106,6 +106,27 @@ fn pooling_and_length_are_read_from_the_directory() {
     assert!(err.contains("has no tokenizer.json"), "{err}");
 }
 
+/// Longest first, each encoder run within the padded-token budget (a text longer than the budget
+/// runs alone), every text exactly once.
+#[test]
+fn groups_are_sorted_by_length_and_fit_the_token_budget() {
+    let lens = [10, 200, 12, 256, 11, 190, 700, 1];
+    let g = groups(&lens, 512, 256);
+    assert_eq!(g, [vec![6], vec![3, 1], vec![5, 2], vec![4, 0, 7]]);
+    for group in &g {
+        let longest = group.iter().map(|&i| lens[i]).max().unwrap();
+        assert!(group.len() == 1 || group.len() * longest <= 512, "{group:?}");
+    }
+    let mut all: Vec<usize> = g.concat();
+    all.sort();
+    assert_eq!(all, (0..lens.len()).collect::<Vec<_>>());
+    // Many short texts: at most 256 a run.
+    assert_eq!(groups(&[1; 600], 8192, 1000).iter().map(Vec::len).collect::<Vec<_>>(), [256, 256, 88]);
+    // A row limit (the fill's share per core) splits short texts too.
+    assert_eq!(groups(&[1; 32], 8192, 16).iter().map(Vec::len).collect::<Vec<_>>(), [16, 16]);
+    assert!(groups(&[], 8192, 16).is_empty());
+}
+
 #[test]
 fn install_refuses_sources_without_a_model_and_leaves_nothing_behind() {
     let data = tempfile::tempdir().unwrap();
@@ -147,6 +168,11 @@ fn a_real_model_embeds_paraphrases_close_and_batches_like_single_texts() {
         cos(&batch[0], &batch[1]) > cos(&batch[1], &batch[2]) + 0.1,
         "a paraphrase is nearer than an unrelated text"
     );
+    // Run in groups of other sizes (here one or two texts each), every text keeps its vector.
+    let small = TransformerEmbedder::open(&dir, "test-model").unwrap().with_fill_layout(24, true);
+    for (v, w) in batch.iter().zip(small.embed(&texts).unwrap()) {
+        assert!(cos(v, &w) > 0.9999, "groups of another size differ ({})", cos(v, &w));
+    }
     // Texts longer than the model's window are cut, not refused.
     let long = "word ".repeat(5000);
     assert_eq!(e.embed(&[&long]).unwrap()[0].len(), e.dims());
