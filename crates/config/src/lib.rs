@@ -1065,11 +1065,11 @@ mod tests {
 
     #[test]
     fn visibilities_are_checked_where_they_are_configured() {
-        let ok = "[memory]\ndefault_visibility = \"person\"\nproject_visibility = { \"/work/x\" = \"group:ops\" }\n\
+        let ok = "[memory]\ndefault_visibility = \"person\"\nproject_visibility = { \"/projects/x\" = \"group:ops\" }\n\
                   [[memory.sources]]\npath = \"/diary\"\nvisibility = \"machine\"\n";
         let c = load_text(ok, &[]).unwrap();
         assert_eq!(c.memory.default_visibility, "person");
-        assert_eq!(c.memory.project_visibility["/work/x"], "group:ops");
+        assert_eq!(c.memory.project_visibility["/projects/x"], "group:ops");
         assert_eq!(c.memory.sources[0].visibility.as_deref(), Some("machine"));
         assert_eq!(load_text("", &[]).unwrap().memory.default_visibility, "team");
         let err = load_text("[memory]\ndefault_visibility = \"everyone\"\n", &[]).unwrap_err().to_string();

@@ -367,7 +367,7 @@ mod tests {
         let rules = VisibilityRules {
             default: Visibility::Team,
             sources: vec![("/diary".into(), Visibility::Machine)],
-            projects: vec![("/work/secret".into(), Visibility::Group("ops".into()))],
+            projects: vec![("/projects/secret".into(), Visibility::Group("ops".into()))],
         };
         install(&conn, &rules, "laptop").unwrap();
         set_person(&conn, Some("alice")).unwrap();
@@ -378,9 +378,9 @@ mod tests {
         let plain = chunk(&conn, "c1", "doc:default/x", None);
         let diary = chunk(&conn, "c2", "file:/diary/2024/may.md", None);
         let near = chunk(&conn, "c3", "file:/diaryX/a.md", None);
-        let project = chunk(&conn, "c4", "file:/diary/p.md", Some("/work/secret/app"));
+        let project = chunk(&conn, "c4", "file:/diary/p.md", Some("/projects/secret/app"));
         force(&conn, "person").unwrap();
-        let asked = chunk(&conn, "c5", "file:/diary/q.md", Some("/work/secret"));
+        let asked = chunk(&conn, "c5", "file:/diary/q.md", Some("/projects/secret"));
         assert_eq!(scope_of(&conn, plain), (Some("alice".into()), "team".into()));
         assert_eq!(scope_of(&conn, diary).1, "machine:laptop");
         assert_eq!(scope_of(&conn, near).1, "team", "a path covers what is under it, not its namesakes");
