@@ -34,7 +34,7 @@
 //!    ingest after the log was pruned past it (snapshot plus tail), each until its vectors are
 //!    complete;
 //! 6. the log's rows over a long write run (`POSTGRES_BENCH_LOG_WRITES`, default 5000) with a
-//!    tiny window (`log_keep_days = 0`, `log_keep_rows = 100`): the most it held, sampled every
+//!    tiny window (`log_keep_days = 0`, `log_keep_rows = 10`): the most it held, sampled every
 //!    50 writes, against the changes written.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
 
@@ -377,9 +377,9 @@ fn run() -> Result<()> {
 
 const LOG_COMMAND: &str = "cargo build --release && cargo bench -p openhuman-tests --bench postgres -- --log [CHUNKS]";
 const DEFAULT_LOG_WRITES: usize = 5_000;
-/// The pruning daemon's window: nothing kept for its age, the newest 100 changes kept.
-const TINY_KEEP_ROWS: i64 = 100;
-const TINY_WINDOW: &str = "log_keep_days = 0\nlog_keep_rows = 100\nlog_prune_every_secs = 0\n";
+/// The pruning daemon's window: nothing kept for its age, the newest 10 changes kept.
+const TINY_KEEP_ROWS: i64 = 10;
+const TINY_WINDOW: &str = "log_keep_days = 0\nlog_keep_rows = 10\nlog_prune_every_secs = 0\n";
 
 fn log_field(v: &Value, key: &str) -> Option<i64> {
     v["log"][key].as_i64()
@@ -474,7 +474,7 @@ fn run_log(chunks: usize, writes: usize) -> Result<()> {
     }
     println!();
     println!(
-        "| log over {written} writes ({:.0} writes/s), window: 0 days, newest {TINY_KEEP_ROWS} | rows |",
+        "| log over {writes} writes ({written} changes, {:.0} writes/s), window: 0 days, newest {TINY_KEEP_ROWS} | rows |",
         writes as f64 / secs(write_t)
     );
     println!("|---|---|");
