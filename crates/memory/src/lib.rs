@@ -86,6 +86,7 @@ pub use follow::{MoveSummary, SharedStatus, move_to_embedded, move_to_shared, sh
 pub use ops::Operation;
 pub use stats::{FtsStats, Stats, VectorStats};
 pub use sync::{Check, FtsCheck, VectorCheck};
+pub use vectors::ann::AnnStats;
 /// The schema version of the store this build writes (and of a shared store's tables).
 pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
 pub use fts::word_stems;
