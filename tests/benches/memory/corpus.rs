@@ -202,6 +202,7 @@ pub fn paragraphs() -> usize {
 }
 
 /// Words per section body.
+#[allow(dead_code, reason = "the memory bench's report uses it; the postgres bench shares this file")]
 pub fn words_per_chunk() -> usize {
     paragraphs() * PARAGRAPH_WORDS
 }
