@@ -14,8 +14,8 @@
 //!   placed since training sit clearly farther from their centroids than the trained ones
 //!   did (drift); it places pending rows in batches (copying them under a read lock, taking
 //!   the write lock only to file them); then it calibrates `probes` on rows of the index used
-//!   as queries (the smallest count whose recall@10 against the exact scan is at least
-//!   [`TARGET_RECALL`]) and persists the index (`ann.bin` in the tier's directory) — again when
+//!   as queries (twice the smallest count whose recall@10 against the exact scan is at least
+//!   [`TARGET_RECALL`], as rows find their neighbours more easily than other queries do) and persists the index (`ann.bin` in the tier's directory) — again when
 //!   an eighth more rows were filed since, and when the tier closes.
 //! - Writers only append a row to the pending list, so ingest pays nothing; a search scans the
 //!   pending rows exactly (sign-prefiltered when there are many, as after a retrain).
@@ -394,7 +394,9 @@ pub(crate) fn run_job(index: &RwLock<VectorIndex>, job: Job, stop: impl Fn() -> 
                 (ivf.probes(), 1.0)
             } else {
                 let need = ((ranks.len() as f64 * TARGET_RECALL).ceil() as usize).clamp(1, ranks.len());
-                let probes = (ranks[need - 1] as usize + 1).max(1);
+                // Twice what the sample needs, and at least 8: rows of the index sit close to
+                // their own centroid, so a query that is not a row needs more lists than they do.
+                let probes = (2 * (ranks[need - 1] as usize + 1)).max(8).min(ivf.leaf_count().max(1));
                 let found = ranks.iter().filter(|r| (**r as usize) < probes).count();
                 (probes, found as f64 / ranks.len() as f64)
             };
