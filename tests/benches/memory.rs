@@ -106,6 +106,10 @@ fn run() -> Result<()> {
     println!("git     : {}", support::git_state());
     println!("load    : {} (1/5/15 min, before)", support::loadavg());
     println!(
+        "profile : {} (OPENHUMAN_BENCH_PROFILE)",
+        std::env::var("OPENHUMAN_BENCH_PROFILE").unwrap_or_else(|_| "release".to_string())
+    );
+    println!(
         "corpus  : {} chunks of ~{} Zipf words in {} Markdown files",
         chunks,
         corpus::words_per_chunk(),

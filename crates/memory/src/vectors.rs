@@ -248,7 +248,7 @@ impl VectorIndex {
         let best = match restrict {
             Some(rows) => self.exact(&query, limit, rows.iter().filter_map(|r| self.pos.get(r).copied())),
             None => match self.ivf.as_deref() {
-                Some(ivf) if self.uses_ivf() => self.search_ivf(ivf, &q, &query, limit),
+                Some(ivf) if self.uses_ivf() && ivf_pays(ivf) => self.search_ivf(ivf, &q, &query, limit),
                 _ => {
                     let n = self.rowids.len();
                     let signs = (n >= PREFILTER_MIN_ROWS).then(|| SignTable::new(&q));
@@ -513,6 +513,14 @@ impl VectorIndex {
             }
         }
     }
+}
+
+/// Whether scanning the IVF's probed lists reads less than the sign pre-rank does: that reads
+/// 32 bytes a row plus the int8 rows of 1/128 of them (~34 bytes a row at 256 dimensions), the
+/// probed lists 256 bytes for each of their rows. On vectors that form no clusters the
+/// calibration asks for so many lists that the pre-rank is cheaper, and it answers instead.
+fn ivf_pays(ivf: &Ivf) -> bool {
+    ivf.probes().saturating_mul(8) <= ivf.leaf_count()
 }
 
 /// `part` over `0..n` split across up to `SCAN_THREADS` threads (one part each, their hits

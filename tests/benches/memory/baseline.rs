@@ -161,13 +161,16 @@ pub fn ann_recall(dir: &Path, v: &Vectors, queries: &[usize]) -> Result<Option<(
         return Err(format!("ANN file magic {magic:?}: the bench needs updating").into());
     }
     let u32_ = |r: &mut BufReader<std::fs::File>| -> Result<u32> { Ok(u32::from_le_bytes(bytes(r)?)) };
-    let _version = u32_(&mut r)?;
+    let version = u32_(&mut r)?;
     let sig_len = u32_(&mut r)? as usize;
     let mut sig = vec![0u8; sig_len];
     r.read_exact(&mut sig)?;
     let dims = u32_(&mut r)? as usize;
     let _trained: [u8; 8] = bytes(&mut r)?;
     let _fit: [u8; 4] = bytes(&mut r)?;
+    if version >= 2 {
+        let _mean = floats(&mut r, dims)?;
+    }
     let probes = u32_(&mut r)? as usize;
     let _recall = u32_(&mut r)?;
     let groups = u32_(&mut r)? as usize;

@@ -53,7 +53,7 @@ const KMEANS_ITERS: usize = 8;
 /// training sample's mean counts as drift.
 const DRIFT: f32 = 0.05;
 /// The on-disk format; a file of another version is discarded and the index retrained.
-pub(crate) const ANN_VERSION: u32 = 1;
+pub(crate) const ANN_VERSION: u32 = 2;
 const MAGIC: &[u8; 8] = b"OHANN001";
 const FILE: &str = "ann.bin";
 
@@ -78,6 +78,10 @@ pub(crate) struct Ivf {
     pub trained_rows: usize,
     /// Mean cosine of the training sample to its leaf.
     fit: f32,
+    /// The sample's mean row. Rows and centroids live in the space centred on it: vectors of one
+    /// embedder share a large common component, and only what is left after removing it tells
+    /// rows apart. A query's ranking is unchanged by it (`q·x = q·(x − mean) + q·mean`).
+    mean: Vec<f32>,
     /// Leaves a query scans; 0 until calibrated (then the search scans a default).
     probes: AtomicUsize,
     /// Measured recall@10 at `probes`, in millionths.
@@ -135,9 +139,11 @@ impl Ivf {
         scored.into_iter().map(|(_, i)| i).collect()
     }
 
-    /// The leaf for unit row `v` and its cosine to it (through the best groups).
+    /// The leaf for unit row `v` and the cosine of its centred direction to it (through the best
+    /// groups).
     fn place(&self, v: &[f32]) -> (u32, f32) {
         let d = self.dims;
+        let v = &centred(v, &self.mean);
         let mut groups: Vec<(f32, usize)> =
             self.groups.chunks_exact(d).enumerate().map(|(i, c)| (dot(v, c), i)).collect();
         let take = GROUP_PROBES.min(groups.len());
@@ -495,8 +501,17 @@ fn kmeans(data: &[f32], dims: usize, k: usize, rng: &mut Rng, stop: &impl Fn() -
 }
 
 /// Trains an IVF of about `leaves` leaves on the unit rows of `sample`.
-pub(crate) fn train(sample: &[f32], dims: usize, leaves: usize, rows: usize, stop: &impl Fn() -> bool) -> Option<Ivf> {
-    let n = sample.len() / dims.max(1);
+pub(crate) fn train(raw: &[f32], dims: usize, leaves: usize, rows: usize, stop: &impl Fn() -> bool) -> Option<Ivf> {
+    let n = raw.len() / dims.max(1);
+    let mut mean = vec![0f32; dims];
+    for v in raw.chunks_exact(dims) {
+        for (m, x) in mean.iter_mut().zip(v) {
+            *m += x;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= n.max(1) as f32);
+    let sample: Vec<f32> = raw.chunks_exact(dims).flat_map(|v| centred(v, &mean)).collect();
+    let sample = &sample[..];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let g = (leaves as f64).sqrt().ceil().max(1.0) as usize;
     let groups = kmeans(sample, dims, g, &mut rng, stop)?;
@@ -533,14 +548,22 @@ pub(crate) fn train(sample: &[f32], dims: usize, leaves: usize, rows: usize, sto
         members,
         trained_rows: rows,
         fit: 0.0,
+        mean,
         probes: AtomicUsize::new(0),
         recall_ppm: AtomicU32::new(0),
         placed: AtomicU64::new(0),
         placed_fit_micro: AtomicU64::new(0),
     };
-    let fit: f64 = sample.chunks_exact(dims).map(|v| f64::from(ivf.place(v).1)).sum();
+    let fit: f64 = raw.chunks_exact(dims).map(|v| f64::from(ivf.place(v).1)).sum();
     ivf.fit = (fit / n.max(1) as f64) as f32;
     Some(ivf)
+}
+
+/// `v − mean`, scaled to unit length.
+fn centred(v: &[f32], mean: &[f32]) -> Vec<f32> {
+    let mut u: Vec<f32> = v.iter().zip(mean).map(|(x, m)| x - m).collect();
+    normalize(&mut u);
+    u
 }
 
 /// When the worker should retrain `ivf` for an index of `rows` rows.
@@ -606,6 +629,7 @@ fn save(dir: &Path, signature: &str, ivf: &Ivf, rows: &[(i64, u32)]) -> std::io:
     put_u32(&mut w, ivf.dims as u32)?;
     w.write_all(&(ivf.trained_rows as u64).to_le_bytes())?;
     put_f32s(&mut w, &[ivf.fit])?;
+    put_f32s(&mut w, &ivf.mean)?;
     put_u32(&mut w, ivf.probes.load(Ordering::Relaxed) as u32)?;
     put_u32(&mut w, ivf.recall_ppm.load(Ordering::Relaxed))?;
     put_u32(&mut w, ivf.members.len() as u32)?;
@@ -676,6 +700,7 @@ pub(crate) fn load(dir: &Path, signature: &str, dims: usize) -> Option<(Ivf, Vec
         }
         let trained_rows = r.u64()? as usize;
         let fit = r.f32s(1)?[0];
+        let mean = r.f32s(dims)?;
         let probes = r.u32()? as usize;
         let recall_ppm = r.u32()?;
         let g = r.u32()? as usize;
@@ -708,6 +733,7 @@ pub(crate) fn load(dir: &Path, signature: &str, dims: usize) -> Option<(Ivf, Vec
             members,
             trained_rows,
             fit,
+            mean,
             probes: AtomicUsize::new(probes),
             recall_ppm: AtomicU32::new(recall_ppm),
             placed: AtomicU64::new(0),
