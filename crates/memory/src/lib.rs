@@ -89,6 +89,7 @@ pub use ops::Operation;
 pub use sharedvec::SharedVectorStatus;
 pub use stats::{FtsStats, Stats, VectorStats};
 pub use sync::{Check, FtsCheck, VectorCheck};
+pub use vectors::ann::AnnStats;
 /// The schema version of the store this build writes (and of a shared store's tables).
 pub const SCHEMA_VERSION: i64 = schema::SCHEMA_VERSION;
 pub use fts::word_stems;

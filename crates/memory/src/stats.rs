@@ -46,6 +46,9 @@ pub struct VectorStats {
     /// The deep tier's progress, when one is configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deep: Option<TierProgress>,
+    /// The fast tier's approximate index, once one is trained (past 131,072 vectors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ann: Option<crate::vectors::ann::AnnStats>,
 }
 
 pub(crate) fn stats(inner: &Inner) -> Result<Stats, MemoryError> {
@@ -58,7 +61,10 @@ pub(crate) fn stats(inner: &Inner) -> Result<Stats, MemoryError> {
         chunks_by_kind.insert(r.get(0)?, r.get(1)?);
     }
     let (db_seq, fts_seq, vec_seq) = positions(inner);
-    let vectors = read(&inner.fast.vectors).len();
+    let (vectors, ann) = {
+        let ix = read(&inner.fast.vectors);
+        (ix.len(), ix.ann_stats())
+    };
     let chunks = count("SELECT count(*) FROM chunks")?;
     let fast = &inner.fast.embedder;
     let deep = tier::progress(inner, chunks as usize).into_iter().find(|t| t.tier == TierKind::Deep);
@@ -80,6 +86,7 @@ pub(crate) fn stats(inner: &Inner) -> Result<Stats, MemoryError> {
             signature: fast.signature().to_string(),
             missing: (chunks as usize).saturating_sub(vectors),
             deep,
+            ann,
         },
     })
 }

@@ -22,7 +22,7 @@ use rusqlite::Connection;
 use super::embed::Embedder;
 use super::locks::read;
 use super::vecfile::VecFile;
-use super::vectors::VectorIndex;
+use super::vectors::{VectorIndex, ann};
 use super::{Inner, MemoryEngine, MemoryError, lock};
 
 /// Texts per call to the fast tier's embedder.
@@ -92,7 +92,11 @@ pub(crate) struct Background {
 pub(crate) struct Tier {
     pub kind: TierKind,
     pub embedder: Arc<dyn Embedder>,
-    pub vectors: RwLock<VectorIndex>,
+    /// Builds and maintains the approximate index; stopped and joined when the tier goes, before
+    /// the index (it writes the index file as it stops).
+    _ann: ann::Worker,
+    /// Shared with the tier's `ann` worker, which holds it weakly.
+    pub vectors: Arc<RwLock<VectorIndex>>,
     pub background: Mutex<Background>,
     /// Set when some chunks were left without a vector of this tier (backlog, new chunks for
     /// the deep tier, an embedder failure).
@@ -106,10 +110,13 @@ pub(crate) struct Tier {
 
 impl Tier {
     pub fn new(kind: TierKind, embedder: Arc<dyn Embedder>, vectors: VectorIndex) -> Tier {
+        let vectors = Arc::new(RwLock::new(vectors));
+        let worker = ann::Worker::spawn(&vectors, &format!("ann-{}", kind.name()));
         Tier {
             kind,
             embedder,
-            vectors: RwLock::new(vectors),
+            _ann: worker,
+            vectors,
             background: Mutex::new(Background::default()),
             needs_fill: AtomicBool::new(false),
             covered: AtomicBool::new(false),

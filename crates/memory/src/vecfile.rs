@@ -120,6 +120,7 @@ impl VecFile {
             };
             reopen().with_context(|| format!("opening {}", log_path.display()))?
         };
+        index.attach_ann(dir, signature);
         let vf = VecFile {
             dir: dir.to_path_buf(),
             signature: signature.to_string(),

@@ -13,9 +13,20 @@
 //! [`candidates`] rows (1/128 of them at 1M) are scored on their int8 rows. On the SciFact
 //! development claims (28,581 chunks, `examples/sign_prefilter.rs`), re-scoring the best 1/128
 //! by sign keeps 98% of the exact top 10; below the threshold every row is scored exactly.
+//!
+//! Past [`ANN_MIN_ROWS`] rows the tier's worker thread (`ann`) groups the rows into the lists
+//! of an inverted file; an unrestricted search then scans only the lists nearest the query
+//! plus the rows not yet filed, which keeps a search at 10M rows to a few hundred thousand
+//! int8 rows. A restricted search (filters) always scores its rows exactly.
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub(crate) mod ann;
+
+use ann::{ANN_MIN_ROWS, AnnStats, Ivf, Job, Lists, PENDING, Signal};
 
 pub(crate) struct VectorIndex {
     dims: usize,
@@ -28,6 +39,20 @@ pub(crate) struct VectorIndex {
     signs: Vec<u8>,
     rowids: Vec<i64>,
     pos: HashMap<i64, usize>,
+    /// Which IVF list each row is in (all pending until an IVF is trained).
+    lists: Lists,
+    ivf: Option<Arc<Ivf>>,
+    /// Wakes the tier's `ann` worker.
+    signal: Arc<Signal>,
+    /// Where the IVF persists (the tier's directory) and the embedder it is for.
+    ann_dir: Option<(PathBuf, String)>,
+    /// The IVF changed since it was written (trained, calibrated).
+    ann_unsaved: bool,
+    /// Rows filed since the IVF was last written, and how many that write held.
+    filed_since_save: usize,
+    saved_rows: usize,
+    /// [`ANN_MIN_ROWS`], smaller in tests.
+    ann_min_rows: usize,
 }
 
 /// Dot product with eight independent accumulators: the compiler turns this into SIMD
@@ -107,6 +132,14 @@ impl VectorIndex {
             signs: Vec::new(),
             rowids: Vec::new(),
             pos: HashMap::new(),
+            lists: Lists::default(),
+            ivf: None,
+            signal: Arc::new(Signal::default()),
+            ann_dir: None,
+            ann_unsaved: false,
+            filed_since_save: 0,
+            saved_rows: 0,
+            ann_min_rows: ANN_MIN_ROWS,
         }
     }
 
@@ -126,7 +159,6 @@ impl VectorIndex {
     pub fn upsert_normalized(&mut self, rowid: i64, v: &[f32]) {
         let d = self.dims;
         let i = match self.pos.get(&rowid) {
-            Some(&i) => i,
             None => {
                 let i = self.rowids.len();
                 self.pos.insert(rowid, i);
@@ -134,9 +166,18 @@ impl VectorIndex {
                 self.data.resize((i + 1) * d, 0);
                 self.signs.resize((i + 1) * code_bytes(d), 0);
                 self.scales.push(0.0);
+                self.lists.push(i);
+                i
+            }
+            // A changed vector may belong to another list.
+            Some(&i) => {
+                self.lists.move_to(i, PENDING);
                 i
             }
         };
+        if self.ivf.is_some() || self.rowids.len() >= self.ann_min_rows {
+            self.signal.wake();
+        }
         let n = v.len().min(d);
         self.scales[i] = quantize(&v[..n], &mut self.data[i * d..i * d + n]);
         let cb = code_bytes(d);
@@ -149,6 +190,7 @@ impl VectorIndex {
             return false;
         };
         let last = self.rowids.len() - 1;
+        self.lists.remove(i, last);
         if i != last {
             let moved = self.rowids[last];
             self.rowids[i] = moved;
@@ -171,6 +213,8 @@ impl VectorIndex {
         self.signs.clear();
         self.rowids.clear();
         self.pos.clear();
+        self.lists = Lists::default();
+        self.ivf = None;
     }
 
     /// Rows as `(rowid, unit vector)` (dequantised), for persistence.
@@ -210,34 +254,17 @@ impl VectorIndex {
         let query = Quantised { row: qi, scale: q_scale };
         let best = match restrict {
             Some(rows) => self.exact(&query, limit, rows.iter().filter_map(|r| self.pos.get(r).copied())),
-            None => {
-                let n = self.rowids.len();
-                let signs = (n >= PREFILTER_MIN_ROWS).then(|| SignTable::new(&q));
-                let part = |range: Range<usize>| match &signs {
-                    Some(table) => self.two_stage(&query, table, limit, range),
-                    None => self.exact(&query, limit, range),
-                };
-                let threads = scan_threads(n);
-                if threads <= 1 {
-                    part(0..n)
-                } else {
-                    let per = n.div_ceil(threads);
-                    let range = |t: usize| t * per..((t + 1) * per).min(n);
-                    std::thread::scope(|s| {
-                        let part = &part;
-                        let parts: Vec<_> = (0..threads).map(|t| s.spawn(move || part(range(t)))).collect();
-                        // A part whose thread failed to run is scanned here instead.
-                        let mut all = Vec::with_capacity(threads * limit);
-                        for (t, h) in parts.into_iter().enumerate() {
-                            match h.join() {
-                                Ok(found) => all.extend(found),
-                                Err(_) => all.extend(part(range(t))),
-                            }
-                        }
-                        all
+            None => match self.ivf.as_deref() {
+                Some(ivf) if self.uses_ivf() && ivf_pays(ivf) => self.search_ivf(ivf, &q, &query, limit),
+                _ => {
+                    let n = self.rowids.len();
+                    let signs = (n >= PREFILTER_MIN_ROWS).then(|| SignTable::new(&q));
+                    split(n, limit, |range: Range<usize>| match &signs {
+                        Some(table) => self.two_stage(&query, table, limit, range),
+                        None => self.exact(&query, limit, range),
                     })
                 }
-            }
+            },
         };
         let mut out: Vec<(i64, f32)> = best.into_iter().map(|(i, s)| (self.rowids[i], s)).collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -280,15 +307,251 @@ impl VectorIndex {
         best.into_vec()
     }
 
-    /// [`Self::exact`] over the rows of `range` that score best against their sign bits.
-    fn two_stage(&self, q: &Quantised, table: &SignTable, limit: usize, range: Range<usize>) -> Vec<(usize, f32)> {
+    /// [`Self::exact`] over the rows of `rows` that score best against their sign bits.
+    fn two_stage(
+        &self,
+        q: &Quantised,
+        table: &SignTable,
+        limit: usize,
+        rows: impl ExactSizeIterator<Item = usize>,
+    ) -> Vec<(usize, f32)> {
         let cb = code_bytes(self.dims);
-        let mut pre = Best::new(candidates(limit, range.len()));
-        for i in range {
+        let mut pre = Best::new(candidates(limit, rows.len()));
+        for i in rows {
             pre.offer(table.score(&self.signs[i * cb..(i + 1) * cb]), i);
         }
         self.exact(q, limit, pre.into_vec().into_iter().map(|(i, _)| i))
     }
+}
+
+/// The approximate index's side: what the `ann` worker does and sees.
+impl VectorIndex {
+    /// An unrestricted search goes through the IVF: the index is large enough and some rows
+    /// are filed in lists.
+    fn uses_ivf(&self) -> bool {
+        self.rowids.len() >= self.ann_min_rows && self.lists.pending.len() < self.rowids.len()
+    }
+
+    /// The best rows of the lists nearest the unit query `q`, and of the pending rows.
+    fn search_ivf(&self, ivf: &Ivf, q: &[f32], query: &Quantised, limit: usize) -> Vec<(usize, f32)> {
+        let mut rows: Vec<u32> = Vec::new();
+        for leaf in ivf.nearest_leaves(q, ivf.probes()) {
+            rows.extend_from_slice(&self.lists.lists[leaf as usize]);
+        }
+        let mut best =
+            split(rows.len(), limit, |r: Range<usize>| self.exact(query, limit, rows[r].iter().map(|p| *p as usize)));
+        let pending = &self.lists.pending;
+        let table = (pending.len() >= PREFILTER_MIN_ROWS).then(|| SignTable::new(q));
+        best.extend(split(pending.len(), limit, |r: Range<usize>| {
+            let part = pending[r].iter().map(|p| *p as usize);
+            match &table {
+                Some(t) => self.two_stage(query, t, limit, part),
+                None => self.exact(query, limit, part),
+            }
+        }));
+        best
+    }
+
+    pub(crate) fn signal(&self) -> Arc<Signal> {
+        self.signal.clone()
+    }
+
+    /// Where the IVF persists; reads it from there if a usable one was written, filing the
+    /// rows it covers (the others stay pending for the worker).
+    pub(crate) fn attach_ann(&mut self, dir: &Path, signature: &str) {
+        self.ann_dir = Some((dir.to_path_buf(), signature.to_string()));
+        let Some((ivf, rows)) = ann::load(dir, signature, self.dims) else { return };
+        self.lists.reset(ivf.leaf_count(), self.rowids.len());
+        let mut filed = 0;
+        for (rowid, leaf) in rows {
+            if let Some(&pos) = self.pos.get(&rowid) {
+                self.lists.move_to(pos, leaf);
+                filed += 1;
+            }
+        }
+        self.saved_rows = filed;
+        self.ivf = Some(Arc::new(ivf));
+    }
+
+    /// The worker's next job, if any.
+    pub(crate) fn next_job(&self) -> Option<Job> {
+        let n = self.rowids.len();
+        let train = match &self.ivf {
+            None => n >= self.ann_min_rows,
+            Some(ivf) => n >= self.ann_min_rows && ann::needs_retrain(ivf, n),
+        };
+        if train {
+            return Some(Job::Train { sample: self.sample(ann::leaves_for(n) * 32), rows: n });
+        }
+        let ivf = self.ivf.as_ref()?;
+        if !self.lists.pending.is_empty() {
+            let take = self.lists.pending.len().min(ann::place_batch());
+            let rows: Vec<(u32, i64)> =
+                self.lists.pending[..take].iter().map(|&p| (p, self.rowids[p as usize])).collect();
+            let mut vecs = Vec::with_capacity(take * self.dims);
+            for &(p, _) in &rows {
+                vecs.extend(self.unit_row(p as usize));
+            }
+            return Some(Job::Place { ivf: ivf.clone(), rows, vecs });
+        }
+        if ivf.recall().is_none() {
+            return Some(Job::Calibrate { ivf: ivf.clone() });
+        }
+        if self.ann_dir.is_some() && (self.ann_unsaved || self.filed_since_save > (self.saved_rows / 8).max(64 * 1024))
+        {
+            return Some(Job::Persist);
+        }
+        None
+    }
+
+    /// Row `i` dequantised and scaled to unit length.
+    fn unit_row(&self, i: usize) -> Vec<f32> {
+        let d = self.dims;
+        let mut v: Vec<f32> = self.data[i * d..(i + 1) * d].iter().map(|x| f32::from(*x)).collect();
+        normalize(&mut v);
+        v
+    }
+
+    /// Up to `n` unit rows spread evenly over the index, as one matrix.
+    fn sample(&self, n: usize) -> Vec<f32> {
+        let len = self.rowids.len();
+        let step = len.div_ceil(n.clamp(1, 128 * 1024)).max(1);
+        (0..len).step_by(step).flat_map(|i| self.unit_row(i)).collect()
+    }
+
+    /// Starts filing every row under the lists of `ivf` (all pending until the worker files them).
+    pub(crate) fn install(&mut self, ivf: Arc<Ivf>) {
+        self.lists.reset(ivf.leaf_count(), self.rowids.len());
+        self.ivf = Some(ivf);
+        self.ann_unsaved = true;
+    }
+
+    /// Files `(position, rowid, leaf)` placements of `ivf`, skipping rows that moved, changed or
+    /// went since they were copied, and all of them if another IVF was installed meanwhile.
+    pub(crate) fn file(&mut self, ivf: &Arc<Ivf>, placed: &[(u32, i64, u32)]) {
+        if !self.ivf.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, ivf)) {
+            return;
+        }
+        for &(pos, rowid, leaf) in placed {
+            let pos = pos as usize;
+            if self.rowids.get(pos) == Some(&rowid) && self.lists.list_of(pos) == PENDING {
+                self.lists.move_to(pos, leaf);
+                self.filed_since_save += 1;
+            }
+        }
+    }
+
+    /// `n` rows spread over the index as calibration queries: `(position, unit vector)`.
+    pub(crate) fn calibration_queries(&self, n: usize) -> Vec<(usize, Vec<f32>)> {
+        let len = self.rowids.len();
+        let step = len.div_ceil(n.max(1)).max(1);
+        // Offset from the first row so queries are not all the oldest rows of a list.
+        (step / 2..len).step_by(step).map(|i| (i, self.unit_row(i))).collect()
+    }
+
+    /// The list of each of the exact top `k` rows for the unit query `q`, leaving out the row
+    /// at `skip` (the query itself).
+    pub(crate) fn exact_top_lists(&self, q: &[f32], k: usize, skip: usize) -> Vec<u32> {
+        let mut qi = vec![0i8; q.len()];
+        let scale = quantize(q, &mut qi);
+        let query = Quantised { row: qi, scale };
+        let n = self.rowids.len();
+        let mut hits = split(n, k + 1, |r: Range<usize>| self.exact(&query, k + 1, r));
+        hits.retain(|h| h.0 != skip);
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.truncate(k);
+        hits.into_iter().map(|(i, _)| self.lists.list_of(i)).collect()
+    }
+
+    /// The IVF or rows filed under it are not all in the file (what closing writes).
+    pub(crate) fn ann_unsaved_rows(&self) -> bool {
+        self.ann_dir.is_some()
+            && self.ivf.as_ref().is_some_and(|i| i.recall().is_some())
+            && (self.ann_unsaved || self.filed_since_save > 0)
+    }
+
+    pub(crate) fn mark_unsaved(&mut self) {
+        self.ann_unsaved = true;
+    }
+
+    pub(crate) fn mark_saved(&mut self, rows: usize) {
+        self.ann_unsaved = false;
+        self.filed_since_save = 0;
+        self.saved_rows = rows;
+    }
+
+    pub(crate) fn ann_dir(&self) -> Option<PathBuf> {
+        self.ann_dir.as_ref().map(|d| d.0.clone())
+    }
+
+    /// What persisting needs: the embedder signature, the IVF and `(rowid, leaf)` of every
+    /// filed row.
+    pub(crate) fn ann_snapshot(&self) -> Option<ann::Snapshot> {
+        let (_, sig) = self.ann_dir.as_ref()?;
+        let ivf = self.ivf.clone()?;
+        let mut rows = Vec::with_capacity(self.rowids.len());
+        for (leaf, list) in self.lists.lists.iter().enumerate() {
+            rows.extend(list.iter().map(|&p| (self.rowids[p as usize], leaf as u32)));
+        }
+        Some(ann::Snapshot { signature: sig.clone(), ivf, rows })
+    }
+
+    /// The approximate index's figures, when one is trained.
+    pub(crate) fn ann_stats(&self) -> Option<AnnStats> {
+        self.ivf.as_deref().map(|ivf| ann::stats(ivf, self.lists.pending.len(), !self.ann_unsaved))
+    }
+
+    /// Trains an IVF from `rows` rows on (tests: [`ANN_MIN_ROWS`] makes them slow unoptimised).
+    #[cfg(test)]
+    pub(crate) fn set_ann_min_rows(&mut self, rows: usize) {
+        self.ann_min_rows = rows;
+    }
+
+    /// Runs the worker's jobs on this thread until none is left (tests and tools).
+    #[cfg(test)]
+    pub(crate) fn settle(index: &std::sync::RwLock<VectorIndex>) {
+        loop {
+            let job = crate::locks::read(index).next_job();
+            match job {
+                Some(job) => {
+                    ann::run_job(index, job, || false);
+                }
+                None => return,
+            }
+        }
+    }
+}
+
+/// Whether scanning the IVF's probed lists reads less than the sign pre-rank does: that reads
+/// 32 bytes a row plus the int8 rows of 1/128 of them (~34 bytes a row at 256 dimensions), the
+/// probed lists 256 bytes for each of their rows. On vectors that form no clusters the
+/// calibration asks for so many lists that the pre-rank is cheaper, and it answers instead.
+fn ivf_pays(ivf: &Ivf) -> bool {
+    ivf.probes().saturating_mul(8) <= ivf.leaf_count()
+}
+
+/// `part` over `0..n` split across up to `SCAN_THREADS` threads (one part each, their hits
+/// concatenated): the scans are bound by memory bandwidth and one core does not saturate it.
+fn split(n: usize, limit: usize, part: impl Fn(Range<usize>) -> Vec<(usize, f32)> + Sync) -> Vec<(usize, f32)> {
+    let threads = scan_threads(n);
+    if threads <= 1 {
+        return part(0..n);
+    }
+    let per = n.div_ceil(threads);
+    let range = |t: usize| t * per..((t + 1) * per).min(n);
+    std::thread::scope(|s| {
+        let part = &part;
+        let parts: Vec<_> = (0..threads).map(|t| s.spawn(move || part(range(t)))).collect();
+        // A part whose thread failed to run is scanned here instead.
+        let mut all = Vec::with_capacity(threads * limit);
+        for (t, h) in parts.into_iter().enumerate() {
+            match h.join() {
+                Ok(found) => all.extend(found),
+                Err(_) => all.extend(part(range(t))),
+            }
+        }
+        all
+    })
 }
 
 /// A query quantised like the rows: `row * scale` is the unit query.

@@ -188,11 +188,28 @@ impl Vocabulary {
 pub struct Sections<'a> {
     vocab: &'a Vocabulary,
     rng: Rng,
+    paragraphs: usize,
+}
+
+/// Paragraphs per section: `MEMORY_BENCH_PARAGRAPHS` (1–5, 60 words each), 5 unless set; fewer
+/// keep a 10M-chunk store's disk in bounds.
+pub fn paragraphs() -> usize {
+    std::env::var("MEMORY_BENCH_PARAGRAPHS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(PARAGRAPHS)
+        .clamp(1, PARAGRAPHS)
+}
+
+/// Words per section body.
+#[allow(dead_code, reason = "the memory bench's report uses it; the postgres bench shares this file")]
+pub fn words_per_chunk() -> usize {
+    paragraphs() * PARAGRAPH_WORDS
 }
 
 impl<'a> Sections<'a> {
     pub fn new(vocab: &'a Vocabulary) -> Sections<'a> {
-        Sections { vocab, rng: Rng::new(SEED) }
+        Sections { vocab, rng: Rng::new(SEED), paragraphs: paragraphs() }
     }
 
     /// The next section's heading and body.
@@ -205,7 +222,7 @@ impl<'a> Sections<'a> {
             }
             out_heading.push_str(self.vocab.sample(&mut self.rng));
         }
-        for p in 0..PARAGRAPHS {
+        for p in 0..self.paragraphs {
             if p > 0 {
                 out_body.push_str("\n\n");
             }

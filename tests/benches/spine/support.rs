@@ -133,17 +133,20 @@ impl Binaries {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().ok_or("the tests crate has no parent directory")?;
         // Measuring a stale binary would be worse than failing: build what is checked out.
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        // `OPENHUMAN_BENCH_PROFILE=fast` measures the release profile without LTO (quicker to
+        // build on a small machine); release unless set.
+        let profile = std::env::var("OPENHUMAN_BENCH_PROFILE").unwrap_or_else(|_| "release".to_string());
         let built = Command::new(cargo)
             // Exactly the documented command: a `-p` subset could unify features differently.
-            .args(["build", "--release"])
+            .args(["build", "--profile", &profile])
             .current_dir(root)
             .stdout(Stdio::null())
             .status()?;
         if !built.success() {
-            return Err(format!("`cargo build --release` failed ({built})").into());
+            return Err(format!("`cargo build --profile {profile}` failed ({built})").into());
         }
         let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-        let dir = target.join("release");
+        let dir = target.join(&profile);
         let exe = |name: &str| dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
         let bins = Binaries { daemon: exe(DAEMON), shim: exe(SHIM) };
         for b in [&bins.daemon, &bins.shim] {
