@@ -9,7 +9,7 @@ use std::sync::Arc;
 use openhuman_common::Paths;
 
 use openhuman_config::{Config, EmbeddingProvider, MemoryEngineKind};
-use openhuman_memory::embed::{EmbedError, Embedder, StaticModel};
+use openhuman_memory::embed::Embedder;
 use openhuman_memory::visibility::{Visibility, VisibilityRules};
 use openhuman_memory::{MemoryEngine, MemoryOptions, SharedOptions};
 use openhuman_postgres::{PgOptions, PgStore};
@@ -20,29 +20,11 @@ use openhuman_transformer::ModelStore;
 pub(crate) const MEMORY_OFF: &str = "MEMORY_OFF: the memory engine is off; set [memory].engine = \"embedded\" in config.toml \
 (or OPENHUMAN_MEMORY_ENGINE=embedded) and restart the daemon";
 
-/// The built-in static embedder, parsed once per process and shared.
-struct Builtin(&'static StaticModel);
-
-impl Embedder for Builtin {
-    fn signature(&self) -> &str {
-        self.0.signature()
-    }
-    fn dims(&self) -> usize {
-        self.0.dims()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.0.embed(texts)
-    }
-    fn fusion_weight(&self) -> f64 {
-        self.0.fusion_weight()
-    }
-}
-
 /// The embedder `[memory.embeddings]` asks for (the built-in one by default). An HTTP embedder
 /// remembers its probed vector size in `data_dir`.
 pub(crate) fn embedder(config: &Config, data_dir: &Path) -> Result<Arc<dyn Embedder>, String> {
     Ok(match config.memory.embeddings.provider {
-        EmbeddingProvider::Builtin => Arc::new(Builtin(StaticModel::builtin().map_err(|e| format!("{e:#}"))?)),
+        EmbeddingProvider::Builtin => openhuman_memory::embed::builtin().map_err(|e| format!("{e:#}"))?,
         EmbeddingProvider::Ollama | EmbeddingProvider::Openai => {
             Arc::new(HttpEmbedder::open(&config.memory.embeddings, data_dir).map_err(|e| e.to_string())?)
         }

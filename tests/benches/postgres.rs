@@ -42,15 +42,19 @@
 mod corpus;
 // The process, session and /proc helpers are the spine benchmark's; not all of them are used here.
 #[allow(dead_code)]
+#[path = "postgres/node.rs"]
+mod node;
+#[allow(dead_code)]
 #[path = "spine/support.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use node::{Node, call, number, poll};
 use openhuman_tests::postgres::PgServer;
 use serde_json::{Value, json};
-use support::{Binaries, Daemon, Result, Session, Stats};
+use support::{Binaries, Result, Session, Stats};
 
 const COMMAND: &str = "cargo build --release && cargo bench -p openhuman-tests --bench postgres [-- CHUNKS]";
 const DEFAULT_CHUNKS: usize = 100_000;
@@ -61,9 +65,6 @@ const WARMUP: usize = 10;
 /// Bound on any wait for background work (vectors, catch-up) and for one write to show up.
 const LONG_WAIT: Duration = Duration::from_secs(3600);
 const VISIBLE_WAIT: Duration = Duration::from_secs(30);
-const DAEMON_WAIT: Duration = Duration::from_secs(60);
-const URL_ENV: &str = "OPENHUMAN_POSTGRES_URL";
-const UNLIMITED: &str = "[autonomy]\nmax_actions_per_hour = 4000000000\n";
 /// A benchmark server keeps its data as a real one does.
 const DURABLE: &str = "fsync = on\nfull_page_writes = on\nshared_buffers = 256MB\n";
 
@@ -76,13 +77,6 @@ fn main() {
     if let Err(e) = run() {
         eprintln!("postgres bench failed: {e}");
         std::process::exit(1);
-    }
-}
-
-fn number(arg: Option<String>, var: &str, default: usize) -> Result<usize> {
-    match arg.or_else(|| std::env::var(var).ok()) {
-        None => Ok(default),
-        Some(s) => Ok(s.replace('_', "").parse().map_err(|_| format!("{var}: {s:?} is not a number"))?),
     }
 }
 
@@ -103,82 +97,12 @@ impl Measured {
     }
 }
 
-/// A daemon of this benchmark: its home, and the URL when it uses PostgreSQL.
-struct Node {
-    home: PathBuf,
-    url: Option<String>,
-    daemon: Option<Daemon>,
-}
-
-impl Node {
-    fn new(root: &Path, name: &str, url: Option<&str>) -> Result<Node> {
-        Node::with_window(root, name, url, "")
-    }
-
-    /// `new`, with `window` (lines of `[memory.postgres]`) in its config.
-    fn with_window(root: &Path, name: &str, url: Option<&str>, window: &str) -> Result<Node> {
-        let home = root.join(name);
-        std::fs::create_dir_all(&home)?;
-        let engine = match url {
-            Some(_) => {
-                format!("[memory]\nengine = \"postgres\"\n\n[memory.postgres]\nmachine = \"{name}\"\n{window}\n")
-            }
-            None => String::new(),
-        };
-        std::fs::write(home.join("config.toml"), engine + UNLIMITED)?;
-        Ok(Node { home, url: url.map(str::to_string), daemon: None })
-    }
-
-    fn start(&mut self, bins: &Binaries) -> Result<()> {
-        let mut b = Daemon::builder(&self.home).bin(&bins.daemon).wait(DAEMON_WAIT);
-        if let Some(url) = &self.url {
-            b = b.env(URL_ENV, url);
-        }
-        self.daemon = Some(b.try_start()?);
-        Ok(())
-    }
-
-    fn stop(&mut self) -> Result<()> {
-        if let Some(d) = self.daemon.take() {
-            d.stop()?;
-        }
-        Ok(())
-    }
-
-    fn session(&self) -> Result<Session> {
-        let mut s = Session::socket(&self.home.join("run/mcp.sock"))?;
-        s.handshake()?;
-        Ok(s)
-    }
-}
-
-fn call(s: &mut Session, method: &str, params: Value) -> Result<Value> {
-    let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string() + "\n";
-    let reply: Value = serde_json::from_str(s.round_trip(&line)?)?;
-    reply.get("result").cloned().ok_or_else(|| format!("{method} failed: {reply}").into())
-}
-
 fn tool(s: &mut Session, name: &str, args: Value) -> Result<Value> {
     let result = call(s, "tools/call", json!({"name": name, "arguments": args}))?;
     if result["isError"] == true {
         return Err(format!("{name} returned an error: {result}").into());
     }
     Ok(result)
-}
-
-/// Polls `probe` until it gives Some, bounded by `limit`; returns what it gave.
-fn poll<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
-    let started = Instant::now();
-    loop {
-        if let Some(v) = probe()? {
-            return Ok(v);
-        }
-        if started.elapsed() > limit {
-            return Err(format!("{what}: not within {limit:?}").into());
-        }
-        // Background work on another process's schedule: the probe decides when it is done.
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Ingests the corpus through `node`'s daemon: (chunks added, until the call returned, until
@@ -316,7 +240,7 @@ fn run() -> Result<()> {
     corpus::write(&corpus_dir, &vocab, chunks)?;
 
     // The embedded engine: one daemon.
-    let mut solo = Node::new(scratch.path(), "e", None)?;
+    let mut solo = Node::configured(scratch.path(), "e", None, "", "")?;
     solo.start(&bins)?;
     let (added, ingest_t, embed_t) = ingest(&solo, &corpus_dir)?;
     let [rare, common, recall] = query_latencies(&solo, &vocab)?;
@@ -331,7 +255,7 @@ fn run() -> Result<()> {
         .ok_or("PostgreSQL 15's programs were not found (tests/fixtures/ensure-postgres.sh)")?;
     let url = pg.create_db("bench");
     let mut nodes = ["a", "b", "c"]
-        .map(|name| Node::new(scratch.path(), name, Some(&url)))
+        .map(|name| Node::configured(scratch.path(), name, Some(&url), "", ""))
         .into_iter()
         .collect::<Result<Vec<_>>>()?;
     for n in &mut nodes {
@@ -407,9 +331,9 @@ fn run_log(chunks: usize, writes: usize) -> Result<()> {
         .ok_or("PostgreSQL 15's programs were not found (tests/fixtures/ensure-postgres.sh)")?;
     let url = pg.create_db("window");
     // A writes; B and C are stopped before the ingest (default window: they never prune).
-    let mut a = Node::new(scratch.path(), "a", Some(&url))?;
-    let mut b = Node::new(scratch.path(), "b", Some(&url))?;
-    let mut c = Node::new(scratch.path(), "c", Some(&url))?;
+    let mut a = Node::configured(scratch.path(), "a", Some(&url), "", "")?;
+    let mut b = Node::configured(scratch.path(), "b", Some(&url), "", "")?;
+    let mut c = Node::configured(scratch.path(), "c", Some(&url), "", "")?;
     for n in [&mut a, &mut b, &mut c] {
         n.start(&bins)?;
     }
@@ -425,7 +349,7 @@ fn run_log(chunks: usize, writes: usize) -> Result<()> {
     let (replay_applied, replay_done) = catch_up(&mut b, &bins, head)?;
     b.stop()?;
     // D joins new, with the tiny window: a snapshot; then it prunes the log past C.
-    let mut d = Node::with_window(scratch.path(), "d", Some(&url), TINY_WINDOW)?;
+    let mut d = Node::configured(scratch.path(), "d", Some(&url), TINY_WINDOW, "")?;
     let (new_applied, new_done) = catch_up(&mut d, &bins, head)?;
     poll("the log pruned past C", LONG_WAIT, || {
         Ok((log_field(&shared(&d)?, "horizon_seq").unwrap_or(0) > c_left).then_some(()))

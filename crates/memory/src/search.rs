@@ -61,6 +61,13 @@ pub(crate) struct Hit {
     pub context_of: Option<i64>,
 }
 
+impl Hit {
+    /// A hit on `rowid` that no list has scored yet.
+    fn new(rowid: i64) -> Hit {
+        Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None, in_span: false, context_of: None }
+    }
+}
+
 /// Ranked hits and the vector tier that ranked them (`None`: keywords only), with what the
 /// relevance floor needs to judge them.
 pub(crate) struct Ranked {
@@ -81,14 +88,7 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hi
     let top = |list: &[(i64, f32)]| list.iter().map(|&(_, s)| s as f64).fold(0.0, f64::max);
     let bm_top = top(bm);
     for (i, &(rowid, score)) in bm.iter().enumerate() {
-        let h = hits.entry(rowid).or_insert(Hit {
-            rowid,
-            score: 0.0,
-            bm25_rank: None,
-            vector_score: None,
-            in_span: false,
-            context_of: None,
-        });
+        let h = hits.entry(rowid).or_insert_with(|| Hit::new(rowid));
         h.bm25_rank = Some(i + 1);
         h.score += match mode {
             Mode::Keyword => score as f64,
@@ -100,14 +100,7 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hi
     let vs: Vec<(i64, f32)> = vs.iter().copied().filter(|v| v.1 > 0.0).collect();
     let vs_top = top(&vs);
     for &(rowid, score) in &vs {
-        let h = hits.entry(rowid).or_insert(Hit {
-            rowid,
-            score: 0.0,
-            bm25_rank: None,
-            vector_score: None,
-            in_span: false,
-            context_of: None,
-        });
+        let h = hits.entry(rowid).or_insert_with(|| Hit::new(rowid));
         h.vector_score = Some(score);
         h.score += match mode {
             Mode::Vector => score as f64,

@@ -482,8 +482,48 @@ fn crash_rounds() -> usize {
     3 * scale.max(1)
 }
 
-/// Threads writing to `m` until `stop` (tokens name the machine); each acknowledged token is pushed to `acked` and each
-/// refused write counted in `refused`.
+/// What a writer thread does with a refused write: its token and the tool's reply.
+type OnRefusal = Arc<dyn Fn(String, &Value) + Send + Sync>;
+
+/// `threads` threads writing to `m` until `stop`, tokens named by `prefix`, the round and the
+/// machine; each acknowledged token is pushed to `acked`, each refused one handed to `refused`
+/// with the tool's reply.
+fn writer_threads(
+    m: &Machine,
+    threads: usize,
+    prefix: &str,
+    round: usize,
+    stop: &Arc<AtomicBool>,
+    acked: &Arc<Mutex<Vec<String>>>,
+    refused: OnRefusal,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..threads)
+        .map(|w| {
+            let mut p = m.session(&format!("writer{w}"));
+            let (stop, acked, refused) = (stop.clone(), acked.clone(), refused.clone());
+            let token_of = {
+                let head = format!("{prefix}{round}{}x{w}x", m.name);
+                move |i: usize| format!("{head}{i}")
+            };
+            std::thread::spawn(move || {
+                for i in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let token = token_of(i);
+                    let reply = store(&mut p, &token, &token);
+                    if reply["isError"] == false {
+                        acked.lock().unwrap().push(token);
+                    } else {
+                        refused(token, &reply);
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Three writers on `m` (see [`writer_threads`]) counting refusals in `refused`.
 fn writers(
     m: &Machine,
     round: usize,
@@ -491,26 +531,18 @@ fn writers(
     acked: &Arc<Mutex<Vec<String>>>,
     refused: &Arc<AtomicUsize>,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    (0..3)
-        .map(|w| {
-            let mut p = m.session(&format!("writer{w}"));
-            let (stop, acked, refused) = (stop.clone(), acked.clone(), refused.clone());
-            let m_name = m.name.clone();
-            std::thread::spawn(move || {
-                for i in 0.. {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let token = format!("pgkill{round}{m_name}x{w}x{i}");
-                    if store(&mut p, &token, &token)["isError"] == false {
-                        acked.lock().unwrap().push(token);
-                    } else {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            })
-        })
-        .collect()
+    let refused = refused.clone();
+    writer_threads(
+        m,
+        3,
+        "pgkill",
+        round,
+        stop,
+        acked,
+        Arc::new(move |_, _| {
+            refused.fetch_add(1, Ordering::Relaxed);
+        }),
+    )
 }
 
 /// Every acknowledged token is found exactly once on each machine and has its audit row.
@@ -566,8 +598,7 @@ fn kill_nine_of_postgres_during_writes_from_two_machines_loses_no_acknowledged_w
     );
 }
 
-/// Threads writing to `m` until `stop`; each acknowledged token is pushed to `acked`, each
-/// refused one to `refused` with the error's text.
+/// Two writers on `m` (see [`writer_threads`]) keeping each refused token with the error's text.
 fn writers_noting_refusals(
     m: &Machine,
     round: usize,
@@ -575,27 +606,18 @@ fn writers_noting_refusals(
     acked: &Arc<Mutex<Vec<String>>>,
     refused: &Arc<Mutex<Vec<(String, String)>>>,
 ) -> Vec<std::thread::JoinHandle<()>> {
-    (0..2)
-        .map(|w| {
-            let mut p = m.session(&format!("writer{w}"));
-            let (stop, acked, refused) = (stop.clone(), acked.clone(), refused.clone());
-            let m_name = m.name.clone();
-            std::thread::spawn(move || {
-                for i in 0.. {
-                    if stop.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let token = format!("pgrestart{round}{m_name}x{w}x{i}");
-                    let reply = store(&mut p, &token, &token);
-                    if reply["isError"] == false {
-                        acked.lock().unwrap().push(token);
-                    } else {
-                        refused.lock().unwrap().push((token, tool_err_text(&reply)));
-                    }
-                }
-            })
-        })
-        .collect()
+    let refused = refused.clone();
+    writer_threads(
+        m,
+        2,
+        "pgrestart",
+        round,
+        stop,
+        acked,
+        Arc::new(move |token, reply| {
+            refused.lock().unwrap().push((token, tool_err_text(reply)));
+        }),
+    )
 }
 
 #[test]

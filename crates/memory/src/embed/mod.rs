@@ -11,6 +11,31 @@ mod unicode_tables;
 mod wordpiece;
 
 pub use static_model::{MODEL_ID as STATIC_MODEL_ID, StaticModel};
+
+use std::sync::Arc;
+
+/// The built-in static model behind an `Arc`, as the daemon holds it: parsed once per process,
+/// shared by every engine. It embeds on the caller's thread (parallelism 1, the trait's default).
+pub fn builtin() -> Result<Arc<dyn Embedder>, crate::MemoryError> {
+    Ok(Arc::new(Builtin(StaticModel::builtin()?)))
+}
+
+struct Builtin(&'static StaticModel);
+
+impl Embedder for Builtin {
+    fn signature(&self) -> &str {
+        self.0.signature()
+    }
+    fn dims(&self) -> usize {
+        self.0.dims()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.0.embed(texts)
+    }
+    fn fusion_weight(&self) -> f64 {
+        self.0.fusion_weight()
+    }
+}
 pub use wordpiece::WordPiece;
 
 /// Turns texts into fixed-size vectors whose dot product is a similarity.

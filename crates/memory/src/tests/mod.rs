@@ -102,27 +102,10 @@ impl Embedder for TestEmbedder {
     }
 }
 
-/// The built-in static model behind an `Arc`, as the daemon holds it (the tests whose
-/// thresholds were calibrated on its vectors).
-struct Builtin(&'static super::embed::StaticModel);
-
-impl Embedder for Builtin {
-    fn signature(&self) -> &str {
-        self.0.signature()
-    }
-    fn dims(&self) -> usize {
-        self.0.dims()
-    }
-    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.0.embed(texts)
-    }
-    fn fusion_weight(&self) -> f64 {
-        self.0.fusion_weight()
-    }
-}
-
+/// The built-in static model, as the daemon holds it (the tests whose thresholds were
+/// calibrated on its vectors).
 pub(crate) fn builtin() -> Arc<dyn Embedder> {
-    Arc::new(Builtin(super::embed::StaticModel::builtin().expect("the built-in model loads")))
+    super::embed::builtin().expect("the built-in model loads")
 }
 
 pub(crate) fn open_with(dir: &Path, embedder: Arc<dyn Embedder>) -> MemoryEngine {
