@@ -111,6 +111,12 @@ impl Ivf {
         self.calibrated().then(|| f64::from(self.recall_ppm.load(Ordering::Relaxed)) / 1e6)
     }
 
+    /// Counts a row placed since training, with its fit, for [`Self::drifted`].
+    fn note_placed(&self, fit: f32) {
+        self.placed.fetch_add(1, Ordering::Relaxed);
+        self.placed_fit_micro.fetch_add((fit.max(0.0) * 1e6) as u64, Ordering::Relaxed);
+    }
+
     /// True when rows placed since training fit their leaves clearly worse than the sample did.
     fn drifted(&self) -> bool {
         let n = self.placed.load(Ordering::Relaxed);
@@ -369,8 +375,7 @@ pub(crate) fn run_job(index: &RwLock<VectorIndex>, job: Job, stop: impl Fn() -> 
                 .zip(vecs.chunks_exact(d))
                 .map(|(&(pos, rowid), v)| {
                     let (leaf, fit) = ivf.place(v);
-                    ivf.placed.fetch_add(1, Ordering::Relaxed);
-                    ivf.placed_fit_micro.fetch_add((fit.max(0.0) * 1e6) as u64, Ordering::Relaxed);
+                    ivf.note_placed(fit);
                     (pos, rowid, leaf)
                 })
                 .collect();
@@ -510,7 +515,17 @@ pub(crate) fn train(raw: &[f32], dims: usize, leaves: usize, rows: usize, stop: 
         }
     }
     mean.iter_mut().for_each(|m| *m /= n.max(1) as f32);
-    let sample: Vec<f32> = raw.chunks_exact(dims).flat_map(|v| centred(v, &mean)).collect();
+    // Every eighth row of a large enough sample is held out of the k-means: the fit that drift
+    // is judged against is theirs, as rows the centroids were not fitted to (the sample's own
+    // rows sit closer to centroids made from them, and every row placed later would look like
+    // drift, retraining for ever).
+    let held_out = |i: usize| n >= 64 && i % 8 == 7;
+    let mut sample = Vec::with_capacity(raw.len());
+    let mut held = Vec::new();
+    for (i, v) in raw.chunks_exact(dims).enumerate() {
+        if held_out(i) { held.extend_from_slice(v) } else { sample.extend(centred(v, &mean)) }
+    }
+    let n = sample.len() / dims.max(1);
     let sample = &sample[..];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let g = (leaves as f64).sqrt().ceil().max(1.0) as usize;
@@ -554,8 +569,9 @@ pub(crate) fn train(raw: &[f32], dims: usize, leaves: usize, rows: usize, stop: 
         placed: AtomicU64::new(0),
         placed_fit_micro: AtomicU64::new(0),
     };
-    let fit: f64 = raw.chunks_exact(dims).map(|v| f64::from(ivf.place(v).1)).sum();
-    ivf.fit = (fit / n.max(1) as f64) as f32;
+    let judged: &[f32] = if held.is_empty() { raw } else { &held };
+    let (fit, m) = judged.chunks_exact(dims).fold((0f64, 0usize), |(f, m), v| (f + f64::from(ivf.place(v).1), m + 1));
+    ivf.fit = (fit / m.max(1) as f64) as f32;
     Some(ivf)
 }
 
@@ -566,9 +582,12 @@ fn centred(v: &[f32], mean: &[f32]) -> Vec<f32> {
     u
 }
 
-/// When the worker should retrain `ivf` for an index of `rows` rows.
+/// When the worker should retrain `ivf` for an index of `rows` rows: grown [`GROWTH`] times,
+/// or drifted once it has grown a quarter since (so that retraining always ends: a drift that
+/// a new training cannot cure waits for more rows).
 pub(crate) fn needs_retrain(ivf: &Ivf, rows: usize) -> bool {
-    rows >= ivf.trained_rows.saturating_mul(GROWTH) || ivf.drifted()
+    let trained = ivf.trained_rows;
+    rows >= trained.saturating_mul(GROWTH) || (rows >= trained.saturating_add(trained / 4) && ivf.drifted())
 }
 
 /// Rows per batch the worker places.
@@ -774,9 +793,13 @@ mod tests {
             v
         }
         fn vector(&mut self) -> Vec<f32> {
+            self.spread(0.6)
+        }
+        /// A row of a random centre, `noise` times a unit of noise away from it.
+        fn spread(&mut self, noise: f32) -> Vec<f32> {
             let c = self.rng.next() as usize % self.centres.len();
             let n = self.noise(1.0);
-            let mut v: Vec<f32> = self.centres[c].iter().zip(&n).map(|(a, b)| a + 0.6 * b).collect();
+            let mut v: Vec<f32> = self.centres[c].iter().zip(&n).map(|(a, b)| a + noise * b).collect();
             normalize(&mut v);
             v
         }
@@ -839,6 +862,29 @@ mod tests {
         let queries: Vec<Vec<f32>> = (0..100).map(|_| g.vector()).collect();
         let r = recall(&ix, &queries);
         assert!(r >= 0.95, "recall@10 {r} ({stats:?})");
+    }
+
+    /// Rows drawn like the training sample are not drift, even with more clusters than leaves
+    /// (as a real store's topics outnumber its lists), and drift alone never retrains an index
+    /// that has not grown: the worker once retrained a clustered store for ever.
+    #[test]
+    fn rows_like_the_sample_are_not_drift() {
+        let (dims, rows) = (64, 40_000);
+        let mut g = Gen::new(dims, 1_500);
+        let leaves = leaves_for(rows);
+        let sample: Vec<f32> = (0..leaves * 32).flat_map(|_| g.spread(1.5)).collect();
+        let ivf = train(&sample, dims, leaves, rows, &|| false).expect("trained");
+        for _ in 0..rows / 2 {
+            ivf.note_placed(ivf.place(&g.spread(1.5)).1);
+        }
+        let placed = ivf.placed_fit_micro.load(Ordering::Relaxed) as f64 / 1e6 / (rows / 2) as f64;
+        assert!(
+            !ivf.drifted(),
+            "rows of the sample's distribution fit as the held-out rows did ({placed} against {})",
+            ivf.fit
+        );
+        assert!(!needs_retrain(&ivf, rows), "no retraining at the size it was trained at");
+        assert!(!needs_retrain(&ivf, rows + rows / 2));
     }
 
     /// Deleted rows never come back, changed rows are found under their new vector (pending
