@@ -4,14 +4,19 @@
 //! ```text
 //! cargo build --release && cargo bench -p openhuman-tests --bench memory            # 100k chunks
 //! cargo build --release && cargo bench -p openhuman-tests --bench memory -- 1000000 # 1M chunks
-//! # 10M chunks of 60 words, release profile without LTO (quicker to build):
-//! OPENHUMAN_BENCH_PROFILE=fast MEMORY_BENCH_PARAGRAPHS=1 MEMORY_BENCH_DIR=/big/disk \
+//! # Millions of short mails (one chunk each) about 2,000 topics, release profile without LTO
+//! # (quicker to build); ~4.1 GiB of store and ~1.6 GiB of corpus and baseline per million:
+//! OPENHUMAN_BENCH_PROFILE=fast MEMORY_BENCH_FORMAT=mbox MEMORY_BENCH_PARAGRAPHS=1 \
+//!   MEMORY_BENCH_TOPICS=2000 MEMORY_BENCH_DIR=/big/disk \
 //!   cargo bench --profile fast -p openhuman-tests --bench memory -- 10000000
 //! ```
 //!
 //! (`MEMORY_BENCH_CHUNKS` sets the size too; `MEMORY_BENCH_DIR` where the corpus and stores go,
-//! about 3 GB per million 300-word chunks; `MEMORY_BENCH_PARAGRAPHS` (1–5) sets 60 words a
-//! paragraph per chunk; `MEMORY_BENCH_KEEP=1` leaves them there, to profile the store.) It
+//! about 6 GB per million 300-word chunks; `MEMORY_BENCH_PARAGRAPHS` (1–5) sets 60 words a
+//! paragraph per section — Markdown sections are merged into chunks of ~300 tokens, so fewer
+//! paragraphs make fewer chunks unless the corpus is mail; `MEMORY_BENCH_FORMAT=mbox` writes
+//! each section as one mail; `MEMORY_BENCH_TOPICS` gives the sections topics (see
+//! `memory/corpus.rs`); `MEMORY_BENCH_KEEP=1` leaves them there, to profile the store.) It
 //! writes a synthetic corpus (`memory/corpus.rs`: Zipf word frequencies, ~300-word chunks),
 //! starts `openhumand-mcp serve` in a fresh home and prints:
 //!
@@ -53,8 +58,11 @@ const RUNS: usize = 200;
 const WARMUP: usize = 10;
 const MIN_RUNS: usize = 10;
 const BASELINE_SPAN: Duration = Duration::from_secs(20);
-/// Bound on waiting for background embedding after the ingest call returned.
-const EMBED_WAIT: Duration = Duration::from_secs(3600);
+/// Bound on waiting for background embedding (and the approximate index) after the ingest call
+/// returned: an hour, or a millisecond a chunk for the largest stores.
+fn embed_wait(chunks: usize) -> Duration {
+    Duration::from_secs(3600).max(Duration::from_millis(chunks as u64))
+}
 
 /// Targets at 1M chunks; past 5M chunks those set for 10M (recall p50 ≤ 30 ms, RSS ≤ 4 GiB).
 const TARGET_SEARCH_P50_MS: f64 = 5.0;
@@ -110,10 +118,22 @@ fn run() -> Result<()> {
         std::env::var("OPENHUMAN_BENCH_PROFILE").unwrap_or_else(|_| "release".to_string())
     );
     println!(
-        "corpus  : {} chunks of ~{} Zipf words in {} Markdown files",
+        "corpus  : {} chunks of ~{} Zipf words in {}; {} (MEMORY_BENCH_TOPICS)",
         chunks,
         corpus::words_per_chunk(),
-        chunks.div_ceil(10)
+        if corpus::is_mail() {
+            format!(
+                "{} mbox files of {} messages",
+                chunks.div_ceil(corpus::MESSAGES_PER_MBOX),
+                corpus::MESSAGES_PER_MBOX
+            )
+        } else {
+            format!("{} Markdown files", chunks.div_ceil(10))
+        },
+        match corpus::topic_count() {
+            0 => "no topics, uniform".to_string(),
+            t => format!("{t} topics of {} words each", corpus::TOPIC_WORDS),
+        }
     );
 
     let vocab = corpus::Vocabulary::new();
@@ -227,13 +247,14 @@ fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary
     let reply = call(&mut ctl, "openhuman.memory_ingest", json!({"paths": [corpus_dir]}))?;
     let ingest = started.elapsed();
     let chunks_added = reply["chunks_added"].as_u64().ok_or_else(|| format!("no chunks_added in {reply}"))?;
+    let wait = embed_wait(chunks_added as usize);
     loop {
         let stats = call(&mut ctl, "openhuman.memory_stats", json!({}))?;
         if stats["vectors"]["missing"] == 0 {
             break;
         }
-        if started.elapsed() > EMBED_WAIT {
-            return Err(format!("vectors still missing after {EMBED_WAIT:?}: {stats}").into());
+        if started.elapsed() > wait {
+            return Err(format!("vectors still missing after {wait:?}: {stats}").into());
         }
         // A progress poll of a background job that runs for seconds to minutes.
         std::thread::sleep(Duration::from_millis(100));
@@ -261,8 +282,8 @@ fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary
                 eprintln!("progress: ANN covers every vector at {:.1} s: {a}", started.elapsed().as_secs_f64());
                 break;
             }
-            if started.elapsed() > EMBED_WAIT {
-                return Err(format!("approximate index incomplete after {EMBED_WAIT:?}: {stats}").into());
+            if started.elapsed() > wait {
+                return Err(format!("approximate index incomplete after {wait:?}: {stats}").into());
             }
             // A progress poll of a background job, as above.
             std::thread::sleep(Duration::from_millis(200));
@@ -273,12 +294,7 @@ fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary
     s.handshake()?;
     let rare = time_tool(&mut s, "memory.search", &rare_words(vocab), |w| json!({"query": w, "k": 10}))?;
     let common = time_tool(&mut s, "memory.search", &common_words(vocab), |w| json!({"query": w, "k": 10}))?;
-    let queries: Vec<String> = (0..RUNS)
-        .map(|i| {
-            let (c, r) = (&vocab.words[50 + i % 50], &vocab.words[20_000 + i * 37]);
-            format!("{c} {r}")
-        })
-        .collect();
+    let queries = recall_queries(vocab);
     let recall = time_tool(&mut s, "memory.recall", &queries, |q| json!({"query": q, "k": 10}))?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     eprintln!(
@@ -335,6 +351,24 @@ fn disk_usage(data: &Path) -> Vec<(&'static str, u64)> {
         }
     }
     parts
+}
+
+/// `memory.recall`'s questions: a common content word and a rare one; on a corpus with topics,
+/// two words of a topic and a rare one, as a person asks about something they wrote about.
+fn recall_queries(vocab: &corpus::Vocabulary) -> Vec<String> {
+    (0..RUNS)
+        .map(|i| {
+            let rare = &vocab.words[20_000 + i * 37];
+            match vocab.topics.get((i * 7919) % vocab.topics.len().max(1)) {
+                Some(topic) => format!(
+                    "{} {} {rare}",
+                    vocab.words[topic[i % topic.len()]],
+                    vocab.words[topic[(i + 1) % topic.len()]]
+                ),
+                None => format!("{} {rare}", vocab.words[50 + i % 50]),
+            }
+        })
+        .collect()
 }
 
 /// Words in about one chunk in a thousand (ranks 30,000+ of the Zipf vocabulary).

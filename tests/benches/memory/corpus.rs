@@ -4,7 +4,20 @@
 //! function and content words and whose long tail is pronounceable made-up words, so that
 //! "common" and "rare" query words behave like those of real text. Deterministic: the same
 //! seed gives the same corpus, which is how the baselines see exactly what the daemon ingested.
-
+//!
+//! With `MEMORY_BENCH_FORMAT=mbox` the same sections are written as mail instead: mbox files of
+//! [`MESSAGES_PER_MBOX`] messages, a section's heading its subject and its body the message's,
+//! one of 2,000 senders, dates spread over ten years. A message is one chunk whatever its length
+//! (Markdown sections are merged up to ~300 tokens), which is how a store reaches 10M chunks of
+//! short text: mail and chat, not long documents.
+//!
+//! With `MEMORY_BENCH_TOPICS=T` (0, the default, is the uniform corpus of every run before it)
+//! each section is also about one of `T` topics, as real notes, mail and chat are: a topic owns
+//! [`TOPIC_WORDS`] words of the middle ranks (`TOPIC_RANKS`, never the rare ranks the search
+//! queries use), a section draws a quarter of its words and two of its three heading words from
+//! its topic, the rest from the Zipf law as before. The embeddings of such a corpus form
+//! clusters, which is what an approximate vector index relies on; those of the uniform corpus
+//! do not, the worst case for one.
 use std::io::Write;
 use std::path::Path;
 
@@ -13,6 +26,11 @@ const PARAGRAPHS: usize = 5;
 const PARAGRAPH_WORDS: usize = 60;
 pub const VOCABULARY: usize = 50_000;
 const SEED: u64 = 0x9e37_79b9_7f4a_7c15;
+/// Words a topic owns, and the frequency ranks they are drawn from.
+pub const TOPIC_WORDS: usize = 30;
+pub const TOPIC_RANKS: std::ops::Range<usize> = 300..20_000;
+/// The share of a section's body words drawn from its topic.
+const TOPIC_SHARE: f64 = 0.25;
 
 /// The most frequent words of English text, most frequent first.
 const HEAD: &[&str] = &[
@@ -147,6 +165,13 @@ pub struct Vocabulary {
     /// Words by frequency rank, most frequent first.
     pub words: Vec<String>,
     cumulative: Vec<f64>,
+    /// Each topic's words as ranks into `words`; empty for the uniform corpus.
+    pub topics: Vec<Vec<usize>>,
+}
+
+/// Topics of the corpus: `MEMORY_BENCH_TOPICS`, 0 (uniform, no topics) unless set.
+pub fn topic_count() -> usize {
+    std::env::var("MEMORY_BENCH_TOPICS").ok().and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 impl Vocabulary {
@@ -173,7 +198,18 @@ impl Vocabulary {
             total += 1.0 / (r as f64 + 1.0);
             cumulative.push(total);
         }
-        Vocabulary { words, cumulative }
+        let mut rng = Rng::new(SEED ^ 0x7777);
+        let span = (TOPIC_RANKS.end - TOPIC_RANKS.start) as u64;
+        let topics = (0..topic_count())
+            .map(|_| (0..TOPIC_WORDS).map(|_| TOPIC_RANKS.start + (rng.next_u64() % span) as usize).collect())
+            .collect();
+        Vocabulary { words, cumulative, topics }
+    }
+
+    /// A word of `topic`, uniformly.
+    fn topic_word(&self, topic: usize, rng: &mut Rng) -> &str {
+        let words = &self.topics[topic];
+        &self.words[words[(rng.next_u64() % words.len() as u64) as usize]]
     }
 
     fn sample(&self, rng: &mut Rng) -> &str {
@@ -216,11 +252,17 @@ impl<'a> Sections<'a> {
     pub fn next_section(&mut self, out_heading: &mut String, out_body: &mut String) {
         out_heading.clear();
         out_body.clear();
+        let topics = self.vocab.topics.len();
+        let topic = (topics > 0).then(|| (self.rng.next_u64() % topics as u64) as usize);
         for k in 0..3 {
             if k > 0 {
                 out_heading.push(' ');
             }
-            out_heading.push_str(self.vocab.sample(&mut self.rng));
+            let word = match topic {
+                Some(t) if k < 2 => self.vocab.topic_word(t, &mut self.rng),
+                _ => self.vocab.sample(&mut self.rng),
+            };
+            out_heading.push_str(word);
         }
         for p in 0..self.paragraphs {
             if p > 0 {
@@ -230,15 +272,32 @@ impl<'a> Sections<'a> {
                 if w > 0 {
                     out_body.push(' ');
                 }
-                out_body.push_str(self.vocab.sample(&mut self.rng));
+                let word = match topic {
+                    Some(t) if self.rng.unit() < TOPIC_SHARE => self.vocab.topic_word(t, &mut self.rng),
+                    _ => self.vocab.sample(&mut self.rng),
+                };
+                out_body.push_str(word);
             }
             out_body.push('.');
         }
     }
 }
 
-/// Writes `chunks` sections as Markdown files (1,000 files per folder) under `dir`.
+/// Messages per mbox file of the mail corpus.
+pub const MESSAGES_PER_MBOX: usize = 10_000;
+const SENDERS: usize = 2_000;
+
+/// Whether the corpus is mail (`MEMORY_BENCH_FORMAT=mbox`) rather than Markdown.
+pub fn is_mail() -> bool {
+    std::env::var("MEMORY_BENCH_FORMAT").is_ok_and(|f| f == "mbox")
+}
+
+/// Writes `chunks` sections under `dir`: as Markdown files (1,000 files per folder), or as
+/// mbox files when [`is_mail`].
 pub fn write(dir: &Path, vocab: &Vocabulary, chunks: usize) -> std::io::Result<()> {
+    if is_mail() {
+        return write_mail(dir, vocab, chunks);
+    }
     let mut sections = Sections::new(vocab);
     let (mut heading, mut body) = (String::new(), String::new());
     let files = chunks.div_ceil(SECTIONS_PER_FILE);
@@ -260,4 +319,54 @@ pub fn write(dir: &Path, vocab: &Vocabulary, chunks: usize) -> std::io::Result<(
         std::fs::File::create(sub.join(format!("f{f:06}.md")))?.write_all(text.as_bytes())?;
     }
     Ok(())
+}
+
+/// The mail corpus: `chunks` messages in mbox files under `dir`.
+fn write_mail(dir: &Path, vocab: &Vocabulary, chunks: usize) -> std::io::Result<()> {
+    let mut sections = Sections::new(vocab);
+    let (mut heading, mut body) = (String::new(), String::new());
+    std::fs::create_dir_all(dir)?;
+    // 2015-01-01 00:00 UTC, then ten years spread over the messages.
+    let (start, span) = (1_420_070_400i64, 10 * 365 * 86_400i64);
+    for f in 0..chunks.div_ceil(MESSAGES_PER_MBOX) {
+        let mut out =
+            std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(dir.join(format!("m{f:05}.mbox")))?);
+        for m in f * MESSAGES_PER_MBOX..chunks.min((f + 1) * MESSAGES_PER_MBOX) {
+            sections.next_section(&mut heading, &mut body);
+            let when = chrono_like(start + span * m as i64 / chunks.max(1) as i64);
+            let sender = m * 7919 % SENDERS;
+            write!(
+                out,
+                "From sender{sender}@example.org {}\nFrom: Sender {sender} <sender{sender}@example.org>\n\
+                 To: me@example.org\nSubject: {heading}\nDate: {}\nMessage-ID: <m{m}@bench.example.org>\n\n{body}\n\n",
+                when.0, when.1
+            )?;
+        }
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// `unix` seconds as an mbox separator date and an RFC 2822 date (UTC).
+fn chrono_like(unix: i64) -> (String, String) {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
+    let weekday = DAYS[days.rem_euclid(7) as usize];
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, mi, se) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mon = MONTHS[(month - 1) as usize];
+    (
+        format!("{weekday} {mon} {day:>2} {h:02}:{mi:02}:{se:02} {year}"),
+        format!("{weekday}, {day} {mon} {year} {h:02}:{mi:02}:{se:02} +0000"),
+    )
 }
