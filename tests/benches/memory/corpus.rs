@@ -349,24 +349,6 @@ fn write_mail(dir: &Path, vocab: &Vocabulary, chunks: usize) -> std::io::Result<
 
 /// `unix` seconds as an mbox separator date and an RFC 2822 date (UTC).
 fn chrono_like(unix: i64) -> (String, String) {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let (days, secs) = (unix.div_euclid(86_400), unix.rem_euclid(86_400));
-    let weekday = DAYS[days.rem_euclid(7) as usize];
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, mi, se) = (secs / 3600, secs / 60 % 60, secs % 60);
-    let mon = MONTHS[(month - 1) as usize];
-    (
-        format!("{weekday} {mon} {day:>2} {h:02}:{mi:02}:{se:02} {year}"),
-        format!("{weekday}, {day} {mon} {year} {h:02}:{mi:02}:{se:02} +0000"),
-    )
+    let t = chrono::DateTime::from_timestamp(unix, 0).unwrap_or_default();
+    (t.format("%a %b %e %H:%M:%S %Y").to_string(), t.format("%a, %-d %b %Y %H:%M:%S +0000").to_string())
 }
