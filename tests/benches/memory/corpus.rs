@@ -333,7 +333,7 @@ fn write_mail(dir: &Path, vocab: &Vocabulary, chunks: usize) -> std::io::Result<
             std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(dir.join(format!("m{f:05}.mbox")))?);
         for m in f * MESSAGES_PER_MBOX..chunks.min((f + 1) * MESSAGES_PER_MBOX) {
             sections.next_section(&mut heading, &mut body);
-            let when = chrono_like(start + span * m as i64 / chunks.max(1) as i64);
+            let when = mail_dates(start + span * m as i64 / chunks.max(1) as i64);
             let sender = m * 7919 % SENDERS;
             write!(
                 out,
@@ -348,7 +348,7 @@ fn write_mail(dir: &Path, vocab: &Vocabulary, chunks: usize) -> std::io::Result<
 }
 
 /// `unix` seconds as an mbox separator date and an RFC 2822 date (UTC).
-fn chrono_like(unix: i64) -> (String, String) {
+fn mail_dates(unix: i64) -> (String, String) {
     let t = chrono::DateTime::from_timestamp(unix, 0).unwrap_or_default();
     (t.format("%a %b %e %H:%M:%S %Y").to_string(), t.format("%a, %-d %b %Y %H:%M:%S +0000").to_string())
 }

@@ -11,6 +11,7 @@ mod unicode_tables;
 mod wordpiece;
 
 pub use static_model::{MODEL_ID as STATIC_MODEL_ID, StaticModel};
+pub use wordpiece::WordPiece;
 
 use std::sync::Arc;
 
@@ -36,7 +37,6 @@ impl Embedder for Builtin {
         self.0.fusion_weight()
     }
 }
-pub use wordpiece::WordPiece;
 
 /// Turns texts into fixed-size vectors whose dot product is a similarity.
 pub trait Embedder: Send + Sync {

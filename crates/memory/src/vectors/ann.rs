@@ -883,8 +883,16 @@ mod tests {
             "rows of the sample's distribution fit as the held-out rows did ({placed} against {})",
             ivf.fit
         );
-        assert!(!needs_retrain(&ivf, rows), "no retraining at the size it was trained at");
-        assert!(!needs_retrain(&ivf, rows + rows / 2));
+        assert!(!needs_retrain(&ivf, rows + rows / 2), "no drift, no retraining before 4× growth");
+        // Rows that fit no leaf at all are drift, which retrains only once the index has grown
+        // a quarter.
+        let drifting = train(&sample, dims, leaves, rows, &|| false).expect("trained");
+        for _ in 0..rows / 2 {
+            drifting.note_placed(0.0);
+        }
+        assert!(drifting.drifted());
+        assert!(!needs_retrain(&drifting, rows), "drift alone never retrains at the trained size");
+        assert!(needs_retrain(&drifting, rows + rows / 4), "drift retrains after a quarter's growth");
     }
 
     /// Deleted rows never come back, changed rows are found under their new vector (pending
