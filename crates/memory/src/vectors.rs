@@ -13,9 +13,6 @@
 //! [`candidates`] rows (1/128 of them at 1M) are scored on their int8 rows. On the SciFact
 //! development claims (28,581 chunks, `examples/sign_prefilter.rs`), re-scoring the best 1/128
 //! by sign keeps 98% of the exact top 10; below the threshold every row is scored exactly.
-//! The table lookups cost ~8 ns a row, so at embedding widths a cheaper pass comes first: the
-//! Hamming distance between the row's signs and the query's (four `popcnt`s at 256
-//! dimensions) lets through only the nearest ~1/8 of the rows, which keeps the same 98%.
 //!
 //! Past [`ANN_MIN_ROWS`] rows the tier's worker thread (`ann`) groups the rows into the lists
 //! of an inverted file; an unrestricted search then scans only the lists nearest the query
@@ -34,12 +31,12 @@ use ann::{ANN_MIN_ROWS, AnnStats, Ivf, Job, Lists, PENDING, Signal};
 pub(crate) struct VectorIndex {
     dims: usize,
     /// `len * dims` quantised components.
-    data: Rows<i8>,
+    data: Vec<i8>,
     /// One scale per row: component = data * scale.
     scales: Vec<f32>,
     /// `len * code_bytes(dims)` sign bits: bit `k` of byte `j` is set when component
     /// `8j + k` is not negative.
-    signs: Rows<u8>,
+    signs: Vec<u8>,
     rowids: Vec<i64>,
     pos: RowMap,
     /// Which IVF list each row is in (all pending until an IVF is trained).
@@ -56,73 +53,6 @@ pub(crate) struct VectorIndex {
     saved_rows: usize,
     /// [`ANN_MIN_ROWS`], smaller in tests.
     ann_min_rows: usize,
-}
-
-/// A matrix of `width`-wide rows in blocks of [`BLOCK_ROWS`], so that growing never copies it:
-/// a contiguous matrix grew by doubling into a new allocation, and while the old one was copied
-/// both were resident (+1 GB at 4.2M rows of 256 int8 components, +2 GB at 8.4M).
-struct Rows<T> {
-    width: usize,
-    blocks: Vec<Box<[T]>>,
-    len: usize,
-}
-
-/// Rows a block of [`Rows`] holds (4 MiB of int8 rows at 256 dimensions).
-const BLOCK_ROWS: usize = 1 << BLOCK_SHIFT;
-const BLOCK_SHIFT: u32 = 14;
-
-impl<T: Copy + Default> Rows<T> {
-    fn new(width: usize) -> Self {
-        Rows { width, blocks: Vec::new(), len: 0 }
-    }
-
-    #[inline(always)]
-    fn row(&self, i: usize) -> &[T] {
-        let at = (i & (BLOCK_ROWS - 1)) * self.width;
-        &self.blocks[i >> BLOCK_SHIFT][at..at + self.width]
-    }
-
-    #[inline(always)]
-    fn row_mut(&mut self, i: usize) -> &mut [T] {
-        let at = (i & (BLOCK_ROWS - 1)) * self.width;
-        &mut self.blocks[i >> BLOCK_SHIFT][at..at + self.width]
-    }
-
-    /// Adds a row of zeros at the end.
-    fn push_zeroed(&mut self) {
-        if self.len == self.blocks.len() * BLOCK_ROWS {
-            self.blocks.push(vec![T::default(); BLOCK_ROWS * self.width].into_boxed_slice());
-        }
-        self.len += 1;
-        let last = self.len - 1;
-        self.row_mut(last).fill(T::default());
-    }
-
-    fn copy_row(&mut self, from: usize, to: usize) {
-        let (w, f, t) = (self.width, (from & (BLOCK_ROWS - 1)) * self.width, (to & (BLOCK_ROWS - 1)) * self.width);
-        let (fb, tb) = (from >> BLOCK_SHIFT, to >> BLOCK_SHIFT);
-        if fb == tb {
-            self.blocks[fb].copy_within(f..f + w, t);
-        } else {
-            let (lo, hi) = self.blocks.split_at_mut(fb.max(tb));
-            let (src, dst) = if fb < tb { (&lo[fb], &mut hi[0]) } else { (&hi[0], &mut lo[tb]) };
-            dst[t..t + w].copy_from_slice(&src[f..f + w]);
-        }
-    }
-
-    /// Drops the last row; a block is freed once it and the one before it are empty (one
-    /// spare, so that a row added and removed at a block boundary does not allocate each time).
-    fn pop(&mut self) {
-        self.len = self.len.saturating_sub(1);
-        while self.blocks.len() * BLOCK_ROWS >= self.len + 2 * BLOCK_ROWS {
-            self.blocks.pop();
-        }
-    }
-
-    fn clear(&mut self) {
-        self.blocks.clear();
-        self.len = 0;
-    }
 }
 
 /// Row positions by rowid. Chunk rowids are SQLite's, dense from 1, so a position is kept in a
@@ -257,9 +187,9 @@ impl VectorIndex {
     pub fn new(dims: usize) -> Self {
         VectorIndex {
             dims,
-            data: Rows::new(dims),
+            data: Vec::new(),
             scales: Vec::new(),
-            signs: Rows::new(code_bytes(dims)),
+            signs: Vec::new(),
             rowids: Vec::new(),
             pos: RowMap::default(),
             lists: Lists::default(),
@@ -293,8 +223,8 @@ impl VectorIndex {
                 let i = self.rowids.len();
                 self.pos.insert(rowid, i);
                 self.rowids.push(rowid);
-                self.data.push_zeroed();
-                self.signs.push_zeroed();
+                self.data.resize((i + 1) * d, 0);
+                self.signs.resize((i + 1) * code_bytes(d), 0);
                 self.scales.push(0.0);
                 self.lists.push(i);
                 i
@@ -309,8 +239,9 @@ impl VectorIndex {
             self.signal.wake();
         }
         let n = v.len().min(d);
-        self.scales[i] = quantize(&v[..n], &mut self.data.row_mut(i)[..n]);
-        sign_bits(self.data.row(i), self.signs.row_mut(i));
+        self.scales[i] = quantize(&v[..n], &mut self.data[i * d..i * d + n]);
+        let cb = code_bytes(d);
+        sign_bits(&self.data[i * d..(i + 1) * d], &mut self.signs[i * cb..(i + 1) * cb]);
     }
 
     /// Removes `rowid`; the last row moves into its slot so the matrix stays dense.
@@ -324,14 +255,15 @@ impl VectorIndex {
             let moved = self.rowids[last];
             self.rowids[i] = moved;
             self.pos.insert(moved, i);
-            self.data.copy_row(last, i);
-            self.signs.copy_row(last, i);
+            self.data.copy_within(last * self.dims..(last + 1) * self.dims, i * self.dims);
+            let cb = code_bytes(self.dims);
+            self.signs.copy_within(last * cb..(last + 1) * cb, i * cb);
             self.scales[i] = self.scales[last];
         }
         self.rowids.pop();
         self.scales.pop();
-        self.data.pop();
-        self.signs.pop();
+        self.data.truncate(last * self.dims);
+        self.signs.truncate(last * code_bytes(self.dims));
         true
     }
 
@@ -350,15 +282,15 @@ impl VectorIndex {
         self.rowids
             .iter()
             .copied()
-            .zip(&self.scales)
-            .enumerate()
-            .map(|(i, (r, s))| (r, self.data.row(i).iter().map(|x| f32::from(*x) * s).collect()))
+            .zip(self.data.chunks_exact(self.dims.max(1)).zip(&self.scales))
+            .map(|(r, (q, s))| (r, q.iter().map(|x| f32::from(*x) * s).collect()))
     }
 
     /// The vector of `rowid` (dequantised), if held.
     pub fn get(&self, rowid: i64) -> Option<Vec<f32>> {
         let i = self.pos.get(rowid)?;
-        Some(self.data.row(i).iter().map(|x| f32::from(*x) * self.scales[i]).collect())
+        let d = self.dims;
+        Some(self.data[i * d..(i + 1) * d].iter().map(|x| f32::from(*x) * self.scales[i]).collect())
     }
 
     /// The rowids held, in storage order.
@@ -414,9 +346,10 @@ impl VectorIndex {
         let mut qi = vec![0i8; q.len()];
         let q_scale = quantize(&q, &mut qi);
         let step = len.div_ceil(n).max(1);
+        let d = self.dims;
         let sims: Vec<f64> = (0..len)
             .step_by(step)
-            .map(|i| (dot_i8i8(&qi, self.data.row(i)) as f32 * q_scale * self.scales[i]) as f64)
+            .map(|i| (dot_i8i8(&qi, &self.data[i * d..(i + 1) * d]) as f32 * q_scale * self.scales[i]) as f64)
             .collect();
         let mean = sims.iter().sum::<f64>() / sims.len() as f64;
         let var = sims.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / sims.len() as f64;
@@ -426,9 +359,10 @@ impl VectorIndex {
     /// The best `limit` of the row positions `rows` by their int8 rows, as `(position,
     /// cosine)`, unordered.
     fn exact(&self, q: &Quantised, limit: usize, rows: impl Iterator<Item = usize>) -> Vec<(usize, f32)> {
+        let d = self.dims;
         let mut best = Best::new(limit);
         for i in rows {
-            best.offer(dot_i8i8(&q.row, self.data.row(i)) as f32 * q.scale * self.scales[i], i);
+            best.offer(dot_i8i8(&q.row, &self.data[i * d..(i + 1) * d]) as f32 * q.scale * self.scales[i], i);
         }
         best.into_vec()
     }
@@ -445,10 +379,11 @@ impl VectorIndex {
         limit: usize,
         rows: impl ExactSizeIterator<Item = usize> + Clone,
     ) -> Vec<(usize, f32)> {
+        let cb = code_bytes(self.dims);
         let n = rows.len();
         let want = candidates(limit, n);
         let mut pre = Best::new(want);
-        let mut score = |i: usize| pre.offer(table.score(self.signs.row(i)), i);
+        let mut score = |i: usize| pre.offer(table.score(&self.signs[i * cb..(i + 1) * cb]), i);
         if self.dims >= HAMMING_MIN_DIMS && n >= 4 * HAMMING_SHARE * want {
             let cut = hamming_cut(&self.signs, &table.code, rows.clone(), want * HAMMING_SHARE);
             hamming_within(&self.signs, &table.code, rows, cut, &mut score);
@@ -541,7 +476,8 @@ impl VectorIndex {
 
     /// Row `i` dequantised and scaled to unit length.
     fn unit_row(&self, i: usize) -> Vec<f32> {
-        let mut v: Vec<f32> = self.data.row(i).iter().map(|x| f32::from(*x)).collect();
+        let d = self.dims;
+        let mut v: Vec<f32> = self.data[i * d..(i + 1) * d].iter().map(|x| f32::from(*x)).collect();
         normalize(&mut v);
         v
     }
@@ -739,13 +675,13 @@ fn word(bytes: &[u8]) -> u64 {
 
 /// The smallest Hamming distance from `code` within which about `keep` of `rows` fall (at
 /// least that share of them), judged on up to [`CUT_SAMPLE`] rows spread over them.
-fn hamming_cut(signs: &Rows<u8>, code: &[u8], rows: impl ExactSizeIterator<Item = usize>, keep: usize) -> u32 {
+fn hamming_cut(signs: &[u8], code: &[u8], rows: impl ExactSizeIterator<Item = usize>, keep: usize) -> u32 {
     let n = rows.len();
     let cb = code.len();
     let mut counts = vec![0usize; cb * 8 + 1];
     let mut sampled = 0;
     for i in rows.step_by(n.div_ceil(CUT_SAMPLE).max(1)) {
-        counts[hamming(code, signs.row(i)) as usize] += 1;
+        counts[hamming(code, &signs[i * cb..(i + 1) * cb]) as usize] += 1;
         sampled += 1;
     }
     // The share of the sample that has to fall within the cut.
@@ -766,15 +702,10 @@ const CUT_SAMPLE: usize = 8192;
 /// Calls `near` with each row of `rows` whose sign code differs from `code` in at most `cut`
 /// bits.
 #[inline(always)]
-fn within_pass(
-    signs: &Rows<u8>,
-    code: &[u8],
-    rows: impl Iterator<Item = usize>,
-    cut: u32,
-    near: &mut impl FnMut(usize),
-) {
+fn within_pass(signs: &[u8], code: &[u8], rows: impl Iterator<Item = usize>, cut: u32, near: &mut impl FnMut(usize)) {
+    let cb = code.len();
     for i in rows {
-        if hamming(code, signs.row(i)) <= cut {
+        if hamming(code, &signs[i * cb..(i + 1) * cb]) <= cut {
             near(i);
         }
     }
@@ -786,7 +717,7 @@ fn within_pass(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
 fn within_pass_popcnt(
-    signs: &Rows<u8>,
+    signs: &[u8],
     code: &[u8],
     rows: impl Iterator<Item = usize>,
     cut: u32,
@@ -798,7 +729,7 @@ fn within_pass_popcnt(
 /// [`within_pass`], on `popcnt` when this CPU has it.
 #[allow(unsafe_code, reason = "calls a function compiled for `popcnt` once the CPU is known to have it")]
 fn hamming_within(
-    signs: &Rows<u8>,
+    signs: &[u8],
     code: &[u8],
     rows: impl Iterator<Item = usize>,
     cut: u32,
@@ -1077,10 +1008,10 @@ mod tests {
             ix.remove(r);
         }
         let cb = code_bytes(dims);
-        for i in 0..ix.len() {
+        for (i, row) in ix.data.chunks_exact(dims).enumerate() {
             let mut code = vec![0u8; cb];
-            sign_bits(ix.data.row(i), &mut code);
-            assert_eq!(code, ix.signs.row(i), "row {i}");
+            sign_bits(row, &mut code);
+            assert_eq!(code, ix.signs[i * cb..(i + 1) * cb], "row {i}");
         }
         let mut agree = 0;
         for _ in 0..10 {
@@ -1098,33 +1029,6 @@ mod tests {
         }
         // Random 32-d rows are the hard case for sign bits (real embeddings keep ~97-99%).
         assert!(agree >= 80, "{agree} of 100 exact hits kept");
-    }
-
-    /// Rows across block boundaries: pushed, copied either way between blocks, popped with
-    /// their blocks freed.
-    #[test]
-    fn rows_in_blocks_copy_and_shrink() {
-        let mut m: Rows<u32> = Rows::new(3);
-        let n = 2 * BLOCK_ROWS + 5;
-        for i in 0..n {
-            m.push_zeroed();
-            m.row_mut(i).copy_from_slice(&[i as u32, 1, 2]);
-        }
-        assert_eq!((m.len, m.blocks.len()), (n, 3));
-        m.copy_row(n - 1, 3);
-        m.copy_row(7, BLOCK_ROWS + 1);
-        m.copy_row(BLOCK_ROWS + 2, BLOCK_ROWS + 9);
-        assert_eq!(
-            [m.row(3)[0], m.row(BLOCK_ROWS + 1)[0], m.row(BLOCK_ROWS + 9)[0]],
-            [n as u32 - 1, 7, BLOCK_ROWS as u32 + 2]
-        );
-        for _ in 0..BLOCK_ROWS + 10 {
-            m.pop();
-        }
-        assert_eq!((m.len, m.blocks.len()), (BLOCK_ROWS - 5, 2), "one spare block is kept");
-        m.push_zeroed();
-        assert_eq!(m.row(BLOCK_ROWS - 5), [0, 0, 0], "a reused slot starts at zero");
-        assert_eq!(m.row(BLOCK_ROWS - 6), [BLOCK_ROWS as u32 - 6, 1, 2]);
     }
 
     /// Positions by rowid, dense or far apart, through moves and removals.
@@ -1166,14 +1070,11 @@ mod tests {
         let mut byte = || ((rnd() + 1.0) * 127.9) as u8;
         for dims in [64usize, 128, 200, 256, 384] {
             let (cb, rows) = (code_bytes(dims), 500);
-            let mut signs = Rows::new(cb);
-            for i in 0..rows {
-                signs.push_zeroed();
-                signs.row_mut(i).iter_mut().for_each(|b| *b = byte());
-            }
+            let signs: Vec<u8> = (0..rows * cb).map(|_| byte()).collect();
             let code: Vec<u8> = (0..cb).map(|_| byte()).collect();
-            let dist: Vec<u32> =
-                (0..rows).map(|i| signs.row(i).iter().zip(&code).map(|(a, b)| (a ^ b).count_ones()).sum()).collect();
+            let dist: Vec<u32> = (0..rows)
+                .map(|i| signs[i * cb..(i + 1) * cb].iter().zip(&code).map(|(a, b)| (a ^ b).count_ones()).sum())
+                .collect();
             let keep = rows / 8;
             let cut = hamming_cut(&signs, &code, 0..rows, keep);
             let within = |c: u32| dist.iter().filter(|d| **d <= c).count();
