@@ -16,7 +16,9 @@
 //! paragraph per section — Markdown sections are merged into chunks of ~300 tokens, so fewer
 //! paragraphs make fewer chunks unless the corpus is mail; `MEMORY_BENCH_FORMAT=mbox` writes
 //! each section as one mail; `MEMORY_BENCH_TOPICS` gives the sections topics (see
-//! `memory/corpus.rs`); `MEMORY_BENCH_KEEP=1` leaves them there, to profile the store.) It
+//! `memory/corpus.rs`); `MEMORY_BENCH_KEEP=1` leaves them there, to profile the store, and
+//! `MEMORY_BENCH_REUSE=<the kept dir>` times only the queries on it, with the binaries of the
+//! checkout it runs in, to compare two commits on one large store.) It
 //! writes a synthetic corpus (`memory/corpus.rs`: Zipf word frequencies, ~300-word chunks),
 //! starts `openhumand-mcp serve` in a fresh home and prints:
 //!
@@ -96,6 +98,9 @@ fn chunks_wanted() -> Result<usize> {
 }
 
 fn run() -> Result<()> {
+    if let Some(dir) = std::env::var_os("MEMORY_BENCH_REUSE") {
+        return rerun(&Binaries::build_and_locate()?, Path::new(&dir));
+    }
     let chunks = chunks_wanted()?;
     let bins = Binaries::build_and_locate()?;
     let scratch_root = std::env::var_os("MEMORY_BENCH_DIR").map(Into::into).unwrap_or_else(std::env::temp_dir);
@@ -290,12 +295,7 @@ fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary
         }
     }
 
-    let mut s = Session::socket(&daemon.socket())?;
-    s.handshake()?;
-    let rare = time_tool(&mut s, "memory.search", &rare_words(vocab), |w| json!({"query": w, "k": 10}))?;
-    let common = time_tool(&mut s, "memory.search", &common_words(vocab), |w| json!({"query": w, "k": 10}))?;
-    let queries = recall_queries(vocab);
-    let recall = time_tool(&mut s, "memory.recall", &queries, |q| json!({"query": q, "k": 10}))?;
+    let Queried { rare, common, recall } = time_queries(daemon, vocab)?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     eprintln!(
         "progress: search rare p50 {:.2} ms, common p50 {:.2} ms; recall p50 {:.2} ms p99 {:.2} ms; VmHWM {:?} KiB; load {}",
@@ -320,6 +320,104 @@ fn measure_daemon(daemon: &Daemon, corpus_dir: &Path, vocab: &corpus::Vocabulary
         ann,
         ann_done,
     })
+}
+
+struct Queried {
+    rare: Samples,
+    common: Samples,
+    recall: Samples,
+}
+
+/// `memory.search` for rare and for common words, then `memory.recall`, each timed in one
+/// MCP session.
+fn time_queries(daemon: &Daemon, vocab: &corpus::Vocabulary) -> Result<Queried> {
+    let mut s = Session::socket(&daemon.socket())?;
+    s.handshake()?;
+    let rare = time_tool(&mut s, "memory.search", &rare_words(vocab), |w| json!({"query": w, "k": 10}))?;
+    let common = time_tool(&mut s, "memory.search", &common_words(vocab), |w| json!({"query": w, "k": 10}))?;
+    let recall = time_tool(&mut s, "memory.recall", &recall_queries(vocab), |q| json!({"query": q, "k": 10}))?;
+    Ok(Queried { rare, common, recall })
+}
+
+/// `MEMORY_BENCH_REUSE=<dir>`: the queries alone, with this checkout's binaries, against the
+/// store an earlier run kept there (`MEMORY_BENCH_KEEP=1`; give the same `MEMORY_BENCH_TOPICS`,
+/// so that the queries are the same). Two commits compare on one large store without building
+/// it twice. The daemon first settles: at open it checks every chunk for a missing vector.
+fn rerun(bins: &Binaries, dir: &Path) -> Result<()> {
+    let home = dir.join("h");
+    if !home.join("data").is_dir() {
+        return Err(format!("{} holds no kept store: run once with MEMORY_BENCH_KEEP=1", dir.display()).into());
+    }
+    println!("# openhuman-mcp memory benchmark, queries on a kept store");
+    println!("command : MEMORY_BENCH_REUSE={} {COMMAND}", dir.display());
+    println!("date    : {} UTC", support::utc_now());
+    println!("machine : {}", support::machine());
+    println!("git     : {}", support::git_state());
+    let vocab = corpus::Vocabulary::new();
+    let started = Instant::now();
+    let daemon = support::start_daemon(bins, &home)?;
+    let pid = daemon.pid();
+    let open = started.elapsed();
+    let mut ctl = Session::socket(&daemon.socket())?;
+    let stats = call(&mut ctl, "openhuman.memory_stats", json!({}))?;
+    settle(pid);
+    println!(
+        "daemon  : socket up {:.1} s after start, settled after {:.1} s; load {}",
+        open.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        support::loadavg()
+    );
+    println!("vectors : {}", stats["vectors"]);
+    let q = time_queries(&daemon, &vocab);
+    let (hwm, rss) = (support::proc_status_kib(pid, "VmHWM:"), support::proc_status_kib(pid, "VmRSS:"));
+    daemon.stop()?;
+    let q = q?;
+    let vectors = baseline::Vectors::load(&home.join("data/vectors"))?;
+    let n = vectors.rows();
+    let probes: Vec<usize> = (0..RUNS).map(|i| (i * 7919) % n.max(1)).collect();
+    let base_recall = time_baseline(&probes, |&i| {
+        std::hint::black_box(vectors.brute_force(vectors.row(i)));
+        Ok(())
+    })?;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!();
+    println!("| metric | openhuman-mcp | baseline | ratio |");
+    println!("|---|---|---|---|");
+    for (name, samples) in [("memory.search rare word", &q.rare), ("memory.search common word", &q.common)] {
+        println!("| {name} p50 / p99 | {:.2} / {:.2} ms | | |", ms(samples.pct(50.0)), ms(samples.pct(99.0)));
+    }
+    println!(
+        "| memory.recall p50 / p99 | {:.2} / {:.2} ms | {:.2} / {:.2} ms (one-thread f32 brute force, {n} vectors) | {:.2}× |",
+        ms(q.recall.pct(50.0)),
+        ms(q.recall.pct(99.0)),
+        ms(base_recall.pct(50.0)),
+        ms(base_recall.pct(99.0)),
+        ms(q.recall.pct(50.0)) / ms(base_recall.pct(50.0))
+    );
+    let mib = |kib: Option<u64>| kib.map_or(f64::NAN, |k| k as f64 / 1024.0);
+    println!("| daemon peak RSS (VmHWM) / after the queries (VmRSS) | {:.0} / {:.0} MiB | | |", mib(hwm), mib(rss));
+    Ok(())
+}
+
+/// Waits until the daemon `pid` uses under 5% of a core over a second (its background work at
+/// open is done), for at most ten minutes.
+fn settle(pid: u32) {
+    let cpu_ticks = || -> Option<u64> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // utime and stime are fields 14 and 15; the name in field 2 may hold spaces.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    };
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while Instant::now() < deadline {
+        let Some(before) = cpu_ticks() else { return };
+        // A progress poll of the daemon's CPU use, a second at a time.
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(after) = cpu_ticks() else { return };
+        if after.saturating_sub(before) < 5 {
+            return;
+        }
+    }
 }
 
 /// Bytes on disk under the daemon's data dir by component.
