@@ -158,13 +158,8 @@ fn run() -> Result<()> {
     let base_rare = time_baseline(&rare_words(&vocab), |w| fts5.search(w).map(drop))?;
     let base_common = time_baseline(&common_words(&vocab), |w| fts5.search(w).map(drop))?;
     drop(fts5);
-    let vectors = baseline::Vectors::load(&home.join("data/vectors"))?;
+    let (vectors, probes, base_recall) = brute_force_baseline(&home)?;
     let n = vectors.rows();
-    let probes: Vec<usize> = (0..RUNS).map(|i| (i * 7919) % n.max(1)).collect();
-    let base_recall = time_baseline(&probes, |&i| {
-        std::hint::black_box(vectors.brute_force(vectors.row(i)));
-        Ok(())
-    })?;
     let ann_check = baseline::ann_recall(&home.join("data/vectors"), &vectors, &probes[..probes.len().min(100)])?;
     println!("baseline: FTS5 over the same {chunks} chunks; brute force over {n} vectors of {} dims", vectors.dims);
     println!("load    : {} (1/5/15 min, after)", support::loadavg());
@@ -372,13 +367,8 @@ fn rerun(bins: &Binaries, dir: &Path) -> Result<()> {
     let (hwm, rss) = (support::proc_status_kib(pid, "VmHWM:"), support::proc_status_kib(pid, "VmRSS:"));
     daemon.stop()?;
     let q = q?;
-    let vectors = baseline::Vectors::load(&home.join("data/vectors"))?;
+    let (vectors, _, base_recall) = brute_force_baseline(&home)?;
     let n = vectors.rows();
-    let probes: Vec<usize> = (0..RUNS).map(|i| (i * 7919) % n.max(1)).collect();
-    let base_recall = time_baseline(&probes, |&i| {
-        std::hint::black_box(vectors.brute_force(vectors.row(i)));
-        Ok(())
-    })?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!();
     println!("| metric | openhuman-mcp | baseline | ratio |");
@@ -397,6 +387,19 @@ fn rerun(bins: &Binaries, dir: &Path) -> Result<()> {
     let mib = |kib: Option<u64>| kib.map_or(f64::NAN, |k| k as f64 / 1024.0);
     println!("| daemon peak RSS (VmHWM) / after the queries (VmRSS) | {:.0} / {:.0} MiB | | |", mib(hwm), mib(rss));
     Ok(())
+}
+
+/// The daemon's stored vectors, the rows used as queries, and a one-thread brute-force top 10
+/// timed over them: recall's baseline.
+fn brute_force_baseline(home: &Path) -> Result<(baseline::Vectors, Vec<usize>, Samples)> {
+    let vectors = baseline::Vectors::load(&home.join("data/vectors"))?;
+    let n = vectors.rows();
+    let probes: Vec<usize> = (0..RUNS).map(|i| (i * 7919) % n.max(1)).collect();
+    let timed = time_baseline(&probes, |&i| {
+        std::hint::black_box(vectors.brute_force(vectors.row(i)));
+        Ok(())
+    })?;
+    Ok((vectors, probes, timed))
 }
 
 /// Waits until the daemon `pid` uses under 5% of a core over a second (its background work at
