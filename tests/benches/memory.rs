@@ -114,9 +114,7 @@ fn run() -> Result<()> {
     std::fs::create_dir_all(&home)?;
     println!("# openhuman-mcp memory benchmark");
     println!("command : {COMMAND}");
-    println!("date    : {} UTC", support::utc_now());
-    println!("machine : {}", support::machine());
-    println!("git     : {}", support::git_state());
+    print_when_where();
     println!("load    : {} (1/5/15 min, before)", support::loadavg());
     println!(
         "profile : {} (OPENHUMAN_BENCH_PROFILE)",
@@ -345,9 +343,7 @@ fn rerun(bins: &Binaries, dir: &Path) -> Result<()> {
     }
     println!("# openhuman-mcp memory benchmark, queries on a kept store");
     println!("command : MEMORY_BENCH_REUSE={} {COMMAND}", dir.display());
-    println!("date    : {} UTC", support::utc_now());
-    println!("machine : {}", support::machine());
-    println!("git     : {}", support::git_state());
+    print_when_where();
     let vocab = corpus::Vocabulary::new();
     let started = Instant::now();
     let daemon = support::start_daemon(bins, &home)?;
@@ -387,6 +383,13 @@ fn rerun(bins: &Binaries, dir: &Path) -> Result<()> {
     let mib = |kib: Option<u64>| kib.map_or(f64::NAN, |k| k as f64 / 1024.0);
     println!("| daemon peak RSS (VmHWM) / after the queries (VmRSS) | {:.0} / {:.0} MiB | | |", mib(hwm), mib(rss));
     Ok(())
+}
+
+/// The report's date, machine and commit lines.
+fn print_when_where() {
+    println!("date    : {} UTC", support::utc_now());
+    println!("machine : {}", support::machine());
+    println!("git     : {}", support::git_state());
 }
 
 /// The daemon's stored vectors, the rows used as queries, and a one-thread brute-force top 10

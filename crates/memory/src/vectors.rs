@@ -755,11 +755,14 @@ fn has_popcnt() -> bool {
 
 /// Packs the signs of `row` into `out`, eight components a byte, low bit first.
 fn sign_bits(row: &[i8], out: &mut [u8]) {
+    pack_signs(row.iter().map(|x| *x >= 0), out);
+}
+
+/// Packs one bit a component (set: not negative) into `out`, eight a byte, low bit first.
+fn pack_signs(not_negative: impl Iterator<Item = bool>, out: &mut [u8]) {
     out.iter_mut().for_each(|b| *b = 0);
-    for (k, x) in row.iter().enumerate() {
-        if *x >= 0 {
-            out[k / 8] |= 1 << (k % 8);
-        }
+    for (k, set) in not_negative.enumerate() {
+        out[k / 8] |= u8::from(set) << (k % 8);
     }
 }
 
@@ -788,11 +791,7 @@ impl SignTable {
             })
             .collect();
         let mut code = vec![0u8; code_bytes(q.len())];
-        for (k, x) in q.iter().enumerate() {
-            if *x >= 0.0 {
-                code[k / 8] |= 1 << (k % 8);
-            }
-        }
+        pack_signs(q.iter().map(|x| *x >= 0.0), &mut code);
         SignTable { tables, code }
     }
 
