@@ -207,7 +207,7 @@ fn seq(v: &Value, key: &str) -> Result<u64> {
 /// vectors are complete too.
 fn catch_up(node: &mut Node, bins: &Binaries, head: u64) -> Result<(Duration, Duration)> {
     let t = Instant::now();
-    node.start(bins)?;
+    node.start_within(bins, LONG_WAIT)?;
     poll("catch-up", LONG_WAIT, || Ok((seq(&shared(node)?, "applied_seq")? >= head).then_some(())))?;
     let applied = t.elapsed();
     let mut ctl = node.session()?;

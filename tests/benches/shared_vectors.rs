@@ -18,7 +18,10 @@
 //! 2. device B, with an empty home and the same models, starts: timed until it has applied the
 //!    whole log and every tier covers every chunk (the answering tier is the best one), with
 //!    its count of vectors fetched and embedded;
-//! 3. the server's vectors are deleted and device C does the same as B, so it embeds them all.
+//! 3. with pgvector, device D joins with `vector_search = "database"` and, once its HNSW index
+//!    is built on the server, answers the same `memory.recall` questions as B (which searches its
+//!    own index): latency of both and how many of B's top 10 D returns;
+//! 4. the server's vectors are deleted and device C does the same as B, so it embeds them all.
 //!
 //! Nothing asserts on time.
 #![allow(clippy::print_stdout, clippy::print_stderr, reason = "a benchmark's report is its output")]
@@ -97,7 +100,7 @@ fn figures(status: &Value) -> (u64, u64, String) {
 /// Starts `node` with an empty home and times it to full semantic recall.
 fn join(node: &mut Node, bins: &Binaries, chunks: u64) -> Result<(Duration, Value)> {
     let t = Instant::now();
-    node.start(bins)?;
+    node.start_within(bins, LONG_WAIT)?;
     let status = poll("the new device's vectors", LONG_WAIT, || {
         let s = node.status()?;
         Ok(complete(&s, chunks).then_some(s))
@@ -135,6 +138,8 @@ fn round(bins: &Binaries, root: &Path, chunks: usize, wheel: Option<&Path>, pgve
     let mut b = device(root, "b", &url, bins, wheel)?;
     let (fetched_t, fetched_status) = join(&mut b, bins, added)?;
     b.stop()?;
+    let in_database =
+        if pgvector && wheel.is_none() { Some(database_recall(root, &url, bins, &mut b, added)?) } else { None };
     pg.psql("bench", "DELETE FROM oh_vectors");
     let mut c = device(root, "c", &url, bins, wheel)?;
     let (own_t, own_status) = join(&mut c, bins, added)?;
@@ -161,7 +166,114 @@ fn round(bins: &Binaries, root: &Path, chunks: usize, wheel: Option<&Path>, pgve
     }
     println!();
     println!("speed-up: {:.2}×", own_t.as_secs_f64() / fetched_t.as_secs_f64());
+    if let Some(r) = in_database {
+        r.print(added);
+    }
     Ok(())
+}
+
+/// Questions for `memory.recall`: two words of the middle ranks and a rare one, as in the memory
+/// benchmark's uniform corpus.
+fn questions(vocab: &corpus::Vocabulary) -> Vec<String> {
+    (0..QUESTIONS)
+        .map(|i| {
+            format!("{} {} {}", vocab.words[300 + i * 13], vocab.words[800 + i * 29], vocab.words[20_000 + i * 37])
+        })
+        .collect()
+}
+const QUESTIONS: usize = 200;
+/// Untimed questions first on each device (connections, caches).
+const WARMUP: usize = 10;
+
+/// `memory.recall` on B (this machine's index) against D (`vector_search = "database"`).
+struct DatabaseRecall {
+    index_built: Duration,
+    local: support::Stats,
+    database: support::Stats,
+    /// Mean share of B's top 10 that D returned in its top 10.
+    agreement: f64,
+}
+
+impl DatabaseRecall {
+    fn print(&self, chunks: u64) {
+        println!();
+        println!("## `memory.recall` in the database (pgvector HNSW) against this machine's index, {chunks} chunks");
+        println!();
+        println!(
+            "device D (vector_search = \"database\"): joined and had its HNSW index built after {:.1} s",
+            self.index_built.as_secs_f64()
+        );
+        println!();
+        println!("| `memory.recall`, k = 10, {} questions | p50 | p99 |", QUESTIONS - WARMUP);
+        println!("|---|---|---|");
+        for (name, s) in
+            [("local index (device B; baseline)", &self.local), ("in the database (device D)", &self.database)]
+        {
+            println!("| {name} | {:.2} ms | {:.2} ms |", ms(s.pct(50.0)), ms(s.pct(99.0)));
+        }
+        println!();
+        println!("top 10 agreement (D's top 10 holding B's, mean over the questions): {:.3}", self.agreement);
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Starts D with database-side vector search, waits for its index, and asks B and D the same
+/// questions (B restarted from its home, so both are caught up).
+fn database_recall(root: &Path, url: &str, bins: &Binaries, b: &mut Node, chunks: u64) -> Result<DatabaseRecall> {
+    let mut d = Node::configured(root, "d", Some(url), "vector_search = \"database\"", "")?;
+    let t = Instant::now();
+    d.start(bins)?;
+    poll("device D's database search index", LONG_WAIT, || {
+        let s = d.status()?;
+        let tiers = s["memory"]["shared"]["vectors"].as_array().cloned().unwrap_or_default();
+        Ok((complete(&s, chunks) && !tiers.is_empty() && tiers.iter().all(|t| t["searched_in_database"] == true))
+            .then_some(()))
+    })?;
+    let index_built = t.elapsed();
+    let vocab = corpus::Vocabulary::new();
+    let questions = questions(&vocab);
+    let (database, d_hits) = ask(&d, &questions)?;
+    d.stop()?;
+    b.start(bins)?;
+    poll("device B back", LONG_WAIT, || Ok(complete(&b.status()?, chunks).then_some(())))?;
+    let (local, b_hits) = ask(b, &questions)?;
+    b.stop()?;
+    let agreement =
+        b_hits
+            .iter()
+            .zip(&d_hits)
+            .map(|(bh, dh)| {
+                if bh.is_empty() { 1.0 } else { bh.iter().filter(|c| dh.contains(c)).count() as f64 / bh.len() as f64 }
+            })
+            .sum::<f64>()
+            / b_hits.len().max(1) as f64;
+    Ok(DatabaseRecall { index_built, local, database, agreement })
+}
+
+/// Each question through `memory.recall` (k = 10, no relevance floor): the timings after the
+/// warm-up and every question's chunk ids.
+fn ask(node: &Node, questions: &[String]) -> Result<(support::Stats, Vec<Vec<String>>)> {
+    let mut s = node.session()?;
+    let mut times = Vec::new();
+    let mut hits = Vec::new();
+    for (i, q) in questions.iter().enumerate() {
+        let params = json!({"name": "memory.recall", "arguments": {"query": q, "k": 10, "min_relevance": 0}});
+        let t = Instant::now();
+        let r = call(&mut s, "tools/call", params)?;
+        let took = t.elapsed();
+        if r["isError"] == true {
+            return Err(format!("memory.recall failed: {r}").into());
+        }
+        if i >= WARMUP {
+            times.push(took);
+        }
+        let ids = r["structuredContent"]["chunks"].as_array().cloned().unwrap_or_default();
+        hits.push(ids.iter().filter_map(|h| h["chunk_id"].as_str().map(str::to_string)).collect());
+    }
+    Ok((support::Stats::of(times), hits))
 }
 
 fn run() -> Result<()> {

@@ -168,9 +168,10 @@ pub fn ann_recall(dir: &Path, v: &Vectors, queries: &[usize]) -> Result<Option<(
     let dims = u32_(&mut r)? as usize;
     let _trained: [u8; 8] = bytes(&mut r)?;
     let _fit: [u8; 4] = bytes(&mut r)?;
-    if version >= 2 {
-        let _mean = floats(&mut r, dims)?;
-    }
+    // From version 2 rows are placed, and from version 3 queries ranked, in the space centred
+    // on the sample's mean row.
+    let mean = if version >= 2 { floats(&mut r, dims)? } else { vec![0.0; dims] };
+    let centre = version >= 3;
     let probes = u32_(&mut r)? as usize;
     let _recall = u32_(&mut r)?;
     let groups = u32_(&mut r)? as usize;
@@ -211,8 +212,15 @@ pub fn ann_recall(dir: &Path, v: &Vectors, queries: &[usize]) -> Result<Option<(
     let mut total = 0;
     for &qi in queries {
         let q = v.row(qi);
+        let qc: Vec<f32> = if centre {
+            let d: Vec<f32> = q.iter().zip(&mean).map(|(x, m)| x - m).collect();
+            let n = dot(&d, &d).sqrt().max(f32::MIN_POSITIVE);
+            d.into_iter().map(|x| x / n).collect()
+        } else {
+            q.to_vec()
+        };
         let mut order: Vec<(f32, usize)> =
-            centroids.chunks_exact(dims).enumerate().map(|(l, c)| (dot(q, c), l)).collect();
+            centroids.chunks_exact(dims).enumerate().map(|(l, c)| (dot(&qc, c), l)).collect();
         order.sort_by(|a, b| b.0.total_cmp(&a.0));
         let mut probed = vec![false; leaves];
         for &(_, l) in order.iter().take(probes) {

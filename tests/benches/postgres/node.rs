@@ -50,7 +50,13 @@ impl Node {
     }
 
     pub fn start(&mut self, bins: &Binaries) -> Result<()> {
-        let mut b = Daemon::builder(&self.home).bin(&bins.daemon).wait(DAEMON_WAIT);
+        self.start_within(bins, DAEMON_WAIT)
+    }
+
+    /// `start`, allowing `wait` for the daemon to be ready: a new device loads the whole
+    /// snapshot of the shared store and indexes it before it is (minutes at 1M chunks).
+    pub fn start_within(&mut self, bins: &Binaries, wait: Duration) -> Result<()> {
+        let mut b = Daemon::builder(&self.home).bin(&bins.daemon).wait(wait);
         if let Some(url) = &self.url {
             b = b.env(URL_ENV, url);
         }

@@ -52,8 +52,9 @@ const KMEANS_ITERS: usize = 8;
 /// A drop of the mean cosine of newly placed rows to their centroid this far below the
 /// training sample's mean counts as drift.
 const DRIFT: f32 = 0.05;
-/// The on-disk format; a file of another version is discarded and the index retrained.
-pub(crate) const ANN_VERSION: u32 = 2;
+/// The on-disk format; a file of another version is discarded and the index retrained (3: the
+/// leaves are ranked for the centred query, so probes calibrated before are not reused).
+pub(crate) const ANN_VERSION: u32 = 3;
 const MAGIC: &[u8; 8] = b"OHANN001";
 const FILE: &str = "ann.bin";
 
@@ -128,9 +129,13 @@ impl Ivf {
     }
 
     /// The leaves ordered by their centroid's similarity to the unit query `q`, best first,
-    /// the best `n` of them.
+    /// the best `n` of them. The query is centred like the rows were when they were placed:
+    /// ranked uncentred, every query leans towards the leaves that lie along the common
+    /// component, whatever it is about (on 300k mails of 2,000 topics, 1,096 leaves, the leaf
+    /// of a row query's exact neighbour came first for 28% of them uncentred, 38% centred).
     pub fn nearest_leaves(&self, q: &[f32], n: usize) -> Vec<u32> {
         let d = self.dims;
+        let q = &centred(q, &self.mean);
         let mut scored: Vec<(f32, u32)> =
             self.leaves.chunks_exact(d).enumerate().map(|(i, c)| (dot(q, c), i as u32)).collect();
         let n = n.min(scored.len());
@@ -862,6 +867,36 @@ mod tests {
         let queries: Vec<Vec<f32>> = (0..100).map(|_| g.vector()).collect();
         let r = recall(&ix, &queries);
         assert!(r >= 0.95, "recall@10 {r} ({stats:?})");
+    }
+
+    /// Vectors of one embedder share a large common component (random pairs of the built-in
+    /// model's mail vectors have a cosine near 0.9). Rows are filed in the space centred on it
+    /// and a query is ranked there too: a row of the index ranks the leaf it is filed under
+    /// first, as it would without the common component (84% here: a row is filed through its
+    /// best three groups, not every leaf). Ranked uncentred, the common component steers
+    /// queries to the leaves that lean along it: 66% here.
+    #[test]
+    fn a_common_component_does_not_steer_queries() {
+        let dims = 32;
+        let mut g = Gen::new(dims, 300);
+        let common: Vec<f32> = g.noise(1.0).into_iter().map(|x| 2.0 * x).collect();
+        let row = |g: &mut Gen| {
+            let mut v: Vec<f32> = g.spread(1.5).iter().zip(&common).map(|(a, b)| a + b).collect();
+            normalize(&mut v);
+            v
+        };
+        let rows = 40_000;
+        let leaves = leaves_for(rows);
+        let sample: Vec<f32> = (0..leaves * 32).flat_map(|_| row(&mut g)).collect();
+        let ivf = train(&sample, dims, leaves, rows, &|| false).expect("trained");
+        let queries = 500;
+        let first = (0..queries)
+            .filter(|_| {
+                let v = row(&mut g);
+                ivf.nearest_leaves(&v, 1) == [ivf.place(&v).0]
+            })
+            .count();
+        assert!(first * 100 >= queries * 80, "{first} of {queries} rows rank their own leaf first");
     }
 
     /// Rows drawn like the training sample are not drift, even with more clusters than leaves
