@@ -772,6 +772,12 @@ pub(crate) fn load(dir: &Path, signature: &str, dims: usize) -> Option<(Ivf, Vec
     parsed
 }
 
+/// The memory benchmark's synthetic corpus, for the diagnostic below.
+#[cfg(test)]
+#[allow(dead_code, reason = "the benchmark's file; the diagnostic uses only its sections")]
+#[path = "../../../../tests/benches/memory/corpus.rs"]
+mod bench_corpus;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1029,5 +1035,75 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|c| *c == 1), "{seen:?}");
+    }
+
+    /// How many leaves a query must scan to find its exact top 10, on the memory benchmark's
+    /// mails about topics (`MEMORY_BENCH_TOPICS`, 2,000 in its large runs), embedded by the
+    /// built-in model: the share of the exact top 10 in the best `p` leaves, for rows of the
+    /// index as queries (what the calibration uses) and for the benchmark's recall questions
+    /// (two topic words and a rare word). Prints the table BENCHMARKS.md quotes:
+    ///
+    /// ```text
+    /// MEMORY_BENCH_TOPICS=2000 IVF_DIAGNOSTIC_ROWS=300000 cargo test --profile fast \
+    ///   -p openhuman-memory --lib -- --ignored leaves_a_query_needs --nocapture
+    /// ```
+    #[test]
+    #[ignore = "a diagnostic: prints recall by leaves scanned on the benchmark's corpus"]
+    fn leaves_a_query_needs() {
+        use super::bench_corpus as corpus;
+        let n: usize = std::env::var("IVF_DIAGNOSTIC_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(300_000);
+        let model = crate::embed::StaticModel::builtin().expect("built-in model");
+        let vocab = corpus::Vocabulary::new();
+        let mut sections = corpus::Sections::new(&vocab);
+        let (mut heading, mut body) = (String::new(), String::new());
+        let mut ix = VectorIndex::new(model.embed_one("dims").len());
+        for r in 0..n {
+            sections.next_section(&mut heading, &mut body);
+            let mut v = model.embed_one(&crate::embed::embed_text(Some(&heading), &body));
+            normalize(&mut v);
+            ix.upsert_normalized(r as i64 + 1, &v);
+        }
+        ix.set_ann_min_rows(n.min(100_000));
+        let index = RwLock::new(ix);
+        VectorIndex::settle(&index);
+        let ix = index.into_inner().expect("index");
+        let ivf = ix.ivf.clone().expect("an IVF");
+        let leaves = ivf.leaf_count();
+        println!("{n} rows, {leaves} leaves, calibrated probes {} (recall {:?})", ivf.probes(), ivf.recall());
+        let rows: Vec<(Vec<f32>, Option<usize>)> =
+            (0..100).map(|k| k * (n / 100) + 7).map(|i| (ix.unit_row(i), Some(i))).collect();
+        let questions: Vec<(Vec<f32>, Option<usize>)> = (0..200)
+            .map(|i| {
+                let topic = &vocab.topics[(i * 7919) % vocab.topics.len().max(1)];
+                let text = format!(
+                    "{} {} {}",
+                    vocab.words[topic[i % topic.len()]],
+                    vocab.words[topic[(i + 1) % topic.len()]],
+                    vocab.words[20_000 + i * 37]
+                );
+                let mut v = model.embed_one(&text);
+                normalize(&mut v);
+                (v, None)
+            })
+            .collect();
+        let scans = [1, 2, 4, 8, 16, 32, 64, 128, 256, leaves / 8, leaves / 4];
+        println!("| queries | {} |", scans.map(|p| format!("{p} leaves")).join(" | "));
+        for (name, queries) in [("rows of the index", &rows), ("recall questions", &questions)] {
+            let mut ranks = Vec::new();
+            for (q, skip) in queries.iter() {
+                let mut rank_of = vec![0usize; leaves];
+                for (r, l) in ivf.nearest_leaves(q, leaves).iter().enumerate() {
+                    rank_of[*l as usize] = r;
+                }
+                let mut qi = vec![0i8; q.len()];
+                let scale = super::super::quantize(q, &mut qi);
+                let mut hits = ix.exact(&super::super::Quantised { row: qi, scale }, 11, 0..n);
+                hits.retain(|h| Some(h.0) != *skip);
+                hits.sort_by(|a, b| b.1.total_cmp(&a.1));
+                ranks.extend(hits.iter().take(10).map(|h| rank_of[ix.lists.list_of(h.0) as usize]));
+            }
+            let share = |p: usize| ranks.iter().filter(|r| **r < p).count() as f64 / ranks.len().max(1) as f64;
+            println!("| {name} | {} |", scans.map(|p| format!("{:.3}", share(p))).join(" | "));
+        }
     }
 }
