@@ -28,11 +28,22 @@ impl SharedLink {
     }
 }
 
+/// What joining the server did.
+#[derive(Debug, PartialEq)]
+enum Joined {
+    /// The local mirror already was a copy of this server.
+    Already,
+    /// The mirror was loaded from a snapshot: its indexes need a rebuild.
+    Loaded,
+    /// The mirror needs a snapshot, and the caller asked to leave that for later.
+    Deferred,
+}
+
 /// Joins the server: brings its schema up to date, and makes sure the local mirror is a copy
-/// of it (loading a snapshot into an empty or foreign mirror). A store that holds memory of
-/// its own (an embedded store) is never overwritten: that is what `move_to_shared` is for.
-/// Returns whether the mirror was loaded from a snapshot (its indexes need a rebuild).
-fn attach(inner: &Inner, link: &SharedLink) -> Result<bool, MemoryError> {
+/// of it (loading a snapshot into an empty or foreign mirror, unless `load` is false). A store
+/// that holds memory of its own (an embedded store) is never overwritten: that is what
+/// `move_to_shared` is for.
+fn attach(inner: &Inner, link: &SharedLink, load: bool) -> Result<Joined, MemoryError> {
     let mut ws = exclusive(inner);
     let ws: &mut WriteState = &mut ws;
     let recorder = ws.recorder.as_ref().ok_or_else(|| MemoryError::Other("shared store without a recorder".into()))?;
@@ -45,7 +56,7 @@ fn attach(inner: &Inner, link: &SharedLink) -> Result<bool, MemoryError> {
     if mine == Some(info.cluster) {
         link.attached.store(true, Ordering::Relaxed);
         link.ok();
-        return Ok(false);
+        return Ok(Joined::Already);
     }
     if mine.is_none() && holds_memory(&ws.conn)? {
         return Err(MemoryError::Shared(format!(
@@ -54,12 +65,63 @@ fn attach(inner: &Inner, link: &SharedLink) -> Result<bool, MemoryError> {
             link.store.describe()
         )));
     }
+    link.ok();
+    if !load {
+        return Ok(Joined::Deferred);
+    }
     let at = shared::load_snapshot(&mut ws.conn, recorder, link.store.as_ref(), info.cluster)?;
     link.applied.store(at, Ordering::Relaxed);
     link.attached.store(true, Ordering::Relaxed);
-    link.ok();
     tracing::info!(position = at, server = %link.store.describe(), "memory copy loaded from the shared store");
-    Ok(true)
+    Ok(Joined::Loaded)
+}
+
+/// How long opening waits for a new copy's first snapshot before the daemon serves anyway.
+/// A small shared memory loads within it, so the first answers are complete; a large one
+/// (minutes at a million chunks) goes on loading in the background, since an MCP client gives
+/// up on a server that takes that long to start (the shim waits 15 s for an autostarted daemon).
+const JOIN_WAIT: Duration = Duration::from_secs(5);
+
+/// The error a write gets while a new copy loads its first snapshot.
+pub(crate) fn refuse_while_joining(inner: &Inner) -> Result<(), MemoryError> {
+    match inner.shared.as_ref() {
+        Some(link) if link.joining.load(Ordering::Relaxed) => Err(MemoryError::SharedUnavailable(format!(
+            "this device is still loading its copy of the shared memory from {} (a new device copies everything \
+             it may read, then indexes it); writes are taken once it has: try again shortly \
+             (`openhumand-mcp status` shows `joining` until then)",
+            link.store.describe()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The follower's side of joining: a new copy (also one whose server could not be reached
+/// at open) loads its snapshot and rebuilds its indexes, refusing writes meanwhile.
+fn join(inner: &Arc<Inner>, link: &SharedLink) -> Result<(), MemoryError> {
+    if attach(inner, link, false)? == Joined::Deferred {
+        link.joining.store(true, Ordering::Relaxed);
+        if attach(inner, link, true)? == Joined::Loaded {
+            sync::reindex(inner)?;
+        }
+    }
+    Ok(())
+}
+
+/// The first snapshot of a new copy is loaded, indexed and caught up: writes are taken.
+fn joined(inner: &Arc<Inner>, link: &SharedLink) {
+    if !link.joining.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Err(e) = super::sharedvec::start(inner) {
+        tracing::warn!(error = %format!("{e:#}"), "sharing vectors through the shared store could not start");
+    }
+    let _held = lock(&link.joined.0);
+    link.joining.store(false, Ordering::Relaxed);
+    link.joined.1.notify_all();
+    tracing::info!(
+        position = link.applied.load(Ordering::Relaxed),
+        "new memory copy loaded and indexed; taking writes"
+    );
 }
 
 /// Whether the local store holds anything a user wrote.
@@ -77,11 +139,15 @@ fn holds_memory(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
 pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
     let Some(link) = inner.shared.as_ref() else { return Ok(()) };
     link.applied.store(shared::local_value(&exclusive(inner).conn, shared::APPLIED)?.unwrap_or(0), Ordering::Relaxed);
-    match attach(inner, link) {
-        Ok(true) => {
-            sync::reindex(inner)?;
+    // A new copy's snapshot (everything its person may read, then every index rebuilt) is
+    // loaded by the follower, so that a large shared memory does not keep the daemon from
+    // serving; opening waits up to `JOIN_WAIT` for it.
+    match attach(inner, link, false) {
+        Ok(Joined::Deferred) => {
+            link.joining.store(true, Ordering::Relaxed);
+            tracing::info!(server = %link.store.describe(), "a new memory copy: loading a snapshot of the shared store");
         }
-        Ok(false) => {}
+        Ok(_) => {}
         Err(MemoryError::SharedUnavailable(why)) => {
             tracing::warn!(error = %why, "the shared store cannot be reached; serving reads from this copy");
         }
@@ -93,12 +159,29 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
             tracing::warn!(error = %format!("{e:#}"), "catching up with the shared store failed; retrying in the background");
         }
     }
-    super::sharedvec::start(inner)?;
+    let joining = link.joining.load(Ordering::Relaxed);
+    if !joining {
+        super::sharedvec::start(inner)?;
+    }
     let weak = Arc::downgrade(inner);
     match std::thread::Builder::new().name("memory-follow".into()).spawn(move || follow(&weak)) {
         Ok(h) => *lock(&link.follower) = Some(h),
         Err(e) => {
             return Err(e).map_err(|e| MemoryError::Io { what: "starting the shared-store follower".into(), error: e });
+        }
+    }
+    if joining {
+        let held = lock(&link.joined.0);
+        let (_held, waited) = link
+            .joined
+            .1
+            .wait_timeout_while(held, JOIN_WAIT, |_| link.joining.load(Ordering::Relaxed))
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if waited.timed_out() {
+            tracing::info!(
+                wait_secs = JOIN_WAIT.as_secs(),
+                "the new memory copy is still loading; serving meanwhile (writes wait for it)"
+            );
         }
     }
     Ok(())
@@ -126,11 +209,11 @@ fn follow(weak: &Weak<Inner>) {
             return;
         }
         let link = inner.shared.as_ref().expect("the follower runs only with a shared store");
-        let step = if link.attached.load(Ordering::Relaxed) {
-            catch_up(&inner).map(|_| ())
-        } else {
-            attach(&inner, link).and_then(|reload| if reload { sync::reindex(&inner).map(|_| ()) } else { Ok(()) })
-        };
+        let attached = link.attached.load(Ordering::Relaxed);
+        let step = if attached { catch_up(&inner).map(|_| ()) } else { join(&inner, link) };
+        if attached && step.is_ok() {
+            joined(&inner, link);
+        }
         let was = link.connected.load(Ordering::Relaxed);
         match step {
             Ok(()) => {
@@ -282,7 +365,7 @@ impl MemoryEngine {
         }
         let link = self.inner.shared.as_ref().expect("checked");
         if !link.attached.load(Ordering::Relaxed) {
-            attach(&self.inner, link)?;
+            attach(&self.inner, link, true)?;
         }
         load_copy(&self.inner, link)
     }
@@ -314,6 +397,7 @@ impl MemoryEngine {
             connected: link.connected.load(Ordering::Relaxed),
             applied_seq,
             head_seq: link.head.load(Ordering::Relaxed).max(applied_seq),
+            joining: link.joining.load(Ordering::Relaxed),
             last_error: lock(&link.last_error).clone(),
             log: lock(&link.log).clone(),
             vectors: super::sharedvec::status(&self.inner),
@@ -336,6 +420,9 @@ pub struct SharedStatus {
     /// The last change of the server's log applied here, and the newest seen there.
     pub applied_seq: i64,
     pub head_seq: i64,
+    /// A new copy loading its first snapshot: reads answer from what it has so far, writes
+    /// are refused until it is done.
+    pub joining: bool,
     pub last_error: Option<String>,
     /// The server's change log and every daemon's position in it, as last reported (None
     /// until this daemon has reported once).

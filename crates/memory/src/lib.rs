@@ -158,6 +158,10 @@ pub(crate) struct SharedLink {
     pub connected: std::sync::atomic::AtomicBool,
     /// The local copy is known to be a copy of this server.
     pub attached: std::sync::atomic::AtomicBool,
+    /// A new copy loading its first snapshot in the background (see `follow::start`): writes
+    /// are refused until it has, and `joined` is told when it has.
+    pub joining: std::sync::atomic::AtomicBool,
+    pub joined: (Mutex<()>, std::sync::Condvar),
     pub last_error: Mutex<Option<String>>,
     pub follower: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The server's last answer about its change log (`SharedStore::checkpoint`).

@@ -96,6 +96,8 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         head: Default::default(),
         connected: Default::default(),
         attached: Default::default(),
+        joining: Default::default(),
+        joined: Default::default(),
         last_error: Default::default(),
         follower: Default::default(),
         log: Default::default(),

@@ -32,6 +32,7 @@ pub(crate) fn run<T>(
     inner: &Arc<Inner>,
     f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, MemoryError>,
 ) -> Result<T, MemoryError> {
+    crate::follow::refuse_while_joining(inner)?;
     let in_flight = InFlight::enter(inner);
     let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
@@ -57,6 +58,7 @@ pub(crate) fn bulk<T>(
     commit_fts: bool,
     f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, MemoryError>,
 ) -> Result<T, MemoryError> {
+    crate::follow::refuse_while_joining(inner)?;
     let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
     let (out, _) = change(inner, ws, f)?;
