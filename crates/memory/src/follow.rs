@@ -180,7 +180,7 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
         if waited.timed_out() {
             tracing::info!(
                 wait_secs = JOIN_WAIT.as_secs(),
-                "the new memory copy is still loading; serving meanwhile (writes wait for it)"
+                "the new memory copy is still loading; serving reads meanwhile, writes are refused until it is done"
             );
         }
     }

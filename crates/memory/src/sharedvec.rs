@@ -192,13 +192,18 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
     if link.store.vectors().is_none() {
         return Ok(());
     }
+    // Once: a new copy starts it when its first snapshot is in (`follow::joined`).
+    let mut uploader = lock(&link.vectors.uploader);
+    if uploader.is_some() {
+        return Ok(());
+    }
     let weak = Arc::downgrade(inner);
     let (queue, wake) = (link.vectors.queue.clone(), link.vectors.wake.clone());
     let handle = std::thread::Builder::new()
         .name("memory-vector-upload".into())
         .spawn(move || run(&weak, &queue, &wake))
         .map_err(|e| MemoryError::Io { what: "starting the shared-vector upload thread".into(), error: e })?;
-    *lock(&link.vectors.uploader) = Some(handle);
+    *uploader = Some(handle);
     Ok(())
 }
 
