@@ -154,8 +154,10 @@ pub(crate) fn start(inner: &Arc<Inner>) -> Result<(), MemoryError> {
         Err(e) => return Err(e),
     }
     if link.attached.load(Ordering::Relaxed) {
-        // Caught up before the daemon says it is ready, so its first answers are current.
-        if let Err(e) = catch_up(inner) {
+        // Caught up before the daemon says it is ready, so its first answers are current; a
+        // tail that takes longer than `JOIN_WAIT` to apply is left to the follower, as a new
+        // copy's snapshot is (writes catch up by themselves inside their transaction).
+        if let Err(e) = catch_up(inner, Some(Instant::now() + JOIN_WAIT)) {
             tracing::warn!(error = %format!("{e:#}"), "catching up with the shared store failed; retrying in the background");
         }
     }
@@ -210,7 +212,7 @@ fn follow(weak: &Weak<Inner>) {
         }
         let link = inner.shared.as_ref().expect("the follower runs only with a shared store");
         let attached = link.attached.load(Ordering::Relaxed);
-        let step = if attached { catch_up(&inner).map(|_| ()) } else { join(&inner, link) };
+        let step = if attached { catch_up(&inner, None).map(|_| ()) } else { join(&inner, link) };
         if attached && step.is_ok() {
             joined(&inner, link);
         }
@@ -274,8 +276,9 @@ fn report(link: &SharedLink, reported: &mut Option<(Instant, i64)>) {
 }
 
 /// Applies every change of the log after this copy's position, in batches, each one local
-/// transaction handed to the indexes and made searchable before the next.
-fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
+/// transaction handed to the indexes and made searchable before the next; with `until`, no
+/// batch is started after it (the rest is the follower's).
+fn catch_up(inner: &Arc<Inner>, until: Option<Instant>) -> Result<usize, MemoryError> {
     let link = inner.shared.as_ref().expect("catch_up runs only with a shared store");
     let mut total = 0;
     loop {
@@ -333,6 +336,10 @@ fn catch_up(inner: &Arc<Inner>) -> Result<usize, MemoryError> {
         link.applied.fetch_max(mine, Ordering::Relaxed);
         link.head.fetch_max(mine, Ordering::Relaxed);
         if changes.is_empty() {
+            return Ok(total);
+        }
+        if until.is_some_and(|t| Instant::now() >= t) {
+            tracing::info!(applied = total, "the rest of the shared log is applied in the background");
             return Ok(total);
         }
     }
