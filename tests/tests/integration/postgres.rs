@@ -238,6 +238,8 @@ fn a_write_on_one_daemon_is_found_on_the_others() {
         let shared = m.caught_up();
         assert_eq!(shared["engine"], "postgres", "{shared}");
         assert!(shared["head_seq"].as_u64() >= Some(2), "{shared}");
+        // B and C joined new: their first snapshot is in, and they take writes (C wrote).
+        assert_eq!(shared["joining"], false, "{shared}");
     }
 }
 
