@@ -96,6 +96,13 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
             shared["head_seq"],
             shared["last_error"].as_str().map(|e| format!(" (last error: {e})")).unwrap_or_default(),
         ));
+        if shared["joining"] == true {
+            out.push(
+                "shared memory: a new copy, still loading its snapshot (reads answer from what has arrived; writes are \
+                 refused until it is done)"
+                    .to_string(),
+            );
+        }
         out.extend(shared_log(&shared["log"]));
         for v in shared["vectors"].as_array().into_iter().flatten() {
             out.push(format!(
@@ -286,5 +293,22 @@ mod tests {
              it is back"
         );
         assert!(shared_log(&serde_json::Value::Null).is_empty(), "no log reported yet: no lines");
+    }
+
+    #[test]
+    fn a_copy_still_loading_its_snapshot_says_so() {
+        let status = |joining: bool| {
+            serde_json::json!({"memory": {"shared": {
+                "server": "db.example:5432/team", "machine": "laptop", "connected": true,
+                "applied_seq": 0, "head_seq": 40, "joining": joining,
+            }}})
+        };
+        let loading = lines(&status(true));
+        assert!(
+            loading.iter().any(|l| l.contains("still loading its snapshot") && l.contains("writes are refused")),
+            "{loading:?}"
+        );
+        let done = lines(&status(false));
+        assert!(!done.iter().any(|l| l.contains("still loading")), "{done:?}");
     }
 }
