@@ -86,9 +86,9 @@ const JOIN_WAIT: Duration = Duration::from_secs(5);
 pub(crate) fn refuse_while_joining(inner: &Inner) -> Result<(), MemoryError> {
     match inner.shared.as_ref() {
         Some(link) if link.joining.load(Ordering::Relaxed) => Err(MemoryError::SharedUnavailable(format!(
-            "this device is still loading its copy of the shared memory from {} (a new device copies everything \
-             it may read, then indexes it); writes are taken once it has: try again shortly \
-             (`openhumand-mcp status` shows `joining` until then)",
+            "this device is still loading its copy of the shared memory from {} (a new device, or one away longer \
+             than the change log's window, copies everything it may read, then indexes it); writes are taken once \
+             it has: try again shortly (`openhumand-mcp status` shows `joining` until then)",
             link.store.describe()
         ))),
         _ => Ok(()),
@@ -284,6 +284,12 @@ fn catch_up(inner: &Arc<Inner>, until: Option<Instant>) -> Result<usize, MemoryE
     loop {
         let after = link.applied.load(Ordering::Relaxed);
         let changes = match link.store.feed(after, shared::FEED_BATCH).map_err(|e| link.failed(e))? {
+            Feed::Snapshot if until.is_some() => {
+                // Before serving: a snapshot is minutes at a million chunks, so the follower
+                // loads it, refusing writes meanwhile, as for a new copy.
+                link.joining.store(true, Ordering::Relaxed);
+                return Ok(total);
+            }
             Feed::Snapshot => {
                 tracing::info!(
                     position = after,
