@@ -1049,6 +1049,7 @@ mod tests {
     /// ```
     #[test]
     #[ignore = "a diagnostic: prints recall by leaves scanned on the benchmark's corpus"]
+    #[allow(clippy::print_stdout, reason = "the diagnostic's table is its output")]
     fn leaves_a_query_needs() {
         use super::bench_corpus as corpus;
         let n: usize = std::env::var("IVF_DIAGNOSTIC_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(300_000);
