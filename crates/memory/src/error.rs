@@ -69,6 +69,10 @@ pub enum MemoryError {
          writes work again once the server is back (check it is running and `[memory.postgres] url_env`)"
     )]
     SharedUnavailable(String),
+    /// This copy of the shared store is loading a snapshot (a new device, or one away past
+    /// the change log's window): writes are refused until it is done, reads answer from it.
+    #[error("{0}; nothing was saved")]
+    SharedLoading(String),
     /// The shared store refused or failed an operation; the message says what.
     #[error("shared memory store: {0}")]
     Shared(String),

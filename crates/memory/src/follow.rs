@@ -85,7 +85,7 @@ const JOIN_WAIT: Duration = Duration::from_secs(5);
 /// The error a write gets while a new copy loads its first snapshot.
 pub(crate) fn refuse_while_joining(inner: &Inner) -> Result<(), MemoryError> {
     match inner.shared.as_ref() {
-        Some(link) if link.joining.load(Ordering::Relaxed) => Err(MemoryError::SharedUnavailable(format!(
+        Some(link) if link.joining.load(Ordering::Relaxed) => Err(MemoryError::SharedLoading(format!(
             "this device is still loading its copy of the shared memory from {} (a new device, or one away longer \
              than the change log's window, copies everything it may read, then indexes it); writes are taken once \
              it has: try again shortly (`openhumand-mcp status` shows `joining` until then)",

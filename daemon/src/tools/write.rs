@@ -177,7 +177,7 @@ async fn blocking_write<T: serde::Serialize + Send + 'static>(
         // Written, audited, not yet searchable: the message says so and what to do.
         e @ MemoryError::NotSearchable(_) => ToolFailure::Tool(e.to_string()),
         // The shared store's own messages say whether anything was saved and what to do.
-        e @ (MemoryError::SharedUnavailable(_) | MemoryError::SharedUncertain(_)) => {
+        e @ (MemoryError::SharedUnavailable(_) | MemoryError::SharedUncertain(_) | MemoryError::SharedLoading(_)) => {
             tracing::warn!("write failed: {}", openhuman_common::redact(&format!("{e:#}"), None));
             ToolFailure::Tool(e.to_string())
         }
