@@ -82,19 +82,6 @@ fn attach(inner: &Inner, link: &SharedLink, load: bool) -> Result<Joined, Memory
 /// up on a server that takes that long to start (the shim waits 15 s for an autostarted daemon).
 const JOIN_WAIT: Duration = Duration::from_secs(5);
 
-/// The error a write gets while a new copy loads its first snapshot.
-pub(crate) fn refuse_while_joining(inner: &Inner) -> Result<(), MemoryError> {
-    match inner.shared.as_ref() {
-        Some(link) if link.joining.load(Ordering::Relaxed) => Err(MemoryError::SharedLoading(format!(
-            "this device is still loading its copy of the shared memory from {} (a new device, or one away longer \
-             than the change log's window, copies everything it may read, then indexes it); writes are taken once \
-             it has: try again shortly (`openhumand-mcp status` shows `joining` until then)",
-            link.store.describe()
-        ))),
-        _ => Ok(()),
-    }
-}
-
 /// The follower's side of joining: a new copy (also one whose server could not be reached
 /// at open) loads its snapshot and rebuilds its indexes, refusing writes meanwhile.
 fn join(inner: &Arc<Inner>, link: &SharedLink) -> Result<(), MemoryError> {

@@ -32,7 +32,7 @@ pub(crate) fn run<T>(
     inner: &Arc<Inner>,
     f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, MemoryError>,
 ) -> Result<T, MemoryError> {
-    crate::follow::refuse_while_joining(inner)?;
+    refuse_while_joining(inner)?;
     let in_flight = InFlight::enter(inner);
     let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
@@ -58,7 +58,7 @@ pub(crate) fn bulk<T>(
     commit_fts: bool,
     f: impl FnOnce(&Transaction<'_>, i64) -> Result<T, MemoryError>,
 ) -> Result<T, MemoryError> {
-    crate::follow::refuse_while_joining(inner)?;
+    refuse_while_joining(inner)?;
     let mut guard = exclusive(inner);
     let ws: &mut WriteState = &mut guard;
     let (out, _) = change(inner, ws, f)?;
@@ -129,4 +129,18 @@ pub(crate) fn after_write(inner: &Arc<Inner>, ws: &mut WriteState) {
         }
     }
     entities::start(inner);
+}
+
+/// The error a write gets while this copy of a shared store loads a snapshot (`follow` sets
+/// `joining`).
+fn refuse_while_joining(inner: &Inner) -> Result<(), MemoryError> {
+    match inner.shared.as_ref() {
+        Some(link) if link.joining.load(Ordering::Relaxed) => Err(MemoryError::SharedLoading(format!(
+            "this device is still loading its copy of the shared memory from {} (a new device, or one away longer \
+             than the change log's window, copies everything it may read, then indexes it); writes are taken once \
+             it has: try again shortly (`openhumand-mcp status` shows `joining` until then)",
+            link.store.describe()
+        ))),
+        _ => Ok(()),
+    }
 }
