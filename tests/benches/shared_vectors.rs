@@ -209,15 +209,11 @@ impl DatabaseRecall {
         for (name, s) in
             [("local index (device B; baseline)", &self.local), ("in the database (device D)", &self.database)]
         {
-            println!("| {name} | {:.2} ms | {:.2} ms |", ms(s.pct(50.0)), ms(s.pct(99.0)));
+            println!("| {name} | {} | {} |", support::ms(s.pct(50.0)), support::ms(s.pct(99.0)));
         }
         println!();
         println!("top 10 agreement (D's top 10 holding B's, mean over the questions): {:.3}", self.agreement);
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// Starts D with database-side vector search, waits for its index, and asks B and D the same

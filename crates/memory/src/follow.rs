@@ -84,12 +84,12 @@ const JOIN_WAIT: Duration = Duration::from_secs(5);
 
 /// The follower's side of joining: a new copy (also one whose server could not be reached
 /// at open) loads its snapshot and rebuilds its indexes, refusing writes meanwhile.
+/// One `attach`, so the server's schema is checked once: writes are refused from the start
+/// (a copy that turns out to be current takes them again at the follower's next step).
 fn join(inner: &Arc<Inner>, link: &SharedLink) -> Result<(), MemoryError> {
-    if attach(inner, link, false)? == Joined::Deferred {
-        link.joining.store(true, Ordering::Relaxed);
-        if attach(inner, link, true)? == Joined::Loaded {
-            sync::reindex(inner)?;
-        }
+    link.joining.store(true, Ordering::Relaxed);
+    if attach(inner, link, true)? == Joined::Loaded {
+        sync::reindex(inner)?;
     }
     Ok(())
 }
