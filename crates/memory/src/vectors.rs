@@ -454,7 +454,7 @@ impl VectorIndex {
             let mut keep = |i: usize| near.push(i);
             match rows {
                 Rows::Span(span) => hamming_span(&self.heads, code, span, cut, &mut keep),
-                Rows::Listed(_) => within_pass(&self.heads, code, rows.iter(), cut, &mut keep),
+                Rows::Listed(_) => hamming_within(&self.heads, code, rows.iter(), cut, &mut keep),
             }
             near.flush();
         } else {
@@ -967,6 +967,37 @@ fn within_pass(signs: &[u8], code: &[u8], rows: impl Iterator<Item = usize>, cut
     }
 }
 
+/// [`within_pass`] compiled for the `popcnt` instruction, for rows in any order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn within_pass_popcnt(
+    signs: &[u8],
+    code: &[u8],
+    rows: impl Iterator<Item = usize>,
+    cut: u32,
+    near: &mut impl FnMut(usize),
+) {
+    within_pass(signs, code, rows, cut, near)
+}
+
+/// [`within_pass`] over rows in any order (the IVF's pending rows), on `popcnt` when this CPU
+/// has it.
+#[allow(unsafe_code, reason = "calls a function compiled for `popcnt` once the CPU is known to have it")]
+fn hamming_within(
+    signs: &[u8],
+    code: &[u8],
+    rows: impl Iterator<Item = usize>,
+    cut: u32,
+    near: &mut impl FnMut(usize),
+) {
+    #[cfg(target_arch = "x86_64")]
+    if has_popcnt() {
+        // SAFETY: `within_pass_popcnt` requires only `popcnt`, which `has_popcnt` detected.
+        return unsafe { within_pass_popcnt(signs, code, rows, cut, near) };
+    }
+    within_pass(signs, code, rows, cut, near)
+}
+
 /// [`within_pass`] over a span of rows, on the fastest instructions this CPU has for
 /// [`HEAD_BYTES`]-byte codes: AVX-512's `vpopcntq` (four rows an instruction), else `popcnt`.
 #[allow(unsafe_code, reason = "calls functions compiled for CPU features once the CPU is known to have them")]
@@ -1400,6 +1431,9 @@ mod tests {
                 let mut plain = Vec::new();
                 within_pass(&signs, &code, 0..rows, c, &mut |i| plain.push(i));
                 assert_eq!(plain, naive, "dims {dims}, cut {c}");
+                let mut listed = Vec::new();
+                hamming_within(&signs, &code, 0..rows, c, &mut |i| listed.push(i));
+                assert_eq!(listed, naive, "dims {dims}, cut {c}, rows in any order");
                 // Spans that start and end inside a block of four rows.
                 for span in [0..rows, 3..rows - 2, 5..6, 7..7] {
                     let mut dispatched = Vec::new();
