@@ -1560,10 +1560,13 @@ mod tests {
         let common: Vec<f32> = (0..dims).map(|_| rnd()).collect();
         let mut ix = VectorIndex::new(dims);
         let mut v = vec![0f32; dims];
+        let mut upserting = std::time::Duration::ZERO;
         for r in 0..n {
             v.iter_mut().zip(&common).for_each(|(x, c)| *x = 1.5 * c + rnd());
             normalize(&mut v);
+            let t = Instant::now();
             ix.upsert_normalized(r as i64 + 1, &v);
+            upserting += t.elapsed();
         }
         let queries: Vec<Vec<f32>> = (0..40)
             .map(|_| {
@@ -1624,6 +1627,7 @@ mod tests {
             t[t.len() / 2]
         };
         println!("{n} rows of {dims} dims, {} scan threads; the Hamming pass keeps {kept}", scan_threads(n));
+        println!("upserts: {:.0} ns a row", upserting.as_secs_f64() * 1e9 / n as f64);
         println!("| pass (p50 of {} queries) | ms | ns a row |", queries.len());
         println!("|---|---|---|");
         for (name, t) in [
