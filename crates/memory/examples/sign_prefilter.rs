@@ -125,13 +125,12 @@ fn short_codes(rows: &[Vec<f32>], queries: &[Vec<f32>]) {
             let a = dot(q, &mean) / mm;
             let qc: Vec<f32> = q.iter().zip(&mean).map(|(x, m)| x - a * m).collect();
             let exact = ranked(rows.iter().map(|r| dot(q, r)).enumerate().collect());
-            let distance = |r: &[f32], upto: usize| (0..upto).filter(|&j| (qc[j] >= 0.0) != (r[j] >= 0.0)).count();
-            let near = ranked(centred.iter().map(|r| -(distance(r, bits) as f32)).enumerate().collect());
+            let near = ranked(centred.iter().map(|r| -(hamming(&qc[..bits], &r[..bits]) as f32)).enumerate().collect());
             let pool = &near[..(n / keep_share).min(n)];
             let pre = ranked(
                 pool.iter()
                     .map(|&i| {
-                        (i, if by_sign { sign_score(&qc, &centred[i]) } else { -(distance(&centred[i], dims) as f32) })
+                        (i, if by_sign { sign_score(&qc, &centred[i]) } else { -(hamming(&qc, &centred[i]) as f32) })
                     })
                     .collect(),
             );

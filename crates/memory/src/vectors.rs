@@ -443,6 +443,13 @@ impl VectorIndex {
     /// [`HAMMING_SHARE`] times [`candidates`] rows reach are scored so (the distance costs a
     /// few instructions a row and reads 16 bytes, the dot product 32 table lookups).
     fn two_stage(&self, q: &Quantised, table: &SignTable, limit: usize, rows: Rows<'_>) -> Vec<(usize, f32)> {
+        let mut picked: Vec<usize> = self.pre_rank(table, limit, rows).into_vec().into_iter().map(|(i, _)| i).collect();
+        picked.sort_unstable();
+        self.exact_gathered(q, limit, &picked)
+    }
+
+    /// The sign passes of [`Self::two_stage`]: the best [`candidates`] of `rows` by sign score.
+    fn pre_rank(&self, table: &SignTable, limit: usize, rows: Rows<'_>) -> Best {
         let (hb, tb) = (head_bytes(self.dims), tail_bytes(self.dims));
         let n = rows.len();
         let want = candidates(limit, n);
@@ -462,9 +469,7 @@ impl VectorIndex {
                 pre.offer(table.score(&self.heads[i * hb..(i + 1) * hb], &self.tails[i * tb..(i + 1) * tb]), i);
             }
         }
-        let mut picked: Vec<usize> = pre.into_vec().into_iter().map(|(i, _)| i).collect();
-        picked.sort_unstable();
-        self.exact_gathered(q, limit, &picked)
+        pre
     }
 
     /// [`Self::exact`] over scattered row positions, in ascending order (`rows` sorted). Each
@@ -503,35 +508,12 @@ impl Rows<'_> {
     }
 
     fn iter(&self) -> impl ExactSizeIterator<Item = usize> + Clone + '_ {
-        let (span, listed) = match self {
-            Rows::Span(r) => (r.clone(), &[][..]),
-            Rows::Listed(l) => (0..0, *l),
-        };
-        // One of the two is empty; a chain would not be `ExactSizeIterator`.
-        SpanOrList { span, listed: listed.iter() }
+        match self {
+            Rows::Span(r) => either::Either::Left(r.clone()),
+            Rows::Listed(l) => either::Either::Right(l.iter().map(|p| *p as usize)),
+        }
     }
 }
-
-#[derive(Clone)]
-struct SpanOrList<'a> {
-    span: Range<usize>,
-    listed: std::slice::Iter<'a, u32>,
-}
-
-impl Iterator for SpanOrList<'_> {
-    type Item = usize;
-
-    fn next(&mut self) -> Option<usize> {
-        self.span.next().or_else(|| self.listed.next().map(|p| *p as usize))
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.span.len() + self.listed.len();
-        (n, Some(n))
-    }
-}
-
-impl ExactSizeIterator for SpanOrList<'_> {}
 
 /// The rows the Hamming pass keeps, scored on their whole sign codes in batches: each kept
 /// row's tail is a cache miss (~100 ns at millions of rows), so a batch's tails are read
@@ -542,36 +524,6 @@ struct Near<'a, 'b> {
     table: &'a SignTable,
     pre: &'b mut Best,
     batch: Vec<(usize, [u8; HEAD_BYTES])>,
-}
-
-impl Near<'_, '_> {
-    /// [`Near::flush`] with the sign score as masked additions: sixteen components of the
-    /// doubled query a 16-bit word of the code, on the lanes whose bits are set.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
-    #[allow(unsafe_code, reason = "unaligned 64-byte loads from slices known to hold them")]
-    fn flush_avx512(&mut self) {
-        use std::arch::x86_64::{__m512, _mm512_loadu_ps, _mm512_mask_add_ps, _mm512_reduce_add_ps, _mm512_setzero_ps};
-        let hb = head_bytes(self.ix.dims);
-        let doubled = &self.table.doubled;
-        let lanes: Vec<__m512> = doubled
-            .chunks_exact(16)
-            // SAFETY: each chunk is 16 floats, 64 bytes; the load has no alignment requirement.
-            .map(|c| unsafe { _mm512_loadu_ps(c.as_ptr()) })
-            .collect();
-        let (head_lanes, tail_lanes) = lanes.split_at((hb / 2).min(lanes.len()));
-        let add = |mut acc: __m512, lanes: &[__m512], code: &[u8]| {
-            for (l, w) in lanes.iter().zip(code.chunks_exact(2)) {
-                acc = _mm512_mask_add_ps(acc, u16::from_le_bytes([w[0], w[1]]), acc, *l);
-            }
-            acc
-        };
-        let base = self.table.base;
-        self.score_batch(|head, tail| {
-            let acc = add(_mm512_setzero_ps(), head_lanes, head);
-            base + _mm512_reduce_add_ps(add(acc, tail_lanes, tail))
-        });
-    }
 }
 
 /// Kept rows a [`Near`] batch holds.
@@ -599,6 +551,26 @@ impl Near<'_, '_> {
         }
         let table = self.table;
         self.score_batch(|head, tail| table.score(head, tail));
+    }
+
+    /// [`Near::flush`] with the sign score as masked additions: sixteen components of the
+    /// doubled query a 16-bit word of the code, on the lanes whose bits are set.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    #[allow(unsafe_code, reason = "unaligned 64-byte loads from a slice known to hold them")]
+    fn flush_avx512(&mut self) {
+        use std::arch::x86_64::{_mm512_loadu_ps, _mm512_mask_add_ps, _mm512_reduce_add_ps, _mm512_setzero_ps};
+        let table = self.table;
+        self.score_batch(|head, tail| {
+            let mut acc = _mm512_setzero_ps();
+            let words = head.chunks_exact(2).chain(tail.chunks_exact(2));
+            for (w, lane) in words.zip(table.doubled.chunks_exact(16)) {
+                // SAFETY: `lane` is 16 floats, 64 bytes; the load has no alignment requirement.
+                let lane = unsafe { _mm512_loadu_ps(lane.as_ptr()) };
+                acc = _mm512_mask_add_ps(acc, u16::from_le_bytes([w[0], w[1]]), acc, lane);
+            }
+            table.base + _mm512_reduce_add_ps(acc)
+        });
     }
 
     /// Offers each batched row's `score(head, tail)` and empties the batch; the tails are
@@ -1003,7 +975,7 @@ fn hamming_within(
 #[allow(unsafe_code, reason = "calls functions compiled for CPU features once the CPU is known to have them")]
 fn hamming_span(heads: &[u8], code: &[u8], span: Range<usize>, cut: u32, near: &mut impl FnMut(usize)) {
     #[cfg(target_arch = "x86_64")]
-    if code.len() == HEAD_BYTES && heads.len() >= span.end * HEAD_BYTES {
+    if code.len() == HEAD_BYTES {
         if has_avx512_popcnt() {
             // SAFETY: `span_avx512` requires `avx512f` and `avx512vpopcntdq`, which
             // `has_avx512_popcnt` detected on this CPU.
@@ -1502,6 +1474,38 @@ mod tests {
         assert_eq!(ix.search(&q, 10, None), single);
     }
 
+    /// The rows the Hamming pass keeps are scored, in batches and on whichever instructions
+    /// the CPU has, as the table scores their whole codes, at every width.
+    #[test]
+    fn kept_rows_are_scored_as_the_table_scores_them() {
+        let mut rnd = xorshift(0x0bad_cafe);
+        for dims in [100, 128, 256, 384] {
+            let mut ix = VectorIndex::new(dims);
+            let rows = NEAR_BATCH * 2 + 37;
+            let mut v = vec![0f32; dims];
+            for r in 0..rows {
+                v.iter_mut().for_each(|x| *x = rnd());
+                normalize(&mut v);
+                ix.upsert_normalized(r as i64, &v);
+            }
+            let mut q: Vec<f32> = (0..dims).map(|_| rnd()).collect();
+            normalize(&mut q);
+            let table = SignTable::new(&q);
+            let mut pre = Best::new(rows);
+            let mut near = Near { ix: &ix, table: &table, pre: &mut pre, batch: Vec::with_capacity(NEAR_BATCH) };
+            (0..rows).for_each(|i| near.push(i));
+            near.flush();
+            let mut got = pre.into_vec();
+            got.sort_by_key(|g| g.0);
+            assert_eq!(got.len(), rows, "dims {dims}");
+            let (hb, tb) = (head_bytes(dims), tail_bytes(dims));
+            for (i, score) in got {
+                let want = table.score(&ix.heads[i * hb..(i + 1) * hb], &ix.tails[i * tb..(i + 1) * tb]);
+                assert!((score - want).abs() < 1e-3, "dims {dims}, row {i}: {score} vs {want}");
+            }
+        }
+    }
+
     /// Rows that share a strong common direction, as embeddings do, get codes against their
     /// mean once the index is large enough: each bit then splits the rows, where before it the
     /// common direction set most bits alike in every row.
@@ -1604,11 +1608,7 @@ mod tests {
             }));
             let mut picked = Vec::new();
             signed.push(ms(&mut || {
-                let mut pre = Best::new(candidates(10, n));
-                let mut near = Near { ix: &ix, table: &table, pre: &mut pre, batch: Vec::with_capacity(NEAR_BATCH) };
-                hamming_span(&ix.heads, code, 0..n, cut, &mut |i| near.push(i));
-                near.flush();
-                picked = pre.into_vec().into_iter().map(|(i, _)| i).collect();
+                picked = ix.pre_rank(&table, 10, Rows::Span(0..n)).into_vec().into_iter().map(|(i, _)| i).collect();
                 picked.sort_unstable();
             }));
             let query = quantised(q);
