@@ -23,6 +23,11 @@ use std::time::Instant;
 use openhuman_memory::embed::Embedder;
 use openhuman_transformer::TransformerEmbedder;
 
+// The daemon's allocator: the encoder allocates and frees large tensors all the time, and the
+// page faults that costs depend on the allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const QUERIES: &[&str] = &[
     "automobile maintenance",
     "young dog behaviour",

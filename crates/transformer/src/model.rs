@@ -22,13 +22,14 @@ use std::time::Duration;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
 use openhuman_memory::embed::{EmbedError, Embedder};
 use rayon::prelude::*;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationParams};
 
+use super::encoder::Encoder;
 use super::error::TransformerError;
 use super::store::MANIFEST;
 
@@ -73,7 +74,7 @@ struct Spec {
 }
 
 struct Loaded {
-    model: BertModel,
+    model: Encoder,
     tokenizer: Tokenizer,
 }
 
@@ -335,7 +336,7 @@ fn load(dir: &Path, spec: &Spec) -> Result<Loaded, TransformerError> {
     let bytes = std::fs::read(&weights).map_err(TransformerError::io("cannot read", &weights))?;
     let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
         .map_err(|e| TransformerError::Model(format!("{} is not a safetensors file: {e}", weights.display())))?;
-    let model = BertModel::load(vb, &spec.config).map_err(|e| {
+    let model = Encoder::load(vb, &spec.config).map_err(|e| {
         TransformerError::Model(format!(
             "{} does not fit {}: {e}",
             weights.display(),
@@ -353,7 +354,7 @@ fn load(dir: &Path, spec: &Spec) -> Result<Loaded, TransformerError> {
 }
 
 /// Runs one group of token-id rows (padded with 0 to the longest) and pools each row.
-fn encode_group(model: &BertModel, pooling: Pooling, rows: &[&[u32]]) -> Result<Vec<Vec<f32>>, TransformerError> {
+fn encode_group(model: &Encoder, pooling: Pooling, rows: &[&[u32]]) -> Result<Vec<Vec<f32>>, TransformerError> {
     let err = |e: candle_core::Error| TransformerError::Model(format!("running the encoder failed: {e}"));
     let (n, len) = (rows.len(), rows.iter().map(|r| r.len()).max().unwrap_or(0).max(1));
     let mut ids = vec![0u32; n * len];
@@ -362,11 +363,9 @@ fn encode_group(model: &BertModel, pooling: Pooling, rows: &[&[u32]]) -> Result<
         ids[r * len..r * len + row.len()].copy_from_slice(row);
         mask[r * len..r * len + row.len()].iter_mut().for_each(|m| *m = 1.0);
     }
-    let device = &model.device;
-    let ids = Tensor::from_vec(ids, (n, len), device).map_err(err)?;
-    let types = ids.zeros_like().map_err(err)?;
-    let mask = Tensor::from_vec(mask, (n, len), device).map_err(err)?;
-    let hidden = model.forward(&ids, &types, Some(&mask)).map_err(err)?;
+    let ids = Tensor::from_vec(ids, (n, len), &Device::Cpu).map_err(err)?;
+    let mask = Tensor::from_vec(mask, (n, len), &Device::Cpu).map_err(err)?;
+    let hidden = model.forward(&ids, &mask).map_err(err)?;
     let pooled = match pooling {
         Pooling::Cls => hidden.narrow(1, 0, 1).and_then(|t| t.squeeze(1)).map_err(err)?,
         Pooling::Mean => {

@@ -196,3 +196,89 @@ fn a_real_model_installs_from_a_directory_lists_and_removes() {
     store.remove("mini").unwrap();
     assert!(store.list().unwrap().is_empty());
 }
+
+/// The encoder's last hidden states of a padded batch against `candle_transformers`' BertModel
+/// (the reference BERT), at every real token.
+fn assert_encoder_matches_reference(
+    vb: candle_nn::VarBuilder,
+    config: &candle_transformers::models::bert::Config,
+    rows: &[&[u32]],
+) {
+    use candle_core::{Device, Tensor};
+    let ours = super::encoder::Encoder::load(vb.clone(), config).unwrap();
+    let reference = candle_transformers::models::bert::BertModel::load(vb, config).unwrap();
+    let (n, len) = (rows.len(), rows.iter().map(|r| r.len()).max().unwrap());
+    let mut ids = vec![0u32; n * len];
+    let mut mask = vec![0f32; n * len];
+    for (r, row) in rows.iter().enumerate() {
+        ids[r * len..r * len + row.len()].copy_from_slice(row);
+        mask[r * len..r * len + row.len()].fill(1.0);
+    }
+    let ids = Tensor::from_vec(ids, (n, len), &Device::Cpu).unwrap();
+    let mask = Tensor::from_vec(mask, (n, len), &Device::Cpu).unwrap();
+    let got: Vec<Vec<Vec<f32>>> = ours.forward(&ids, &mask).unwrap().to_vec3().unwrap();
+    let want: Vec<Vec<Vec<f32>>> =
+        reference.forward(&ids, &ids.zeros_like().unwrap(), Some(&mask)).unwrap().to_vec3().unwrap();
+    let mut worst = 0f32;
+    for (r, row) in rows.iter().enumerate() {
+        for t in 0..row.len() {
+            for (a, b) in got[r][t].iter().zip(&want[r][t]) {
+                worst = worst.max((a - b).abs());
+            }
+        }
+    }
+    assert!(worst < 1e-4, "largest difference from the reference BERT: {worst}");
+}
+
+#[test]
+fn the_encoder_computes_what_the_reference_bert_does() {
+    use candle_core::{DType, Device, Tensor};
+    let config: candle_transformers::models::bert::Config =
+        serde_json::from_str(&BERT_CONFIG.replace(r#""num_hidden_layers": 1"#, r#""num_hidden_layers": 2"#)).unwrap();
+    let mut weights = std::collections::HashMap::new();
+    let mut put = |name: String, shape: &[usize]| {
+        weights.insert(name, Tensor::randn(0f32, 0.5, shape, &Device::Cpu).unwrap());
+    };
+    let (h, i) = (config.hidden_size, config.intermediate_size);
+    put("embeddings.word_embeddings.weight".into(), &[config.vocab_size, h]);
+    put("embeddings.position_embeddings.weight".into(), &[config.max_position_embeddings, h]);
+    put("embeddings.token_type_embeddings.weight".into(), &[config.type_vocab_size, h]);
+    for norm in ["embeddings.LayerNorm".to_string()].into_iter().chain((0..2).flat_map(|l| {
+        [format!("encoder.layer.{l}.attention.output.LayerNorm"), format!("encoder.layer.{l}.output.LayerNorm")]
+    })) {
+        put(format!("{norm}.weight"), &[h]);
+        put(format!("{norm}.bias"), &[h]);
+    }
+    for l in 0..2 {
+        for (name, out, inp) in [
+            ("attention.self.query", h, h),
+            ("attention.self.key", h, h),
+            ("attention.self.value", h, h),
+            ("attention.output.dense", h, h),
+            ("intermediate.dense", i, h),
+            ("output.dense", h, i),
+        ] {
+            put(format!("encoder.layer.{l}.{name}.weight"), &[out, inp]);
+            put(format!("encoder.layer.{l}.{name}.bias"), &[out]);
+        }
+    }
+    let vb = candle_nn::VarBuilder::from_tensors(weights, DType::F32, &Device::Cpu);
+    assert_encoder_matches_reference(vb, &config, &[&[1, 4, 7, 2], &[1, 3, 2], &[1, 9, 8, 5, 6, 2]]);
+}
+
+#[test]
+fn the_encoder_computes_what_the_reference_bert_does_with_real_weights() {
+    let Some(dir) = model_dir() else { return };
+    let config = serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let vb =
+        candle_nn::VarBuilder::from_buffered_safetensors(bytes, candle_core::DType::F32, &candle_core::Device::Cpu)
+            .unwrap();
+    // [CLS] … [SEP] rows of the MiniLM vocabulary, of unequal lengths.
+    let long: Vec<u32> = std::iter::once(101).chain((0..120).map(|k| 2000 + 37 * k)).chain([102]).collect();
+    assert_encoder_matches_reference(
+        vb,
+        &config,
+        &[&[101, 7592, 2088, 102], &long, &[101, 2307, 3899, 1998, 4937, 102]],
+    );
+}
