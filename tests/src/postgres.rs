@@ -342,6 +342,21 @@ impl Drop for PgServer {
 
 /// Where the server programs are: `OPENHUMAN_TEST_PG_BIN` (or, unset, what
 /// `tests/fixtures/ensure-postgres.sh` finds or installs), else Debian's PostgreSQL 15.
+/// Runs `sql` with `psql` against `url` (a URL of [`PgServer::url`] or [`PgServer::url_as`]), as
+/// the URL's role, so row-level security applies as it does to a daemon using that URL; the
+/// output as [`PgServer::psql`] gives it. Panics when no `psql` is found or the statement fails.
+pub fn psql_url(url: &str, sql: &str) -> String {
+    let bin = bin_dir().unwrap_or_else(|| panic!("psql: {}", bin_dir_error()));
+    let out = Command::new(bin.join("psql"))
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        .env("PGCONNECT_TIMEOUT", "5")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "psql {sql:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn bin_dir() -> Option<PathBuf> {
     let candidates = crate::fixtures::value(crate::fixtures::POSTGRES).ok().map(PathBuf::from).into_iter();
     candidates.chain([PathBuf::from(DEBIAN_BIN)]).find(|d| has_programs(d))

@@ -671,6 +671,10 @@ impl SharedStore for PgStore {
             let client = self.connect(Some(tx))?;
             self.wait_for(self.request_timeout, client.batch_execute(&format!("LISTEN {CHANNEL}")))?;
             *guard = Some(Listener { _client: client, wake });
+            // A change committed since the caller last read the log, before LISTEN took effect
+            // (after a restart of the server, say), was announced to nobody: return at once so
+            // the caller reads the log again now that every later change will be announced.
+            return Ok(());
         }
         let listener = guard.as_mut().expect("connected above");
         let _entered = self.rt.enter();

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 mod visibility;
 
-use openhuman_tests::postgres::PgServer;
+use openhuman_tests::postgres::{PgServer, psql_url};
 use openhuman_tests::{Daemon, Home, Peer, WAIT, kill, rpc_error, tool_err_text, tool_ok, wait_exit};
 use serde_json::{Value, json};
 
@@ -118,12 +118,19 @@ impl Machine {
         v["memory"]["shared"].clone()
     }
 
-    /// Waits (bounded) until every change known in PostgreSQL is applied here.
+    /// Waits (bounded) until every change in PostgreSQL's log this machine's role may read, as
+    /// the server has it now, is applied here. The daemon's own `head_seq` is only the newest it
+    /// has seen, which lags a write another machine committed a moment ago.
     pub(crate) fn caught_up(&self) -> Value {
+        let server: u64 = psql_url(&self.env.1, "SELECT coalesce(max(seq), 0) FROM oh_changes")
+            .parse()
+            .expect("the log's head is a number");
         let mut last = Value::Null;
         let done = eventually(|| {
             last = self.shared();
-            last["connected"] == true && last["applied_seq"].is_u64() && last["applied_seq"] == last["head_seq"]
+            last["connected"] == true
+                && last["applied_seq"].as_u64().is_some_and(|a| a >= server)
+                && last["applied_seq"] == last["head_seq"]
         });
         assert!(done, "machine {} did not catch up; memory.shared: {last}", self.name);
         last
