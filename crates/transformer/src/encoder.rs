@@ -5,8 +5,9 @@
 //! - one matrix product for the query, key and value projections (their weights side by side),
 //!   on the tokens of the whole group as one matrix;
 //! - the attention scale folded into the query weights at load, so the scores are not divided;
-//! - the softmax as one fused pass over each row of scores (candle's `softmax_last_dim`), where
-//!   the generic one makes five passes and three copies of the batch × heads × length² scores;
+//! - the padding mask and the softmax as one pass over each row of scores, in place, where
+//!   the generic steps make six passes and four copies of the batch × heads × length² scores,
+//!   and the exact GELU in place, both with a vectorised `exp` (`kernels`);
 //! - the token-type embedding as one row (every text is segment 0), added with the positions;
 //! - a query's few tokens projected as weights × tokensᵀ: the matrix kernels work in tiles of
 //!   up to 64 rows (AVX-512), so a product with 8 rows on the left wastes most of each tile, and
@@ -15,6 +16,8 @@
 use candle_core::{D, DType, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
 use candle_transformers::models::bert::{Config, HiddenAct};
+
+use crate::kernels;
 
 struct Layer {
     qkv: Linear,
@@ -38,10 +41,15 @@ pub(crate) struct Encoder {
 /// Rows of tokens below which [`project`] puts the weights on the left.
 const FEW_ROWS: usize = 64;
 
-/// `x · Wᵀ + b` of `linear` for the rows of `x`.
+/// `x · Wᵀ + b` of `linear` for the rows of `x` (a tensor of its own: the caller may change it
+/// in place).
 fn project(linear: &Linear, x: &Tensor) -> Result<Tensor> {
     if x.dim(0)? >= FEW_ROWS {
-        return linear.forward(x);
+        let y = x.matmul(&linear.weight().t()?)?;
+        if let Some(b) = linear.bias() {
+            kernels::add_in_place(&y, b)?;
+        }
+        return Ok(y);
     }
     let y = linear.weight().matmul(&x.t()?)?.t()?;
     match linear.bias() {
@@ -123,24 +131,30 @@ impl Encoder {
         // Every token of the group as one row: each projection is one matrix product.
         let mut x = self.embedding_norm.forward(&x)?.reshape((n * len, h))?;
         // 0 where a key is a real token, a large negative number where it is padding.
-        let bias =
-            ((mask.ones_like()? - mask)? * f64::from(f32::MIN))?.to_dtype(DType::F32)?.reshape((n, 1, 1, len))?;
+        let bias = ((mask.ones_like()? - mask)? * f64::from(f32::MIN))?.to_dtype(DType::F32)?.contiguous()?;
         let (heads, dh) = (self.heads, h / self.heads);
         for layer in &self.layers {
             let qkv = project(&layer.qkv, &x)?.reshape((n, len, 3, heads, dh))?;
             let part = |k: usize| qkv.narrow(2, k, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous();
             let (q, k, v) = (part(0)?, part(1)?, part(2)?);
-            let scores = q.matmul(&k.t()?)?.broadcast_add(&bias)?;
-            let probs = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probs.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((n * len, h))?;
-            let attended = layer.attention_norm.forward(&(project(&layer.attention_out, &context)? + &x)?)?;
+            let scores = q.matmul(&k.t()?)?;
+            kernels::masked_softmax_in_place(&scores, &bias)?;
+            let context = scores.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((n * len, h))?;
+            let attended = project(&layer.attention_out, &context)?;
+            kernels::add_in_place(&attended, &x)?;
+            let attended = layer.attention_norm.forward(&attended)?;
             let up = project(&layer.up, &attended)?;
             let up = match self.act {
-                HiddenAct::Gelu => up.gelu_erf()?,
+                HiddenAct::Gelu => {
+                    kernels::gelu_erf_in_place(&up)?;
+                    up
+                }
                 HiddenAct::GeluApproximate => up.gelu()?,
                 HiddenAct::Relu => up.relu()?,
             };
-            x = layer.norm.forward(&(project(&layer.down, &up)? + &attended)?)?;
+            let down = project(&layer.down, &up)?;
+            kernels::add_in_place(&down, &attended)?;
+            x = layer.norm.forward(&down)?;
         }
         x.reshape((n, len, h))
     }
