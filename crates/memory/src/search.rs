@@ -182,7 +182,12 @@ pub(crate) fn rank(
         };
         let mut bm = keyword(restrict.as_deref())?;
         let mut vs = vector(restrict.as_deref());
-        let exhausted = bm.len() < pool && vs.len() < pool;
+        // A ranker is spent when it gave fewer than asked, or (vectors, best first) reached a
+        // cosine at or below zero, which `fuse` drops: asking it for more would give only more
+        // of those. Without the second rule a query unrelated to most of a large store grew the
+        // pool fourfold until it held every row (140k chunks: ~170 ms instead of ~10).
+        let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
+        let exhausted = bm.len() < pool && vectors_spent;
         if let Some(ids) = &in_span {
             bm = merge(bm, keyword(Some(ids))?);
             vs = merge(vs, vector(Some(ids)));
@@ -329,6 +334,13 @@ const MIN_BACKGROUND: usize = 16;
 /// only as much as an arbitrary chunk of the store is counts nothing.
 const NOISE_SDS: f32 = 1.0;
 const FULL_SDS: f32 = 6.0;
+/// The deviation a cosine is measured in is at least this share of how far the best cosine
+/// stands above the mean: in a store of near-alike chunks (thousands of generated logs, say)
+/// the sample's spread is tiny, and a chunk a hair above it would count fully, so every
+/// question about one note came back padded with nine such chunks. Only a best hit more than
+/// this many deviations above the store changes anything; the LoCoMo development figures are
+/// the same at 6, 12 and without it (BENCHMARKS.md).
+const TOP_SDS: f32 = 12.0;
 
 /// How similar an arbitrary chunk of the store is to one query: the mean and deviation of
 /// the query's cosine with a sample of the store's rows.
@@ -355,18 +367,23 @@ impl Judge {
     /// store and one embedder to another (never a raw score): the larger of the share of the
     /// query's word weight (inverse document frequency) found in the chunk's title and text,
     /// and how many standard deviations its cosine stands above the store's mean cosine with
-    /// the query (1 counting 0, 6 counting 1).
+    /// the query (1 counting 0, 6 counting 1; the deviation at least [`TOP_SDS`]th of the best
+    /// cosine's lead over the mean).
     pub fn relevance(&self, row: &ChunkRow, hit: &Hit) -> f64 {
-        let keyword = self.coverage(row);
-        let vector = match (self.noise, hit.vector_score) {
+        self.coverage(row).max(self.by_meaning(hit))
+    }
+
+    /// The vector side of [`Self::relevance`].
+    fn by_meaning(&self, hit: &Hit) -> f64 {
+        match (self.noise, hit.vector_score) {
             (Some(n), Some(cos)) if !n.known => f64::from(u8::from(cos > 0.0 && cos >= n.top)),
             (Some(n), Some(cos)) => {
-                let z = (cos - n.mean) / n.sd;
+                let sd = n.sd.max((n.top - n.mean) / TOP_SDS);
+                let z = (cos - n.mean) / sd;
                 ((z - NOISE_SDS) / (FULL_SDS - NOISE_SDS)).clamp(0.0, 1.0) as f64
             }
             _ => 0.0,
-        };
-        keyword.max(vector)
+        }
     }
 
     /// The share of the query's word weight that the chunk's title and text hold.
@@ -591,7 +608,26 @@ pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> Result<Vec<(ChunkR
 
 #[cfg(test)]
 mod tests {
-    use super::{Mode, fuse};
+    use super::{Hit, Judge, Mode, VectorNoise, fuse};
+
+    #[test]
+    fn a_chunk_a_hair_above_a_tight_background_is_not_backed_by_meaning() {
+        let judge = |mean, sd, top| Judge {
+            terms: Vec::new(),
+            idf: Vec::new(),
+            noise: Some(VectorNoise { mean, sd, known: true, top }),
+        };
+        let at = |cos| Hit { vector_score: Some(cos), ..Hit::new(1) };
+        // Thousands of near-alike logs: cosines 0.02 ± 0.004 with a question about a note whose
+        // own cosine is 0.5. A log at 0.06 is ten of those deviations up, yet nothing like the note.
+        let tight = judge(0.02, 0.004, 0.5);
+        assert_eq!(tight.by_meaning(&at(0.06)), 0.0);
+        assert_eq!(tight.by_meaning(&at(0.5)), 1.0, "the note itself is backed");
+        assert!(tight.by_meaning(&at(0.4)) > 0.9, "so is a second chunk close to it");
+        // A store whose cosines spread as usual judges as before.
+        let usual = judge(0.05, 0.08, 0.5);
+        assert!((usual.by_meaning(&at(0.37)) - 0.6).abs() < 1e-6);
+    }
 
     fn order(hits: &[super::Hit]) -> Vec<i64> {
         hits.iter().map(|h| h.rowid).collect()
