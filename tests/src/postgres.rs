@@ -137,20 +137,8 @@ impl PgServer {
 
     /// `psql` connected as `role`, which row-level security then applies to.
     pub fn psql_as(&self, role: &str, db: &str, sql: &str) -> String {
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-U", role])
-            .args(["-p", &self.port.to_string(), "-d", db, "-c", sql])
-            .env("PGCONNECT_TIMEOUT", "5")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run psql");
-        assert!(
-            out.status.success(),
-            "psql {sql:?} as {role} in {db} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        let port = self.port.to_string();
+        run_psql(&self.bin, &["-h", "127.0.0.1", "-U", role, "-p", &port, "-d", db], sql)
     }
 
     /// A clean shutdown (SIGINT, PostgreSQL's "fast" mode): open connections are ended, nothing
@@ -340,23 +328,37 @@ impl Drop for PgServer {
     }
 }
 
-/// Where the server programs are: `OPENHUMAN_TEST_PG_BIN` (or, unset, what
-/// `tests/fixtures/ensure-postgres.sh` finds or installs), else Debian's PostgreSQL 15.
-/// Runs `sql` with `psql` against `url` (a URL of [`PgServer::url`] or [`PgServer::url_as`]), as
-/// the URL's role, so row-level security applies as it does to a daemon using that URL; the
+/// Runs `sql` with `psql` against `url` (one [`PgServer::url`] or [`PgServer::url_as`] gave), as
+/// the URL's role, so row-level security applies as it does to a daemon given that URL; the
 /// output as [`PgServer::psql`] gives it. Panics when no `psql` is found or the statement fails.
 pub fn psql_url(url: &str, sql: &str) -> String {
     let bin = bin_dir().unwrap_or_else(|| panic!("psql: {}", bin_dir_error()));
+    run_psql(&bin, &["-d", url], sql)
+}
+
+/// `psql` of `bin` connected by `target` (host, role, port and database, or a URL), running
+/// `sql`: its output, unaligned and without headers. Panics with psql's error when it fails.
+fn run_psql(bin: &Path, target: &[&str], sql: &str) -> String {
     let out = Command::new(bin.join("psql"))
-        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
+        .args(target)
+        .args(["-c", sql])
         .env("PGCONNECT_TIMEOUT", "5")
         .stdin(Stdio::null())
         .output()
         .expect("run psql");
-    assert!(out.status.success(), "psql {sql:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "psql {sql:?} ({}) failed ({}): {}",
+        target.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// Where the server programs are: `OPENHUMAN_TEST_PG_BIN` (or, unset, what
+/// `tests/fixtures/ensure-postgres.sh` finds or installs), else Debian's PostgreSQL 15.
 fn bin_dir() -> Option<PathBuf> {
     let candidates = crate::fixtures::value(crate::fixtures::POSTGRES).ok().map(PathBuf::from).into_iter();
     candidates.chain([PathBuf::from(DEBIAN_BIN)]).find(|d| has_programs(d))

@@ -184,8 +184,8 @@ pub(crate) fn rank(
         let mut vs = vector(restrict.as_deref());
         // A ranker is spent when it gave fewer than asked, or (vectors, best first) reached a
         // cosine at or below zero, which `fuse` drops: asking it for more would give only more
-        // of those. Without the second rule a query unrelated to most of a large store grew the
-        // pool fourfold until it held every row (140k chunks: ~170 ms instead of ~10).
+        // of those. Without the second rule a query few chunks of a large store are alike to
+        // could grow the pool fourfold, round after round, until it held every row.
         let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
         let exhausted = bm.len() < pool && vectors_spent;
         if let Some(ids) = &in_span {

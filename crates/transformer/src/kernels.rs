@@ -1,14 +1,16 @@
 //! Element-wise steps of the encoder, in place and in a form the compiler vectorises: the
-//! exact (erf) GELU of the feed-forward layers and the softmax of the attention scores.
+//! exact (erf) GELU of the feed-forward layers, the padding mask and softmax of the attention
+//! scores, and the bias and residual adds.
 //!
-//! candle runs both through scalar `libm` calls (`erff`, `expf`) and writes each result to a
-//! new tensor; on the deep tier's fill those two steps were a fifth of the CPU time. Here
+//! candle runs GELU and softmax through scalar `libm` calls (`erff`, `expf`) and writes every
+//! step's result to a new tensor; on the deep tier's fill those steps and the page clearing of
+//! their allocations were most of the CPU time the matrix products left. Here
 //! `exp` is a range reduction to `2^n · e^r` with `|r| ≤ ln2/2` and a degree-6 polynomial for
 //! `e^r`, and `erf` is the Abramowitz–Stegun rational form 7.1.26 (1.5e-7 in exact arithmetic)
 //! over that `exp`; measured in `f32` against `libm`, `exp` is within 3e-7 relative and `erf`
 //! within 6e-7 absolute (a few units in the last place): branch-free arithmetic on `f32` lanes,
-//! compiled for the widest vectors the CPU has (`pulp` picks AVX2 or AVX-512 at run time). Both
-//! ops overwrite the tensor they are given, which must be one the caller alone holds (a fresh
+//! compiled for the widest vectors the CPU has (`pulp` picks AVX2 or AVX-512 at run time). Every
+//! op overwrites the tensor it is given, which must be one the caller alone holds (a fresh
 //! result of the previous step), contiguous and `f32`.
 
 use candle_core::backend::BackendStorage;
@@ -18,7 +20,7 @@ use pulp::{Simd, WithSimd};
 /// `e^x` for `f32`, to within 3e-7 relative; 0 below `-87.3` (where `e^x` leaves `f32`'s
 /// normal range), `+inf` above `88` (the encoder only takes it of numbers ≤ 0).
 #[inline(always)]
-pub(crate) fn exp(x: f32) -> f32 {
+fn exp(x: f32) -> f32 {
     const LOG2_E: f32 = std::f32::consts::LOG2_E;
     // ln 2 split in two so that `n · LN2_HI` is exact for the `n` that occur.
     const LN2_HI: f32 = 0.693_359_4;
@@ -44,7 +46,7 @@ pub(crate) fn exp(x: f32) -> f32 {
 
 /// `erf(x)` for `f32`, to within 6e-7 absolute (Abramowitz and Stegun, 7.1.26).
 #[inline(always)]
-pub(crate) fn erf(x: f32) -> f32 {
+fn erf(x: f32) -> f32 {
     const P: f32 = 0.327_591_1;
     const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_8, -1.453_152, 1.061_405_4];
     let a = x.abs();
@@ -60,14 +62,30 @@ fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
 }
 
-/// The contiguous `f32` values of `storage` under `layout`, or an error naming `op`.
+/// Where the contiguous `f32` values of `storage` under `layout` lie, or an error naming `op`.
+fn span(storage: &CpuStorage, layout: &Layout, op: &str) -> Result<std::ops::Range<usize>> {
+    match (storage, layout.contiguous_offsets()) {
+        (CpuStorage::F32(_), Some((start, end))) => Ok(start..end),
+        (CpuStorage::F32(_), None) => candle_core::bail!("{op}: the tensor must be contiguous"),
+        (other, _) => candle_core::bail!("{op}: f32 only, got {:?}", other.dtype()),
+    }
+}
+
+/// The values of a tensor an op changes (see [`span`]).
 fn values<'a>(storage: &'a mut CpuStorage, layout: &Layout, op: &str) -> Result<&'a mut [f32]> {
-    let Some((start, end)) = layout.contiguous_offsets() else {
-        candle_core::bail!("{op}: the tensor must be contiguous")
-    };
+    let at = span(storage, layout, op)?;
     match storage {
-        CpuStorage::F32(v) => Ok(&mut v[start..end]),
-        other => candle_core::bail!("{op}: f32 only, got {:?}", other.dtype()),
+        CpuStorage::F32(v) => Ok(&mut v[at]),
+        _ => unreachable!("span checked the type"),
+    }
+}
+
+/// The values of a tensor an op reads (see [`span`]).
+fn read<'a>(storage: &'a CpuStorage, layout: &Layout, op: &str) -> Result<&'a [f32]> {
+    let at = span(storage, layout, op)?;
+    match storage {
+        CpuStorage::F32(v) => Ok(&v[at]),
+        _ => unreachable!("span checked the type"),
     }
 }
 
@@ -97,7 +115,8 @@ impl WithSimd for Softmax<'_> {
     #[inline(always)]
     fn with_simd<S: Simd>(self, _: S) {
         let texts = self.bias.len() / self.len;
-        let rows_per_text = self.scores.len() / self.len / texts.max(1);
+        // At least one text: `MaskedSoftmaxInPlace` checked the shapes.
+        let rows_per_text = self.scores.len() / self.len / texts;
         for (r, row) in self.scores.chunks_exact_mut(self.len).enumerate() {
             let bias = &self.bias[(r / rows_per_text) * self.len..][..self.len];
             // Passes the compiler vectorises, each over one row in L1: a running sum or maximum
@@ -147,10 +166,7 @@ impl InplaceOp2 for MaskedSoftmaxInPlace {
 
     fn cpu_fwd(&self, scores: &mut CpuStorage, layout: &Layout, bias: &CpuStorage, bias_layout: &Layout) -> Result<()> {
         let len = layout.shape().dims().last().copied().unwrap_or(1).max(1);
-        let bias = match (bias, bias_layout.contiguous_offsets()) {
-            (CpuStorage::F32(b), Some((start, end))) => &b[start..end],
-            _ => candle_core::bail!("{}: the bias must be contiguous f32", self.name()),
-        };
+        let bias = read(bias, bias_layout, self.name())?;
         let scores = values(scores, layout, self.name())?;
         let texts = bias.len() / len;
         if bias.len() != texts * len || texts == 0 || !(scores.len() / len).is_multiple_of(texts) {
@@ -169,10 +185,7 @@ impl InplaceOp2 for AddInPlace {
     }
 
     fn cpu_fwd(&self, dst: &mut CpuStorage, layout: &Layout, src: &CpuStorage, src_layout: &Layout) -> Result<()> {
-        let src = match (src, src_layout.contiguous_offsets()) {
-            (CpuStorage::F32(v), Some((start, end))) => &v[start..end],
-            _ => candle_core::bail!("{}: the added tensor must be contiguous f32", self.name()),
-        };
+        let src = read(src, src_layout, self.name())?;
         let dst = values(dst, layout, self.name())?;
         if src.is_empty() || !dst.len().is_multiple_of(src.len()) {
             candle_core::bail!("{}: {} numbers cannot take {} added row by row", self.name(), dst.len(), src.len());

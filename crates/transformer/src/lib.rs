@@ -8,7 +8,9 @@
 //! Map: `model` (`TransformerEmbedder`: the memory engine's `Embedder` over one model
 //! directory; pooling and sequence length read from the directory), `store` (the model store
 //! under `<data_dir>/models/`: install from a directory or an archive, list, remove, resolve a
-//! configured name), `encoder` (the BERT forward pass, laid out for a CPU), `kernels` (its element-wise steps, in place and vectorised), `error` (`TransformerError`, the one error type of the crate).
+//! configured name), `encoder` (the BERT forward pass, laid out for a CPU), `kernels` (its
+//! element-wise steps, in place and vectorised), `error` (`TransformerError`, the one error
+//! type of the crate).
 
 mod encoder;
 mod error;
