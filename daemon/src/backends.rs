@@ -14,7 +14,7 @@ use openhuman_memory::visibility::{Visibility, VisibilityRules};
 use openhuman_memory::{MemoryEngine, MemoryOptions, SharedOptions};
 use openhuman_postgres::{PgOptions, PgStore};
 use openhuman_providers::embed::HttpEmbedder;
-use openhuman_transformer::ModelStore;
+use openhuman_transformer::{DEFAULT_WINDOWS, ModelStore};
 
 /// Why memory tools fail when the engine is switched off.
 pub(crate) const MEMORY_OFF: &str = "MEMORY_OFF: the memory engine is off; set [memory].engine = \"embedded\" in config.toml \
@@ -38,7 +38,8 @@ pub(crate) fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<A
     let model = ModelStore::new(data_dir)
         .open(value)
         .map_err(|e| format!("key `memory.embeddings.transformer` = {value:?}: {e}"))?;
-    let model = Arc::new(model);
+    let windows = config.memory.embeddings.transformer_windows.map_or(DEFAULT_WINDOWS, usize::from);
+    let model = Arc::new(model.with_windows(windows));
     let warm = model.clone();
     // A failure is logged by the model and returned again by every embedding call.
     let _ = std::thread::Builder::new().name("model-load".into()).spawn(move || warm.load());

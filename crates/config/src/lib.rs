@@ -366,6 +366,9 @@ pub struct EmbeddingsConfig {
     /// install` puts there) or as an absolute directory. Its vectors are filled in the
     /// background and answer queries once they cover every chunk.
     pub transformer: Option<String>,
+    /// How many windows of the model's token limit a chunk is read in (1–16, default 4): 1 reads
+    /// only a chunk's start, as sentence-transformers does, and fills fastest.
+    pub transformer_windows: Option<u8>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -678,6 +681,11 @@ fn validate(c: &Config) -> Result<(), String> {
     }
     if let Some(t) = &c.memory.embeddings.transformer {
         check_model("memory.embeddings.transformer", t)?;
+    }
+    if c.memory.embeddings.transformer_windows.is_some_and(|n| !(1..=16).contains(&n)) {
+        return Err("key `memory.embeddings.transformer_windows` must be from 1 to 16 (4 by default; 1 reads \
+                    only the start of each chunk)"
+            .to_string());
     }
     for (name, key) in
         [("llm.api_key_env", &c.llm.api_key_env), ("memory.embeddings.api_key_env", &c.memory.embeddings.api_key_env)]
@@ -1041,6 +1049,13 @@ mod tests {
     fn transformer_is_a_model_name_or_an_absolute_directory() {
         let c = load_text("[memory.embeddings]\ntransformer = \"all-minilm-l6-v2\"\n", &[]).unwrap();
         assert_eq!(c.memory.embeddings.transformer.as_deref(), Some("all-minilm-l6-v2"));
+        assert_eq!(c.memory.embeddings.transformer_windows, None);
+        let c = load_text("[memory.embeddings]\ntransformer_windows = 1\n", &[]).unwrap();
+        assert_eq!(c.memory.embeddings.transformer_windows, Some(1));
+        for bad in ["0", "17"] {
+            let err = load_text(&format!("[memory.embeddings]\ntransformer_windows = {bad}\n"), &[]).unwrap_err();
+            assert!(err.to_string().contains("memory.embeddings.transformer_windows"), "{err}");
+        }
         let c = load_text("", &[("OPENHUMAN_MEMORY_EMBEDDINGS_TRANSFORMER", "/opt/models/bge")]).unwrap();
         assert_eq!(c.memory.embeddings.transformer.as_deref(), Some("/opt/models/bge"));
         for bad in ["../mini", "models/mini", ""] {

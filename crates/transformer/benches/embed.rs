@@ -4,7 +4,9 @@
 //! second, two ways in the same run, alternating: *before* (batches of 32 in corpus order, each
 //! one encoder run, candle splitting only its matrix products across the cores: the deep tier's
 //! fill as it was) and *now* (each window of 1,024 chunks sorted by length, then batches of 32,
-//! each run as groups of at most 4,096 padded tokens side by side, one per core). Run
+//! each run as groups of at most 4,096 padded tokens side by side, one per core, every chunk read
+//! to its end in windows of the model's token limit), and *now, cut* (the same, each chunk cut at
+//! the limit, as `memory.embeddings.transformer_windows = 1` does and *before* did). Run
 //!
 //! ```text
 //! OPENHUMAN_TEST_MODEL_DIR=<model dir> cargo bench -p openhuman-transformer --bench embed
@@ -165,18 +167,23 @@ fn main() {
     let (docs, what) = chunks();
     let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
     println!("fill: {} chunks ({what}), {} threads", refs.len(), candle_core::utils::get_num_threads());
-    let before = TransformerEmbedder::open(&dir, "bench").expect("open the model").with_fill_layout(8192, false);
+    let before =
+        TransformerEmbedder::open(&dir, "bench").expect("open the model").with_fill_layout(8192, false).with_windows(1);
     before.load().expect("load the model");
+    let cut = TransformerEmbedder::open(&dir, "bench").expect("open the model").with_windows(1);
+    cut.load().expect("load the model");
+    const NAMES: [&str; 3] = ["before", "now", "now, cut"];
     // Alternating, so that the machine's other load falls on both alike. Wall time says how fast
     // the fill goes on this machine now; CPU time, how much work it is (so on a machine shared
     // with other processes, the share of the cores each got does not decide the comparison).
-    let (mut wall, mut cpu) = ([0.0f64; 2], [0.0f64; 2]);
+    let (mut wall, mut cpu) = ([0.0f64; 3], [0.0f64; 3]);
     for round in 0..2 {
-        for (which, name) in ["before", "now"].into_iter().enumerate() {
+        for (which, name) in NAMES.into_iter().enumerate() {
             let (started, cpu0) = (Instant::now(), cpu_secs());
             match which {
                 0 => fill_rowid_order(&before, &refs),
-                _ => fill_by_length(&e, &refs),
+                1 => fill_by_length(&e, &refs),
+                _ => fill_by_length(&cut, &refs),
             }
             let (w, c) = (started.elapsed().as_secs_f64(), cpu_secs() - cpu0);
             wall[which] += w;
@@ -189,9 +196,9 @@ fn main() {
             );
         }
     }
-    drop(before);
+    drop((before, cut));
     let n = 2.0 * refs.len() as f64;
-    for (which, name) in ["before", "now"].into_iter().enumerate() {
+    for (which, name) in NAMES.into_iter().enumerate() {
         println!(
             "fill {name}: {:.2} chunks/s, {:.0} CPU-ms a chunk, {:.2} cores busy",
             n / wall[which],
@@ -200,6 +207,11 @@ fn main() {
         );
     }
     println!("now / before: {:.2}x the chunks per second, {:.2}x less CPU a chunk", wall[0] / wall[1], cpu[0] / cpu[1]);
+    println!(
+        "now, cut / before: {:.2}x the chunks per second; reading whole chunks costs {:.2}x the CPU of cutting them",
+        wall[0] / wall[2],
+        cpu[1] / cpu[2]
+    );
 
     // Queries while the fill runs: the fill waits for a running query between its groups.
     let done = std::sync::atomic::AtomicBool::new(false);

@@ -41,6 +41,15 @@ pub const GROUP_TOKENS: usize = 4096;
 /// Most texts in one group, however short.
 const GROUP_ROWS: usize = 256;
 
+/// How many windows of `max_seq_length` tokens a text is read in by default; the rest of a
+/// longer text is cut. Chunks are at most ~500 estimated tokens (about 700 word pieces), so three
+/// windows of a 256-token model cover them; four leave room for code or a language that splits
+/// finely. One window is what sentence-transformers does: only a text's start counts.
+pub const DEFAULT_WINDOWS: usize = 4;
+
+/// The most windows `with_windows` takes.
+pub const MAX_WINDOWS: usize = 16;
+
 /// How long the fill waits for running queries before it goes on anyway, so a steady stream of
 /// queries slows the fill without stopping it.
 const QUERY_WAIT: Duration = Duration::from_millis(500);
@@ -69,6 +78,8 @@ struct Spec {
     config: Config,
     pooling: Pooling,
     max_len: usize,
+    /// Most windows of `max_len` tokens a text is read in (see [`windows`]).
+    windows: usize,
     /// Prefix for queries (`config_sentence_transformers.json` `prompts.query`), if any.
     query_prompt: Option<String>,
 }
@@ -76,6 +87,10 @@ struct Spec {
 struct Loaded {
     model: Encoder,
     tokenizer: Tokenizer,
+    /// The ids the tokenizer puts before and after a text (`[CLS]`, `[SEP]`), repeated around
+    /// every window; `None` when its template is not one id on each side, and then a text is
+    /// read in one window, cut at `max_seq_length`.
+    frame: Option<(u32, u32)>,
 }
 
 pub struct TransformerEmbedder {
@@ -89,6 +104,15 @@ pub struct TransformerEmbedder {
     queries: QueryGate,
     /// The fill's threads (built on first use): as many as candle would use.
     fill_pool: OnceLock<Option<rayon::ThreadPool>>,
+    /// The weights' sha256, for the signature.
+    sha: String,
+}
+
+/// Which model made a vector and how: name, width, pooling, token limit, windows (when more than
+/// one: a cut text's vector differs from a whole one's) and the weights' hash.
+fn signature(name: &str, spec: &Spec, sha: &str) -> String {
+    let windows = if spec.windows > 1 { format!("w{}", spec.windows) } else { String::new() };
+    format!("{name}/{}/{}-{}{windows}/{}", spec.config.hidden_size, spec.pooling.name(), spec.max_len, &sha[..12])
 }
 
 /// Queries in flight, which the fill waits for between groups.
@@ -214,8 +238,8 @@ impl TransformerEmbedder {
             .filter(|p| !p.is_empty());
         let pooling = pooling(dir)?;
         let sha = weights_sha256(dir)?;
-        let signature = format!("{name}/{}/{}-{max_len}/{}", config.hidden_size, pooling.name(), &sha[..12]);
-        let spec = Spec { config, pooling, max_len, query_prompt };
+        let spec = Spec { config, pooling, max_len, windows: DEFAULT_WINDOWS, query_prompt };
+        let signature = signature(name, &spec, &sha);
         Ok(TransformerEmbedder {
             dir: dir.to_path_buf(),
             name: name.to_string(),
@@ -226,7 +250,17 @@ impl TransformerEmbedder {
             parallel_groups: true,
             queries: QueryGate::default(),
             fill_pool: OnceLock::new(),
+            sha,
         })
+    }
+
+    /// Reads a text in at most `n` windows of `max_seq_length` tokens (1 to [`MAX_WINDOWS`];
+    /// default [`DEFAULT_WINDOWS`]). The count is part of the signature, so vectors made with
+    /// another count are made again, not mixed.
+    pub fn with_windows(mut self, n: usize) -> TransformerEmbedder {
+        self.spec.windows = n.clamp(1, MAX_WINDOWS);
+        self.signature = signature(&self.name, &self.spec, &self.sha);
+        self
     }
 
     /// Sets the padded tokens per encoder run (default [`GROUP_TOKENS`]) and whether the fill
@@ -280,38 +314,83 @@ impl TransformerEmbedder {
     }
 
     /// Embeds `texts`; `yield_to_queries` makes it wait before each group while a query runs.
+    /// A text longer than the model's `max_seq_length` is read in windows (see [`windows`]),
+    /// each encoded and pooled on its own; its vector is the windows' mean weighted by their
+    /// tokens, so every part of a chunk counts, not only its first 256 tokens.
     fn run(&self, texts: &[&str], yield_to_queries: bool) -> Result<Vec<Vec<f32>>, TransformerError> {
         let loaded = self.loaded().map_err(|e| TransformerError::Model(e.to_string()))?;
         let encodings = loaded
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| TransformerError::Model(format!("tokenizing failed: {e}")))?;
-        let lens: Vec<usize> = encodings.iter().map(|e| e.get_ids().len()).collect();
+        // Every window of every text, with the text it belongs to.
+        let mut rows: Vec<(usize, Vec<u32>)> = Vec::with_capacity(texts.len());
+        for (i, e) in encodings.iter().enumerate() {
+            for w in windows(e.get_ids(), self.spec.max_len, self.spec.windows, loaded.frame) {
+                rows.push((i, w));
+            }
+        }
+        let lens: Vec<usize> = rows.iter().map(|r| r.1.len()).collect();
         let encode = |group: &Vec<usize>| {
             if yield_to_queries {
                 self.queries.wait_idle();
             }
-            let rows: Vec<&[u32]> = group.iter().map(|&i| encodings[i].get_ids()).collect();
-            encode_group(&loaded.model, self.spec.pooling, &rows)
+            let ids: Vec<&[u32]> = group.iter().map(|&i| rows[i].1.as_slice()).collect();
+            encode_group(&loaded.model, self.spec.pooling, &ids)
         };
         // The fill runs its groups side by side, one per core of its pool: every step of the
         // encoder (not only the matrix products candle splits) then uses all the cores. So that
         // a batch of short texts also keeps every core busy, it makes at least one group a core.
         let side_by_side = yield_to_queries && self.parallel_groups && rayon::current_num_threads() > 1;
-        let max_rows = if side_by_side { texts.len().div_ceil(rayon::current_num_threads()) } else { GROUP_ROWS };
+        let max_rows = if side_by_side { rows.len().div_ceil(rayon::current_num_threads()) } else { GROUP_ROWS };
         let groups = groups(&lens, self.group_tokens, max_rows);
         let vecs: Vec<Vec<Vec<f32>>> = if side_by_side && groups.len() > 1 {
             groups.par_iter().map(encode).collect::<Result<_, _>>()?
         } else {
             groups.iter().map(encode).collect::<Result<_, _>>()?
         };
-        let mut out = vec![Vec::new(); texts.len()];
+        let dims = self.spec.config.hidden_size;
+        let mut out = vec![vec![0f32; dims]; texts.len()];
         for (group, vs) in groups.iter().zip(vecs) {
-            for (&i, v) in group.iter().zip(vs) {
-                out[i] = v;
+            for (&r, v) in group.iter().zip(vs) {
+                let (text, weight) = (rows[r].0, lens[r] as f32);
+                out[text].iter_mut().zip(&v).for_each(|(o, x)| *o += weight * x);
             }
         }
+        out.iter_mut().for_each(|v| normalise(v));
         Ok(out)
+    }
+}
+
+/// The token-id rows a text is encoded in: the text itself when it fits `max_len`; otherwise its
+/// content split into at most `most` windows of equal length, each framed with the tokenizer's
+/// own first and last ids as the text was, so each is a valid input on its own. With one window
+/// or without a known frame, the text cut at `max_len` (as sentence-transformers does).
+pub(crate) fn windows(ids: &[u32], max_len: usize, most: usize, frame: Option<(u32, u32)>) -> Vec<Vec<u32>> {
+    let Some((first, last)) = frame.filter(|_| ids.len() > max_len && max_len > 2 && most > 1) else {
+        return vec![ids[..ids.len().min(max_len)].to_vec()];
+    };
+    let room = max_len - 2;
+    let content = &ids[1..ids.len() - 1];
+    let content = &content[..content.len().min(room * most)];
+    let n = content.len().div_ceil(room);
+    let size = content.len().div_ceil(n);
+    content
+        .chunks(size)
+        .map(|w| {
+            let mut row = Vec::with_capacity(w.len() + 2);
+            row.push(first);
+            row.extend_from_slice(w);
+            row.push(last);
+            row
+        })
+        .collect()
+}
+
+fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter_mut().for_each(|x| *x /= norm);
     }
 }
 
@@ -347,10 +426,17 @@ fn load(dir: &Path, spec: &Spec) -> Result<Loaded, TransformerError> {
     let mut tokenizer = Tokenizer::from_file(&tok_path)
         .map_err(|e| TransformerError::Model(format!("{} cannot be loaded: {e}", tok_path.display())))?;
     tokenizer.with_padding(None);
+    let frame = match tokenizer.encode("", true).map(|e| e.get_ids().to_vec()) {
+        Ok(ids) if ids.len() == 2 => Some((ids[0], ids[1])),
+        _ => None,
+    };
+    // Cut only past what the windows can hold (`windows` splits the rest); without a frame
+    // to put around a window, at `max_seq_length`, where the tokenizer keeps its closing id.
+    let cut = if frame.is_some() { spec.max_len.saturating_sub(2) * spec.windows + 2 } else { spec.max_len };
     tokenizer
-        .with_truncation(Some(TruncationParams { max_length: spec.max_len, ..TruncationParams::default() }))
+        .with_truncation(Some(TruncationParams { max_length: cut, ..TruncationParams::default() }))
         .map_err(|e| TransformerError::Model(format!("{}: {e}", tok_path.display())))?;
-    Ok(Loaded { model, tokenizer })
+    Ok(Loaded { model, tokenizer, frame })
 }
 
 /// Runs one group of token-id rows (padded with 0 to the longest) and pools each row.
@@ -376,12 +462,7 @@ fn encode_group(model: &Encoder, pooling: Pooling, rows: &[&[u32]]) -> Result<Ve
         }
     };
     let mut out: Vec<Vec<f32>> = pooled.to_vec2().map_err(err)?;
-    for v in &mut out {
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm > 0.0 && norm.is_finite() {
-            v.iter_mut().for_each(|x| *x /= norm);
-        }
-    }
+    out.iter_mut().for_each(|v| normalise(v));
     Ok(out)
 }
 

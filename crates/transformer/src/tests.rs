@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use openhuman_memory::embed::Embedder;
 
-use super::model::{Pooling, groups};
+use super::model::{Pooling, groups, windows};
 use super::{ModelStore, TransformerEmbedder, TransformerError, check_name, default_name};
 
 fn model_dir() -> Option<PathBuf> {
@@ -85,7 +85,10 @@ fn pooling_and_length_are_read_from_the_directory() {
     write(d, &[("model.safetensors", "not read when opening"), ("tokenizer.json", "{}"), ("config.json", BERT_CONFIG)]);
     let e = TransformerEmbedder::open(d, "tiny").unwrap();
     assert_eq!((e.pooling(), e.max_len(), e.dims()), (Pooling::Mean, 64, 8));
-    assert!(e.signature().starts_with("tiny/8/mean-64/"), "{}", e.signature());
+    assert!(e.signature().starts_with("tiny/8/mean-64w4/"), "{}", e.signature());
+    // Read in one window, as before windows: the signature of the vectors made then.
+    let one = TransformerEmbedder::open(d, "tiny").unwrap().with_windows(1);
+    assert!(one.signature().starts_with("tiny/8/mean-64/"), "{}", one.signature());
     // BGE-style: CLS pooling named through modules.json, a longer max_seq_length capped by the
     // position table.
     write(
@@ -125,6 +128,28 @@ fn groups_are_sorted_by_length_and_fit_the_token_budget() {
     // A row limit (the fill's share per core) splits short texts too.
     assert_eq!(groups(&[1; 32], 8192, 16).iter().map(Vec::len).collect::<Vec<_>>(), [16, 16]);
     assert!(groups(&[], 8192, 16).is_empty());
+}
+
+/// A text that fits is read whole; a longer one in equal windows framed like a text, covering
+/// its content in order up to `MAX_WINDOWS`; without a known frame, it is cut.
+#[test]
+fn long_texts_are_read_in_framed_windows() {
+    let text = |n: u32| -> Vec<u32> { [vec![101], (1000..1000 + n).collect(), vec![102]].concat() };
+    let short = text(10);
+    assert_eq!(windows(&short, 16, 4, Some((101, 102))), [short]);
+    let long = text(30);
+    let w = windows(&long, 16, 4, Some((101, 102)));
+    assert_eq!(w.len(), 3, "30 tokens of content in windows of at most 14");
+    assert!(w.iter().all(|r| r.len() <= 16 && r[0] == 101 && r[r.len() - 1] == 102), "{w:?}");
+    assert_eq!(w.iter().map(Vec::len).collect::<Vec<_>>(), [12, 12, 12], "equal windows, not 14 + 14 + 2");
+    let inner: Vec<u32> = w.iter().flat_map(|r| r[1..r.len() - 1].to_vec()).collect();
+    assert_eq!(inner, long[1..long.len() - 1], "the content in order, each token once");
+    let huge = text(14 * 4 + 50);
+    let w = windows(&huge, 16, 4, Some((101, 102)));
+    assert_eq!(w.len(), 4);
+    assert_eq!(w.iter().map(|r| r.len() - 2).sum::<usize>(), 14 * 4, "the rest is cut");
+    assert_eq!(windows(&long, 16, 4, None), [long[..16].to_vec()], "no frame: cut at the length");
+    assert_eq!(windows(&long, 16, 1, Some((101, 102))), [long[..16].to_vec()], "one window: cut");
 }
 
 #[test]
@@ -173,9 +198,32 @@ fn a_real_model_embeds_paraphrases_close_and_batches_like_single_texts() {
     for (v, w) in batch.iter().zip(small.embed(&texts).unwrap()) {
         assert!(cos(v, &w) > 0.9999, "groups of another size differ ({})", cos(v, &w));
     }
-    // Texts longer than the model's window are cut, not refused.
+    // Texts far longer than the model's windows are cut, not refused.
     let long = "word ".repeat(5000);
     assert_eq!(e.embed(&[&long]).unwrap()[0].len(), e.dims());
+}
+
+/// A chunk longer than the model's `max_seq_length` (256 tokens for all-MiniLM-L6-v2) is read to
+/// its end: a question about its last paragraph finds it nearer than when only its start counts.
+#[test]
+fn a_real_model_reads_a_long_chunk_to_its_end() {
+    let Some(dir) = model_dir() else { return };
+    let e = TransformerEmbedder::open(&dir, "test-model").unwrap();
+    let start = "The sourdough starter lives in a glass jar on the kitchen counter. Feed it flour and water \
+                 every morning, discard half before feeding, and keep it away from the radiator. "
+        .repeat(8);
+    let end = "The bicycle lock combination is written on the back of the garage calendar, and the spare \
+               key for the lock hangs on the hook by the door.";
+    let chunk = format!("{start}{end}");
+    let [whole, head, question] =
+        <[Vec<f32>; 3]>::try_from(e.embed(&[&chunk, &start, "where is the bike lock key"]).unwrap()).unwrap();
+    assert!(
+        cos(&whole, &question) > cos(&head, &question) + 0.05,
+        "the tail counts: whole {} against the start alone {}",
+        cos(&whole, &question),
+        cos(&head, &question)
+    );
+    assert!(cos(&whole, &head) > 0.5, "and the start still does ({})", cos(&whole, &head));
 }
 
 #[test]

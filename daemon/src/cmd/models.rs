@@ -21,7 +21,7 @@ pub(crate) fn run(paths: &Paths, action: &ModelAction) -> Result<i32> {
                 .install(&args.src, &name, args.replace)
                 .with_context(|| format!("model {name:?} not installed from {}", args.src.display()))?;
             out(&format!(
-                "installed model {:?} in {}: {} dimensions, {} pooling, up to {} tokens per chunk ({:.1} MB of weights)",
+                "installed model {:?} in {}: {} dimensions, {} pooling, {} tokens a window ({:.1} MB of weights)",
                 m.name,
                 m.dir.display(),
                 m.dims,
