@@ -256,7 +256,8 @@ impl TransformerEmbedder {
 
     /// Reads a text in at most `n` windows of `max_seq_length` tokens (1 to [`MAX_WINDOWS`];
     /// default [`DEFAULT_WINDOWS`]). The count is part of the signature, so vectors made with
-    /// another count are made again, not mixed.
+    /// another count are made again, not mixed. Set it before the first embedding or `load`:
+    /// loading sets the tokenizer's cut from it.
     pub fn with_windows(mut self, n: usize) -> TransformerEmbedder {
         self.spec.windows = n.clamp(1, MAX_WINDOWS);
         self.signature = signature(&self.name, &self.spec, &self.sha);
