@@ -367,7 +367,8 @@ pub struct EmbeddingsConfig {
     /// background and answer queries once they cover every chunk.
     pub transformer: Option<String>,
     /// How many windows of the model's token limit a chunk is read in (1–16, default 4): 1 reads
-    /// only a chunk's start, as sentence-transformers does, and fills fastest.
+    /// only a chunk's start, as sentence-transformers does, and fills fastest. (16 is the
+    /// transformer crate's `MAX_WINDOWS`.)
     pub transformer_windows: Option<u8>,
 }
 

@@ -19,7 +19,7 @@ mod model;
 mod store;
 
 pub use error::TransformerError;
-pub use model::{DEFAULT_WINDOWS, MAX_WINDOWS, Pooling, TransformerEmbedder};
+pub use model::{DEFAULT_WINDOWS, Pooling, TransformerEmbedder};
 pub use store::{InstalledModel, ModelStore, Unusable, check_name, default_name, validate};
 
 #[cfg(test)]

@@ -47,11 +47,12 @@ const GROUP_ROWS: usize = 256;
 /// finely. One window is what sentence-transformers does: only a text's start counts.
 pub const DEFAULT_WINDOWS: usize = 4;
 
-/// The most windows `with_windows` takes.
-pub const MAX_WINDOWS: usize = 16;
+/// The most windows `with_windows` takes (`memory.embeddings.transformer_windows` is checked
+/// against the same bound).
+const MAX_WINDOWS: usize = 16;
 
 /// The deep tier's weight in hybrid ranking (see `Embedder::fusion_weight`).
-pub const TRANSFORMER_FUSION_WEIGHT: f64 = 0.4;
+const TRANSFORMER_FUSION_WEIGHT: f64 = 0.4;
 
 /// How long the fill waits for running queries before it goes on anyway, so a steady stream of
 /// queries slows the fill without stopping it.
@@ -257,7 +258,7 @@ impl TransformerEmbedder {
         })
     }
 
-    /// Reads a text in at most `n` windows of `max_seq_length` tokens (1 to [`MAX_WINDOWS`];
+    /// Reads a text in at most `n` windows of `max_seq_length` tokens (1 to `MAX_WINDOWS`, 16;
     /// default [`DEFAULT_WINDOWS`]). The count is part of the signature, so vectors made with
     /// another count are made again, not mixed. Set it before the first embedding or `load`:
     /// loading sets the tokenizer's cut from it.

@@ -131,7 +131,8 @@ fn groups_are_sorted_by_length_and_fit_the_token_budget() {
 }
 
 /// A text that fits is read whole; a longer one in equal windows framed like a text, covering
-/// its content in order up to `MAX_WINDOWS`; without a known frame, it is cut.
+/// its content in order up to the count asked; with one window or without a known frame, it is
+/// cut.
 #[test]
 fn long_texts_are_read_in_framed_windows() {
     let text = |n: u32| -> Vec<u32> { [vec![101], (1000..1000 + n).collect(), vec![102]].concat() };
