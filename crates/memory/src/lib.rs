@@ -25,6 +25,12 @@
 //! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,
 //! `error` (`MemoryError`, the one error type of the crate).
 
+// The unit tests run on the daemon's allocator: how memory grows (the vector index's blocks)
+// depends on it.
+#[cfg(test)]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod embed;
 
 mod anchor;

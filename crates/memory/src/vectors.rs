@@ -1,5 +1,6 @@
-//! The in-memory vector index: one contiguous row-major int8 matrix (one f32 scale per row) of
-//! unit-length embeddings keyed by chunk rowid, searched by an exact scan (cosine = dot product
+//! The in-memory vector index: a row-major int8 matrix (one f32 scale per row) of unit-length
+//! embeddings keyed by chunk rowid, held like the other per-row arrays in blocks of 65,536
+//! rows that are never copied as it grows (`slab`), searched by an exact scan (cosine = dot product
 //! of normalised vectors), split across threads when the matrix is large. The scan is bound by
 //! memory bandwidth, so int8 rows (a quarter of f32's bytes) make it faster and the index
 //! smaller (256 MB instead of 1 GB at 1M 256-d rows); the rounding moves cosines by about 0.005.
@@ -34,26 +35,29 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub(crate) mod ann;
+mod slab;
 
 use ann::{ANN_MIN_ROWS, AnnStats, Ivf, Job, Lists, PENDING, Signal};
+use slab::Slab;
 
 pub(crate) struct VectorIndex {
     dims: usize,
-    /// `len * dims` quantised components.
-    data: Vec<i8>,
+    /// Each row's `dims` quantised components (all per-row arrays are [`Slab`]s: blocks that
+    /// are never copied as the index grows).
+    data: Slab<i8>,
     /// One scale per row: component = data * scale.
-    scales: Vec<f32>,
+    scales: Slab<f32>,
     /// The first [`head_bytes`] of each row's sign code (bit `k` of byte `j` is set when
     /// component `8j + k`, less the centre's, is not negative), `len * head_bytes(dims)`: the
-    /// part the Hamming pass reads, contiguous so that it streams.
-    heads: Vec<u8>,
-    /// The rest of each row's sign code, `len * tail_bytes(dims)`.
-    tails: Vec<u8>,
+    /// part the Hamming pass reads, contiguous within a block so that it streams.
+    heads: Slab<u8>,
+    /// The rest of each row's sign code, [`tail_bytes`] a row.
+    tails: Slab<u8>,
     /// What the sign codes are taken against: the mean of the first [`PREFILTER_MIN_ROWS`]
     /// rows once the index holds that many (before, zero). Embeddings share a common
     /// direction, and signs against it say little about how rows differ.
     centre: Option<Vec<f32>>,
-    rowids: Vec<i64>,
+    rowids: Slab<i64>,
     pos: RowMap,
     /// Which IVF list each row is in (all pending until an IVF is trained).
     lists: Lists,
@@ -72,14 +76,19 @@ pub(crate) struct VectorIndex {
 }
 
 /// Row positions by rowid. Chunk rowids are SQLite's, dense from 1, so a position is kept in a
-/// vector indexed by rowid: 4 bytes a rowid, where a hash map took ~30 bytes a row (~300 MB at
+/// slab indexed by rowid: 4 bytes a rowid, where a hash map took ~30 bytes a row (~300 MB at
 /// 10M rows) and twice that while it grew. A rowid far past the dense range, or a negative
 /// one, is kept in a map instead.
-#[derive(Default)]
 struct RowMap {
-    dense: Vec<u32>,
+    dense: Slab<u32>,
     sparse: HashMap<i64, u32>,
     len: usize,
+}
+
+impl Default for RowMap {
+    fn default() -> Self {
+        RowMap { dense: Slab::new(1), sparse: HashMap::new(), len: 0 }
+    }
 }
 
 /// An empty slot of [`RowMap::dense`].
@@ -87,7 +96,7 @@ const NO_ROW: u32 = u32::MAX;
 
 impl RowMap {
     fn get(&self, rowid: i64) -> Option<usize> {
-        let slot = usize::try_from(rowid).ok().and_then(|r| self.dense.get(r)).copied().unwrap_or(NO_ROW);
+        let slot = usize::try_from(rowid).ok().filter(|r| *r < self.dense.len()).map_or(NO_ROW, |r| self.dense.at(r));
         if slot != NO_ROW {
             return Some(slot as usize);
         }
@@ -101,13 +110,13 @@ impl RowMap {
         let dense_reach = 2 * (self.len + 64 * 1024);
         match r {
             Some(r) if r < self.dense.len() || r < dense_reach => {
-                if r >= self.dense.len() {
-                    self.dense.resize(r + 1, NO_ROW);
+                while r >= self.dense.len() {
+                    self.dense.push(&[NO_ROW]);
                 }
-                if self.dense[r] == NO_ROW && self.sparse.remove(&rowid).is_none() {
+                if self.dense.at(r) == NO_ROW && self.sparse.remove(&rowid).is_none() {
                     self.len += 1;
                 }
-                self.dense[r] = pos;
+                self.dense.row_mut(r)[0] = pos;
             }
             _ => {
                 if self.sparse.insert(rowid, pos).is_none() {
@@ -118,9 +127,10 @@ impl RowMap {
     }
 
     fn remove(&mut self, rowid: i64) -> Option<usize> {
-        let pos = match usize::try_from(rowid).ok().and_then(|r| self.dense.get_mut(r)) {
-            Some(slot) if *slot != NO_ROW => Some(std::mem::replace(slot, NO_ROW)),
-            _ => self.sparse.remove(&rowid),
+        let dense = usize::try_from(rowid).ok().filter(|r| *r < self.dense.len() && self.dense.at(*r) != NO_ROW);
+        let pos = match dense {
+            Some(r) => Some(std::mem::replace(&mut self.dense.row_mut(r)[0], NO_ROW)),
+            None => self.sparse.remove(&rowid),
         }?;
         self.len -= 1;
         Some(pos as usize)
@@ -203,12 +213,12 @@ impl VectorIndex {
     pub fn new(dims: usize) -> Self {
         VectorIndex {
             dims,
-            data: Vec::new(),
-            scales: Vec::new(),
-            heads: Vec::new(),
-            tails: Vec::new(),
+            data: Slab::new(dims),
+            scales: Slab::new(1),
+            heads: Slab::new(head_bytes(dims)),
+            tails: Slab::new(tail_bytes(dims)),
             centre: None,
-            rowids: Vec::new(),
+            rowids: Slab::new(1),
             pos: RowMap::default(),
             lists: Lists::default(),
             ivf: None,
@@ -240,11 +250,11 @@ impl VectorIndex {
             None => {
                 let i = self.rowids.len();
                 self.pos.insert(rowid, i);
-                self.rowids.push(rowid);
-                self.data.resize((i + 1) * d, 0);
-                self.heads.resize((i + 1) * head_bytes(d), 0);
-                self.tails.resize((i + 1) * tail_bytes(d), 0);
-                self.scales.push(0.0);
+                self.rowids.push(&[rowid]);
+                self.data.push(&vec![0; d]);
+                self.heads.push(&[0; HEAD_BYTES][..head_bytes(d)]);
+                self.tails.push(&vec![0; tail_bytes(d)]);
+                self.scales.push(&[0.0]);
                 self.lists.push(i);
                 i
             }
@@ -258,7 +268,7 @@ impl VectorIndex {
             self.signal.wake();
         }
         let n = v.len().min(d);
-        self.scales[i] = quantize(&v[..n], &mut self.data[i * d..i * d + n]);
+        self.scales.row_mut(i)[0] = quantize(&v[..n], &mut self.data.row_mut(i)[..n]);
         if self.centre.is_none() && self.rowids.len() >= PREFILTER_MIN_ROWS {
             self.take_centre();
         } else {
@@ -271,24 +281,25 @@ impl VectorIndex {
         let d = self.dims;
         let (hb, tb) = (head_bytes(d), tail_bytes(d));
         let mut code = vec![0u8; hb + tb];
-        let row = &self.data[i * d..(i + 1) * d];
+        let row = self.data.row(i);
         match &self.centre {
             Some(c) => {
-                let scale = self.scales[i];
+                let scale = self.scales.at(i);
                 pack_signs(row.iter().zip(c).map(|(x, m)| f32::from(*x) * scale >= *m), &mut code);
             }
             None => pack_signs(row.iter().map(|x| *x >= 0), &mut code),
         }
-        self.heads[i * hb..(i + 1) * hb].copy_from_slice(&code[..hb]);
-        self.tails[i * tb..(i + 1) * tb].copy_from_slice(&code[hb..]);
+        self.heads.row_mut(i).copy_from_slice(&code[..hb]);
+        self.tails.row_mut(i).copy_from_slice(&code[hb..]);
     }
 
     /// Sets the centre to the mean of the rows held and writes every row's code against it.
     fn take_centre(&mut self) {
         let d = self.dims;
         let mut mean = vec![0f64; d];
-        for (row, s) in self.data.chunks_exact(d.max(1)).zip(&self.scales) {
-            mean.iter_mut().zip(row).for_each(|(m, x)| *m += f64::from(*x) * f64::from(*s));
+        for (i, row) in self.data.rows().enumerate() {
+            let s = self.scales.at(i);
+            mean.iter_mut().zip(row).for_each(|(m, x)| *m += f64::from(*x) * f64::from(s));
         }
         let n = self.rowids.len().max(1) as f64;
         self.centre = Some(mean.iter().map(|m| (m / n) as f32).collect());
@@ -318,20 +329,19 @@ impl VectorIndex {
         let last = self.rowids.len() - 1;
         self.lists.remove(i, last);
         if i != last {
-            let moved = self.rowids[last];
-            self.rowids[i] = moved;
+            let moved = self.rowids.at(last);
             self.pos.insert(moved, i);
-            self.data.copy_within(last * self.dims..(last + 1) * self.dims, i * self.dims);
-            let (hb, tb) = (head_bytes(self.dims), tail_bytes(self.dims));
-            self.heads.copy_within(last * hb..(last + 1) * hb, i * hb);
-            self.tails.copy_within(last * tb..(last + 1) * tb, i * tb);
-            self.scales[i] = self.scales[last];
+            self.rowids.copy_row(last, i);
+            self.data.copy_row(last, i);
+            self.heads.copy_row(last, i);
+            self.tails.copy_row(last, i);
+            self.scales.copy_row(last, i);
         }
         self.rowids.pop();
         self.scales.pop();
-        self.data.truncate(last * self.dims);
-        self.heads.truncate(last * head_bytes(self.dims));
-        self.tails.truncate(last * tail_bytes(self.dims));
+        self.data.pop();
+        self.heads.pop();
+        self.tails.pop();
         true
     }
 
@@ -349,23 +359,22 @@ impl VectorIndex {
 
     /// Rows as `(rowid, unit vector)` (dequantised), for persistence.
     pub fn rows(&self) -> impl Iterator<Item = (i64, Vec<f32>)> + '_ {
-        self.rowids
-            .iter()
-            .copied()
-            .zip(self.data.chunks_exact(self.dims.max(1)).zip(&self.scales))
-            .map(|(r, (q, s))| (r, q.iter().map(|x| f32::from(*x) * s).collect()))
+        (0..self.len()).map(|i| {
+            let s = self.scales.at(i);
+            (self.rowids.at(i), self.data.row(i).iter().map(|x| f32::from(*x) * s).collect())
+        })
     }
 
     /// The vector of `rowid` (dequantised), if held.
     pub fn get(&self, rowid: i64) -> Option<Vec<f32>> {
         let i = self.pos.get(rowid)?;
-        let d = self.dims;
-        Some(self.data[i * d..(i + 1) * d].iter().map(|x| f32::from(*x) * self.scales[i]).collect())
+        let s = self.scales.at(i);
+        Some(self.data.row(i).iter().map(|x| f32::from(*x) * s).collect())
     }
 
     /// The rowids held, in storage order.
     pub fn rowids(&self) -> impl Iterator<Item = i64> + '_ {
-        self.rowids.iter().copied()
+        (0..self.len()).map(|i| self.rowids.at(i))
     }
 
     /// The `limit` most similar rows to `query` as `(rowid, cosine)`, best first;
@@ -396,7 +405,7 @@ impl VectorIndex {
                 }
             },
         };
-        let mut out: Vec<(i64, f32)> = best.into_iter().map(|(i, s)| (self.rowids[i], s)).collect();
+        let mut out: Vec<(i64, f32)> = best.into_iter().map(|(i, s)| (self.rowids.at(i), s)).collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out.truncate(limit);
         out
@@ -416,10 +425,9 @@ impl VectorIndex {
         let mut qi = vec![0i8; q.len()];
         let q_scale = quantize(&q, &mut qi);
         let step = len.div_ceil(n).max(1);
-        let d = self.dims;
         let sims: Vec<f64> = (0..len)
             .step_by(step)
-            .map(|i| (dot_i8i8(&qi, &self.data[i * d..(i + 1) * d]) as f32 * q_scale * self.scales[i]) as f64)
+            .map(|i| (dot_i8i8(&qi, self.data.row(i)) as f32 * q_scale * self.scales.at(i)) as f64)
             .collect();
         let mean = sims.iter().sum::<f64>() / sims.len() as f64;
         let var = sims.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / sims.len() as f64;
@@ -429,10 +437,9 @@ impl VectorIndex {
     /// The best `limit` of the row positions `rows` by their int8 rows, as `(position,
     /// cosine)`, unordered.
     fn exact(&self, q: &Quantised, limit: usize, rows: impl Iterator<Item = usize>) -> Vec<(usize, f32)> {
-        let d = self.dims;
         let mut best = Best::new(limit);
         for i in rows {
-            best.offer(dot_i8i8(&q.row, &self.data[i * d..(i + 1) * d]) as f32 * q.scale * self.scales[i], i);
+            best.offer(dot_i8i8(&q.row, self.data.row(i)) as f32 * q.scale * self.scales.at(i), i);
         }
         best.into_vec()
     }
@@ -450,7 +457,7 @@ impl VectorIndex {
 
     /// The sign passes of [`Self::two_stage`]: the best [`candidates`] of `rows` by sign score.
     fn pre_rank(&self, table: &SignTable, limit: usize, rows: Rows<'_>) -> Best {
-        let (hb, tb) = (head_bytes(self.dims), tail_bytes(self.dims));
+        let hb = head_bytes(self.dims);
         let n = rows.len();
         let want = candidates(limit, n);
         let mut pre = Best::new(want);
@@ -466,7 +473,7 @@ impl VectorIndex {
             near.flush();
         } else {
             for i in rows.iter() {
-                pre.offer(table.score(&self.heads[i * hb..(i + 1) * hb], &self.tails[i * tb..(i + 1) * tb]), i);
+                pre.offer(table.score(self.heads.row(i), self.tails.row(i)), i);
             }
         }
         pre
@@ -482,11 +489,12 @@ impl VectorIndex {
         let mut best = Best::new(limit);
         for (k, &i) in rows.iter().enumerate() {
             if let Some(&j) = rows.get(k + GATHER_AHEAD) {
+                let row = self.data.row(j);
                 for at in (0..d).step_by(64) {
-                    prefetch(&self.data[j * d + at]);
+                    prefetch(&row[at]);
                 }
             }
-            best.offer(dot_i8i8(&q.row, &self.data[i * d..(i + 1) * d]) as f32 * q.scale * self.scales[i], i);
+            best.offer(dot_i8i8(&q.row, self.data.row(i)) as f32 * q.scale * self.scales.at(i), i);
         }
         best.into_vec()
     }
@@ -534,7 +542,7 @@ impl Near<'_, '_> {
     fn push(&mut self, i: usize) {
         let hb = head_bytes(self.ix.dims);
         let mut head = [0u8; HEAD_BYTES];
-        head[..hb].copy_from_slice(&self.ix.heads[i * hb..(i + 1) * hb]);
+        head[..hb].copy_from_slice(self.ix.heads.row(i));
         self.batch.push((i, head));
         if self.batch.len() == NEAR_BATCH {
             self.flush();
@@ -581,14 +589,14 @@ impl Near<'_, '_> {
         let (hb, tb) = (head_bytes(ix.dims), tail_bytes(ix.dims));
         let ahead = |k: usize| {
             if let Some(&(j, _)) = self.batch.get(k).filter(|_| tb > 0) {
-                prefetch(&ix.tails[j * tb]);
+                prefetch(&ix.tails.row(j)[0]);
             }
         };
         (0..GATHER_AHEAD).for_each(ahead);
         for k in 0..self.batch.len() {
             ahead(k + GATHER_AHEAD);
             let (i, head) = self.batch[k];
-            self.pre.offer(score(&head[..hb], &ix.tails[i * tb..(i + 1) * tb]), i);
+            self.pre.offer(score(&head[..hb], ix.tails.row(i)), i);
         }
         self.batch.clear();
     }
@@ -672,7 +680,7 @@ impl VectorIndex {
         if !self.lists.pending.is_empty() {
             let take = self.lists.pending.len().min(ann::place_batch());
             let rows: Vec<(u32, i64)> =
-                self.lists.pending[..take].iter().map(|&p| (p, self.rowids[p as usize])).collect();
+                self.lists.pending[..take].iter().map(|&p| (p, self.rowids.at(p as usize))).collect();
             let mut vecs = Vec::with_capacity(take * self.dims);
             for &(p, _) in &rows {
                 vecs.extend(self.unit_row(p as usize));
@@ -691,8 +699,7 @@ impl VectorIndex {
 
     /// Row `i` dequantised and scaled to unit length.
     fn unit_row(&self, i: usize) -> Vec<f32> {
-        let d = self.dims;
-        let mut v: Vec<f32> = self.data[i * d..(i + 1) * d].iter().map(|x| f32::from(*x)).collect();
+        let mut v: Vec<f32> = self.data.row(i).iter().map(|x| f32::from(*x)).collect();
         normalize(&mut v);
         v
     }
@@ -719,7 +726,7 @@ impl VectorIndex {
         }
         for &(pos, rowid, leaf) in placed {
             let pos = pos as usize;
-            if self.rowids.get(pos) == Some(&rowid) && self.lists.list_of(pos) == PENDING {
+            if pos < self.rowids.len() && self.rowids.at(pos) == rowid && self.lists.list_of(pos) == PENDING {
                 self.lists.move_to(pos, leaf);
                 self.filed_since_save += 1;
             }
@@ -776,7 +783,7 @@ impl VectorIndex {
         let ivf = self.ivf.clone()?;
         let mut rows = Vec::with_capacity(self.rowids.len());
         for (leaf, list) in self.lists.lists.iter().enumerate() {
-            rows.extend(list.iter().map(|&p| (self.rowids[p as usize], leaf as u32)));
+            rows.extend(list.iter().map(|&p| (self.rowids.at(p as usize), leaf as u32)));
         }
         Some(ann::Snapshot { signature: sig.clone(), ivf, rows })
     }
@@ -903,13 +910,13 @@ fn word(bytes: &[u8]) -> u64 {
 
 /// The smallest Hamming distance from `code` within which about `keep` of `rows` fall (at
 /// least that share of them), judged on up to [`CUT_SAMPLE`] rows spread over them.
-fn hamming_cut(signs: &[u8], code: &[u8], rows: impl ExactSizeIterator<Item = usize>, keep: usize) -> u32 {
+fn hamming_cut(signs: &Slab<u8>, code: &[u8], rows: impl ExactSizeIterator<Item = usize>, keep: usize) -> u32 {
     let n = rows.len();
     let cb = code.len();
     let mut counts = vec![0usize; cb * 8 + 1];
     let mut sampled = 0;
     for i in rows.step_by(n.div_ceil(CUT_SAMPLE).max(1)) {
-        counts[hamming(code, &signs[i * cb..(i + 1) * cb]) as usize] += 1;
+        counts[hamming(code, signs.row(i)) as usize] += 1;
         sampled += 1;
     }
     // The share of the sample that has to fall within the cut.
@@ -930,10 +937,15 @@ const CUT_SAMPLE: usize = 8192;
 /// Calls `near` with each row of `rows` whose sign code differs from `code` in at most `cut`
 /// bits.
 #[inline(always)]
-fn within_pass(signs: &[u8], code: &[u8], rows: impl Iterator<Item = usize>, cut: u32, near: &mut impl FnMut(usize)) {
-    let cb = code.len();
+fn within_pass(
+    signs: &Slab<u8>,
+    code: &[u8],
+    rows: impl Iterator<Item = usize>,
+    cut: u32,
+    near: &mut impl FnMut(usize),
+) {
     for i in rows {
-        if hamming(code, &signs[i * cb..(i + 1) * cb]) <= cut {
+        if hamming(code, signs.row(i)) <= cut {
             near(i);
         }
     }
@@ -943,7 +955,7 @@ fn within_pass(signs: &[u8], code: &[u8], rows: impl Iterator<Item = usize>, cut
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
 fn within_pass_popcnt(
-    signs: &[u8],
+    signs: &Slab<u8>,
     code: &[u8],
     rows: impl Iterator<Item = usize>,
     cut: u32,
@@ -956,7 +968,7 @@ fn within_pass_popcnt(
 /// has it.
 #[allow(unsafe_code, reason = "calls a function compiled for `popcnt` once the CPU is known to have it")]
 fn hamming_within(
-    signs: &[u8],
+    signs: &Slab<u8>,
     code: &[u8],
     rows: impl Iterator<Item = usize>,
     cut: u32,
@@ -972,33 +984,39 @@ fn hamming_within(
 
 /// [`within_pass`] over a span of rows, on the fastest instructions this CPU has for
 /// [`HEAD_BYTES`]-byte codes: AVX-512's `vpopcntq` (four rows an instruction), else `popcnt`.
+/// The heads stream a block of the slab at a time.
 #[allow(unsafe_code, reason = "calls functions compiled for CPU features once the CPU is known to have them")]
-fn hamming_span(heads: &[u8], code: &[u8], span: Range<usize>, cut: u32, near: &mut impl FnMut(usize)) {
+fn hamming_span(heads: &Slab<u8>, code: &[u8], span: Range<usize>, cut: u32, near: &mut impl FnMut(usize)) {
     #[cfg(target_arch = "x86_64")]
     if code.len() == HEAD_BYTES {
-        if has_avx512_popcnt() {
-            // SAFETY: `span_avx512` requires `avx512f` and `avx512vpopcntdq`, which
-            // `has_avx512_popcnt` detected on this CPU.
-            return unsafe { span_avx512(heads, code, span, cut, near) };
-        }
-        if has_popcnt() {
-            // SAFETY: `span_popcnt` requires only `popcnt`, which `has_popcnt` detected.
-            return unsafe { span_popcnt(heads, code, span, cut, near) };
+        let avx512 = has_avx512_popcnt();
+        if avx512 || has_popcnt() {
+            for (first, piece) in heads.pieces(span) {
+                if avx512 {
+                    // SAFETY: `span_avx512` requires `avx512f` and `avx512vpopcntdq`, which
+                    // `has_avx512_popcnt` detected on this CPU.
+                    unsafe { span_avx512(piece, first, code, cut, near) };
+                } else {
+                    // SAFETY: `span_popcnt` requires only `popcnt`, which `has_popcnt` detected.
+                    unsafe { span_popcnt(piece, first, code, cut, near) };
+                }
+            }
+            return;
         }
     }
     within_pass(heads, code, span, cut, near)
 }
 
 /// [`within_pass`] for 16-byte codes on `popcnt` (one instruction a word where the baseline
-/// x86-64 target, which does not assume it, needs about a dozen).
+/// x86-64 target, which does not assume it, needs about a dozen): `heads` are the contiguous
+/// codes of the rows from `first` on.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-fn span_popcnt(heads: &[u8], code: &[u8], span: Range<usize>, cut: u32, near: &mut impl FnMut(usize)) {
+fn span_popcnt(heads: &[u8], first: usize, code: &[u8], cut: u32, near: &mut impl FnMut(usize)) {
     let q = [word(&code[0..8]), word(&code[8..16])];
-    let start = span.start;
-    for (k, c) in heads[span.start * HEAD_BYTES..span.end * HEAD_BYTES].chunks_exact(HEAD_BYTES).enumerate() {
+    for (k, c) in heads.chunks_exact(HEAD_BYTES).enumerate() {
         if (word(&c[0..8]) ^ q[0]).count_ones() + (word(&c[8..16]) ^ q[1]).count_ones() <= cut {
-            near(start + k);
+            near(first + k);
         }
     }
 }
@@ -1010,7 +1028,7 @@ fn span_popcnt(heads: &[u8], code: &[u8], span: Range<usize>, cut: u32, near: &m
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 #[allow(unsafe_code, reason = "an unaligned 64-byte load from a slice known to hold it")]
-fn span_avx512(heads: &[u8], code: &[u8], span: Range<usize>, cut: u32, near: &mut impl FnMut(usize)) {
+fn span_avx512(heads: &[u8], first: usize, code: &[u8], cut: u32, near: &mut impl FnMut(usize)) {
     use std::arch::x86_64::{
         _MM_PERM_BADC, _mm512_add_epi64, _mm512_cmple_epu64_mask, _mm512_loadu_si512, _mm512_popcnt_epi64,
         _mm512_set_epi64, _mm512_set1_epi64, _mm512_shuffle_epi32, _mm512_xor_si512,
@@ -1019,9 +1037,8 @@ fn span_avx512(heads: &[u8], code: &[u8], span: Range<usize>, cut: u32, near: &m
     // Lane 0 is the last argument: each row's first word meets the query's first.
     let query = _mm512_set_epi64(q1, q0, q1, q0, q1, q0, q1, q0);
     let cut_lanes = _mm512_set1_epi64(i64::from(cut));
-    let bytes = &heads[span.start * HEAD_BYTES..span.end * HEAD_BYTES];
-    let mut blocks = bytes.chunks_exact(4 * HEAD_BYTES);
-    let mut row = span.start;
+    let mut blocks = heads.chunks_exact(4 * HEAD_BYTES);
+    let mut row = first;
     for block in &mut blocks {
         // SAFETY: `block` is 64 bytes long; the load has no alignment requirement.
         let codes = unsafe { _mm512_loadu_si512(block.as_ptr().cast()) };
@@ -1324,11 +1341,11 @@ mod tests {
         }
         let (hb, tb) = (head_bytes(dims), tail_bytes(dims));
         let centre = ix.centre.clone().expect("a centre past the threshold");
-        for (i, row) in ix.data.chunks_exact(dims).enumerate() {
+        for (i, row) in ix.data.rows().enumerate() {
             let mut code = vec![0u8; hb + tb];
-            pack_signs(row.iter().zip(&centre).map(|(x, m)| f32::from(*x) * ix.scales[i] >= *m), &mut code);
-            assert_eq!(code[..hb], ix.heads[i * hb..(i + 1) * hb], "row {i}");
-            assert_eq!(code[hb..], ix.tails[i * tb..(i + 1) * tb], "row {i}");
+            pack_signs(row.iter().zip(&centre).map(|(x, m)| f32::from(*x) * ix.scales.at(i) >= *m), &mut code);
+            assert_eq!(code[..hb], *ix.heads.row(i), "row {i}");
+            assert_eq!(code[hb..], *ix.tails.row(i), "row {i}");
         }
         let mut agree = 0;
         for _ in 0..10 {
@@ -1336,7 +1353,7 @@ mod tests {
             normalize(&mut q);
             let exact: Vec<i64> = {
                 let mut e: Vec<(i64, f32)> =
-                    ix.exact(&quantised(&q), 10, 0..ix.len()).into_iter().map(|(i, s)| (ix.rowids[i], s)).collect();
+                    ix.exact(&quantised(&q), 10, 0..ix.len()).into_iter().map(|(i, s)| (ix.rowids.at(i), s)).collect();
                 e.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 e.into_iter().map(|e| e.0).collect()
             };
@@ -1381,22 +1398,26 @@ mod tests {
 
     /// The Hamming pass keeps the rows within the cut, on whichever instructions the CPU has
     /// or none, over any span, and the cut is the smallest distance that keeps the share asked
-    /// for.
+    /// for; a span may cross the end of a block of the slab.
     #[test]
     fn hamming_pass_keeps_rows_within_the_cut() {
         let mut rnd = xorshift(0x5eed_0001);
         let mut byte = || ((rnd() + 1.0) * 127.9) as u8;
+        let block = slab::BLOCK_ROWS;
         for cb in [8usize, 16, 24, 32, 48] {
-            let rows = 500;
+            let rows = block + 37;
             let dims = cb * 8;
-            let signs: Vec<u8> = (0..rows * cb).map(|_| byte()).collect();
+            let mut signs = Slab::new(cb);
+            for _ in 0..rows {
+                signs.push(&(0..cb).map(|_| byte()).collect::<Vec<u8>>());
+            }
             let code: Vec<u8> = (0..cb).map(|_| byte()).collect();
-            let dist: Vec<u32> = (0..rows)
-                .map(|i| signs[i * cb..(i + 1) * cb].iter().zip(&code).map(|(a, b)| (a ^ b).count_ones()).sum())
-                .collect();
-            let keep = rows / 8;
-            let cut = hamming_cut(&signs, &code, 0..rows, keep);
-            let within = |c: u32| dist.iter().filter(|d| **d <= c).count();
+            let dist: Vec<u32> =
+                (0..rows).map(|i| signs.row(i).iter().zip(&code).map(|(a, b)| (a ^ b).count_ones()).sum()).collect();
+            // The cut is exact when every row is in its sample: judged on the first 500.
+            let keep = 500 / 8;
+            let cut = hamming_cut(&signs, &code, 0..500, keep);
+            let within = |c: u32| dist[..500].iter().filter(|d| **d <= c).count();
             assert!(within(cut) >= keep && within(cut - 1) < keep, "dims {dims}: cut {cut}");
             for c in [cut - 3, cut, cut + 3] {
                 let naive: Vec<usize> = (0..rows).filter(|i| dist[*i] <= c).collect();
@@ -1407,7 +1428,7 @@ mod tests {
                 hamming_within(&signs, &code, 0..rows, c, &mut |i| listed.push(i));
                 assert_eq!(listed, naive, "dims {dims}, cut {c}, rows in any order");
                 // Spans that start and end inside a block of four rows.
-                for span in [0..rows, 3..rows - 2, 5..6, 7..7] {
+                for span in [0..rows, 3..rows - 2, 5..6, 7..7, block - 5..block + 9, block + 1..rows] {
                     let mut dispatched = Vec::new();
                     hamming_span(&signs, &code, span.clone(), c, &mut |i| dispatched.push(i));
                     let naive: Vec<usize> = span.clone().filter(|i| dist[*i] <= c).collect();
@@ -1467,7 +1488,7 @@ mod tests {
         normalize(&mut qn);
         let single: Vec<(i64, f32)> = {
             let mut v: Vec<(i64, f32)> =
-                ix.exact(&quantised(&qn), 10, 0..rows).into_iter().map(|(i, s)| (ix.rowids[i], s)).collect();
+                ix.exact(&quantised(&qn), 10, 0..rows).into_iter().map(|(i, s)| (ix.rowids.at(i), s)).collect();
             v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             v
         };
@@ -1498,9 +1519,8 @@ mod tests {
             let mut got = pre.into_vec();
             got.sort_by_key(|g| g.0);
             assert_eq!(got.len(), rows, "dims {dims}");
-            let (hb, tb) = (head_bytes(dims), tail_bytes(dims));
             for (i, score) in got {
-                let want = table.score(&ix.heads[i * hb..(i + 1) * hb], &ix.tails[i * tb..(i + 1) * tb]);
+                let want = table.score(ix.heads.row(i), ix.tails.row(i));
                 assert!((score - want).abs() < 1e-3, "dims {dims}, row {i}: {score} vs {want}");
             }
         }
@@ -1521,7 +1541,7 @@ mod tests {
             let (hb, n) = (head_bytes(dims), ix.len());
             (0..hb * 8)
                 .filter(|k| {
-                    let set = (0..n).filter(|i| ix.heads[i * hb + k / 8] >> (k % 8) & 1 == 1).count();
+                    let set = (0..n).filter(|i| ix.heads.row(*i)[k / 8] >> (k % 8) & 1 == 1).count();
                     set * 10 > n * 9 || set * 10 < n
                 })
                 .count()
@@ -1590,13 +1610,13 @@ mod tests {
         let (mut signed, mut rescore) = (vec![], vec![]);
         for q in &queries {
             reads.push(ms(&mut || {
-                std::hint::black_box(read(&ix.heads));
+                std::hint::black_box(ix.heads.pieces(0..n).fold(0, |a, (_, p)| a ^ read(p)));
             }));
             reads2.push(ms(&mut || {
-                let (a, b) = ix.heads.split_at(ix.heads.len() / 2);
+                let half = |span: Range<usize>| ix.heads.pieces(span).fold(0, |a, (_, p)| a ^ read(p));
                 std::thread::scope(|s| {
-                    let other = s.spawn(|| read(a));
-                    std::hint::black_box((read(b), other.join().ok()));
+                    let other = s.spawn(|| half(0..n / 2));
+                    std::hint::black_box((half(n / 2..n), other.join().ok()));
                 });
             }));
             let table = SignTable::new(&ix.sign_query(q));
@@ -1628,6 +1648,10 @@ mod tests {
         };
         println!("{n} rows of {dims} dims, {} scan threads; the Hamming pass keeps {kept}", scan_threads(n));
         println!("upserts: {:.0} ns a row", upserting.as_secs_f64() * 1e9 / n as f64);
+        // The tests run on the daemon's allocator (mimalloc): its peak is what the index costs.
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let kib = |key: &str| status.lines().find(|l| l.starts_with(key)).unwrap_or(key).to_string();
+        println!("memory after the upserts: {}; {}", kib("VmHWM"), kib("VmRSS"));
         println!("| pass (p50 of {} queries) | ms | ns a row |", queries.len());
         println!("|---|---|---|");
         for (name, t) in [

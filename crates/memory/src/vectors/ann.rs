@@ -32,6 +32,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 
 use serde::Serialize;
 
+use super::slab::Slab;
 use super::{VectorIndex, dot, normalize};
 use crate::locks::{lock, read, write};
 
@@ -175,13 +176,18 @@ impl Ivf {
 }
 
 /// Which list each row position is in, and the lists: `lists[leaf]` and `pending` hold row
-/// positions; `list_of[pos]`/`slot[pos]` say where, so moving or removing a row is O(1).
-#[derive(Default)]
+/// positions; `place[pos]` (its list, its slot there) says where, so moving or removing a row
+/// is O(1).
 pub(crate) struct Lists {
     pub lists: Vec<Vec<u32>>,
     pub pending: Vec<u32>,
-    list_of: Vec<u32>,
-    slot: Vec<u32>,
+    place: Slab<u32>,
+}
+
+impl Default for Lists {
+    fn default() -> Self {
+        Lists { lists: Vec::new(), pending: Vec::new(), place: Slab::new(2) }
+    }
 }
 
 impl Lists {
@@ -190,23 +196,26 @@ impl Lists {
     }
 
     pub fn list_of(&self, pos: usize) -> u32 {
-        self.list_of[pos]
+        self.place.row(pos)[0]
+    }
+
+    fn slot(&self, pos: usize) -> usize {
+        self.place.row(pos)[1] as usize
     }
 
     /// A new row at position `pos` (the end), pending.
     pub fn push(&mut self, pos: usize) {
-        debug_assert_eq!(pos, self.list_of.len());
-        self.list_of.push(PENDING);
-        self.slot.push(self.pending.len() as u32);
+        debug_assert_eq!(pos, self.place.len());
+        self.place.push(&[PENDING, self.pending.len() as u32]);
         self.pending.push(pos as u32);
     }
 
     fn detach(&mut self, pos: usize) {
-        let (l, s) = (self.list_of[pos], self.slot[pos] as usize);
+        let (l, s) = (self.list_of(pos), self.slot(pos));
         let list = self.list_mut(l);
         list.swap_remove(s);
         if let Some(&moved) = list.get(s) {
-            self.slot[moved as usize] = s as u32;
+            self.place.row_mut(moved as usize)[1] = s as u32;
         }
     }
 
@@ -214,13 +223,12 @@ impl Lists {
         let list = self.list_mut(l);
         let s = list.len() as u32;
         list.push(pos as u32);
-        self.list_of[pos] = l;
-        self.slot[pos] = s;
+        self.place.row_mut(pos).copy_from_slice(&[l, s]);
     }
 
     /// Files row `pos` under list `l`.
     pub fn move_to(&mut self, pos: usize, l: u32) {
-        if self.list_of[pos] != l {
+        if self.list_of(pos) != l {
             self.detach(pos);
             self.attach(pos, l);
         }
@@ -230,21 +238,21 @@ impl Lists {
     pub fn remove(&mut self, pos: usize, last: usize) {
         self.detach(pos);
         if pos != last {
-            let (l, s) = (self.list_of[last], self.slot[last]);
-            self.list_mut(l)[s as usize] = pos as u32;
-            self.list_of[pos] = l;
-            self.slot[pos] = s;
+            let (l, s) = (self.list_of(last), self.slot(last));
+            self.list_mut(l)[s] = pos as u32;
+            self.place.copy_row(last, pos);
         }
-        self.list_of.pop();
-        self.slot.pop();
+        self.place.pop();
     }
 
     /// `leaves` empty lists and every one of `rows` rows pending.
     pub fn reset(&mut self, leaves: usize, rows: usize) {
         self.lists = vec![Vec::new(); leaves];
         self.pending = (0..rows as u32).collect();
-        self.list_of = vec![PENDING; rows];
-        self.slot = (0..rows as u32).collect();
+        self.place.clear();
+        for pos in 0..rows as u32 {
+            self.place.push(&[PENDING, pos]);
+        }
     }
 }
 
@@ -1025,13 +1033,13 @@ mod tests {
         l.move_to(4, PENDING);
         l.remove(2, 9);
         l.remove(0, 8);
-        let rows = l.list_of.len();
+        let rows = l.place.len();
         assert_eq!(rows, 8);
         let mut seen = vec![0; rows];
         for (li, list) in l.lists.iter().enumerate().map(|(i, x)| (i as u32, x)).chain([(PENDING, &l.pending)]) {
             for (s, &p) in list.iter().enumerate() {
                 seen[p as usize] += 1;
-                assert_eq!((l.list_of[p as usize], l.slot[p as usize]), (li, s as u32));
+                assert_eq!((l.list_of(p as usize), l.slot(p as usize)), (li, s));
             }
         }
         assert!(seen.iter().all(|c| *c == 1), "{seen:?}");
