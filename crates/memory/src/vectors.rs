@@ -5,7 +5,7 @@
 //! memory bandwidth, so int8 rows (a quarter of f32's bytes) make it faster and the index
 //! smaller (256 MB instead of 1 GB at 1M 256-d rows); the rounding moves cosines by about 0.005.
 //! ANN graphs were measured to take 7–115 s to build per 20–100k vectors, which ingest cannot
-//! afford. Disk keeps f32 (`vecfile`).
+//! afford. Disk keeps the same int8 rows and scales (`vecfile`).
 //!
 //! Past [`PREFILTER_MIN_ROWS`] rows a full int8 pass is bound by memory bandwidth (256 MB per
 //! query at 1M rows, ~24 ms here), so the scan runs in two stages: each row also keeps its
@@ -184,7 +184,7 @@ fn dot_i8i8(a: &[i8], b: &[i8]) -> i32 {
 }
 
 /// Symmetric int8 quantisation with one scale for the row.
-fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
+pub(crate) fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
     let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
     if max == 0.0 || !max.is_finite() {
         out.iter_mut().for_each(|q| *q = 0);
@@ -243,8 +243,17 @@ impl VectorIndex {
         self.pos.get(rowid).is_some()
     }
 
-    /// Inserts a vector that is already unit length (as read back from disk).
+    /// Inserts a vector that is already unit length.
     pub fn upsert_normalized(&mut self, rowid: i64, v: &[f32]) {
+        let mut row = vec![0i8; self.dims];
+        let n = v.len().min(self.dims);
+        let scale = quantize(&v[..n], &mut row[..n]);
+        self.upsert_quantised(rowid, scale, &row);
+    }
+
+    /// Inserts a row as [`quantize`] left it (as read back from disk): `row * scale` is the unit
+    /// vector.
+    pub fn upsert_quantised(&mut self, rowid: i64, scale: f32, row: &[i8]) {
         let d = self.dims;
         let i = match self.pos.get(rowid) {
             None => {
@@ -267,8 +276,11 @@ impl VectorIndex {
         if self.ivf.is_some() || self.rowids.len() >= self.ann_min_rows {
             self.signal.wake();
         }
-        let n = v.len().min(d);
-        self.scales.row_mut(i)[0] = quantize(&v[..n], &mut self.data.row_mut(i)[..n]);
+        let n = row.len().min(d);
+        let held = self.data.row_mut(i);
+        held[..n].copy_from_slice(&row[..n]);
+        held[n..].iter_mut().for_each(|x| *x = 0);
+        self.scales.row_mut(i)[0] = scale;
         if self.centre.is_none() && self.rowids.len() >= PREFILTER_MIN_ROWS {
             self.take_centre();
         } else {
@@ -357,12 +369,15 @@ impl VectorIndex {
         self.ivf = None;
     }
 
-    /// Rows as `(rowid, unit vector)` (dequantised), for persistence.
+    /// Rows as `(rowid, unit vector)` (dequantised).
+    #[cfg(test)]
     pub fn rows(&self) -> impl Iterator<Item = (i64, Vec<f32>)> + '_ {
-        (0..self.len()).map(|i| {
-            let s = self.scales.at(i);
-            (self.rowids.at(i), self.data.row(i).iter().map(|x| f32::from(*x) * s).collect())
-        })
+        self.quantised_rows().map(|(r, s, q)| (r, q.iter().map(|x| f32::from(*x) * s).collect()))
+    }
+
+    /// Rows as `(rowid, scale, int8 row)`, as held, for persistence.
+    pub fn quantised_rows(&self) -> impl Iterator<Item = (i64, f32, &[i8])> + '_ {
+        (0..self.len()).map(|i| (self.rowids.at(i), self.scales.at(i), self.data.row(i)))
     }
 
     /// The vector of `rowid` (dequantised), if held.
@@ -1204,7 +1219,7 @@ fn scan_threads(rows: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -1296,7 +1311,8 @@ mod tests {
         Quantised { row, scale }
     }
 
-    fn xorshift(seed: u64) -> impl FnMut() -> f32 {
+    /// A reproducible stream of numbers in `-1..=1`.
+    pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> f32 {
         let mut x = seed;
         move || {
             x ^= x << 13;

@@ -63,7 +63,8 @@ impl Vectors {
     }
 
     /// Reads the snapshot and log the daemon left in `dir` (it stopped cleanly, so every
-    /// record is committed): a `rowid, f32 × dims` row per snapshot entry and upsert record.
+    /// record is committed): a `rowid, f32 scale, i8 × dims` row per snapshot entry and upsert
+    /// record, taken as the f32 vector `row × scale` (what the daemon's index holds).
     /// Later upserts of a rowid replace earlier ones; deletes drop it.
     pub fn load(dir: &Path) -> Result<Vectors> {
         // Rows in place (a map of one allocation per row would take twice the matrix at 10M).
@@ -72,18 +73,18 @@ impl Vectors {
         let mut dims = 0;
         if let Ok(f) = std::fs::File::open(dir.join("vectors.bin")) {
             let mut r = BufReader::with_capacity(1 << 20, f);
-            dims = header(&mut r, b"OHVEC001")?;
+            dims = header(&mut r, b"OHVEC002")?;
             let count = u64::from_le_bytes(bytes(&mut r)?);
             let _seq: [u8; 8] = bytes(&mut r)?;
             v.dims = dims;
             v.data.reserve(count as usize * dims);
             for _ in 0..count {
                 let rowid = i64::from_le_bytes(bytes(&mut r)?);
-                v.upsert(&mut pos, rowid, &floats(&mut r, dims)?);
+                v.upsert(&mut pos, rowid, &stored_row(&mut r, dims)?);
             }
         }
         let mut r = BufReader::with_capacity(1 << 20, std::fs::File::open(dir.join("vectors.log"))?);
-        let log_dims = header(&mut r, b"OHVLOG01")?;
+        let log_dims = header(&mut r, b"OHVLOG02")?;
         if dims == 0 {
             dims = log_dims;
             v.dims = dims;
@@ -95,7 +96,7 @@ impl Vectors {
             }
             let id = i64::from_le_bytes(bytes(&mut r)?);
             match tag[0] {
-                1 => v.upsert(&mut pos, id, &floats(&mut r, dims)?),
+                1 => v.upsert(&mut pos, id, &stored_row(&mut r, dims)?),
                 2 => v.remove(&mut pos, id),
                 3 => {
                     let _hash: [u8; 8] = bytes(&mut r)?;
@@ -245,6 +246,14 @@ fn floats(r: &mut impl Read, dims: usize) -> Result<Vec<f32>> {
     let mut raw = vec![0u8; dims * 4];
     r.read_exact(&mut raw)?;
     Ok(raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
+/// A stored vector row (`f32 scale, i8 × dims`) as floats.
+fn stored_row(r: &mut impl Read, dims: usize) -> Result<Vec<f32>> {
+    let scale = f32::from_le_bytes(bytes(r)?);
+    let mut raw = vec![0u8; dims];
+    r.read_exact(&mut raw)?;
+    Ok(raw.iter().map(|b| f32::from(*b as i8) * scale).collect())
 }
 
 /// Checks the magic, skips the embedder signature and returns the dimensions.
