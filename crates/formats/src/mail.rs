@@ -13,7 +13,6 @@
 //! In-Reply-To), and the earliest message of each normalised subject (for a `Re:` with
 //! neither header).
 
-use std::collections::HashMap;
 use std::path::Path;
 
 use mail_parser::{Address, HeaderValue, MessageParser};
@@ -193,12 +192,40 @@ pub(crate) fn parse_file(
 const NO_DATE: &str = "no date in the message (the file's time is used)";
 
 /// The links of every message of one ingest, read before any is written, and the earliest
-/// message of each normalised subject.
+/// message of each normalised subject. A decade of mail is millions of messages in one ingest,
+/// so nothing here is a `String` or a map entry a message: ids and subjects are 128-bit hashes
+/// in arrays sorted once the scan ends (looked up by binary search), and the ids that have to
+/// be given back (where a message walks up to, the first message of a subject) are kept once
+/// each in one buffer. About 100 bytes a message (the `links_memory` diagnostic measured 362
+/// with maps of strings and 171 with hashed maps, at a million messages).
 #[derive(Debug, Default)]
 pub struct Links {
-    /// Message-ID → where to walk up: its first References entry, else its In-Reply-To id.
-    ups: HashMap<String, Option<String>>,
-    subjects: HashMap<String, (i64, String)>,
+    /// Message-ID → where to walk up (its first References entry, else its In-Reply-To id),
+    /// as an index into `kept`, or [`NO_UP`]; sorted by key.
+    ups: Vec<(Key, u32)>,
+    /// Normalised subject → the date and (index into `kept`) id of its earliest message that
+    /// is no reply; sorted by key, one entry a subject.
+    subjects: Vec<(Key, i64, u32)>,
+    /// The kept ids: where each starts in `text`, and its length.
+    kept: Vec<(u64, u32)>,
+    text: String,
+}
+
+/// A string's 128-bit hash: two SipHash runs under different prefixes. Within one ingest two
+/// of ten million ids share a key with a probability of about 10^-25.
+type Key = [u64; 2];
+
+const NO_UP: u32 = u32::MAX;
+
+fn key(s: &str) -> Key {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let half = |salt: u8| {
+        let mut h = DefaultHasher::new();
+        salt.hash(&mut h);
+        s.hash(&mut h);
+        h.finish()
+    };
+    [half(0), half(1)]
 }
 
 impl Links {
@@ -216,24 +243,59 @@ impl Links {
                 links.add(&bytes, None);
             }
         }
+        links.settle();
         links
     }
 
     /// Where to walk up from the message `id`: its first References entry, else its
     /// In-Reply-To id; None for a message of this run without either, or one not in this run.
     pub fn up(&self, id: &str) -> Option<&str> {
-        self.ups.get(id).and_then(Option::as_deref)
+        let k = key(id);
+        let at = self.ups.binary_search_by(|e| e.0.cmp(&k)).ok()?;
+        self.kept_str(self.ups[at].1)
     }
 
     /// Whether the message `id` is one of this run's.
     pub fn contains(&self, id: &str) -> bool {
-        self.ups.contains_key(id)
+        let k = key(id);
+        self.ups.binary_search_by(|e| e.0.cmp(&k)).is_ok()
     }
 
     /// The earliest message of this run (by date, its id) with the normalised `subject` that
     /// is not itself a reply.
     pub fn first_with_subject(&self, subject: &str) -> Option<&str> {
-        self.subjects.get(subject).map(|(_, id)| id.as_str())
+        let k = key(subject);
+        let at = self.subjects.binary_search_by(|e| e.0.cmp(&k)).ok()?;
+        self.kept_str(self.subjects[at].2)
+    }
+
+    /// How many messages were read.
+    pub fn len(&self) -> usize {
+        self.ups.len()
+    }
+
+    /// Whether no message was read.
+    pub fn is_empty(&self) -> bool {
+        self.ups.is_empty()
+    }
+
+    fn kept_str(&self, k: u32) -> Option<&str> {
+        let &(at, len) = self.kept.get(k as usize)?;
+        let at = usize::try_from(at).ok()?;
+        self.text.get(at..at + len as usize)
+    }
+
+    /// Keeps `s` in the buffer; its index in `kept` ([`NO_UP`] past four billion ids, which
+    /// then walk up no further).
+    fn keep(&mut self, s: &str) -> u32 {
+        match u32::try_from(self.kept.len()) {
+            Ok(k) if k != NO_UP => {
+                self.kept.push((self.text.len() as u64, s.len() as u32));
+                self.text.push_str(s);
+                k
+            }
+            _ => NO_UP,
+        }
     }
 
     fn add(&mut self, raw: &[u8], envelope_ms: Option<i64>) {
@@ -246,12 +308,45 @@ impl Links {
         let (subject, reply) = normalize_subject(msg.subject().unwrap_or(""));
         if !subject.is_empty() && !reply && up.is_none() {
             let ts = own_date(&msg).or(envelope_ms).unwrap_or(i64::MAX);
-            let e = self.subjects.entry(subject).or_insert((ts, id.to_string()));
-            if ts < e.0 {
-                *e = (ts, id.to_string());
-            }
+            let at = self.keep(id);
+            self.subjects.push((key(&subject), ts, at));
         }
-        self.ups.insert(id.to_string(), up);
+        let up = match up {
+            Some(u) => self.keep(&u),
+            None => NO_UP,
+        };
+        self.ups.push((key(id), up));
+    }
+
+    /// Sorts the arrays for lookup once every message is read: of a Message-ID met twice the
+    /// last reading counts, of a subject the earliest message (the first read of equal dates);
+    /// the ids no entry refers to any more leave the buffer.
+    fn settle(&mut self) {
+        // Stable sorts: equal keys stay in the order they were read.
+        self.ups.sort_by_key(|e| e.0);
+        self.ups.reverse();
+        self.ups.dedup_by_key(|e| e.0);
+        self.ups.reverse();
+        self.subjects.sort_by_key(|e| (e.0, e.1));
+        self.subjects.dedup_by_key(|e| e.0);
+        let mut moved = vec![NO_UP; self.kept.len()];
+        let (mut kept, mut text) = (Vec::new(), String::new());
+        let refs = self.ups.iter_mut().map(|e| &mut e.1).chain(self.subjects.iter_mut().map(|e| &mut e.2));
+        for r in refs.filter(|r| **r != NO_UP) {
+            let old = *r as usize;
+            if moved[old] == NO_UP {
+                let (at, len) = self.kept[old];
+                moved[old] = kept.len() as u32;
+                kept.push((text.len() as u64, len));
+                text.push_str(&self.text[at as usize..at as usize + len as usize]);
+            }
+            *r = moved[old];
+        }
+        kept.shrink_to_fit();
+        text.shrink_to_fit();
+        self.ups.shrink_to_fit();
+        self.subjects.shrink_to_fit();
+        (self.kept, self.text) = (kept, text);
     }
 }
 
@@ -263,6 +358,70 @@ mod tests {
         let mut skips = Skips::default();
         let msgs = parse_file(bytes, Path::new("box.mbox"), 5, &mut skips).unwrap();
         (msgs, skips.into_list())
+    }
+
+    /// What `Links` holds for a large run: set `LINKS_DIAGNOSTIC_DIR` to a folder of mail files
+    /// (the memory bench's corpus, say) and `LINKS_DIAGNOSTIC_FILES` to how many of them.
+    #[test]
+    #[ignore = "a diagnostic: prints the resident memory of the links of a large run"]
+    #[allow(clippy::print_stdout, reason = "the diagnostic's figures are its output")]
+    fn links_memory() {
+        let Some(dir) = std::env::var_os("LINKS_DIAGNOSTIC_DIR") else { return };
+        let files: usize = std::env::var("LINKS_DIAGNOSTIC_FILES").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+        let mut paths: Vec<_> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        paths.truncate(files);
+        let rss = || {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+            let kib = |key: &str| -> u64 {
+                let line = status.lines().find(|l| l.starts_with(key)).unwrap_or_default();
+                line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+            };
+            (kib("VmRSS:"), kib("VmHWM:"))
+        };
+        let before = rss();
+        let links = Links::scan(paths.iter().map(std::path::PathBuf::as_path));
+        let after = rss();
+        println!(
+            "{} messages in {} files: RSS +{} MiB, peak +{} MiB, {:.0} bytes a message held",
+            links.len(),
+            paths.len(),
+            (after.0 - before.0) / 1024,
+            after.1.saturating_sub(before.0) / 1024,
+            (after.0 - before.0) as f64 * 1024.0 / links.len().max(1) as f64
+        );
+    }
+
+    /// The links of a run: who answers whom, and the earliest message of a subject that is no
+    /// reply, whichever file comes first.
+    #[test]
+    fn links_walk_up_and_name_the_first_message_of_a_subject() {
+        let dir = tempfile::tempdir().unwrap();
+        let mail = |id: &str, date: &str, subject: &str, extra: &str| {
+            format!(
+                "From a@x.org {date}\nFrom: A <a@x.org>\nSubject: {subject}\nDate: {date}\nMessage-ID: <{id}>\n{extra}\nbody\n\n"
+            )
+        };
+        let later = mail("late@x", "Tue, 5 Mar 2024 09:30:00 +0000", "Plans", "");
+        let reply = mail("r1@x", "Wed, 6 Mar 2024 09:30:00 +0000", "Re: Plans", "In-Reply-To: <root@x>\n");
+        let deep = mail("r2@x", "Thu, 7 Mar 2024 09:30:00 +0000", "Re: Plans", "References: <root@x> <r1@x>\n");
+        let root = mail("root@x", "Mon, 4 Mar 2024 09:30:00 +0000", "Plans", "");
+        let first = dir.path().join("a.mbox");
+        let second = dir.path().join("b.mbox");
+        // The same message again, now answering the root: the last reading counts.
+        let again = mail("late@x", "Tue, 5 Mar 2024 09:30:00 +0000", "Re: Plans", "In-Reply-To: <root@x>\n");
+        std::fs::write(&first, format!("{later}{reply}{deep}")).unwrap();
+        std::fs::write(&second, format!("{root}{again}")).unwrap();
+        let links = Links::scan([first.as_path(), second.as_path()].into_iter());
+        assert_eq!(links.len(), 4);
+        assert_eq!(links.up("late@x"), Some("root@x"));
+        assert!(links.contains("root@x") && links.contains("r2@x") && !links.contains("elsewhere@x"));
+        assert_eq!(links.up("r1@x"), Some("root@x"));
+        assert_eq!(links.up("r2@x"), Some("root@x"), "the first References entry");
+        assert_eq!(links.up("root@x"), None);
+        assert_eq!(links.up("elsewhere@x"), None);
+        assert_eq!(links.first_with_subject("plans"), Some("root@x"), "the earlier of two by date");
+        assert_eq!(links.first_with_subject("other"), None);
     }
 
     /// One message written by a Latin-1 mail program: 8-bit headers and body, no MIME headers.
