@@ -1194,10 +1194,12 @@ impl SignTable {
             .collect();
         let mut code = vec![0u8; code_bytes(q.len())];
         pack_signs(q.iter().map(|x| *x >= 0.0), &mut code);
-        // Each lane of the 16-bit sum takes one component of each 32-bit word of the code.
+        // Each lane of the 16-bit sum takes one component of each 32-bit word of the code, so
+        // `adds` components of at most `(i16::MAX - adds) / adds + 1/2` after rounding: their
+        // sum stays under `i16::MAX`.
         let adds = code.len().div_ceil(4).max(1) as f32;
         let top = q.iter().fold(0f32, |m, x| m.max(2.0 * x.abs()));
-        let unit = if top > 0.0 { top * adds / f32::from(i16::MAX) } else { 1.0 };
+        let unit = if top > 0.0 { top * adds / (f32::from(i16::MAX) - adds) } else { 1.0 };
         let mut fixed: Vec<i16> = q.iter().map(|x| (2.0 * x / unit).round() as i16).collect();
         fixed.resize(code.len() * 8, 0);
         SignTable { tables, code, fixed, unit, base: -q.iter().sum::<f32>() }
@@ -1634,6 +1636,30 @@ pub(crate) mod tests {
                 let want = table.score(ix.heads.row(i), ix.tails.row(i));
                 assert!((score - want).abs() <= tolerance, "dims {dims}, row {i}: {score} vs {want}");
             }
+        }
+    }
+
+    /// The fixed-point sign score cannot overflow its 16-bit lanes: a query whose components
+    /// are all its largest, against a row whose every bit is set, fills every lane to the top.
+    #[test]
+    fn fixed_point_sign_scores_do_not_overflow() {
+        for dims in [128, 256, 384] {
+            let mut ix = VectorIndex::new(dims);
+            let flat = vec![1.0 / (dims as f32).sqrt(); dims];
+            ix.upsert_normalized(1, &flat);
+            let table = SignTable::new(&flat);
+            let mut pre = Best::new(1);
+            let mut near = Near { ix: &ix, table: &table, pre: &mut pre, batch: Vec::with_capacity(NEAR_BATCH) };
+            near.push(0);
+            near.flush();
+            let got = pre.into_vec();
+            let want = table.score(ix.heads.row(0), ix.tails.row(0));
+            // Every sign agrees with the query: the score is the sum of its components.
+            let all = (dims as f32).sqrt();
+            assert!((want - all).abs() < 1e-3, "dims {dims}: the table scores the row {want}");
+            // Each component rounds by at most half a step, here all the same way.
+            let tolerance = 1e-4 + dims as f32 * table.unit / 2.0;
+            assert!((got[0].1 - want).abs() <= tolerance, "dims {dims}: {} vs {want}", got[0].1);
         }
     }
 
