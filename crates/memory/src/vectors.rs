@@ -213,6 +213,19 @@ fn dot_i8i8_avx512(a: &[i8], b: &[i8]) -> i32 {
     s
 }
 
+/// The int8 dot product for this CPU, chosen once: [`dot_i8i8_avx512`] where the CPU has
+/// AVX-512BW, else [`dot_i8i8`]. Every int8 scan (exact, gathered, background) calls it.
+#[allow(unsafe_code, reason = "selects a function compiled for AVX-512 once the CPU is known to have it")]
+fn int8_dot() -> fn(&[i8], &[i8]) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx512_bw() {
+        // SAFETY: `dot_i8i8_avx512` requires `avx512f` and `avx512bw`, which `has_avx512_bw`
+        // detected on this CPU.
+        return |a, b| unsafe { dot_i8i8_avx512(a, b) };
+    }
+    dot_i8i8
+}
+
 /// Symmetric int8 quantisation with one scale for the row.
 pub(crate) fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
     let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
@@ -470,9 +483,10 @@ impl VectorIndex {
         let mut qi = vec![0i8; q.len()];
         let q_scale = quantize(&q, &mut qi);
         let step = len.div_ceil(n).max(1);
+        let dot_i8 = int8_dot();
         let sims: Vec<f64> = (0..len)
             .step_by(step)
-            .map(|i| (dot_i8i8(&qi, self.data.row(i)) as f32 * q_scale * self.scales.at(i)) as f64)
+            .map(|i| (dot_i8(&qi, self.data.row(i)) as f32 * q_scale * self.scales.at(i)) as f64)
             .collect();
         let mean = sims.iter().sum::<f64>() / sims.len() as f64;
         let var = sims.iter().map(|s| (s - mean) * (s - mean)).sum::<f64>() / sims.len() as f64;
@@ -482,9 +496,10 @@ impl VectorIndex {
     /// The best `limit` of the row positions `rows` by their int8 rows, as `(position,
     /// cosine)`, unordered.
     fn exact(&self, q: &Quantised, limit: usize, rows: impl Iterator<Item = usize>) -> Vec<(usize, f32)> {
+        let dot_i8 = int8_dot();
         let mut best = Best::new(limit);
         for i in rows {
-            best.offer(dot_i8i8(&q.row, self.data.row(i)) as f32 * q.scale * self.scales.at(i), i);
+            best.offer(dot_i8(&q.row, self.data.row(i)) as f32 * q.scale * self.scales.at(i), i);
         }
         best.into_vec()
     }
@@ -529,25 +544,8 @@ impl VectorIndex {
     /// product is too long for the CPU to run far enough ahead to overlap the next rows'
     /// misses, so the loop reads the rows [`GATHER_AHEAD`] positions on first: their loads
     /// are in flight while this row is scored (half the time of the plain loop at 2M rows).
-    #[allow(unsafe_code, reason = "calls a function compiled for AVX-512 once the CPU is known to have it")]
     fn exact_gathered(&self, q: &Quantised, limit: usize, rows: &[usize]) -> Vec<(usize, f32)> {
-        #[cfg(target_arch = "x86_64")]
-        if has_avx512_bw() {
-            // SAFETY: `dot_i8i8_avx512` requires `avx512f` and `avx512bw`, which
-            // `has_avx512_bw` detected on this CPU.
-            return self.gathered_with(q, limit, rows, |a, b| unsafe { dot_i8i8_avx512(a, b) });
-        }
-        self.gathered_with(q, limit, rows, dot_i8i8)
-    }
-
-    #[inline(always)]
-    fn gathered_with(
-        &self,
-        q: &Quantised,
-        limit: usize,
-        rows: &[usize],
-        dot_i8: impl Fn(&[i8], &[i8]) -> i32,
-    ) -> Vec<(usize, f32)> {
+        let dot_i8 = int8_dot();
         let d = self.dims;
         let mut best = Best::new(limit);
         for (k, &i) in rows.iter().enumerate() {
