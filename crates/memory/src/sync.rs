@@ -525,6 +525,7 @@ pub(crate) fn reindex(inner: &Inner) -> Result<ReindexSummary, MemoryError> {
     ws.fts_applied = 0;
     ws.fts_committed = 0;
     write(&inner.fast.vectors).clear();
+    inner.fast.rescan.store(true, Ordering::Relaxed);
     ws.fast.applied = 0;
     sync_fts(inner, &mut ws, false)?;
     let applied = ws.fts_applied;
