@@ -105,13 +105,16 @@ pub(crate) struct Tier {
     pub needs_fill: AtomicBool,
     /// Every chunk has a vector of this tier (see the module notes).
     pub covered: AtomicBool,
-    /// Set when the index was emptied (reindex): the background thread scans from the first
-    /// rowid again instead of only past the rows it has seen.
+    /// Set when the index was emptied (reindex): the background thread scans every chunk again
+    /// instead of only those written since its last pass (`scanned_seq`).
     pub rescan: AtomicBool,
-    /// Every rowid up to this one was seen with a vector of this tier, or given one, by the
-    /// background thread. Kept across its passes and restarts (rowids only grow), so a pass
-    /// reads only newer rows; 0 until the first full pass of this process.
-    pub scanned_to: AtomicI64,
+    /// Every chunk of a change sequence (`chunks.change_seq`) up to this one was seen with a
+    /// vector of this tier, or given one, by the background thread. Kept across its passes and
+    /// restarts, so a pass reads only chunks written since; 0 until the first full pass of this
+    /// process. The sequence, not the rowid: a mirror of a shared store takes other devices'
+    /// chunks with their rowids, which may sit below rows it already has, but always with a new
+    /// local sequence.
+    pub scanned_seq: AtomicI64,
 }
 
 impl Tier {
@@ -127,7 +130,7 @@ impl Tier {
             needs_fill: AtomicBool::new(false),
             covered: AtomicBool::new(false),
             rescan: AtomicBool::new(false),
-            scanned_to: AtomicI64::new(0),
+            scanned_seq: AtomicI64::new(0),
         }
     }
 

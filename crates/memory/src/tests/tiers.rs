@@ -197,3 +197,37 @@ fn a_restart_during_a_model_change_keeps_the_vectors_already_made() {
     assert_eq!(deep_stats(&m), (70, 70, true));
     assert_eq!(b.embedded.load(Ordering::Relaxed), 70, "the 32 vectors made before the restart were kept");
 }
+
+/// A chunk that arrives with a rowid below rows the deep tier already covers — what a mirror of
+/// a shared store does when it applies another device's earlier write — still gets its deep
+/// vector: the background thread goes by the change sequence, not by the rowid.
+#[test]
+fn a_chunk_arriving_below_covered_rowids_still_gets_a_deep_vector() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = Deep::new("deep-a/64");
+    let m = open_deep(dir.path(), &deep);
+    corpus(&m);
+    // A copy of the first chunk under `rowid` with a fresh change sequence, as a mirror applies one.
+    let arrive = |rowid: i64, id: &str| {
+        let ws = crate::writer::exclusive(&m.inner);
+        let seq = crate::seq::bump_seq(&ws.conn).unwrap();
+        ws.conn
+            .execute(
+                "INSERT INTO chunks (rowid, id, source_kind, source_id, source_ref, origin, owner, provenance, \
+                 timestamp_ms, seq_in_source, title, content, token_count, metadata, created_at_ms, change_seq) \
+                 SELECT ?1, ?2, source_kind, source_id, source_ref, origin, owner, provenance, timestamp_ms, \
+                 seq_in_source, title, content, token_count, metadata, created_at_ms, ?3 FROM chunks WHERE rowid = 1",
+                rusqlite::params![rowid, id, seq],
+            )
+            .unwrap();
+    };
+    arrive(1_000, "from-elsewhere-late");
+    put(&m, "after", "After", "a local write after the high rowid", &[]);
+    m.wait_background();
+    assert_eq!(deep_stats(&m), (7, 7, true));
+    // Rowid 500 sits below every rowid the deep tier covers now.
+    arrive(500, "from-elsewhere-early");
+    put(&m, "trigger", "Trigger", "a local write that wakes the background fill", &[]);
+    m.wait_background();
+    assert_eq!(deep_stats(&m), (9, 9, true));
+}
