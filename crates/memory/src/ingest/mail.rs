@@ -271,14 +271,20 @@ pub(crate) fn build(
     origin: &str,
 ) -> rusqlite::Result<(Vec<NewChunk>, Vec<NewSource>)> {
     let mut chunks = Vec::new();
+    // Threads in first-seen order, found by name through `slot` (a mailbox of 10,000 messages
+    // may hold as many threads: a linear search here was quadratic in the file).
     let mut by_thread: Vec<(String, Vec<&MailMessage>)> = Vec::new();
+    let mut slot: HashMap<String, usize> = HashMap::new();
     for m in msgs {
         let t = threads.resolve(m)?;
         let body = threads.body(m, &t)?;
         chunks.extend(message_chunks(m, &body, &t, path, origin));
-        match by_thread.iter_mut().find(|(x, _)| *x == t) {
-            Some((_, v)) => v.push(m),
-            None => by_thread.push((t, vec![m])),
+        match slot.get(&t) {
+            Some(&i) => by_thread[i].1.push(m),
+            None => {
+                slot.insert(t.clone(), by_thread.len());
+                by_thread.push((t, vec![m]));
+            }
         }
     }
     let mut sources = Vec::new();
