@@ -17,15 +17,20 @@ pub(crate) struct AuditWriter {
     tx: Sender<Msg>,
 }
 
+/// The memory engine once the store has opened (None: there is none), blocking until then.
+pub(crate) type EngineWhenOpen = Box<dyn FnOnce() -> Option<MemoryEngine> + Send>;
+
 /// Rows written per transaction at most.
 const BATCH: usize = 512;
 
 impl AuditWriter {
-    /// Starts the writer thread. Without a memory store there is no audit table: rows are then
-    /// logged (they hold no content) so the attempt is still on record.
-    pub(crate) fn start(memory: Result<MemoryEngine, String>) -> AuditWriter {
+    /// Starts the writer thread. `memory` gives the engine, blocking while the store is still
+    /// opening; it is asked once, when the first rows are to be written. Without a memory store
+    /// there is no audit table: rows are then logged (they hold no content) so the attempt is
+    /// still on record.
+    pub(crate) fn start(memory: EngineWhenOpen) -> AuditWriter {
         let (tx, rx) = channel();
-        let spawned = std::thread::Builder::new().name("audit-writer".into()).spawn(move || run(rx, memory.ok()));
+        let spawned = std::thread::Builder::new().name("audit-writer".into()).spawn(move || run(rx, memory));
         if let Err(e) = spawned {
             tracing::error!("cannot start the audit writer thread: {e}");
         }
@@ -52,7 +57,9 @@ impl AuditWriter {
     }
 }
 
-fn run(rx: Receiver<Msg>, engine: Option<MemoryEngine>) {
+fn run(rx: Receiver<Msg>, memory: EngineWhenOpen) {
+    let mut memory = Some(memory);
+    let mut engine: Option<MemoryEngine> = None;
     let mut batch: Vec<AuditRow> = Vec::new();
     let mut waiters: Vec<Sender<()>> = Vec::new();
     while let Ok(first) = rx.recv() {
@@ -68,6 +75,9 @@ fn run(rx: Receiver<Msg>, engine: Option<MemoryEngine>) {
             }
         }
         if !batch.is_empty() {
+            if let Some(get) = memory.take() {
+                engine = get();
+            }
             write(engine.as_ref(), &batch);
             batch.clear();
         }

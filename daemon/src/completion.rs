@@ -33,7 +33,7 @@ pub(crate) async fn complete(state: AppState, request: CompleteRequest) -> Resul
         _ => return Ok(Completion::default()),
     };
     crate::tools::admit_as(&state, gate)?;
-    let engine = crate::engine::engine(&state).map_err(|e| RpcError::internal(e.to_string()))?;
+    let engine = crate::engine::engine(&state).await.map_err(|e| RpcError::internal(e.to_string()))?;
     let prefix = prefix.to_string();
     let found = blocking(move || engine.complete(what, &prefix, MAX_COMPLETIONS).map_err(MethodError::from))
         .await

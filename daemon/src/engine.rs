@@ -42,14 +42,15 @@ pub(crate) async fn blocking<T: Send + 'static>(
     crate::pool::run(f).await.map_err(MethodError::Internal)?
 }
 
-/// The memory engine, or why there is none (naming the key to set).
-pub(crate) fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
-    state.memory().map_err(MethodError::Unavailable)
+/// The memory engine, or why there is none (naming the key to set), after waiting a while for
+/// a store that is still opening.
+pub(crate) async fn engine(state: &AppState) -> Result<MemoryEngine, MethodError> {
+    state.memory_ready().await.map_err(MethodError::Unavailable)
 }
 
 /// Runs an engine operation on parameters its schema accepted (or that Rust code built), on the
 /// bounded blocking path.
 pub(crate) async fn operate<O: Operation>(state: &AppState, params: O::Params) -> Result<O::Output, MethodError> {
-    let engine = engine(state)?;
+    let engine = engine(state).await?;
     blocking(move || O::run(&engine, params).map_err(MethodError::from)).await
 }

@@ -117,7 +117,7 @@ fn internal(e: impl Into<anyhow::Error>) -> MethodError {
 }
 
 async fn overview(state: &AppState) -> Result<String, MethodError> {
-    let engine = crate::engine::engine(state)?;
+    let engine = crate::engine::engine(state).await?;
     let (stats, sources) = blocking(move || {
         let stats = engine.stats().map_err(internal)?;
         let sources = engine.list_sources(ops::ListSourcesParams::recent(20)).map_err(internal)?;
@@ -173,7 +173,7 @@ fn watched(state: &AppState, n: usize) -> Option<String> {
 }
 
 async fn source(state: &AppState, id: String) -> Result<Option<String>, MethodError> {
-    let engine = crate::engine::engine(state)?;
+    let engine = crate::engine::engine(state).await?;
     blocking(move || {
         let page = engine.browse(ops::BrowseParams::of_source(id.clone(), CHUNKS_SHOWN)).map_err(internal)?;
         let Some(newest) = page.chunks.first() else { return Ok(None) };
@@ -212,7 +212,7 @@ async fn source(state: &AppState, id: String) -> Result<Option<String>, MethodEr
 
 /// One chunk: title, its metadata as a list, its text, then its notes.
 async fn item(state: &AppState, id: String) -> Result<Option<String>, MethodError> {
-    let engine = crate::engine::engine(state)?;
+    let engine = crate::engine::engine(state).await?;
     let c = match blocking(move || engine.read_chunk(ops::ReadChunkParams::of(id)).map_err(MethodError::from)).await {
         Ok(c) => c,
         Err(MethodError::NotFound(_)) => return Ok(None),

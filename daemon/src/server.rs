@@ -1,5 +1,6 @@
 //! `serve` and `stdio`: the long-running daemon and the one in-process session. `start` loads
-//! the config, opens the store and binds the socket (and HTTP, with its token and bounds);
+//! the config, binds the socket (and HTTP, with its token and bounds) and opens the store on a
+//! thread of its own, serving meanwhile (memory calls wait for it a while);
 //! `run` takes the listener and lives until the shutdown token fires (signal, `stop`, idle
 //! timeout); then it stops accepting, lets in-flight calls finish within the grace period,
 //! abandons the rest, and removes its socket. A reload that turns `[mcp.http].enabled` on starts
@@ -29,17 +30,41 @@ pub(crate) fn state(
     config: config::Config,
     memory: Result<openhuman_memory::MemoryEngine, String>,
 ) -> AppState {
+    AppState::with_memory(paths, config, memory, upper())
+}
+
+/// The state of `serve` and `stdio`: answering at once while the memory store opens on a
+/// thread of its own (a store of millions of chunks takes tens of seconds to load its indexes,
+/// longer than a client waits for the server it launched to answer).
+fn state_opening(paths: Paths, config: config::Config) -> AppState {
+    let state = AppState::opening_memory(paths.clone(), config.clone(), upper());
+    let opened = state.clone();
+    let spawned = std::thread::Builder::new().name("memory-open".into()).spawn(move || {
+        let started = std::time::Instant::now();
+        let memory = backends::open_memory(&paths, &config);
+        if memory.is_ok() {
+            tracing::info!(ms = started.elapsed().as_millis() as u64, "memory store open");
+        }
+        opened.memory_opened(memory);
+    });
+    if let Err(e) = spawned {
+        state.memory_opened(Err(format!("the memory store could not be opened: no thread to open it on ({e})")));
+    }
+    state
+}
+
+/// What the layers above the floor keep in the state (see [`state`]).
+fn upper() -> Upper {
     let watch = std::sync::Arc::new(crate::watch::Watch::default());
     let reloaded = watch.clone();
-    let upper = Upper {
+    Upper {
         parts: vec![Box::new(watch), Box::new(crate::ui::Dashboard::default()), Box::new(HttpStarter::default())],
         on_reload: Box::new(move || reloaded.reload()),
         turn_on: |state| Box::pin(async move { start_http(&state).await }),
         listed_tools: crate::tools::listed_names,
         memory_uri: crate::live_resources::MEMORY_URI,
         session_view,
-    };
-    AppState::with_memory(paths, config, memory, upper)
+    }
 }
 
 /// What a session sees of each list under the state's current config (its `[clients]` set), by
@@ -71,24 +96,8 @@ pub(crate) async fn run(state: AppState, listener: SocketListener, opts: ServeOp
     let conns = TaskTracker::new();
     let owned_path = listener.owned_path().map(|p| p.to_path_buf());
     spawn_signal_handlers(&state)?;
-    // Ready only when it can do what its config asks; otherwise it serves (the other tools work,
-    // and `status` can say what is wrong) but says so instead.
-    let problems = state.problems();
-    if problems.is_empty() {
-        tracing::info!(
-            pid = std::process::id(),
-            version = openhuman_common::VERSION,
-            socket = %state.paths().socket.display(),
-            "daemon ready"
-        );
-    } else {
-        tracing::error!(
-            pid = std::process::id(),
-            socket = %state.paths().socket.display(),
-            "daemon degraded, not ready: {}; `openhumand-mcp status` reports it",
-            problems.join("; ")
-        );
-    }
+    tracing::info!(socket = %state.paths().socket.display(), "daemon listening; the memory store is opening");
+    tokio::spawn(say_ready(state.clone()));
     if let Some((tcp, http_opts)) = opts.http {
         serve_http(&state, &dispatcher, &conns, tcp, http_opts);
     }
@@ -117,6 +126,29 @@ pub(crate) async fn run(state: AppState, listener: SocketListener, opts: ServeOp
     }
     tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// Logs whether the daemon is ready once the store has opened or failed to. Ready only when it
+/// can do what its config asks; otherwise it serves (the other tools work, and `status` can say
+/// what is wrong) but says so instead.
+async fn say_ready(state: AppState) {
+    state.memory_settled().await;
+    let problems = state.problems();
+    if problems.is_empty() {
+        tracing::info!(
+            pid = std::process::id(),
+            version = openhuman_common::VERSION,
+            socket = %state.paths().socket.display(),
+            "daemon ready"
+        );
+    } else {
+        tracing::error!(
+            pid = std::process::id(),
+            socket = %state.paths().socket.display(),
+            "daemon degraded, not ready: {}; `openhumand-mcp status` reports it",
+            problems.join("; ")
+        );
+    }
 }
 
 /// Serves Streamable HTTP (with the dashboard under `/ui`) on `tcp`, tracked with the socket
@@ -266,8 +298,7 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
             let paths = crate::resolve_paths(cli, None)?;
             crate::tighten_home(cli, &paths)?;
             let loaded = config::load(&paths.config_file)?;
-            let memory = backends::open_memory(&paths, &loaded.config);
-            let state = state(paths, loaded.config, memory);
+            let state = state_opening(paths, loaded.config);
             let rt = crate::runtime(Some(2))?;
             rt.block_on(async {
                 let dispatcher = dispatcher(&state);
@@ -286,8 +317,6 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
             // Before any runtime thread exists: taking it edits the environment.
             let activated = transport::socket::take_activated()?;
             let rt = crate::runtime(None)?;
-            let memory = backends::open_memory(&paths, &loaded.config);
-            let state = state(paths.clone(), loaded.config, memory);
             rt.block_on(async {
                 let listener = match activated {
                     Some(l) => {
@@ -303,6 +332,9 @@ pub(crate) fn start(cli: &Cli) -> Result<i32> {
                         other => other.into(),
                     })?,
                 };
+                // Opened once the socket is ours: a second daemon started by mistake stops at
+                // the bind above without touching the store.
+                let state = state_opening(paths.clone(), loaded.config);
                 let http = match http {
                     Some(mut h) => Some((bind_http(&mut h, &state.config()).await?, h)),
                     None => None,
@@ -452,5 +484,52 @@ mod tests {
         let denied = admit_as(&state, "memory.store").unwrap_err();
         assert!(crate::policy::Denial::is_denial_text(&denied.message), "{denied:?}");
         assert_eq!(admit_as(&state, "no.such_tool").unwrap_err().code, -32603);
+    }
+
+    /// While the store opens, the daemon serves: a memory call made meanwhile waits and gets the
+    /// engine once it is open, `status` can tell it is opening, and an audit row queued before
+    /// the store opened is written into it.
+    #[tokio::test]
+    async fn memory_calls_made_while_the_store_opens_are_answered_once_it_is_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths::under_home(dir.path());
+        let config = config::Config::default();
+        let state = AppState::opening_memory(paths.clone(), config.clone(), upper());
+        assert!(state.memory_opening());
+        let now = state.memory().err().unwrap();
+        assert!(now.contains("still opening") && now.contains("openhumand-mcp status"), "{now}");
+        assert_eq!(state.problems().len(), 1, "not ready while it opens: {:?}", state.problems());
+        let row = openhuman_memory::AuditRow {
+            ts_ms: 1,
+            tool: "memory.store".into(),
+            source: "mcp:test".into(),
+            error: Some("denied".into()),
+            ..Default::default()
+        };
+        state.audit().record(row);
+        let waiting = tokio::spawn({
+            let state = state.clone();
+            async move { state.memory_ready().await }
+        });
+        let engine = crate::pool::run(move || backends::open_memory(&paths, &config)).await.unwrap();
+        state.memory_opened(Ok(engine.unwrap()));
+        let engine = waiting.await.unwrap().expect("the waiting call gets the engine");
+        assert!(!state.memory_opening());
+        state.audit().flush().await;
+        let rows = engine.query_audit(openhuman_memory::AuditQuery::default()).unwrap();
+        assert_eq!(rows.iter().filter(|r| r.tool == "memory.store" && !r.success).count(), 1, "{rows:?}");
+    }
+
+    /// A store that does not open in the call's wait: the call answers that it is still opening
+    /// (time is paused, so the wait passes without a real delay).
+    #[tokio::test(start_paused = true)]
+    async fn a_memory_call_gives_up_on_a_store_still_opening_with_a_clear_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = AppState::opening_memory(Paths::under_home(dir.path()), config::Config::default(), upper());
+        let why = state.memory_ready().await.err().unwrap();
+        assert!(why.contains("still opening") && why.contains("try again"), "{why}");
+        state.memory_opened(Err("disk on fire".into()));
+        assert_eq!(state.memory().err().unwrap(), "disk on fire");
+        assert_eq!(state.problems().len(), 1);
     }
 }

@@ -7,11 +7,12 @@
 
 use std::any::Any;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use openhuman_common::Paths;
 use openhuman_mcp::{Session, SessionSet};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::Registry;
@@ -21,6 +22,22 @@ use openhuman_config::{self as config, Config, MemoryEngineKind};
 use openhuman_memory::MemoryEngine;
 
 pub(crate) const MEMORY_NOT_OPEN: &str = "the memory engine was not opened in this process";
+
+/// How long a memory call waits for a store that is still opening before it answers that it is.
+/// Well under the 60 s a client commonly allows a request; a store of a few million chunks opens
+/// within it.
+const OPEN_WAIT: Duration = Duration::from_secs(20);
+
+/// Where the memory engine stands. The daemon answers on its socket while a large store opens
+/// (tens of seconds at 10M chunks), so a client that starts it is not left without an answer.
+#[derive(Clone)]
+enum Slot {
+    /// Being opened on its own thread, since then.
+    Opening(Instant),
+    Open(MemoryEngine),
+    /// Why there is none (a message naming the key to set or what to do).
+    Closed(String),
+}
 
 /// What the layers above hand the state when they build it, so that it can keep and tell them
 /// things without naming them.
@@ -76,8 +93,8 @@ struct Inner {
     paths: Paths,
     config: RwLock<Arc<Config>>,
     agents: RwLock<Arc<Registry>>,
-    /// The memory engine, or why there is none (a message naming the key to set).
-    memory: Result<MemoryEngine, String>,
+    /// The memory engine, opening, or why there is none (a message naming the key to set).
+    memory: watch::Sender<Slot>,
     /// Whether the config the state was built with switched the engine off on purpose.
     memory_off: bool,
     /// Why the last reload failed (the previous config stays in force); `None` once one works.
@@ -95,14 +112,40 @@ struct Inner {
 }
 
 impl AppState {
+    /// The state with `memory` already settled: open, or why not.
     pub(crate) fn with_memory(
         paths: Paths,
         config: Config,
         memory: Result<MemoryEngine, String>,
         upper: Upper,
     ) -> AppState {
+        let slot = match memory {
+            Ok(engine) => Slot::Open(engine),
+            Err(why) => Slot::Closed(why),
+        };
+        Self::build(paths, config, slot, upper)
+    }
+
+    /// The state with the memory store still to open: the caller opens it on a thread of its
+    /// own and hands the outcome to [`Self::memory_opened`]. Until then memory calls wait up to
+    /// [`OPEN_WAIT`], then answer that the store is opening; everything else serves at once.
+    pub(crate) fn opening_memory(paths: Paths, config: Config, upper: Upper) -> AppState {
+        Self::build(paths, config, Slot::Opening(Instant::now()), upper)
+    }
+
+    fn build(paths: Paths, config: Config, slot: Slot, upper: Upper) -> AppState {
         let agents = Registry::load(&paths.config_dir);
-        let audit = AuditWriter::start(memory.clone());
+        let (memory, _) = watch::channel(slot);
+        let mut rx = memory.subscribe();
+        // The writer takes the engine when it first has rows to write: until the store opens,
+        // rows queue (the calls that make them do not wait for it).
+        let audit = AuditWriter::start(Box::new(move || {
+            let settled = futures::executor::block_on(rx.wait_for(|s| !matches!(s, Slot::Opening(_))));
+            match settled.as_deref() {
+                Ok(Slot::Open(engine)) => Some(engine.clone()),
+                _ => None,
+            }
+        }));
         let memory_off = config.memory.engine == MemoryEngineKind::Off;
         AppState {
             inner: Arc::new(Inner {
@@ -135,9 +178,46 @@ impl AppState {
         self.inner.agents.read().expect("agents lock").clone()
     }
 
-    /// The memory engine, or a message saying why it is unavailable and what to set.
+    /// The memory engine now, or a message saying why it is unavailable and what to do (set a
+    /// key; wait for a store that is still opening).
     pub(crate) fn memory(&self) -> Result<MemoryEngine, String> {
-        self.inner.memory.clone()
+        match &*self.inner.memory.borrow() {
+            Slot::Open(engine) => Ok(engine.clone()),
+            Slot::Closed(why) => Err(why.clone()),
+            Slot::Opening(since) => Err(format!(
+                "the memory store is still opening ({} s so far; a store of millions of chunks takes a minute or \
+                 two to load its indexes); try again shortly, `openhumand-mcp status` shows when it is open",
+                since.elapsed().as_secs()
+            )),
+        }
+    }
+
+    /// [`Self::memory`], after waiting up to [`OPEN_WAIT`] for a store that is still opening.
+    pub(crate) async fn memory_ready(&self) -> Result<MemoryEngine, String> {
+        let mut rx = self.inner.memory.subscribe();
+        let _ = tokio::time::timeout(OPEN_WAIT, rx.wait_for(|s| !matches!(s, Slot::Opening(_)))).await;
+        self.memory()
+    }
+
+    /// Waits, without bound, until the store has opened or failed to (for work that only starts
+    /// once it can use the store, such as the folder watcher).
+    pub(crate) async fn memory_settled(&self) {
+        let mut rx = self.inner.memory.subscribe();
+        let _ = rx.wait_for(|s| !matches!(s, Slot::Opening(_))).await;
+    }
+
+    /// Whether the store is still being opened.
+    pub(crate) fn memory_opening(&self) -> bool {
+        matches!(*self.inner.memory.borrow(), Slot::Opening(_))
+    }
+
+    /// Hands in how opening the store ended (see [`Self::opening_memory`]).
+    pub(crate) fn memory_opened(&self, memory: Result<MemoryEngine, String>) {
+        let slot = match memory {
+            Ok(engine) => Slot::Open(engine),
+            Err(why) => Slot::Closed(why),
+        };
+        self.inner.memory.send_replace(slot);
     }
 
     /// What keeps this daemon from doing what its config asks, each a sentence naming the cause
@@ -145,9 +225,12 @@ impl AppState {
     /// failed). Empty when it is ready; a memory engine switched off on purpose is not a problem.
     pub(crate) fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        match &self.inner.memory {
-            Err(why) if !self.inner.memory_off && why != MEMORY_NOT_OPEN => {
+        match &*self.inner.memory.borrow() {
+            Slot::Closed(why) if !self.inner.memory_off && why != MEMORY_NOT_OPEN => {
                 problems.push(format!("memory store unavailable: {why}"));
+            }
+            Slot::Opening(since) => {
+                problems.push(format!("memory store still opening ({} s so far)", since.elapsed().as_secs()));
             }
             _ => {}
         }

@@ -37,6 +37,9 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
     if !clients.is_empty() {
         out.push(format!("clients connected: {}", clients.join(", ")));
     }
+    if s["memory"]["opening"] == true {
+        out.push("memory store: still opening (memory tools answer once it is open)".to_string());
+    }
     let store = &s["store"];
     if store.is_object() {
         out.push(format!(

@@ -28,7 +28,7 @@ pub(super) fn methods() -> Vec<Method> {
                 let mut out = status(&s, caller.session);
                 out["watch"] = s.watch().status_json(&s.config());
                 // The vector tiers' coverage: how far the deep tier's background fill has come.
-                if let Ok(engine) = engine(&s) {
+                if let Ok(engine) = s.memory() {
                     let tiers = blocking(move || engine.tiers().map_err(internal)).await?;
                     let by_name: Map<String, Value> = tiers
                         .into_iter()
@@ -36,7 +36,7 @@ pub(super) fn methods() -> Vec<Method> {
                         .collect();
                     out["vectors"] = Value::Object(by_name);
                 }
-                if let Ok(engine) = engine(&s) {
+                if let Ok(engine) = s.memory() {
                     let data_dir = s.paths().data_dir.clone();
                     let (stats, bytes, projects) = blocking(move || {
                         let projects = engine.projects().map_err(internal)?;
@@ -128,7 +128,7 @@ pub(super) fn methods() -> Vec<Method> {
         ),
         method("openhuman.memory_reindex", ArgSpec::none(), |s, _, caller| {
             let work = |s: AppState| async move {
-                let engine = engine(&s)?;
+                let engine = engine(&s).await?;
                 let summary = blocking(move || engine.reindex().map_err(internal)).await?;
                 Ok(serde_json::to_value(summary).unwrap_or_default())
             };
@@ -144,7 +144,7 @@ pub(super) fn methods() -> Vec<Method> {
             |s, p, _| {
                 async move {
                     let dir = absolute_dir(&p)?;
-                    let engine = engine(&s)?;
+                    let engine = engine(&s).await?;
                     let summary = blocking(move || engine.export(&dir).map_err(MethodError::from)).await?;
                     Ok(serde_json::to_value(summary).unwrap_or_default())
                 }
@@ -161,7 +161,7 @@ pub(super) fn methods() -> Vec<Method> {
             |s, p, caller| {
                 let work = move |s: AppState| async move {
                     let dir = absolute_dir(&p)?;
-                    let engine = engine(&s)?;
+                    let engine = engine(&s).await?;
                     let summary = blocking(move || engine.import(&dir).map_err(MethodError::from)).await?;
                     if summary.added_total() > 0 {
                         s.memory_changed(&[]);
@@ -217,7 +217,7 @@ pub(super) fn methods() -> Vec<Method> {
         operation_in::<ops::StoreCheck>(Group::Daemon),
         method("openhuman.memory_check", ArgSpec::none(), |s, _, _| {
             async move {
-                let engine = engine(&s)?;
+                let engine = engine(&s).await?;
                 let found = blocking(move || engine.check().map_err(internal)).await?;
                 serde_json::to_value(found).map_err(internal)
             }
@@ -239,7 +239,7 @@ pub(super) fn methods() -> Vec<Method> {
             ]),
             |s, p, _| {
                 async move {
-                    let engine = engine(&s)?;
+                    let engine = engine(&s).await?;
                     // Rejection rows are written off the hot path; make the answer include every
                     // attempt made before this query.
                     s.audit().flush().await;
@@ -351,7 +351,7 @@ async fn forget_project(state: AppState, params: Map<String, Value>, caller: Cal
     };
     let outcome = match state.limiter().admit_control(&state.config()) {
         Ok(()) => {
-            let engine = engine(&state)?;
+            let engine = engine(&state).await?;
             let (source, audit) = (row.source.clone(), row.clone());
             blocking(move || engine.forget_project(&project, &source, audit).map_err(MethodError::from)).await
         }
@@ -374,7 +374,7 @@ async fn forget_project(state: AppState, params: Map<String, Value>, caller: Cal
 }
 
 async fn ingest(state: AppState, params: Map<String, Value>, caller: Caller) -> Result<Value, MethodError> {
-    let engine = engine(&state)?;
+    let engine = engine(&state).await?;
     let paths: Vec<std::path::PathBuf> = params["paths"]
         .as_array()
         .into_iter()
@@ -429,7 +429,7 @@ pub(crate) fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memor
 /// Whether the store is open, its engine and, with a shared store, where this copy stands.
 fn memory_status(state: &AppState) -> Value {
     let engine = state.config().memory.engine;
-    let mut out = json!({ "open": state.memory().is_ok(), "engine": engine });
+    let mut out = json!({ "open": state.memory().is_ok(), "opening": state.memory_opening(), "engine": engine });
     if let Ok(m) = state.memory()
         && let Some(shared) = m.shared_status()
     {

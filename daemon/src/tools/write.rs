@@ -155,7 +155,7 @@ async fn blocking_write<T: serde::Serialize + Send + 'static>(
     items: &[&str],
     f: impl FnOnce(&MemoryEngine) -> Result<T, MemoryError> + Send + 'static,
 ) -> ToolOutcome {
-    let engine = state.memory().map_err(ToolFailure::Tool)?;
+    let engine = state.memory_ready().await.map_err(ToolFailure::Tool)?;
     let data_dir = state.paths().data_dir.clone();
     let out = crate::pool::run_write(move || {
         f(&engine).map_err(|e| {

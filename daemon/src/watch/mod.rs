@@ -178,6 +178,11 @@ async fn run(state: AppState) {
     watch.running.store(true, Ordering::Relaxed);
     let shutdown = state.shutdown_token().clone();
     let mut previous: Option<Vec<PathBuf>> = None;
+    // The watcher works on the store: it starts once the store has opened (or failed to).
+    tokio::select! {
+        _ = state.memory_settled() => {}
+        _ = shutdown.cancelled() => return,
+    }
     loop {
         let config = state.config();
         let setup = Setup::of(&config);
