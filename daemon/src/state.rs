@@ -39,6 +39,18 @@ enum Slot {
     Closed(String),
 }
 
+impl Slot {
+    /// How opening ended.
+    fn of(memory: Result<MemoryEngine, String>) -> Slot {
+        memory.map_or_else(Slot::Closed, Slot::Open)
+    }
+
+    /// Opened or failed to: no longer opening.
+    fn settled(&self) -> bool {
+        !matches!(self, Slot::Opening(_))
+    }
+}
+
 /// What the layers above hand the state when they build it, so that it can keep and tell them
 /// things without naming them.
 pub(crate) struct Upper {
@@ -119,11 +131,7 @@ impl AppState {
         memory: Result<MemoryEngine, String>,
         upper: Upper,
     ) -> AppState {
-        let slot = match memory {
-            Ok(engine) => Slot::Open(engine),
-            Err(why) => Slot::Closed(why),
-        };
-        Self::build(paths, config, slot, upper)
+        Self::build(paths, config, Slot::of(memory), upper)
     }
 
     /// The state with the memory store still to open: the caller opens it on a thread of its
@@ -140,7 +148,7 @@ impl AppState {
         // The writer takes the engine when it first has rows to write: until the store opens,
         // rows queue (the calls that make them do not wait for it).
         let audit = AuditWriter::start(Box::new(move || {
-            let settled = futures::executor::block_on(rx.wait_for(|s| !matches!(s, Slot::Opening(_))));
+            let settled = futures::executor::block_on(rx.wait_for(Slot::settled));
             match settled.as_deref() {
                 Ok(Slot::Open(engine)) => Some(engine.clone()),
                 _ => None,
@@ -194,8 +202,7 @@ impl AppState {
 
     /// [`Self::memory`], after waiting up to [`OPEN_WAIT`] for a store that is still opening.
     pub(crate) async fn memory_ready(&self) -> Result<MemoryEngine, String> {
-        let mut rx = self.inner.memory.subscribe();
-        let _ = tokio::time::timeout(OPEN_WAIT, rx.wait_for(|s| !matches!(s, Slot::Opening(_)))).await;
+        let _ = tokio::time::timeout(OPEN_WAIT, self.memory_settled()).await;
         self.memory()
     }
 
@@ -203,21 +210,17 @@ impl AppState {
     /// once it can use the store, such as the folder watcher).
     pub(crate) async fn memory_settled(&self) {
         let mut rx = self.inner.memory.subscribe();
-        let _ = rx.wait_for(|s| !matches!(s, Slot::Opening(_))).await;
+        let _ = rx.wait_for(Slot::settled).await;
     }
 
     /// Whether the store is still being opened.
     pub(crate) fn memory_opening(&self) -> bool {
-        matches!(*self.inner.memory.borrow(), Slot::Opening(_))
+        !self.inner.memory.borrow().settled()
     }
 
     /// Hands in how opening the store ended (see [`Self::opening_memory`]).
     pub(crate) fn memory_opened(&self, memory: Result<MemoryEngine, String>) {
-        let slot = match memory {
-            Ok(engine) => Slot::Open(engine),
-            Err(why) => Slot::Closed(why),
-        };
-        self.inner.memory.send_replace(slot);
+        self.inner.memory.send_replace(Slot::of(memory));
     }
 
     /// What keeps this daemon from doing what its config asks, each a sentence naming the cause
