@@ -19,7 +19,8 @@
 //! tools and methods are built from their `Operation` impls), `filter` (the SQL predicate an
 //! operation's `filter` compiles to), `page` (the one keyset paging), `cursor`, `stats`,
 //! `params` (checks of what Rust callers hand the write calls), `write_api` (the write calls
-//! and their typed results), `complete_api` (prefix completion of topics and ids), `audit`, `ingest/` (files, mail, chat, read by `openhuman_formats`), `watched` (per-batch sync of a watched folder's changed
+//! and their typed results), `complete_api` (prefix completion of topics and ids), `foreground` (searches and recalls in
+//! progress, which the entity thread stands aside for), `audit`, `ingest/` (files, mail, chat, read by `openhuman_formats`), `watched` (per-batch sync of a watched folder's changed
 //! paths, renames followed in place), `sessions` (coding agents' session logs tailed as they grow), `vault` (front-matter tags, `#tags`, `[[wiki links]]`),
 //! `links` (links between sources), `transfer` (export and import as JSON Lines with a
 //! Markdown reading copy; backup and restore of the database file), `chunker`, `entities`, `snippet`,
@@ -47,6 +48,7 @@ mod error;
 mod facts;
 mod filter;
 mod follow;
+mod foreground;
 mod fts;
 mod ingest;
 mod links;
@@ -226,6 +228,8 @@ pub(crate) struct Inner {
     /// The thread that reads written chunks' text for entities, and extracts them again after
     /// an extractor upgrade (see `entities`).
     entities: entities::Extraction,
+    /// Searches and recalls in progress, which the entity thread stands aside for.
+    foreground: foreground::Foreground,
     /// Held (OS file lock on `data_dir/LOCK`) for as long as the store is open.
     _lock: std::fs::File,
 }

@@ -145,6 +145,7 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
         group_commit: GroupCommit::default(),
         checkpointer: Default::default(),
         entities: Default::default(),
+        foreground: Default::default(),
         shared,
     };
     {

@@ -10,7 +10,8 @@
 //! which chunks are left, and a store closed half way goes on from the mark when it opens.
 //!
 //! A bulk ingest holds the thread back until it ends (`Bulk`): making the chunks searchable
-//! comes first. Tools that answer from entities first let a short backlog finish (`settle`).
+//! comes first. Before each batch it stands aside, for at most a second, while searches and
+//! recalls are going on (`foreground`): answering comes first too. Tools that answer from entities first let a short backlog finish (`settle`).
 //!
 //! When the stored entities were made by another extractor version, `begin_reextract` wipes
 //! them at open and this thread rebuilds them from the chunks before it reads any new text.
@@ -42,6 +43,11 @@ const TEXT_UPTO: &str = "entities_text_upto";
 
 /// Chunks per transaction (both kinds of work): the writer lock is let go between batches.
 const BATCH: usize = 1_000;
+
+/// Before each batch the thread stands aside while searches and recalls are going on, for at
+/// most this long: a batch takes about 0.15 s, so under a steady stream of queries the thread
+/// still does a batch a second or so, and most queries run without it.
+const YIELD_BOUND: Duration = Duration::from_secs(1);
 
 /// A tool that answers from entities waits for the thread when at most this many chunks'
 /// text is unread (about a second of work), and for at most `SETTLE_WAIT`; past that it
@@ -215,6 +221,11 @@ fn work(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
     read_text(weak)
 }
 
+/// Waits (bounded) while searches and recalls are going on; a closing store does not wait.
+fn stand_aside(inner: &Inner) {
+    inner.foreground.yield_to(YIELD_BOUND, || inner.stopping.load(Ordering::Relaxed));
+}
+
 /// Reads the text of the chunks past the mark, a batch at a time: loaded and scanned without
 /// the writer lock, written with the new mark in one transaction.
 fn read_text(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
@@ -233,6 +244,7 @@ fn read_text(weak: &Weak<Inner>) -> Result<Ended, MemoryError> {
         if inner.entities.bulk.load(Ordering::SeqCst) > 0 {
             return done(chunks, Ended::Held);
         }
+        stand_aside(&inner);
         let (last, facts) = {
             let conn = inner.read_conn()?;
             let rowids: Vec<i64> = conn
@@ -349,6 +361,7 @@ fn reextract_batches(weak: &Weak<Inner>) -> Result<Option<usize>, MemoryError> {
         if inner.stopping.load(Ordering::Relaxed) {
             return Ok(None);
         }
+        stand_aside(&inner);
         let mut ws = exclusive(&inner);
         let tx = ws.transaction(&inner)?;
         let (pass, after, upto) = (

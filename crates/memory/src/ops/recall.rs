@@ -147,6 +147,7 @@ impl MemoryEngine {
         shape.narrow(&mut filter);
         filter.settle_entities(&self.inner)?;
         let inner = &self.inner;
+        let _query = inner.foreground.query();
         let conn = inner.read_conn()?;
         let k = p.limit;
         let span = dates::span_in(&p.query, shape.as_of.unwrap_or_else(now_ms));

@@ -95,6 +95,7 @@ impl MemoryEngine {
         shape.narrow(&mut filter);
         filter.settle_entities(&self.inner)?;
         let inner = &self.inner;
+        let _query = inner.foreground.query();
         let conn = inner.read_conn()?;
         let k = p.limit;
         let want = shape.want(k);

@@ -269,3 +269,29 @@ fn text_read_after_the_write_counts_as_a_full_extraction_and_only_once() {
     m.wait_background();
     assert_eq!(all_entities(&m), written);
 }
+
+#[test]
+fn text_is_read_while_queries_keep_coming() {
+    // The entity thread stands aside for searches and recalls, but only for a while: with a
+    // query that never ends, the text of two batches' worth of mail is still read.
+    let data = tempfile::tempdir().unwrap();
+    let files = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let _query = m.inner.foreground.query();
+    let n = 1_500;
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&format!(
+            "From ada@example.com Mon Jan  1 10:00:00 2024\nFrom: Ada <ada@example.com>\nTo: bob@example.org\n\
+             Subject: firing {i}\nMessage-ID: <k{i}@example.com>\nDate: Mon, 1 Jan 2024 10:00:00 +0000\n\n\
+             Kiln firing number {i} went well. #pottery\n\n"
+        ));
+    }
+    let path = files.path().join("kiln.mbox");
+    fs::write(&path, text).unwrap();
+    ingest(&m, &path);
+    m.wait_background();
+    let topics = all_entities(&m);
+    let pottery = topics["entities"].as_array().unwrap().iter().find(|e| e["entity_id"] == "topic:pottery");
+    assert_eq!(pottery.and_then(|e| e["chunk_count"].as_i64()), Some(n), "{topics}");
+}
