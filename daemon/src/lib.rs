@@ -57,6 +57,7 @@ mod rpc;
 mod server;
 mod state;
 mod status;
+mod store_counts;
 mod tools;
 mod ui;
 mod via;

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agents::Registry;
 use crate::audit_writer::AuditWriter;
 use crate::policy::ActLimiter;
+use crate::store_counts::StoreCounts;
 use openhuman_config::{self as config, Config, MemoryEngineKind};
 use openhuman_memory::MemoryEngine;
 
@@ -121,6 +122,8 @@ struct Inner {
     shutdown: CancellationToken,
     /// Abandon in-flight calls (after the grace period).
     abort: CancellationToken,
+    /// The store's counts for `status`, bounded in time (see `store_counts`).
+    store_counts: StoreCounts,
 }
 
 impl AppState {
@@ -170,8 +173,13 @@ impl AppState {
                 upper,
                 shutdown: CancellationToken::new(),
                 abort: CancellationToken::new(),
+                store_counts: StoreCounts::default(),
             }),
         }
+    }
+
+    pub(crate) fn store_counts(&self) -> &StoreCounts {
+        &self.inner.store_counts
     }
 
     pub(crate) fn paths(&self) -> &Paths {

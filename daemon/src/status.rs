@@ -1,6 +1,7 @@
 //! What `status` says: the lines rendered from `openhuman.daemon_status`'s answer, for the
 //! terminal (`openhumand-mcp status`) and the dashboard's status page alike, so the two never
-//! disagree. Also the part of that answer that needs the disk: the store's size.
+//! disagree. Also the part of that answer that needs the disk: the store's size (counted with
+//! the rest of the store's figures by `store_counts`).
 
 use std::path::Path;
 
@@ -41,14 +42,22 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
         out.push("memory store: still opening (memory tools answer once it is open)".to_string());
     }
     let store = &s["store"];
-    if store.is_object() {
+    if store["counting"] == true {
+        out.push("store: counting its chunks (a store of millions takes a few seconds; ask again)".to_string());
+    } else if let Some(e) = store["error"].as_str() {
+        out.push(format!("store: could not be counted ({e})"));
+    } else if store.is_object() {
         out.push(format!(
-            "store: {} on disk, {} chunks from {} sources, {} entities, {} audit rows",
+            "store: {} on disk, {} chunks from {} sources, {} entities, {} audit rows{}",
             bytes(store["bytes"].as_u64().unwrap_or(0)),
             store["chunks"],
             store["sources"],
             store["entities"],
             store["audit_rows"],
+            store["counted_ms_ago"]
+                .as_u64()
+                .map(|ms| format!(" (counted {} ago; a large store is counted again every 30 s)", duration(ms / 1000)))
+                .unwrap_or_default(),
         ));
         let ix = &store["index"];
         let behind = ix["db_seq"].as_i64().unwrap_or(0) - ix["fts_seq"].as_i64().unwrap_or(0);
@@ -146,7 +155,6 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
     out
 }
 
-/// `3 d 4 h`, `2 h 5 min`, `12 min 3 s` or `40 s`.
 /// The shared change log and each daemon's position in it.
 fn shared_log(log: &Value) -> Vec<String> {
     if !log.is_object() {
@@ -178,6 +186,7 @@ fn shared_log(log: &Value) -> Vec<String> {
     out
 }
 
+/// `3 d 4 h`, `2 h 5 min`, `12 min 3 s` or `40 s`.
 fn duration(secs: u64) -> String {
     let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
     if d > 0 {

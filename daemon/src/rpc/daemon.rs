@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::{Caller, Group, Method, MethodError, blocking, engine, operation_in};
 use crate::state::AppState;
+use crate::store_counts::{Answer, Count};
 use openhuman_memory::ops;
 
 fn method(name: &'static str, params: ArgSpec, handler: super::Handler) -> Method {
@@ -27,48 +28,20 @@ pub(super) fn methods() -> Vec<Method> {
             async move {
                 let mut out = status(&s, caller.session);
                 out["watch"] = s.watch().status_json(&s.config());
-                // The vector tiers' coverage: how far the deep tier's background fill has come.
-                if let Ok(engine) = s.memory() {
-                    let tiers = blocking(move || engine.tiers().map_err(internal)).await?;
-                    let by_name: Map<String, Value> = tiers
-                        .into_iter()
-                        .map(|t| (t.tier.name().to_string(), serde_json::to_value(t).unwrap_or_default()))
-                        .collect();
-                    out["vectors"] = Value::Object(by_name);
-                }
                 if let Ok(engine) = s.memory() {
                     let data_dir = s.paths().data_dir.clone();
-                    let (stats, bytes, projects) = blocking(move || {
-                        let projects = engine.projects().map_err(internal)?;
-                        Ok((engine.stats().map_err(internal)?, crate::status::store_bytes(&data_dir), projects))
-                    })
-                    .await?;
-                    let projects: Vec<Value> = projects
-                        .projects
-                        .iter()
-                        .map(|p| {
-                            json!({
-                                "project": p.project,
-                                "chunks": p.chunks,
-                                "last_observed_at": p.last_observed_at,
-                                "context": crate::live_resources::context_uri(&p.project),
-                            })
-                        })
-                        .collect();
-                    out["store"] = json!({
-                        "bytes": bytes,
-                        "chunks": stats.chunks,
-                        "sources": stats.sources,
-                        "entities": stats.entities,
-                        "audit_rows": stats.audit_rows,
-                        "projects": projects,
-                        "index": {
-                            "db_seq": stats.db_seq,
-                            "fts_seq": stats.fts.seq,
-                            "fts_docs": stats.fts.docs,
-                            "vectors": stats.vectors.count,
-                        },
-                    });
+                    let answer = s.store_counts().get(move || store_counts(engine, data_dir)).await;
+                    match answer {
+                        Answer::Counted { store: mut counted, age } => {
+                            out["vectors"] = counted["vectors"].take();
+                            out["store"] = counted["store"].take();
+                            if let Some(age) = age {
+                                out["store"]["counted_ms_ago"] = json!(age.as_millis() as u64);
+                            }
+                        }
+                        Answer::Counting => out["store"] = json!({ "counting": true }),
+                        Answer::Failed(e) => out["store"] = json!({ "error": e }),
+                    }
                 }
                 Ok(out)
             }
@@ -424,6 +397,57 @@ pub(crate) fn audit_query(params: &Map<String, Value>) -> Result<openhuman_memor
         since_ms,
         failed_only: params.get("failed").and_then(Value::as_bool).unwrap_or(false),
     })
+}
+
+/// The store's part of a status, counted on the blocking pool: the vector tiers' coverage (how
+/// far the deep tier's background fill has come) and the store's counts, size and projects.
+fn store_counts(engine: openhuman_memory::MemoryEngine, data_dir: std::path::PathBuf) -> Count {
+    async move {
+        let counted = blocking(move || {
+            let began = std::time::Instant::now();
+            let tiers = engine.tiers().map_err(internal)?;
+            let projects = engine.projects().map_err(internal)?;
+            let stats = engine.stats().map_err(internal)?;
+            Ok((tiers, stats, crate::status::store_bytes(&data_dir), projects, began.elapsed()))
+        })
+        .await;
+        let (tiers, stats, bytes, projects, took) = counted.map_err(|e| e.to_string())?;
+        let vectors: Map<String, Value> = tiers
+            .into_iter()
+            .map(|t| (t.tier.name().to_string(), serde_json::to_value(t).unwrap_or_default()))
+            .collect();
+        let projects: Vec<Value> = projects
+            .projects
+            .iter()
+            .map(|p| {
+                json!({
+                    "project": p.project,
+                    "chunks": p.chunks,
+                    "last_observed_at": p.last_observed_at,
+                    "context": crate::live_resources::context_uri(&p.project),
+                })
+            })
+            .collect();
+        let figures = json!({
+            "vectors": vectors,
+            "store": {
+                "bytes": bytes,
+                "chunks": stats.chunks,
+                "sources": stats.sources,
+                "entities": stats.entities,
+                "audit_rows": stats.audit_rows,
+                "projects": projects,
+                "index": {
+                    "db_seq": stats.db_seq,
+                    "fts_seq": stats.fts.seq,
+                    "fts_docs": stats.fts.docs,
+                    "vectors": stats.vectors.count,
+                },
+            },
+        });
+        Ok((figures, took))
+    }
+    .boxed()
 }
 
 /// Whether the store is open, its engine and, with a shared store, where this copy stands.

@@ -11,7 +11,8 @@
 //!
 //! A bulk ingest holds the thread back until it ends (`Bulk`): making the chunks searchable
 //! comes first. Before each batch it stands aside, for at most a second, while searches and
-//! recalls are going on (`foreground`): answering comes first too. Tools that answer from entities first let a short backlog finish (`settle`).
+//! recalls are going on (`foreground`): answering comes first too. Tools that answer from
+//! entities first let a short backlog finish (`settle`).
 //!
 //! When the stored entities were made by another extractor version, `begin_reextract` wipes
 //! them at open and this thread rebuilds them from the chunks before it reads any new text.
