@@ -56,7 +56,11 @@ pub(crate) fn lines(s: &Value) -> Vec<String> {
             store["audit_rows"],
             store["counted_ms_ago"]
                 .as_u64()
-                .map(|ms| format!(" (counted {} ago; a large store is counted again every 30 s)", duration(ms / 1000)))
+                .map(|ms| format!(
+                    " (counted {} ago; a large store is counted again every {} s)",
+                    duration(ms / 1000),
+                    crate::store_counts::RECOUNT_AFTER.as_secs()
+                ))
                 .unwrap_or_default(),
         ));
         let ix = &store["index"];

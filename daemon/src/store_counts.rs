@@ -23,7 +23,7 @@ pub(crate) const WAIT: Duration = Duration::from_secs(2);
 const CHEAP: Duration = Duration::from_millis(250);
 
 /// A count that took longer is made again when the last one is older than this.
-const RECOUNT_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const RECOUNT_AFTER: Duration = Duration::from_secs(30);
 
 /// What a count gives: the status's figures and how long the counting itself took (waiting for
 /// a thread of the pool does not count), or why it failed.
@@ -49,6 +49,14 @@ struct Counted {
     took: Duration,
 }
 
+impl Counted {
+    /// This count, as an answer that says how old it is.
+    fn aged(self) -> Answer {
+        let age = self.at.elapsed();
+        Answer::Counted { store: self.store, age: Some(age) }
+    }
+}
+
 /// The counts a status shows.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Answer {
@@ -65,26 +73,24 @@ impl StoreCounts {
     pub(crate) async fn get(&self, count: impl FnOnce() -> Count) -> Answer {
         let (running, last) = {
             let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let due = st.last.as_ref().is_none_or(|c| c.took < CHEAP || c.at.elapsed() >= RECOUNT_AFTER);
-            if due && st.running.is_none() {
-                st.running = Some(self.start(count()));
+            // A dear store answers from its last count at once, recounting when it is old.
+            if let Some(c) = st.last.clone().filter(|c| c.took >= CHEAP) {
+                if c.at.elapsed() >= RECOUNT_AFTER && st.running.is_none() {
+                    st.running = Some(self.start(count()));
+                }
+                return c.aged();
             }
-            (st.running.clone(), st.last.clone())
-        };
-        // A dear store answers from its last count at once, recounting meanwhile.
-        if let Some(c) = &last
-            && c.took >= CHEAP
-        {
-            return Answer::Counted { store: c.store.clone(), age: Some(c.at.elapsed()) };
-        }
-        let Some(running) = running else {
-            // Not due and nothing running: only a dear count is ever left standing.
-            return last.map_or(Answer::Counting, |c| Answer::Counted { store: c.store, age: Some(c.at.elapsed()) });
+            // A cheap store (or one never counted) is counted now, or joins the count running.
+            let running = match &st.running {
+                Some(r) => r.clone(),
+                None => st.running.insert(self.start(count())).clone(),
+            };
+            (running, st.last.clone())
         };
         match tokio::time::timeout(WAIT, running).await {
             Ok(Ok(c)) => Answer::Counted { store: c.store, age: None },
             Ok(Err(e)) => Answer::Failed(e),
-            Err(_) => last.map_or(Answer::Counting, |c| Answer::Counted { store: c.store, age: Some(c.at.elapsed()) }),
+            Err(_) => last.map_or(Answer::Counting, Counted::aged),
         }
     }
 

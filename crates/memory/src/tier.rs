@@ -228,6 +228,11 @@ impl MemoryEngine {
     /// Each tier's coverage and whether it answers queries (fast first, then deep if any).
     pub fn tiers(&self) -> Result<Vec<TierProgress>, MemoryError> {
         let total: i64 = self.inner.read_conn()?.query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))?;
-        Ok(progress(&self.inner, total as usize))
+        Ok(self.tiers_of(total))
+    }
+
+    /// [`Self::tiers`] for a caller that has counted the chunks already (from `stats`).
+    pub fn tiers_of(&self, chunks: i64) -> Vec<TierProgress> {
+        progress(&self.inner, chunks.max(0) as usize)
     }
 }

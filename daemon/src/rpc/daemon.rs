@@ -405,9 +405,9 @@ fn store_counts(engine: openhuman_memory::MemoryEngine, data_dir: std::path::Pat
     async move {
         let counted = blocking(move || {
             let began = std::time::Instant::now();
-            let tiers = engine.tiers().map_err(internal)?;
-            let projects = engine.projects().map_err(internal)?;
             let stats = engine.stats().map_err(internal)?;
+            let tiers = engine.tiers_of(stats.chunks);
+            let projects = engine.projects().map_err(internal)?;
             Ok((tiers, stats, crate::status::store_bytes(&data_dir), projects, began.elapsed()))
         })
         .await;

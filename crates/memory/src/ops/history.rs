@@ -114,8 +114,13 @@ impl MemoryEngine {
                 Ok(ProjectRow { project: r.get(0)?, chunks: r.get(1)?, last_observed_at: ms_to_rfc3339(r.get(2)?) })
             })?
             .collect::<rusqlite::Result<_>>()?;
-        let without_project =
-            conn.prepare_cached("SELECT count(*) FROM chunks WHERE project IS NULL")?.query_row([], |r| r.get(0))?;
+        // Counted as all chunks less those with a project: both walk short index ranges, where
+        // counting the NULLs of `chunks_project` walks every chunk without one (seconds at 10M).
+        let without_project = conn
+            .prepare_cached(
+                "SELECT (SELECT count(*) FROM chunks) - (SELECT count(*) FROM chunks WHERE project IS NOT NULL)",
+            )?
+            .query_row([], |r| r.get(0))?;
         Ok(ProjectsResult { projects, without_project })
     }
 }
