@@ -622,13 +622,18 @@ pub struct AnnStats {
     pub trained_rows: usize,
     /// Rows not yet placed in a list (scanned exactly meanwhile).
     pub pending: usize,
+    /// Whether unrestricted searches scan the probed lists. False when those lists would hold
+    /// more than an eighth of the rows: the sign pre-rank over every row reads less and
+    /// answers instead, and `recall_at_10` is the lists' figure, not that of the answers.
+    pub answers: bool,
     /// The index file holds this training and calibration.
     pub saved: bool,
 }
 
-pub(crate) fn stats(ivf: &Ivf, pending: usize, saved: bool) -> AnnStats {
+pub(crate) fn stats(ivf: &Ivf, pending: usize, saved: bool, answers: bool) -> AnnStats {
     AnnStats {
         saved,
+        answers,
         lists: ivf.leaf_count(),
         probes: ivf.probes(),
         recall_at_10: ivf.recall(),
