@@ -215,6 +215,7 @@ pub(crate) fn rank(
                 None => Vec::new(),
             };
             spread_to_neighbours(conn, &mut fused, filter, &cosines)?;
+            focus_on_speaker(inner, conn, &mut fused, &terms.words)?;
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);
@@ -229,6 +230,122 @@ pub(crate) fn rank(
         }
         pool *= 4;
     }
+}
+
+// ---- the person a question names ----
+
+/// Chat hits, among the first this many, whose speaker the query may name.
+const FOCUS_FROM: usize = 50;
+
+/// How much of a chat hit's score rests on the named speaker's own lines: a hit keeps
+/// `1 - FOCUS_SHARE` of it whatever its lines, and the rest in proportion to the share of its
+/// keyword match (or, without one, whether the person speaks in it at all) that the person's
+/// lines hold. On the LoCoMo development conversations 0.2 / 0.3 / 0.5 / 0.7 gave recall
+/// R@10 0.749 / 0.762 / 0.761 / 0.752 on one turn a chunk (0.726 without) and 0.898 / 0.900 /
+/// 0.905 / 0.902 on packed chunks (0.896); 0.5 is best or near it on both.
+const FOCUS_SHARE: f64 = 0.5;
+
+/// A chat line's speaker and text: `[stamp] Name: text` as chat ingest writes them.
+fn chat_line(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix('[')?.split_once("] ")?.1;
+    rest.split_once(": ")
+}
+
+/// When the query names exactly one person who speaks in the chat hits near the top, weighs
+/// each of those hits by how much of its match is that person's own words: a question about
+/// someone is most often answered by what they said, and in a chunk of many turns the other
+/// speakers' lines share its words too.
+fn focus_on_speaker(inner: &Inner, conn: &Connection, fused: &mut [Hit], words: &[String]) -> Result<(), MemoryError> {
+    if words.len() < 2 || fused.is_empty() {
+        return Ok(());
+    }
+    let head: Vec<i64> = fused.iter().take(FOCUS_FROM).map(|h| h.rowid).collect();
+    let mut texts: HashMap<i64, String> = HashMap::new();
+    {
+        let mut q = conn
+            .prepare_cached("SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
+        let mut rows = q.query([rarray(&head)])?;
+        while let Some(r) = rows.next()? {
+            texts.insert(r.get(0)?, r.get(1)?);
+        }
+    }
+    if texts.is_empty() {
+        return Ok(());
+    }
+    // The stems of a text's words that could be query stems (a word is stemmed only when it
+    // shares its first letter with one).
+    let stems_of = |text: &str| {
+        let mut out = Vec::new();
+        crate::fts::for_each_word(text, |_, _, lower| {
+            let first = lower.as_bytes().first();
+            if words.iter().any(|w| w.as_bytes().first() == first) {
+                out.push(crate::fts::stem(lower).into_owned());
+            }
+        });
+        out
+    };
+    // The speakers the query names, by any word of their name.
+    let mut named: Vec<&str> = Vec::new();
+    let mut name_terms = vec![false; words.len()];
+    for text in texts.values() {
+        for (speaker, _) in text.lines().filter_map(chat_line) {
+            if named.contains(&speaker) {
+                continue;
+            }
+            let stems = stems_of(speaker);
+            let mut hit = false;
+            for (i, w) in words.iter().enumerate() {
+                if stems.contains(w) {
+                    name_terms[i] = true;
+                    hit = true;
+                }
+            }
+            if hit {
+                named.push(speaker);
+            }
+        }
+    }
+    let [person] = named[..] else { return Ok(()) };
+    let rest: Vec<String> = words.iter().zip(&name_terms).filter(|(_, n)| !**n).map(|(w, _)| w.clone()).collect();
+    if rest.is_empty() {
+        return Ok(());
+    }
+    let idf = inner.fts.idf(&rest);
+    let total: f64 = idf.iter().sum();
+    if total <= 0.0 {
+        return Ok(());
+    }
+    let share = FOCUS_SHARE;
+    for h in fused.iter_mut().take(FOCUS_FROM) {
+        let Some(text) = texts.get(&h.rowid) else { continue };
+        let (mut all, mut own) = (vec![false; rest.len()], vec![false; rest.len()]);
+        let mut speaks = false;
+        let mut current: Option<&str> = None;
+        for line in text.lines() {
+            let body = match chat_line(line) {
+                Some((who, body)) => {
+                    current = Some(who);
+                    body
+                }
+                // A message's further lines are its speaker's.
+                None => line,
+            };
+            let mine = current == Some(person);
+            speaks |= mine;
+            for s in stems_of(body) {
+                if let Some(i) = rest.iter().position(|w| *w == s) {
+                    all[i] = true;
+                    own[i] |= mine;
+                }
+            }
+        }
+        let weight = |found: &[bool]| found.iter().zip(&idf).filter(|(f, _)| **f).map(|(_, w)| w).sum::<f64>();
+        let matched = weight(&all);
+        let theirs = if matched > 0.0 { weight(&own) / matched } else { f64::from(u8::from(speaks)) };
+        h.score *= 1.0 - share + share * theirs;
+    }
+    fused.sort_by(order);
+    Ok(())
 }
 
 // ---- chat context ----

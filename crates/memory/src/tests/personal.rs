@@ -362,7 +362,7 @@ fn min_relevance_zero_keeps_every_hit_and_the_default_holds_back_noise() {
 
 #[test]
 fn a_chat_answer_comes_back_with_the_turn_that_asks_for_it() {
-    use crate::{Channel, ChatChunking, ChatMsg};
+    use crate::ChatChunking;
     let dir = tempfile::tempdir().unwrap();
     let m = open_with(&dir.path().join("data"), builtin());
     let turns = [
@@ -373,19 +373,7 @@ fn a_chat_answer_comes_back_with_the_turn_that_asks_for_it() {
         ("Ana", "Nice, I have never been."),
         ("Ben", "Come visit in spring, the weather is better then."),
     ];
-    let mut ch = Channel::new("test:ana-ben".into(), "Ana and Ben".into(), "ana-ben".into(), None);
-    ch.msgs = turns
-        .iter()
-        .enumerate()
-        .map(|(i, (from, text))| ChatMsg {
-            at: format!("T{i}"),
-            ts: 1_700_000_000_000 + i as i64 * 60_000,
-            from: from.to_string(),
-            text: text.to_string(),
-            thread: None,
-            handle: None,
-        })
-        .collect();
+    let ch = ana_and_ben("ana-ben", &turns, 60_000);
     let stored = m.put_chat(vec![ch.clone()], "chats/ana-ben", ChatChunking::PerMessage).unwrap();
     assert_eq!(stored.len(), turns.len());
     assert_eq!(stored[3].messages, ["T3"]);
@@ -401,4 +389,49 @@ fn a_chat_answer_comes_back_with_the_turn_that_asks_for_it() {
     assert_eq!(packed[0].messages.len(), turns.len());
     let s = m.stats().unwrap();
     assert_eq!(s.chunks, 1);
+}
+
+/// A question that names someone who speaks in a chat is answered first by what they said:
+/// the other speaker's turn that shares more of its words comes after.
+#[test]
+fn a_question_about_someone_ranks_their_own_turns_first() {
+    use crate::ChatChunking;
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(&dir.path().join("data"), builtin());
+    let turns = [
+        ("Ana", "We adopted a greyhound last week, the greyhound sleeps all day and loves the sofa."),
+        ("Ben", "Nice. The weather here has been awful all week."),
+        ("Ana", "How is the new flat working out?"),
+        ("Ben", "Great. I adopted a greyhound from the shelter in March."),
+    ];
+    let ch = ana_and_ben("ana-ben-2", &turns, 86_400_000);
+    let stored = m.put_chat(vec![ch], "chats/ana-ben-2", ChatChunking::PerMessage).unwrap();
+    m.wait_background();
+    let first = |query: &str| {
+        let r = m.wire::<ops::Recall>(json!({"query": query, "k": 4})).unwrap();
+        r["chunks"][0]["chunk_id"].as_str().unwrap().to_string()
+    };
+    // Without a name, Ana's turn says "greyhound" twice and ranks first.
+    assert_eq!(first("who adopted a greyhound?"), stored[0].chunk_id);
+    // Named, Ben's own turn comes first.
+    assert_eq!(first("when did Ben adopt a greyhound?"), stored[3].chunk_id);
+    assert_eq!(first("when did Ana adopt a greyhound?"), stored[0].chunk_id);
+}
+
+/// A chat between Ana and Ben, one message of `turns` every `step_ms`.
+fn ana_and_ben(id: &str, turns: &[(&str, &str)], step_ms: i64) -> crate::Channel {
+    let mut ch = crate::Channel::new(format!("test:{id}"), "Ana and Ben".into(), id.into(), None);
+    ch.msgs = turns
+        .iter()
+        .enumerate()
+        .map(|(i, (from, text))| crate::ChatMsg {
+            at: format!("T{i}"),
+            ts: 1_700_000_000_000 + i as i64 * step_ms,
+            from: from.to_string(),
+            text: text.to_string(),
+            thread: None,
+            handle: None,
+        })
+        .collect();
+    ch
 }
