@@ -457,4 +457,76 @@ mod tests {
         let (again, _, seq) = VecFile::load(dir.path(), SIG, DIMS).unwrap();
         assert_eq!((held(&again), seq), (held(&want), 6));
     }
+
+    /// What unrestricted searches return on a store a benchmark kept, against the exact int8
+    /// scan of the same index: recall@10 and time of [`VectorIndex::search`] (the IVF when its
+    /// lists answer, else the sign pre-rank over every row) for the subjects of 200 of its mails
+    /// as queries, embedded with the built-in model, asking for the 100 that `memory.recall`
+    /// asks for:
+    ///
+    /// ```text
+    /// KEPT_STORE=<MEMORY_BENCH_DIR>/oh-mb-XXXXXX/h/data cargo test --profile fast \
+    ///   -p openhuman-memory --lib -- --ignored kept_store_recall --nocapture
+    /// ```
+    #[test]
+    #[ignore = "a diagnostic: needs a store a memory benchmark kept"]
+    #[allow(clippy::print_stdout, reason = "the diagnostic's figures are its output")]
+    fn kept_store_recall() {
+        use std::time::Instant;
+        let Ok(data) = std::env::var("KEPT_STORE") else {
+            println!("KEPT_STORE is not set: nothing to measure");
+            return;
+        };
+        let data = std::path::Path::new(&data);
+        let model = crate::embed::builtin().expect("the built-in model");
+        let started = Instant::now();
+        let (mut ix, _file, _) =
+            VecFile::load(&data.join("vectors"), model.signature(), model.dims()).expect("the kept store's vectors");
+        ix.attach_ann(&data.join("vectors"), model.signature());
+        let rows = ix.len();
+        let conn =
+            rusqlite::Connection::open_with_flags(data.join("memory.db"), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .expect("the kept store's database");
+        let last: i64 = conn.query_row("SELECT max(rowid) FROM chunks", [], |r| r.get(0)).expect("a chunk");
+        let subjects: Vec<String> = (0..200i64)
+            .filter_map(|i| {
+                conn.query_row(
+                    "SELECT json_extract(metadata, '$.subject') FROM chunks WHERE rowid = ?1",
+                    [1 + (i * 4_854_847) % last],
+                    |r| r.get::<_, Option<String>>(0),
+                )
+                .ok()
+                .flatten()
+            })
+            .collect();
+        let texts: Vec<&str> = subjects.iter().map(String::as_str).collect();
+        let queries = model.embed(&texts).expect("embedded subjects");
+        println!(
+            "{rows} rows loaded in {:.1} s; {} subjects as queries",
+            started.elapsed().as_secs_f64(),
+            queries.len()
+        );
+        let answers = ix.ann_stats().is_some_and(|a| a.answers);
+        let (mut found, mut times, mut exact_times) = (0, Vec::new(), Vec::new());
+        for q in &queries {
+            let t = Instant::now();
+            let exact = ix.exact_top(q, 10);
+            exact_times.push(t.elapsed().as_secs_f64() * 1e3);
+            let t = Instant::now();
+            let got = ix.search(q, 100, None);
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            found += got.iter().take(10).filter(|(r, _)| exact.contains(r)).count();
+        }
+        let p50 = |mut t: Vec<f64>| {
+            t.sort_by(f64::total_cmp);
+            t.get(t.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        println!(
+            "searches answered by {}: recall@10 {:.4} against the exact scan; p50 {:.2} ms (exact scan {:.2} ms)",
+            if answers { "the IVF's probed lists" } else { "the sign pre-rank over every row" },
+            found as f64 / (10 * queries.len()).max(1) as f64,
+            p50(times),
+            p50(exact_times)
+        );
+    }
 }
