@@ -245,84 +245,53 @@ const FOCUS_FROM: usize = 50;
 /// 0.905 / 0.902 on packed chunks (0.896); 0.5 is best or near it on both.
 const FOCUS_SHARE: f64 = 0.5;
 
-/// A chat line's speaker and text: `[stamp] Name: text` as chat ingest writes them.
-fn chat_line(line: &str) -> Option<(&str, &str)> {
-    let rest = line.strip_prefix('[')?.split_once("] ")?.1;
-    rest.split_once(": ")
-}
-
-/// When the query names exactly one person who speaks in the chat hits near the top, weighs
-/// each of those hits by how much of its match is that person's own words: a question about
-/// someone is most often answered by what they said, and in a chunk of many turns the other
-/// speakers' lines share its words too.
+/// When the query names exactly one person who speaks in the chat hits near the top (any word
+/// of a name in a chunk's `participants`), weighs each of those hits by how much of its match
+/// is that person's own words: a question about someone is most often answered by what they
+/// said, and in a chunk of many turns the other speakers' lines share its words too.
 fn focus_on_speaker(inner: &Inner, conn: &Connection, fused: &mut [Hit], words: &[String]) -> Result<(), MemoryError> {
     if words.len() < 2 || fused.is_empty() {
         return Ok(());
     }
     let head: Vec<i64> = fused.iter().take(FOCUS_FROM).map(|h| h.rowid).collect();
-    let mut texts: HashMap<i64, String> = HashMap::new();
+    let mut chats: HashMap<i64, (String, Vec<String>)> = HashMap::new();
     {
-        let mut q = conn
-            .prepare_cached("SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
+        let mut q = conn.prepare_cached(
+            "SELECT rowid, content, json_extract(metadata, '$.participants') FROM chunks \
+             WHERE rowid IN rarray(?1) AND source_kind = 'chat'",
+        )?;
         let mut rows = q.query([rarray(&head)])?;
         while let Some(r) = rows.next()? {
-            texts.insert(r.get(0)?, r.get(1)?);
+            let speakers: Option<String> = r.get(2)?;
+            let speakers = speakers.and_then(|j| serde_json::from_str(&j).ok()).unwrap_or_default();
+            chats.insert(r.get(0)?, (r.get(1)?, speakers));
         }
     }
-    if texts.is_empty() {
-        return Ok(());
-    }
-    // The stems of a text's words that could be query stems (a word is stemmed only when it
-    // shares its first letter with one).
-    let stems_of = |text: &str| {
-        let mut out = Vec::new();
-        crate::fts::for_each_word(text, |_, _, lower| {
-            let first = lower.as_bytes().first();
-            if words.iter().any(|w| w.as_bytes().first() == first) {
-                out.push(crate::fts::stem(lower).into_owned());
-            }
-        });
-        out
-    };
-    // The speakers the query names, by any word of their name.
+    // The speakers the query names, and which of its words name them.
     let mut named: Vec<&str> = Vec::new();
     let mut name_terms = vec![false; words.len()];
-    for text in texts.values() {
-        for (speaker, _) in text.lines().filter_map(chat_line) {
-            if named.contains(&speaker) {
-                continue;
-            }
-            let stems = stems_of(speaker);
-            let mut hit = false;
-            for (i, w) in words.iter().enumerate() {
-                if stems.contains(w) {
-                    name_terms[i] = true;
-                    hit = true;
-                }
-            }
-            if hit {
-                named.push(speaker);
-            }
+    for speaker in chats.values().flat_map(|c| &c.1) {
+        let mut names = vec![false; words.len()];
+        mark_terms(speaker, words, &mut names);
+        if names.contains(&true) && !named.contains(&speaker.as_str()) {
+            named.push(speaker);
+            name_terms.iter_mut().zip(&names).for_each(|(t, n)| *t |= *n);
         }
     }
     let [person] = named[..] else { return Ok(()) };
     let rest: Vec<String> = words.iter().zip(&name_terms).filter(|(_, n)| !**n).map(|(w, _)| w.clone()).collect();
-    if rest.is_empty() {
-        return Ok(());
-    }
     let idf = inner.fts.idf(&rest);
-    let total: f64 = idf.iter().sum();
-    if total <= 0.0 {
+    if idf.iter().sum::<f64>() <= 0.0 {
         return Ok(());
     }
-    let share = FOCUS_SHARE;
     for h in fused.iter_mut().take(FOCUS_FROM) {
-        let Some(text) = texts.get(&h.rowid) else { continue };
+        let Some((text, speakers)) = chats.get(&h.rowid) else { continue };
+        let speakers: Vec<&str> = speakers.iter().map(String::as_str).collect();
         let (mut all, mut own) = (vec![false; rest.len()], vec![false; rest.len()]);
         let mut speaks = false;
         let mut current: Option<&str> = None;
         for line in text.lines() {
-            let body = match chat_line(line) {
+            let body = match crate::util::chat_line(line, &speakers) {
                 Some((who, body)) => {
                     current = Some(who);
                     body
@@ -332,17 +301,16 @@ fn focus_on_speaker(inner: &Inner, conn: &Connection, fused: &mut [Hit], words: 
             };
             let mine = current == Some(person);
             speaks |= mine;
-            for s in stems_of(body) {
-                if let Some(i) = rest.iter().position(|w| *w == s) {
-                    all[i] = true;
-                    own[i] |= mine;
-                }
+            let mut here = vec![false; rest.len()];
+            mark_terms(body, &rest, &mut here);
+            for ((a, o), h) in all.iter_mut().zip(&mut own).zip(here) {
+                *a |= h;
+                *o |= h && mine;
             }
         }
-        let weight = |found: &[bool]| found.iter().zip(&idf).filter(|(f, _)| **f).map(|(_, w)| w).sum::<f64>();
-        let matched = weight(&all);
-        let theirs = if matched > 0.0 { weight(&own) / matched } else { f64::from(u8::from(speaks)) };
-        h.score *= 1.0 - share + share * theirs;
+        let matched = weight_of(&all, &idf);
+        let theirs = if matched > 0.0 { weight_of(&own, &idf) / matched } else { f64::from(u8::from(speaks)) };
+        h.score *= 1.0 - FOCUS_SHARE + FOCUS_SHARE * theirs;
     }
     fused.sort_by(order);
     Ok(())
@@ -510,24 +478,32 @@ impl Judge {
             return 0.0;
         }
         let mut found = vec![false; self.terms.len()];
-        // A word is stemmed only when it could be one of the query's stems (they share a
-        // first letter and the word is at least as long as the stem's first part).
-        let mut check = |_: usize, _: usize, lower: &str| {
-            let first = lower.as_bytes().first();
-            if !self.terms.iter().zip(&found).any(|(t, f)| !*f && t.as_bytes().first() == first) {
-                return;
-            }
-            let s = crate::fts::stem(lower);
-            if let Some(i) = self.terms.iter().position(|t| *t == s) {
-                found[i] = true;
-            }
-        };
         if let Some(t) = &row.title {
-            crate::fts::for_each_word(t, &mut check);
+            mark_terms(t, &self.terms, &mut found);
         }
-        crate::fts::for_each_word(&row.content, &mut check);
-        found.iter().zip(&self.idf).filter(|(f, _)| **f).map(|(_, w)| w).sum::<f64>() / total
+        mark_terms(&row.content, &self.terms, &mut found);
+        weight_of(&found, &self.idf) / total
     }
+}
+
+/// Marks in `found` the query stems `terms` that `text` holds. A word is stemmed only when it
+/// could be one of the stems not found yet (they share a first letter).
+fn mark_terms(text: &str, terms: &[String], found: &mut [bool]) {
+    crate::fts::for_each_word(text, |_, _, lower| {
+        let first = lower.as_bytes().first();
+        if !terms.iter().zip(found.iter()).any(|(t, f)| !*f && t.as_bytes().first() == first) {
+            return;
+        }
+        let s = crate::fts::stem(lower);
+        if let Some(i) = terms.iter().position(|t| *t == s) {
+            found[i] = true;
+        }
+    });
+}
+
+/// The summed weight `idf` of the terms marked in `found`.
+fn weight_of(found: &[bool], idf: &[f64]) -> f64 {
+    found.iter().zip(idf).filter(|(f, _)| **f).map(|(_, w)| w).sum()
 }
 
 /// The share of a matching chat turn's relevance that the turn recalled as its context has.

@@ -185,3 +185,16 @@ impl Deferred {
         Ok(())
     }
 }
+
+/// A line of a chat chunk as chat ingest writes it, `[2024-01-02 10:00] sender: text` →
+/// (sender, text), the sender being one of `speakers` (the chunk's `participants`; a sender
+/// may hold `: ` itself). `None` for a message's further lines.
+pub(crate) fn chat_line<'a>(line: &'a str, speakers: &[&'a str]) -> Option<(&'a str, &'a str)> {
+    let rest = line.strip_prefix('[')?;
+    let (_, rest) = rest.split_once("] ")?;
+    let who = speakers
+        .iter()
+        .filter(|s| rest.starts_with(**s) && rest[s.len()..].starts_with(": "))
+        .max_by_key(|s| s.len())?;
+    Some((who, &rest[who.len() + 2..]))
+}

@@ -443,16 +443,12 @@ impl VectorIndex {
         if limit == 0 || self.dims == 0 || query.len() != self.dims {
             return Vec::new();
         }
-        let mut q = query.to_vec();
-        normalize(&mut q);
         // The query is quantised too, so the exact scan is integer arithmetic throughout.
-        let mut qi = vec![0i8; q.len()];
-        let q_scale = quantize(&q, &mut qi);
-        let query = Quantised { row: qi, scale: q_scale };
+        let (q, query) = Quantised::unit(query);
         let best = match restrict {
             Some(rows) => self.exact(&query, limit, rows.iter().filter_map(|r| self.pos.get(*r))),
-            None => match self.ivf.as_deref() {
-                Some(ivf) if self.uses_ivf() && ivf_pays(ivf) => self.search_ivf(ivf, &q, &query, limit),
+            None => match self.answering_ivf() {
+                Some(ivf) => self.search_ivf(ivf, &q, &query, limit),
                 _ => {
                     let n = self.rowids.len();
                     let signs = (n >= PREFILTER_MIN_ROWS).then(|| SignTable::new(&self.sign_query(&q)));
@@ -463,24 +459,30 @@ impl VectorIndex {
                 }
             },
         };
+        self.ranked(best, limit)
+    }
+
+    /// `(position, cosine)` pairs as the best `limit` `(rowid, cosine)`, best first.
+    fn ranked(&self, best: Vec<(usize, f32)>, limit: usize) -> Vec<(i64, f32)> {
         let mut out: Vec<(i64, f32)> = best.into_iter().map(|(i, s)| (self.rowids.at(i), s)).collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         out.truncate(limit);
         out
     }
 
+    /// The IVF when unrestricted searches scan its lists: it covers some rows, and its probed
+    /// lists read less than the sign pre-rank over every row ([`ivf_pays`]).
+    fn answering_ivf(&self) -> Option<&Ivf> {
+        self.ivf.as_deref().filter(|ivf| self.uses_ivf() && ivf_pays(ivf))
+    }
+
     /// The exact top `k` rowids for `query` over every row, best first (diagnostics measure
     /// [`Self::search`] against it).
     #[cfg(test)]
     pub(crate) fn exact_top(&self, query: &[f32], k: usize) -> Vec<i64> {
-        let mut q = query.to_vec();
-        normalize(&mut q);
-        let mut row = vec![0i8; q.len()];
-        let scale = quantize(&q, &mut row);
-        let query = Quantised { row, scale };
-        let mut best = split(self.rowids.len(), k, |r| self.exact(&query, k, r));
-        best.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        best.into_iter().take(k).map(|(i, _)| self.rowids.at(i)).collect()
+        let (_, query) = Quantised::unit(query);
+        let best = split(self.rowids.len(), k, |r| self.exact(&query, k, r));
+        self.ranked(best, k).into_iter().map(|(r, _)| r).collect()
     }
 
     /// The mean and standard deviation of `query`'s cosine with up to `n` rows spread evenly
@@ -492,10 +494,7 @@ impl VectorIndex {
         if len == 0 || n == 0 || self.dims == 0 || query.len() != self.dims {
             return None;
         }
-        let mut q = query.to_vec();
-        normalize(&mut q);
-        let mut qi = vec![0i8; q.len()];
-        let q_scale = quantize(&q, &mut qi);
+        let (_, Quantised { row: qi, scale: q_scale }) = Quantised::unit(query);
         let step = len.div_ceil(n).max(1);
         let dot_i8 = int8_dot();
         let sims: Vec<f64> = (0..len)
@@ -873,7 +872,9 @@ impl VectorIndex {
 
     /// The approximate index's figures, when one is trained.
     pub(crate) fn ann_stats(&self) -> Option<AnnStats> {
-        self.ivf.as_deref().map(|ivf| ann::stats(ivf, self.lists.pending.len(), !self.ann_unsaved, ivf_pays(ivf)))
+        self.ivf
+            .as_deref()
+            .map(|ivf| ann::stats(ivf, self.lists.pending.len(), !self.ann_unsaved, self.answering_ivf().is_some()))
     }
 
     /// Trains an IVF from `rows` rows on (tests: [`ANN_MIN_ROWS`] makes them slow unoptimised).
@@ -933,6 +934,17 @@ fn split(n: usize, limit: usize, part: impl Fn(Range<usize>) -> Vec<(usize, f32)
 struct Quantised {
     row: Vec<i8>,
     scale: f32,
+}
+
+impl Quantised {
+    /// `query` at unit length, and that quantised.
+    fn unit(query: &[f32]) -> (Vec<f32>, Quantised) {
+        let mut q = query.to_vec();
+        normalize(&mut q);
+        let mut row = vec![0i8; q.len()];
+        let scale = quantize(&q, &mut row);
+        (q, Quantised { row, scale })
+    }
 }
 
 /// Past this many rows an unrestricted search is pre-ranked by sign bits; below it the full

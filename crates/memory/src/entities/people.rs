@@ -89,7 +89,7 @@ pub(crate) fn read<'a>(c: &ChunkView<'a>) -> (Vec<Party>, Vec<&'a str>) {
             // Each message with its continuation lines, for its opening.
             let mut messages: Vec<(&str, String)> = Vec::new();
             for line in c.content.lines() {
-                match chat_line(line, &speakers) {
+                match crate::util::chat_line(line, &speakers) {
                     Some((who, text)) => {
                         messages.push((who, text.to_string()));
                         prose.push(text);
@@ -143,18 +143,6 @@ fn add(parties: &mut Vec<Party>, name: String, address: Option<String>, sent: u3
         p.received += 1;
     }
     p.openings.extend(opening);
-}
-
-/// `[2024-01-02 10:00] sender: text` → (sender, text), the sender being one of `speakers`
-/// (the chunk's `participants`; a sender may hold `: ` itself).
-fn chat_line<'a>(line: &'a str, speakers: &[&'a str]) -> Option<(&'a str, &'a str)> {
-    let rest = line.strip_prefix('[')?;
-    let (_, rest) = rest.split_once("] ")?;
-    let who = speakers
-        .iter()
-        .filter(|s| rest.starts_with(**s) && rest[s.len()..].starts_with(": "))
-        .max_by_key(|s| s.len())?;
-    Some((who, &rest[who.len() + 2..]))
 }
 
 /// `Name <addr>, addr, Last, First <addr>` → (name, address) pairs; a name that is itself an

@@ -622,9 +622,10 @@ pub struct AnnStats {
     pub trained_rows: usize,
     /// Rows not yet placed in a list (scanned exactly meanwhile).
     pub pending: usize,
-    /// Whether unrestricted searches scan the probed lists. False when those lists would hold
-    /// more than an eighth of the rows: the sign pre-rank over every row reads less and
-    /// answers instead, and `recall_at_10` is the lists' figure, not that of the answers.
+    /// Whether unrestricted searches scan the probed lists. False before any row is filed, and
+    /// when those lists would hold more than an eighth of the rows: the sign pre-rank over
+    /// every row reads less and answers instead, and `recall_at_10` is the lists' figure, not
+    /// that of the answers.
     pub answers: bool,
     /// The index file holds this training and calibration.
     pub saved: bool,
@@ -886,6 +887,15 @@ mod tests {
         let queries: Vec<Vec<f32>> = (0..100).map(|_| g.vector()).collect();
         let r = recall(&ix, &queries);
         assert!(r >= 0.95, "recall@10 {r} ({stats:?})");
+        assert!(stats.answers, "clustered rows: the probed lists answer ({stats:?})");
+        // Calibrated to probe most lists, the lists read more than the sign pre-rank over every
+        // row, which answers instead; the stats say so, and searches stay as good.
+        let ivf = ix.ivf.clone().expect("a trained IVF");
+        ivf.probes.store(ivf.leaf_count() / 2, Ordering::Relaxed);
+        let stats = ix.ann_stats().expect("an IVF past the threshold");
+        assert!(!stats.answers, "{stats:?}");
+        let r = recall(&ix, &queries);
+        assert!(r >= 0.95, "recall@10 {r} through the pre-rank");
     }
 
     /// Vectors of one embedder share a large common component (random pairs of the built-in
