@@ -39,7 +39,11 @@ pub(crate) fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<A
         .open(value)
         .map_err(|e| format!("key `memory.embeddings.transformer` = {value:?}: {e}"))?;
     let windows = config.memory.embeddings.transformer_windows.map_or(DEFAULT_WINDOWS, usize::from);
-    let model = Arc::new(model.with_windows(windows));
+    let mut model = model.with_windows(windows);
+    if let Some(w) = config.memory.embeddings.transformer_weight {
+        model = model.with_fusion_weight(w);
+    }
+    let model = Arc::new(model);
     let warm = model.clone();
     // A failure is logged by the model and returned again by every embedding call.
     let _ = std::thread::Builder::new().name("model-load".into()).spawn(move || warm.load());

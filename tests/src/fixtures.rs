@@ -8,7 +8,7 @@
 //!
 //! When a prerequisite cannot be had (the script failed, or printed nothing: it needs root to
 //! install), the test fails with what to do — unless the user skipped it deliberately by naming
-//! it in `OPENHUMAN_TEST_SKIP` (`postgres`, `pgvector`, `chromium`, `minilm`, `oauth`, comma-separated),
+//! it in `OPENHUMAN_TEST_SKIP` (`postgres`, `pgvector`, `chromium`, `minilm`, `bge`, `oauth`, comma-separated),
 //! which CI never does.
 
 use std::collections::HashMap;

@@ -370,6 +370,9 @@ pub struct EmbeddingsConfig {
     /// only a chunk's start, as sentence-transformers does, and fills fastest. (16 is the
     /// transformer crate's `MAX_WINDOWS`.)
     pub transformer_windows: Option<u8>,
+    /// How much recall trusts the deep tier against BM25 (0–1, default 0.4, chosen with
+    /// all-MiniLM-L6-v2): the weight of its cosine in the blend. A stronger model earns more.
+    pub transformer_weight: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -686,6 +689,11 @@ fn validate(c: &Config) -> Result<(), String> {
     if c.memory.embeddings.transformer_windows.is_some_and(|n| !(1..=16).contains(&n)) {
         return Err("key `memory.embeddings.transformer_windows` must be from 1 to 16 (4 by default; 1 reads \
                     only the start of each chunk)"
+            .to_string());
+    }
+    if c.memory.embeddings.transformer_weight.is_some_and(|w| !(0.0..=1.0).contains(&w)) {
+        return Err("key `memory.embeddings.transformer_weight` must be from 0 to 1 (0.4 by default: the share of \
+                    the deep tier's similarity in recall's blend, BM25 taking the rest)"
             .to_string());
     }
     for (name, key) in
@@ -1053,6 +1061,10 @@ mod tests {
         assert_eq!(c.memory.embeddings.transformer_windows, None);
         let c = load_text("[memory.embeddings]\ntransformer_windows = 1\n", &[]).unwrap();
         assert_eq!(c.memory.embeddings.transformer_windows, Some(1));
+        let c = load_text("[memory.embeddings]\ntransformer_weight = 0.7\n", &[]).unwrap();
+        assert_eq!(c.memory.embeddings.transformer_weight, Some(0.7));
+        let err = load_text("[memory.embeddings]\ntransformer_weight = 1.5\n", &[]).unwrap_err();
+        assert!(err.to_string().contains("memory.embeddings.transformer_weight"), "{err}");
         for bad in ["0", "17"] {
             let err = load_text(&format!("[memory.embeddings]\ntransformer_windows = {bad}\n"), &[]).unwrap_err();
             assert!(err.to_string().contains("memory.embeddings.transformer_windows"), "{err}");

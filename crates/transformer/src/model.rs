@@ -52,7 +52,7 @@ pub const DEFAULT_WINDOWS: usize = 4;
 const MAX_WINDOWS: usize = 16;
 
 /// The deep tier's weight in hybrid ranking (see `Embedder::fusion_weight`).
-const TRANSFORMER_FUSION_WEIGHT: f64 = 0.4;
+pub const TRANSFORMER_FUSION_WEIGHT: f64 = 0.4;
 
 /// How long the fill waits for running queries before it goes on anyway, so a steady stream of
 /// queries slows the fill without stopping it.
@@ -105,6 +105,7 @@ pub struct TransformerEmbedder {
     loaded: OnceLock<Result<Loaded, String>>,
     group_tokens: usize,
     parallel_groups: bool,
+    fusion_weight: f64,
     queries: QueryGate,
     /// The fill's threads (built on first use): as many as candle would use.
     fill_pool: OnceLock<Option<rayon::ThreadPool>>,
@@ -252,6 +253,7 @@ impl TransformerEmbedder {
             loaded: OnceLock::new(),
             group_tokens: GROUP_TOKENS,
             parallel_groups: true,
+            fusion_weight: TRANSFORMER_FUSION_WEIGHT,
             queries: QueryGate::default(),
             fill_pool: OnceLock::new(),
             sha,
@@ -265,6 +267,14 @@ impl TransformerEmbedder {
     pub fn with_windows(mut self, n: usize) -> TransformerEmbedder {
         self.spec.windows = n.clamp(1, MAX_WINDOWS);
         self.signature = signature(&self.name, &self.spec, &self.sha);
+        self
+    }
+
+    /// Sets how much hybrid ranking trusts this model against BM25 (`Embedder::fusion_weight`;
+    /// default [`TRANSFORMER_FUSION_WEIGHT`]), clamped to `0..=1`. Ranking only: vectors and the
+    /// signature stay the same.
+    pub fn with_fusion_weight(mut self, w: f64) -> TransformerEmbedder {
+        self.fusion_weight = w.clamp(0.0, 1.0);
         self
     }
 
@@ -486,7 +496,7 @@ impl Embedder for TransformerEmbedder {
     /// 0.899), and lifts one turn a chunk from R@10 0.711 to 0.738, where a short turn gives
     /// the model little to read and keywords deserve more of the say.
     fn fusion_weight(&self) -> f64 {
-        TRANSFORMER_FUSION_WEIGHT
+        self.fusion_weight
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {

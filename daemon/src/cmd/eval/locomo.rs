@@ -340,7 +340,7 @@ pub(crate) fn run(paths: &Paths, config: &Config, args: &EvalArgs, file: &Path, 
                 })
                 .collect();
             let reference = baseline::Bm25::build(texts.iter().map(String::as_str));
-            for q in c.questions.iter().take(limit - asked) {
+            for (qi, q) in c.questions.iter().take(limit - asked).enumerate() {
                 asked += 1;
                 for (r, tally) in runners.iter().zip(&mut tallies) {
                     let started = Instant::now();
@@ -350,6 +350,17 @@ pub(crate) fn run(paths: &Paths, config: &Config, args: &EvalArgs, file: &Path, 
                     let ms = started.elapsed().as_secs_f64() * 1000.0;
                     let hits: Vec<&[String]> =
                         refs.iter().filter_map(|r| turns_of.get(r)).map(|&i| stored[i].messages.as_slice()).collect();
+                    if tracing::enabled!(tracing::Level::DEBUG) {
+                        let seen: HashSet<&str> =
+                            hits.iter().take(ASK).flat_map(|h| h.iter().map(String::as_str)).collect();
+                        let missed: Vec<&str> =
+                            q.evidence.iter().map(String::as_str).filter(|e| !seen.contains(e)).collect();
+                        tracing::debug!(
+                            conversation = %c.id, question = qi + 1, method = r.method.name(),
+                            category = q.category, hits = hits.len(), ?missed,
+                            "evidence turns not in the first {ASK} hits"
+                        );
+                    }
                     tally.add(q, &hits, ms);
                 }
                 let started = Instant::now();
