@@ -33,7 +33,7 @@ def dequantised(inits, base):
     return (q - zero) * scale
 
 
-def bias_after(graph, tensor, inits, consumers, depth=8):
+def bias_after(tensor, inits, consumers, depth=8):
     """The named `.bias` initializer added to `tensor` within a few single-path steps, if any."""
     for _ in range(depth):
         nodes = consumers.get(tensor, [])
@@ -61,7 +61,7 @@ def convert(model_path, out_dir, config_path, tokenizer_path, pooling, query_pro
     for name, value in inits.items():
         if name.endswith(("_quantized", "_scale", "_zero_point")):
             continue
-        if name.startswith("onnx::") or not value.dtype == np.float32:
+        if name.startswith("onnx::") or value.dtype != np.float32:
             continue
         tensors[name] = value
 
@@ -75,7 +75,7 @@ def convert(model_path, out_dir, config_path, tokenizer_path, pooling, query_pro
         if base.startswith("onnx::"):
             # An unnamed MatMul weight: find the bias its product is added to.
             node = next(n for n in users if n.op_type == "MatMulInteger")
-            bias = bias_after(graph, node.output[0], inits, consumers)
+            bias = bias_after(node.output[0], inits, consumers)
             if bias is None:
                 sys.exit(f"cannot name {base}: no named bias follows its product")
             base = bias[: -len(".bias")] + ".weight"
@@ -84,11 +84,10 @@ def convert(model_path, out_dir, config_path, tokenizer_path, pooling, query_pro
             weight = weight.T
         tensors[base] = np.ascontiguousarray(weight)
 
-    prefixes = {"bert."}
-    if any(k.startswith("bert.") for k in tensors) and any(k.startswith("classifier.") for k in tensors):
-        prefixes = set()  # a sequence classifier keeps the `bert.` prefix beside its head
-    if prefixes:
-        tensors = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in tensors.items()}
+    # A sentence encoder is saved without the `bert.` prefix, as sentence-transformers saves it;
+    # a sequence classifier keeps the prefix beside its head (`classifier.*`).
+    if not any(k.startswith("classifier.") for k in tensors):
+        tensors = {k.removeprefix("bert."): v for k, v in tensors.items()}
 
     os.makedirs(out_dir, exist_ok=True)
     save_file(tensors, os.path.join(out_dir, "model.safetensors"))
