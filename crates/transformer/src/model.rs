@@ -52,7 +52,7 @@ pub const DEFAULT_WINDOWS: usize = 4;
 const MAX_WINDOWS: usize = 16;
 
 /// The deep tier's weight in hybrid ranking (see `Embedder::fusion_weight`).
-pub const TRANSFORMER_FUSION_WEIGHT: f64 = 0.4;
+const TRANSFORMER_FUSION_WEIGHT: f64 = 0.4;
 
 /// How long the fill waits for running queries before it goes on anyway, so a steady stream of
 /// queries slows the fill without stopping it.
@@ -271,7 +271,7 @@ impl TransformerEmbedder {
     }
 
     /// Sets how much hybrid ranking trusts this model against BM25 (`Embedder::fusion_weight`;
-    /// default [`TRANSFORMER_FUSION_WEIGHT`]), clamped to `0..=1`. Ranking only: vectors and the
+    /// default 0.4, `TRANSFORMER_FUSION_WEIGHT`), clamped to `0..=1`. Ranking only: vectors and the
     /// signature stay the same.
     pub fn with_fusion_weight(mut self, w: f64) -> TransformerEmbedder {
         self.fusion_weight = w.clamp(0.0, 1.0);

@@ -205,8 +205,7 @@ impl Tally {
     fn add(&mut self, q: &Question, hits: &[&[String]], ms: f64) {
         let slot = CATEGORIES.iter().position(|&c| c == q.category).map_or(0, |i| i + 1);
         for (i, &cut) in CUTS.iter().enumerate() {
-            let seen: HashSet<&str> = hits.iter().take(cut).flat_map(|h| h.iter().map(String::as_str)).collect();
-            let found = q.evidence.iter().filter(|e| seen.contains(e.as_str())).count();
+            let found = q.evidence.len() - missed(q, hits, cut).len();
             let r = found as f64 / q.evidence.len() as f64;
             self.sums[0][i] += r;
             self.sums[slot][i] += r;
@@ -239,6 +238,12 @@ impl Tally {
         }
         out
     }
+}
+
+/// The evidence turns of `q` that none of the first `cut` hits holds.
+fn missed<'q>(q: &'q Question, hits: &[&[String]], cut: usize) -> Vec<&'q str> {
+    let seen: HashSet<&str> = hits.iter().take(cut).flat_map(|h| h.iter().map(String::as_str)).collect();
+    q.evidence.iter().map(String::as_str).filter(|e| !seen.contains(e)).collect()
 }
 
 impl EvalChunking {
@@ -351,13 +356,9 @@ pub(crate) fn run(paths: &Paths, config: &Config, args: &EvalArgs, file: &Path, 
                     let hits: Vec<&[String]> =
                         refs.iter().filter_map(|r| turns_of.get(r)).map(|&i| stored[i].messages.as_slice()).collect();
                     if tracing::enabled!(tracing::Level::DEBUG) {
-                        let seen: HashSet<&str> =
-                            hits.iter().take(ASK).flat_map(|h| h.iter().map(String::as_str)).collect();
-                        let missed: Vec<&str> =
-                            q.evidence.iter().map(String::as_str).filter(|e| !seen.contains(e)).collect();
                         tracing::debug!(
                             conversation = %c.id, question = qi + 1, method = r.method.name(),
-                            category = q.category, hits = hits.len(), ?missed,
+                            category = q.category, hits = hits.len(), missed = ?missed(q, &hits, ASK),
                             "evidence turns not in the first {ASK} hits"
                         );
                     }
