@@ -43,6 +43,9 @@ pub(crate) fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<A
     if let Some(w) = config.memory.embeddings.transformer_weight {
         model = model.with_fusion_weight(w);
     }
+    if let Some(w) = config.memory.embeddings.transformer_weight_chat {
+        model = model.with_chat_fusion_weight(w);
+    }
     let model = Arc::new(model);
     let warm = model.clone();
     // A failure is logged by the model and returned again by every embedding call.

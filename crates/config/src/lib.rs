@@ -370,9 +370,12 @@ pub struct EmbeddingsConfig {
     /// only a chunk's start, as sentence-transformers does, and fills fastest. (16 is the
     /// transformer crate's `MAX_WINDOWS`.)
     pub transformer_windows: Option<u8>,
-    /// How much recall trusts the deep tier against BM25 (0–1, default 0.4, chosen with
-    /// all-MiniLM-L6-v2): the weight of its cosine in the blend. A stronger model earns more.
+    /// How much recall trusts the deep tier against BM25 (0–1): the weight of its cosine in the
+    /// blend, for every chunk unless `transformer_weight_chat` is set. Unset: what the model
+    /// directory's `openhuman-ranking.json` says, else 0.4 (chosen with all-MiniLM-L6-v2).
     pub transformer_weight: Option<f64>,
+    /// The same for chat chunks alone (0–1), where short turns give a model little to read.
+    pub transformer_weight_chat: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -691,10 +694,16 @@ fn validate(c: &Config) -> Result<(), String> {
                     only the start of each chunk)"
             .to_string());
     }
-    if c.memory.embeddings.transformer_weight.is_some_and(|w| !(0.0..=1.0).contains(&w)) {
-        return Err("key `memory.embeddings.transformer_weight` must be from 0 to 1 (0.4 by default: the share of \
-                    the deep tier's similarity in recall's blend, BM25 taking the rest)"
-            .to_string());
+    for (key, value) in [
+        ("transformer_weight", c.memory.embeddings.transformer_weight),
+        ("transformer_weight_chat", c.memory.embeddings.transformer_weight_chat),
+    ] {
+        if value.is_some_and(|w| !(0.0..=1.0).contains(&w)) {
+            return Err(format!(
+                "key `memory.embeddings.{key}` must be from 0 to 1 (the share of the deep tier's similarity in \
+                 recall's blend, BM25 taking the rest; 0.4 unless the model says otherwise)"
+            ));
+        }
     }
     for (name, key) in
         [("llm.api_key_env", &c.llm.api_key_env), ("memory.embeddings.api_key_env", &c.memory.embeddings.api_key_env)]
@@ -1065,6 +1074,10 @@ mod tests {
         assert_eq!(c.memory.embeddings.transformer_weight, Some(0.7));
         let err = load_text("[memory.embeddings]\ntransformer_weight = 1.5\n", &[]).unwrap_err();
         assert!(err.to_string().contains("memory.embeddings.transformer_weight"), "{err}");
+        let c = load_text("[memory.embeddings]\ntransformer_weight_chat = 0.3\n", &[]).unwrap();
+        assert_eq!(c.memory.embeddings.transformer_weight_chat, Some(0.3));
+        let err = load_text("[memory.embeddings]\ntransformer_weight_chat = -0.1\n", &[]).unwrap_err();
+        assert!(err.to_string().contains("memory.embeddings.transformer_weight_chat"), "{err}");
         for bad in ["0", "17"] {
             let err = load_text(&format!("[memory.embeddings]\ntransformer_windows = {bad}\n"), &[]).unwrap_err();
             assert!(err.to_string().contains("memory.embeddings.transformer_windows"), "{err}");

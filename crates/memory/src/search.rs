@@ -10,7 +10,7 @@
 //! rankers run only over those chunks; otherwise the rankers run unrestricted and the
 //! fused candidates are filtered, widening the candidate pool until enough survive.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::params;
 use serde::Serialize;
@@ -78,12 +78,13 @@ pub(crate) struct Ranked {
 
 /// Merges the ranked lists. Keyword and vector modes keep their ranker's score. Hybrid blends
 /// the two scores after dividing each by its list's best, `(1 − w)·bm25/bm25₁ + w·cos/cos₁`
-/// with `w` the embedder's [`fusion_weight`](crate::embed::Embedder::fusion_weight), a chunk
+/// with `w` the embedder's [`fusion_weight`](crate::embed::Embedder::fusion_weight) (for a chunk
+/// in `chat`, its [`chat_fusion_weight`](crate::embed::Embedder::chat_fusion_weight)), a chunk
 /// missing from a list scoring 0 there. Unlike reciprocal-rank fusion this keeps how far
 /// ahead a confident first hit is, so a weak vector ranker refines keyword order instead of
 /// pulling a clear keyword winner down behind chunks both rankers only half like.
-fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hit> {
-    let weight = weight.clamp(0.0, 1.0);
+fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weights: &Weights) -> Vec<Hit> {
+    let weight = |rowid: i64| weights.of(rowid).clamp(0.0, 1.0);
     let mut hits: HashMap<i64, Hit> = HashMap::with_capacity(bm.len() + vs.len());
     let top = |list: &[(i64, f32)]| list.iter().map(|&(_, s)| s as f64).fold(0.0, f64::max);
     let bm_top = top(bm);
@@ -92,7 +93,7 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hi
         h.bm25_rank = Some(i + 1);
         h.score += match mode {
             Mode::Keyword => score as f64,
-            _ if bm_top > 0.0 => (1.0 - weight) * score as f64 / bm_top,
+            _ if bm_top > 0.0 => (1.0 - weight(rowid)) * score as f64 / bm_top,
             _ => 0.0,
         };
     }
@@ -104,12 +105,39 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weight: f64) -> Vec<Hi
         h.vector_score = Some(score);
         h.score += match mode {
             Mode::Vector => score as f64,
-            _ => weight * score as f64 / vs_top,
+            _ => weight(rowid) * score as f64 / vs_top,
         };
     }
     let mut out: Vec<Hit> = hits.into_values().collect();
     out.sort_by(order);
     out
+}
+
+/// The blend's vector weight for each candidate: one for chat chunks, one for the rest.
+struct Weights {
+    other: f64,
+    chat: f64,
+    chats: HashSet<i64>,
+}
+
+impl Weights {
+    /// One weight for every chunk.
+    #[cfg(test)]
+    fn all(w: f64) -> Weights {
+        Weights { other: w, chat: w, chats: HashSet::new() }
+    }
+
+    fn of(&self, rowid: i64) -> f64 {
+        if self.chats.contains(&rowid) { self.chat } else { self.other }
+    }
+}
+
+/// Which of `rows` are chat chunks.
+fn chat_rows(conn: &Connection, rows: impl Iterator<Item = i64>) -> Result<HashSet<i64>, MemoryError> {
+    let rows: Vec<i64> = rows.collect();
+    let mut q = conn.prepare_cached("SELECT rowid FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
+    let found = q.query_map([rarray(&rows)], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    Ok(found)
 }
 
 /// Best first: by score, then by BM25 rank, then newest.
@@ -153,7 +181,9 @@ pub(crate) fn rank(
     // The deep tier once it covers every chunk, else the fast one; neither (keywords only)
     // when no embedder can embed the query.
     let qvec = if mode == Mode::Keyword { None } else { inner.query_vector(query) };
-    let weight = qvec.as_ref().map_or(0.0, |(_, tier)| tier.embedder.fusion_weight());
+    let (weight, chat_weight) = qvec
+        .as_ref()
+        .map_or((0.0, 0.0), |(_, tier)| (tier.embedder.fusion_weight(), tier.embedder.chat_fusion_weight()));
     let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
     // The caller's filter narrowed to the span (time bounds are inclusive).
     let within = span.map(|s| Filter {
@@ -192,7 +222,13 @@ pub(crate) fn rank(
             bm = merge(bm, keyword(Some(ids))?);
             vs = merge(vs, vector(Some(ids)));
         }
-        let mut fused = fuse(mode, &bm, &vs, weight);
+        // Looked up only when the embedder weighs chat apart from the rest.
+        let chats = if mode == Mode::Hybrid && chat_weight != weight {
+            chat_rows(conn, bm.iter().chain(&vs).map(|x| x.0))?
+        } else {
+            Default::default()
+        };
+        let mut fused = fuse(mode, &bm, &vs, &Weights { other: weight, chat: chat_weight, chats });
         if !filter.is_empty() && restrict.is_none() {
             let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
             let keep = filter.retain(conn, &ids)?;
@@ -701,7 +737,9 @@ pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> Result<Vec<(ChunkR
 
 #[cfg(test)]
 mod tests {
-    use super::{Hit, Judge, Mode, VectorNoise, fuse};
+    use std::collections::HashSet;
+
+    use super::{Hit, Judge, Mode, VectorNoise, Weights, fuse};
 
     #[test]
     fn a_chunk_a_hair_above_a_tight_background_is_not_backed_by_meaning() {
@@ -732,7 +770,7 @@ mod tests {
         // lists. Reciprocal-rank fusion put 5 first (2/65 > 1/61); the blend must not.
         let bm = [(1, 12.0), (2, 6.0), (3, 5.8), (4, 5.5), (5, 5.2)];
         let vs = [(7, 0.61), (8, 0.60), (9, 0.58), (6, 0.57), (5, 0.55)];
-        let hits = fuse(Mode::Hybrid, &bm, &vs, 0.1);
+        let hits = fuse(Mode::Hybrid, &bm, &vs, &Weights::all(0.1));
         assert_eq!(hits[0].rowid, 1);
         assert_eq!(hits[0].bm25_rank, Some(1));
         assert_eq!(hits[0].vector_score, None);
@@ -742,21 +780,33 @@ mod tests {
     fn vectors_reorder_close_keyword_scores_and_add_what_words_miss() {
         let bm = [(1, 5.0), (2, 4.9)];
         let vs = [(2, 0.8), (3, 0.79), (1, 0.1)];
-        let hits = fuse(Mode::Hybrid, &bm, &vs, 0.5);
+        let hits = fuse(Mode::Hybrid, &bm, &vs, &Weights::all(0.5));
         assert_eq!(order(&hits), [2, 1, 3]);
         assert!(hits.iter().all(|h| (0.0..=1.0).contains(&h.score)));
         // With no weight on vectors, keyword order is kept and vector-only chunks come last.
-        let hits = fuse(Mode::Hybrid, &bm, &vs, 0.0);
+        let hits = fuse(Mode::Hybrid, &bm, &vs, &Weights::all(0.0));
         assert_eq!(order(&hits)[..2], [1, 2]);
+    }
+
+    #[test]
+    fn chat_chunks_take_the_chat_weight() {
+        // Chunk 1 leads on keywords, chunk 2 on meaning. Weighed as documents (0.8) the
+        // meaning wins; as chat (0.4) the keywords do.
+        let bm = [(1, 5.0), (2, 2.0)];
+        let vs = [(2, 0.8), (1, 0.3)];
+        let docs = Weights { other: 0.8, chat: 0.4, chats: HashSet::new() };
+        assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, &docs)), [2, 1]);
+        let chat = Weights { chats: HashSet::from([1, 2]), ..docs };
+        assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, &chat)), [1, 2]);
     }
 
     #[test]
     fn unrelated_vectors_never_count_and_single_modes_keep_raw_scores() {
         let bm = [(1, 3.0)];
         let vs = [(2, 0.0), (3, -0.2)];
-        assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, 0.9)), [1]);
-        assert_eq!(fuse(Mode::Keyword, &bm, &[], 0.5)[0].score, 3.0);
-        let v = fuse(Mode::Vector, &[], &[(4, 0.25)], 0.5);
+        assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, &Weights::all(0.9))), [1]);
+        assert_eq!(fuse(Mode::Keyword, &bm, &[], &Weights::all(0.5))[0].score, 3.0);
+        let v = fuse(Mode::Vector, &[], &[(4, 0.25)], &Weights::all(0.5));
         assert!((v[0].score - 0.25).abs() < 1e-6);
     }
 }

@@ -51,8 +51,14 @@ pub const DEFAULT_WINDOWS: usize = 4;
 /// against the same bound).
 const MAX_WINDOWS: usize = 16;
 
-/// The deep tier's weight in hybrid ranking (see `Embedder::fusion_weight`).
+/// The deep tier's weight in hybrid ranking (see `Embedder::fusion_weight`), for chat and the
+/// rest alike, unless the model directory's [`RANKING_FILE`] says otherwise.
 const TRANSFORMER_FUSION_WEIGHT: f64 = 0.4;
+
+/// Optional file of a model directory with the weights measured for that model:
+/// `{"fusion_weight": 0.8, "chat_fusion_weight": 0.4}` (either may be left out).
+/// `tools/onnx-import/convert.py` writes it.
+pub(crate) const RANKING_FILE: &str = "openhuman-ranking.json";
 
 /// How long the fill waits for running queries before it goes on anyway, so a steady stream of
 /// queries slows the fill without stopping it.
@@ -106,6 +112,7 @@ pub struct TransformerEmbedder {
     group_tokens: usize,
     parallel_groups: bool,
     fusion_weight: f64,
+    chat_fusion_weight: f64,
     queries: QueryGate,
     /// The fill's threads (built on first use): as many as candle would use.
     fill_pool: OnceLock<Option<rayon::ThreadPool>>,
@@ -160,6 +167,22 @@ fn read_json(path: &Path) -> Result<Value, TransformerError> {
 
 fn optional_json(path: &Path) -> Result<Option<Value>, TransformerError> {
     if path.is_file() { read_json(path).map(Some) } else { Ok(None) }
+}
+
+/// The blend weights for chunks other than chat and for chat: [`RANKING_FILE`]'s, each
+/// defaulting to [`TRANSFORMER_FUSION_WEIGHT`].
+fn ranking_weights(dir: &Path) -> Result<(f64, f64), TransformerError> {
+    let path = dir.join(RANKING_FILE);
+    let Some(file) = optional_json(&path)? else {
+        return Ok((TRANSFORMER_FUSION_WEIGHT, TRANSFORMER_FUSION_WEIGHT));
+    };
+    let weight = |key: &str| match &file[key] {
+        Value::Null => Ok(TRANSFORMER_FUSION_WEIGHT),
+        v => v.as_f64().filter(|w| (0.0..=1.0).contains(w)).ok_or_else(|| {
+            TransformerError::Invalid(format!("{}: `{key}` must be a number from 0 to 1", path.display()))
+        }),
+    };
+    Ok((weight("fusion_weight")?, weight("chat_fusion_weight")?))
 }
 
 /// The pooling the sentence-transformers files ask for: the Pooling module named in
@@ -242,6 +265,7 @@ impl TransformerEmbedder {
             .and_then(|c| c["prompts"]["query"].as_str().map(str::to_string))
             .filter(|p| !p.is_empty());
         let pooling = pooling(dir)?;
+        let (fusion_weight, chat_fusion_weight) = ranking_weights(dir)?;
         let sha = weights_sha256(dir)?;
         let spec = Spec { config, pooling, max_len, windows: DEFAULT_WINDOWS, query_prompt };
         let signature = signature(name, &spec, &sha);
@@ -253,7 +277,8 @@ impl TransformerEmbedder {
             loaded: OnceLock::new(),
             group_tokens: GROUP_TOKENS,
             parallel_groups: true,
-            fusion_weight: TRANSFORMER_FUSION_WEIGHT,
+            fusion_weight,
+            chat_fusion_weight,
             queries: QueryGate::default(),
             fill_pool: OnceLock::new(),
             sha,
@@ -271,10 +296,19 @@ impl TransformerEmbedder {
     }
 
     /// Sets how much hybrid ranking trusts this model against BM25 (`Embedder::fusion_weight`;
-    /// default 0.4, `TRANSFORMER_FUSION_WEIGHT`), clamped to `0..=1`. Ranking only: vectors and the
+    /// default 0.4, `TRANSFORMER_FUSION_WEIGHT`, or what the directory's [`RANKING_FILE`] says),
+    /// for chat chunks and the rest alike, clamped to `0..=1`. Ranking only: vectors and the
     /// signature stay the same.
     pub fn with_fusion_weight(mut self, w: f64) -> TransformerEmbedder {
         self.fusion_weight = w.clamp(0.0, 1.0);
+        self.chat_fusion_weight = self.fusion_weight;
+        self
+    }
+
+    /// Sets the weight for chat chunks alone (`Embedder::chat_fusion_weight`), after
+    /// [`with_fusion_weight`](Self::with_fusion_weight) when both are set.
+    pub fn with_chat_fusion_weight(mut self, w: f64) -> TransformerEmbedder {
+        self.chat_fusion_weight = w.clamp(0.0, 1.0);
         self
     }
 
@@ -497,6 +531,10 @@ impl Embedder for TransformerEmbedder {
     /// the model little to read and keywords deserve more of the say.
     fn fusion_weight(&self) -> f64 {
         self.fusion_weight
+    }
+
+    fn chat_fusion_weight(&self) -> f64 {
+        self.chat_fusion_weight
     }
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {

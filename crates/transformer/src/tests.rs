@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use openhuman_memory::embed::Embedder;
 
-use super::model::{Pooling, groups, windows};
+use super::model::{Pooling, RANKING_FILE, groups, windows};
 use super::{ModelStore, TransformerEmbedder, TransformerError, check_name, default_name};
 
 fn model_dir() -> Option<PathBuf> {
@@ -118,6 +118,32 @@ fn pooling_and_length_are_read_from_the_directory() {
     std::fs::remove_file(d.join("tokenizer.json")).unwrap();
     let err = TransformerEmbedder::open(d, "tiny").err().unwrap().to_string();
     assert!(err.contains("has no tokenizer.json"), "{err}");
+}
+
+/// The blend weights measured for a model come from its directory; config overrides them, and a
+/// file that cannot be right is refused with its name, not ignored.
+#[test]
+fn a_model_directory_sets_its_own_blend_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, &[("model.safetensors", "not read when opening"), ("tokenizer.json", "{}"), ("config.json", BERT_CONFIG)]);
+    let weights = |e: &TransformerEmbedder| (e.fusion_weight(), e.chat_fusion_weight());
+    let e = TransformerEmbedder::open(d, "tiny").unwrap();
+    assert_eq!(weights(&e), (0.4, 0.4), "without the file, the default for both");
+    write(d, &[(RANKING_FILE, r#"{"fusion_weight": 0.8, "chat_fusion_weight": 0.3}"#)]);
+    let e = TransformerEmbedder::open(d, "tiny").unwrap();
+    let signature = e.signature().to_string();
+    assert_eq!(weights(&e), (0.8, 0.3));
+    let e = e.with_chat_fusion_weight(0.5);
+    assert_eq!(weights(&e), (0.8, 0.5));
+    let e = e.with_fusion_weight(0.6);
+    assert_eq!(weights(&e), (0.6, 0.6), "one weight set in config applies to every chunk");
+    assert_eq!(e.signature(), signature, "ranking only: the vectors stay valid");
+    write(d, &[(RANKING_FILE, r#"{"fusion_weight": 0.7}"#)]);
+    assert_eq!(weights(&TransformerEmbedder::open(d, "tiny").unwrap()), (0.7, 0.4));
+    write(d, &[(RANKING_FILE, r#"{"chat_fusion_weight": 1.5}"#)]);
+    let err = TransformerEmbedder::open(d, "tiny").err().unwrap().to_string();
+    assert!(err.contains(RANKING_FILE) && err.contains("chat_fusion_weight"), "{err}");
 }
 
 /// Longest first, each encoder run within the padded-token budget (a text longer than the budget

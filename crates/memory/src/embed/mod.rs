@@ -59,6 +59,13 @@ pub trait Embedder: Send + Sync {
         DEFAULT_FUSION_WEIGHT
     }
 
+    /// The same weight for chat chunks, which may differ: a turn or a few short lines give a
+    /// model little to read, and the names and words a question shares with them decide more.
+    /// By default the same as [`Embedder::fusion_weight`].
+    fn chat_fusion_weight(&self) -> f64 {
+        self.fusion_weight()
+    }
+
     /// How many threads may embed parts of one backlog at once. An in-process model bound by
     /// the CPU says how many cores it may use; the default, one, suits an embedder that is a
     /// remote service or runs its own threads.
