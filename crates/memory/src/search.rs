@@ -77,10 +77,14 @@ pub(crate) struct Ranked {
 }
 
 /// Merges the ranked lists. Keyword and vector modes keep their ranker's score. Hybrid blends
-/// the two scores after dividing each by its list's best, `(1 − w)·bm25/bm25₁ + w·cos/cos₁`
-/// with `w` the embedder's [`fusion_weight`](crate::embed::Embedder::fusion_weight) (for a chunk
-/// in `chat`, its [`chat_fusion_weight`](crate::embed::Embedder::chat_fusion_weight)), a chunk
-/// missing from a list scoring 0 there. Unlike reciprocal-rank fusion this keeps how far
+/// the two scores after scaling each to its list's best, `(1 − w)·bm25/bm25₁ +
+/// w·(cos − c₀)/(cos₁ − c₀)`, with `w` the embedder's
+/// [`fusion_weight`](crate::embed::Embedder::fusion_weight) (for a chunk in `chat`, its
+/// [`chat_fusion_weight`](crate::embed::Embedder::chat_fusion_weight)), `c₀` the query's mean
+/// cosine with a sample of the store (`Weights::base`), and a chunk missing from a list, or at
+/// or below `c₀`, scoring 0 there. Counting cosines from `c₀` rather than from 0 matters for
+/// models whose unrelated texts meet well above 0 (bge-small-en-v1.5: about 0.3): divided by
+/// the best alone, a chunk about something else would keep most of the vector share. Unlike reciprocal-rank fusion this keeps how far
 /// ahead a confident first hit is, so a weak vector ranker refines keyword order instead of
 /// pulling a clear keyword winner down behind chunks both rankers only half like.
 fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weights: &Weights) -> Vec<Hit> {
@@ -99,13 +103,14 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weights: &Weights) -> 
     }
     // A vector at or below zero similarity is unrelated, whatever its rank.
     let vs: Vec<(i64, f32)> = vs.iter().copied().filter(|v| v.1 > 0.0).collect();
-    let vs_top = top(&vs);
+    let vs_top = top(&vs) - weights.base as f64;
     for &(rowid, score) in &vs {
         let h = hits.entry(rowid).or_insert_with(|| Hit::new(rowid));
         h.vector_score = Some(score);
         h.score += match mode {
             Mode::Vector => score as f64,
-            _ => weight(rowid) * score as f64 / vs_top,
+            _ if vs_top > 0.0 => weight(rowid) * ((score - weights.base) as f64).max(0.0) / vs_top,
+            _ => 0.0,
         };
     }
     let mut out: Vec<Hit> = hits.into_values().collect();
@@ -113,18 +118,22 @@ fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weights: &Weights) -> 
     out
 }
 
-/// The blend's vector weight for each candidate: one for chat chunks, one for the rest.
+/// The blend's vector weight for each candidate: one for chat chunks, one for the rest; and the
+/// cosine the vector share is counted from.
 struct Weights {
     other: f64,
     chat: f64,
     chats: HashSet<i64>,
+    /// The query's mean cosine with the store's sample (`VectorNoise::mean`), at least 0; 0 in a
+    /// store of fewer than [`BASE_MIN_ROWS`] vectors.
+    base: f32,
 }
 
 impl Weights {
     /// One weight for every chunk.
     #[cfg(test)]
     fn all(w: f64) -> Weights {
-        Weights { other: w, chat: w, chats: HashSet::new() }
+        Weights { other: w, chat: w, chats: HashSet::new(), base: 0.0 }
     }
 
     fn of(&self, rowid: i64) -> f64 {
@@ -184,6 +193,9 @@ pub(crate) fn rank(
     let (weight, chat_weight) = qvec
         .as_ref()
         .map_or((0.0, 0.0), |(_, tier)| (tier.embedder.fusion_weight(), tier.embedder.chat_fusion_weight()));
+    // The query's cosines with a sample of the store: where the blend counts cosines from, and
+    // what the relevance floor reads a cosine against.
+    let background = qvec.as_ref().and_then(|(q, tier)| read(&tier.vectors).background(q, BACKGROUND_ROWS));
     let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
     // The caller's filter narrowed to the span (time bounds are inclusive).
     let within = span.map(|s| Filter {
@@ -228,7 +240,8 @@ pub(crate) fn rank(
         } else {
             Default::default()
         };
-        let mut fused = fuse(mode, &bm, &vs, &Weights { other: weight, chat: chat_weight, chats });
+        let base = background.filter(|b| b.2 >= BASE_MIN_ROWS).map_or(0.0, |b| b.0.max(0.0));
+        let mut fused = fuse(mode, &bm, &vs, &Weights { other: weight, chat: chat_weight, chats, base });
         if !filter.is_empty() && restrict.is_none() {
             let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
             let keep = filter.retain(conn, &ids)?;
@@ -255,10 +268,9 @@ pub(crate) fn rank(
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);
-            let noise = qvec.as_ref().and_then(|(q, tier)| {
-                let (mean, sd, rows) = read(&tier.vectors).background(q, BACKGROUND_ROWS)?;
+            let noise = background.map(|(mean, sd, rows)| {
                 let top = vs.iter().map(|v| v.1).fold(f32::MIN, f32::max);
-                Some(VectorNoise { mean, sd: sd.max(f32::EPSILON), known: rows >= MIN_BACKGROUND, top })
+                VectorNoise { mean, sd: sd.max(f32::EPSILON), known: rows >= MIN_BACKGROUND, top }
             });
             let idf = inner.fts.idf(&terms.words);
             let judge = Judge { terms: terms.words, idf, noise };
@@ -450,6 +462,10 @@ const BACKGROUND_ROWS: usize = 512;
 /// Below this many vectors a store is too small to tell noise from signal by its spread: the
 /// chunk the vector ranker puts first counts as backed by meaning, the others not at all.
 const MIN_BACKGROUND: usize = 16;
+/// The fewest vectors whose mean cosine the blend counts from (`Weights::base`). A mean needs
+/// fewer rows than a spread: in a store of a dozen notes the ones a question is not about
+/// already set where "unrelated" lies, and they are most of the sample.
+const BASE_MIN_ROWS: usize = 8;
 /// A cosine this many standard deviations above the store's mean counts 0 as evidence by
 /// meaning, and [`FULL_SDS`] above it counts 1, linearly between: a chunk alike to the query
 /// only as much as an arbitrary chunk of the store is counts nothing.
@@ -794,10 +810,27 @@ mod tests {
         // meaning wins; as chat (0.4) the keywords do.
         let bm = [(1, 5.0), (2, 2.0)];
         let vs = [(2, 0.8), (1, 0.3)];
-        let docs = Weights { other: 0.8, chat: 0.4, chats: HashSet::new() };
+        let docs = Weights { other: 0.8, chat: 0.4, chats: HashSet::new(), base: 0.0 };
         assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, &docs)), [2, 1]);
         let chat = Weights { chats: HashSet::from([1, 2]), ..docs };
         assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, &chat)), [1, 2]);
+    }
+
+    #[test]
+    fn cosines_count_from_the_query_background() {
+        // A model whose unrelated texts meet at about 0.35: chunk 1 shares one ordinary word
+        // with the question and is about something else (0.5), chunk 2 shares no word and is
+        // what the question means (0.6). Divided by the best alone, chunk 1 keeps 0.83 of the
+        // vector share and wins on its word; counted from the background it keeps 0.6.
+        let bm = [(1, 4.0)];
+        let vs = [(2, 0.6), (1, 0.5)];
+        let plain = Weights::all(0.8);
+        assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, &plain)), [1, 2]);
+        let counted = Weights { base: 0.35, ..Weights::all(0.8) };
+        assert_eq!(order(&fuse(Mode::Hybrid, &bm, &vs, &counted)), [2, 1]);
+        // At or below the background a cosine adds nothing.
+        let low = fuse(Mode::Hybrid, &[], &[(3, 0.6), (4, 0.3)], &counted);
+        assert_eq!(low.iter().find(|h| h.rowid == 4).map(|h| h.score), Some(0.0));
     }
 
     #[test]
