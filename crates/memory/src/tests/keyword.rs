@@ -165,6 +165,41 @@ fn a_match_on_stop_words_only_ranks_as_no_keyword_match() {
     assert_eq!(titles(&r), ["Proofing"], "{r}");
 }
 
+/// A question whose best keyword match holds little of its word weight (here one ordinary
+/// word, "after" or "out", in a note about something else) is ranked more by meaning, with the
+/// built-in table; a question its words do answer keeps its keyword match first.
+#[test]
+fn a_question_its_words_answer_poorly_leans_on_meaning() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = super::open_with(dir.path(), crate::embed::builtin().unwrap());
+    let notes = [
+        ("starter", "Sourdough starter", "Feed the sourdough starter every morning with 50 g flour and 50 g water."),
+        (
+            "tomato",
+            "Tomato seedlings",
+            "Sow the tomato seeds indoors in late March and plant out after the last frost.",
+        ),
+        ("passport", "Passport", "My passport expires on 3 September 2026; renewal takes about six weeks."),
+        ("bike", "Bike lock", "The code of the blue bike lock is 4719."),
+        ("insurance", "Car insurance", "The car insurance with Northshield renews on 1 June."),
+        ("wifi", "Wifi at the cabin", "The cabin router is in the hall cupboard; the network is Birchwood."),
+        ("dentist", "Dentist", "Mia sees the dentist on Thursday at four."),
+        ("books", "Book club", "In April the book club reads The Remains of the Day."),
+        ("bill", "Electricity", "The March electricity bill is 84.20 EUR, paid by direct debit."),
+    ];
+    for (key, title, content) in notes {
+        put(&m, key, title, content, &[]);
+    }
+    let first = |q: &str| {
+        let r = m.wire::<ops::Recall>(json!({"query": q, "min_relevance": 0})).unwrap();
+        r["chunks"][0]["title"].as_str().unwrap().to_string()
+    };
+    assert_eq!(first("how do I look after my bread yeast culture?"), "Sourdough starter");
+    assert_eq!(first("when does my travel document run out?"), "Passport");
+    assert_eq!(first("when can the young tomato plants go outside?"), "Tomato seedlings");
+    assert_eq!(first("what is the code of the bike lock?"), "Bike lock");
+}
+
 /// The words a snippet marks.
 fn marked(snippet: &str) -> Vec<String> {
     snippet.split("**").skip(1).step_by(2).map(str::to_lowercase).collect()
