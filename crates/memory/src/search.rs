@@ -84,9 +84,10 @@ pub(crate) struct Ranked {
 /// cosine with a sample of the store (`Weights::base`), and a chunk missing from a list, or at
 /// or below `c₀`, scoring 0 there. Counting cosines from `c₀` rather than from 0 matters for
 /// models whose unrelated texts meet well above 0 (bge-small-en-v1.5: about 0.3): divided by
-/// the best alone, a chunk about something else would keep most of the vector share. Unlike reciprocal-rank fusion this keeps how far
-/// ahead a confident first hit is, so a weak vector ranker refines keyword order instead of
-/// pulling a clear keyword winner down behind chunks both rankers only half like.
+/// the best alone, a chunk about something else would keep most of the vector share. Unlike
+/// reciprocal-rank fusion this keeps how far ahead a confident first hit is, so a weak vector
+/// ranker refines keyword order instead of pulling a clear keyword winner down behind chunks
+/// both rankers only half like.
 fn fuse(mode: Mode, bm: &[(i64, f32)], vs: &[(i64, f32)], weights: &Weights) -> Vec<Hit> {
     let weight = |rowid: i64| weights.of(rowid).clamp(0.0, 1.0);
     let mut hits: HashMap<i64, Hit> = HashMap::with_capacity(bm.len() + vs.len());
