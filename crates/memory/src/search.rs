@@ -198,6 +198,7 @@ pub(crate) fn rank(
     // The query's cosines with a sample of the store: where the blend counts cosines from, and
     // what the relevance floor reads a cosine against.
     let background = qvec.as_ref().and_then(|(q, tier)| read(&tier.vectors).background(q, BACKGROUND_ROWS));
+    let base = background.filter(|b| b.2 >= BASE_MIN_ROWS).map_or(0.0, |b| b.0.max(0.0));
     let restrict = if filter.is_empty() { None } else { filter.matching_if_few(conn, RESTRICT_CAP)? };
     // The caller's filter narrowed to the span (time bounds are inclusive).
     let within = span.map(|s| Filter {
@@ -236,13 +237,6 @@ pub(crate) fn rank(
             bm = merge(bm, keyword(Some(ids))?);
             vs = merge(vs, vector(Some(ids)));
         }
-        // Looked up only when the embedder weighs chat apart from the rest.
-        let chats = if mode == Mode::Hybrid && chat_weight != weight {
-            chat_rows(conn, bm.iter().chain(&vs).map(|x| x.0))?
-        } else {
-            Default::default()
-        };
-        let base = background.filter(|b| b.2 >= BASE_MIN_ROWS).map_or(0.0, |b| b.0.max(0.0));
         // Questions the words answer poorly lean on meaning.
         let floor = if mode == Mode::Hybrid && qvec.is_some() {
             weak_keywords(conn, &bm, &terms.words, &idf)?.map_or(0.0, |c| WEAK_KEYWORDS_WEIGHT * (1.0 - c))
@@ -250,6 +244,12 @@ pub(crate) fn rank(
             0.0
         };
         let (weight, chat_weight) = (weight.max(floor), chat_weight.max(floor));
+        // Looked up only when chat is weighed apart from the rest.
+        let chats = if mode == Mode::Hybrid && chat_weight != weight {
+            chat_rows(conn, bm.iter().chain(&vs).map(|x| x.0))?
+        } else {
+            Default::default()
+        };
         let mut fused = fuse(mode, &bm, &vs, &Weights { other: weight, chat: chat_weight, chats, base });
         if !filter.is_empty() && restrict.is_none() {
             let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
