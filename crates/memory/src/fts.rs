@@ -265,15 +265,20 @@ impl Fts {
     /// The inverse document frequency of each word stem, as BM25 weighs it: rare words
     /// weigh most, a word no chunk has weighs as if one chunk had it.
     pub fn idf(&self, stems: &[String]) -> Vec<f64> {
-        let searcher = self.reader.searcher();
-        let n = searcher.num_docs() as f64;
-        stems
-            .iter()
-            .map(|t| {
-                let df = searcher.doc_freq(&Term::from_field_text(self.text, t)).unwrap_or(0).max(1) as f64;
+        let n = self.num_docs() as f64;
+        self.doc_freqs(stems)
+            .into_iter()
+            .map(|df| {
+                let df = df.max(1) as f64;
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
             .collect()
+    }
+
+    /// In how many chunks each word stem is.
+    pub fn doc_freqs(&self, stems: &[String]) -> Vec<u64> {
+        let searcher = self.reader.searcher();
+        stems.iter().map(|t| searcher.doc_freq(&Term::from_field_text(self.text, t)).unwrap_or(0)).collect()
     }
 
     pub fn num_docs(&self) -> u64 {
@@ -299,9 +304,10 @@ impl Fts {
     }
 
     /// Any-term BM25 query over the word stems and compounds (never parsed as query
-    /// syntax, so a user's `:` or quotes cannot fail or reach other fields). Unscored for
-    /// listings, which only need the matching documents.
-    fn text_query(&self, terms: &QueryTerms, scored: bool) -> Option<Box<dyn Query>> {
+    /// syntax, so a user's `:` or quotes cannot fail or reach other fields), and the stems of
+    /// `extra` each weighed by its boost. Unscored for listings, which only need the matching
+    /// documents.
+    fn text_query(&self, terms: &QueryTerms, extra: &[(String, f32)], scored: bool) -> Option<Box<dyn Query>> {
         let record = if scored { IndexRecordOption::WithFreqs } else { IndexRecordOption::Basic };
         let words = terms.words.iter().map(|t| Term::from_field_text(self.text, t));
         let compounds = terms.compounds.iter().map(|t| Term::from_field_text(self.text, t));
@@ -310,6 +316,10 @@ impl Fts {
         for t in compounds {
             let q = BoostQuery::new(Box::new(TermQuery::new(t, record)), EXACT_BOOST);
             clauses.push((Occur::Should, Box::new(q)));
+        }
+        for (stem, boost) in extra {
+            let t = Term::from_field_text(self.text, stem);
+            clauses.push((Occur::Should, Box::new(BoostQuery::new(Box::new(TermQuery::new(t, record)), *boost))));
         }
         match clauses.len() {
             0 => None,
@@ -334,14 +344,16 @@ impl Fts {
         }
     }
 
-    /// Top `limit` chunks by BM25 as `(rowid, score)`, optionally only among `restrict`.
+    /// Top `limit` chunks by BM25 as `(rowid, score)`, optionally only among `restrict`, the
+    /// stems of `extra` matched besides the query's, each weighed by its boost.
     pub fn search(
         &self,
         terms: &QueryTerms,
+        extra: &[(String, f32)],
         limit: usize,
         restrict: Option<&[i64]>,
     ) -> Result<Vec<(i64, f32)>, MemoryError> {
-        let Some(q) = self.text_query(terms, true) else {
+        let Some(q) = self.text_query(terms, extra, true) else {
             return Ok(Vec::new());
         };
         if limit == 0 || restrict.is_some_and(|r| r.is_empty()) {
@@ -366,7 +378,7 @@ impl Fts {
 
     /// Rowids of every chunk matching any term (for filtered listings), unordered.
     pub fn matching_rowids(&self, terms: &QueryTerms) -> Result<Vec<i64>, MemoryError> {
-        let Some(q) = self.text_query(terms, false) else {
+        let Some(q) = self.text_query(terms, &[], false) else {
             return Ok(Vec::new());
         };
         Ok(self.reader.searcher().search(&*q, &RowidCollector)?)

@@ -195,6 +195,12 @@ pub(crate) fn rank(
         .as_ref()
         .map_or((0.0, 0.0), |(_, tier)| (tier.embedder.fusion_weight(), tier.embedder.chat_fusion_weight()));
     let idf = inner.fts.idf(&terms.words);
+    // The share of the question's word weight in words that no chunk holds (numbers aside: a
+    // date or an amount the store lacks says nothing of the words it uses).
+    let absent: Vec<bool> = (inner.fts.doc_freqs(&terms.words).iter().zip(&terms.words))
+        .map(|(&df, w)| df == 0 && !w.bytes().any(|b| b.is_ascii_digit()))
+        .collect();
+    let absent = share(&absent, &idf);
     // The query's cosines with a sample of the store: where the blend counts cosines from, and
     // what the relevance floor reads a cosine against.
     let background = qvec.as_ref().and_then(|(q, tier)| read(&tier.vectors).background(q, BACKGROUND_ROWS));
@@ -211,10 +217,12 @@ pub(crate) fn rank(
         None => None,
     };
     let mut pool = pool.max(want);
+    // The query words' neighbours, once the words prove weak.
+    let mut near: Option<Near> = None;
     loop {
-        let keyword = |only: Option<&[i64]>| match mode {
+        let keyword = |only: Option<&[i64]>, extra: &[(String, f32)]| match mode {
             Mode::Vector => Ok(Vec::new()),
-            _ => inner.fts.search(&terms, pool, only),
+            _ => inner.fts.search(&terms, extra, pool, only),
         };
         let vector = |only: Option<&[i64]>| match &qvec {
             // Unfiltered candidates may come from the shared store's index (`sharedvec`).
@@ -225,7 +233,7 @@ pub(crate) fn rank(
                 .unwrap_or_else(|| read(&tier.vectors).search(q, pool, only)),
             None => Vec::new(),
         };
-        let mut bm = keyword(restrict.as_deref())?;
+        let mut bm = keyword(restrict.as_deref(), &[])?;
         let mut vs = vector(restrict.as_deref());
         // A ranker is spent when it gave fewer than asked, or (vectors, best first) reached a
         // cosine at or below zero, which `fuse` drops: asking it for more would give only more
@@ -233,17 +241,29 @@ pub(crate) fn rank(
         // could grow the pool fourfold, round after round, until it held every row.
         let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
         let exhausted = bm.len() < pool && vectors_spent;
+        // Questions the words answer poorly lean on meaning, and their words' neighbours count
+        // as keywords too.
+        let weak = if mode == Mode::Hybrid { weak_keywords(conn, &bm, &terms.words, &idf, absent)? } else { None };
+        if weak.is_some() && near.is_none() {
+            near = Some(near_words(query, &terms.words));
+        }
+        let extra = near.as_ref().map(|n| n.boosts()).unwrap_or_default();
+        if !extra.is_empty() {
+            bm = keyword(restrict.as_deref(), &extra)?;
+        }
         if let Some(ids) = &in_span {
-            bm = merge(bm, keyword(Some(ids))?);
+            bm = merge(bm, keyword(Some(ids), &extra)?);
             vs = merge(vs, vector(Some(ids)));
         }
-        // Questions the words answer poorly lean on meaning.
-        let floor = if mode == Mode::Hybrid && qvec.is_some() {
-            weak_keywords(conn, &bm, &terms.words, &idf)?.map_or(0.0, |c| WEAK_KEYWORDS_WEIGHT * (1.0 - c))
-        } else {
-            0.0
+        // Meaning has at least the say of the part of the question only it can read, in chunks
+        // other than chat.
+        let (floor, lacking) = match weak {
+            Some(c) if qvec.is_some() => {
+                (WEAK_KEYWORDS_WEIGHT * (1.0 - c), if absent >= ABSENT_WEAK { absent } else { 0.0 })
+            }
+            _ => (0.0, 0.0),
         };
-        let (weight, chat_weight) = (weight.max(floor), chat_weight.max(floor));
+        let (weight, chat_weight) = (weight.max(floor).max(lacking), chat_weight.max(floor));
         // Looked up only when chat is weighed apart from the rest.
         let chats = if mode == Mode::Hybrid && chat_weight != weight {
             chat_rows(conn, bm.iter().chain(&vs).map(|x| x.0))?
@@ -281,7 +301,13 @@ pub(crate) fn rank(
                 let top = vs.iter().map(|v| v.1).fold(f32::MIN, f32::max);
                 VectorNoise { mean, sd: sd.max(f32::EPSILON), known: rows >= MIN_BACKGROUND, top }
             });
-            let judge = Judge { terms: terms.words, idf, noise };
+            let judge = Judge {
+                terms: terms.words,
+                idf,
+                noise,
+                near: near.unwrap_or_default(),
+                weak: weak.map(|_| weak_bar(absent)),
+            };
             return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind), judge });
         }
         pool *= 4;
@@ -505,6 +531,20 @@ pub(crate) struct Judge {
     terms: Vec<String>,
     idf: Vec<f64>,
     noise: Option<VectorNoise>,
+    /// The words' neighbours, when the query was widened to them.
+    near: Near,
+    /// When the query's words answer it poorly (see [`weak_keywords`]), the share of their
+    /// weight a chunk must hold to be backed by them ([`weak_bar`]): holding less, it shares
+    /// only the ordinary words that made the question weak.
+    weak: Option<f64>,
+}
+
+/// The share of a weak question's word weight a chunk must hold to be backed by its words:
+/// [`WEAK_KEYWORDS`], and when the store lacks words with [`ABSENT_WEAK`] of the weight (their
+/// share `absent`), more than all the others hold: a chunk holding every word the store has,
+/// and no neighbour of those it lacks, holds none of what the question is about.
+fn weak_bar(absent: f64) -> f64 {
+    if absent >= ABSENT_WEAK { WEAK_KEYWORDS.max(1.0 - absent + 1e-6) } else { WEAK_KEYWORDS }
 }
 
 impl Judge {
@@ -513,12 +553,27 @@ impl Judge {
     /// query's word weight (inverse document frequency) found in the chunk's title and text,
     /// and how many standard deviations its cosine stands above the store's mean cosine with
     /// the query (1 counting 0, 6 counting 1; the deviation at least [`TOP_SDS`]th of the best
-    /// cosine's lead over the mean).
-    pub fn relevance(&self, row: &ChunkRow, hit: &Hit) -> f64 {
-        self.coverage(row).max(self.by_meaning(hit))
+    /// cosine's lead over the mean); and its relevance apart from the first hit's source: the
+    /// same unless the query's words answer it poorly and the hit holds less of their weight
+    /// than [`Judge::weak`] asks, when only its meaning backs it.
+    fn backing(&self, row: &ChunkRow, hit: &Hit) -> (f64, f64) {
+        let (words, meaning) = (self.coverage(row), self.by_meaning(hit));
+        let both = words.max(meaning);
+        (both, if self.weak.is_some_and(|bar| words < bar) { meaning } else { both })
     }
 
-    /// The vector side of [`Self::relevance`].
+    /// The word stems a hit's snippet marks: the query's, then the neighbours it was widened to.
+    pub fn marked_words(&self) -> Vec<String> {
+        let mut words = self.terms.clone();
+        for (stem, _, _) in &self.near.words {
+            if !words.contains(stem) {
+                words.push(stem.clone());
+            }
+        }
+        words
+    }
+
+    /// The vector side of [`Self::backing`].
     fn by_meaning(&self, hit: &Hit) -> f64 {
         match (self.noise, hit.vector_score) {
             (Some(n), Some(cos)) if !n.known => f64::from(u8::from(cos > 0.0 && cos >= n.top)),
@@ -531,10 +586,92 @@ impl Judge {
         }
     }
 
-    /// The share of the query's word weight that the chunk's title and text hold.
+    /// The share of the query's word weight that the chunk's title and text hold, a word
+    /// missing from them counting [`NEAR_CREDIT`] × the cosine of its nearest neighbour they
+    /// hold.
     fn coverage(&self, row: &ChunkRow) -> f64 {
-        coverage(row.title.as_deref(), &row.content, &self.terms, &self.idf)
+        if self.near.is_empty() {
+            return coverage(row.title.as_deref(), &row.content, &self.terms, &self.idf);
+        }
+        let all: Vec<String> = self.terms.iter().chain(self.near.words.iter().map(|(s, _, _)| s)).cloned().collect();
+        let found = found_in(row.title.as_deref(), &row.content, &all);
+        let mut credit: Vec<f64> = found[..self.terms.len()].iter().map(|&f| f64::from(u8::from(f))).collect();
+        for ((_, of, cos), &f) in self.near.words.iter().zip(&found[self.terms.len()..]) {
+            if f {
+                credit[*of] = credit[*of].max(NEAR_CREDIT * f64::from(*cos));
+            }
+        }
+        let total: f64 = self.idf.iter().sum();
+        if total <= 0.0 { 0.0 } else { credit.iter().zip(&self.idf).map(|(c, w)| c * w).sum::<f64>() / total }
     }
+}
+
+// ---- the neighbours of a question's words ----
+
+/// A neighbour must have at least this cosine with the query word in the built-in table.
+const NEAR_MIN_COS: f32 = 0.6;
+/// At most this many neighbours a query word (besides those its stem already covers).
+const NEAR_PER_WORD: usize = 3;
+/// A neighbour's keyword match weighs this share of its cosine: a word of the question itself
+/// always counts more.
+const NEAR_BOOST: f32 = 0.5;
+/// A chunk holding a neighbour of a query word it lacks is credited with this share of the
+/// neighbour's cosine of that word's weight, where the relevance floor reads how much of the
+/// question it holds.
+const NEAR_CREDIT: f64 = 1.0;
+
+/// The neighbours of a query's words in the built-in embedder's table: `(stem, index of the
+/// query word in the query's stems, cosine)`.
+#[derive(Default)]
+pub(crate) struct Near {
+    words: Vec<(String, usize, f32)>,
+}
+
+impl Near {
+    fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Each neighbour's stem once, with its keyword boost.
+    fn boosts(&self) -> Vec<(String, f32)> {
+        let mut out: Vec<(String, f32)> = Vec::new();
+        for (stem, _, cos) in &self.words {
+            match out.iter_mut().find(|(s, _)| s == stem) {
+                Some(o) => o.1 = o.1.max(NEAR_BOOST * cos),
+                None => out.push((stem.clone(), NEAR_BOOST * cos)),
+            }
+        }
+        out
+    }
+}
+
+/// The neighbours of each word of `query` (its stems are `stems`) that neither a stop word nor
+/// another form of a query word is.
+fn near_words(query: &str, stems: &[String]) -> Near {
+    let Ok(model) = crate::embed::StaticModel::builtin() else { return Near::default() };
+    let mut words = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    crate::fts::for_each_word(query, |_, _, lower| {
+        if crate::fts::is_query_stop_word(lower) || seen.iter().any(|w| w == lower) {
+            return;
+        }
+        seen.push(lower.to_string());
+        let Some(of) = stems.iter().position(|s| *s == crate::fts::stem(lower)) else { return };
+        let mut taken = 0;
+        for (n, cos) in model.neighbours(lower, NEAR_MIN_COS, 4 * NEAR_PER_WORD) {
+            let stem = crate::fts::stem(n);
+            if taken == NEAR_PER_WORD
+                || crate::fts::is_query_stop_word(n)
+                || stems.iter().any(|s| *s == stem)
+                || words.iter().any(|(s, o, _): &(String, usize, f32)| *s == stem && *o == of)
+            {
+                continue;
+            }
+            words.push((stem.into_owned(), of, cos));
+            taken += 1;
+        }
+    });
+    Near { words }
 }
 
 /// The share of the word weight of `terms` (query stems weighted by `idf`) that `title` and
@@ -575,18 +712,29 @@ const WEAK_KEYWORDS: f64 = 0.3;
 /// the words answer poorly".
 const WEAK_KEYWORDS_WEIGHT: f64 = 0.8;
 
+/// When the store lacks words holding at least this share of a question's word weight, its
+/// words answer it poorly whatever its keyword hits hold: those can match only its other, most
+/// often more ordinary, words ("leave" in "when does my plane to Portugal leave?").
+const ABSENT_WEAK: f64 = 0.5;
+
 /// The best keyword coverage among the first [`WEAK_KEYWORDS_HITS`] of `bm` when each of them
-/// holds one query word at most and less than [`WEAK_KEYWORDS`] of the weight (`None`: the
-/// words answer the question well enough, or there are none).
+/// holds one query word at most and less than [`WEAK_KEYWORDS`] of the weight, or when no chunk
+/// holds words with [`ABSENT_WEAK`] of the weight (`absent`, the share they hold); `None`: the
+/// words answer the question well enough, or there are none.
 fn weak_keywords(
     conn: &Connection,
     bm: &[(i64, f32)],
     terms: &[String],
     idf: &[f64],
+    absent: f64,
 ) -> Result<Option<f64>, MemoryError> {
-    if bm.is_empty() || terms.is_empty() {
+    if terms.is_empty() {
         return Ok(None);
     }
+    if bm.is_empty() {
+        return Ok(Some(0.0));
+    }
+    let lacking = absent >= ABSENT_WEAK;
     let top: Vec<i64> = bm.iter().take(WEAK_KEYWORDS_HITS).map(|x| x.0).collect();
     let mut q = conn.prepare_cached("SELECT title, content FROM chunks WHERE rowid IN rarray(?1)")?;
     let mut rows = q.query([rarray(&top)])?;
@@ -595,7 +743,7 @@ fn weak_keywords(
         let title: Option<String> = r.get(0)?;
         let found = found_in(title.as_deref(), &r.get::<_, String>(1)?, terms);
         best = best.max(share(&found, idf));
-        if best >= WEAK_KEYWORDS || found.iter().filter(|f| **f).count() > 1 {
+        if !lacking && (best >= WEAK_KEYWORDS || found.iter().filter(|f| **f).count() > 1) {
             return Ok(None);
         }
     }
@@ -631,7 +779,7 @@ const OTHER_SOURCE_SCORE: f64 = 0.5;
 const OTHER_SOURCE_RELEVANCE: f64 = 0.6;
 
 /// Splits loaded hits (best first) at the relevance floor: those kept, each with its
-/// [`Judge::relevance`], and how many were held back. A hit is kept when its relevance
+/// relevance ([`Judge::backing`]), and how many were held back. A hit is kept when its relevance
 /// reaches `min` and, unless it is from the first hit's source (the rest of its conversation,
 /// thread or document, context for it), when it also comes near the first hit: within
 /// [`OTHER_SOURCE_SCORE`] of its fused score or [`OTHER_SOURCE_RELEVANCE`] of the best
@@ -639,34 +787,38 @@ const OTHER_SOURCE_RELEVANCE: f64 = 0.6;
 /// `min` 0 keeps every hit.
 pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -> (Vec<(ChunkRow, Hit, f64)>, usize) {
     let total = hits.len();
-    let judged: Vec<(ChunkRow, Hit, f64)> = hits
+    let judged: Vec<(ChunkRow, Hit, f64, f64)> = hits
         .into_iter()
         .map(|(c, h)| {
-            let r = judge.relevance(&c, &h);
-            (c, h, r)
+            let (r, apart) = judge.backing(&c, &h);
+            (c, h, r, apart)
         })
         .collect();
     if min <= 0.0 {
-        return (judged, 0);
+        return (judged.into_iter().map(|(c, h, r, _)| (c, h, r)).collect(), 0);
     }
     // A turn recalled as the context of a matching turn beside it is as relevant as a share of
     // that turn.
-    let own: HashMap<i64, f64> = judged.iter().map(|(c, _, r)| (c.rowid, *r)).collect();
-    let judged: Vec<(ChunkRow, Hit, f64)> = judged
+    let own: HashMap<i64, f64> = judged.iter().map(|(c, _, r, _)| (c.rowid, *r)).collect();
+    let judged: Vec<(ChunkRow, Hit, f64, f64)> = judged
         .into_iter()
-        .map(|(c, h, r)| {
+        .map(|(c, h, r, apart)| {
             let lent = h.context_of.and_then(|from| own.get(&from)).map_or(0.0, |l| CONTEXT_RELEVANCE * l);
-            (c, h, r.max(lent))
+            (c, h, r.max(lent), apart.max(lent))
         })
         .collect();
-    let Some((first, first_hit, _)) = judged.first() else { return (judged, 0) };
+    let Some((first, first_hit, _, _)) = judged.first() else { return (Vec::new(), 0) };
     let (source, top) = (first.source_id.clone(), first_hit.score);
     let best = judged.iter().map(|j| j.2).fold(0.0, f64::max);
     let kept: Vec<(ChunkRow, Hit, f64)> = judged
         .into_iter()
-        .filter(|(c, h, r)| {
-            *r >= min
-                && (c.source_id == source || h.score >= OTHER_SOURCE_SCORE * top || *r >= OTHER_SOURCE_RELEVANCE * best)
+        .filter_map(|(c, h, r, apart)| {
+            let (r, near_first) = if c.source_id == source {
+                (r, true)
+            } else {
+                (apart, h.score >= OTHER_SOURCE_SCORE * top || apart >= OTHER_SOURCE_RELEVANCE * best)
+            };
+            (r >= min && near_first).then_some((c, h, r))
         })
         .collect();
     let held = total - kept.len();
@@ -827,6 +979,8 @@ mod tests {
             terms: Vec::new(),
             idf: Vec::new(),
             noise: Some(VectorNoise { mean, sd, known: true, top }),
+            near: Default::default(),
+            weak: None,
         };
         let at = |cos| Hit { vector_score: Some(cos), ..Hit::new(1) };
         // Thousands of near-alike logs: cosines 0.02 ± 0.004 with a question about a note whose

@@ -67,6 +67,16 @@ impl WordPiece {
         self.unk
     }
 
+    /// The id of `word` as a whole word (a piece that may start one), if the vocabulary has it.
+    pub fn word_id(&self, word: &str) -> Option<u32> {
+        self.heads.get(word).copied()
+    }
+
+    /// Every piece that may start a word, with its id, in no particular order.
+    pub fn words(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.heads.iter().map(|(w, &id)| (&**w, id))
+    }
+
     /// Tokenises `text` (no `[CLS]`/`[SEP]` added).
     pub fn encode(&self, text: &str) -> Vec<u32> {
         let mut out = Vec::new();

@@ -155,7 +155,8 @@ impl MemoryEngine {
         let pool = (want * 4).max(100);
         let ranked = search::rank(inner, &conn, &p.query, Mode::Hybrid, &filter, want, pool, span.as_ref())?;
         let hits = shape.boost(&conn, ranked.hits, Mode::Hybrid, k)?;
-        let terms = inner.fts.query_terms(&p.query).words;
+        // The query's words, and the neighbours a question its words answer poorly was widened to.
+        let terms = ranked.judge.marked_words();
         let mut chunks = Vec::new();
         let mut citations = Vec::new();
         let mut loaded = shape.order(&conn, search::load_hits(&conn, hits)?)?;

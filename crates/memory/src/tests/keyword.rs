@@ -200,6 +200,42 @@ fn a_question_its_words_answer_poorly_leans_on_meaning() {
     assert_eq!(first("what is the code of the bike lock?"), "Bike lock");
 }
 
+/// A question none of whose words the store holds is matched on their neighbours in the
+/// built-in table ("lisbon" for "portugal", "depart" for "leave"), and the chunk they find is
+/// kept by the relevance floor; a question its own words answer is not widened.
+#[test]
+fn words_the_store_lacks_are_matched_on_their_neighbours() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = super::open_with(dir.path(), crate::embed::builtin().unwrap());
+    let notes = [
+        ("passport", "Passport", "My passport expires on 3 September 2026; renewal takes about six weeks."),
+        ("bike", "Bike lock", "The code of the blue bike lock is 4719."),
+        ("wifi", "Wifi at the cabin", "The cabin router is in the hall cupboard; the network is Birchwood."),
+        ("starter", "Sourdough starter", "Feed the sourdough starter every morning with 50 g flour and 50 g water."),
+        (
+            "flight",
+            "Your booking is confirmed",
+            "Booking reference QX7P2L. Flight SW 412 from Manchester to Lisbon departs 22 May at 06:55.",
+        ),
+        ("trip", "Weekend away", "We leave for the lake house on Friday after work."),
+    ];
+    for (key, title, content) in notes {
+        put(&m, key, title, content, &[]);
+    }
+    let r = m.wire::<ops::Recall>(json!({"query": "when does my plane to Portugal leave?"})).unwrap();
+    assert_eq!(titles_of(&r).first().map(String::as_str), Some("Your booking is confirmed"), "{r}");
+    // The snippet marks the words that stood in for the question's.
+    assert_eq!(marked(r["chunks"][0]["snippet"].as_str().unwrap()), ["lisbon", "departs"], "{r}");
+    // Its own word found, a question is not widened: the trip note, not the flight, answers.
+    let r = m.wire::<ops::Recall>(json!({"query": "when do we leave for the lake house?"})).unwrap();
+    assert_eq!(titles_of(&r), ["Weekend away"], "{r}");
+}
+
+/// The titles of a recall's chunks, best first.
+fn titles_of(r: &serde_json::Value) -> Vec<String> {
+    r["chunks"].as_array().unwrap().iter().map(|c| c["title"].as_str().unwrap_or_default().to_string()).collect()
+}
+
 /// The words a snippet marks.
 fn marked(snippet: &str) -> Vec<String> {
     snippet.split("**").skip(1).step_by(2).map(str::to_lowercase).collect()

@@ -137,6 +137,10 @@ pub(crate) const QUESTIONS: &[(&str, &str)] = &[
     ("what should I pack for the holiday?", "Holiday packing list"),
 ];
 
+/// Questions only meaning answers, asked of recall alone: none of their rarer words is in the
+/// store, and mail that signs off "take care" holds the rest.
+const MEANING_QUESTIONS: &[(&str, &str)] = &[("how do I take care of my bread yeast?", "Sourdough starter")];
+
 /// One mailbox of work and everyday mail, none of it about what the notes hold.
 fn mailbox() -> String {
     let mails: &[(&str, &str, &str)] = &[
@@ -219,6 +223,16 @@ fn mailbox() -> String {
             "Jonas Wirth <jonas@partners.example>",
             "Re: Invoice 2291",
             "Thanks for the quick payment. If you would like a second workshop in the new year, I have time in February.",
+        ),
+        (
+            "Mum <mum@family.example>",
+            "Sunday",
+            "Are you coming on Sunday? Dad wants to take you to the new garden centre. Take care of yourself, love Mum",
+        ),
+        (
+            "Ana Lima <ana@northwind.example>",
+            "Out next week",
+            "I am away next week; Tom will take care of the design reviews. Take care!",
         ),
     ];
     let mut out = String::new();
@@ -316,8 +330,9 @@ fn everyday_questions_find_the_note_first_and_no_mail_or_chat_padding() {
     let dir = tempfile::tempdir().unwrap();
     let m = personal_store(dir.path());
     let mut padded = Vec::new();
-    for (question, want) in QUESTIONS {
-        for op in ["recall", "search"] {
+    let asked = QUESTIONS.iter().flat_map(|q| [(q, "recall"), (q, "search")]);
+    for ((question, want), op) in asked.chain(MEANING_QUESTIONS.iter().map(|q| (q, "recall"))) {
+        {
             let r = match op {
                 "recall" => m.wire::<ops::Recall>(json!({"query": question})).unwrap(),
                 _ => m.wire::<ops::Search>(json!({"query": question})).unwrap(),
