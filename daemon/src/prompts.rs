@@ -180,7 +180,8 @@ async fn recall_context(state: AppState, topic: &str, budget: usize) -> Result<P
         0 => String::new(),
         n => format!("; {n} below the relevance floor left out"),
     };
-    let description = format!("{} memories on \"{topic}\" (about {} of {budget} tokens{held})", pack.count, pack.used);
+    let noun = if pack.count == 1 { "memory" } else { "memories" };
+    let description = format!("{} {noun} on \"{topic}\" (about {} of {budget} tokens{held})", pack.count, pack.used);
     Ok(PromptResult { description, messages: vec![user_text(pack.finish())] })
 }
 

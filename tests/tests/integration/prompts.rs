@@ -247,7 +247,7 @@ fn recall_context_packs_the_note_and_no_unrelated_mail_or_chat() {
         assert!(!text.contains(unrelated), "`{unrelated}` padded the context: {text}");
     }
     let description = got["description"].as_str().unwrap();
-    assert!(description.starts_with("1 memories") && description.contains("below the relevance floor"), "{got}");
+    assert!(description.starts_with("1 memory on") && description.contains("below the relevance floor"), "{got}");
     // The recall the prompt runs says how many it held back.
     let r = tool_ok(&p.tool("memory.recall", json!({"query": "how do I look after my sourdough starter?"}))).clone();
     assert!(r["held_back"].as_u64().unwrap() > 0, "{r}");
