@@ -245,7 +245,7 @@ pub(crate) fn rank(
         // as keywords too.
         let weak = if mode == Mode::Hybrid { weak_keywords(conn, &bm, &terms.words, &idf, absent)? } else { None };
         if weak.is_some() && near.is_none() {
-            near = Some(near_words(query, &terms.words));
+            near = Some(near_words(query, &terms.words, &idf));
         }
         let extra = near.as_ref().map(|n| n.boosts()).unwrap_or_default();
         if !extra.is_empty() {
@@ -612,6 +612,8 @@ impl Judge {
 const NEAR_MIN_COS: f32 = 0.6;
 /// At most this many neighbours a query word (besides those its stem already covers).
 const NEAR_PER_WORD: usize = 3;
+/// Only a query's this many rarest words are widened.
+const NEAR_WORDS: usize = 8;
 /// A neighbour's keyword match weighs this share of its cosine: a word of the question itself
 /// always counts more.
 const NEAR_BOOST: f32 = 0.5;
@@ -645,9 +647,13 @@ impl Near {
     }
 }
 
-/// The neighbours of each word of `query` (its stems are `stems`) that neither a stop word nor
-/// another form of a query word is.
-fn near_words(query: &str, stems: &[String]) -> Near {
+/// The neighbours of the words of `query` (its stems are `stems`, weighed by `idf`) that
+/// neither a stop word nor another form of a query word is: of its [`NEAR_WORDS`] rarest words,
+/// so that a pasted paragraph costs no more than a question.
+fn near_words(query: &str, stems: &[String], idf: &[f64]) -> Near {
+    let mut rarest: Vec<usize> = (0..stems.len()).collect();
+    rarest.sort_by(|a, b| idf[*b].total_cmp(&idf[*a]).then(a.cmp(b)));
+    rarest.truncate(NEAR_WORDS);
     let Ok(model) = crate::embed::StaticModel::builtin() else { return Near::default() };
     let mut words = Vec::new();
     let mut seen: Vec<String> = Vec::new();
@@ -657,6 +663,9 @@ fn near_words(query: &str, stems: &[String]) -> Near {
         }
         seen.push(lower.to_string());
         let Some(of) = stems.iter().position(|s| *s == crate::fts::stem(lower)) else { return };
+        if !rarest.contains(&of) {
+            return;
+        }
         let mut taken = 0;
         for (n, cos) in model.neighbours(lower, NEAR_MIN_COS, 4 * NEAR_PER_WORD) {
             let stem = crate::fts::stem(n);
@@ -971,7 +980,24 @@ pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> Result<Vec<(ChunkR
 mod tests {
     use std::collections::HashSet;
 
-    use super::{Hit, Judge, Mode, VectorNoise, Weights, fuse};
+    use super::{Hit, Judge, Mode, NEAR_WORDS, VectorNoise, Weights, fuse, near_words};
+
+    #[test]
+    fn only_the_rarest_words_of_a_long_question_are_widened() {
+        let query = "leave portugal landlord dentist bicycle coffee garden music doctor travel weekend \
+                     holiday";
+        let stems = crate::fts::QueryTerms::parse(query).words;
+        assert_eq!(stems.len(), 12);
+        // The later a word, the rarer.
+        let idf: Vec<f64> = (0..stems.len()).map(|i| i as f64).collect();
+        let near = near_words(query, &stems, &idf);
+        let mut of: Vec<usize> = near.words.iter().map(|w| w.1).collect();
+        of.dedup();
+        assert!(!of.is_empty() && of.len() <= NEAR_WORDS, "{of:?}");
+        assert!(of.iter().all(|&i| i >= stems.len() - NEAR_WORDS), "only the rarest: {of:?}");
+        // No neighbour is another form of a query word.
+        assert!(near.words.iter().all(|w| !stems.contains(&w.0)));
+    }
 
     #[test]
     fn a_chunk_a_hair_above_a_tight_background_is_not_backed_by_meaning() {
