@@ -265,10 +265,14 @@ impl Fts {
     /// The inverse document frequency of each word stem, as BM25 weighs it: rare words
     /// weigh most, a word no chunk has weighs as if one chunk had it.
     pub fn idf(&self, stems: &[String]) -> Vec<f64> {
+        self.idf_of(&self.doc_freqs(stems))
+    }
+
+    /// The inverse document frequency of words in `dfs` chunks each, as [`Self::idf`] gives it.
+    pub fn idf_of(&self, dfs: &[u64]) -> Vec<f64> {
         let n = self.num_docs() as f64;
-        self.doc_freqs(stems)
-            .into_iter()
-            .map(|df| {
+        dfs.iter()
+            .map(|&df| {
                 let df = df.max(1) as f64;
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })

@@ -194,12 +194,12 @@ pub(crate) fn rank(
     let (weight, chat_weight) = qvec
         .as_ref()
         .map_or((0.0, 0.0), |(_, tier)| (tier.embedder.fusion_weight(), tier.embedder.chat_fusion_weight()));
-    let idf = inner.fts.idf(&terms.words);
+    let dfs = inner.fts.doc_freqs(&terms.words);
+    let idf = inner.fts.idf_of(&dfs);
     // The share of the question's word weight in words that no chunk holds (numbers aside: a
     // date or an amount the store lacks says nothing of the words it uses).
-    let absent: Vec<bool> = (inner.fts.doc_freqs(&terms.words).iter().zip(&terms.words))
-        .map(|(&df, w)| df == 0 && !w.bytes().any(|b| b.is_ascii_digit()))
-        .collect();
+    let absent: Vec<bool> =
+        dfs.iter().zip(&terms.words).map(|(&df, w)| df == 0 && !w.bytes().any(|b| b.is_ascii_digit())).collect();
     let absent = share(&absent, &idf);
     // The query's cosines with a sample of the store: where the blend counts cosines from, and
     // what the relevance floor reads a cosine against.
@@ -217,8 +217,12 @@ pub(crate) fn rank(
         None => None,
     };
     let mut pool = pool.max(want);
-    // The query words' neighbours, once the words prove weak.
-    let mut near: Option<Near> = None;
+    // Whether the words answer the question poorly (`weak_keywords`), read on the first round
+    // (a larger pool has the same best hits), and the neighbours such a question's words are
+    // widened to, with their keyword boosts.
+    let mut known_weak: Option<Option<f64>> = None;
+    let mut near = Near::default();
+    let mut extra: Vec<(String, f32)> = Vec::new();
     loop {
         let keyword = |only: Option<&[i64]>, extra: &[(String, f32)]| match mode {
             Mode::Vector => Ok(Vec::new()),
@@ -233,24 +237,34 @@ pub(crate) fn rank(
                 .unwrap_or_else(|| read(&tier.vectors).search(q, pool, only)),
             None => Vec::new(),
         };
-        let mut bm = keyword(restrict.as_deref(), &[])?;
+        let mut bm = keyword(restrict.as_deref(), &extra)?;
         let mut vs = vector(restrict.as_deref());
+        // Questions the words answer poorly lean on meaning, and their words' neighbours count
+        // as keywords too.
+        let weak = match known_weak {
+            Some(weak) => weak,
+            None => {
+                let weak = match mode {
+                    Mode::Hybrid => weak_keywords(conn, &bm, &terms.words, &idf, absent)?,
+                    _ => None,
+                };
+                if weak.is_some() {
+                    near = near_words(query, &terms.words, &idf);
+                    extra = near.boosts();
+                    if !extra.is_empty() {
+                        bm = keyword(restrict.as_deref(), &extra)?;
+                    }
+                }
+                known_weak = Some(weak);
+                weak
+            }
+        };
         // A ranker is spent when it gave fewer than asked, or (vectors, best first) reached a
         // cosine at or below zero, which `fuse` drops: asking it for more would give only more
         // of those. Without the second rule a query few chunks of a large store are alike to
         // could grow the pool fourfold, round after round, until it held every row.
         let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
         let exhausted = bm.len() < pool && vectors_spent;
-        // Questions the words answer poorly lean on meaning, and their words' neighbours count
-        // as keywords too.
-        let weak = if mode == Mode::Hybrid { weak_keywords(conn, &bm, &terms.words, &idf, absent)? } else { None };
-        if weak.is_some() && near.is_none() {
-            near = Some(near_words(query, &terms.words, &idf));
-        }
-        let extra = near.as_ref().map(|n| n.boosts()).unwrap_or_default();
-        if !extra.is_empty() {
-            bm = keyword(restrict.as_deref(), &extra)?;
-        }
         if let Some(ids) = &in_span {
             bm = merge(bm, keyword(Some(ids), &extra)?);
             vs = merge(vs, vector(Some(ids)));
@@ -301,13 +315,7 @@ pub(crate) fn rank(
                 let top = vs.iter().map(|v| v.1).fold(f32::MIN, f32::max);
                 VectorNoise { mean, sd: sd.max(f32::EPSILON), known: rows >= MIN_BACKGROUND, top }
             });
-            let judge = Judge {
-                terms: terms.words,
-                idf,
-                noise,
-                near: near.unwrap_or_default(),
-                weak: weak.map(|_| weak_bar(absent)),
-            };
+            let judge = Judge::new(terms.words, idf, noise, near, weak.map(|_| weak_bar(absent)));
             return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind), judge });
         }
         pool *= 4;
@@ -528,11 +536,14 @@ pub(crate) struct VectorNoise {
 /// What the relevance floor weighs a query's hits with: the query's words with their
 /// inverse document frequencies, and the vector ranker's noise level.
 pub(crate) struct Judge {
-    terms: Vec<String>,
+    /// The query's word stems, then their neighbours' when the query was widened to them.
+    stems: Vec<String>,
+    /// For each of `stems`, the query word it stands for and the share of that word's weight a
+    /// chunk holding it earns (1 for the word itself).
+    credit: Vec<(usize, f64)>,
+    /// The weight of each query word.
     idf: Vec<f64>,
     noise: Option<VectorNoise>,
-    /// The words' neighbours, when the query was widened to them.
-    near: Near,
     /// When the query's words answer it poorly (see [`weak_keywords`]), the share of their
     /// weight a chunk must hold to be backed by them ([`weak_bar`]): holding less, it shares
     /// only the ordinary words that made the question weak.
@@ -548,6 +559,16 @@ fn weak_bar(absent: f64) -> f64 {
 }
 
 impl Judge {
+    fn new(terms: Vec<String>, idf: Vec<f64>, noise: Option<VectorNoise>, near: Near, weak: Option<f64>) -> Judge {
+        let mut credit: Vec<(usize, f64)> = (0..terms.len()).map(|i| (i, 1.0)).collect();
+        let mut stems = terms;
+        for (stem, of, cos) in near.words {
+            stems.push(stem);
+            credit.push((of, NEAR_CREDIT * f64::from(cos)));
+        }
+        Judge { stems, credit, idf, noise, weak }
+    }
+
     /// How well a hit is backed, in `0..=1`, from signals that keep their meaning from one
     /// store and one embedder to another (never a raw score): the larger of the share of the
     /// query's word weight (inverse document frequency) found in the chunk's title and text,
@@ -564,10 +585,10 @@ impl Judge {
 
     /// The word stems a hit's snippet marks: the query's, then the neighbours it was widened to.
     pub fn marked_words(&self) -> Vec<String> {
-        let mut words = self.terms.clone();
-        for (stem, _, _) in &self.near.words {
-            if !words.contains(stem) {
-                words.push(stem.clone());
+        let mut words: Vec<String> = Vec::with_capacity(self.stems.len());
+        for s in &self.stems {
+            if !words.contains(s) {
+                words.push(s.clone());
             }
         }
         words
@@ -590,19 +611,13 @@ impl Judge {
     /// missing from them counting [`NEAR_CREDIT`] × the cosine of its nearest neighbour they
     /// hold.
     fn coverage(&self, row: &ChunkRow) -> f64 {
-        if self.near.is_empty() {
-            return coverage(row.title.as_deref(), &row.content, &self.terms, &self.idf);
-        }
-        let all: Vec<String> = self.terms.iter().chain(self.near.words.iter().map(|(s, _, _)| s)).cloned().collect();
-        let found = found_in(row.title.as_deref(), &row.content, &all);
-        let mut credit: Vec<f64> = found[..self.terms.len()].iter().map(|&f| f64::from(u8::from(f))).collect();
-        for ((_, of, cos), &f) in self.near.words.iter().zip(&found[self.terms.len()..]) {
-            if f {
-                credit[*of] = credit[*of].max(NEAR_CREDIT * f64::from(*cos));
-            }
+        let found = found_in(row.title.as_deref(), &row.content, &self.stems);
+        let mut held = vec![0.0; self.idf.len()];
+        for (&(of, credit), _) in self.credit.iter().zip(&found).filter(|(_, f)| **f) {
+            held[of] = f64::max(held[of], credit);
         }
         let total: f64 = self.idf.iter().sum();
-        if total <= 0.0 { 0.0 } else { credit.iter().zip(&self.idf).map(|(c, w)| c * w).sum::<f64>() / total }
+        if total <= 0.0 { 0.0 } else { held.iter().zip(&self.idf).map(|(h, w)| h * w).sum::<f64>() / total }
     }
 }
 
@@ -630,10 +645,6 @@ pub(crate) struct Near {
 }
 
 impl Near {
-    fn is_empty(&self) -> bool {
-        self.words.is_empty()
-    }
-
     /// Each neighbour's stem once, with its keyword boost.
     fn boosts(&self) -> Vec<(String, f32)> {
         let mut out: Vec<(String, f32)> = Vec::new();
@@ -681,12 +692,6 @@ fn near_words(query: &str, stems: &[String], idf: &[f64]) -> Near {
         }
     });
     Near { words }
-}
-
-/// The share of the word weight of `terms` (query stems weighted by `idf`) that `title` and
-/// `text` hold.
-fn coverage(title: Option<&str>, text: &str, terms: &[String], idf: &[f64]) -> f64 {
-    share(&found_in(title, text, terms), idf)
 }
 
 /// Which of `terms` `title` and `text` hold.
@@ -1001,12 +1006,14 @@ mod tests {
 
     #[test]
     fn a_chunk_a_hair_above_a_tight_background_is_not_backed_by_meaning() {
-        let judge = |mean, sd, top| Judge {
-            terms: Vec::new(),
-            idf: Vec::new(),
-            noise: Some(VectorNoise { mean, sd, known: true, top }),
-            near: Default::default(),
-            weak: None,
+        let judge = |mean, sd, top| {
+            Judge::new(
+                Vec::new(),
+                Vec::new(),
+                Some(VectorNoise { mean, sd, known: true, top }),
+                Default::default(),
+                None,
+            )
         };
         let at = |cos| Hit { vector_score: Some(cos), ..Hit::new(1) };
         // Thousands of near-alike logs: cosines 0.02 ± 0.004 with a question about a note whose

@@ -78,7 +78,7 @@ struct WordRow {
 /// Whole words shorter than this are never offered as neighbours (abbreviations and fragments).
 const NEIGHBOUR_MIN_CHARS: usize = 3;
 /// How many nearest words are kept for a word asked about.
-pub const NEIGHBOURS_KEPT: usize = 16;
+const NEIGHBOURS_KEPT: usize = 16;
 /// The cache of words asked about is emptied when it holds this many.
 const NEIGHBOUR_CACHE: usize = 4096;
 

@@ -7,8 +7,19 @@ use serde_json::{Value, json};
 
 use super::{corpus, open, put};
 
+/// The titles of a search's hits or a recall's chunks, best first.
 fn titles(r: &Value) -> Vec<String> {
-    r["hits"].as_array().unwrap().iter().map(|h| h["title"].as_str().unwrap_or("").to_string()).collect()
+    let hits = r.get("hits").unwrap_or(&r["chunks"]).as_array().unwrap();
+    hits.iter().map(|h| h["title"].as_str().unwrap_or("").to_string()).collect()
+}
+
+/// A store with the built-in embedder holding `notes` (key, title, text).
+fn notes_store(dir: &std::path::Path, notes: &[(&str, &str, &str)]) -> crate::MemoryEngine {
+    let m = super::open_with(dir, crate::embed::builtin().unwrap());
+    for (key, title, content) in notes {
+        put(&m, key, title, content, &[]);
+    }
+    m
 }
 
 #[test]
@@ -171,7 +182,6 @@ fn a_match_on_stop_words_only_ranks_as_no_keyword_match() {
 #[test]
 fn a_question_its_words_answer_poorly_leans_on_meaning() {
     let dir = tempfile::tempdir().unwrap();
-    let m = super::open_with(dir.path(), crate::embed::builtin().unwrap());
     let notes = [
         ("starter", "Sourdough starter", "Feed the sourdough starter every morning with 50 g flour and 50 g water."),
         (
@@ -187,9 +197,7 @@ fn a_question_its_words_answer_poorly_leans_on_meaning() {
         ("books", "Book club", "In April the book club reads The Remains of the Day."),
         ("bill", "Electricity", "The March electricity bill is 84.20 EUR, paid by direct debit."),
     ];
-    for (key, title, content) in notes {
-        put(&m, key, title, content, &[]);
-    }
+    let m = notes_store(dir.path(), &notes);
     let first = |q: &str| {
         let r = m.wire::<ops::Recall>(json!({"query": q, "min_relevance": 0})).unwrap();
         r["chunks"][0]["title"].as_str().unwrap().to_string()
@@ -206,7 +214,6 @@ fn a_question_its_words_answer_poorly_leans_on_meaning() {
 #[test]
 fn words_the_store_lacks_are_matched_on_their_neighbours() {
     let dir = tempfile::tempdir().unwrap();
-    let m = super::open_with(dir.path(), crate::embed::builtin().unwrap());
     let notes = [
         ("passport", "Passport", "My passport expires on 3 September 2026; renewal takes about six weeks."),
         ("bike", "Bike lock", "The code of the blue bike lock is 4719."),
@@ -219,21 +226,14 @@ fn words_the_store_lacks_are_matched_on_their_neighbours() {
         ),
         ("trip", "Weekend away", "We leave for the lake house on Friday after work."),
     ];
-    for (key, title, content) in notes {
-        put(&m, key, title, content, &[]);
-    }
+    let m = notes_store(dir.path(), &notes);
     let r = m.wire::<ops::Recall>(json!({"query": "when does my plane to Portugal leave?"})).unwrap();
-    assert_eq!(titles_of(&r).first().map(String::as_str), Some("Your booking is confirmed"), "{r}");
+    assert_eq!(titles(&r).first().map(String::as_str), Some("Your booking is confirmed"), "{r}");
     // The snippet marks the words that stood in for the question's.
     assert_eq!(marked(r["chunks"][0]["snippet"].as_str().unwrap()), ["lisbon", "departs"], "{r}");
     // Its own word found, a question is not widened: the trip note, not the flight, answers.
     let r = m.wire::<ops::Recall>(json!({"query": "when do we leave for the lake house?"})).unwrap();
-    assert_eq!(titles_of(&r), ["Weekend away"], "{r}");
-}
-
-/// The titles of a recall's chunks, best first.
-fn titles_of(r: &serde_json::Value) -> Vec<String> {
-    r["chunks"].as_array().unwrap().iter().map(|c| c["title"].as_str().unwrap_or_default().to_string()).collect()
+    assert_eq!(titles(&r), ["Weekend away"], "{r}");
 }
 
 /// The words a snippet marks.
