@@ -2,10 +2,10 @@
 //! matched words wrapped in `**…**` (Markdown bold, readable by people and models, no
 //! HTML escaping). Words are compared the way the full-text index analyzes them:
 //! alphanumeric runs, lowercased, folded and stemmed, so `develop` highlights `developing`
-//! and `reunion` the `Réunion` as written. Stop words are never marked, even when a query
-//! holds nothing else.
+//! and `reunion` the `Réunion` as written. Stop words (English, and the function words of
+//! other European languages) are never marked, even when a query holds nothing else.
 
-use super::fts::{for_each_word, is_query_stop_word, stem};
+use super::fts::{for_each_word, is_unmarked_word, stem};
 
 pub(crate) const SNIPPET_CHARS: usize = 200;
 
@@ -16,7 +16,7 @@ fn matches(text: &str, terms: &[String]) -> Vec<(usize, usize, usize)> {
     for_each_word(text, |s, e, lower| {
         // A stem keeps its word's first letter: only words that could match are stemmed.
         let first = lower.as_bytes()[0];
-        if !terms.iter().any(|t| t.as_bytes().first() == Some(&first)) || is_query_stop_word(lower) {
+        if !terms.iter().any(|t| t.as_bytes().first() == Some(&first)) || is_unmarked_word(lower) {
             return;
         }
         let stemmed = stem(lower);
@@ -147,5 +147,10 @@ mod tests {
         let terms = vec!["my".to_string(), "bike".to_string(), "the".to_string(), "reunion".to_string()];
         let s = snippet("The lock of my bike is at the Réunion.", &terms);
         assert_eq!(s, "The lock of my **bike** is at the **Réunion**.");
+        // Words a query keeps for ranking but a reader would not want marked, in English and
+        // in a French mail.
+        let terms: Vec<String> = ["give", "blood", "again", "reunion", "de", "class"].map(String::from).into();
+        let s = snippet("Réunion de classe: give blood again", &terms);
+        assert_eq!(s, "**Réunion** de **classe**: **give** **blood** again");
     }
 }
