@@ -81,19 +81,62 @@ pub(crate) fn snippet(text: &str, terms: &[String]) -> String {
     if from > 0 {
         out.push('…');
     }
+    let marks = emphasis_marks(text, from, to);
     let mut pos = from;
     for &(s, e, _) in found.iter().filter(|m| m.0 >= from && m.1 <= to) {
-        out.push_str(&text[pos..s]);
+        push_plain(&mut out, text, pos, s, &marks);
         out.push_str("**");
         out.push_str(&text[s..e]);
         out.push_str("**");
         pos = e;
     }
-    out.push_str(&text[pos..to]);
+    push_plain(&mut out, text, pos, to, &marks);
     if to < text.len() {
         out.push('…');
     }
     out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The byte ranges in `text[from..to]` of the text's own bold markers (`**`, `***`) that open or
+/// close emphasis: a run with whitespace (or the text's edge) on one side and not the other, or
+/// a letter or digit on one side and not the other. A snippet drops them, so that the only bold
+/// in it is what matched: a Markdown note's `**the** key` would otherwise look like a highlighted
+/// stop word. `2**10` and `a ** b` keep theirs.
+fn emphasis_marks(text: &str, from: usize, to: usize) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut marks = Vec::new();
+    let mut i = from;
+    while i < to {
+        if bytes[i] != b'*' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < to && bytes[i] == b'*' {
+            i += 1;
+        }
+        if !(2..=3).contains(&(i - start)) {
+            continue;
+        }
+        let before = text[..start].chars().next_back();
+        let after = text[i..].chars().next();
+        let space = |c: Option<char>| c.is_none_or(char::is_whitespace);
+        let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        if space(before) != space(after) || word(before) != word(after) {
+            marks.push((start, i));
+        }
+    }
+    marks
+}
+
+/// Appends `text[from..to]` to `out` without the bold markers `marks` holds.
+fn push_plain(out: &mut String, text: &str, from: usize, to: usize, marks: &[(usize, usize)]) {
+    let mut pos = from;
+    for &(s, e) in marks.iter().filter(|m| m.0 >= from && m.1 <= to) {
+        out.push_str(&text[pos..s]);
+        pos = e;
+    }
+    out.push_str(&text[pos..to]);
 }
 
 /// The index of the line of `text` that matches the most distinct `terms` (the first such line),
@@ -152,5 +195,14 @@ mod tests {
         let terms: Vec<String> = ["give", "blood", "again", "reunion", "de", "class"].map(String::from).into();
         let s = snippet("Réunion de classe: give blood again", &terms);
         assert_eq!(s, "**Réunion** de **classe**: **give** **blood** again");
+    }
+
+    #[test]
+    fn the_texts_own_bold_is_dropped_so_only_matches_are_bold() {
+        let terms = vec!["key".to_string(), "spare".to_string()];
+        let s = snippet("**The** spare ***key*** hangs (**by the door**). 2**10 and a ** b stay.", &terms);
+        assert_eq!(s, "The **spare** **key** hangs (by the door). 2**10 and a ** b stay.");
+        let s = snippet("**How the key is kept.** Then more.", &terms);
+        assert_eq!(s, "How the **key** is kept. Then more.");
     }
 }
