@@ -177,7 +177,8 @@ impl Inner {
         let first = self.answering();
         let fallback = (first.kind == TierKind::Deep).then_some(&self.fast);
         for tier in std::iter::once(first).chain(fallback) {
-            match tier.embedder.embed_query(query) {
+            let text = if tier.embedder.bag_of_words() { super::fts::without_stop_words(query) } else { query.into() };
+            match tier.embedder.embed_query(&text) {
                 Ok(v) => return Some((v, tier)),
                 Err(e) => tracing::warn!(
                     tier = tier.kind.name(),

@@ -33,6 +33,9 @@ impl Embedder for Builtin {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.0.embed(texts)
     }
+    fn bag_of_words(&self) -> bool {
+        self.0.bag_of_words()
+    }
     fn fusion_weight(&self) -> f64 {
         self.0.fusion_weight()
     }
@@ -50,6 +53,16 @@ pub trait Embedder: Send + Sync {
     /// One vector per text, in order. Vectors are L2-normalised, except for
     /// texts with no known token (e.g. empty), which get the zero vector.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// Whether a text's vector is the sum of its tokens' vectors, each the same whatever the
+    /// words around it (a static table). Such an embedder gets a query without its stop words
+    /// (when it has others): with no context to discount them, "when is my …" adds the same
+    /// direction to every question, one that chatty mail shares, and made a mail asking "are you
+    /// coming for lunch on Sunday?" the nearest chunk to "when is my language class?". Stored
+    /// texts keep every word.
+    fn bag_of_words(&self) -> bool {
+        false
+    }
 
     /// How much hybrid ranking trusts this embedder against BM25: the weight of its
     /// (max-normalised) cosine in the blend, in `0..=1`, BM25 taking the rest. Sentence

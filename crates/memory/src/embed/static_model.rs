@@ -312,6 +312,11 @@ impl Embedder for StaticModel {
             .collect())
     }
 
+    /// A sum of token rows: see [`Embedder::bag_of_words`].
+    fn bag_of_words(&self) -> bool {
+        true
+    }
+
     /// A table lookup and a sum per token: pure CPU work, so every core helps a backlog.
     fn parallelism(&self) -> usize {
         std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)

@@ -100,6 +100,19 @@ pub(crate) fn is_query_stop_word(lower: &str) -> bool {
     QUERY_STOP_WORDS.binary_search(&lower).is_ok()
 }
 
+/// `query`'s words that are not query stop words, as written, each followed by a space; the
+/// query itself when it has no other word.
+pub(crate) fn without_stop_words(query: &str) -> Cow<'_, str> {
+    let mut kept = String::with_capacity(query.len());
+    for_each_word(query, |s, e, lower| {
+        if !is_query_stop_word(lower) {
+            kept.push_str(&query[s..e]);
+            kept.push(' ');
+        }
+    });
+    if kept.is_empty() { Cow::Borrowed(query) } else { Cow::Owned(kept) }
+}
+
 /// A word a highlight never marks (`lower` is lowercased and folded, not stemmed): a query stop
 /// word, or one of [`UNMARKED_WORDS`].
 pub(crate) fn is_unmarked_word(lower: &str) -> bool {
@@ -527,6 +540,16 @@ mod tests {
         let q = QueryTerms::parse("where is my_var set?");
         assert_eq!((q.words, q.compounds), (vec!["var".to_string(), "set".to_string()], vec!["my_var".to_string()]));
         assert_eq!(QueryTerms::parse("the who").words, ["the", "who"]);
+    }
+
+    #[test]
+    fn a_query_without_its_stop_words_keeps_the_rest_as_written() {
+        assert_eq!(without_stop_words("When is my language class?"), "language class ");
+        assert_eq!(without_stop_words("Réunion de classe"), "Réunion de classe ");
+        assert_eq!(without_stop_words("what's my_var?"), "var ");
+        // Nothing but stop words, or no word at all: the query as it is.
+        assert_eq!(without_stop_words("to be or not to be"), "to be or not to be");
+        assert_eq!(without_stop_words("?!"), "?!");
     }
 
     #[test]

@@ -234,6 +234,11 @@ fn mailbox() -> String {
             "Out next week",
             "I am away next week; Tom will take care of the design reviews. Take care!",
         ),
+        (
+            "Mum <mum@family.example>",
+            "Sunday lunch",
+            "Hi love, are you coming for lunch on Sunday? Dad is making his roast. Take care of yourself, you work too much. Love, Mum",
+        ),
     ];
     let mut out = String::new();
     for (i, (from, subject, body)) in mails.iter().enumerate() {
@@ -349,6 +354,18 @@ fn everyday_questions_find_the_note_first_and_no_mail_or_chat_padding() {
         }
     }
     assert!(padded.is_empty(), "mail or chat came back for questions about notes:\n{}", padded.join("\n"));
+}
+
+/// With the built-in table a question is embedded by its words that say something: "when is
+/// my …?" next to "language class" made Mum's "are you coming for lunch on Sunday?" the closest
+/// chunk, above the note about Spanish lessons that shares no word with the question either.
+#[test]
+fn a_question_is_matched_by_meaning_on_what_it_asks_not_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = personal_store(dir.path());
+    let r = m.wire::<ops::Recall>(json!({"query": "when is my language class?", "k": 5})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Spanish lessons"), "{got:?}");
 }
 
 #[test]
