@@ -11,7 +11,8 @@
 //! query at 1M rows, ~24 ms here), so the scan runs in two stages: each row also keeps its
 //! sign bits (one bit a component, an eighth of the int8 row), the query is scored against
 //! those bits exactly (Σ ±q, through per-byte lookup tables), and only the best
-//! [`candidates`] rows (1/128 of them at 1M) are scored on their int8 rows. On the SciFact
+//! [`candidates`] rows (1/128 of them at 1M, a fixed number past 2M rows a thread) are scored
+//! on their int8 rows. On the SciFact
 //! development claims (28,581 chunks, `examples/sign_prefilter.rs`), re-scoring the best 1/128
 //! by sign keeps 98% of the exact top 10; below the threshold every row is scored exactly.
 //! The table lookups cost ~8 ns a row, so at embedding widths a cheaper pass comes first: the
@@ -951,11 +952,20 @@ impl Quantised {
 /// int8 pass takes under ~4 ms and every row is scored exactly.
 pub(crate) const PREFILTER_MIN_ROWS: usize = 128 * 1024;
 
-/// How many rows of a part of `rows` the sign pass hands to the exact one: 1/128 of them, and
-/// never fewer than 32 per hit asked for.
+/// How many rows of a part of `rows` the sign pass hands to the exact one: 1/128 of them up to
+/// [`MAX_CANDIDATES`], and never fewer than 32 per hit asked for.
 fn candidates(limit: usize, rows: usize) -> usize {
-    limit.saturating_mul(32).max(rows / 128).min(rows)
+    limit.saturating_mul(32).max((rows / 128).min(MAX_CANDIDATES)).min(rows)
 }
+
+/// The most rows of one scan thread's part that the share of [`candidates`] re-scores: 1/128
+/// of a part of 2M rows (a store of 4M on two threads). The exact top 10 of a query stands out
+/// further from the rest the more rows there are, so its place in the sign order grows slower
+/// than the part: on the 10M-row store of generated mail, 16,384 of each 5M-row part keep
+/// recall@10 against the exact scan at 0.9935 (0.9990 at 1/128) in 15–16 ms instead of 23–24
+/// (BENCHMARKS.md, "10M recall: a fixed number of rows re-scored"). Smaller stores, whose
+/// figures the share was measured on (SciFact's rows, `examples/sign_prefilter.rs`), keep it.
+const MAX_CANDIDATES: usize = 16 * 1024;
 
 /// How many times [`candidates`] the Hamming pass over the code heads keeps for the sign-table
 /// pass (`examples/sign_prefilter.rs` measures what each share keeps of the exact top 10).
@@ -1318,6 +1328,19 @@ fn scan_threads(rows: usize) -> usize {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// Up to parts of 2M rows the sign passes hand 1/128 of a part to the exact one; past that
+    /// a fixed number, so a search at 10M rows does not re-score and sign-score 2.5 times the
+    /// rows it needs; and never fewer than 32 rows per hit asked for.
+    #[test]
+    fn the_rows_re_scored_grow_with_the_part_only_up_to_a_cap() {
+        assert_eq!(candidates(10, 1_000_000), 7_812);
+        assert_eq!(candidates(10, 2 * 1024 * 1024), MAX_CANDIDATES);
+        assert_eq!(candidates(10, 5_000_000), MAX_CANDIDATES);
+        assert_eq!(candidates(100, 200_000), 3_200);
+        assert_eq!(candidates(1_000, 5_000_000), 32_000);
+        assert_eq!(candidates(100, 1_000), 1_000);
+    }
 
     #[test]
     fn dot_matches_naive_for_all_tail_lengths() {
