@@ -12,9 +12,9 @@
 //! sign bits (one bit a component, an eighth of the int8 row), the query is scored against
 //! those bits exactly (Σ ±q, through per-byte lookup tables), and only the best
 //! [`candidates`] rows (1/128 of them at 1M, a fixed number past 2M rows a thread) are scored
-//! on their int8 rows. On the SciFact
-//! development claims (28,581 chunks, `examples/sign_prefilter.rs`), re-scoring the best 1/128
-//! by sign keeps 98% of the exact top 10; below the threshold every row is scored exactly.
+//! on their int8 rows. On the SciFact development claims (28,581 chunks,
+//! `examples/sign_prefilter.rs`), re-scoring the best 1/128 by sign keeps 98% of the exact
+//! top 10; below the threshold every row is scored exactly.
 //! The table lookups cost ~8 ns a row, so at embedding widths a cheaper pass comes first: the
 //! Hamming distance between the signs of the row's first 128 components and the query's lets
 //! through only the nearest 1/16 of the rows. Those signs are kept in an array of their own
