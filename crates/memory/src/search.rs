@@ -533,6 +533,19 @@ pub(crate) struct VectorNoise {
     pub top: f32,
 }
 
+/// How well one hit is backed ([`Judge::backing`]).
+#[derive(Debug, Clone, Copy)]
+struct Backing {
+    /// The share of the query's word weight the chunk holds.
+    words: f64,
+    /// How far its cosine stands above the store's noise, in `0..=1`.
+    meaning: f64,
+    /// Its relevance: the larger of the two.
+    both: f64,
+    /// Its relevance apart from the first hit's source.
+    apart: f64,
+}
+
 /// What the relevance floor weighs a query's hits with: the query's words with their
 /// inverse document frequencies, and the vector ranker's noise level.
 pub(crate) struct Judge {
@@ -577,10 +590,11 @@ impl Judge {
     /// cosine's lead over the mean); and its relevance apart from the first hit's source: the
     /// same unless the query's words answer it poorly and the hit holds less of their weight
     /// than [`Judge::weak`] asks, when only its meaning backs it.
-    fn backing(&self, row: &ChunkRow, hit: &Hit) -> (f64, f64) {
+    fn backing(&self, row: &ChunkRow, hit: &Hit) -> Backing {
         let (words, meaning) = (self.coverage(row), self.by_meaning(hit));
         let both = words.max(meaning);
-        (both, if self.weak.is_some_and(|bar| words < bar) { meaning } else { both })
+        let apart = if self.weak.is_some_and(|bar| words < bar) { meaning } else { both };
+        Backing { words, meaning, both, apart }
     }
 
     /// The word stems a hit's snippet marks: the query's, then the neighbours it was widened to.
@@ -792,45 +806,60 @@ const CONTEXT_RELEVANCE: f64 = 0.5;
 const OTHER_SOURCE_SCORE: f64 = 0.5;
 const OTHER_SOURCE_RELEVANCE: f64 = 0.6;
 
+/// When the first hit is backed more by meaning than by the question's words, a hit of another
+/// kind and source must be at least this share as alike to the question in meaning: "present
+/// ideas for grandad" finds the note on birthday gifts by meaning, and chat turns about a video
+/// presentation, which hold the word "present" and nothing of the sense, are not near it. The
+/// personal stores' padding is the same from 0.35 to 0.75 (`BENCHMARKS.md`, "Hits of another
+/// kind that share only a word").
+const OTHER_KIND_MEANING: f64 = 0.5;
+
 /// Splits loaded hits (best first) at the relevance floor: those kept, each with its
 /// relevance ([`Judge::backing`]), and how many were held back. A hit is kept when its relevance
 /// reaches `min` and, unless it is from the first hit's source (the rest of its conversation,
 /// thread or document, context for it), when it also comes near the first hit: within
 /// [`OTHER_SOURCE_SCORE`] of its fused score or [`OTHER_SOURCE_RELEVANCE`] of the best
-/// relevance. A mail that shares one word of a question about a note is not near the note.
-/// `min` 0 keeps every hit.
+/// relevance, and, when it is of another kind (chat beside a note) and the first hit was found
+/// by meaning more than by words, with [`OTHER_KIND_MEANING`] of its likeness in meaning. A mail
+/// that shares one word of a question about a note is not near the note. `min` 0 keeps every
+/// hit.
 pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -> (Vec<(ChunkRow, Hit, f64)>, usize) {
     let total = hits.len();
-    let judged: Vec<(ChunkRow, Hit, f64, f64)> = hits
+    let judged: Vec<(ChunkRow, Hit, Backing)> = hits
         .into_iter()
         .map(|(c, h)| {
-            let (r, apart) = judge.backing(&c, &h);
-            (c, h, r, apart)
+            let b = judge.backing(&c, &h);
+            (c, h, b)
         })
         .collect();
     if min <= 0.0 {
-        return (judged.into_iter().map(|(c, h, r, _)| (c, h, r)).collect(), 0);
+        return (judged.into_iter().map(|(c, h, b)| (c, h, b.both)).collect(), 0);
     }
     // A turn recalled as the context of a matching turn beside it is as relevant as a share of
     // that turn.
-    let own: HashMap<i64, f64> = judged.iter().map(|(c, _, r, _)| (c.rowid, *r)).collect();
-    let judged: Vec<(ChunkRow, Hit, f64, f64)> = judged
+    let own: HashMap<i64, f64> = judged.iter().map(|(c, _, b)| (c.rowid, b.both)).collect();
+    let judged: Vec<(ChunkRow, Hit, Backing)> = judged
         .into_iter()
-        .map(|(c, h, r, apart)| {
+        .map(|(c, h, b)| {
             let lent = h.context_of.and_then(|from| own.get(&from)).map_or(0.0, |l| CONTEXT_RELEVANCE * l);
-            (c, h, r.max(lent), apart.max(lent))
+            (c, h, Backing { both: b.both.max(lent), apart: b.apart.max(lent), ..b })
         })
         .collect();
-    let Some((first, first_hit, _, _)) = judged.first() else { return (Vec::new(), 0) };
-    let (source, top) = (first.source_id.clone(), first_hit.score);
-    let best = judged.iter().map(|j| j.2).fold(0.0, f64::max);
+    let Some((first, first_hit, first_backing)) = judged.first() else { return (Vec::new(), 0) };
+    let (source, kind, top) = (first.source_id.clone(), first.kind.clone(), first_hit.score);
+    // Found by meaning: a hit of another kind must be alike in meaning too.
+    let meaning_bar =
+        (first_backing.meaning > first_backing.words).then_some(OTHER_KIND_MEANING * first_backing.meaning);
+    let best = judged.iter().map(|j| j.2.both).fold(0.0, f64::max);
     let kept: Vec<(ChunkRow, Hit, f64)> = judged
         .into_iter()
-        .filter_map(|(c, h, r, apart)| {
+        .filter_map(|(c, h, b)| {
             let (r, near_first) = if c.source_id == source {
-                (r, true)
+                (b.both, true)
             } else {
-                (apart, h.score >= OTHER_SOURCE_SCORE * top || apart >= OTHER_SOURCE_RELEVANCE * best)
+                let near = h.score >= OTHER_SOURCE_SCORE * top || b.apart >= OTHER_SOURCE_RELEVANCE * best;
+                let alike = c.kind == kind || meaning_bar.is_none_or(|bar| b.meaning >= bar);
+                (b.apart, near && alike)
             };
             (r >= min && near_first).then_some((c, h, r))
         })

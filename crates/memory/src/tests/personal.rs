@@ -138,8 +138,12 @@ pub(crate) const QUESTIONS: &[(&str, &str)] = &[
 ];
 
 /// Questions only meaning answers, asked of recall alone: none of their rarer words is in the
-/// store, and mail that signs off "take care" holds the rest.
-const MEANING_QUESTIONS: &[(&str, &str)] = &[("how do I take care of my bread yeast?", "Sourdough starter")];
+/// store, and mail that signs off "take care" holds the rest; or the chat holds one of them in
+/// another sense ("present" as in a presentation, or being present).
+const MEANING_QUESTIONS: &[(&str, &str)] = &[
+    ("how do I take care of my bread yeast?", "Sourdough starter"),
+    ("present ideas for grandad", "Birthday gift ideas"),
+];
 
 /// One mailbox of work and everyday mail, none of it about what the notes hold.
 fn mailbox() -> String {
@@ -285,6 +289,9 @@ fn chat() -> String {
         ("Sam", "I'd like that, something funny maybe"),
         ("Lea", "let me know the time and I will be there"),
         ("Kai", "I will check the listings and text you all"),
+        ("Lea", "my slides are done, I present them to the board tomorrow"),
+        ("Sam", "good luck! keep it short and they will listen"),
+        ("Kai", "yoga helps me stay present, I go every morning now"),
     ];
     lines
         .iter()
