@@ -54,6 +54,9 @@ pub(crate) struct Hit {
     /// 1-based rank in the BM25 list.
     pub bm25_rank: Option<usize>,
     pub vector_score: Option<f32>,
+    /// For a packed chat chunk read by its windows of a few turns, the best window's cosine
+    /// (see [`window_cosines`]).
+    pub window_cos: Option<f32>,
     /// Observed within the span of time the query names.
     pub in_span: bool,
     /// The chat hit beside it in its conversation that lent it score (see
@@ -64,7 +67,15 @@ pub(crate) struct Hit {
 impl Hit {
     /// A hit on `rowid` that no list has scored yet.
     fn new(rowid: i64) -> Hit {
-        Hit { rowid, score: 0.0, bm25_rank: None, vector_score: None, in_span: false, context_of: None }
+        Hit {
+            rowid,
+            score: 0.0,
+            bm25_rank: None,
+            vector_score: None,
+            window_cos: None,
+            in_span: false,
+            context_of: None,
+        }
     }
 }
 
@@ -265,6 +276,16 @@ pub(crate) fn rank(
         // could grow the pool fourfold, round after round, until it held every row.
         let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
         let exhausted = bm.len() < pool && vectors_spent;
+        // Packed chat chunks are also ranked by their best few turns.
+        let windows = match &qvec {
+            Some((q, tier)) if mode == Mode::Hybrid => window_cosines(conn, &*tier.embedder, q, &bm, &vs)?,
+            _ => HashMap::new(),
+        };
+        let chunk_cos: HashMap<i64, f32> =
+            if windows.is_empty() { HashMap::new() } else { vs.iter().copied().collect() };
+        if !windows.is_empty() {
+            vs = windowed(&vs, &windows);
+        }
         if let Some(ids) = &in_span {
             bm = merge(bm, keyword(Some(ids), &extra)?);
             vs = merge(vs, vector(Some(ids)));
@@ -285,6 +306,11 @@ pub(crate) fn rank(
             Default::default()
         };
         let mut fused = fuse(mode, &bm, &vs, &Weights { other: weight, chat: chat_weight, chats, base });
+        // A hit keeps its own cosine beside its best window's.
+        for h in fused.iter_mut().filter(|h| windows.contains_key(&h.rowid)) {
+            h.window_cos = h.vector_score;
+            h.vector_score = chunk_cos.get(&h.rowid).copied();
+        }
         if !filter.is_empty() && restrict.is_none() {
             let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
             let keep = filter.retain(conn, &ids)?;
@@ -320,6 +346,66 @@ pub(crate) fn rank(
         }
         pool *= 4;
     }
+}
+
+// ---- a packed chat chunk's best few turns ----
+
+/// Lines (chat turns) a window holds: a turn with the one before and the one after it, where a
+/// question and its answer usually are.
+const WINDOW_LINES: usize = 3;
+/// Chat chunks among the first this many of each ranker's list are read by their windows.
+const WINDOW_CANDIDATES: usize = 30;
+
+/// The best window cosine with `q` of each chat chunk of more than [`WINDOW_LINES`] lines among
+/// the first [`WINDOW_CANDIDATES`] of `bm` and `vs`, when the embedder gives windows cheaply
+/// ([`Embedder::line_windows`](crate::embed::Embedder::line_windows), the built-in table). A
+/// packed chunk of ten turns is about several things, and its one vector, the sum of all of
+/// them, is a little like each: the turns a question is about are read on their own.
+fn window_cosines(
+    conn: &Connection,
+    embedder: &dyn crate::embed::Embedder,
+    q: &[f32],
+    bm: &[(i64, f32)],
+    vs: &[(i64, f32)],
+) -> Result<HashMap<i64, f32>, MemoryError> {
+    if embedder.line_windows("", WINDOW_LINES).is_none() {
+        return Ok(HashMap::new());
+    }
+    let mut rows: Vec<i64> = bm.iter().take(WINDOW_CANDIDATES).map(|x| x.0).collect();
+    for v in vs.iter().take(WINDOW_CANDIDATES) {
+        if !rows.contains(&v.0) {
+            rows.push(v.0);
+        }
+    }
+    let mut st =
+        conn.prepare_cached("SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
+    let mut found = st.query([rarray(&rows)])?;
+    let mut out = HashMap::new();
+    while let Some(r) = found.next()? {
+        let content: String = r.get(1)?;
+        if content.lines().filter(|l| !l.trim().is_empty()).nth(WINDOW_LINES).is_none() {
+            continue;
+        }
+        let Some(windows) = embedder.line_windows(&content, WINDOW_LINES) else { continue };
+        let best = windows.iter().map(|w| w.iter().zip(q).map(|(a, b)| a * b).sum::<f32>()).fold(f32::MIN, f32::max);
+        if best.is_finite() {
+            out.insert(r.get(0)?, best);
+        }
+    }
+    Ok(out)
+}
+
+/// The vector list with each chunk of `windows` at its best window's cosine when that is the
+/// higher (added when the list missed it), best first.
+fn windowed(vs: &[(i64, f32)], windows: &HashMap<i64, f32>) -> Vec<(i64, f32)> {
+    let mut out: Vec<(i64, f32)> = vs.iter().map(|&(r, c)| (r, windows.get(&r).map_or(c, |w| c.max(*w)))).collect();
+    for (&r, &w) in windows {
+        if !out.iter().any(|x| x.0 == r) {
+            out.push((r, w));
+        }
+    }
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
 }
 
 // ---- the person a question names ----
@@ -491,7 +577,15 @@ fn spread_to_neighbours(
     for rowid in new {
         let (score, from) = gains[&rowid];
         let vector_score = cos.get(&rowid).copied();
-        fused.push(Hit { rowid, score, bm25_rank: None, vector_score, in_span: false, context_of: Some(from) });
+        fused.push(Hit {
+            rowid,
+            score,
+            bm25_rank: None,
+            vector_score,
+            window_cos: None,
+            in_span: false,
+            context_of: Some(from),
+        });
     }
     fused.sort_by(order);
     Ok(())
@@ -544,6 +638,8 @@ struct Backing {
     both: f64,
     /// Its relevance apart from the first hit's source.
     apart: f64,
+    /// [`Backing::meaning`] of its best window of turns ([`Hit::window_cos`]), 0 without one.
+    window: f64,
 }
 
 /// What the relevance floor weighs a query's hits with: the query's words with their
@@ -591,10 +687,10 @@ impl Judge {
     /// same unless the query's words answer it poorly and the hit holds less of their weight
     /// than [`Judge::weak`] asks, when only its meaning backs it.
     fn backing(&self, row: &ChunkRow, hit: &Hit) -> Backing {
-        let (words, meaning) = (self.coverage(row), self.by_meaning(hit));
+        let (words, meaning) = (self.coverage(row), self.by_meaning(hit.vector_score));
         let both = words.max(meaning);
         let apart = if self.weak.is_some_and(|bar| words < bar) { meaning } else { both };
-        Backing { words, meaning, both, apart }
+        Backing { words, meaning, both, apart, window: self.by_meaning(hit.window_cos) }
     }
 
     /// The word stems a hit's snippet marks: the query's, then the neighbours it was widened to.
@@ -609,8 +705,8 @@ impl Judge {
     }
 
     /// The vector side of [`Self::backing`].
-    fn by_meaning(&self, hit: &Hit) -> f64 {
-        match (self.noise, hit.vector_score) {
+    fn by_meaning(&self, cos: Option<f32>) -> f64 {
+        match (self.noise, cos) {
             (Some(n), Some(cos)) if !n.known => f64::from(u8::from(cos > 0.0 && cos >= n.top)),
             (Some(n), Some(cos)) => {
                 let sd = n.sd.max((n.top - n.mean) / TOP_SDS);
@@ -855,7 +951,7 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
         .into_iter()
         .filter_map(|(c, h, b)| {
             let (r, near_first) = if c.source_id == source {
-                (b.both, true)
+                (b.both.max(b.window), true)
             } else {
                 let near = h.score >= OTHER_SOURCE_SCORE * top || b.apart >= OTHER_SOURCE_RELEVANCE * best;
                 let alike = c.kind == kind || meaning_bar.is_none_or(|bar| b.meaning >= bar);
@@ -1014,7 +1110,7 @@ pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> Result<Vec<(ChunkR
 mod tests {
     use std::collections::HashSet;
 
-    use super::{Hit, Judge, Mode, NEAR_WORDS, VectorNoise, Weights, fuse, near_words};
+    use super::{Judge, Mode, NEAR_WORDS, VectorNoise, Weights, fuse, near_words};
 
     #[test]
     fn only_the_rarest_words_of_a_long_question_are_widened() {
@@ -1044,16 +1140,25 @@ mod tests {
                 None,
             )
         };
-        let at = |cos| Hit { vector_score: Some(cos), ..Hit::new(1) };
+        let at = Some::<f32>;
         // Thousands of near-alike logs: cosines 0.02 ± 0.004 with a question about a note whose
         // own cosine is 0.5. A log at 0.06 is ten of those deviations up, yet nothing like the note.
         let tight = judge(0.02, 0.004, 0.5);
-        assert_eq!(tight.by_meaning(&at(0.06)), 0.0);
-        assert_eq!(tight.by_meaning(&at(0.5)), 1.0, "the note itself is backed");
-        assert!(tight.by_meaning(&at(0.4)) > 0.9, "so is a second chunk close to it");
+        assert_eq!(tight.by_meaning(at(0.06)), 0.0);
+        assert_eq!(tight.by_meaning(at(0.5)), 1.0, "the note itself is backed");
+        assert!(tight.by_meaning(at(0.4)) > 0.9, "so is a second chunk close to it");
         // A store whose cosines spread as usual judges as before.
         let usual = judge(0.05, 0.08, 0.5);
-        assert!((usual.by_meaning(&at(0.37)) - 0.6).abs() < 1e-6);
+        assert!((usual.by_meaning(at(0.37)) - 0.6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_chat_chunk_is_ranked_by_its_best_window_when_that_is_nearer() {
+        let vs = [(1, 0.40), (2, 0.30), (3, 0.20)];
+        let windows: std::collections::HashMap<i64, f32> = [(3, 0.55), (2, 0.10), (4, 0.35)].into_iter().collect();
+        // 3's best turns come first; 2 keeps its own cosine; 4, which the vector list missed, joins it.
+        assert_eq!(super::windowed(&vs, &windows), vec![(3, 0.55), (1, 0.40), (4, 0.35), (2, 0.30)]);
+        assert_eq!(super::windowed(&vs, &Default::default()), vs.to_vec());
     }
 
     fn order(hits: &[super::Hit]) -> Vec<i64> {

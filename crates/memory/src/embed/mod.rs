@@ -39,6 +39,9 @@ impl Embedder for Builtin {
     fn fusion_weight(&self) -> f64 {
         self.0.fusion_weight()
     }
+    fn line_windows(&self, text: &str, width: usize) -> Option<Vec<Vec<f32>>> {
+        self.0.line_windows(text, width)
+    }
 }
 
 /// Turns texts into fixed-size vectors whose dot product is a similarity.
@@ -62,6 +65,15 @@ pub trait Embedder: Send + Sync {
     /// texts keep every word.
     fn bag_of_words(&self) -> bool {
         false
+    }
+
+    /// One vector for each non-blank line of `text`, of the line read with its neighbours: a
+    /// window of `width` lines centred on it (fewer at the text's ends), normalised as
+    /// [`Embedder::embed`]'s; `None` from an
+    /// embedder that cannot give them for little more than embedding the text once. Recall
+    /// reads a packed chat chunk's best few turns with them (`search`, "windows").
+    fn line_windows(&self, _text: &str, _width: usize) -> Option<Vec<Vec<f32>>> {
+        None
     }
 
     /// How much hybrid ranking trusts this embedder against BM25: the weight of its

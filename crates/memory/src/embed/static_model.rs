@@ -236,6 +236,12 @@ impl StaticModel {
     }
 
     fn embed_into(&self, text: &str, ids: &mut Vec<u32>, acc: &mut [f32]) {
+        self.sum_into(text, ids, acc);
+        normalise(acc);
+    }
+
+    /// The sum of `text`'s token rows into `acc` (cleared first).
+    fn sum_into(&self, text: &str, ids: &mut Vec<u32>, acc: &mut [f32]) {
         ids.clear();
         self.tokenizer.encode_into(text, ids);
         acc.fill(0.0);
@@ -251,14 +257,33 @@ impl StaticModel {
                 *a += scale * f32::from(q as i8);
             }
         }
-        // The mean and the sum have the same direction: normalise the sum.
-        let norm = acc.iter().map(|v| v * v).sum::<f32>().sqrt();
-        if norm > 0.0 && norm.is_finite() {
-            let inv = 1.0 / norm;
-            acc.iter_mut().for_each(|v| *v *= inv);
-        } else {
-            acc.fill(0.0);
-        }
+    }
+
+    /// [`Embedder::line_windows`]: each line is tokenised and summed once, and a window is the
+    /// sum of its lines' sums.
+    pub fn line_window_vectors(&self, text: &str, width: usize) -> Vec<Vec<f32>> {
+        let mut ids = Vec::new();
+        let lines: Vec<Vec<f32>> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                let mut acc = vec![0.0; self.dims];
+                self.sum_into(l, &mut ids, &mut acc);
+                acc
+            })
+            .collect();
+        let before = width.max(1) / 2;
+        let after = width.max(1) - 1 - before;
+        (0..lines.len())
+            .map(|i| {
+                let mut acc = vec![0.0; self.dims];
+                for line in &lines[i.saturating_sub(before)..(i + after + 1).min(lines.len())] {
+                    acc.iter_mut().zip(line).for_each(|(a, v)| *a += v);
+                }
+                normalise(&mut acc);
+                acc
+            })
+            .collect()
     }
 
     /// The [`NEIGHBOURS_KEPT`] nearest of `words` to `word` (positions in `words`, cosines), best
@@ -287,6 +312,18 @@ impl StaticModel {
 }
 
 /// The dot product of two int8 rows (stored as bytes).
+/// Scales `v` to unit length (the mean and the sum of rows have the same direction); the zero
+/// vector when it has no length.
+fn normalise(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        let inv = 1.0 / norm;
+        v.iter_mut().for_each(|x| *x *= inv);
+    } else {
+        v.fill(0.0);
+    }
+}
+
 fn dot(a: &[u8], b: &[u8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| i32::from(x as i8) * i32::from(y as i8)).sum()
 }
@@ -315,6 +352,10 @@ impl Embedder for StaticModel {
     /// A sum of token rows: see [`Embedder::bag_of_words`].
     fn bag_of_words(&self) -> bool {
         true
+    }
+
+    fn line_windows(&self, text: &str, width: usize) -> Option<Vec<Vec<f32>>> {
+        Some(self.line_window_vectors(text, width))
     }
 
     /// A table lookup and a sum per token: pure CPU work, so every core helps a backlog.
@@ -400,6 +441,27 @@ mod tests {
         let a = m.embed(&[text, text]).unwrap();
         assert_eq!(a[0], a[1]);
         assert_eq!(a[0], m.embed_one(text));
+    }
+
+    #[test]
+    fn a_line_is_read_with_the_lines_beside_it() {
+        let m = model();
+        let lines =
+            ["Ana: morning!", "Ben: I signed up for a pottery class", "", "Ana: oh nice, where?", "Ben: downtown"];
+        let text = lines.join("\n");
+        let windows = m.line_window_vectors(&text, 3);
+        assert_eq!(windows.len(), 4, "one window a non-blank line");
+        let read = |from: usize, to: usize| {
+            let kept: Vec<&str> = lines.iter().copied().filter(|l| !l.is_empty()).collect();
+            m.embed_one(&kept[from..to].join("\n"))
+        };
+        assert!(cos(&windows[0], &read(0, 2)) > 0.9999, "the first line has no line before it");
+        assert!(cos(&windows[1], &read(0, 3)) > 0.9999);
+        assert!(cos(&windows[2], &read(1, 4)) > 0.9999, "a blank line is skipped");
+        assert!(cos(&windows[3], &read(2, 4)) > 0.9999);
+        assert_eq!(m.line_window_vectors(&text, 1).len(), 4);
+        assert!(cos(&m.line_window_vectors(&text, 1)[1], &m.embed_one(lines[1])) > 0.9999);
+        assert!(m.line_window_vectors("", 3).is_empty());
     }
 
     #[test]
