@@ -383,10 +383,11 @@ fn window_cosines(
     let mut out = HashMap::new();
     while let Some(r) = found.next()? {
         let content: String = r.get(1)?;
-        if content.lines().filter(|l| !l.trim().is_empty()).nth(WINDOW_LINES).is_none() {
+        // One window a line: a chunk of no more lines than a window is read whole already.
+        let Some(windows) = embedder.line_windows(&content, WINDOW_LINES) else { continue };
+        if windows.len() <= WINDOW_LINES {
             continue;
         }
-        let Some(windows) = embedder.line_windows(&content, WINDOW_LINES) else { continue };
         let best = windows.iter().map(|w| w.iter().zip(q).map(|(a, b)| a * b).sum::<f32>()).fold(f32::MIN, f32::max);
         if best.is_finite() {
             out.insert(r.get(0)?, best);

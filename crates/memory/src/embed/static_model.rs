@@ -311,7 +311,6 @@ impl StaticModel {
     }
 }
 
-/// The dot product of two int8 rows (stored as bytes).
 /// Scales `v` to unit length (the mean and the sum of rows have the same direction); the zero
 /// vector when it has no length.
 fn normalise(v: &mut [f32]) {
@@ -324,6 +323,7 @@ fn normalise(v: &mut [f32]) {
     }
 }
 
+/// The dot product of two int8 rows (stored as bytes).
 fn dot(a: &[u8], b: &[u8]) -> i32 {
     a.iter().zip(b).map(|(&x, &y)| i32::from(x as i8) * i32::from(y as i8)).sum()
 }
