@@ -105,7 +105,7 @@ impl App for AppState {
                 crate::clients::refuse(self, &ctx, "prompts/get", crate::clients::asked("prompt", &name), &denial);
             return futures::future::ready(Err(refused)).boxed();
         }
-        crate::prompts::get(self.clone(), name, arguments).boxed()
+        crate::prompts::get(self.clone(), name, arguments, ctx).boxed()
     }
 
     fn completions(&self) -> bool {

@@ -15,8 +15,8 @@
 
 use std::collections::BTreeMap;
 
-use openhuman_mcp::RpcError;
 use openhuman_mcp::prompts::{Prompt, PromptArgument, PromptResult, user_resource, user_text};
+use openhuman_mcp::{RequestCtx, RpcError};
 use openhuman_memory::{estimate_tokens, ops};
 
 use crate::agents::{Agent, Origin, Registry};
@@ -82,10 +82,11 @@ pub(crate) async fn get(
     state: AppState,
     name: String,
     args: BTreeMap<String, String>,
+    ctx: RequestCtx,
 ) -> Result<PromptResult, RpcError> {
     if name == RECALL {
         let budget = budget(args.get("token_budget"))?;
-        return recall_context(state, &args["topic"], budget).await;
+        return recall_context(state, &args["topic"], budget, &ctx).await;
     }
     let agents = state.agents();
     let agent = name
@@ -146,10 +147,20 @@ fn to_rpc(e: MethodError) -> RpcError {
     }
 }
 
-async fn recall_context(state: AppState, topic: &str, budget: usize) -> Result<PromptResult, RpcError> {
+async fn recall_context(
+    state: AppState,
+    topic: &str,
+    budget: usize,
+    ctx: &RequestCtx,
+) -> Result<PromptResult, RpcError> {
     crate::tools::admit_as(&state, "memory.recall")?;
     crate::tools::admit_as(&state, "tree.read_chunk")?;
-    let params = ops::RecallParams { limit: RECALL_K, ..ops::RecallParams::of(topic) };
+    let mut params = ops::RecallParams { limit: RECALL_K, ..ops::RecallParams::of(topic) };
+    // The session's project preferred, as `memory.recall` prefers it.
+    if let Some(project) = crate::workspace::project_of(ctx, crate::workspace::Caller::Client).await {
+        params.prefer_project = Some(project);
+        params.project_boost = Some(state.config().memory.project_boost);
+    }
     let recalled = engine::operate::<ops::Recall>(&state, params).await.map_err(to_rpc)?;
     let hits = recalled.chunks;
     let mut pack = Pack::new(budget);
