@@ -1,8 +1,9 @@
 //! MCP roots through the shim, with the real binaries: a client that declared `roots` is asked
 //! `roots/list` on its first memory call that needs a project, and not again until it sends
 //! `notifications/roots/list_changed`; its first `file://` root (the git root above it) is the
-//! project of what it stores, unless the shim's working folder lies inside one of its roots; a
-//! client that declared no roots is never asked.
+//! project of what it stores, unless the shim's working folder lies inside one of its roots;
+//! search, recall and the `recall_context` prompt prefer that project; a client that declared
+//! no roots is never asked.
 
 use std::path::Path;
 
@@ -32,12 +33,17 @@ fn session(home: &Home, cwd: &Path, capabilities: Value) -> ChildPeer {
 /// Calls `tool`, answering every `roots/list` the server sends meanwhile with `roots`; returns
 /// the result and how many times it asked.
 fn call(peer: &mut Peer, tool: &str, args: Value, roots: &[&Path]) -> (Value, usize) {
-    let id = peer.start("tools/call", json!({"name": tool, "arguments": args}));
+    ask(peer, "tools/call", json!({"name": tool, "arguments": args}), roots)
+}
+
+/// Sends the request `method`, answering every `roots/list` meanwhile with `roots`.
+fn ask(peer: &mut Peer, method: &str, params: Value, roots: &[&Path]) -> (Value, usize) {
+    let id = peer.start(method, params.clone());
     let mut asked = 0;
     loop {
         let msg = peer.lines.next_json();
         if msg.get("id") == Some(&id) && msg.get("method").is_none() {
-            assert!(msg.get("error").is_none(), "{tool} failed: {msg}");
+            assert!(msg.get("error").is_none(), "{method} {params} failed: {msg}");
             return (msg["result"].clone(), asked);
         }
         match msg.get("method").and_then(Value::as_str) {
@@ -91,6 +97,23 @@ fn roots_name_a_sessions_project_and_are_asked_once_per_change() {
     // Search prefers the session's (new) project.
     let (r, _) = call(&mut s.peer, "memory.search", json!({"query": "Quince"}), &[&b]);
     assert_eq!(r["structuredContent"]["hits"][0]["source_id"], moved.as_str(), "{r}");
+    // So do recall and the `recall_context` prompt, over a memory of the old project that the
+    // words alone rank first.
+    let (r, _) = call(
+        &mut s.peer,
+        "memory.store",
+        json!({"title": "Quince", "content": "Quince: notes.", "project": text(&a)}),
+        &[],
+    );
+    assert_eq!(r["structuredContent"]["status"], "created", "{r}");
+    let (r, _) = call(&mut s.peer, "memory.recall", json!({"query": "Quince", "project_boost": 0}), &[&b]);
+    assert_eq!(r["structuredContent"]["chunks"][0]["title"], "Quince", "{r}");
+    let (r, _) = call(&mut s.peer, "memory.recall", json!({"query": "Quince"}), &[&b]);
+    assert_eq!(r["structuredContent"]["chunks"][0]["title"], "Quince ferry", "{r}");
+    let (got, _) =
+        ask(&mut s.peer, "prompts/get", json!({"name": "recall_context", "arguments": {"topic": "Quince"}}), &[&b]);
+    let packed = got["messages"][0]["content"]["text"].as_str().unwrap();
+    assert!(packed.contains("## [1] Quince ferry\n"), "the session's project first: {packed}");
     // A call that names its project is not held up by a question.
     s.peer.notify("notifications/roots/list_changed", json!({}));
     let (r, asked) = call(&mut s.peer, "memory.search", json!({"query": "Quince", "prefer_project": text(&a)}), &[]);
