@@ -39,7 +39,8 @@ pub(crate) fn deep_embedder(config: &Config, data_dir: &Path) -> Result<Option<A
         .open(value)
         .map_err(|e| format!("key `memory.embeddings.transformer` = {value:?}: {e}"))?;
     let windows = config.memory.embeddings.transformer_windows.map_or(DEFAULT_WINDOWS, usize::from);
-    let mut model = model.with_windows(windows);
+    let mut model =
+        model.with_windows(windows).with_int8_fill(config.memory.embeddings.transformer_int8.unwrap_or(true));
     if let Some(w) = config.memory.embeddings.transformer_weight {
         model = model.with_fusion_weight(w);
     }

@@ -370,6 +370,11 @@ pub struct EmbeddingsConfig {
     /// only a chunk's start, as sentence-transformers does, and fills fastest. (16 is the
     /// transformer crate's `MAX_WINDOWS`.)
     pub transformer_windows: Option<u8>,
+    /// Whether the background fill runs the model's projections in 8-bit integers on a CPU with
+    /// AVX-512 VNNI (default true; elsewhere it runs in `f32` whatever this says). Queries are
+    /// embedded in `f32` either way; the two ways' vectors agree to a cosine above 0.999, so
+    /// changing it re-embeds nothing.
+    pub transformer_int8: Option<bool>,
     /// How much recall trusts the deep tier against BM25 (0–1): the weight of its cosine in the
     /// blend, for every chunk unless `transformer_weight_chat` is set. Unset: what the model
     /// directory's `openhuman-ranking.json` says, else 0.4 (chosen with all-MiniLM-L6-v2).
@@ -1070,6 +1075,8 @@ mod tests {
         assert_eq!(c.memory.embeddings.transformer_windows, None);
         let c = load_text("[memory.embeddings]\ntransformer_windows = 1\n", &[]).unwrap();
         assert_eq!(c.memory.embeddings.transformer_windows, Some(1));
+        let c = load_text("[memory.embeddings]\ntransformer_int8 = false\n", &[]).unwrap();
+        assert_eq!(c.memory.embeddings.transformer_int8, Some(false));
         let c = load_text("[memory.embeddings]\ntransformer_weight = 0.7\n", &[]).unwrap();
         assert_eq!(c.memory.embeddings.transformer_weight, Some(0.7));
         let err = load_text("[memory.embeddings]\ntransformer_weight = 1.5\n", &[]).unwrap_err();

@@ -1,12 +1,14 @@
 //! The transformer tier's own costs, on this machine, with a real model: load time, the
 //! process's RSS with the model loaded, query-embedding latency (one short query at a time, as
 //! recall does) idle and while the fill runs, and background-fill throughput in chunks per
-//! second, two ways in the same run, alternating: *before* (batches of 32 in corpus order, each
+//! second, four ways in the same run, alternating: *before* (batches of 32 in corpus order, each
 //! one encoder run, candle splitting only its matrix products across the cores: the deep tier's
 //! fill as it was) and *now* (each window of 1,024 chunks sorted by length, then batches of 32,
 //! each run as groups of at most 4,096 padded tokens side by side, one per core, every chunk read
-//! to its end in windows of the model's token limit), and *now, cut* (the same, each chunk cut at
-//! the limit, as `memory.embeddings.transformer_windows = 1` does and *before* did). Run
+//! to its end in windows of the model's token limit, the projections in 8 bits on a CPU with
+//! AVX-512 VNNI), *now, cut* (the same, each chunk cut at the limit, as
+//! `memory.embeddings.transformer_windows = 1` does and *before* did) and *now, f32* (*now* with
+//! every projection in `f32`, as *before*). Run
 //!
 //! ```text
 //! OPENHUMAN_TEST_MODEL_DIR=<model dir> cargo bench -p openhuman-transformer --bench embed
@@ -167,23 +169,30 @@ fn main() {
     let (docs, what) = chunks();
     let refs: Vec<&str> = docs.iter().map(String::as_str).collect();
     println!("fill: {} chunks ({what}), {} threads", refs.len(), candle_core::utils::get_num_threads());
-    let before =
-        TransformerEmbedder::open(&dir, "bench").expect("open the model").with_fill_layout(8192, false).with_windows(1);
+    let before = TransformerEmbedder::open(&dir, "bench")
+        .expect("open the model")
+        .with_fill_layout(8192, false)
+        .with_windows(1)
+        .with_int8_fill(false);
     before.load().expect("load the model");
     let cut = TransformerEmbedder::open(&dir, "bench").expect("open the model").with_windows(1);
     cut.load().expect("load the model");
-    const NAMES: [&str; 3] = ["before", "now", "now, cut"];
+    let float = TransformerEmbedder::open(&dir, "bench").expect("open the model").with_int8_fill(false);
+    float.load().expect("load the model");
+    println!("the fill's projections in 8 bits on this CPU: {}", e.int8_fill());
+    const NAMES: [&str; 4] = ["before", "now", "now, cut", "now, f32"];
     // Alternating, so that the machine's other load falls on both alike. Wall time says how fast
     // the fill goes on this machine now; CPU time, how much work it is (so on a machine shared
     // with other processes, the share of the cores each got does not decide the comparison).
-    let (mut wall, mut cpu) = ([0.0f64; 3], [0.0f64; 3]);
+    let (mut wall, mut cpu) = ([0.0f64; 4], [0.0f64; 4]);
     for round in 0..2 {
         for (which, name) in NAMES.into_iter().enumerate() {
             let (started, cpu0) = (Instant::now(), cpu_secs());
             match which {
                 0 => fill_rowid_order(&before, &refs),
                 1 => fill_by_length(&e, &refs),
-                _ => fill_by_length(&cut, &refs),
+                2 => fill_by_length(&cut, &refs),
+                _ => fill_by_length(&float, &refs),
             }
             let (w, c) = (started.elapsed().as_secs_f64(), cpu_secs() - cpu0);
             wall[which] += w;
@@ -196,7 +205,7 @@ fn main() {
             );
         }
     }
-    drop((before, cut));
+    drop((before, cut, float));
     let n = 2.0 * refs.len() as f64;
     for (which, name) in NAMES.into_iter().enumerate() {
         println!(
@@ -207,6 +216,11 @@ fn main() {
         );
     }
     println!("now / before: {:.2}x the chunks per second, {:.2}x less CPU a chunk", wall[0] / wall[1], cpu[0] / cpu[1]);
+    println!(
+        "now / now, f32: {:.2}x the chunks per second, {:.2}x less CPU a chunk (8-bit projections against f32)",
+        wall[3] / wall[1],
+        cpu[3] / cpu[1]
+    );
     println!(
         "now, cut / before: {:.2}x the chunks per second; reading whole chunks costs {:.2}x the CPU of cutting them",
         wall[0] / wall[2],

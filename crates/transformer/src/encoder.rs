@@ -11,21 +11,51 @@
 //! - the token-type embedding as one row (every text is segment 0), added with the positions;
 //! - a query's few tokens projected as weights × tokensᵀ: the matrix kernels work in tiles of
 //!   up to 64 rows (AVX-512), so a product with 8 rows on the left wastes most of each tile, and
-//!   the weights' 384–1,536 rows fill them.
+//!   the weights' 384–1,536 rows fill them;
+//! - on a CPU with AVX-512 VNNI, the background fill's projections in 8-bit integers (`int8`),
+//!   where queries keep `f32`.
 
 use candle_core::{D, DType, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, Linear, VarBuilder, embedding, layer_norm, linear};
 use candle_transformers::models::bert::{Config, HiddenAct};
 
+use crate::int8::QuantLinear;
 use crate::kernels;
 
 struct Layer {
-    qkv: Linear,
-    attention_out: Linear,
+    qkv: Proj,
+    attention_out: Proj,
     attention_norm: LayerNorm,
-    up: Linear,
-    down: Linear,
+    up: Proj,
+    down: Proj,
     norm: LayerNorm,
+}
+
+/// A linear layer, with its 8-bit form when the CPU runs one.
+struct Proj {
+    linear: Linear,
+    quant: Option<QuantLinear>,
+}
+
+impl Proj {
+    fn new(linear: Linear) -> Result<Proj> {
+        let quant = if crate::int8::available() {
+            let (outputs, inputs) = linear.weight().dims2()?;
+            let weight = linear.weight().flatten_all()?.to_vec1::<f32>()?;
+            let bias = linear.bias().map(|b| b.to_vec1::<f32>()).transpose()?;
+            QuantLinear::new(&weight, outputs, inputs, bias.as_deref())
+        } else {
+            None
+        };
+        Ok(Proj { linear, quant })
+    }
+}
+
+/// How the projections run: [`Precision::Int8`] where the CPU allows (the fill), else `f32`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Precision {
+    F32,
+    Int8,
 }
 
 pub(crate) struct Encoder {
@@ -41,9 +71,20 @@ pub(crate) struct Encoder {
 /// Rows of tokens below which [`project`] puts the weights on the left.
 const FEW_ROWS: usize = 64;
 
-/// `x · Wᵀ + b` of `linear` for the rows of `x` (a tensor of its own: the caller may change it
+/// `x · Wᵀ + b` of `proj` for the rows of `x` (a tensor of its own: the caller may change it
 /// in place).
-fn project(linear: &Linear, x: &Tensor) -> Result<Tensor> {
+fn project(proj: &Proj, x: &Tensor, precision: Precision) -> Result<Tensor> {
+    if let (Precision::Int8, Some(q)) = (precision, &proj.quant) {
+        let (rows, _) = x.dims2()?;
+        let x = x.contiguous()?;
+        let (storage, layout) = x.storage_and_layout();
+        let candle_core::Storage::Cpu(candle_core::CpuStorage::F32(data)) = &*storage else {
+            candle_core::bail!("8-bit projections take f32 tensors on the CPU")
+        };
+        let y = q.forward(&data[layout.start_offset()..layout.start_offset() + x.elem_count()], rows);
+        return Tensor::from_vec(y, (rows, q.outputs()), x.device());
+    }
+    let linear = &proj.linear;
     if x.dim(0)? >= FEW_ROWS {
         let y = x.matmul(&linear.weight().t()?)?;
         if let Some(b) = linear.bias() {
@@ -103,11 +144,11 @@ impl Encoder {
                 let weight = Tensor::cat(&[(qw * scale)?, kw, vw], 0)?;
                 let bias = Tensor::cat(&[(qb * scale)?, kb, vb_], 0)?;
                 Ok(Layer {
-                    qkv: Linear::new(weight, Some(bias)),
-                    attention_out: linear(h, h, a.pp("output").pp("dense"))?,
+                    qkv: Proj::new(Linear::new(weight, Some(bias)))?,
+                    attention_out: Proj::new(linear(h, h, a.pp("output").pp("dense"))?)?,
                     attention_norm: layer_norm(h, config.layer_norm_eps, a.pp("output").pp("LayerNorm"))?,
-                    up: linear(h, config.intermediate_size, l.pp("intermediate").pp("dense"))?,
-                    down: linear(config.intermediate_size, h, l.pp("output").pp("dense"))?,
+                    up: Proj::new(linear(h, config.intermediate_size, l.pp("intermediate").pp("dense"))?)?,
+                    down: Proj::new(linear(config.intermediate_size, h, l.pp("output").pp("dense"))?)?,
                     norm: layer_norm(h, config.layer_norm_eps, l.pp("output").pp("LayerNorm"))?,
                 })
             })
@@ -123,8 +164,8 @@ impl Encoder {
     }
 
     /// The last hidden states, `(n, len, hidden)`, of token ids `(n, len)` whose real tokens are
-    /// 1 in `mask` `(n, len)` (0 for padding).
-    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    /// 1 in `mask` `(n, len)` (0 for padding), the projections run in `precision`.
+    pub(crate) fn forward(&self, ids: &Tensor, mask: &Tensor, precision: Precision) -> Result<Tensor> {
         let (n, len) = ids.dims2()?;
         let x = self.words.forward(ids)?.broadcast_add(&self.positions.narrow(0, 0, len)?)?;
         let h = x.dim(D::Minus1)?;
@@ -134,16 +175,16 @@ impl Encoder {
         let bias = ((mask.ones_like()? - mask)? * f64::from(f32::MIN))?.to_dtype(DType::F32)?.contiguous()?;
         let (heads, dh) = (self.heads, h / self.heads);
         for layer in &self.layers {
-            let qkv = project(&layer.qkv, &x)?.reshape((n, len, 3, heads, dh))?;
+            let qkv = project(&layer.qkv, &x, precision)?.reshape((n, len, 3, heads, dh))?;
             let part = |k: usize| qkv.narrow(2, k, 1)?.squeeze(2)?.transpose(1, 2)?.contiguous();
             let (q, k, v) = (part(0)?, part(1)?, part(2)?);
             let scores = q.matmul(&k.t()?)?;
             kernels::masked_softmax_in_place(&scores, &bias)?;
             let context = scores.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape((n * len, h))?;
-            let attended = project(&layer.attention_out, &context)?;
+            let attended = project(&layer.attention_out, &context, precision)?;
             kernels::add_in_place(&attended, &x)?;
             let attended = layer.attention_norm.forward(&attended)?;
-            let up = project(&layer.up, &attended)?;
+            let up = project(&layer.up, &attended, precision)?;
             let up = match self.act {
                 HiddenAct::Gelu => {
                     kernels::gelu_erf_in_place(&up)?;
@@ -152,7 +193,7 @@ impl Encoder {
                 HiddenAct::GeluApproximate => up.gelu()?,
                 HiddenAct::Relu => up.relu()?,
             };
-            let down = project(&layer.down, &up)?;
+            let down = project(&layer.down, &up, precision)?;
             kernels::add_in_place(&down, &attended)?;
             x = layer.norm.forward(&down)?;
         }

@@ -9,11 +9,13 @@
 //! directory; pooling and sequence length read from the directory), `store` (the model store
 //! under `<data_dir>/models/`: install from a directory or an archive, list, remove, resolve a
 //! configured name), `encoder` (the BERT forward pass, laid out for a CPU), `kernels` (its
-//! element-wise steps, in place and vectorised), `error` (`TransformerError`, the one error
+//! element-wise steps, in place and vectorised), `int8` (the fill's projections in 8-bit
+//! integers on a CPU with AVX-512 VNNI), `error` (`TransformerError`, the one error
 //! type of the crate).
 
 mod encoder;
 mod error;
+mod int8;
 mod kernels;
 mod model;
 mod store;

@@ -241,6 +241,41 @@ fn a_real_model_embeds_paraphrases_close_and_batches_like_single_texts() {
     assert_eq!(e.embed(&[&long]).unwrap()[0].len(), e.dims());
 }
 
+/// The fill's 8-bit projections (on a CPU with AVX-512 VNNI) give the vectors the `f32` encoder
+/// gives, to within their rounding: each text's two vectors are nearer each other than any
+/// other text, and a question finds the same nearest text either way.
+#[test]
+fn the_fill_in_eight_bits_embeds_as_the_float_encoder_does() {
+    let Some(dir) = model_dir() else { return };
+    let int8 = TransformerEmbedder::open(&dir, "test-model").unwrap();
+    if !int8.int8_fill() {
+        eprintln!("no AVX-512 VNNI here: the fill runs in f32 and there is nothing to compare");
+        return;
+    }
+    let float = TransformerEmbedder::open(&dir, "test-model").unwrap().with_int8_fill(false);
+    let long = "The committee met on Tuesday to review the budget for the new library wing. ".repeat(40);
+    let texts = [
+        "My car needs new tyres and the mechanic wants to look at the brakes.",
+        "Heavy rain and thunder are expected across the region tomorrow.",
+        "Feed the sourdough starter every morning with rye flour and water.",
+        "ALDH1 expression is associated with poorer prognosis for breast cancer primary tumors.",
+        long.as_str(),
+        "ok",
+    ];
+    let (a, b) = (int8.embed(&texts).unwrap(), float.embed(&texts).unwrap());
+    for (i, t) in texts.iter().enumerate() {
+        let same = cos(&a[i], &b[i]);
+        assert!(same > 0.995, "{t}: 8-bit and f32 vectors differ (cosine {same})");
+        for j in (0..texts.len()).filter(|&j| j != i) {
+            assert!(same > cos(&a[i], &b[j]), "{t}: nearer another text's f32 vector");
+        }
+    }
+    let q = int8.embed_query("automobile maintenance").unwrap();
+    let nearest = |vs: &[Vec<f32>]| (0..vs.len()).max_by(|&x, &y| cos(&q, &vs[x]).total_cmp(&cos(&q, &vs[y]))).unwrap();
+    assert_eq!(nearest(&a), 0);
+    assert_eq!(nearest(&b), 0);
+}
+
 /// A model converted from an int8 ONNX export (tools/onnx-import) embeds as onnxruntime runs the
 /// ONNX file itself: the converter named and oriented every matrix and the encoder pools the
 /// `[CLS]` token the directory asks for. onnxruntime also quantises activations to 8 bits on the
@@ -322,7 +357,7 @@ fn assert_encoder_matches_reference(
     }
     let ids = Tensor::from_vec(ids, (n, len), &Device::Cpu).unwrap();
     let mask = Tensor::from_vec(mask, (n, len), &Device::Cpu).unwrap();
-    let got: Vec<Vec<Vec<f32>>> = ours.forward(&ids, &mask).unwrap().to_vec3().unwrap();
+    let got: Vec<Vec<Vec<f32>>> = ours.forward(&ids, &mask, super::encoder::Precision::F32).unwrap().to_vec3().unwrap();
     let want: Vec<Vec<Vec<f32>>> =
         reference.forward(&ids, &ids.zeros_like().unwrap(), Some(&mask)).unwrap().to_vec3().unwrap();
     let mut worst = 0f32;
