@@ -61,7 +61,7 @@ pub(crate) struct QuantLinear {
 
 impl QuantLinear {
     /// Quantises `weight` (`outputs × inputs`, row-major) and keeps `bias`; `None` when the shape
-    /// does not tile (outputs a multiple of 64, inputs of 4).
+    /// does not tile (outputs and inputs multiples of 64, as BERT's 384, 768, 1,152 and 1,536 are).
     pub(crate) fn new(weight: &[f32], outputs: usize, inputs: usize, bias: Option<&[f32]>) -> Option<QuantLinear> {
         if outputs == 0
             || !outputs.is_multiple_of(COLS)
