@@ -369,6 +369,7 @@ impl TransformerEmbedder {
                     Ok(_) => tracing::info!(
                         model = %self.name,
                         ms = started.elapsed().as_millis() as u64,
+                        int8_fill = self.int8_fill(),
                         "transformer model loaded"
                     ),
                     Err(e) => tracing::error!(model = %self.name, error = %e, "transformer model not loaded"),
