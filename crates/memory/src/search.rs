@@ -388,7 +388,7 @@ fn window_cosines(
         if windows.len() <= WINDOW_LINES {
             continue;
         }
-        let best = windows.iter().map(|w| w.iter().zip(q).map(|(a, b)| a * b).sum::<f32>()).fold(f32::MIN, f32::max);
+        let best = windows.iter().map(|w| crate::vectors::dot(w, q)).fold(f32::MIN, f32::max);
         if best.is_finite() {
             out.insert(r.get(0)?, best);
         }

@@ -31,15 +31,15 @@ struct Layer {
     norm: LayerNorm,
 }
 
-/// A linear layer, with its 8-bit form when the CPU runs one.
+/// A linear layer, with its 8-bit form when the fill runs in 8 bits.
 struct Proj {
     linear: Linear,
     quant: Option<QuantLinear>,
 }
 
 impl Proj {
-    fn new(linear: Linear) -> Result<Proj> {
-        let quant = if crate::int8::available() {
+    fn new(linear: Linear, quantise: bool) -> Result<Proj> {
+        let quant = if quantise {
             let (outputs, inputs) = linear.weight().dims2()?;
             let weight = linear.weight().flatten_all()?.to_vec1::<f32>()?;
             let bias = linear.bias().map(|b| b.to_vec1::<f32>()).transpose()?;
@@ -100,14 +100,15 @@ fn project(proj: &Proj, x: &Tensor, precision: Precision) -> Result<Tensor> {
 }
 
 impl Encoder {
-    /// Reads the weights of a BERT checkpoint (under `bert.`, `<model_type>.` or no prefix).
-    pub(crate) fn load(vb: VarBuilder, config: &Config) -> Result<Encoder> {
+    /// Reads the weights of a BERT checkpoint (under `bert.`, `<model_type>.` or no prefix), with
+    /// the projections' 8-bit forms when `quantise` (only where [`crate::int8::available`]).
+    pub(crate) fn load(vb: VarBuilder, config: &Config, quantise: bool) -> Result<Encoder> {
         let mut tried = Vec::new();
         let mut prefixes = vec![String::new(), "bert".to_string()];
         prefixes.extend(config.model_type.clone());
         for prefix in prefixes {
             let vb = if prefix.is_empty() { vb.clone() } else { vb.pp(&prefix) };
-            match Encoder::load_at(vb, config) {
+            match Encoder::load_at(vb, config, quantise) {
                 Ok(encoder) => return Ok(encoder),
                 Err(e) => tried.push(e),
             }
@@ -115,7 +116,7 @@ impl Encoder {
         Err(tried.swap_remove(0))
     }
 
-    fn load_at(vb: VarBuilder, config: &Config) -> Result<Encoder> {
+    fn load_at(vb: VarBuilder, config: &Config, quantise: bool) -> Result<Encoder> {
         let h = config.hidden_size;
         if config.num_attention_heads == 0 || !h.is_multiple_of(config.num_attention_heads) {
             candle_core::bail!(
@@ -144,11 +145,11 @@ impl Encoder {
                 let weight = Tensor::cat(&[(qw * scale)?, kw, vw], 0)?;
                 let bias = Tensor::cat(&[(qb * scale)?, kb, vb_], 0)?;
                 Ok(Layer {
-                    qkv: Proj::new(Linear::new(weight, Some(bias)))?,
-                    attention_out: Proj::new(linear(h, h, a.pp("output").pp("dense"))?)?,
+                    qkv: Proj::new(Linear::new(weight, Some(bias)), quantise)?,
+                    attention_out: Proj::new(linear(h, h, a.pp("output").pp("dense"))?, quantise)?,
                     attention_norm: layer_norm(h, config.layer_norm_eps, a.pp("output").pp("LayerNorm"))?,
-                    up: Proj::new(linear(h, config.intermediate_size, l.pp("intermediate").pp("dense"))?)?,
-                    down: Proj::new(linear(config.intermediate_size, h, l.pp("output").pp("dense"))?)?,
+                    up: Proj::new(linear(h, config.intermediate_size, l.pp("intermediate").pp("dense"))?, quantise)?,
+                    down: Proj::new(linear(config.intermediate_size, h, l.pp("output").pp("dense"))?, quantise)?,
                     norm: layer_norm(h, config.layer_norm_eps, l.pp("output").pp("LayerNorm"))?,
                 })
             })

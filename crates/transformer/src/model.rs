@@ -364,7 +364,7 @@ impl TransformerEmbedder {
         self.loaded
             .get_or_init(|| {
                 let started = std::time::Instant::now();
-                let loaded = load(&self.dir, &self.spec).map_err(|e| e.to_string());
+                let loaded = load(&self.dir, &self.spec, self.int8_fill()).map_err(|e| e.to_string());
                 match &loaded {
                     Ok(_) => tracing::info!(
                         model = %self.name,
@@ -387,7 +387,7 @@ impl TransformerEmbedder {
     /// tokens, so every part of a chunk counts, not only its first 256 tokens.
     fn run(&self, texts: &[&str], fill: bool) -> Result<Vec<Vec<f32>>, TransformerError> {
         let loaded = self.loaded().map_err(|e| TransformerError::Model(e.to_string()))?;
-        let precision = if fill && self.int8_fill { Precision::Int8 } else { Precision::F32 };
+        let precision = if fill && self.int8_fill() { Precision::Int8 } else { Precision::F32 };
         let encodings = loaded
             .tokenizer
             .encode_batch(texts.to_vec(), true)
@@ -479,12 +479,12 @@ pub(crate) fn groups(lens: &[usize], budget: usize, max_rows: usize) -> Vec<Vec<
     out
 }
 
-fn load(dir: &Path, spec: &Spec) -> Result<Loaded, TransformerError> {
+fn load(dir: &Path, spec: &Spec, int8: bool) -> Result<Loaded, TransformerError> {
     let weights = dir.join("model.safetensors");
     let bytes = std::fs::read(&weights).map_err(TransformerError::io("cannot read", &weights))?;
     let vb = VarBuilder::from_buffered_safetensors(bytes, DType::F32, &Device::Cpu)
         .map_err(|e| TransformerError::Model(format!("{} is not a safetensors file: {e}", weights.display())))?;
-    let model = Encoder::load(vb, &spec.config).map_err(|e| {
+    let model = Encoder::load(vb, &spec.config, int8).map_err(|e| {
         TransformerError::Model(format!(
             "{} does not fit {}: {e}",
             weights.display(),

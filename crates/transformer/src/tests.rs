@@ -346,7 +346,7 @@ fn assert_encoder_matches_reference(
     rows: &[&[u32]],
 ) {
     use candle_core::{Device, Tensor};
-    let ours = super::encoder::Encoder::load(vb.clone(), config).unwrap();
+    let ours = super::encoder::Encoder::load(vb.clone(), config, false).unwrap();
     let reference = candle_transformers::models::bert::BertModel::load(vb, config).unwrap();
     let (n, len) = (rows.len(), rows.iter().map(|r| r.len()).max().unwrap());
     let mut ids = vec![0u32; n * len];
