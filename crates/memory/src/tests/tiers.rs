@@ -231,3 +231,71 @@ fn a_chunk_arriving_below_covered_rowids_still_gets_a_deep_vector() {
     m.wait_background();
     assert_eq!(deep_stats(&m), (9, 9, true));
 }
+
+/// A packed chat chunk is read by its best few turns when the deep tier answers too: its model
+/// cannot embed each window at query time, so the fast tier's table reads them and the window's
+/// standing is carried to the deep tier's scale. Here the deep model (a bag of hashed words)
+/// sees nothing of a question that shares no word with the turns that answer it, and those
+/// turns are three of eight in a chunk about other things.
+#[test]
+fn the_deep_tier_reads_packed_chat_by_its_best_turns_too() {
+    use crate::ChatChunking;
+    let dir = tempfile::tempdir().unwrap();
+    let deep = Deep::new("deep-a/256");
+    let m = MemoryEngine::open(MemoryOptions {
+        data_dir: dir.path().to_path_buf(),
+        embedder: super::builtin(),
+        deep: Some(deep.clone() as Arc<dyn Embedder>),
+        shared: None,
+    })
+    .unwrap();
+    let filler = [
+        "Did you see the match last night?",
+        "Yes, what a finish in extra time.",
+        "The new bakery on the corner sells great croissants.",
+        "I still owe you for the concert tickets.",
+        "Traffic on the ring road was terrible this morning.",
+        "My sister is moving to Lisbon in June.",
+        "The printer at work jammed again.",
+        "We should repaint the kitchen before winter.",
+        "Have you finished that crime novel yet?",
+        "The garden needs weeding after all this rain.",
+    ];
+    let answer = [
+        "The puppy was sick all night.",
+        "Poor thing, is he seeing the vet?",
+        "Yes, the veterinarian checks him on Thursday and gives his vaccinations.",
+    ];
+    // Twenty conversations a day apart, eight turns each; the seventh holds the answer in its middle.
+    let mut turns: Vec<(String, String, i64)> = Vec::new();
+    for day in 0..20_i64 {
+        for t in 0..8_usize {
+            let text = match (day, t) {
+                (6, 3..=5) => answer[t - 3].to_string(),
+                _ => format!("{} ({day}.{t})", filler[(day as usize * 3 + t) % filler.len()]),
+            };
+            let from = if t % 2 == 0 { "Ana" } else { "Ben" };
+            turns.push((from.into(), text, 1_700_000_000_000 + day * 86_400_000 + t as i64 * 60_000));
+        }
+    }
+    let mut ch = crate::Channel::new("test:pets".into(), "Ana and Ben".into(), "pets".into(), None);
+    ch.msgs = turns
+        .iter()
+        .enumerate()
+        .map(|(i, (from, text, ts))| crate::ChatMsg {
+            at: format!("T{i}"),
+            ts: *ts,
+            from: from.clone(),
+            text: text.clone(),
+            thread: None,
+            handle: None,
+        })
+        .collect();
+    let stored = m.put_chat(vec![ch], "chats/pets", ChatChunking::Packed).unwrap();
+    assert_eq!(stored.len(), 20);
+    m.wait_background();
+    assert!(deep_stats(&m).2, "the deep tier answers");
+    let r = m.wire::<ops::Recall>(json!({"query": "which animal doctor treats our dog", "k": 3})).unwrap();
+    assert_eq!(r["vector_tier"], "deep", "{r}");
+    assert_eq!(r["chunks"][0]["chunk_id"], stored[6].chunk_id.as_str(), "{r}");
+}
