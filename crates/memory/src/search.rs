@@ -236,6 +236,7 @@ pub(crate) fn rank(
     let mut extra: Vec<(String, f32)> = Vec::new();
     // Packed chat chunks are also ranked by their best few turns, each chunk read once however
     // many rounds the pool grows.
+    let mut turn_words: HashMap<i64, f64> = HashMap::new();
     let mut turns = match &qvec {
         Some((q, tier)) if mode == Mode::Hybrid => TurnWindows::new(inner, query, q, tier, background),
         _ => None,
@@ -282,6 +283,9 @@ pub(crate) fn rank(
         // could grow the pool fourfold, round after round, until it held every row.
         let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
         let exhausted = bm.len() < pool && vectors_spent;
+        if mode == Mode::Hybrid {
+            keyword_windows(conn, &mut bm, &terms.words, &idf, &mut turn_words)?;
+        }
         let windows = match &mut turns {
             Some(t) => t.cosines(conn, &bm, &vs)?,
             None => HashMap::new(),
@@ -493,6 +497,75 @@ impl<'a> TurnWindows<'a> {
 /// 0.7 0.922, 0.8 0.927, 0.9 0.928, 1 0.933, and 0.904 without windows; 0.7 is the largest
 /// that kept the note first.
 const CARRIED_STANDING: f32 = 0.7;
+
+/// Scales the keyword score of each packed chat chunk among the first [`WINDOW_CANDIDATES`] of
+/// `bm` by the square root of the share of its matched query weight that its best window of
+/// [`WINDOW_LINES`] turns holds, and sorts `bm` again. Ten turns hold many words between them:
+/// "when do we get the keys to the new place" matched a chat chunk with "place" in one turn,
+/// "key" in another and "getting" in a third above the note on the flat move, which holds
+/// "keys" and "new" in one sentence. A chunk whose words meet in a few turns keeps its score.
+/// `ratios` keeps each chunk's factor across the pool's rounds (1 for chunks not scaled).
+/// On the LoCoMo development conversations (default chunking, built-in tier) recall R@10 went
+/// from 0.921 to 0.926; the plain share gave 0.926 too, its square 0.922.
+fn keyword_windows(
+    conn: &Connection,
+    bm: &mut [(i64, f32)],
+    terms: &[String],
+    idf: &[f64],
+    ratios: &mut HashMap<i64, f64>,
+) -> Result<(), MemoryError> {
+    let rows: Vec<i64> = bm.iter().take(WINDOW_CANDIDATES).map(|x| x.0).filter(|r| !ratios.contains_key(r)).collect();
+    if !rows.is_empty() {
+        let mut st = conn
+            .prepare_cached("SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
+        let mut found = st.query([rarray(&rows)])?;
+        while let Some(r) = found.next()? {
+            let (rowid, content): (i64, String) = (r.get(0)?, r.get(1)?);
+            ratios.insert(rowid, best_window_share(&content, terms, idf));
+        }
+        for r in rows {
+            ratios.entry(r).or_insert(1.0);
+        }
+    }
+    let mut changed = false;
+    for x in bm.iter_mut() {
+        if let Some(&r) = ratios.get(&x.0).filter(|r| **r < 1.0) {
+            x.1 = (f64::from(x.1) * r) as f32;
+            changed = true;
+        }
+    }
+    if changed {
+        bm.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+    Ok(())
+}
+
+/// The square root of the share of a chat chunk's matched query weight that its best window of
+/// [`WINDOW_LINES`] lines holds; 1 for a chunk of no more lines than a window or no match.
+fn best_window_share(content: &str, terms: &[String], idf: &[f64]) -> f64 {
+    let lines: Vec<Vec<bool>> = content
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut f = vec![false; terms.len()];
+            mark_terms(l, terms, &mut f);
+            f
+        })
+        .collect();
+    if lines.len() <= WINDOW_LINES {
+        return 1.0;
+    }
+    let union = |ls: &[Vec<bool>]| -> Vec<bool> { (0..terms.len()).map(|i| ls.iter().any(|l| l[i])).collect() };
+    let whole = weight_of(&union(&lines), idf);
+    if whole <= 0.0 {
+        return 1.0;
+    }
+    let half = WINDOW_LINES / 2;
+    let best = (0..lines.len())
+        .map(|i| weight_of(&union(&lines[i.saturating_sub(half)..(i + half + 1).min(lines.len())]), idf))
+        .fold(0.0, f64::max);
+    (best / whole).sqrt()
+}
 
 /// A cosine `c` from a scale whose background is `from` (mean, deviation) carried to one whose
 /// background is `to`: [`CARRIED_STANDING`] of as many deviations above the mean there as it is

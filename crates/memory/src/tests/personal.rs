@@ -474,3 +474,54 @@ fn ana_and_ben(id: &str, turns: &[(&str, &str)], step_ms: i64) -> crate::Channel
         .collect();
     ch
 }
+
+/// A packed chat chunk whose turns hold a question's words one apiece does not outrank a note
+/// that holds them together: its keyword score counts what its best few turns hold.
+#[test]
+fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together() {
+    use crate::ChatChunking;
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(&dir.path().join("data"), builtin());
+    let note = crate::PutDocument {
+        key: "flat-move".into(),
+        title: Some("Flat move".into()),
+        content: "Keys handed over on 30 November; the new address goes to the bank and the GP.".into(),
+        source: "test".into(),
+        ..Default::default()
+    };
+    m.put_document(note, crate::AuditRow::default()).unwrap();
+    let turns = [
+        ("Ana", "I'm still searching for a place to open the studio."),
+        ("Ben", "Thanks for the photos from the trip."),
+        ("Ana", "How was the weekend?"),
+        ("Ben", "Staying focused is key, you told me."),
+        ("Ana", "Quiet, we watched a film and cooked."),
+        ("Ben", "Sounds lovely."),
+        ("Ana", "Anything new at work?"),
+        ("Ben", "Not much, lots of meetings."),
+        ("Ana", "Same here, and the printer broke."),
+        ("Ben", "You will get there with the studio."),
+    ];
+    let filler = [
+        ("Ana", "Did you see the match last night?"),
+        ("Ben", "Yes, what a finish in extra time."),
+        ("Ana", "The bakery on the corner sells great croissants."),
+        ("Ben", "I still owe you for the concert tickets."),
+        ("Ana", "Traffic on the ring road was terrible this morning."),
+        ("Ben", "My sister is moving to Lisbon in June."),
+    ];
+    // One conversation with the scattered words, five about other things, a day apart.
+    let mut chats = vec![ana_and_ben("ana-ben-0", &turns, 60_000)];
+    for day in 1..6 {
+        let mut ch = ana_and_ben(&format!("ana-ben-{day}"), &filler, 60_000);
+        for msg in &mut ch.msgs {
+            msg.ts += day * 86_400_000;
+        }
+        chats.push(ch);
+    }
+    m.put_chat(chats, "chats/ana-ben", ChatChunking::Packed).unwrap();
+    m.wait_background();
+    let r = m.wire::<ops::Recall>(json!({"query": "when do we get the keys to the new place"})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Flat move"), "{got:?}");
+}
