@@ -283,9 +283,6 @@ pub(crate) fn rank(
         // could grow the pool fourfold, round after round, until it held every row.
         let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
         let exhausted = bm.len() < pool && vectors_spent;
-        if mode == Mode::Hybrid {
-            keyword_windows(conn, &mut bm, &terms.words, &idf, &mut turn_words)?;
-        }
         let windows = match &mut turns {
             Some(t) => t.cosines(conn, &bm, &vs)?,
             None => HashMap::new(),
@@ -298,6 +295,10 @@ pub(crate) fn rank(
         if let Some(ids) = &in_span {
             bm = merge(bm, keyword(Some(ids), &extra)?);
             vs = merge(vs, vector(Some(ids)));
+        }
+        // After the span's candidates joined, so that each is scaled once.
+        if mode == Mode::Hybrid {
+            keyword_windows(conn, &mut bm, &terms.words, &idf, &mut turn_words)?;
         }
         // Meaning has at least the say of the part of the question only it can read, in chunks
         // other than chat.
