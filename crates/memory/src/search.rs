@@ -237,6 +237,7 @@ pub(crate) fn rank(
     // Packed chat chunks are also ranked by their best few turns, each chunk read once however
     // many rounds the pool grows.
     let mut turn_words: HashMap<i64, f64> = HashMap::new();
+    let mut texts = ChatTexts::default();
     let mut turns = match &qvec {
         Some((q, tier)) if mode == Mode::Hybrid => TurnWindows::new(inner, query, q, tier, background),
         _ => None,
@@ -284,7 +285,7 @@ pub(crate) fn rank(
         let vectors_spent = vs.len() < pool || vs.last().is_some_and(|v| v.1 <= 0.0);
         let exhausted = bm.len() < pool && vectors_spent;
         let windows = match &mut turns {
-            Some(t) => t.cosines(conn, &bm, &vs)?,
+            Some(t) => t.cosines(conn, &mut texts, &bm, &vs)?,
             None => HashMap::new(),
         };
         let chunk_cos: HashMap<i64, f32> =
@@ -298,7 +299,7 @@ pub(crate) fn rank(
         }
         // After the span's candidates joined, so that each is scaled once.
         if mode == Mode::Hybrid {
-            keyword_windows(conn, &mut bm, &terms.words, &idf, &mut turn_words)?;
+            keyword_windows(conn, &mut texts, &mut bm, &terms.words, &idf, &mut turn_words)?;
         }
         // Meaning has at least the say of the part of the question only it can read, in chunks
         // other than chat.
@@ -366,6 +367,9 @@ const WINDOW_LINES: usize = 3;
 /// Chat chunks among the first this many of each ranker's list are read by their windows.
 const WINDOW_CANDIDATES: usize = 30;
 
+/// A query's mean cosine with a tier's sample of the store, and their deviation.
+type Spread = (f32, f32);
+
 /// Reads the chat chunks among the first [`WINDOW_CANDIDATES`] of a query's ranked lists by
 /// their best window of [`WINDOW_LINES`] turns. A packed chunk of ten turns is about several
 /// things, and its one vector is a little like each: the turns a question is about are read on
@@ -378,14 +382,14 @@ const WINDOW_CANDIDATES: usize = 30;
 /// alike as that chunk, less [`CARRIED_STANDING`]. On the LoCoMo development conversations in
 /// the default chunking this took the deep tier's R@10 from 0.904 to 0.922 (BENCHMARKS.md).
 struct TurnWindows<'a> {
-    embedder: &'a dyn crate::embed::Embedder,
-    /// The query as the window embedder reads it; embedded when the first chat chunk comes.
+    /// The tier whose embedder reads the windows: the answering one, or the fast one for the deep.
+    reader: &'a crate::tier::Tier,
+    /// The query as `reader` reads it; embedded when the first chat chunk comes (`carry` only).
     query: Option<Vec<f32>>,
     text: &'a str,
-    /// The fast tier, when it reads windows for the deep one, with the deep tier's background.
-    carry: Option<(&'a crate::tier::Tier, (f32, f32))>,
-    /// The fast tier's background for the query, once embedded (`carry` only).
-    from: Option<(f32, f32)>,
+    /// When the fast tier reads windows for the deep one: the deep tier's background (mean,
+    /// deviation), then, once the query is embedded, the fast tier's.
+    carry: Option<(Spread, Option<Spread>)>,
     /// Every candidate looked at so far, with its best window's cosine on the answering tier's
     /// scale (`None`: not chat, or no more lines than a window).
     read: HashMap<i64, Option<f32>>,
@@ -401,17 +405,18 @@ impl<'a> TurnWindows<'a> {
         background: Option<(f32, f32, usize)>,
     ) -> Option<TurnWindows<'a>> {
         let gives = |t: &crate::tier::Tier| t.embedder.line_windows("", WINDOW_LINES).is_some();
-        let mut w =
-            TurnWindows { embedder: &*tier.embedder, query: None, text, carry: None, from: None, read: HashMap::new() };
         if gives(tier) {
-            w.query = Some(q.to_vec());
-            return Some(w);
+            return Some(TurnWindows {
+                reader: tier,
+                query: Some(q.to_vec()),
+                text,
+                carry: None,
+                read: HashMap::new(),
+            });
         }
         let fast = inner.tier(TierKind::Fast).filter(|f| tier.kind == TierKind::Deep && gives(f))?;
         let (mean, sd, _) = background.filter(|b| b.2 >= MIN_BACKGROUND && b.1 > f32::EPSILON)?;
-        w.embedder = &*fast.embedder;
-        w.carry = Some((fast, (mean, sd)));
-        Some(w)
+        Some(TurnWindows { reader: fast, query: None, text, carry: Some(((mean, sd), None)), read: HashMap::new() })
     }
 
     /// The fast tier's query vector and background, once; `false` when they cannot be had (no
@@ -420,13 +425,11 @@ impl<'a> TurnWindows<'a> {
         if self.query.is_some() {
             return true;
         }
-        let Some((fast, _)) = self.carry else { return false };
-        let text =
-            if self.embedder.bag_of_words() { super::fts::without_stop_words(self.text) } else { self.text.into() };
-        let q = self.embedder.embed_query(&text).ok();
-        match q.as_ref().and_then(|q| read(&fast.vectors).background(q, BACKGROUND_ROWS)) {
+        let Some((to, _)) = self.carry else { return false };
+        let q = self.reader.embed_query(self.text).ok();
+        match q.as_ref().and_then(|q| read(&self.reader.vectors).background(q, BACKGROUND_ROWS)) {
             Some((mean, sd, rows)) if rows >= MIN_BACKGROUND && sd > f32::EPSILON => {
-                self.from = Some((mean, sd));
+                self.carry = Some((to, Some((mean, sd))));
                 self.query = q;
                 true
             }
@@ -443,38 +446,29 @@ impl<'a> TurnWindows<'a> {
     fn cosines(
         &mut self,
         conn: &Connection,
+        texts: &mut ChatTexts,
         bm: &[(i64, f32)],
         vs: &[(i64, f32)],
     ) -> Result<HashMap<i64, f32>, MemoryError> {
-        let mut rows: Vec<i64> = Vec::new();
-        for r in bm.iter().take(WINDOW_CANDIDATES).chain(vs.iter().take(WINDOW_CANDIDATES)).map(|x| x.0) {
-            if !self.read.contains_key(&r) && !rows.contains(&r) {
-                rows.push(r);
+        let listed = || bm.iter().take(WINDOW_CANDIDATES).chain(vs.iter().take(WINDOW_CANDIDATES)).map(|x| x.0);
+        texts.load(conn, listed())?;
+        for r in listed() {
+            if !self.read.contains_key(&r) {
+                let best = match texts.get(r) {
+                    Some(content) if self.ready() => self.best(content),
+                    _ => None,
+                };
+                self.read.insert(r, best);
             }
         }
-        if !rows.is_empty() {
-            let mut st = conn.prepare_cached(
-                "SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'",
-            )?;
-            let mut found = st.query([rarray(&rows)])?;
-            while let Some(r) = found.next()? {
-                let (rowid, content): (i64, String) = (r.get(0)?, r.get(1)?);
-                let best = if self.ready() { self.best(&content) } else { None };
-                self.read.insert(rowid, best);
-            }
-            for r in rows {
-                self.read.entry(r).or_insert(None);
-            }
-        }
-        let listed = bm.iter().take(WINDOW_CANDIDATES).chain(vs.iter().take(WINDOW_CANDIDATES));
-        Ok(listed.filter_map(|x| self.read.get(&x.0).copied().flatten().map(|c| (x.0, c))).collect())
+        Ok(listed().filter_map(|r| self.read.get(&r).copied().flatten().map(|c| (r, c))).collect())
     }
 
     /// One chunk's best window cosine on the answering tier's scale; `None` for a chunk of no
     /// more lines than a window, which is read whole already.
     fn best(&self, content: &str) -> Option<f32> {
         let q = self.query.as_deref()?;
-        let windows = self.embedder.line_windows(content, WINDOW_LINES)?;
+        let windows = self.reader.embedder.line_windows(content, WINDOW_LINES)?;
         if windows.len() <= WINDOW_LINES {
             return None;
         }
@@ -482,10 +476,44 @@ impl<'a> TurnWindows<'a> {
         if !best.is_finite() {
             return None;
         }
-        Some(match (self.carry, self.from) {
-            (Some((_, to)), Some(from)) => carried(best, from, to),
+        Some(match self.carry {
+            Some((to, Some(from))) => carried(best, from, to),
             _ => best,
         })
+    }
+}
+
+/// The text of the chat chunks among a query's candidates, each read from the database once
+/// however many of the readers below ask and however many rounds the pool grows (`None`: not
+/// chat).
+#[derive(Default)]
+struct ChatTexts(HashMap<i64, Option<String>>);
+
+impl ChatTexts {
+    fn load(&mut self, conn: &Connection, rows: impl Iterator<Item = i64>) -> Result<(), MemoryError> {
+        let mut missing: Vec<i64> = Vec::new();
+        for r in rows {
+            if !self.0.contains_key(&r) && !missing.contains(&r) {
+                missing.push(r);
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let mut st = conn
+            .prepare_cached("SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
+        let mut found = st.query([rarray(&missing)])?;
+        while let Some(r) = found.next()? {
+            self.0.insert(r.get(0)?, Some(r.get(1)?));
+        }
+        for r in missing {
+            self.0.entry(r).or_insert(None);
+        }
+        Ok(())
+    }
+
+    fn get(&self, rowid: i64) -> Option<&str> {
+        self.0.get(&rowid).and_then(|c| c.as_deref())
     }
 }
 
@@ -510,23 +538,15 @@ const CARRIED_STANDING: f32 = 0.7;
 /// from 0.921 to 0.926; the plain share gave 0.926 too, its square 0.922.
 fn keyword_windows(
     conn: &Connection,
+    texts: &mut ChatTexts,
     bm: &mut [(i64, f32)],
     terms: &[String],
     idf: &[f64],
     ratios: &mut HashMap<i64, f64>,
 ) -> Result<(), MemoryError> {
-    let rows: Vec<i64> = bm.iter().take(WINDOW_CANDIDATES).map(|x| x.0).filter(|r| !ratios.contains_key(r)).collect();
-    if !rows.is_empty() {
-        let mut st = conn
-            .prepare_cached("SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
-        let mut found = st.query([rarray(&rows)])?;
-        while let Some(r) = found.next()? {
-            let (rowid, content): (i64, String) = (r.get(0)?, r.get(1)?);
-            ratios.insert(rowid, best_window_share(&content, terms, idf));
-        }
-        for r in rows {
-            ratios.entry(r).or_insert(1.0);
-        }
+    texts.load(conn, bm.iter().take(WINDOW_CANDIDATES).map(|x| x.0))?;
+    for &(r, _) in bm.iter().take(WINDOW_CANDIDATES) {
+        ratios.entry(r).or_insert_with(|| texts.get(r).map_or(1.0, |c| best_window_share(c, terms, idf)));
     }
     let mut changed = false;
     for x in bm.iter_mut() {
@@ -571,7 +591,7 @@ fn best_window_share(content: &str, terms: &[String], idf: &[f64]) -> f64 {
 /// A cosine `c` from a scale whose background is `from` (mean, deviation) carried to one whose
 /// background is `to`: [`CARRIED_STANDING`] of as many deviations above the mean there as it is
 /// here.
-fn carried(c: f32, from: (f32, f32), to: (f32, f32)) -> f32 {
+fn carried(c: f32, from: Spread, to: Spread) -> f32 {
     to.0 + CARRIED_STANDING * (c - from.0) / from.1 * to.1
 }
 

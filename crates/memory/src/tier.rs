@@ -134,6 +134,13 @@ impl Tier {
         }
     }
 
+    /// A query's vector as this tier's embedder reads queries: an embedder that sums token rows
+    /// ([`Embedder::bag_of_words`]) gets it without its stop words.
+    pub(crate) fn embed_query(&self, query: &str) -> Result<Vec<f32>, crate::embed::EmbedError> {
+        let text = if self.embedder.bag_of_words() { super::fts::without_stop_words(query) } else { query.into() };
+        self.embedder.embed_query(&text)
+    }
+
     /// Re-reads coverage; call with the writer lock held (`conn` the writer's connection), so
     /// no write lands in between.
     pub fn update_coverage(&self, conn: &Connection) -> Result<bool, MemoryError> {
@@ -177,8 +184,7 @@ impl Inner {
         let first = self.answering();
         let fallback = (first.kind == TierKind::Deep).then_some(&self.fast);
         for tier in std::iter::once(first).chain(fallback) {
-            let text = if tier.embedder.bag_of_words() { super::fts::without_stop_words(query) } else { query.into() };
-            match tier.embedder.embed_query(&text) {
+            match tier.embed_query(query) {
                 Ok(v) => return Some((v, tier)),
                 Err(e) => tracing::warn!(
                     tier = tier.kind.name(),
