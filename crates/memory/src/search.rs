@@ -830,11 +830,10 @@ pub(crate) struct VectorNoise {
 /// How well one hit is backed ([`Judge::backing`]).
 #[derive(Debug, Clone, Copy)]
 struct Backing {
-    /// The share of the query's word weight the chunk holds.
-    words: f64,
     /// How far its cosine stands above the store's noise, in `0..=1`.
     meaning: f64,
-    /// Its relevance: the larger of the two.
+    /// Its relevance: the larger of [`Backing::meaning`] and the share of the query's word weight
+    /// the chunk holds.
     both: f64,
     /// Its relevance apart from the first hit's source.
     apart: f64,
@@ -890,7 +889,7 @@ impl Judge {
         let (words, meaning) = (self.coverage(row), self.by_meaning(hit.vector_score));
         let both = words.max(meaning);
         let apart = if self.weak.is_some_and(|bar| words < bar) { meaning } else { both };
-        Backing { words, meaning, both, apart, window: self.by_meaning(hit.window_cos) }
+        Backing { meaning, both, apart, window: self.by_meaning(hit.window_cos) }
     }
 
     /// The word stems a hit's snippet marks: the query's, then the neighbours it was widened to.
@@ -1102,12 +1101,15 @@ const CONTEXT_RELEVANCE: f64 = 0.5;
 const OTHER_SOURCE_SCORE: f64 = 0.5;
 const OTHER_SOURCE_RELEVANCE: f64 = 0.6;
 
-/// When the first hit is backed more by meaning than by the question's words, a hit of another
-/// kind and source must be at least this share as alike to the question in meaning: "present
-/// ideas for grandad" finds the note on birthday gifts by meaning, and chat turns about a video
-/// presentation, which hold the word "present" and nothing of the sense, are not near it. The
-/// personal stores' padding is the same from 0.35 to 0.75 (`BENCHMARKS.md`, "Hits of another
-/// kind that share only a word").
+/// A hit of another kind and source than the first hit's must be at least this share as alike to
+/// the question in meaning: "present ideas for grandad" finds the note on birthday gifts by
+/// meaning, and chat turns about a video presentation, which hold the word "present" and nothing
+/// of the sense, are not near it. The personal stores' padding is the same from 0.35 to 0.75
+/// (`BENCHMARKS.md`, "Hits of another kind that share only a word"). It holds when the first hit
+/// was found by its words too: "when do we get the keys to the new place" finds the note on the
+/// flat move by "keys" and "new" (and by meaning, a little less), and chat chunks that say "key",
+/// "place" and "getting" in other senses, alike in meaning to it not at all, are not near it
+/// (`BENCHMARKS.md`, "Hits of another kind after a note found by its words").
 const OTHER_KIND_MEANING: f64 = 0.5;
 
 /// Splits loaded hits (best first) at the relevance floor: those kept, each with its
@@ -1115,8 +1117,8 @@ const OTHER_KIND_MEANING: f64 = 0.5;
 /// reaches `min` and, unless it is from the first hit's source (the rest of its conversation,
 /// thread or document, context for it), when it also comes near the first hit: within
 /// [`OTHER_SOURCE_SCORE`] of its fused score or [`OTHER_SOURCE_RELEVANCE`] of the best
-/// relevance, and, when it is of another kind (chat beside a note) and the first hit was found
-/// by meaning more than by words, with [`OTHER_KIND_MEANING`] of its likeness in meaning. A mail
+/// relevance, and, when it is of another kind (chat beside a note), with [`OTHER_KIND_MEANING`]
+/// of its likeness in meaning. A mail
 /// that shares one word of a question about a note is not near the note. `min` 0 keeps every
 /// hit.
 pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -> (Vec<(ChunkRow, Hit, f64)>, usize) {
@@ -1143,9 +1145,8 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
         .collect();
     let Some((first, first_hit, first_backing)) = judged.first() else { return (Vec::new(), 0) };
     let (source, kind, top) = (first.source_id.clone(), first.kind.clone(), first_hit.score);
-    // Found by meaning: a hit of another kind must be alike in meaning too.
-    let meaning_bar =
-        (first_backing.meaning > first_backing.words).then_some(OTHER_KIND_MEANING * first_backing.meaning);
+    // A hit of another kind must be alike in meaning too.
+    let meaning_bar = OTHER_KIND_MEANING * first_backing.meaning;
     let best = judged.iter().map(|j| j.2.both).fold(0.0, f64::max);
     let kept: Vec<(ChunkRow, Hit, f64)> = judged
         .into_iter()
@@ -1154,7 +1155,7 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
                 (b.both.max(b.window), true)
             } else {
                 let near = h.score >= OTHER_SOURCE_SCORE * top || b.apart >= OTHER_SOURCE_RELEVANCE * best;
-                let alike = c.kind == kind || meaning_bar.is_none_or(|bar| b.meaning >= bar);
+                let alike = c.kind == kind || b.meaning >= meaning_bar;
                 (b.apart, near && alike)
             };
             (r >= min && near_first).then_some((c, h, r))

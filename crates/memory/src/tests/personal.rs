@@ -476,7 +476,9 @@ fn ana_and_ben(id: &str, turns: &[(&str, &str)], step_ms: i64) -> crate::Channel
 }
 
 /// A packed chat chunk whose turns hold a question's words one apiece does not outrank a note
-/// that holds them together: its keyword score counts what its best few turns hold.
+/// that holds them together: its keyword score counts what its best few turns hold. Nor does it
+/// follow the note: a hit of another kind than the first must be alike to the question in meaning
+/// too.
 #[test]
 fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together() {
     use crate::ChatChunking;
@@ -485,11 +487,34 @@ fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together
     let note = crate::PutDocument {
         key: "flat-move".into(),
         title: Some("Flat move".into()),
-        content: "Keys handed over on 30 November; the new address goes to the bank and the GP.".into(),
+        content: "We get the keys on 30 November; the new address goes to the bank and the GP.".into(),
         source: "test".into(),
         ..Default::default()
     };
     m.put_document(note, crate::AuditRow::default()).unwrap();
+    // Other notes, so that the store is large enough to read how alike an arbitrary chunk is.
+    let others = [
+        ("Boiler", "The boiler service is due in March; the engineer's number is on the fridge."),
+        ("Bins", "Green bin on Tuesdays, black bin every other Friday."),
+        ("Passport", "Renew the passport six months before it runs out; two photos, signed."),
+        ("Sourdough", "Feed the starter flour and water every morning and keep it warm."),
+        ("Dentist", "Check-up booked with Dr Okafor, bring the insurance card."),
+        ("Tomatoes", "Water the seedlings after sunset, pinch out the side shoots weekly."),
+        ("Running", "Long run on Sundays, intervals on Wednesday evening at the track."),
+        ("Wi-Fi", "The router admin page is 192.168.1.1; the guest network password is on the card."),
+        ("Car", "MOT due in August; tyre pressure 2.3 bar front and back."),
+        ("Books", "Reading list: Middlemarch, The Overstory, a history of the Silk Roads."),
+    ];
+    for (i, (title, text)) in others.iter().enumerate() {
+        let doc = crate::PutDocument {
+            key: format!("note-{i}"),
+            title: Some(title.to_string()),
+            content: text.to_string(),
+            source: "test".into(),
+            ..Default::default()
+        };
+        m.put_document(doc, crate::AuditRow::default()).unwrap();
+    }
     let turns = [
         ("Ana", "I'm still searching for a place to open the studio."),
         ("Ben", "Thanks for the photos from the trip."),
@@ -524,4 +549,6 @@ fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together
     let r = m.wire::<ops::Recall>(json!({"query": "when do we get the keys to the new place"})).unwrap();
     let got = titles(r["chunks"].as_array().unwrap());
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Flat move"), "{got:?}");
+    // Nor does it come back beside the note: it shares the words, not what they mean here.
+    assert!(got.iter().all(|(kind, _)| kind != "chat"), "{got:?}");
 }
