@@ -564,6 +564,16 @@ fn keyword_windows(
 /// The square root of the share of a chat chunk's matched query weight that its best window of
 /// [`WINDOW_LINES`] lines holds; 1 for a chunk of no more lines than a window or no match.
 fn best_window_share(content: &str, terms: &[String], idf: &[f64]) -> f64 {
+    match best_window(content, terms, idf) {
+        Some((found, whole)) if whole > 0.0 => (weight_of(&found, idf) / whole).sqrt(),
+        _ => 1.0,
+    }
+}
+
+/// Which of `terms` the best window of [`WINDOW_LINES`] lines of a chat chunk holds (the one
+/// holding the most of their weight `idf`), and the weight the whole chunk holds; `None` for a
+/// chunk of no more lines than a window.
+fn best_window(content: &str, terms: &[String], idf: &[f64]) -> Option<(Vec<bool>, f64)> {
     let lines: Vec<Vec<bool>> = content
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -574,18 +584,15 @@ fn best_window_share(content: &str, terms: &[String], idf: &[f64]) -> f64 {
         })
         .collect();
     if lines.len() <= WINDOW_LINES {
-        return 1.0;
+        return None;
     }
     let union = |ls: &[Vec<bool>]| -> Vec<bool> { (0..terms.len()).map(|i| ls.iter().any(|l| l[i])).collect() };
     let whole = weight_of(&union(&lines), idf);
-    if whole <= 0.0 {
-        return 1.0;
-    }
     let half = WINDOW_LINES / 2;
     let best = (0..lines.len())
-        .map(|i| weight_of(&union(&lines[i.saturating_sub(half)..(i + half + 1).min(lines.len())]), idf))
-        .fold(0.0, f64::max);
-    (best / whole).sqrt()
+        .map(|i| union(&lines[i.saturating_sub(half)..(i + half + 1).min(lines.len())]))
+        .max_by(|a, b| weight_of(a, idf).total_cmp(&weight_of(b, idf)))?;
+    Some((best, whole))
 }
 
 /// A cosine `c` from a scale whose background is `from` (mean, deviation) carried to one whose
@@ -1050,7 +1057,10 @@ const ABSENT_WEAK: f64 = 0.5;
 /// The best keyword coverage among the first [`WEAK_KEYWORDS_HITS`] of `bm` when each of them
 /// holds one query word at most and less than [`WEAK_KEYWORDS`] of the weight, or when no chunk
 /// holds words with [`ABSENT_WEAK`] of the weight (`absent`, the share they hold); `None`: the
-/// words answer the question well enough, or there are none.
+/// words answer the question well enough, or there are none. A packed chat chunk counts the words
+/// of its best window of [`WINDOW_LINES`] turns: ten turns hold many words between them, and one
+/// that says "plan" early and "week" at the end made "what is my workout plan this week" look
+/// answered by its words, so the training note that only meaning finds came 16th.
 fn weak_keywords(
     conn: &Connection,
     bm: &[(i64, f32)],
@@ -1066,12 +1076,17 @@ fn weak_keywords(
     }
     let lacking = absent >= ABSENT_WEAK;
     let top: Vec<i64> = bm.iter().take(WEAK_KEYWORDS_HITS).map(|x| x.0).collect();
-    let mut q = conn.prepare_cached("SELECT title, content FROM chunks WHERE rowid IN rarray(?1)")?;
+    let mut q = conn.prepare_cached("SELECT title, content, source_kind FROM chunks WHERE rowid IN rarray(?1)")?;
     let mut rows = q.query([rarray(&top)])?;
     let mut best: f64 = 0.0;
     while let Some(r) = rows.next()? {
-        let title: Option<String> = r.get(0)?;
-        let found = found_in(title.as_deref(), &r.get::<_, String>(1)?, terms);
+        let (title, content): (Option<String>, String) = (r.get(0)?, r.get(1)?);
+        let window = if r.get_ref(2)?.as_str().is_ok_and(|k| k == "chat") {
+            best_window(&content, terms, idf).map(|w| w.0)
+        } else {
+            None
+        };
+        let found = window.unwrap_or_else(|| found_in(title.as_deref(), &content, terms));
         best = best.max(share(&found, idf));
         if !lacking && (best >= WEAK_KEYWORDS || found.iter().filter(|f| **f).count() > 1) {
             return Ok(None);

@@ -493,28 +493,7 @@ fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together
     };
     m.put_document(note, crate::AuditRow::default()).unwrap();
     // Other notes, so that the store is large enough to read how alike an arbitrary chunk is.
-    let others = [
-        ("Boiler", "The boiler service is due in March; the engineer's number is on the fridge."),
-        ("Bins", "Green bin on Tuesdays, black bin every other Friday."),
-        ("Passport", "Renew the passport six months before it runs out; two photos, signed."),
-        ("Sourdough", "Feed the starter flour and water every morning and keep it warm."),
-        ("Dentist", "Check-up booked with Dr Okafor, bring the insurance card."),
-        ("Tomatoes", "Water the seedlings after sunset, pinch out the side shoots weekly."),
-        ("Running", "Long run on Sundays, intervals on Wednesday evening at the track."),
-        ("Wi-Fi", "The router admin page is 192.168.1.1; the guest network password is on the card."),
-        ("Car", "MOT due in August; tyre pressure 2.3 bar front and back."),
-        ("Books", "Reading list: Middlemarch, The Overstory, a history of the Silk Roads."),
-    ];
-    for (i, (title, text)) in others.iter().enumerate() {
-        let doc = crate::PutDocument {
-            key: format!("note-{i}"),
-            title: Some(title.to_string()),
-            content: text.to_string(),
-            source: "test".into(),
-            ..Default::default()
-        };
-        m.put_document(doc, crate::AuditRow::default()).unwrap();
-    }
+    put_other_notes(&m);
     let turns = [
         ("Ana", "I'm still searching for a place to open the studio."),
         ("Ben", "Thanks for the photos from the trip."),
@@ -551,4 +530,81 @@ fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Flat move"), "{got:?}");
     // Nor does it come back beside the note: it shares the words, not what they mean here.
     assert!(got.iter().all(|(kind, _)| kind != "chat"), "{got:?}");
+}
+
+/// Ten short notes on other things than a test's question, so that a store is large enough for
+/// the relevance floor to read how alike an arbitrary chunk is to it.
+fn put_other_notes(m: &crate::MemoryEngine) {
+    let others = [
+        ("Boiler", "The boiler service is due in March; the engineer's number is on the fridge."),
+        ("Bins", "Green bin on Tuesdays, black bin every other Friday."),
+        ("Passport", "Renew the passport six months before it runs out; two photos, signed."),
+        ("Sourdough", "Feed the starter flour and water every morning and keep it warm."),
+        ("Dentist", "Check-up booked with Dr Okafor, bring the insurance card."),
+        ("Tomatoes", "Water the seedlings after sunset, pinch out the side shoots in July."),
+        ("Running", "Long run on Sundays, intervals on Wednesday evening at the track."),
+        ("Wi-Fi", "The router admin page is 192.168.1.1; the guest network password is on the card."),
+        ("Car", "MOT due in August; tyre pressure 2.3 bar front and back."),
+        ("Books", "Reading list: Middlemarch, The Overstory, a history of the Silk Roads."),
+    ];
+    for (i, (title, text)) in others.iter().enumerate() {
+        let doc = crate::PutDocument {
+            key: format!("note-{i}"),
+            title: Some(title.to_string()),
+            content: text.to_string(),
+            source: "test".into(),
+            ..Default::default()
+        };
+        m.put_document(doc, crate::AuditRow::default()).unwrap();
+    }
+}
+
+/// A question whose words answer it poorly (the note says "training", and the chat says "plan",
+/// "week" and "workout" in passing) leans on meaning. A packed chat chunk that says "plan" in one turn and
+/// "week" in another, far apart, does not make its words look good: it is judged by its best few
+/// turns, which hold one of them.
+#[test]
+fn a_chat_holding_a_questions_ordinary_words_apart_does_not_hide_that_they_answer_it_poorly() {
+    use crate::ChatChunking;
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(&dir.path().join("data"), builtin());
+    let note = crate::PutDocument {
+        key: "training".into(),
+        title: Some("Training schedule".into()),
+        content: "Monday: 5 km run. Wednesday: squats, lunges and planks, three rounds. Friday: swimming 40 \
+                  lengths. Sunday rest."
+            .into(),
+        source: "test".into(),
+        ..Default::default()
+    };
+    m.put_document(note, crate::AuditRow::default()).unwrap();
+    put_other_notes(&m);
+    let turns = [
+        ("Ana", "What's the plan for the garden party?"),
+        ("Ben", "Lanterns, and the neighbours bring salads."),
+        ("Ana", "Did the printer get fixed?"),
+        ("Ben", "Yes, a new cartridge did it."),
+        ("Ana", "How is your sister?"),
+        ("Ben", "Busy with the move to Lisbon."),
+        ("Ana", "Tell her good luck from me."),
+        ("Ben", "Will do. The weather looks fine for Saturday."),
+        ("Ana", "Great, see you then."),
+        ("Ben", "I'm away most of next week though."),
+    ];
+    // Other days' talk says "workout" in passing, so that the store holds the question's words.
+    let mut chats = vec![ana_and_ben("ana-ben-party", &turns, 60_000)];
+    for day in 1..3 {
+        let mut said: Vec<(&str, &str)> = turns.iter().map(|(who, _)| (*who, "Not much, a quiet day here.")).collect();
+        said[4].1 = "Went for a run after my workout.";
+        let mut ch = ana_and_ben(&format!("ana-ben-{day}"), &said, 60_000);
+        for msg in &mut ch.msgs {
+            msg.ts += day * 86_400_000;
+        }
+        chats.push(ch);
+    }
+    m.put_chat(chats, "chats/ana-ben", ChatChunking::Packed).unwrap();
+    m.wait_background();
+    let r = m.wire::<ops::Recall>(json!({"query": "what is my workout plan for the coming week"})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Training schedule"), "{got:?}");
 }
