@@ -482,18 +482,8 @@ fn ana_and_ben(id: &str, turns: &[(&str, &str)], step_ms: i64) -> crate::Channel
 #[test]
 fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together() {
     use crate::ChatChunking;
-    let dir = tempfile::tempdir().unwrap();
-    let m = open_with(&dir.path().join("data"), builtin());
-    let note = crate::PutDocument {
-        key: "flat-move".into(),
-        title: Some("Flat move".into()),
-        content: "We get the keys on 30 November; the new address goes to the bank and the GP.".into(),
-        source: "test".into(),
-        ..Default::default()
-    };
-    m.put_document(note, crate::AuditRow::default()).unwrap();
-    // Other notes, so that the store is large enough to read how alike an arbitrary chunk is.
-    put_other_notes(&m);
+    let (_dir, m) =
+        among_other_notes("Flat move", "We get the keys on 30 November; the new address goes to the bank and the GP.");
     let turns = [
         ("Ana", "I'm still searching for a place to open the studio."),
         ("Ben", "Thanks for the photos from the trip."),
@@ -517,11 +507,7 @@ fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together
     // One conversation with the scattered words, five about other things, a day apart.
     let mut chats = vec![ana_and_ben("ana-ben-0", &turns, 60_000)];
     for day in 1..6 {
-        let mut ch = ana_and_ben(&format!("ana-ben-{day}"), &filler, 60_000);
-        for msg in &mut ch.msgs {
-            msg.ts += day * 86_400_000;
-        }
-        chats.push(ch);
+        chats.push(days_later(ana_and_ben(&format!("ana-ben-{day}"), &filler, 60_000), day));
     }
     m.put_chat(chats, "chats/ana-ben", ChatChunking::Packed).unwrap();
     m.wait_background();
@@ -532,9 +518,20 @@ fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together
     assert!(got.iter().all(|(kind, _)| kind != "chat"), "{got:?}");
 }
 
-/// Ten short notes on other things than a test's question, so that a store is large enough for
-/// the relevance floor to read how alike an arbitrary chunk is to it.
-fn put_other_notes(m: &crate::MemoryEngine) {
+/// `ch` with every message `days` days later.
+fn days_later(mut ch: crate::Channel, days: i64) -> crate::Channel {
+    for msg in &mut ch.msgs {
+        msg.ts += days * 86_400_000;
+    }
+    ch
+}
+
+/// A store (built-in table) of the note `title` and ten short notes on other things, so that it is
+/// large enough for the relevance floor to read how alike an arbitrary chunk is to a question.
+fn among_other_notes(title: &str, content: &str) -> (tempfile::TempDir, crate::MemoryEngine) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(&dir.path().join("data"), builtin());
+    put_note(&m, "the-note", title, content);
     let others = [
         ("Boiler", "The boiler service is due in March; the engineer's number is on the fridge."),
         ("Bins", "Green bin on Tuesdays, black bin every other Friday."),
@@ -548,15 +545,21 @@ fn put_other_notes(m: &crate::MemoryEngine) {
         ("Books", "Reading list: Middlemarch, The Overstory, a history of the Silk Roads."),
     ];
     for (i, (title, text)) in others.iter().enumerate() {
-        let doc = crate::PutDocument {
-            key: format!("note-{i}"),
-            title: Some(title.to_string()),
-            content: text.to_string(),
-            source: "test".into(),
-            ..Default::default()
-        };
-        m.put_document(doc, crate::AuditRow::default()).unwrap();
+        put_note(&m, &format!("note-{i}"), title, text);
     }
+    (dir, m)
+}
+
+/// Stores a note under `key`.
+fn put_note(m: &crate::MemoryEngine, key: &str, title: &str, content: &str) {
+    let doc = crate::PutDocument {
+        key: key.into(),
+        title: Some(title.into()),
+        content: content.into(),
+        source: "test".into(),
+        ..Default::default()
+    };
+    m.put_document(doc, crate::AuditRow::default()).unwrap();
 }
 
 /// A question whose words answer it poorly (the note says "training", and the chat says "plan",
@@ -566,19 +569,11 @@ fn put_other_notes(m: &crate::MemoryEngine) {
 #[test]
 fn a_chat_holding_a_questions_ordinary_words_apart_does_not_hide_that_they_answer_it_poorly() {
     use crate::ChatChunking;
-    let dir = tempfile::tempdir().unwrap();
-    let m = open_with(&dir.path().join("data"), builtin());
-    let note = crate::PutDocument {
-        key: "training".into(),
-        title: Some("Training schedule".into()),
-        content: "Monday: 5 km run. Wednesday: squats, lunges and planks, three rounds. Friday: swimming 40 \
-                  lengths. Sunday rest."
-            .into(),
-        source: "test".into(),
-        ..Default::default()
-    };
-    m.put_document(note, crate::AuditRow::default()).unwrap();
-    put_other_notes(&m);
+    let (_dir, m) = among_other_notes(
+        "Training schedule",
+        "Monday: 5 km run. Wednesday: squats, lunges and planks, three rounds. Friday: swimming 40 lengths. \
+         Sunday rest.",
+    );
     let turns = [
         ("Ana", "What's the plan for the garden party?"),
         ("Ben", "Lanterns, and the neighbours bring salads."),
@@ -596,11 +591,7 @@ fn a_chat_holding_a_questions_ordinary_words_apart_does_not_hide_that_they_answe
     for day in 1..3 {
         let mut said: Vec<(&str, &str)> = turns.iter().map(|(who, _)| (*who, "Not much, a quiet day here.")).collect();
         said[4].1 = "Went for a run after my workout.";
-        let mut ch = ana_and_ben(&format!("ana-ben-{day}"), &said, 60_000);
-        for msg in &mut ch.msgs {
-            msg.ts += day * 86_400_000;
-        }
-        chats.push(ch);
+        chats.push(days_later(ana_and_ben(&format!("ana-ben-{day}"), &said, 60_000), day));
     }
     m.put_chat(chats, "chats/ana-ben", ChatChunking::Packed).unwrap();
     m.wait_background();
