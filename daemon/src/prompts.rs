@@ -191,8 +191,13 @@ async fn recall_context(
         0 => String::new(),
         n => format!("; {n} below the relevance floor left out"),
     };
+    let unread = match state.watch().still_reading().len() {
+        0 => String::new(),
+        n => format!("; {n} watched folder(s) still being read, so some may be missing"),
+    };
     let noun = if pack.count == 1 { "memory" } else { "memories" };
-    let description = format!("{} {noun} on \"{topic}\" (about {} of {budget} tokens{held})", pack.count, pack.used);
+    let description =
+        format!("{} {noun} on \"{topic}\" (about {} of {budget} tokens{held}{unread})", pack.count, pack.used);
     Ok(PromptResult { description, messages: vec![user_text(pack.finish())] })
 }
 

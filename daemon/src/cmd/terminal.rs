@@ -48,6 +48,13 @@ pub(crate) fn query(paths: &Paths, args: &QueryArgs, tool: &str, list: &str) -> 
         let snippet = h["snippet"].as_str().or(h["preview"].as_str()).unwrap_or("");
         out(&format!("       {}", one_line(snippet)));
     }
+    if let Some(folders) = result["still_reading"]["folders"].as_array() {
+        let folders: Vec<&str> = folders.iter().filter_map(Value::as_str).collect();
+        out(&format!(
+            "(still reading {}: what it holds may be missing; `status` shows when it is done)",
+            folders.join(", ")
+        ));
+    }
     Ok(EXIT_OK)
 }
 

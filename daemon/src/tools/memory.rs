@@ -33,6 +33,21 @@ fn to_json(out: impl serde::Serialize) -> ToolOutcome {
     serde_json::to_value(out).map_err(|e| ToolFailure::Tool(format!("internal error: a result did not serialise: {e}")))
 }
 
+/// Adds `still_reading` to a search or recall result while a watched folder has not been read
+/// through since the daemon started (a folder just added, or a first start on a large one): the
+/// hits may miss what it holds, and a client can say so rather than answer as if memory had
+/// nothing.
+fn note_unread(state: &AppState, result: &mut Value) {
+    let folders = state.watch().still_reading();
+    if !folders.is_empty() {
+        result["still_reading"] = serde_json::json!({
+            "folders": folders,
+            "note": "memory is still reading these watched folders; what they hold may be missing from \
+                     these results. Ask again once `openhumand-mcp status` shows them watching.",
+        });
+    }
+}
+
 /// The tool of an engine operation: its arguments are the operation's parameter type, its call
 /// the typed engine function.
 fn run<O: Operation>(state: AppState, args: Map<String, Value>, _: RequestCtx) -> BoxFuture<'static, ToolOutcome> {
@@ -71,7 +86,9 @@ fn search(state: AppState, mut args: Map<String, Value>, ctx: RequestCtx) -> Box
     async move {
         let boost = state.config().memory.project_boost;
         crate::workspace::prefer_session_project(&mut args, &ctx, caller(), boost).await;
-        run::<ops::Search>(state, args, ctx).await
+        let mut result = run::<ops::Search>(state.clone(), args, ctx).await?;
+        note_unread(&state, &mut result);
+        Ok(result)
     }
     .boxed()
 }
@@ -92,6 +109,7 @@ fn recall(state: AppState, mut args: Map<String, Value>, ctx: RequestCtx) -> Box
                 None
             };
         let mut result = to_json(recalled)?;
+        note_unread(&state, &mut result);
         match answer {
             Some(Ok(answer)) => result["answer"] = Value::String(answer),
             Some(Err(e)) => result["answer_error"] = Value::String(e),

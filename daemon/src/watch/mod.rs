@@ -98,11 +98,29 @@ impl Watch {
         })
     }
 
+    /// The watched folders memory has not finished reading since the daemon started: a question
+    /// asked now may miss what they hold. Empty when no watcher runs in this process.
+    pub(crate) fn still_reading(&self) -> Vec<PathBuf> {
+        if !self.running.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        unread(&self.status.lock().expect("watch status"))
+    }
+
     fn update(&self, i: usize, f: impl FnOnce(&mut SourceStatus)) {
         if let Some(s) = self.status.lock().expect("watch status").get_mut(i) {
             f(s);
         }
     }
+}
+
+/// The sources of `status` starting or syncing with no sync finished yet.
+fn unread(status: &[SourceStatus]) -> Vec<PathBuf> {
+    status
+        .iter()
+        .filter(|s| matches!(s.state, "starting" | "syncing") && s.last_sync_ms.is_none())
+        .map(|s| s.path.clone())
+        .collect()
 }
 
 fn initial(s: &WatchedSource, state: &'static str) -> SourceStatus {
@@ -596,5 +614,24 @@ mod tests {
         }
         assert_eq!(source_id_of("openhuman://source/%zz"), None);
         assert_eq!(source_id_of("openhuman://memory"), None);
+    }
+
+    #[test]
+    fn a_folder_is_unread_until_its_first_sync_finishes() {
+        let source = |path: &str, state, last_sync_ms| SourceStatus {
+            path: path.into(),
+            state,
+            last_sync_ms,
+            ..SourceStatus::default()
+        };
+        let status = [
+            source("/notes", "starting", None),
+            source("/mail", "syncing", None),
+            // Read once, now taking a change in: what it held is in memory.
+            source("/chat", "syncing", Some(1)),
+            source("/docs", "watching", Some(1)),
+            source("/broken", "error", None),
+        ];
+        assert_eq!(unread(&status), [PathBuf::from("/notes"), PathBuf::from("/mail")]);
     }
 }
