@@ -1144,9 +1144,8 @@ const OTHER_KIND_MEANING: f64 = 0.5;
 /// thread or document, context for it), when it also comes near the first hit: within
 /// [`OTHER_SOURCE_SCORE`] of its fused score or [`OTHER_SOURCE_RELEVANCE`] of the best
 /// relevance, and, when it is of another kind (chat beside a note), with [`OTHER_KIND_MEANING`]
-/// of its likeness in meaning. A mail
-/// that shares one word of a question about a note is not near the note. `min` 0 keeps every
-/// hit.
+/// of its likeness in meaning. A mail that shares one word of a question about a note is not
+/// near the note. `min` 0 keeps every hit.
 pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -> (Vec<(ChunkRow, Hit, f64)>, usize) {
     let total = hits.len();
     let judged: Vec<(ChunkRow, Hit, Backing)> = hits
