@@ -264,7 +264,7 @@ pub(crate) fn rank(
             Some(weak) => weak,
             None => {
                 let weak = match mode {
-                    Mode::Hybrid => weak_keywords(conn, &bm, &terms.words, &idf, absent)?,
+                    Mode::Hybrid => weak_keywords(conn, &mut texts, &bm, &terms.words, &idf, absent)?,
                     _ => None,
                 };
                 if weak.is_some() {
@@ -512,6 +512,11 @@ impl ChatTexts {
         Ok(())
     }
 
+    /// Keeps a candidate's text read elsewhere (`None`: not chat).
+    fn keep(&mut self, rowid: i64, chat_text: Option<String>) {
+        self.0.entry(rowid).or_insert(chat_text);
+    }
+
     fn get(&self, rowid: i64) -> Option<&str> {
         self.0.get(&rowid).and_then(|c| c.as_deref())
     }
@@ -589,9 +594,12 @@ fn best_window(content: &str, terms: &[String], idf: &[f64]) -> Option<(Vec<bool
     let union = |ls: &[Vec<bool>]| -> Vec<bool> { (0..terms.len()).map(|i| ls.iter().any(|l| l[i])).collect() };
     let whole = weight_of(&union(&lines), idf);
     let half = WINDOW_LINES / 2;
-    let best = (0..lines.len())
-        .map(|i| union(&lines[i.saturating_sub(half)..(i + half + 1).min(lines.len())]))
-        .max_by(|a, b| weight_of(a, idf).total_cmp(&weight_of(b, idf)))?;
+    let (_, best) = (0..lines.len())
+        .map(|i| {
+            let window = union(&lines[i.saturating_sub(half)..(i + half + 1).min(lines.len())]);
+            (weight_of(&window, idf), window)
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))?;
     Some((best, whole))
 }
 
@@ -1063,6 +1071,7 @@ const ABSENT_WEAK: f64 = 0.5;
 /// answered by its words, so the training note that only meaning finds came 16th.
 fn weak_keywords(
     conn: &Connection,
+    texts: &mut ChatTexts,
     bm: &[(i64, f32)],
     terms: &[String],
     idf: &[f64],
@@ -1076,17 +1085,17 @@ fn weak_keywords(
     }
     let lacking = absent >= ABSENT_WEAK;
     let top: Vec<i64> = bm.iter().take(WEAK_KEYWORDS_HITS).map(|x| x.0).collect();
-    let mut q = conn.prepare_cached("SELECT title, content, source_kind FROM chunks WHERE rowid IN rarray(?1)")?;
+    let mut q =
+        conn.prepare_cached("SELECT rowid, title, content, source_kind FROM chunks WHERE rowid IN rarray(?1)")?;
     let mut rows = q.query([rarray(&top)])?;
     let mut best: f64 = 0.0;
     while let Some(r) = rows.next()? {
-        let (title, content): (Option<String>, String) = (r.get(0)?, r.get(1)?);
-        let window = if r.get_ref(2)?.as_str().is_ok_and(|k| k == "chat") {
-            best_window(&content, terms, idf).map(|w| w.0)
-        } else {
-            None
-        };
+        let (rowid, title, content): (i64, Option<String>, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        // A chat chunk's text is kept for the windows read after this.
+        let chat = r.get_ref(3)?.as_str().is_ok_and(|k| k == "chat");
+        let window = if chat { best_window(&content, terms, idf).map(|w| w.0) } else { None };
         let found = window.unwrap_or_else(|| found_in(title.as_deref(), &content, terms));
+        texts.keep(rowid, chat.then_some(content));
         best = best.max(share(&found, idf));
         if !lacking && (best >= WEAK_KEYWORDS || found.iter().filter(|f| **f).count() > 1) {
             return Ok(None);

@@ -149,6 +149,24 @@ pub(crate) fn put_doc(m: &MemoryEngine, doc: PutDocument) -> Value {
     m.put_document(doc, audit("memory.store")).expect("put_document").json()
 }
 
+/// A chat channel `id` between Ana and Ben of `msgs`: (speaker, text, time in ms).
+pub(crate) fn channel<'a>(id: &str, msgs: impl IntoIterator<Item = (&'a str, &'a str, i64)>) -> crate::Channel {
+    let mut ch = crate::Channel::new(format!("test:{id}"), "Ana and Ben".into(), id.into(), None);
+    ch.msgs = msgs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (from, text, ts))| crate::ChatMsg {
+            at: format!("T{i}"),
+            ts,
+            from: from.into(),
+            text: text.into(),
+            thread: None,
+            handle: None,
+        })
+        .collect();
+    ch
+}
+
 /// Chunk ids of a search/recall/fetch result, in order.
 pub(crate) fn ids(v: &Value, list: &str, field: &str) -> Vec<String> {
     v[list].as_array().unwrap_or(&Vec::new()).iter().map(|h| h[field].as_str().unwrap_or("").to_string()).collect()

@@ -459,20 +459,10 @@ fn a_question_about_someone_ranks_their_own_turns_first() {
 
 /// A chat between Ana and Ben, one message of `turns` every `step_ms`.
 fn ana_and_ben(id: &str, turns: &[(&str, &str)], step_ms: i64) -> crate::Channel {
-    let mut ch = crate::Channel::new(format!("test:{id}"), "Ana and Ben".into(), id.into(), None);
-    ch.msgs = turns
-        .iter()
-        .enumerate()
-        .map(|(i, (from, text))| crate::ChatMsg {
-            at: format!("T{i}"),
-            ts: 1_700_000_000_000 + i as i64 * step_ms,
-            from: from.to_string(),
-            text: text.to_string(),
-            thread: None,
-            handle: None,
-        })
-        .collect();
-    ch
+    super::channel(
+        id,
+        turns.iter().enumerate().map(|(i, &(from, text))| (from, text, 1_700_000_000_000 + i as i64 * step_ms)),
+    )
 }
 
 /// A packed chat chunk whose turns hold a question's words one apiece does not outrank a note
@@ -531,7 +521,7 @@ fn days_later(mut ch: crate::Channel, days: i64) -> crate::Channel {
 fn among_other_notes(title: &str, content: &str) -> (tempfile::TempDir, crate::MemoryEngine) {
     let dir = tempfile::tempdir().unwrap();
     let m = open_with(&dir.path().join("data"), builtin());
-    put_note(&m, "the-note", title, content);
+    super::put(&m, "the-note", title, content, &[]);
     let others = [
         ("Boiler", "The boiler service is due in March; the engineer's number is on the fridge."),
         ("Bins", "Green bin on Tuesdays, black bin every other Friday."),
@@ -545,21 +535,9 @@ fn among_other_notes(title: &str, content: &str) -> (tempfile::TempDir, crate::M
         ("Books", "Reading list: Middlemarch, The Overstory, a history of the Silk Roads."),
     ];
     for (i, (title, text)) in others.iter().enumerate() {
-        put_note(&m, &format!("note-{i}"), title, text);
+        super::put(&m, &format!("note-{i}"), title, text, &[]);
     }
     (dir, m)
-}
-
-/// Stores a note under `key`.
-fn put_note(m: &crate::MemoryEngine, key: &str, title: &str, content: &str) {
-    let doc = crate::PutDocument {
-        key: key.into(),
-        title: Some(title.into()),
-        content: content.into(),
-        source: "test".into(),
-        ..Default::default()
-    };
-    m.put_document(doc, crate::AuditRow::default()).unwrap();
 }
 
 /// A question whose words answer it poorly (the note says "training", and the chat says "plan",

@@ -267,7 +267,7 @@ fn the_deep_tier_reads_packed_chat_by_its_best_turns_too() {
         "Yes, the veterinarian checks him on Thursday and gives his vaccinations.",
     ];
     // Twenty conversations a day apart, eight turns each; the seventh holds the answer in its middle.
-    let mut turns: Vec<(String, String, i64)> = Vec::new();
+    let mut turns: Vec<(&str, String, i64)> = Vec::new();
     for day in 0..20_i64 {
         for t in 0..8_usize {
             let text = match (day, t) {
@@ -275,22 +275,10 @@ fn the_deep_tier_reads_packed_chat_by_its_best_turns_too() {
                 _ => format!("{} ({day}.{t})", filler[(day as usize * 3 + t) % filler.len()]),
             };
             let from = if t % 2 == 0 { "Ana" } else { "Ben" };
-            turns.push((from.into(), text, 1_700_000_000_000 + day * 86_400_000 + t as i64 * 60_000));
+            turns.push((from, text, 1_700_000_000_000 + day * 86_400_000 + t as i64 * 60_000));
         }
     }
-    let mut ch = crate::Channel::new("test:pets".into(), "Ana and Ben".into(), "pets".into(), None);
-    ch.msgs = turns
-        .iter()
-        .enumerate()
-        .map(|(i, (from, text, ts))| crate::ChatMsg {
-            at: format!("T{i}"),
-            ts: *ts,
-            from: from.clone(),
-            text: text.clone(),
-            thread: None,
-            handle: None,
-        })
-        .collect();
+    let ch = super::channel("pets", turns.iter().map(|(from, text, ts)| (*from, text.as_str(), *ts)));
     let stored = m.put_chat(vec![ch], "chats/pets", ChatChunking::Packed).unwrap();
     assert_eq!(stored.len(), 20);
     m.wait_background();
