@@ -845,6 +845,8 @@ pub(crate) struct VectorNoise {
 /// How well one hit is backed ([`Judge::backing`]).
 #[derive(Debug, Clone, Copy)]
 struct Backing {
+    /// The share of the query's word weight its title and text hold ([`Judge::coverage`]).
+    words: f64,
     /// How far its cosine stands above the store's noise ([`Judge::reach`]).
     reach: f64,
     /// Its relevance: the larger of the share of the query's word weight the chunk holds and
@@ -905,7 +907,7 @@ impl Judge {
         let meaning = reach.min(1.0);
         let both = words.max(meaning);
         let apart = if self.weak.is_some_and(|bar| words < bar) { meaning } else { both };
-        Backing { reach, both, apart, window: self.by_meaning(hit.window_cos) }
+        Backing { words, reach, both, apart, window: self.by_meaning(hit.window_cos) }
     }
 
     /// The word stems a hit's snippet marks: the query's, then the neighbours it was widened to.
@@ -1147,13 +1149,22 @@ const OTHER_SOURCE_RELEVANCE: f64 = 0.6;
 /// internet".
 const OTHER_KIND_MEANING: f64 = 0.5;
 
+/// A hit of another kind and source that holds less than this share of the first hit's word
+/// weight must be at least as alike to the question in meaning as the first hit: it lacks what
+/// the first hit was found by, and only meaning can make up for it. "what should I practise on
+/// guitar" finds the guitar note by "guitar"; compiler changelog mails that never say it, near
+/// in meaning only because "practise" is split into word pieces whose first is "pr" (their
+/// "PR c++/…" lines), come a little below the note and are not kept.
+const OTHER_KIND_WORDS: f64 = 0.5;
+
 /// Splits loaded hits (best first) at the relevance floor: those kept, each with its
 /// relevance ([`Judge::backing`]), and how many were held back. A hit is kept when its relevance
 /// reaches `min` and, unless it is from the first hit's source (the rest of its conversation,
 /// thread or document, context for it), when it also comes near the first hit: within
 /// [`OTHER_SOURCE_SCORE`] of its fused score or [`OTHER_SOURCE_RELEVANCE`] of the best
 /// relevance, and, when it is of another kind (chat beside a note), with [`OTHER_KIND_MEANING`]
-/// of its likeness in meaning. A mail that shares one word of a question about a note is not
+/// of its likeness in meaning, or more than its likeness when it lacks the words it was found by
+/// ([`OTHER_KIND_WORDS`]). A mail that shares one word of a question about a note is not
 /// near the note. `min` 0 keeps every hit.
 pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -> (Vec<(ChunkRow, Hit, f64)>, usize) {
     let total = hits.len();
@@ -1181,6 +1192,7 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
     let (source, kind, top) = (first.source_id.clone(), first.kind.clone(), first_hit.score);
     // A hit of another kind must be alike in meaning too.
     let meaning_bar = OTHER_KIND_MEANING * first_backing.reach;
+    let (first_words, first_reach) = (first_backing.words, first_backing.reach);
     let best = judged.iter().map(|j| j.2.both).fold(0.0, f64::max);
     let kept: Vec<(ChunkRow, Hit, f64)> = judged
         .into_iter()
@@ -1189,7 +1201,13 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
                 (b.both.max(b.window), true)
             } else {
                 let near = h.score >= OTHER_SOURCE_SCORE * top || b.apart >= OTHER_SOURCE_RELEVANCE * best;
-                let alike = c.kind == kind || b.reach >= meaning_bar;
+                let alike = c.kind == kind
+                    || b.reach
+                        >= if b.words < OTHER_KIND_WORDS * first_words {
+                            first_reach + (first_words - b.words)
+                        } else {
+                            meaning_bar
+                        };
                 (b.apart, near && alike)
             };
             (r >= min && near_first).then_some((c, h, r))

@@ -577,3 +577,59 @@ fn a_chat_holding_a_questions_ordinary_words_apart_does_not_hide_that_they_answe
     let got = titles(r["chunks"].as_array().unwrap());
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Training schedule"), "{got:?}");
 }
+
+/// A mail of another kind that holds none of the words a note was found by is kept beside it
+/// only when it is more alike to the question in meaning than the note, by what it lacks.
+/// "practise" is split into word pieces, the first of which, `pr`, is the word compiler
+/// changelogs write before every bug number, so their mail is nearly as alike to the question as
+/// the note is, and says nothing of guitars.
+#[test]
+fn mail_alike_in_meaning_only_through_a_word_piece_is_not_kept_beside_the_note() {
+    let (dir, m) = among_other_notes(
+        "Guitar practice",
+        "Fifteen minutes of pentatonic scales, then the fingerpicking pattern, then chord changes with the \
+         metronome at 80. New strings every two months.",
+    );
+    let mut mbox = String::new();
+    for n in 1..=8 {
+        let bugs: Vec<String> = (0..30).map(|i| format!("PR {}", 110_000 + 97 * n + i)).collect();
+        mbox += &format!(
+            "From MAILER-DAEMON Mon Jun {n:2} 10:00:00 2024\nFrom: Toolchain Team <toolchain@example.org>\n\
+             Subject: gcc-13 13.2.0-{n}\nMessage-ID: <gcc-13-{n}@example.org>\n\n\
+             * Update to the branch.\n  - Fix {}.\n\n",
+            bugs.join(", ")
+        );
+    }
+    // The rest of the mailbox: other packages' changes, so that the store's background is mail.
+    let changes = [
+        "New upstream release.",
+        "Bump Standards-Version, no changes needed.",
+        "Update the copyright years.",
+        "Drop a patch applied upstream.",
+        "Build with the new debhelper compat level.",
+        "Fix a crash when the config file is empty.",
+        "Translations updated: German, French, Basque.",
+        "Ship the systemd unit in the main package.",
+        "Run the test suite at build time again.",
+        "Move the documentation to its own package.",
+        "Security fix for a buffer overflow in the parser.",
+        "Rebuild against the new libc.",
+    ];
+    for n in 0..60 {
+        let said: Vec<&str> = (0..3).map(|i| changes[(n * 5 + i * 7) % changes.len()]).collect();
+        mbox += &format!(
+            "From MAILER-DAEMON Tue Jul  2 10:00:00 2024\nFrom: Maintainer {n} <m{n}@example.org>\n\
+             Subject: package-{n} 1.{n}-1\nMessage-ID: <package-{n}@example.org>\n\n* {}\n\n",
+            said.join("\n* ")
+        );
+    }
+    let files = dir.path().join("files");
+    fs::create_dir_all(&files).unwrap();
+    fs::write(files.join("toolchain.mbox"), mbox).unwrap();
+    m.ingest_paths(&[files], None, &|_| {}).expect("ingest");
+    m.wait_background();
+    let r = m.wire::<ops::Recall>(json!({"query": "what should I practise on guitar"})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Guitar practice"), "{got:?}");
+    assert!(got.iter().all(|(kind, _)| kind != "email"), "{got:?}");
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Measures recall on a personal store the way issue 23's check reads one: short notes written
+for this measurement (`notes/`), next to other people's chat and mail, asked everyday questions
+about the notes (`questions.tsv`).
+
+The store is a watched folder in a fresh home: the notes, LoCoMo development conversations as a
+chat export (`--chats`, two by default) and a seeded sample of real mail (`--mail`, 2,000 by
+default: Debian changelog entries as an mbox, built by ../people-corpus/build.py from what the
+machine has). Every question goes through `openhumand-mcp recall --json -k 10`.
+
+Reported, over the questions about notes:
+  P@1     the note that answers comes first;
+  MRR     mean reciprocal rank of that note within the first k hits (0 when absent);
+  padded  questions with more than one mail or chat hit (the check allows one), and those hits.
+
+Usage:
+  measure.py --bin target/fast/openhumand-mcp --work /dev/shm/ps [--mail 2000] [--chats 2]
+             [--locomo ../shared/datasets/locomo-dev/locomo-dev.json] [--reuse] [-v]
+
+`--reuse` keeps the work directory's home and folder and only restarts the daemon with `--bin`
+(to compare two builds on the same store). `-v` prints every question that misses or pads.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_build():
+    spec = importlib.util.spec_from_file_location("build", os.path.join(HERE, "..", "people-corpus", "build.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def questions():
+    out = []
+    with open(os.path.join(HERE, "questions.tsv"), encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            q, note = line.rstrip("\n").split("\t")
+            out.append((q, note))
+    return out
+
+
+def build_folder(folder, args):
+    build = load_build()
+    os.makedirs(folder)
+    for name in sorted(os.listdir(os.path.join(HERE, "notes"))):
+        shutil.copyfile(os.path.join(HERE, "notes", name), os.path.join(folder, name))
+    if args.chats:
+        with open(args.locomo, encoding="utf-8") as f:
+            conversations = json.load(f)[: args.chats]
+        tmp = os.path.join(folder, ".locomo.json")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(conversations, f)
+        scratch = os.path.join(args.work, "scratch")
+        build.locomo(scratch, tmp)
+        os.remove(tmp)
+        for name in os.listdir(os.path.join(scratch, "locomo")):
+            shutil.copyfile(os.path.join(scratch, "locomo", name), os.path.join(folder, name))
+    if args.mail:
+        entries = list(build.entries())
+        random.Random(args.seed).shuffle(entries)
+        scratch = os.path.join(args.work, "scratch")
+        os.makedirs(scratch, exist_ok=True)
+        # build.mail writes every entry; write the sample the same way through a filtered copy.
+        build.entries = lambda: iter(entries[: args.mail])
+        build.mail(scratch)
+        shutil.copyfile(os.path.join(scratch, "mail", "debian-changelogs.mbox"), os.path.join(folder, "mail.mbox"))
+
+
+def cli(args, *rest, check=True):
+    cmd = [args.bin, "--home", args.home, *rest]
+    return subprocess.run(cmd, check=check, capture_output=True, text=True)
+
+
+def start(args):
+    cli(args, "stop", check=False)
+    deadline = time.time() + 30
+    while cli(args, "status", check=False).returncode == 0:
+        if time.time() > deadline:
+            sys.exit("a daemon on this home did not stop within 30 s")
+        time.sleep(0.2)
+    log = open(os.path.join(args.work, "daemon.log"), "a")
+    proc = subprocess.Popen([args.bin, "--home", args.home, "serve"], stdout=log, stderr=log)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if cli(args, "status", "--json", check=False).returncode == 0:
+            return proc
+        time.sleep(0.2)
+    sys.exit("the daemon did not answer `status` within 30 s; see daemon.log")
+
+
+def watching(args, folder):
+    deadline = time.time() + 1800
+    while time.time() < deadline:
+        r = cli(args, "recall", "--json", "-k", "1", "anything")
+        if "still_reading" not in json.loads(r.stdout):
+            return
+        time.sleep(1)
+    sys.exit(f"{folder} was still being read after 30 minutes")
+
+
+def note_of(hit):
+    """The note file a hit comes from, or None for mail and chat."""
+    ref = hit.get("source_ref") or hit.get("source") or ""
+    if hit.get("source_kind", hit.get("kind")) in ("mail", "chat"):
+        return None
+    base = os.path.basename(str(ref))
+    return base[:-3] if base.endswith(".md") else None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--mail", type=int, default=2000)
+    p.add_argument("--chats", type=int, default=2)
+    p.add_argument("--seed", type=int, default=23)
+    p.add_argument("--locomo", default=os.path.join(HERE, "..", "..", "..", "shared", "datasets", "locomo-dev", "locomo-dev.json"))
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--reuse", action="store_true")
+    p.add_argument("-v", action="store_true")
+    args = p.parse_args()
+    args.bin = os.path.abspath(args.bin)
+    args.home = os.path.join(args.work, "home")
+    folder = os.path.join(args.work, "notes")
+    if not args.reuse:
+        if os.path.exists(args.work):
+            sys.exit(f"{args.work} exists; remove it or pass --reuse")
+        os.makedirs(args.home)
+        build_folder(folder, args)
+    proc = start(args)
+    try:
+        if not args.reuse:
+            cli(args, "sources", "add", folder)
+        watching(args, folder)
+        qs = questions()
+        first = rr = padded = other_hits = 0
+        for q, note in qs:
+            r = cli(args, "recall", "--json", "-k", str(args.k), q)
+            hits = json.loads(r.stdout).get("chunks", [])
+            notes = [note_of(h) for h in hits]
+            others = sum(1 for n in notes if n is None)
+            rank = next((i + 1 for i, n in enumerate(notes) if n == note), None)
+            first += rank == 1
+            rr += 1 / rank if rank else 0
+            other_hits += others
+            padded += others > 1
+            if args.v and (rank != 1 or others > 1):
+                shown = ", ".join(n or (h.get("source_kind") or "?") for n, h in zip(notes, hits))
+                print(f"  rank {rank}, {others} other: {q}  [{shown}]")
+        n = len(qs)
+        print(f"P@1 {first}/{n} = {first / n:.3f}  MRR {rr / n:.3f}  padded {padded} ({other_hits} mail/chat hits)")
+    finally:
+        cli(args, "stop", check=False)
+        proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
