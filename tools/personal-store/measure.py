@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measures recall on a personal store the way issue 23's check reads one: short notes written
 for this measurement (`notes/`), next to other people's chat and mail, asked everyday questions
-about the notes (`questions.tsv`).
+about the notes (`questions.tsv`; `paraphrases.tsv` asks the same notes in other words).
 
 The store is a watched folder in a fresh home: the notes, LoCoMo development conversations as a
 chat export (`--chats`, two by default) and a seeded sample of real mail (`--mail`, 2,000 by
@@ -11,7 +11,8 @@ machine has). Every question goes through `openhumand-mcp recall --json -k 10`.
 Reported, over the questions about notes:
   P@1     the note that answers comes first;
   MRR     mean reciprocal rank of that note within the first k hits (0 when absent);
-  padded  questions with more than one mail or chat hit (the check allows one), and those hits.
+  padded  questions with more than one mail or chat hit (the check allows one), and those hits;
+  and how many snippets mark an English function word (the check allows none).
 
 Usage:
   measure.py --bin target/fast/openhumand-mcp --work /dev/shm/ps [--mail 2000] [--chats 2]
@@ -26,12 +27,23 @@ import importlib.util
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+# English function words: a snippet that marks one of them (`**my**`) fails the check.
+STOP = set("""a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further had has
+have having he her here hers herself him himself his how i if in into is it its itself just me more
+most my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves""".split())
+MARK = re.compile(r"\*\*([^*]+)\*\*")
 
 
 def load_build():
@@ -41,9 +53,9 @@ def load_build():
     return module
 
 
-def questions():
+def questions(name):
     out = []
-    with open(os.path.join(HERE, "questions.tsv"), encoding="utf-8") as f:
+    with open(os.path.join(HERE, name), encoding="utf-8") as f:
         for line in f:
             if line.startswith("#") or not line.strip():
                 continue
@@ -131,6 +143,7 @@ def main():
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--reuse", action="store_true")
     p.add_argument("-v", action="store_true")
+    p.add_argument("--questions", default="questions.tsv", help="questions.tsv, or paraphrases.tsv (no rarer word in common with the note)")
     args = p.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.home = os.path.join(args.work, "home")
@@ -145,12 +158,15 @@ def main():
         if not args.reuse:
             cli(args, "sources", "add", folder)
         watching(args, folder)
-        qs = questions()
+        qs = questions(args.questions)
         first = rr = padded = other_hits = 0
+        stop_marked = []
         for q, note in qs:
             r = cli(args, "recall", "--json", "-k", str(args.k), q)
             hits = json.loads(r.stdout).get("chunks", [])
             notes = [note_of(h) for h in hits]
+            for h in hits:
+                stop_marked += [w for w in MARK.findall(h.get("snippet", "")) if w.lower() in STOP]
             others = sum(1 for n in notes if n is None)
             rank = next((i + 1 for i, n in enumerate(notes) if n == note), None)
             first += rank == 1
@@ -162,6 +178,7 @@ def main():
                 print(f"  rank {rank}, {others} other: {q}  [{shown}]")
         n = len(qs)
         print(f"P@1 {first}/{n} = {first / n:.3f}  MRR {rr / n:.3f}  padded {padded} ({other_hits} mail/chat hits)")
+        print(f"stop words marked in snippets: {len(stop_marked)} {sorted(set(stop_marked))[:20]}")
     finally:
         cli(args, "stop", check=False)
         proc.wait(timeout=30)

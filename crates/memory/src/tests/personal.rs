@@ -633,3 +633,20 @@ fn mail_alike_in_meaning_only_through_a_word_piece_is_not_kept_beside_the_note()
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Guitar practice"), "{got:?}");
     assert!(got.iter().all(|(kind, _)| kind != "email"), "{got:?}");
 }
+
+/// A question whose best keyword hits each share one of its words, that word not most of its
+/// weight, leans on meaning: "heat" in a recipe and "pressure" in a note on bike tyres do not
+/// answer "the heating has lost pressure", and the boiler note, near in meaning, comes first.
+#[test]
+fn a_question_whose_keyword_hits_each_share_one_of_its_words_leans_on_meaning() {
+    let (_dir, m) = among_other_notes(
+        "Worcester 30i",
+        "If the pressure drops below 1 bar, top the boiler up with the filling loop underneath until the \
+         needle reads 1.5. The reset button is the one with the flame symbol.",
+    );
+    super::put(&m, "ragu", "Ragu", "Brown the mince, add wine and tomatoes, cook three hours on the lowest heat.", &[]);
+    super::put(&m, "bike", "Road bike", "Tyre pressure 90 psi at the front and 95 at the back; oil the chain.", &[]);
+    let r = m.wire::<ops::Recall>(json!({"query": "the heating has lost pressure, what do I do?"})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Worcester 30i"), "{got:?}");
+}
