@@ -6,7 +6,7 @@ about the notes (`questions.tsv`; `paraphrases.tsv` asks the same notes in other
 The store is a watched folder in a fresh home: the notes, LoCoMo development conversations as a
 chat export (`--chats`, two by default) and a seeded sample of real mail (`--mail`, 2,000 by
 default: Debian changelog entries as an mbox, built by ../people-corpus/build.py from what the
-machine has). Every question goes through `openhumand-mcp recall --json -k 10`.
+machine has), and with `--tech-chat N` N other entries as technical chat lines. Every question goes through `openhumand-mcp recall --json -k 10`.
 
 Reported, over the questions about notes:
   P@1     the note that answers comes first;
@@ -89,6 +89,14 @@ def build_folder(folder, args):
         build.entries = lambda: iter(entries[: args.mail])
         build.mail(scratch)
         shutil.copyfile(os.path.join(scratch, "mail", "debian-changelogs.mbox"), os.path.join(folder, "mail.mbox"))
+    if args.tech_chat:
+        entries = list(build.entries())
+        random.Random(args.seed + 1).shuffle(entries)
+        scratch = os.path.join(args.work, "scratch")
+        os.makedirs(scratch, exist_ok=True)
+        build.entries = lambda: iter(entries[: args.tech_chat])
+        build.chat(scratch)
+        shutil.copyfile(os.path.join(scratch, "chat", "debian-changelogs.jsonl"), os.path.join(folder, "tech-chat.jsonl"))
 
 
 def cli(args, *rest, check=True):
@@ -138,6 +146,7 @@ def main():
     p.add_argument("--work", required=True)
     p.add_argument("--mail", type=int, default=2000)
     p.add_argument("--chats", type=int, default=2)
+    p.add_argument("--tech-chat", type=int, default=0, help="also this many changelog entries as short technical chat lines, one channel per package")
     p.add_argument("--seed", type=int, default=23)
     p.add_argument("--locomo", default=os.path.join(HERE, "..", "..", "..", "shared", "datasets", "locomo-dev", "locomo-dev.json"))
     p.add_argument("-k", type=int, default=10)

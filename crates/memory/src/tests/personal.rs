@@ -600,7 +600,20 @@ fn mail_alike_in_meaning_only_through_a_word_piece_is_not_kept_beside_the_note()
             bugs.join(", ")
         );
     }
-    // The rest of the mailbox: other packages' changes, so that the store's background is mail.
+    mbox += &packaging_mail();
+    let files = dir.path().join("files");
+    fs::create_dir_all(&files).unwrap();
+    fs::write(files.join("toolchain.mbox"), mbox).unwrap();
+    m.ingest_paths(&[files], None, &|_| {}).expect("ingest");
+    m.wait_background();
+    let r = m.wire::<ops::Recall>(json!({"query": "what should I practise on guitar"})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Guitar practice"), "{got:?}");
+    assert!(got.iter().all(|(kind, _)| kind != "email"), "{got:?}");
+}
+
+/// Sixty short mails about other packages' changes, so that a store's background is mail.
+fn packaging_mail() -> String {
     let changes = [
         "New upstream release.",
         "Bump Standards-Version, no changes needed.",
@@ -615,6 +628,7 @@ fn mail_alike_in_meaning_only_through_a_word_piece_is_not_kept_beside_the_note()
         "Security fix for a buffer overflow in the parser.",
         "Rebuild against the new libc.",
     ];
+    let mut mbox = String::new();
     for n in 0..60 {
         let said: Vec<&str> = (0..3).map(|i| changes[(n * 5 + i * 7) % changes.len()]).collect();
         mbox += &format!(
@@ -623,15 +637,7 @@ fn mail_alike_in_meaning_only_through_a_word_piece_is_not_kept_beside_the_note()
             said.join("\n* ")
         );
     }
-    let files = dir.path().join("files");
-    fs::create_dir_all(&files).unwrap();
-    fs::write(files.join("toolchain.mbox"), mbox).unwrap();
-    m.ingest_paths(&[files], None, &|_| {}).expect("ingest");
-    m.wait_background();
-    let r = m.wire::<ops::Recall>(json!({"query": "what should I practise on guitar"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
-    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Guitar practice"), "{got:?}");
-    assert!(got.iter().all(|(kind, _)| kind != "email"), "{got:?}");
+    mbox
 }
 
 /// A question whose best keyword hits each share one of its words, that word not most of its
@@ -649,4 +655,42 @@ fn a_question_whose_keyword_hits_each_share_one_of_its_words_leans_on_meaning() 
     let r = m.wire::<ops::Recall>(json!({"query": "the heating has lost pressure, what do I do?"})).unwrap();
     let got = titles(r["chunks"].as_array().unwrap());
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Worcester 30i"), "{got:?}");
+}
+
+/// A chat line of another kind than the note that holds as many of a question's words, in another
+/// sense, is kept beside the note only when it is nearly as alike to the question in meaning:
+/// "/bin/sh" in packaging talk is somewhat like "bins", far less than the note on bin days is.
+#[test]
+fn technical_chat_sharing_a_word_in_another_sense_is_not_kept_beside_the_note() {
+    use crate::ChatChunking;
+    let (dir, m) = among_other_notes(
+        "Bin days",
+        "General waste, the black bin, goes out every Tuesday night. Recycling, the blue bin, every other \
+         Tuesday. Garden waste once a month.",
+    );
+    let lines = [
+        ("Tollef", "Use /bin/sh in the maintainer scripts, not /bin/bash."),
+        ("Philippe", "Set SHELL to /bin/sh when building; closes the bug about bashisms."),
+        ("Bdale", "Hard-code /bin/gzip in gzexe instead of BINDIR, which yields /usr/bin/gzip."),
+        ("Tollef", "Move which and tempfile out of /bin into /usr/bin."),
+        ("Philippe", "New upstream release; refresh the patches."),
+        ("Bdale", "Bump the standards version, no changes needed."),
+    ];
+    let chats: Vec<crate::Channel> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, &(who, text))| {
+            super::channel(&format!("pkg-{i}"), [(who, text, 1_700_000_000_000 + i as i64 * 86_400_000)])
+        })
+        .collect();
+    m.put_chat(chats, "chats/packaging", ChatChunking::Packed).unwrap();
+    let files = dir.path().join("files");
+    fs::create_dir_all(&files).unwrap();
+    fs::write(files.join("packages.mbox"), packaging_mail()).unwrap();
+    m.ingest_paths(&[files], None, &|_| {}).expect("ingest");
+    m.wait_background();
+    let r = m.wire::<ops::Recall>(json!({"query": "when do the bins go out?"})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Bin days"), "{got:?}");
+    assert!(got.iter().filter(|(kind, _)| kind == "chat").count() == 0, "{got:?}");
 }
