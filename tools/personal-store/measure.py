@@ -42,7 +42,8 @@ have having he her here hers herself him himself his how i if in into is it its 
 most my myself no nor not now of off on once only or other our ours ourselves out over own same she
 should so some such than that the their theirs them themselves then there these they this those
 through to too under until up very was we were what when where which while who whom why will with
-would you your yours yourself yourselves""".split())
+would you your yours yourself yourselves us must might shall may also every among upon yet ever
+either neither whether within without""".split())
 MARK = re.compile(r"\*\*([^*]+)\*\*")
 
 

@@ -51,18 +51,20 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// Words dropped from a query that has others, and never highlighted: Lucene's list plus
-/// the pronouns, auxiliaries, determiners and question words of everyday questions ("how do
-/// I look after my starter?"). Words that carry meaning in a claim (`more`, `after`,
-/// `against`, `only`) are not on it.
+/// the pronouns, auxiliaries and modal verbs, determiners and question words of everyday
+/// questions ("how do I look after my starter?", "who can let us in?"). Words that carry meaning
+/// in a claim (`more`, `after`, `against`, `only`) are not on it, nor `may`, which is a month
+/// too (it is only never marked).
 #[rustfmt::skip]
 const QUERY_STOP_WORDS: &[&str] = &[
     "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "being", "but", "by",
     "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "having", "he", "her",
-    "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
-    "just", "me", "my", "myself", "no", "not", "of", "on", "or", "our", "ours", "ourselves", "she", "should", "so",
-    "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these",
-    "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "whose",
-    "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves",
+    "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+    "itself", "just", "me", "might", "must", "my", "myself", "no", "not", "of", "on", "or", "our", "ours",
+    "ourselves", "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
+    "themselves", "then", "there", "these", "they", "this", "those", "to", "us", "was", "we", "were", "what",
+    "when", "where", "which", "who", "whom", "whose", "why", "will", "with", "would", "you", "your", "yours",
+    "yourself", "yourselves",
 ];
 
 /// Words a highlight never marks besides [`QUERY_STOP_WORDS`], though a query keeps them for
@@ -74,19 +76,27 @@ const QUERY_STOP_WORDS: &[&str] = &[
 /// marks `réunion`, never `de`.
 #[rustfmt::skip]
 const UNMARKED_WORDS: &[&str] = &[
-    "aber", "above", "after", "again", "against", "ain", "anche", "aren", "au", "auch", "aux", "avec", "because",
-    "before", "bei", "below", "between", "both", "ce", "ces", "cette", "che", "com", "como", "couldn", "d", "dans",
-    "das", "dass", "de", "degli", "dei", "del", "della", "delle", "dello", "dem", "der", "des", "di", "dich",
-    "didn", "dir", "doesn", "don", "down", "du", "during", "each", "een", "ein", "eine", "einem",
-    "einen", "einer", "eines", "el", "ela", "ele", "ellas", "elle", "elles", "ellos", "em", "est", "esta", "este",
-    "et", "eux", "few", "further", "gli", "hadn", "hasn", "haven", "het", "ich", "ihr", "ils", "isn", "ist", "je",
-    "la", "las", "le", "les", "leur", "leurs", "ll", "los", "lui", "m", "ma", "mais", "mes", "mich", "mightn",
-    "mir", "mit", "more", "most", "mustn", "nao", "needn", "nel", "nella", "nicht", "niet", "noch", "nor",
-    "nos", "notre", "nous", "now", "nur", "o", "oder", "off", "once", "only", "os", "other", "ou", "out", "over",
-    "own", "para", "pas", "pero", "por", "pour", "qu", "que", "qui", "re", "same", "seu", "shan", "shouldn", "sich",
-    "sind", "sono", "sont", "sua", "sur", "sus", "through", "too", "um", "uma", "una", "unas", "und", "under",
-    "une", "uno", "unos", "uns", "until", "up", "ve", "very", "von", "voor", "vos", "votre", "vous", "wasn", "wenn",
-    "weren", "while", "wie", "wir", "won", "wouldn", "zijn", "zu", "zum", "zur",
+    "aber", "above", "across", "after", "again", "against", "ain", "along", "already", "although", "always",
+    "among", "amongst", "anche", "another", "anyone", "anything", "anyway", "anywhere", "aren", "around", "au",
+    "auch", "aux", "avec", "because", "before", "behind", "bei", "below", "beside", "besides", "between", "beyond",
+    "both", "cannot", "ce", "ces", "cette", "che", "com", "como", "couldn", "d", "dans", "das", "dass", "de",
+    "degli", "dei", "del", "della", "delle", "dello", "dem", "der", "des", "di", "dich", "didn", "dir", "doesn",
+    "don", "down", "du", "during", "each", "een", "ein", "eine", "einem", "einen", "einer", "eines", "either",
+    "el", "ela", "ele", "ellas", "elle", "elles", "ellos", "else", "elsewhere", "em", "enough", "est", "esta",
+    "este", "et", "etc", "eux", "ever", "every", "everyone", "everything", "everywhere", "except", "few",
+    "further", "gli", "hadn", "hasn", "haven", "hence", "het", "however", "ich", "ihr", "ils", "indeed", "isn",
+    "ist", "je", "la", "las", "le", "les", "leur", "leurs", "ll", "los", "lui", "m", "ma", "mais", "many", "may",
+    "meanwhile", "mes", "mich", "mightn", "mir", "mit", "more", "most", "much", "mustn", "nao", "needn", "neither",
+    "nel", "nella", "never", "nevertheless", "nicht", "niet", "nobody", "noch", "none", "nor", "nos", "nothing",
+    "notre", "nous", "now", "nowhere", "nur", "o", "oder", "off", "often", "once", "only", "onto", "os", "other",
+    "otherwise", "ou", "ought", "out", "over", "own", "para", "pas", "per", "perhaps", "pero", "por", "pour", "qu",
+    "que", "qui", "quite", "rather", "re", "same", "seu", "several", "shan", "shouldn", "sich", "since", "sind",
+    "somehow", "someone", "something", "sometimes", "somewhere", "sono", "sont", "sua", "sur", "sus", "thereby",
+    "therefore", "though", "through", "thus", "too", "toward", "towards", "um", "uma", "una", "unas", "und",
+    "under", "une", "unless", "uno", "unos", "uns", "until", "up", "upon", "ve", "very", "via", "von", "voor",
+    "vos", "votre", "vous", "wasn", "wenn", "weren", "whatever", "whenever", "whereas", "whereby", "wherever",
+    "whether", "while", "whoever", "wie", "wir", "within", "without", "won", "wouldn", "yet", "zijn", "zu", "zum",
+    "zur",
 ];
 
 /// Lucene's English stop words: what [`word_stems`] leaves out.
