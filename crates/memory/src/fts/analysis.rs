@@ -52,19 +52,20 @@ const STOP_WORDS: &[&str] = &[
 
 /// Words dropped from a query that has others, and never highlighted: Lucene's list plus
 /// the pronouns, auxiliaries and modal verbs, determiners and question words of everyday
-/// questions ("how do I look after my starter?", "who can let us in?"). Words that carry meaning
+/// questions ("how do I look after my starter?", "who can let us in?"), and the light verb
+/// `get` ("how do I get into the router settings?"). Words that carry meaning
 /// in a claim (`more`, `after`, `against`, `only`) are not on it, nor `may`, which is a month
 /// too (it is only never marked).
 #[rustfmt::skip]
 const QUERY_STOP_WORDS: &[&str] = &[
     "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "being", "but", "by",
-    "can", "could", "did", "do", "does", "doing", "for", "from", "had", "has", "have", "having", "he", "her",
-    "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its",
-    "itself", "just", "me", "might", "must", "my", "myself", "no", "not", "of", "on", "or", "our", "ours",
-    "ourselves", "shall", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
-    "themselves", "then", "there", "these", "they", "this", "those", "to", "us", "was", "we", "were", "what",
-    "when", "where", "which", "who", "whom", "whose", "why", "will", "with", "would", "you", "your", "yours",
-    "yourself", "yourselves",
+    "can", "could", "did", "do", "does", "doing", "for", "from", "get", "gets", "getting", "got", "had", "has",
+    "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in",
+    "into", "is", "it", "its", "itself", "just", "me", "might", "must", "my", "myself", "no", "not", "of", "on",
+    "or", "our", "ours", "ourselves", "shall", "she", "should", "so", "some", "such", "than", "that", "the",
+    "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "to", "us", "was",
+    "we", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with", "would", "you",
+    "your", "yours", "yourself", "yourselves",
 ];
 
 /// Words a highlight never marks besides [`QUERY_STOP_WORDS`], though a query keeps them for
