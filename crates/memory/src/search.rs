@@ -301,8 +301,8 @@ pub(crate) fn rank(
         if mode == Mode::Hybrid {
             keyword_windows(conn, &mut texts, &mut bm, &terms.words, &idf, &mut turn_words)?;
         }
-        // Meaning has at least the say of the part of the question only it can read, in chunks
-        // other than chat.
+        // Meaning has at least the say of the part of the question only it can read (in chat
+        // chunks, [`WEAK_KEYWORDS_CHAT_WEIGHT`] of it).
         let (floor, lacking) = match weak {
             Some(c) if qvec.is_some() => (1.0 - c, if absent >= ABSENT_WEAK { absent } else { 0.0 }),
             _ => (0.0, 0.0),
@@ -1159,8 +1159,9 @@ const OTHER_SOURCE_RELEVANCE: f64 = 0.6;
 const OTHER_KIND_MEANING: f64 = 0.7;
 
 /// A hit of another kind and source that holds less than this share of the first hit's word
-/// weight must be at least as alike to the question in meaning as the first hit: it lacks what
-/// the first hit was found by, and only meaning can make up for it. "what should I practise on
+/// weight must be more alike to the question in meaning than the first hit, by the share of the
+/// question's word weight it lacks beside the first hit: it lacks what the first hit was found
+/// by, and only meaning can make up for it. "what should I practise on
 /// guitar" finds the guitar note by "guitar"; compiler changelog mails that never say it, near
 /// in meaning only because "practise" is split into word pieces whose first is "pr" (their
 /// "PR c++/…" lines), come a little below the note and are not kept.
@@ -1199,9 +1200,16 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
         .collect();
     let Some((first, first_hit, first_backing)) = judged.first() else { return (Vec::new(), 0) };
     let (source, kind, top) = (first.source_id.clone(), first.kind.clone(), first_hit.score);
-    // A hit of another kind must be alike in meaning too.
-    let meaning_bar = OTHER_KIND_MEANING * first_backing.reach;
+    // A hit of another kind must be alike in meaning too, and more so when it lacks the words
+    // the first hit holds.
     let (first_words, first_reach) = (first_backing.words, first_backing.reach);
+    let meaning_bar = |words: f64| {
+        if words < OTHER_KIND_WORDS * first_words {
+            first_reach + (first_words - words)
+        } else {
+            OTHER_KIND_MEANING * first_reach
+        }
+    };
     let best = judged.iter().map(|j| j.2.both).fold(0.0, f64::max);
     let kept: Vec<(ChunkRow, Hit, f64)> = judged
         .into_iter()
@@ -1210,13 +1218,7 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
                 (b.both.max(b.window), true)
             } else {
                 let near = h.score >= OTHER_SOURCE_SCORE * top || b.apart >= OTHER_SOURCE_RELEVANCE * best;
-                let alike = c.kind == kind
-                    || b.reach
-                        >= if b.words < OTHER_KIND_WORDS * first_words {
-                            first_reach + (first_words - b.words)
-                        } else {
-                            meaning_bar
-                        };
+                let alike = c.kind == kind || b.reach >= meaning_bar(b.words);
                 (b.apart, near && alike)
             };
             (r >= min && near_first).then_some((c, h, r))
