@@ -6,7 +6,8 @@ about the notes (`questions.tsv`; `paraphrases.tsv` asks the same notes in other
 The store is a watched folder in a fresh home: the notes, LoCoMo development conversations as a
 chat export (`--chats`, two by default) and a seeded sample of real mail (`--mail`, 2,000 by
 default: Debian changelog entries as an mbox, built by ../people-corpus/build.py from what the
-machine has), and with `--tech-chat N` N other entries as technical chat lines. Every question goes through `openhumand-mcp recall --json -k 10`.
+machine has), and with `--tech-chat N` N other entries as technical chat lines. Every question
+goes through `openhumand-mcp recall --json -k 10`.
 
 Reported, over the questions about notes:
   P@1     the note that answers comes first;
@@ -16,7 +17,10 @@ Reported, over the questions about notes:
 
 Usage:
   measure.py --bin target/fast/openhumand-mcp --work /dev/shm/ps [--mail 2000] [--chats 2]
-             [--locomo ../shared/datasets/locomo-dev/locomo-dev.json] [--reuse] [-v]
+             [--locomo locomo-dev.json] [--reuse] [-v]
+
+`--locomo` is a file of LoCoMo conversations (the public LoCoMo data, or a development split of
+it); without one, `--chats 0` leaves chat out.
 
 `--reuse` keeps the work directory's home and folder and only restarts the daemon with `--bin`
 (to compare two builds on the same store). `-v` prints every question that misses or pads.
@@ -159,6 +163,8 @@ def main():
     args.home = os.path.join(args.work, "home")
     folder = os.path.join(args.work, "notes")
     if not args.reuse:
+        if args.chats and not os.path.exists(args.locomo):
+            sys.exit(f"no LoCoMo file at {args.locomo}: pass --locomo <locomo-dev.json>, or --chats 0 for no chat")
         if os.path.exists(args.work):
             sys.exit(f"{args.work} exists; remove it or pass --reuse")
         os.makedirs(args.home)
