@@ -519,6 +519,11 @@ fn days_later(mut ch: crate::Channel, days: i64) -> crate::Channel {
 /// A store (built-in table) of the note `title` and ten short notes on other things, so that it is
 /// large enough for the relevance floor to read how alike an arbitrary chunk is to a question.
 fn among_other_notes(title: &str, content: &str) -> (tempfile::TempDir, crate::MemoryEngine) {
+    among_notes_but(title, content, "")
+}
+
+/// [`among_other_notes`] without the other note titled `skip`.
+fn among_notes_but(title: &str, content: &str, skip: &str) -> (tempfile::TempDir, crate::MemoryEngine) {
     let dir = tempfile::tempdir().unwrap();
     let m = open_with(&dir.path().join("data"), builtin());
     super::put(&m, "the-note", title, content, &[]);
@@ -534,7 +539,7 @@ fn among_other_notes(title: &str, content: &str) -> (tempfile::TempDir, crate::M
         ("Car", "MOT due in August; tyre pressure 2.3 bar front and back."),
         ("Books", "Reading list: Middlemarch, The Overstory, a history of the Silk Roads."),
     ];
-    for (i, (title, text)) in others.iter().enumerate() {
+    for (i, (title, text)) in others.iter().enumerate().filter(|(_, (title, _))| *title != skip) {
         super::put(&m, &format!("note-{i}"), title, text, &[]);
     }
     (dir, m)
@@ -715,4 +720,30 @@ fn a_light_verb_does_not_decide_which_hit_comes_first() {
     // Either note on the router (the store's own "Wi-Fi" note names its admin page too).
     assert!(got.first().is_some_and(|t| t.1 == "Home network" || t.1 == "Wi-Fi"), "{got:?}");
     assert!(got.iter().all(|(kind, _)| kind != "email"), "{got:?}");
+}
+
+/// When the best keyword hit is far from the question in meaning and another chunk stands well
+/// above the store, the question's words found something else: "what does my running schedule
+/// look like?" is not answered by a changelog that says "running" and "scheduled".
+#[test]
+fn a_keyword_hit_far_from_the_question_in_meaning_does_not_come_first() {
+    let (dir, m) = among_notes_but(
+        "Jogging timetable",
+        "Tuesday: intervals, six times 800 m. Thursday: 8 km at tempo. Sunday: 1.5 km longer each week \
+         up to 18 km. Rest on Mondays and Fridays; foam-roll the calves.",
+        "Running",
+    );
+    let mut mbox = packaging_mail();
+    mbox += "From MAILER-DAEMON Wed Jul  3 10:00:00 2024\nFrom: Init Team <init@example.org>\n\
+             Subject: systemd 247.2-5\nMessage-ID: <systemd-247-5@example.org>\n\n\
+             * Stop applications from running after switching to a non-generated locale.\n\
+             * systemctl: do not shut down at once on a scheduled shutdown.\n\n";
+    // The store holds the question's ordinary words too, so that it lacks none of them.
+    mbox += "From MAILER-DAEMON Thu Jul  4 10:00:00 2024\nFrom: Desktop Team <desk@example.org>\n\
+             Subject: gnome-about 1.2-1\nMessage-ID: <gnome-about@example.org>\n\n\
+             * Make the dialog look like the other settings pages.\n\n";
+    ingest_mbox(dir.path(), &m, &mbox);
+    let r = m.wire::<ops::Recall>(json!({"query": "what does my running schedule look like?"})).unwrap();
+    let got = titles(r["chunks"].as_array().unwrap());
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Jogging timetable"), "{got:?}");
 }
