@@ -264,8 +264,17 @@ pub(crate) fn rank(
             Some(weak) => weak,
             None => {
                 let weak = match mode {
-                    Mode::Hybrid => weak_keywords(conn, &mut texts, &bm, &terms.words, &idf, absent)?
-                        .or_else(|| meaning_disagrees(background, &bm, &vs).then_some(DISAGREE_COVERAGE)),
+                    Mode::Hybrid => weak_keywords(conn, &mut texts, &bm, &terms.words, &idf, absent)?.or_else(|| {
+                        // The best keyword hit's cosine, read from its row when the vector
+                        // candidates do not hold it.
+                        let ((q, tier), &(first, _), &(_, top)) = (qvec.as_ref()?, bm.first()?, vs.first()?);
+                        let cos = vs
+                            .iter()
+                            .find(|v| v.0 == first)
+                            .map(|v| v.1)
+                            .or_else(|| read(&tier.vectors).search(q, 1, Some(&[first])).first().map(|v| v.1))?;
+                        meaning_disagrees(background?, cos, top).then_some(DISAGREE_COVERAGE)
+                    }),
                     _ => None,
                 };
                 if weak.is_some() {
@@ -1128,22 +1137,18 @@ const DISAGREE_TOP: f32 = 0.5;
 const DISAGREE_COVERAGE: f64 = 0.3;
 
 /// Whether the best hit by meaning stands clearly above the store ([`DISAGREE_TOP`]) while the
-/// best keyword hit is not near it, standing under [`DISAGREE_REACH`] as far above the noise (or
-/// not among the vector candidates at all):
+/// best keyword hit (its cosine `keyword`; the best's, `top`; the store's sample, `background`)
+/// is not near it, standing under [`DISAGREE_REACH`] as far above the noise:
 /// the question's words then match chunks that mean something else. "What does my running
 /// schedule look like?" finds a systemd changelog that says "running" and "scheduled", far
 /// from the training note in meaning; such a question is answered as one whose words answer it
 /// poorly ([`weak_keywords`]). A question whose words find a chunk alike to it is not.
-fn meaning_disagrees(background: Option<(f32, f32, usize)>, bm: &[(i64, f32)], vs: &[(i64, f32)]) -> bool {
-    let (Some((mean, sd, n)), Some(&(_, top)), Some(&(first, _))) = (background, vs.first(), bm.first()) else {
-        return false;
-    };
+fn meaning_disagrees((mean, sd, n): (f32, f32, usize), keyword: f32, top: f32) -> bool {
     if n < MIN_BACKGROUND {
         return false;
     }
     let sd = sd.max((top - mean) / TOP_SDS);
     let reach = |cos: f32| (((cos - mean) / sd - NOISE_SDS) / (FULL_SDS - NOISE_SDS)).max(0.0);
-    let keyword = vs.iter().find(|v| v.0 == first).map_or(mean, |v| v.1);
     reach(top) >= DISAGREE_TOP && reach(keyword) < DISAGREE_REACH * reach(top)
 }
 
