@@ -82,11 +82,12 @@ def entries():
             yield pkg, version, dist.strip(), name, addr, when, body
 
 
-def mail(out):
+def mail(out, items=None):
+    """Writes `items` (every entry when None) as an mbox; returns how many."""
     os.makedirs(os.path.join(out, "mail"), exist_ok=True)
     n = 0
     with open(os.path.join(out, "mail", "debian-changelogs.mbox"), "w", encoding="utf-8") as mbox:
-        for pkg, version, dist, name, addr, when, body in entries():
+        for pkg, version, dist, name, addr, when, body in entries() if items is None else items:
             lines = [("> " + l if l.startswith("From ") else l) for l in body]
             mbox.write("From MAILER-DAEMON " + when.strftime("%a %b %d %H:%M:%S %Y") + "\n")
             mbox.write(f"From: {email.utils.formataddr((name, addr))}\n")
@@ -99,11 +100,12 @@ def mail(out):
     return n
 
 
-def chat(out):
+def chat(out, items=None):
+    """Writes `items` (every entry when None) as chat lines; returns how many."""
     os.makedirs(os.path.join(out, "chat"), exist_ok=True)
     n = 0
     with open(os.path.join(out, "chat", "debian-changelogs.jsonl"), "w", encoding="utf-8") as f:
-        for pkg, _version, _dist, name, _addr, when, body in entries():
+        for pkg, _version, _dist, name, _addr, when, body in entries() if items is None else items:
             text = "\n".join(l.strip() for l in body if l.strip())
             if text:
                 msg = {"ts": int(when.timestamp()), "from": name, "text": text, "channel": pkg}

@@ -6,8 +6,9 @@ about the notes (`questions.tsv`; `paraphrases.tsv` asks the same notes in other
 The store is a watched folder in a fresh home: the notes, LoCoMo development conversations as a
 chat export (`--chats`, two by default) and a seeded sample of real mail (`--mail`, 2,000 by
 default: Debian changelog entries as an mbox, built by ../people-corpus/build.py from what the
-machine has), and with `--tech-chat N` N other entries as technical chat lines. Every question
-goes through `openhumand-mcp recall --json -k 10`.
+machine has, so the sample changes with the packages installed), and with `--tech-chat N` N
+other entries as technical chat lines. Every question goes through `openhumand-mcp recall --json
+-k 10`.
 
 Reported, over the questions about notes:
   P@1     the note that answers comes first;
@@ -77,31 +78,28 @@ def build_folder(folder, args):
     if args.chats:
         with open(args.locomo, encoding="utf-8") as f:
             conversations = json.load(f)[: args.chats]
-        tmp = os.path.join(folder, ".locomo.json")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(conversations, f)
         scratch = os.path.join(args.work, "scratch")
-        build.locomo(scratch, tmp)
-        os.remove(tmp)
+        os.makedirs(scratch)
+        first = os.path.join(scratch, "locomo.json")
+        with open(first, "w", encoding="utf-8") as f:
+            json.dump(conversations, f)
+        build.locomo(scratch, first)
         for name in os.listdir(os.path.join(scratch, "locomo")):
             shutil.copyfile(os.path.join(scratch, "locomo", name), os.path.join(folder, name))
-    if args.mail:
+    if args.mail or args.tech_chat:
+        # One seeded order of every entry: the mail is its start, the technical chat the entries
+        # after it, so that no entry is both.
         entries = list(build.entries())
         random.Random(args.seed).shuffle(entries)
         scratch = os.path.join(args.work, "scratch")
-        os.makedirs(scratch, exist_ok=True)
-        # build.mail writes every entry; write the sample the same way through a filtered copy.
-        build.entries = lambda: iter(entries[: args.mail])
-        build.mail(scratch)
-        shutil.copyfile(os.path.join(scratch, "mail", "debian-changelogs.mbox"), os.path.join(folder, "mail.mbox"))
-    if args.tech_chat:
-        entries = list(build.entries())
-        random.Random(args.seed + 1).shuffle(entries)
-        scratch = os.path.join(args.work, "scratch")
-        os.makedirs(scratch, exist_ok=True)
-        build.entries = lambda: iter(entries[: args.tech_chat])
-        build.chat(scratch)
-        shutil.copyfile(os.path.join(scratch, "chat", "debian-changelogs.jsonl"), os.path.join(folder, "tech-chat.jsonl"))
+        if args.mail:
+            build.mail(scratch, entries[: args.mail])
+            shutil.copyfile(os.path.join(scratch, "mail", "debian-changelogs.mbox"), os.path.join(folder, "mail.mbox"))
+        if args.tech_chat:
+            build.chat(scratch, entries[args.mail : args.mail + args.tech_chat])
+            shutil.copyfile(
+                os.path.join(scratch, "chat", "debian-changelogs.jsonl"), os.path.join(folder, "tech-chat.jsonl")
+            )
 
 
 def cli(args, *rest, check=True):
@@ -137,11 +135,8 @@ def watching(args, folder):
 
 
 def note_of(hit):
-    """The note file a hit comes from, or None for mail and chat."""
-    ref = hit.get("source_ref") or hit.get("source") or ""
-    if hit.get("source_kind", hit.get("kind")) in ("mail", "chat"):
-        return None
-    base = os.path.basename(str(ref))
+    """The note (a Markdown file of the folder) a hit comes from, or None for mail and chat."""
+    base = os.path.basename(str(hit.get("source_ref", "")))
     return base[:-3] if base.endswith(".md") else None
 
 

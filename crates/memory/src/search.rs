@@ -265,15 +265,7 @@ pub(crate) fn rank(
             None => {
                 let weak = match mode {
                     Mode::Hybrid => weak_keywords(conn, &mut texts, &bm, &terms.words, &idf, absent)?.or_else(|| {
-                        // The best keyword hit's cosine, read from its row when the vector
-                        // candidates do not hold it.
-                        let ((q, tier), &(first, _), &(_, top)) = (qvec.as_ref()?, bm.first()?, vs.first()?);
-                        let cos = vs
-                            .iter()
-                            .find(|v| v.0 == first)
-                            .map(|v| v.1)
-                            .or_else(|| read(&tier.vectors).search(q, 1, Some(&[first])).first().map(|v| v.1))?;
-                        meaning_disagrees(background?, cos, top).then_some(DISAGREE_COVERAGE)
+                        meaning_disagrees(qvec.as_ref()?, background?, &bm, &vs).then_some(DISAGREE_COVERAGE)
                     }),
                     _ => None,
                 };
@@ -357,10 +349,7 @@ pub(crate) fn rank(
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             fused.truncate(want);
-            let noise = background.map(|(mean, sd, rows)| {
-                let top = vs.iter().map(|v| v.1).fold(f32::MIN, f32::max);
-                VectorNoise { mean, sd: sd.max(f32::EPSILON), known: rows >= MIN_BACKGROUND, top }
-            });
+            let noise = background.map(|b| VectorNoise::new(b, vs.iter().map(|v| v.1).fold(f32::MIN, f32::max)));
             let judge = Judge::new(terms.words, idf, noise, near, weak.map(|_| weak_bar(absent)));
             return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind), judge });
         }
@@ -851,6 +840,23 @@ pub(crate) struct VectorNoise {
     pub top: f32,
 }
 
+impl VectorNoise {
+    /// The noise of a query whose cosines with the store's sample are `background` (mean,
+    /// deviation, rows) and whose best vector hit has cosine `top`.
+    fn new((mean, sd, rows): (f32, f32, usize), top: f32) -> VectorNoise {
+        VectorNoise { mean, sd: sd.max(f32::EPSILON), known: rows >= MIN_BACKGROUND, top }
+    }
+
+    /// How far `cos` stands past the noise, from a sample large enough to read: 0 up to
+    /// [`NOISE_SDS`] deviations above the mean, 1 at [`FULL_SDS`], more beyond (the deviation at
+    /// least [`TOP_SDS`]th of the best cosine's lead over the mean).
+    fn standing(&self, cos: f32) -> f64 {
+        let sd = self.sd.max((self.top - self.mean) / TOP_SDS);
+        let z = (cos - self.mean) / sd;
+        ((z - NOISE_SDS) / (FULL_SDS - NOISE_SDS)).max(0.0) as f64
+    }
+}
+
 /// How well one hit is backed ([`Judge::backing`]).
 #[derive(Debug, Clone, Copy)]
 struct Backing {
@@ -940,11 +946,7 @@ impl Judge {
     fn reach(&self, cos: Option<f32>) -> f64 {
         match (self.noise, cos) {
             (Some(n), Some(cos)) if !n.known => f64::from(u8::from(cos > 0.0 && cos >= n.top)),
-            (Some(n), Some(cos)) => {
-                let sd = n.sd.max((n.top - n.mean) / TOP_SDS);
-                let z = (cos - n.mean) / sd;
-                ((z - NOISE_SDS) / (FULL_SDS - NOISE_SDS)).max(0.0) as f64
-            }
+            (Some(n), Some(cos)) => n.standing(cos),
             _ => 0.0,
         }
     }
@@ -1128,28 +1130,41 @@ fn weak_keywords(
 /// At 0.25 the development sets lose (SciFact 0.7036 → 0.6997, LoCoMo one turn R@10 0.764 →
 /// 0.754); at 1.0 it rarely fires (`BENCHMARKS.md`, "When meaning disagrees with the best
 /// keyword hit").
-const DISAGREE_REACH: f32 = 0.3;
-const DISAGREE_TOP: f32 = 0.5;
+const DISAGREE_REACH: f64 = 0.3;
+/// How far above the store's noise the best hit by meaning must stand for
+/// [`meaning_disagrees`] to read the best keyword hit against it.
+const DISAGREE_TOP: f64 = 0.5;
 /// What a question whose best keyword hit meaning disagrees with counts as its words' coverage
 /// (see [`WEAK_KEYWORDS`]): meaning gets at least 0.7 of the say. At 0.5 two of the personal
 /// stores' paraphrased questions fewer came first (`BENCHMARKS.md`, "When meaning disagrees with
 /// the best keyword hit").
 const DISAGREE_COVERAGE: f64 = 0.3;
 
-/// Whether the best hit by meaning stands clearly above the store ([`DISAGREE_TOP`]) while the
-/// best keyword hit (its cosine `keyword`; the best's, `top`; the store's sample, `background`)
-/// is not near it, standing under [`DISAGREE_REACH`] as far above the noise:
+/// Whether the best hit by meaning (the first of `vs`) stands clearly above the store
+/// ([`DISAGREE_TOP`], read against the query's `background` sample) while the best keyword hit
+/// (the first of `bm`; its cosine read from its row when `vs` lacks it) is not near it, standing
+/// under [`DISAGREE_REACH`] as far above the noise:
 /// the question's words then match chunks that mean something else. "What does my running
 /// schedule look like?" finds a systemd changelog that says "running" and "scheduled", far
 /// from the training note in meaning; such a question is answered as one whose words answer it
 /// poorly ([`weak_keywords`]). A question whose words find a chunk alike to it is not.
-fn meaning_disagrees((mean, sd, n): (f32, f32, usize), keyword: f32, top: f32) -> bool {
-    if n < MIN_BACKGROUND {
+fn meaning_disagrees(
+    (q, tier): &(Vec<f32>, &crate::tier::Tier),
+    background: (f32, f32, usize),
+    bm: &[(i64, f32)],
+    vs: &[(i64, f32)],
+) -> bool {
+    let (Some(&(first, _)), Some(&(_, top))) = (bm.first(), vs.first()) else { return false };
+    let noise = VectorNoise::new(background, top);
+    if !noise.known || noise.standing(top) < DISAGREE_TOP {
         return false;
     }
-    let sd = sd.max((top - mean) / TOP_SDS);
-    let reach = |cos: f32| (((cos - mean) / sd - NOISE_SDS) / (FULL_SDS - NOISE_SDS)).max(0.0);
-    reach(top) >= DISAGREE_TOP && reach(keyword) < DISAGREE_REACH * reach(top)
+    let keyword = vs
+        .iter()
+        .find(|v| v.0 == first)
+        .map(|v| v.1)
+        .or_else(|| read(&tier.vectors).search(q, 1, Some(&[first])).first().map(|v| v.1));
+    keyword.is_some_and(|cos| noise.standing(cos) < DISAGREE_REACH * noise.standing(top))
 }
 
 /// Marks in `found` the query stems `terms` that `text` holds. A word is stemmed only when it

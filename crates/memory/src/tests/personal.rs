@@ -327,6 +327,12 @@ fn personal_store(dir: &std::path::Path) -> crate::MemoryEngine {
     m
 }
 
+/// The (kind, title) of what recall gives for `query`, best first.
+fn recalled(m: &crate::MemoryEngine, query: &str) -> Vec<(String, String)> {
+    let r = m.wire::<ops::Recall>(json!({"query": query})).unwrap();
+    titles(r["chunks"].as_array().unwrap())
+}
+
 fn titles(hits: &[Value]) -> Vec<(String, String)> {
     hits.iter()
         .map(|h| {
@@ -501,8 +507,7 @@ fn scattered_words_in_a_long_chat_do_not_outrank_a_note_that_holds_them_together
     }
     m.put_chat(chats, "chats/ana-ben", ChatChunking::Packed).unwrap();
     m.wait_background();
-    let r = m.wire::<ops::Recall>(json!({"query": "when do we get the keys to the new place"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
+    let got = recalled(&m, "when do we get the keys to the new place");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Flat move"), "{got:?}");
     // Nor does it come back beside the note: it shares the words, not what they mean here.
     assert!(got.iter().all(|(kind, _)| kind != "chat"), "{got:?}");
@@ -578,8 +583,7 @@ fn a_chat_holding_a_questions_ordinary_words_apart_does_not_hide_that_they_answe
     }
     m.put_chat(chats, "chats/ana-ben", ChatChunking::Packed).unwrap();
     m.wait_background();
-    let r = m.wire::<ops::Recall>(json!({"query": "what is my workout plan for the coming week"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
+    let got = recalled(&m, "what is my workout plan for the coming week");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Training schedule"), "{got:?}");
 }
 
@@ -607,8 +611,7 @@ fn mail_alike_in_meaning_only_through_a_word_piece_is_not_kept_beside_the_note()
     }
     mbox += &packaging_mail();
     ingest_mbox(dir.path(), &m, &mbox);
-    let r = m.wire::<ops::Recall>(json!({"query": "what should I practise on guitar"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
+    let got = recalled(&m, "what should I practise on guitar");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Guitar practice"), "{got:?}");
     assert!(got.iter().all(|(kind, _)| kind != "email"), "{got:?}");
 }
@@ -662,8 +665,7 @@ fn a_question_whose_keyword_hits_each_share_one_of_its_words_leans_on_meaning() 
     );
     super::put(&m, "ragu", "Ragu", "Brown the mince, add wine and tomatoes, cook three hours on the lowest heat.", &[]);
     super::put(&m, "bike", "Road bike", "Tyre pressure 90 psi at the front and 95 at the back; oil the chain.", &[]);
-    let r = m.wire::<ops::Recall>(json!({"query": "the heating has lost pressure, what do I do?"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
+    let got = recalled(&m, "the heating has lost pressure, what do I do?");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Worcester 30i"), "{got:?}");
 }
 
@@ -695,8 +697,7 @@ fn technical_chat_sharing_a_word_in_another_sense_is_not_kept_beside_the_note() 
         .collect();
     m.put_chat(chats, "chats/packaging", ChatChunking::Packed).unwrap();
     ingest_mbox(dir.path(), &m, &packaging_mail());
-    let r = m.wire::<ops::Recall>(json!({"query": "when do the bins go out?"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
+    let got = recalled(&m, "when do the bins go out?");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Bin days"), "{got:?}");
     assert!(got.iter().filter(|(kind, _)| kind == "chat").count() == 0, "{got:?}");
 }
@@ -715,8 +716,7 @@ fn a_light_verb_does_not_decide_which_hit_comes_first() {
              * network: fix NDisc handling when several routers exist.\n\
              * core/socket: we may get ENOTCONN from the service socket.\n\n";
     ingest_mbox(dir.path(), &m, &mbox);
-    let r = m.wire::<ops::Recall>(json!({"query": "how do I get into the router settings?"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
+    let got = recalled(&m, "how do I get into the router settings?");
     // Either note on the router (the store's own "Wi-Fi" note names its admin page too).
     assert!(got.first().is_some_and(|t| t.1 == "Home network" || t.1 == "Wi-Fi"), "{got:?}");
     assert!(got.iter().all(|(kind, _)| kind != "email"), "{got:?}");
@@ -743,7 +743,6 @@ fn a_keyword_hit_far_from_the_question_in_meaning_does_not_come_first() {
              Subject: gnome-about 1.2-1\nMessage-ID: <gnome-about@example.org>\n\n\
              * Make the dialog look like the other settings pages.\n\n";
     ingest_mbox(dir.path(), &m, &mbox);
-    let r = m.wire::<ops::Recall>(json!({"query": "what does my running schedule look like?"})).unwrap();
-    let got = titles(r["chunks"].as_array().unwrap());
+    let got = recalled(&m, "what does my running schedule look like?");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Jogging timetable"), "{got:?}");
 }
