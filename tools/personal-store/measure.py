@@ -7,7 +7,8 @@ The store is a watched folder in a fresh home: the notes, LoCoMo development con
 chat export (`--chats`, two by default) and a seeded sample of real mail (`--mail`, 2,000 by
 default: Debian changelog entries as an mbox, built by ../people-corpus/build.py from what the
 machine has, so the sample changes with the packages installed), and with `--tech-chat N` N
-other entries as technical chat lines. Every question goes through `openhumand-mcp recall --json
+other entries as technical chat lines; `--irc` writes the chat as irssi logs instead of chat
+lines. Every question goes through `openhumand-mcp recall --json
 -k 10`.
 
 Reported, over the questions about notes:
@@ -18,7 +19,7 @@ Reported, over the questions about notes:
 
 Usage:
   measure.py --bin target/fast/openhumand-mcp --work /dev/shm/ps [--mail 2000] [--chats 2]
-             [--locomo locomo-dev.json] [--reuse] [-v]
+             [--tech-chat N] [--irc] [--locomo locomo-dev.json] [--reuse] [-v]
 
 `--locomo` is a file of LoCoMo conversations (the public LoCoMo data, or a development split of
 it); without one, `--chats 0` leaves chat out.
@@ -100,6 +101,38 @@ def build_folder(folder, args):
             shutil.copyfile(
                 os.path.join(scratch, "chat", "debian-changelogs.jsonl"), os.path.join(folder, "tech-chat.jsonl")
             )
+    if args.irc:
+        as_irc_logs(folder)
+
+
+def as_irc_logs(folder):
+    """Rewrites every chat-lines file of `folder` as irssi logs, one `#<channel>.log` per
+    channel, the way a user's IRC client keeps them: nicks, one line per message line."""
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".jsonl"):
+            continue
+        channels = {}
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            for line in f:
+                m = json.loads(line)
+                channels.setdefault(m["channel"], []).append(m)
+        os.remove(os.path.join(folder, name))
+        for channel, msgs in channels.items():
+            msgs.sort(key=lambda m: m["ts"])
+            safe = re.sub(r"[^\w.+-]", "_", channel)
+            with open(os.path.join(folder, f"#{safe}.log"), "w", encoding="utf-8") as out:
+                day = None
+                for m in msgs:
+                    when = time.gmtime(m["ts"])
+                    if day is None:
+                        out.write(time.strftime("--- Log opened %a %b %d %H:%M:%S %Y\n", when))
+                    elif when[:3] != day:
+                        out.write(time.strftime("--- Day changed %a %b %d %Y\n", when))
+                    day = when[:3]
+                    nick = re.sub(r"\W", "_", m["from"].split()[0].lower()) if m["from"].split() else "someone"
+                    for text in m["text"].splitlines():
+                        if text.strip():
+                            out.write(f"{time.strftime('%H:%M', when)} < {nick}> {text.strip()}\n")
 
 
 def cli(args, *rest, check=True):
@@ -147,6 +180,7 @@ def main():
     p.add_argument("--mail", type=int, default=2000)
     p.add_argument("--chats", type=int, default=2)
     p.add_argument("--tech-chat", type=int, default=0, help="also this many changelog entries as short technical chat lines, one channel per package")
+    p.add_argument("--irc", action="store_true", help="write the chat (LoCoMo and technical) as irssi logs, one per channel, instead of chat lines")
     p.add_argument("--seed", type=int, default=23)
     p.add_argument("--locomo", default=os.path.join(HERE, "..", "..", "..", "shared", "datasets", "locomo-dev", "locomo-dev.json"))
     p.add_argument("-k", type=int, default=10)

@@ -1,13 +1,14 @@
 //! What a file is, decided from its place and content first and its extension second: the
 //! first 16 KiB are sniffed for a PDF header, a JSON export's shape (ChatGPT, Claude, Slack,
-//! DiscordChatExporter, chat lines), an mbox `From ` line, mail headers, HTML, or WhatsApp's
-//! line pattern; a file in a Maildir's `cur/` or `new/` is a message. A `kind` given by the
-//! caller names the family (document, email, chat) and the content picks the format in it.
+//! DiscordChatExporter, chat lines), an mbox `From ` line, mail headers, HTML, WhatsApp's
+//! line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
+//! `kind` given by the caller names the family (document, email, chat) and the content picks
+//! the format in it.
 
 use std::io::Read;
 use std::path::Path;
 
-use super::whatsapp;
+use super::{irc, whatsapp};
 
 const SNIFF_BYTES: u64 = 16 * 1024;
 
@@ -31,6 +32,8 @@ pub enum FileKind {
     Slack,
     Discord,
     WhatsApp,
+    /// An IRC client's or bouncer's log (irssi, WeeChat, ZNC, HexChat).
+    Irc,
 }
 
 impl FileKind {
@@ -40,7 +43,7 @@ impl FileKind {
             FileKind::Markdown | FileKind::Text | FileKind::Html | FileKind::Pdf => "document",
             FileKind::Email => "email",
             FileKind::Chat | FileKind::ChatGpt | FileKind::Claude | FileKind::Slack | FileKind::Discord => "chat",
-            FileKind::WhatsApp => "chat",
+            FileKind::WhatsApp | FileKind::Irc => "chat",
         }
     }
 
@@ -165,6 +168,9 @@ fn sniff(path: &Path, head: &[u8]) -> Option<FileKind> {
     if whatsapp::looks_like(t) {
         return Some(FileKind::WhatsApp);
     }
+    if irc::looks_like(t) {
+        return Some(FileKind::Irc);
+    }
     None
 }
 
@@ -261,6 +267,9 @@ mod tests {
             kind_of(d, "chat.txt", "[01/02/2024, 10:00:00] Ann: hi\n[01/02/2024, 10:01:00] Bo: hey\n".as_bytes()),
             Read(WhatsApp)
         );
+        let irc = "--- Log opened Tue Dec 01 10:00:00 2020\n10:00 < ann> hi\n10:01 <@bo> hey\n10:02 < ann> tea?\n";
+        assert_eq!(kind_of(d, "#tea.log", irc.as_bytes()), Read(Irc));
+        assert_eq!(kind_of(d, "tea-channel.txt", irc.as_bytes()), Read(Irc), "a log saved as text is still chat");
         assert_eq!(kind_of(d, "notes.md", b"From: a\nSubject: b\n"), Read(Markdown));
         assert_eq!(kind_of(d, "plain.txt", b"just words"), Read(Text));
         assert_eq!(kind_of(d, "photo.jpg", b"\xff\xd8\xff\xe0"), Unsupported);

@@ -277,12 +277,18 @@ pub(crate) fn index_chunk(
     if text {
         found.add_text(conn, scan(prose.into_iter()))?;
     }
-    // A chat channel names what its conversations are about; a WhatsApp chat is named after
-    // a person and an assistant conversation after its first question, so those are not.
+    // A chat channel names what its conversations are about; a WhatsApp chat or an IRC query
+    // log (no `#`) is named after a person and an assistant conversation after its first
+    // question, so those are not.
     let platform = c.metadata.get("platform").and_then(Value::as_str);
+    let names_a_person = |ch: &str| match platform {
+        Some("whatsapp" | "chatgpt" | "claude") => true,
+        Some("irc") => !ch.starts_with(['#', '&']),
+        _ => false,
+    };
     if c.kind == SourceKind::Chat
-        && !matches!(platform, Some("whatsapp" | "chatgpt" | "claude"))
         && let Some(ch) = c.metadata.get("channel").and_then(Value::as_str).filter(|ch| !slug(ch).is_empty())
+        && !names_a_person(ch)
     {
         found.add(format!("topic:{}", slug(ch)), "topic", ch, 1);
     }

@@ -206,6 +206,56 @@ fn whatsapp_both_line_shapes() {
 }
 
 #[test]
+fn irc_logs_of_irssi_znc_and_weechat_are_chat() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("irc"));
+    assert_eq!(s.files_ingested, 3, "{s:?}");
+    let garden = chunks_of(&m, "irc:garden");
+    let lines: Vec<&str> = contents(&garden).iter().flat_map(|c| c.lines()).collect();
+    assert_eq!(
+        lines,
+        [
+            "[2024-03-01 19:01] tom: the broad beans went in today, two rows by the shed",
+            "[2024-03-01 19:02] june: nice, mine are still in the greenhouse",
+            "[2024-03-01 19:02] june: waters the tomato seedlings",
+            "[2024-03-01 23:58] tom: frost tonight, cover the beans",
+            "[2024-03-02 08:30] june: fleece is on, thanks for the frost warning",
+        ],
+        "mode prefixes off, the action kept, the renamed nick read as the person it was"
+    );
+    let renamed = garden.iter().find(|c| c["content"].as_str().unwrap().contains("frost tonight")).unwrap();
+    assert_eq!(renamed["metadata"]["handles"], json!({"tom": "tom_away"}));
+    assert_eq!(renamed["metadata"]["platform"], "irc");
+    // No day in the log: the file name's, and the clock passing midnight moves to the next.
+    let pottery: Vec<String> =
+        contents(&chunks_of(&m, "irc:pottery")).iter().flat_map(|c| c.lines().map(str::to_string)).collect();
+    assert_eq!(pottery.first().unwrap(), "[2024-03-01 23:50] ravi: who is bringing the kiln key on Saturday?");
+    assert_eq!(pottery.last().unwrap(), "[2024-03-02 00:04] ravi: great, see you then");
+    let bikes = chunks_of(&m, "irc:bikes");
+    assert!(contents(&bikes).concat().contains("] lin: check the derailleur hanger"), "{bikes:?}");
+    assert_eq!(skips(&s), [skip("line", "join, part, nick or mode line", 4)]);
+    assert!(found_on_day(&m, "frost warning fleece", "2024-03-02", "irc:garden"));
+    assert!(found_on_day(&m, "derailleur hanger", "2024-03-05", "irc:bikes"));
+    let hit = &m.wire::<ops::Search>(json!({"query": "kiln key"})).unwrap()["hits"][0];
+    assert_eq!((hit["source_kind"].as_str(), hit["source_id"].as_str()), (Some("chat"), Some("irc:pottery")));
+    // Channels are topics; the renamed nick is the same person, not a second one.
+    m.wait_background();
+    let ids = |kind: &str| -> Vec<String> {
+        let r = m.wire::<ops::TopEntities>(json!({"kind": kind, "k": 50})).unwrap();
+        r["entities"].as_array().unwrap().iter().map(|e| e["entity_id"].as_str().unwrap().to_string()).collect()
+    };
+    let topics = ids("topic");
+    assert!(
+        ["topic:garden", "topic:pottery", "topic:bikes"].iter().all(|t| topics.contains(&t.to_string())),
+        "{topics:?}"
+    );
+    let people = ids("person");
+    assert!(people.contains(&"person:tom".to_string()), "{people:?}");
+    assert!(!people.iter().any(|p| p.contains("away")), "{people:?}");
+}
+
+#[test]
 fn chat_lines_in_common_time_forms_and_json_arrays() {
     let data = tempfile::tempdir().unwrap();
     let m = open(data.path());
