@@ -93,6 +93,15 @@ fn own_date(msg: &mail_parser::Message<'_>) -> Option<i64> {
     parsed.or_else(|| msg.date().filter(|d| d.is_valid() && d.year >= 1971).map(|d| d.to_timestamp() * 1000))
 }
 
+/// The sender's name as a mail store's export gives it beside a bare address: `X-From:
+/// Phillip K Allen` (Lotus Notes exports, the Enron corpus), without an address part.
+fn export_name(msg: &mail_parser::Message<'_>) -> Option<String> {
+    let raw = msg.header_raw("X-From")?;
+    let name = raw.split('<').next()?.trim().trim_matches(['"', '\'', ' ']);
+    let plausible = !name.is_empty() && name.len() <= 60 && !name.contains(['@', '/', '\\']);
+    plausible.then(|| name.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 fn parse_one(raw: &[u8], envelope_ms: Option<i64>, fallback_ts: i64, fallback_id: String) -> Option<MailMessage> {
     let raw = mailtext::utf8_headers(raw);
     let raw = mbox::restore_addresses(raw.as_ref());
@@ -103,7 +112,10 @@ fn parse_one(raw: &[u8], envelope_ms: Option<i64>, fallback_ts: i64, fallback_id
     let mut to = addresses(msg.to());
     to.extend(addresses(msg.cc()));
     let date = own_date(&msg).or(envelope_ms);
-    let from = addresses(msg.from()).into_iter().next();
+    let from = addresses(msg.from()).into_iter().next().map(|(name, addr)| match name.is_empty() {
+        true => (export_name(&msg).unwrap_or_default(), addr),
+        false => (name, addr),
+    });
     Some(MailMessage {
         automated: automated(&msg, from.as_ref().map(|f| f.1.as_str())),
         message_id: msg.message_id().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).unwrap_or(fallback_id),
@@ -456,6 +468,20 @@ Content-Type: text/plain; charset=windows-1252\nContent-Transfer-Encoding: quote
         assert_eq!((m.subject.as_str(), m.is_reply), ("Re: Réunion", true));
         assert_eq!(m.body, "\u{201c}Count me in\u{201d}, I\u{2019}ll bring the photos.");
         assert_eq!(m.quoted, "On Tue, 5 Mar 2024, René wrote:\n> Nous nous retrouvons");
+    }
+
+    #[test]
+    fn a_bare_address_takes_the_name_an_export_gives_beside_it() {
+        let msg = |x_from: &str| {
+            let raw = format!("From: phillip.allen@enron.com\nX-From: {x_from}\nSubject: Forecast\n\nHere it is.\n");
+            read(raw.as_bytes()).0.remove(0).from.unwrap()
+        };
+        let allen = ("Phillip K Allen".to_string(), "phillip.allen@enron.com".to_string());
+        assert_eq!(msg("Phillip K Allen"), allen);
+        assert_eq!(msg("Phillip K Allen <Phillip K Allen/HOU/ECT@ECT>"), allen);
+        assert_eq!(msg("phillip.allen@enron.com").0, "", "an address is not a name");
+        let named = read(b"From: Tim <tim@x.org>\nX-From: Timothy Belden\n\nhi\n").0.remove(0);
+        assert_eq!(named.from.unwrap().0, "Tim", "From's own name wins");
     }
 
     #[test]
