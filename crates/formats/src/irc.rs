@@ -179,9 +179,7 @@ fn read(line: &str, year: Option<i32>) -> Option<Line<'_>> {
         return Some(Line::Says { day, time, nick, text: rest[close + 1..].trim() });
     }
     // Events and actions only after a stamp: unstamped, `* item` and `-- ` are prose.
-    if time.is_none() {
-        return None;
-    }
+    time?;
     if ["-!-", "***", "-->", "<--", "--", "===", "=!="].iter().any(|p| body.starts_with(p)) {
         let after = body.trim_start_matches(['-', '!', '*', '=', '>', '<', ' ']);
         return Some(renamed(after).unwrap_or(Line::Event));

@@ -19,6 +19,10 @@
 //! when it started a thread of its own) is the quoted part kept, below the reply's text, and
 //! then once per ingest: a second reply quoting the same absent text stores only its own.
 //!
+//! A message filed again under another Message-ID (the same sender, date, subject and own
+//! text) is stored once, from the first file that holds it, and the others are counted as
+//! copies: see `Threads::is_copy`.
+//!
 //! Naming: a thread's source is named "Subject — Sender", the subject without reply prefixes
 //! and the name (else the address) of the thread's first sender; every chunk of a message is
 //! titled the same way with that message's subject and sender, so a hit reads as a mail
@@ -28,7 +32,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use openhuman_formats::{Links, MailMessage, normalize_subject};
+use openhuman_formats::{Links, MailMessage, Skips, normalize_subject};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Map, Value, json};
 
@@ -46,11 +50,58 @@ pub(crate) struct Threads<'a> {
     subjects: HashMap<String, String>,
     /// Quoted texts kept this ingest (their lines without quote marks, hashed).
     quotes_kept: HashSet<String>,
+    /// Messages of this batch by sender, date, subject and own text (hashed), to tell copies.
+    messages_seen: HashSet<String>,
 }
 
 impl<'a> Threads<'a> {
     pub fn new(conn: &'a Connection, links: &'a Links) -> Self {
-        Threads { conn, links, local: HashMap::new(), subjects: HashMap::new(), quotes_kept: HashSet::new() }
+        Threads {
+            conn,
+            links,
+            local: HashMap::new(),
+            subjects: HashMap::new(),
+            quotes_kept: HashSet::new(),
+            messages_seen: HashSet::new(),
+        }
+    }
+
+    /// Whether `m` is another copy of a message stored already or met earlier in this batch,
+    /// filed under another Message-ID: the same sender, date, subject and own text. Mail
+    /// exports that file one message in several folders give each copy an id of its own (the
+    /// Enron corpus: `inbox/`, `all_documents/`, `discussion_threads/`), and a person would read
+    /// them as one message, not as three hits. A copy under the same Message-ID is the same
+    /// chunk and is never stored twice anyway.
+    fn is_copy(&mut self, m: &MailMessage, path: &Path, origin: &str) -> rusqlite::Result<bool> {
+        if !m.dated || m.body.trim().is_empty() {
+            return Ok(false);
+        }
+        let from = m.from.as_ref().map(|f| f.1.as_str());
+        let key = format!("{}\n{}\n{}\n{}", from.unwrap_or(""), m.timestamp_ms, m.subject, m.body);
+        if !self.messages_seen.insert(crate::util::sha256_hex(key.as_bytes())) {
+            return Ok(true);
+        }
+        let title = mail_title(&m.subject, sender_name(m.from.as_ref()));
+        // A copy counts only while the file it was stored from is there: a deleted file's
+        // chunks go at the end of this ingest, and the message must then come from this file.
+        let stored: Vec<String> = self
+            .conn
+            .prepare_cached(
+                "SELECT content, origin FROM chunks WHERE source_kind = 'email' AND timestamp_ms = ?1
+                    AND seq_in_source = 0 AND owner IS ?2 AND title IS ?3 AND source_ref <> ?4",
+            )?
+            .query_map(params![m.timestamp_ms, from, title, m.message_id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?
+            .filter_map(Result::ok)
+            .filter(|(_, origin)| origin.strip_prefix("file:").is_none_or(|p| Path::new(p).is_file()))
+            .map(|(content, _)| content)
+            .collect();
+        if stored.is_empty() {
+            return Ok(false);
+        }
+        let first = message_chunks(m, &m.body, "", path, origin).into_iter().next().map(|c| c.content);
+        Ok(first.is_some_and(|f| stored.contains(&f)))
     }
 
     /// What of `m` to store as its body, with `thread` its resolved thread: its own text, and
@@ -269,6 +320,7 @@ pub(crate) fn build(
     msgs: &[MailMessage],
     path: &Path,
     origin: &str,
+    skips: &mut Skips,
 ) -> rusqlite::Result<(Vec<NewChunk>, Vec<NewSource>)> {
     let mut chunks = Vec::new();
     // Threads in first-seen order, found by name through `slot` (a mailbox of 10,000 messages
@@ -276,6 +328,14 @@ pub(crate) fn build(
     let mut by_thread: Vec<(String, Vec<&MailMessage>)> = Vec::new();
     let mut slot: HashMap<String, usize> = HashMap::new();
     for m in msgs {
+        if threads.is_copy(m, path, origin)? {
+            skips.message(
+                "a copy of a message stored from another file (same sender, date and text)",
+                path,
+                &m.message_id,
+            );
+            continue;
+        }
         let t = threads.resolve(m)?;
         let body = threads.body(m, &t)?;
         chunks.extend(message_chunks(m, &body, &t, path, origin));

@@ -215,9 +215,10 @@ fn write_batch(
     batch: Vec<Pending>,
     links: &openhuman_formats::Links,
     summary: &mut IngestSummary,
+    skips: &mut Skips,
     commit_fts: bool,
 ) -> Result<usize, MemoryError> {
-    let written = write::bulk(inner, commit_fts, |tx, seq| write_files(tx, seq, &batch, links, summary))?;
+    let written = write::bulk(inner, commit_fts, |tx, seq| write_files(tx, seq, &batch, links, summary, skips))?;
     summary.chunks_added += written;
     Ok(written)
 }
@@ -229,6 +230,7 @@ fn write_files(
     batch: &[Pending],
     links: &openhuman_formats::Links,
     summary: &mut IngestSummary,
+    skips: &mut Skips,
 ) -> Result<usize, MemoryError> {
     let now = now_ms();
     let mut written = 0;
@@ -240,7 +242,7 @@ fn write_files(
         summary.chunks_removed += store::delete_chunks(tx, seq, &old)?;
         let (mut chunks, sources) = match &p.parsed {
             Parsed::Chunks(c, s) => (c.clone(), s.clone()),
-            Parsed::Mail(msgs) => mail::build(tx, &mut threads, msgs, &p.path, &p.origin)?,
+            Parsed::Mail(msgs) => mail::build(tx, &mut threads, msgs, &p.path, &p.origin, skips)?,
         };
         // A file belongs to the git root above it (a chunk's own `metadata.project` wins).
         let file_project = roots.of_file(&p.path);
@@ -372,7 +374,7 @@ pub(crate) fn ingest_paths(
         }
         if batch_chunks >= BATCH_CHUNKS {
             let commit = since_commit + batch_chunks >= FTS_COMMIT_CHUNKS;
-            let n = write_batch(inner, std::mem::take(&mut batch), &links, &mut summary, commit)?;
+            let n = write_batch(inner, std::mem::take(&mut batch), &links, &mut summary, &mut skips, commit)?;
             since_commit = if commit { 0 } else { since_commit + n };
             state.chunks_written += n;
             batch_chunks = 0;
@@ -382,7 +384,7 @@ pub(crate) fn ingest_paths(
         progress(&state);
     }
     if !batch.is_empty() {
-        state.chunks_written += write_batch(inner, batch, &links, &mut summary, true)?;
+        state.chunks_written += write_batch(inner, batch, &links, &mut summary, &mut skips, true)?;
     }
     prune_deleted(inner, &roots, &mut summary)?;
     write::finish_bulk(inner)?;

@@ -36,8 +36,12 @@ fn a_latin1_mailbox_of_one_message_is_found_and_named_by_subject_and_sender() {
     let mut mbox = b"From rene@example.fr Tue Mar  5 09:30:00 2024\n".to_vec();
     mbox.extend_from_slice(&latin1("r1@example.fr"));
     fs::write(src.path().join("latin1.mbox"), &mbox).unwrap();
-    // The same message saved without the `From ` line.
-    fs::write(src.path().join("bare.mbox"), latin1("r2@example.fr")).unwrap();
+    // A message like it, an hour later, saved without the `From ` line (the same message
+    // again would be a copy, stored once).
+    let mut later = latin1("r2@example.fr");
+    let at = later.windows(8).position(|w| w == b"09:30:00").unwrap();
+    later[at..at + 2].copy_from_slice(b"10");
+    fs::write(src.path().join("bare.mbox"), later).unwrap();
     let m = open(data.path());
     let s = ingest(&m, src.path());
     assert_eq!((s.files_ingested, s.skipped.len()), (2, 0), "{s:?}");
@@ -132,6 +136,47 @@ fn a_sentence_quoted_by_every_reply_is_stored_once() {
     let hits = search(&m, "timer T3412 restarted reselects tracking area");
     let holding = hits.iter().filter(|h| h["snippet"].as_str().unwrap().contains("T3412")).count();
     assert!((1..=3).contains(&holding), "{hits:?}");
+}
+
+/// An Enron-style message file: one message, its Message-ID `<id>`, the name in `X-From`.
+fn filed(id: &str) -> String {
+    format!(
+        "Message-ID: <{id}.JavaMail.evans@thyme>\nDate: Mon, 14 May 2001 16:39:00 -0700 (PDT)\n\
+         From: phillip.allen@enron.com\nTo: tim.belden@enron.com\nSubject: West desk forecast\n\
+         X-From: Phillip K Allen\n\nHere is our forecast for the west desk gas positions next quarter.\n"
+    )
+}
+
+#[test]
+fn a_message_filed_in_three_folders_under_three_ids_is_one_hit() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    for (folder, file, id) in
+        [("inbox", "1.", "100"), ("all_documents", "7.", "101"), ("discussion_threads", "3.", "102")]
+    {
+        fs::create_dir_all(src.path().join(folder)).unwrap();
+        fs::write(src.path().join(folder).join(file), filed(id)).unwrap();
+    }
+    // Another message of the same sender at the same time, with other text: not a copy.
+    fs::write(src.path().join("inbox/2."), filed("103").replace("gas positions", "power positions")).unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, src.path());
+    let copies = s.skipped.iter().find(|k| k.reason.starts_with("a copy of a message")).map(|k| k.count);
+    assert_eq!(copies, Some(2), "{:?}", s.skipped);
+    let hits = search(&m, "west desk gas positions forecast");
+    let titles: Vec<&str> = hits.iter().map(|h| h["title"].as_str().unwrap()).collect();
+    assert_eq!(
+        titles, ["West desk forecast — Phillip K Allen"; 2],
+        "one hit for the copies, one for the other message"
+    );
+    // The file whose copy was stored goes: the message comes back from a copy on the next run.
+    fs::remove_file(src.path().join("all_documents/7.")).unwrap();
+    fs::remove_file(src.path().join("inbox/1.")).unwrap();
+    ingest(&m, src.path());
+    let r = m.wire::<ops::Recall>(json!({"query": "forecast gas positions", "min_relevance": 0})).unwrap();
+    let refs: Vec<&str> = r["chunks"].as_array().unwrap().iter().map(|c| c["source_ref"].as_str().unwrap()).collect();
+    assert_eq!(refs.len(), 2, "{r}");
+    assert!(refs.contains(&"102.JavaMail.evans@thyme"), "stored from the copy that is left: {refs:?}");
 }
 
 fn top(m: &crate::MemoryEngine, kind: &str) -> Vec<String> {
