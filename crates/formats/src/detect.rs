@@ -8,7 +8,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{irc, whatsapp};
+use super::{gzip, irc, whatsapp};
 
 const SNIFF_BYTES: u64 = 16 * 1024;
 
@@ -96,7 +96,15 @@ pub fn detect(path: &Path, kind: Option<&str>, named: bool) -> Detected {
     if is_slack_index(path) {
         return Detected::Skip("Slack export index (its names are used for the channel files)");
     }
-    let sniffed = head(path).and_then(|h| sniff(path, &h));
+    let start = head(path);
+    // A gzip file is sniffed and named by what it holds (`2024-March.txt.gz` reads as text).
+    let compressed = start.as_deref().is_some_and(gzip::is_gzip);
+    let (start, inner) = match start {
+        Some(h) if compressed => (Some(gzip::head(&h, SNIFF_BYTES)), gzip::inner(path)),
+        h => (h, path.to_path_buf()),
+    };
+    let path = inner.as_path();
+    let sniffed = start.and_then(|h| sniff(path, &h));
     let by_ext = FileKind::from_extension(path);
     let chosen = match (sniffed, kind) {
         (Some(k), Some(f)) if k.name() == f => Some(k),
@@ -270,6 +278,12 @@ mod tests {
         let irc = "--- Log opened Tue Dec 01 10:00:00 2020\n10:00 < ann> hi\n10:01 <@bo> hey\n10:02 < ann> tea?\n";
         assert_eq!(kind_of(d, "#tea.log", irc.as_bytes()), Read(Irc));
         assert_eq!(kind_of(d, "tea-channel.txt", irc.as_bytes()), Read(Irc), "a log saved as text is still chat");
+        let gz = crate::gzip::tests::gz;
+        let archive = b"From jjl at pobox.com  Thu Nov  1 11:19:12 2001\nFrom: jjl at pobox.com (John)\n\nhi\n";
+        assert_eq!(kind_of(d, "2001-November.txt.gz", &gz(archive)), Read(Email), "Mailman's gzip'd text");
+        assert_eq!(kind_of(d, "#tea.log.1.gz", &gz(irc.as_bytes())), Read(Irc));
+        assert_eq!(kind_of(d, "notes.txt.gz", &gz(b"just words")), Read(Text), "the extension under .gz");
+        assert_eq!(kind_of(d, "backup.tar.gz", &gz(b"\0\0binary")), Unsupported);
         assert_eq!(kind_of(d, "notes.md", b"From: a\nSubject: b\n"), Read(Markdown));
         assert_eq!(kind_of(d, "plain.txt", b"just words"), Read(Text));
         assert_eq!(kind_of(d, "photo.jpg", b"\xff\xd8\xff\xe0"), Unsupported);

@@ -18,6 +18,7 @@ mod detect;
 mod discord;
 mod error;
 mod gemini;
+mod gzip;
 mod html;
 mod irc;
 mod mail;
@@ -109,6 +110,13 @@ pub fn parse(
     ctx: &mut Context,
     skips: &mut Skips,
 ) -> Result<Parsed, FormatError> {
+    let inflated;
+    let bytes = if gzip::is_gzip(bytes) {
+        inflated = gzip::inflate(bytes)?;
+        &inflated[..]
+    } else {
+        bytes
+    };
     let text = |bytes| text::decode(bytes).map(|(t, _)| t);
     let document = |title, format, body| Parsed::Document(Document { title, format, body });
     Ok(match kind {

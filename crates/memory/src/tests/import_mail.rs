@@ -72,6 +72,30 @@ fn mailman_archives_keep_senders_and_their_own_dates() {
 }
 
 #[test]
+fn gzipped_archives_and_logs_read_as_what_they_hold() {
+    use std::io::Write;
+    let gz = |from: &std::path::Path, to: &std::path::Path| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(&std::fs::read(from).unwrap()).unwrap();
+        std::fs::write(to, e.finish().unwrap()).unwrap();
+    };
+    let src = tempfile::tempdir().unwrap();
+    // Mailman's "Gzip'd Text" download, and a rotated IRC log.
+    gz(&fixture("mailman").join("2001-November.txt"), &src.path().join("2001-November.txt.gz"));
+    gz(&fixture("irc").join("#garden.log"), &src.path().join("#garden.log.1.gz"));
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, src.path());
+    assert_eq!((s.files_ingested, s.files_unsupported), (2, 0), "{s:?}");
+    let thread = chunks_of(&m, "thread:Pine.LNX.4.33.0111011115.A-100000@localhost");
+    assert_eq!(thread.len(), 3, "the archive's one thread: {thread:#?}");
+    assert_eq!(thread[1]["owner"], "mara@example.org");
+    assert!(found_on_day(&m, "frost warning fleece", "2024-03-02", "irc:garden"));
+    let again = ingest(&m, src.path());
+    assert_eq!((again.files_unchanged, again.files_ingested), (2, 0), "{again:?}");
+}
+
+#[test]
 fn a_message_without_any_date_is_reported_and_gets_no_date_line() {
     let data = tempfile::tempdir().unwrap();
     let src = tempfile::tempdir().unwrap();
