@@ -1,7 +1,7 @@
 //! What a file is, decided from its place and content first and its extension second: the
 //! first 16 KiB are sniffed for a PDF header, a JSON export's shape (ChatGPT, Claude, Slack,
-//! DiscordChatExporter, chat lines), an mbox `From ` line, mail headers, HTML, WhatsApp's
-//! line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
+//! DiscordChatExporter, Telegram, Messenger, chat lines), an mbox `From ` line, mail headers,
+//! HTML, WhatsApp's line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
 //! `kind` given by the caller names the family (document, email, chat) and the content picks
 //! the format in it.
 
@@ -31,6 +31,10 @@ pub enum FileKind {
     /// One day of one channel in a Slack export folder.
     Slack,
     Discord,
+    /// Telegram Desktop's JSON export: one chat, or the whole account.
+    Telegram,
+    /// Facebook Messenger's or Instagram's `message_N.json`.
+    Messenger,
     WhatsApp,
     /// An IRC client's or bouncer's log (irssi, WeeChat, ZNC, HexChat).
     Irc,
@@ -43,6 +47,7 @@ impl FileKind {
             FileKind::Markdown | FileKind::Text | FileKind::Html | FileKind::Pdf => "document",
             FileKind::Email => "email",
             FileKind::Chat | FileKind::ChatGpt | FileKind::Claude | FileKind::Slack | FileKind::Discord => "chat",
+            FileKind::Telegram | FileKind::Messenger => "chat",
             FileKind::WhatsApp | FileKind::Irc => "chat",
         }
     }
@@ -193,6 +198,12 @@ fn json_shape(path: &Path, t: &str) -> Option<FileKind> {
     if t.starts_with('{') && has("guild") && has("channel") && has("messages") {
         return Some(FileKind::Discord);
     }
+    if t.starts_with('{') && (has("about") && has("personal_information") || has("messages") && has("date_unixtime")) {
+        return Some(FileKind::Telegram);
+    }
+    if t.starts_with('{') && has("participants") && has("sender_name") && has("timestamp_ms") {
+        return Some(FileKind::Messenger);
+    }
     if t.starts_with('[') {
         let slack_message = t.contains("\"type\": \"message\"") || t.contains("\"type\":\"message\"");
         if slack_export_root(path).is_some() || slack_message && has("ts") {
@@ -266,6 +277,11 @@ mod tests {
         );
         assert_eq!(kind_of(d, "c.json", br#"[{"uuid":"u","name":"n","chat_messages":[]}]"#), Read(Claude));
         assert_eq!(kind_of(d, "x.json", br#"{"guild":{},"channel":{},"messages":[]}"#), Read(Discord));
+        let tg = br#"{"name": "Ana", "type": "personal_chat", "id": 1, "messages": [{"id": 1, "date_unixtime": "1"}]}"#;
+        assert_eq!(kind_of(d, "result.json", tg), Read(Telegram));
+        assert_eq!(kind_of(d, "all.json", br#"{"about": "x", "personal_information": {}}"#), Read(Telegram));
+        let fb = br#"{"participants": [], "messages": [{"sender_name": "A", "timestamp_ms": 1}]}"#;
+        assert_eq!(kind_of(d, "message_1.json", fb), Read(Messenger));
         assert_eq!(kind_of(d, "arr.json", br#"[{"ts":"2024-01-01 10:00:00","from":"a","text":"b"}]"#), Read(Chat));
         assert_eq!(kind_of(d, "lines.log", b"{\"ts\":1,\"from\":\"a\",\"text\":\"b\"}\n"), Read(Chat));
         assert_eq!(kind_of(d, "arch.txt", b"From jjl at pobox.com  Thu Nov  1 11:19:12 2001\nFrom: x\n"), Read(Email));

@@ -1,7 +1,8 @@
 //! File formats, from bytes to what they hold: documents (Markdown, text in any common
 //! encoding, HTML, PDF), e-mail messages (`.eml`, Maildir, mbox and Mailman/pipermail archives)
 //! and chat channels (chat lines as JSON Lines or an array, ChatGPT and Claude exports, Slack
-//! export folders, DiscordChatExporter JSON, WhatsApp `.txt`, IRC logs), and the session logs coding
+//! export folders, DiscordChatExporter JSON, Telegram and Messenger/Instagram JSON, WhatsApp
+//! `.txt`, IRC logs), and the session logs coding
 //! agents keep on disk (Claude Code, Codex CLI, Gemini CLI), read a record at a time.
 //!
 //! The crate knows nothing of where the results go: no database, index or chunking. `detect`
@@ -24,11 +25,13 @@ mod irc;
 mod mail;
 mod mailtext;
 mod mbox;
+mod messenger;
 mod pdf;
 mod quote;
 mod report;
 mod slack;
 mod stream;
+mod telegram;
 mod text;
 mod whatsapp;
 mod when;
@@ -132,6 +135,8 @@ pub fn parse(
         FileKind::Claude => Parsed::Chat(assistant::parse_claude(bytes, path, skips)?),
         FileKind::Slack => Parsed::Chat(slack::parse(bytes, path, &mut ctx.slack, skips)?),
         FileKind::Discord => Parsed::Chat(discord::parse(bytes, path, skips)?),
+        FileKind::Telegram => Parsed::Chat(telegram::parse(bytes, path, skips)?),
+        FileKind::Messenger => Parsed::Chat(messenger::parse(bytes, path, skips)?),
         FileKind::WhatsApp => Parsed::Chat(whatsapp::parse(&text(bytes)?, path, skips)),
         FileKind::Irc => Parsed::Chat(irc::parse(&text(bytes)?, path, mtime_ms, skips)),
         FileKind::Email => Parsed::Mail(mail::parse_file(bytes, path, mtime_ms, skips)?),

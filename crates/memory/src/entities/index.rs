@@ -277,12 +277,12 @@ pub(crate) fn index_chunk(
     if text {
         found.add_text(conn, scan(prose.into_iter()))?;
     }
-    // A chat channel names what its conversations are about; a WhatsApp chat or an IRC query
-    // log (no `#`) is named after a person and an assistant conversation after its first
+    // A chat channel names what its conversations are about; a WhatsApp, Telegram or Messenger
+    // chat or an IRC query log (no `#`) is named after a person (or a group of friends) and an assistant conversation after its first
     // question, so those are not.
     let platform = c.metadata.get("platform").and_then(Value::as_str);
     let names_a_person = |ch: &str| match platform {
-        Some("whatsapp" | "chatgpt" | "claude") => true,
+        Some("whatsapp" | "telegram" | "messenger" | "chatgpt" | "claude") => true,
         Some("irc") => !ch.starts_with(['#', '&']),
         _ => false,
     };

@@ -256,6 +256,32 @@ fn irc_logs_of_irssi_znc_and_weechat_are_chat() {
 }
 
 #[test]
+fn telegram_and_messenger_exports_are_chat() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("telegram"));
+    assert_eq!((s.files_ingested, s.chunks_added), (1, 1), "{s:?}");
+    assert_eq!(skips(&s), [skip("message", "Telegram service message (pin_message)", 1)]);
+    assert_eq!(
+        contents(&chunks_of(&m, "telegram:4242")),
+        ["[2024-05-01 09:00] Ana Lima: the ferry to the island leaves at ten from pier 3\n\
+          [2024-05-01 09:02] Me: bring the snorkels please"]
+    );
+    assert!(found_on_day(&m, "ferry pier", "2024-05-01", "telegram:4242"));
+    let s = ingest(&m, &fixture("messenger"));
+    assert_eq!((s.files_ingested, s.chunks_added), (1, 1), "{s:?}");
+    let rene = chunks_of(&m, "messenger:inbox/rene_123");
+    assert_eq!(
+        contents(&rene),
+        ["[2024-05-02 09:00] René François: the pottery fair opens on Saturday at nine\n\
+          [2024-05-02 09:01] Sam: see you at the café then"],
+        "oldest first, the export's escaped UTF-8 read back"
+    );
+    let hit = &m.wire::<ops::Search>(json!({"query": "cafe"})).unwrap()["hits"][0];
+    assert_eq!((hit["source_kind"].as_str(), hit["title"].as_str()), (Some("chat"), Some("René François")));
+}
+
+#[test]
 fn chat_lines_in_common_time_forms_and_json_arrays() {
     let data = tempfile::tempdir().unwrap();
     let m = open(data.path());
