@@ -242,8 +242,10 @@ fn channel_name(path: &Path) -> String {
     };
     let mut name = String::new();
     for (i, c) in base.char_indices() {
-        let next_is_digit = base[i + c.len_utf8()..].starts_with(|d: char| d.is_ascii_digit());
-        if i > 0 && (c == '.' || (c == '_' || c == '-') && next_is_digit) {
+        // A date after `_` or `-` ends the name; other digits are part of it (`#conv-26`).
+        let rest = &base.as_bytes()[i + c.len_utf8()..];
+        let dated = rest.len() >= 8 && rest[..4].iter().all(u8::is_ascii_digit) && &rest[..4] > b"1970";
+        if i > 0 && (c == '.' || (c == '_' || c == '-') && dated) {
             break;
         }
         name.push(c);
@@ -417,6 +419,9 @@ mod tests {
         assert_eq!(channel_name(Path::new("irc.libera.#rust-beginners.weechatlog")), "#rust-beginners");
         assert_eq!(channel_name(Path::new("me_libera_#rust_20201201.log")), "#rust");
         assert_eq!(channel_name(Path::new("friends.log")), "friends");
+        assert_eq!(channel_name(Path::new("#conv-26.log")), "#conv-26");
+        assert_eq!(channel_name(Path::new("#abcé-x.log")), "#abcé-x");
+        assert_eq!(channel_name(Path::new("#rust-2020-12-01.log")), "#rust");
         assert_eq!(day_in_name(Path::new("me_libera_#rust_20201201.log")), NaiveDate::from_ymd_opt(2020, 12, 1));
         assert_eq!(day_in_name(Path::new("#rust.2020-12-01.log")), NaiveDate::from_ymd_opt(2020, 12, 1));
         assert_eq!(day_in_name(Path::new("#rust.log")), None);
