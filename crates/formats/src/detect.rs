@@ -101,11 +101,9 @@ pub fn detect(path: &Path, kind: Option<&str>, named: bool) -> Detected {
     if is_slack_index(path) {
         return Detected::Skip("Slack export index (its names are used for the channel files)");
     }
-    let start = head(path);
     // A gzip file is sniffed and named by what it holds (`2024-March.txt.gz` reads as text).
-    let compressed = start.as_deref().is_some_and(gzip::is_gzip);
-    let (start, inner) = match start {
-        Some(h) if compressed => (Some(gzip::head(&h, SNIFF_BYTES)), gzip::inner(path)),
+    let (start, inner) = match head(path) {
+        Some(h) if gzip::is_gzip(&h) => (Some(gzip::head(&h, SNIFF_BYTES)), gzip::inner(path)),
         h => (h, path.to_path_buf()),
     };
     let path = inner.as_path();

@@ -3,6 +3,7 @@
 //! Detection sniffs the decompressed start and takes the extension under `.gz`; parsing
 //! decompresses the whole file, up to [`MAX_INFLATED`].
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -26,8 +27,13 @@ pub(crate) fn head(bytes: &[u8], n: u64) -> Vec<u8> {
     out
 }
 
+/// What a file's `bytes` hold: decompressed when they are gzip, else the bytes themselves.
+pub(crate) fn unpacked(bytes: &[u8]) -> Result<Cow<'_, [u8]>, FormatError> {
+    if is_gzip(bytes) { inflate(bytes).map(Cow::Owned) } else { Ok(Cow::Borrowed(bytes)) }
+}
+
 /// Everything the compressed `bytes` hold.
-pub(crate) fn inflate(bytes: &[u8]) -> Result<Vec<u8>, FormatError> {
+fn inflate(bytes: &[u8]) -> Result<Vec<u8>, FormatError> {
     let mut out = Vec::new();
     MultiGzDecoder::new(bytes)
         .take(MAX_INFLATED + 1)
@@ -68,6 +74,8 @@ pub(crate) mod tests {
         let packed = gz(&text);
         assert!(is_gzip(&packed) && !is_gzip(&text));
         assert_eq!(inflate(&packed).unwrap(), text);
+        assert_eq!(unpacked(&packed).unwrap(), &text[..]);
+        assert!(matches!(unpacked(&text).unwrap(), Cow::Borrowed(_)), "plain bytes are not copied");
         assert_eq!(head(&packed, 16), &text[..16]);
         assert_eq!(head(&packed[..packed.len() / 2], 16), &text[..16], "a cut file still shows its start");
         assert!(inflate(&packed[..packed.len() / 2]).is_err());

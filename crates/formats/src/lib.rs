@@ -113,13 +113,7 @@ pub fn parse(
     ctx: &mut Context,
     skips: &mut Skips,
 ) -> Result<Parsed, FormatError> {
-    let inflated;
-    let bytes = if gzip::is_gzip(bytes) {
-        inflated = gzip::inflate(bytes)?;
-        &inflated[..]
-    } else {
-        bytes
-    };
+    let bytes = &*gzip::unpacked(bytes)?;
     let text = |bytes| text::decode(bytes).map(|(t, _)| t);
     let document = |title, format, body| Parsed::Document(Document { title, format, body });
     Ok(match kind {

@@ -247,13 +247,7 @@ impl Links {
         let mut links = Links::default();
         for path in paths {
             let Ok(bytes) = std::fs::read(path) else { continue };
-            let bytes = match crate::gzip::is_gzip(&bytes) {
-                true => match crate::gzip::inflate(&bytes) {
-                    Ok(b) => b,
-                    Err(_) => continue,
-                },
-                false => bytes,
-            };
+            let Ok(bytes) = crate::gzip::unpacked(&bytes) else { continue };
             if is_mbox(&bytes) {
                 for m in mbox::split(&bytes) {
                     links.add(&m.bytes, m.envelope_ms);
