@@ -1,6 +1,6 @@
 //! What a file is, decided from its place and content first and its extension second: the
 //! first 16 KiB are sniffed for a PDF header, a JSON export's shape (ChatGPT, Claude, Slack,
-//! DiscordChatExporter, Telegram, Messenger, chat lines), an mbox `From ` line, mail headers,
+//! DiscordChatExporter, Telegram, Messenger, Matrix, chat lines), an mbox `From ` line, mail headers,
 //! HTML, WhatsApp's line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
 //! `kind` given by the caller names the family (document, email, chat) and the content picks
 //! the format in it.
@@ -35,6 +35,8 @@ pub enum FileKind {
     Telegram,
     /// Facebook Messenger's or Instagram's `message_N.json`.
     Messenger,
+    /// A Matrix room exported as JSON by Element.
+    Matrix,
     WhatsApp,
     /// An IRC client's or bouncer's log (irssi, WeeChat, ZNC, HexChat).
     Irc,
@@ -47,7 +49,7 @@ impl FileKind {
             FileKind::Markdown | FileKind::Text | FileKind::Html | FileKind::Pdf => "document",
             FileKind::Email => "email",
             FileKind::Chat | FileKind::ChatGpt | FileKind::Claude | FileKind::Slack | FileKind::Discord => "chat",
-            FileKind::Telegram | FileKind::Messenger => "chat",
+            FileKind::Telegram | FileKind::Messenger | FileKind::Matrix => "chat",
             FileKind::WhatsApp | FileKind::Irc => "chat",
         }
     }
@@ -202,6 +204,9 @@ fn json_shape(path: &Path, t: &str) -> Option<FileKind> {
     if t.starts_with('{') && has("participants") && has("sender_name") && has("timestamp_ms") {
         return Some(FileKind::Messenger);
     }
+    if t.starts_with('{') && has("room_name") && has("messages") && (has("exported_by") || has("origin_server_ts")) {
+        return Some(FileKind::Matrix);
+    }
     if t.starts_with('[') {
         let slack_message = t.contains("\"type\": \"message\"") || t.contains("\"type\":\"message\"");
         if slack_export_root(path).is_some() || slack_message && has("ts") {
@@ -280,6 +285,8 @@ mod tests {
         assert_eq!(kind_of(d, "all.json", br#"{"about": "x", "personal_information": {}}"#), Read(Telegram));
         let fb = br#"{"participants": [], "messages": [{"sender_name": "A", "timestamp_ms": 1}]}"#;
         assert_eq!(kind_of(d, "message_1.json", fb), Read(Messenger));
+        let mx = br#"{"room_name": "Allotment", "exported_by": "Sam", "messages": [{"type": "m.room.message"}]}"#;
+        assert_eq!(kind_of(d, "Allotment - Chat Export - 2024-05-01.json", mx), Read(Matrix));
         assert_eq!(kind_of(d, "arr.json", br#"[{"ts":"2024-01-01 10:00:00","from":"a","text":"b"}]"#), Read(Chat));
         assert_eq!(kind_of(d, "lines.log", b"{\"ts\":1,\"from\":\"a\",\"text\":\"b\"}\n"), Read(Chat));
         assert_eq!(kind_of(d, "arch.txt", b"From jjl at pobox.com  Thu Nov  1 11:19:12 2001\nFrom: x\n"), Read(Email));

@@ -282,6 +282,39 @@ fn telegram_and_messenger_exports_are_chat() {
 }
 
 #[test]
+fn matrix_rooms_exported_by_element_are_chat() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("matrix"));
+    assert_eq!((s.files_ingested, s.chunks_added), (2, 2), "{s:?}");
+    assert_eq!(
+        contents(&chunks_of(&m, "matrix:!plot14:example.org")),
+        ["[2024-05-01 09:01] Ana Lima: the shed key is under the blue pot\n\
+          [2024-05-01 09:02] sam: which pot?\n\
+          [2024-05-01 09:05] raj: the rhubarb needs splitting before the frost"],
+        "the edit in its message, the reply without the quote it repeats, people by display name"
+    );
+    let counted: Vec<(String, usize)> = skips(&s).into_iter().map(|(_, r, n)| (r, n)).collect();
+    for (reason, n) in [
+        ("Matrix event m.room.member", 2),
+        ("Matrix event m.reaction", 1),
+        ("an edit (its message keeps the new text)", 1),
+        ("an encrypted message the export could not decrypt", 1),
+    ] {
+        assert!(counted.contains(&(reason.to_string(), n)), "{reason}: {counted:?}");
+    }
+    assert!(found_on_day(&m, "rhubarb frost", "2024-05-01", "matrix:!plot14:example.org"));
+    let hit = &m.wire::<ops::Search>(json!({"query": "seedlings thursday"})).unwrap()["hits"][0];
+    assert_eq!((hit["source_kind"].as_str(), hit["title"].as_str()), (Some("chat"), Some("Ana Lima")));
+    // A room is a topic; a direct chat, named after the person in it, is not.
+    m.wait_background();
+    let r = m.wire::<ops::TopEntities>(json!({"kind": "topic", "k": 50})).unwrap();
+    let topics: Vec<&str> = r["entities"].as_array().unwrap().iter().filter_map(|e| e["entity_id"].as_str()).collect();
+    assert!(topics.contains(&"topic:allotment"), "{topics:?}");
+    assert!(!topics.iter().any(|t| t.contains("lima")), "{topics:?}");
+}
+
+#[test]
 fn chat_lines_in_common_time_forms_and_json_arrays() {
     let data = tempfile::tempdir().unwrap();
     let m = open(data.path());
