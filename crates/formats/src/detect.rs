@@ -1,14 +1,14 @@
 //! What a file is, decided from its place and content first and its extension second: the
 //! first 16 KiB are sniffed for a PDF header, a JSON export's shape (ChatGPT, Claude, Slack,
 //! DiscordChatExporter, Telegram, Messenger, Matrix, chat lines), an mbox `From ` line, mail headers,
-//! HTML, WhatsApp's line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
+//! Telegram's HTML export, HTML, WhatsApp's line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
 //! `kind` given by the caller names the family (document, email, chat) and the content picks
 //! the format in it.
 
 use std::io::Read;
 use std::path::Path;
 
-use super::{gzip, irc, whatsapp};
+use super::{gzip, irc, telegram_html, whatsapp};
 
 const SNIFF_BYTES: u64 = 16 * 1024;
 
@@ -33,6 +33,8 @@ pub enum FileKind {
     Discord,
     /// Telegram Desktop's JSON export: one chat, or the whole account.
     Telegram,
+    /// Telegram Desktop's HTML export (`messages.html`, `messages2.html`…).
+    TelegramHtml,
     /// Facebook Messenger's or Instagram's `message_N.json`.
     Messenger,
     /// A Matrix room exported as JSON by Element.
@@ -49,7 +51,7 @@ impl FileKind {
             FileKind::Markdown | FileKind::Text | FileKind::Html | FileKind::Pdf => "document",
             FileKind::Email => "email",
             FileKind::Chat | FileKind::ChatGpt | FileKind::Claude | FileKind::Slack | FileKind::Discord => "chat",
-            FileKind::Telegram | FileKind::Messenger | FileKind::Matrix => "chat",
+            FileKind::Telegram | FileKind::TelegramHtml | FileKind::Messenger | FileKind::Matrix => "chat",
             FileKind::WhatsApp | FileKind::Irc => "chat",
         }
     }
@@ -168,6 +170,9 @@ fn sniff(path: &Path, head: &[u8]) -> Option<FileKind> {
     if is_mbox_separator(t.lines().next().unwrap_or("")) {
         return Some(FileKind::Email);
     }
+    if telegram_html::looks_like(t) {
+        return Some(FileKind::TelegramHtml);
+    }
     let lower: String = t.chars().take(1024).collect::<String>().to_ascii_lowercase();
     if lower.starts_with("<!doctype html")
         || lower.starts_with("<html")
@@ -285,6 +290,8 @@ mod tests {
         assert_eq!(kind_of(d, "all.json", br#"{"about": "x", "personal_information": {}}"#), Read(Telegram));
         let fb = br#"{"participants": [], "messages": [{"sender_name": "A", "timestamp_ms": 1}]}"#;
         assert_eq!(kind_of(d, "message_1.json", fb), Read(Messenger));
+        let tg_html = b"<!DOCTYPE html>\n<html><head><title>Exported Data</title></head><body><div class=\"page_wrap\">\n<div class=\"page_header\"><div class=\"content\"><div class=\"text bold\">Ana</div></div></div>\n<div class=\"page_body chat_page\"><div class=\"history\">";
+        assert_eq!(kind_of(d, "messages2.html", tg_html), Read(TelegramHtml));
         let mx = br#"{"room_name": "Allotment", "exported_by": "Sam", "messages": [{"type": "m.room.message"}]}"#;
         assert_eq!(kind_of(d, "Allotment - Chat Export - 2024-05-01.json", mx), Read(Matrix));
         assert_eq!(kind_of(d, "arr.json", br#"[{"ts":"2024-01-01 10:00:00","from":"a","text":"b"}]"#), Read(Chat));

@@ -282,6 +282,32 @@ fn telegram_and_messenger_exports_are_chat() {
 }
 
 #[test]
+fn telegram_html_exports_are_chat() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("telegram-html"));
+    assert_eq!(s.files_ingested, 2, "{s:?}");
+    let lines: Vec<String> = contents(&chunks_of(&m, "telegram:Climbing Crew"))
+        .iter()
+        .flat_map(|c| c.lines().map(str::to_string))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "[2024-05-03 17:30] Mei Kato: the bouldering wall reopens on Tuesday with new overhang problems",
+            "[2024-05-04 08:15] Omar D'Souza: I'll bring chalk and the spare harness",
+        ],
+        "both pages are the one chat, times read with their offset, markup and entities undone"
+    );
+    let counted: Vec<(String, usize)> = skips(&s).into_iter().map(|(_, r, n)| (r, n)).collect();
+    assert!(counted.contains(&("Telegram service message".to_string(), 1)), "{counted:?}");
+    assert!(counted.contains(&("media without text".to_string(), 1)), "{counted:?}");
+    assert!(found_on_day(&m, "chalk harness", "2024-05-04", "telegram:Climbing Crew"));
+    let hit = &m.wire::<ops::Search>(json!({"query": "bouldering overhang"})).unwrap()["hits"][0];
+    assert_eq!((hit["source_kind"].as_str(), hit["title"].as_str()), (Some("chat"), Some("Climbing Crew")));
+}
+
+#[test]
 fn matrix_rooms_exported_by_element_are_chat() {
     let data = tempfile::tempdir().unwrap();
     let m = open(data.path());
