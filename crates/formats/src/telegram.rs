@@ -3,15 +3,17 @@
 //! one channel per chat with the id `telegram:<chat id>`. A message's time is its
 //! `date_unixtime` (else its `date`, read as UTC), its sender `from`, its text the `text`
 //! string or the parts of a formatted one joined; service messages (joins, pins, calls) and
-//! media without a caption are counted, not stored. The file is read as one JSON tree.
+//! media without a caption are counted, not stored. Chats and their messages are read one at
+//! a time (`stream`), so an account's export of any size is never one JSON tree.
 
 use std::path::Path;
 
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::chat::{Channel, ChatMsg};
 use super::report::Skips;
-use super::when;
+use super::{stream, when};
 use crate::error::FormatError;
 
 /// A message's text: a string, or an array of strings and `{type, text}` entities.
@@ -51,32 +53,165 @@ fn message(m: &Value, path: &Path, skips: &mut Skips) -> Option<ChatMsg> {
     Some(ChatMsg { at, ts, from: from.to_string(), text, thread: None, handle: None })
 }
 
-fn chat(c: &Value, path: &Path, skips: &mut Skips) -> Option<Channel> {
-    let msgs = c.get("messages")?.as_array()?;
-    let id = c.get("id").map_or_else(|| "chat".to_string(), |v| v.to_string().trim_matches('"').to_string());
-    let name = match (c.get("name").and_then(Value::as_str), c.get("type").and_then(Value::as_str)) {
-        (Some(n), _) if !n.trim().is_empty() => n.trim().to_string(),
-        (_, Some("saved_messages")) => "Saved Messages".to_string(),
-        _ => format!("chat {id}"),
-    };
-    let mut ch = Channel::new(format!("telegram:{id}"), name.clone(), name, Some("telegram"));
-    ch.msgs = msgs.iter().filter_map(|m| message(m, path, skips)).collect();
-    Some(ch)
+/// What one chat object (`{name, type, id, messages}`) holds, gathered key by key; its
+/// messages are read one at a time.
+#[derive(Default)]
+struct ChatFields {
+    name: Value,
+    kind: Value,
+    id: Value,
+    msgs: Option<Vec<ChatMsg>>,
+}
+
+impl ChatFields {
+    /// Reads the value of `key` when it is one of a chat's; false leaves it to the caller.
+    fn take<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+        path: &Path,
+        skips: &mut Skips,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "name" => self.name = map.next_value()?,
+            "type" => self.kind = map.next_value()?,
+            "id" => self.id = map.next_value()?,
+            "messages" => {
+                let mut out = Vec::new();
+                map.next_value_seed(stream::Elements(|_, m: Value| out.extend(message(&m, path, skips))))?;
+                self.msgs = Some(out);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The chat as a channel; None when it had no `messages` list.
+    fn channel(self) -> Option<Channel> {
+        let msgs = self.msgs?;
+        let id = match &self.id {
+            Value::Null => "chat".to_string(),
+            v => v.to_string().trim_matches('"').to_string(),
+        };
+        let name = match (self.name.as_str().map(str::trim), self.kind.as_str()) {
+            (Some(n), _) if !n.is_empty() => n.to_string(),
+            (_, Some("saved_messages")) => "Saved Messages".to_string(),
+            _ => format!("chat {id}"),
+        };
+        let mut ch = Channel::new(format!("telegram:{id}"), name.clone(), name, Some("telegram"));
+        ch.msgs = msgs;
+        Some(ch)
+    }
+}
+
+/// Where the chats read so far go, and what a chat's messages need.
+struct Sink<'a> {
+    path: &'a Path,
+    skips: &'a mut Skips,
+    out: &'a mut Vec<Channel>,
+}
+
+/// One chat object of a list.
+struct Chat<'s, 'a>(&'s mut Sink<'a>);
+
+impl<'de> Visitor<'de> for Chat<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Telegram chat")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut chat = ChatFields::default();
+        while let Some(key) = map.next_key::<String>()? {
+            if !chat.take(&key, &mut map, self.0.path, self.0.skips)? {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        self.0.out.extend(chat.channel());
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Chat<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// An account export's `chats` or `left_chats` (`{about, list}`), or the `list` array in it.
+struct Chats<'s, 'a>(&'s mut Sink<'a>);
+
+impl<'de> Visitor<'de> for Chats<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Telegram list of chats")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "list" {
+                map.next_value_seed(Chats(&mut *self.0))?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Chat(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Chats<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+/// The file: one chat, or an account export whose `chats` and `left_chats` hold its chats.
+/// The value says whether it had either shape.
+struct Export<'s, 'a>(&'s mut Sink<'a>);
+
+impl<'de> Visitor<'de> for Export<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a Telegram export object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut lists = false;
+        let mut chat = ChatFields::default();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "chats" || key == "left_chats" {
+                lists = true;
+                map.next_value_seed(Chats(&mut *self.0))?;
+            } else if !chat.take(&key, &mut map, self.0.path, self.0.skips)? {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        let single = chat.channel();
+        let shaped = lists || single.is_some();
+        self.0.out.extend(single);
+        Ok(shaped)
+    }
 }
 
 pub(crate) fn parse(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<Channel>, FormatError> {
-    let v: Value = serde_json::from_slice(bytes)
-        .map_err(|e| FormatError::malformed(format!("not a Telegram export: invalid JSON: {e}")))?;
-    if v.get("messages").is_some() {
-        return chat(&v, path, skips)
-            .map(|c| vec![c])
-            .ok_or_else(|| FormatError::malformed("a Telegram chat whose `messages` is not a list"));
-    }
-    let lists = ["chats", "left_chats"].map(|k| v.pointer(&format!("/{k}/list")).and_then(Value::as_array));
-    if lists.iter().all(Option::is_none) {
+    let mut out = Vec::new();
+    let mut sink = Sink { path, skips, out: &mut out };
+    if !stream::read(bytes, "a Telegram export", Export(&mut sink))? {
         return Err(FormatError::malformed("not a Telegram export: neither `messages` nor `chats.list`"));
     }
-    Ok(lists.into_iter().flatten().flatten().filter_map(|c| chat(c, path, skips)).collect())
+    Ok(out)
 }
 
 #[cfg(test)]

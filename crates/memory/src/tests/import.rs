@@ -287,10 +287,8 @@ fn telegram_html_exports_are_chat() {
     let m = open(data.path());
     let s = ingest(&m, &fixture("telegram-html"));
     assert_eq!(s.files_ingested, 2, "{s:?}");
-    let lines: Vec<String> = contents(&chunks_of(&m, "telegram:Climbing Crew"))
-        .iter()
-        .flat_map(|c| c.lines().map(str::to_string))
-        .collect();
+    let lines: Vec<String> =
+        contents(&chunks_of(&m, "telegram:Climbing Crew")).iter().flat_map(|c| c.lines().map(str::to_string)).collect();
     assert_eq!(
         lines,
         [
