@@ -1,14 +1,14 @@
 //! What a file is, decided from its place and content first and its extension second: the
 //! first 16 KiB are sniffed for a PDF header, a JSON export's shape (ChatGPT, Claude, Slack,
 //! DiscordChatExporter, Telegram, Messenger, Matrix, chat lines), an mbox `From ` line, mail headers,
-//! Telegram's HTML export, HTML, WhatsApp's line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
+//! Telegram's HTML export, an SMS backup's XML, HTML, WhatsApp's line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
 //! `kind` given by the caller names the family (document, email, chat) and the content picks
 //! the format in it.
 
 use std::io::Read;
 use std::path::Path;
 
-use super::{gzip, irc, telegram_html, whatsapp};
+use super::{gzip, irc, sms, telegram_html, whatsapp};
 
 const SNIFF_BYTES: u64 = 16 * 1024;
 
@@ -39,6 +39,8 @@ pub enum FileKind {
     Messenger,
     /// A Matrix room exported as JSON by Element.
     Matrix,
+    /// Android text messages saved by SMS Backup & Restore (XML).
+    Sms,
     WhatsApp,
     /// An IRC client's or bouncer's log (irssi, WeeChat, ZNC, HexChat).
     Irc,
@@ -52,7 +54,7 @@ impl FileKind {
             FileKind::Email => "email",
             FileKind::Chat | FileKind::ChatGpt | FileKind::Claude | FileKind::Slack | FileKind::Discord => "chat",
             FileKind::Telegram | FileKind::TelegramHtml | FileKind::Messenger | FileKind::Matrix => "chat",
-            FileKind::WhatsApp | FileKind::Irc => "chat",
+            FileKind::WhatsApp | FileKind::Irc | FileKind::Sms => "chat",
         }
     }
 
@@ -169,6 +171,9 @@ fn sniff(path: &Path, head: &[u8]) -> Option<FileKind> {
     }
     if is_mbox_separator(t.lines().next().unwrap_or("")) {
         return Some(FileKind::Email);
+    }
+    if sms::looks_like(t) {
+        return Some(FileKind::Sms);
     }
     if telegram_html::looks_like(t) {
         return Some(FileKind::TelegramHtml);
@@ -292,6 +297,9 @@ mod tests {
         assert_eq!(kind_of(d, "message_1.json", fb), Read(Messenger));
         let tg_html = b"<!DOCTYPE html>\n<html><head><title>Exported Data</title></head><body><div class=\"page_wrap\">\n<div class=\"page_header\"><div class=\"content\"><div class=\"text bold\">Ana</div></div></div>\n<div class=\"page_body chat_page\"><div class=\"history\">";
         assert_eq!(kind_of(d, "messages2.html", tg_html), Read(TelegramHtml));
+        let backup =
+            b"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<smses count=\"1\">\n<sms address=\"1\" />";
+        assert_eq!(kind_of(d, "sms-20240501200000.xml", backup), Read(Sms));
         let mx = br#"{"room_name": "Allotment", "exported_by": "Sam", "messages": [{"type": "m.room.message"}]}"#;
         assert_eq!(kind_of(d, "Allotment - Chat Export - 2024-05-01.json", mx), Read(Matrix));
         assert_eq!(kind_of(d, "arr.json", br#"[{"ts":"2024-01-01 10:00:00","from":"a","text":"b"}]"#), Read(Chat));

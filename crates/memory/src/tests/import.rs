@@ -306,6 +306,25 @@ fn telegram_html_exports_are_chat() {
 }
 
 #[test]
+fn android_text_message_backups_are_chat() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("sms"));
+    assert_eq!((s.files_ingested, s.chunks_added), (1, 2), "{s:?}");
+    assert_eq!(skips(&s), [skip("message", "a draft", 1)]);
+    assert_eq!(
+        contents(&chunks_of(&m, "sms:+447700900321")),
+        ["[2024-05-06 10:15] Priya Shah: the locksmith comes Tuesday at 8, leave the side gate open\n\
+          [2024-05-06 10:16] Me: thanks, I'll put the spare key under the mat"]
+    );
+    let group = chunks_of(&m, "sms:+447700900321~+447700900654");
+    assert_eq!(contents(&group), ["[2024-05-06 11:15] Tom Reed: book club moved to Thursday, bring the Ishiguro"]);
+    assert!(found_on_day(&m, "locksmith side gate", "2024-05-06", "sms:+447700900321"));
+    let hit = &m.wire::<ops::Search>(json!({"query": "spare key mat"})).unwrap()["hits"][0];
+    assert_eq!((hit["source_kind"].as_str(), hit["title"].as_str()), (Some("chat"), Some("Priya Shah")));
+}
+
+#[test]
 fn matrix_rooms_exported_by_element_are_chat() {
     let data = tempfile::tempdir().unwrap();
     let m = open(data.path());
