@@ -198,8 +198,8 @@ pub(crate) struct IngestArgs {
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Read every file as this family; its content still picks the format within it (a PDF or
-    /// HTML document, a Maildir message or an mbox, a ChatGPT, Slack, Telegram, Matrix or
-    /// WhatsApp export, an SMS backup, an IRC log).
+    /// HTML document, a Maildir message or an mbox, a ChatGPT, Slack, Telegram, Matrix, Google
+    /// Chat or WhatsApp export, an SMS backup, an IRC log).
     #[arg(long, value_enum)]
     pub kind: Option<IngestKind>,
     #[command(flatten)]

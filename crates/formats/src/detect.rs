@@ -1,6 +1,6 @@
 //! What a file is, decided from its place and content first and its extension second: the
 //! first 16 KiB are sniffed for a PDF header, a JSON export's shape (ChatGPT, Claude, Slack,
-//! DiscordChatExporter, Telegram, Messenger, Matrix, chat lines), an mbox `From ` line, mail headers,
+//! DiscordChatExporter, Telegram, Messenger, Matrix, Google Chat, chat lines), an mbox `From ` line, mail headers,
 //! Telegram's HTML export, an SMS backup's XML, HTML, WhatsApp's line pattern, or an IRC log's lines; a file in a Maildir's `cur/` or `new/` is a message. A
 //! `kind` given by the caller names the family (document, email, chat) and the content picks
 //! the format in it.
@@ -8,7 +8,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use super::{gzip, irc, sms, telegram_html, whatsapp};
+use super::{gchat, gzip, irc, sms, telegram_html, whatsapp};
 
 const SNIFF_BYTES: u64 = 16 * 1024;
 
@@ -39,6 +39,8 @@ pub enum FileKind {
     Messenger,
     /// A Matrix room exported as JSON by Element.
     Matrix,
+    /// Google Chat's `messages.json` in a Google Takeout export.
+    GoogleChat,
     /// Android text messages saved by SMS Backup & Restore (XML).
     Sms,
     WhatsApp,
@@ -54,6 +56,7 @@ impl FileKind {
             FileKind::Email => "email",
             FileKind::Chat | FileKind::ChatGpt | FileKind::Claude | FileKind::Slack | FileKind::Discord => "chat",
             FileKind::Telegram | FileKind::TelegramHtml | FileKind::Messenger | FileKind::Matrix => "chat",
+            FileKind::GoogleChat => "chat",
             FileKind::WhatsApp | FileKind::Irc | FileKind::Sms => "chat",
         }
     }
@@ -107,6 +110,9 @@ pub fn detect(path: &Path, kind: Option<&str>, named: bool) -> Detected {
     if is_slack_index(path) {
         return Detected::Skip("Slack export index (its names are used for the channel files)");
     }
+    if is_gchat_index(path) {
+        return Detected::Skip("Google Chat conversation or account information (its names are used for the messages)");
+    }
     // A gzip file is sniffed and named by what it holds (`2024-March.txt.gz` reads as text).
     let (start, inner) = match head(path) {
         Some(h) if gzip::is_gzip(&h) => (Some(gzip::head(&h, SNIFF_BYTES)), gzip::inner(path)),
@@ -148,6 +154,12 @@ fn slack_root(dir: &Path) -> bool {
 fn is_slack_index(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     SLACK_INDEX.contains(&name) && path.parent().is_some_and(slack_root)
+}
+
+/// A Google Takeout export's `group_info.json` or `user_info.json` under `Google Chat/`.
+fn is_gchat_index(path: &Path) -> bool {
+    let named = path.file_name().and_then(|n| n.to_str()).is_some_and(|n| gchat::INDEX_FILES.contains(&n));
+    named && path.ancestors().any(|a| a.file_name().is_some_and(|n| n == "Google Chat"))
 }
 
 /// The export folder of a Slack channel-day file (`<export>/<channel>/<date>.json`).
@@ -213,6 +225,9 @@ fn json_shape(path: &Path, t: &str) -> Option<FileKind> {
     }
     if t.starts_with('{') && has("participants") && has("sender_name") && has("timestamp_ms") {
         return Some(FileKind::Messenger);
+    }
+    if t.starts_with('{') && has("messages") && has("creator") && has("created_date") {
+        return Some(FileKind::GoogleChat);
     }
     if t.starts_with('{') && has("room_name") && has("messages") && (has("exported_by") || has("origin_server_ts")) {
         return Some(FileKind::Matrix);
@@ -297,6 +312,8 @@ mod tests {
         assert_eq!(kind_of(d, "message_1.json", fb), Read(Messenger));
         let tg_html = b"<!DOCTYPE html>\n<html><head><title>Exported Data</title></head><body><div class=\"page_wrap\">\n<div class=\"page_header\"><div class=\"content\"><div class=\"text bold\">Ana</div></div></div>\n<div class=\"page_body chat_page\"><div class=\"history\">";
         assert_eq!(kind_of(d, "messages2.html", tg_html), Read(TelegramHtml));
+        let gc = br#"{"messages": [{"creator": {"name": "Ana"}, "created_date": "Wednesday, May 1, 2024 at 9:00:00 AM UTC"}]}"#;
+        assert_eq!(kind_of(d, "messages.json", gc), Read(GoogleChat));
         let backup =
             b"<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>\n<smses count=\"1\">\n<sms address=\"1\" />";
         assert_eq!(kind_of(d, "sms-20240501200000.xml", backup), Read(Sms));

@@ -1,7 +1,7 @@
 //! File formats, from bytes to what they hold: documents (Markdown, text in any common
 //! encoding, HTML, PDF), e-mail messages (`.eml`, Maildir, mbox and Mailman/pipermail archives)
 //! and chat channels (chat lines as JSON Lines or an array, ChatGPT and Claude exports, Slack
-//! export folders, DiscordChatExporter JSON, Telegram (JSON and HTML), Messenger/Instagram and Matrix (Element) JSON, Android SMS backups, WhatsApp
+//! export folders, DiscordChatExporter JSON, Telegram (JSON and HTML), Messenger/Instagram and Matrix (Element) JSON, Google Chat from Takeout, Android SMS backups, WhatsApp
 //! `.txt`, IRC logs), and the session logs coding
 //! agents keep on disk (Claude Code, Codex CLI, Gemini CLI), read a record at a time.
 //!
@@ -18,6 +18,7 @@ mod codex;
 mod detect;
 mod discord;
 mod error;
+mod gchat;
 mod gemini;
 mod gzip;
 mod html;
@@ -137,6 +138,7 @@ pub fn parse(
         FileKind::Matrix => Parsed::Chat(matrix::parse(bytes, path, skips)?),
         FileKind::TelegramHtml => Parsed::Chat(telegram_html::parse(&text(bytes)?, path, skips)),
         FileKind::Sms => Parsed::Chat(sms::parse(&text(bytes)?, path, skips)),
+        FileKind::GoogleChat => Parsed::Chat(gchat::parse(bytes, path, skips)?),
         FileKind::WhatsApp => Parsed::Chat(whatsapp::parse(&text(bytes)?, path, skips)),
         FileKind::Irc => Parsed::Chat(irc::parse(&text(bytes)?, path, mtime_ms, skips)),
         FileKind::Email => Parsed::Mail(mail::parse_file(bytes, path, mtime_ms, skips)?),

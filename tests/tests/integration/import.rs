@@ -37,8 +37,8 @@ fn every_export_format_ingests_and_is_found_by_date() {
     let (code, out, err) = ingest(&home, &fixtures());
     assert_eq!(code, 0, "no fixture fails\n{out}\n{err}");
     // 1 ChatGPT + 1 Claude + 3 Slack days + 1 Discord + 2 WhatsApp + 8 Maildir + 1 Mailman
-    // + HTML + PDF + text + 2 chat files + 3 IRC logs + Telegram (JSON, and HTML in 2 pages) + Messenger + 2 Matrix rooms + an SMS backup.
-    assert!(out.contains("ingested 32 file(s), 0 unchanged, 2 unsupported, 0 failed"), "{out}");
+    // + HTML + PDF + text + 2 chat files + 3 IRC logs + Telegram (JSON, and HTML in 2 pages) + Messenger + 2 Matrix rooms + an SMS backup + 2 Google Chat conversations.
+    assert!(out.contains("ingested 34 file(s), 0 unchanged, 2 unsupported, 0 failed"), "{out}");
     assert!(
         out.contains("unsupported (2, no importer reads them): ")
             && out.contains("unsupported/diagram.png")
@@ -61,7 +61,7 @@ fn every_export_format_ingests_and_is_found_by_date() {
     // but the unsupported files are still named.
     let (code, again, err) = ingest(&home, &fixtures());
     assert_eq!(code, 0, "{again}{err}");
-    assert!(again.contains("ingested 0 file(s), 32 unchanged, 2 unsupported"), "{again}");
+    assert!(again.contains("ingested 0 file(s), 34 unchanged, 2 unsupported"), "{again}");
     assert!(again.contains("unsupported/diagram.png"), "{again}");
 
     let mut s = ChildPeer::spawn(home.shim_cmd());

@@ -52,7 +52,7 @@ pub(crate) fn populate(home: &Home, p: &mut Peer) {
     tool_ok(&p.tool("memory.learn", json!({"text": "The user bakes on Sundays", "kind": "fact", "confidence": 0.9})));
     tool_ok(&p.tool("memory.learn", json!({"text": "Prefers metric units", "kind": "preference"})));
     let out = ok(home, &["ingest", fixtures().to_str().unwrap()]);
-    assert!(out.contains("ingested 32 file(s)"), "{out}");
+    assert!(out.contains("ingested 34 file(s)"), "{out}");
 }
 
 /// Waits (bounded) until every chunk has its vector: an ingest through the daemon leaves

@@ -278,15 +278,16 @@ pub(crate) fn index_chunk(
         found.add_text(conn, scan(prose.into_iter()))?;
     }
     // A chat channel names what its conversations are about; a WhatsApp, Telegram, Messenger or
-    // text-message chat, an IRC query log (no `#`) and a Matrix room named after one of its people (Element's
-    // name for a direct chat, "Ana Lima" or "Ana Lima and 2 others") are named after a person
-    // (or a group of friends), and an assistant conversation after its first question, so
-    // those are not.
+    // text-message chat, an IRC query log (no `#`), a Google Chat direct message (`DM …`) and
+    // a Matrix room named after one of its people (Element's name for a direct chat, "Ana
+    // Lima" or "Ana Lima and 2 others") are named after a person (or a group of friends), and
+    // an assistant conversation after its first question, so those are not.
     let platform = c.metadata.get("platform").and_then(Value::as_str);
     let participants = || c.metadata.get("participants").and_then(Value::as_array).into_iter().flatten();
     let names_a_person = |ch: &str| match platform {
         Some("whatsapp" | "telegram" | "messenger" | "sms" | "chatgpt" | "claude") => true,
         Some("irc") => !ch.starts_with(['#', '&']),
+        Some("gchat") => ch.starts_with("DM "),
         Some("matrix") => participants().filter_map(Value::as_str).any(|p| {
             !p.is_empty() && ch.strip_prefix(p).is_some_and(|rest| rest.is_empty() || rest.starts_with(" and "))
         }),

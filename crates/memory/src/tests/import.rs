@@ -325,6 +325,37 @@ fn android_text_message_backups_are_chat() {
 }
 
 #[test]
+fn google_chat_from_takeout_is_chat() {
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, &fixture("google-chat"));
+    assert_eq!((s.files_ingested, s.chunks_added), (2, 2), "{s:?}");
+    let counted: Vec<(String, usize)> = skips(&s).into_iter().map(|(_, r, n)| (r, n)).collect();
+    assert!(counted.contains(&("a file or link without text".to_string(), 1)), "{counted:?}");
+    assert!(
+        counted.contains(&(
+            "Google Chat conversation or account information (its names are used for the messages)".to_string(),
+            3
+        )),
+        "{counted:?}"
+    );
+    let dm = chunks_of(&m, "gchat:DM k6oxHQAAAAE");
+    assert_eq!(
+        contents(&dm),
+        ["[2024-05-04 08:05] Ana Lima: the plumber comes at noon to fix the boiler valve\n\
+          [2024-05-04 08:06] Sam Lee: great, I'll leave the key with the neighbour"]
+    );
+    assert_eq!(dm[0]["title"], "Ana Lima", "a direct message is named after the other person");
+    assert!(found_on_day(&m, "rehearsal church hall", "2024-05-03", "gchat:Space AAAAFyOfy4w"));
+    // A space is a topic; a direct message is not.
+    m.wait_background();
+    let r = m.wire::<ops::TopEntities>(json!({"kind": "topic", "k": 50})).unwrap();
+    let topics: Vec<&str> = r["entities"].as_array().unwrap().iter().filter_map(|e| e["entity_id"].as_str()).collect();
+    assert!(topics.contains(&"topic:choir"), "{topics:?}");
+    assert!(!topics.iter().any(|t| t.contains("dm") || t.contains("lima")), "{topics:?}");
+}
+
+#[test]
 fn matrix_rooms_exported_by_element_are_chat() {
     let data = tempfile::tempdir().unwrap();
     let m = open(data.path());
