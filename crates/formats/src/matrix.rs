@@ -36,9 +36,9 @@ fn local_part(user: &str) -> &str {
 fn without_reply_fallback(body: &str) -> &str {
     let mut rest = body;
     let mut quoted = false;
-    while let Some(line) = rest.lines().next().filter(|l| l.starts_with("> ") || *l == ">") {
+    while rest.lines().next().is_some_and(|l| l.starts_with("> ") || l == ">") {
         quoted = true;
-        rest = rest[line.len()..].strip_prefix('\n').unwrap_or("");
+        rest = rest.split_once('\n').map_or("", |(_, after)| after);
     }
     if quoted { rest.trim_start_matches('\n') } else { body }
 }
@@ -174,5 +174,6 @@ mod tests {
     fn only_a_leading_quote_is_a_reply_fallback() {
         assert_eq!(without_reply_fallback("> <@a:b> hi\n> there\n\nhello"), "hello");
         assert_eq!(without_reply_fallback("hello\n> not a fallback"), "hello\n> not a fallback");
+        assert_eq!(without_reply_fallback("> <@a:b> hi\r\n\r\nhello").trim(), "hello", "Windows line ends");
     }
 }

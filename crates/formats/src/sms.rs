@@ -26,10 +26,15 @@ pub(crate) fn looks_like(head: &str) -> bool {
     head.starts_with("<?xml") && head.contains("<smses")
 }
 
+/// The attributes a message is read from; the rest (an MMS part's base64 `data` above all) are
+/// never copied.
+const READ: &[&str] = &["address", "date", "type", "body", "contact_name", "msg_box", "ct", "text"];
+
 fn attrs(e: &BytesStart<'_>) -> BTreeMap<String, String> {
     e.attributes()
         .with_checks(false)
         .flatten()
+        .filter(|a| READ.contains(&a.key.as_ref()))
         .filter_map(|a| {
             let key = a.key.as_ref().to_string();
             Some((key, a.normalized_value(XmlVersion::Implicit1_0).ok()?.into_owned()))
