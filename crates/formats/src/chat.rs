@@ -47,6 +47,11 @@ impl Channel {
     }
 }
 
+/// The trimmed, non-empty string at a JSON pointer of an export's object (`/author/name`).
+pub(crate) fn text_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
+}
+
 /// Reads one `{ts, from, text, channel}` object into its channel; Err is the reason to skip it.
 fn message(o: &Map<String, Value>, at: String, default_channel: &str) -> Result<(String, ChatMsg), &'static str> {
     let text = o.get("text").and_then(Value::as_str).unwrap_or("").trim();

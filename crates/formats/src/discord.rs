@@ -10,17 +10,13 @@ use std::path::Path;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::chat::{Channel, ChatMsg};
+use super::chat::{Channel, ChatMsg, text_at};
 use super::report::Skips;
 use super::{stream, when};
 use crate::error::FormatError;
 
 /// Message types that carry a conversation's words.
 const SPOKEN: &[&str] = &["Default", "Reply", "ThreadStarterMessage"];
-
-fn text_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
-}
 
 /// The export's `guild` and `channel`, and its messages read one by one.
 struct Export<'a> {

@@ -15,17 +15,13 @@ use chrono::NaiveDateTime;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::chat::{Channel, ChatMsg};
+use super::chat::{Channel, ChatMsg, text_at};
 use super::report::Skips;
 use super::stream;
 use crate::error::FormatError;
 
 /// The conversation's own files beside `messages.json`, which name it and its members.
 pub(crate) const INDEX_FILES: &[&str] = &["group_info.json", "user_info.json"];
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
-}
 
 /// "Thursday, November 3, 2016 at 11:59:50 AM UTC" → Unix milliseconds.
 fn time_of(s: &str) -> Option<i64> {
@@ -45,14 +41,14 @@ fn owner(conversation: &Path) -> Option<String> {
     let users = conversation.parent()?.parent()?.join("Users");
     std::fs::read_dir(users).ok()?.flatten().find_map(|d| {
         let v = read_json(&d.path().join("user_info.json"))?;
-        str_at(&v, "/user/email").map(str::to_lowercase)
+        text_at(&v, "/user/email").map(str::to_lowercase)
     })
 }
 
 /// The conversation's name: a space's `name`, else its members other than the owner.
 fn conversation_name(dir: &Path) -> Option<String> {
     let info = read_json(&dir.join("group_info.json"))?;
-    if let Some(name) = str_at(&info, "/name") {
+    if let Some(name) = text_at(&info, "/name") {
         return Some(name.to_string());
     }
     let me = owner(dir);
@@ -60,8 +56,8 @@ fn conversation_name(dir: &Path) -> Option<String> {
     let names = |skip_owner: bool| -> Vec<&str> {
         members
             .iter()
-            .filter(|m| !skip_owner || me.is_none() || str_at(m, "/email").map(str::to_lowercase) != me)
-            .filter_map(|m| str_at(m, "/name"))
+            .filter(|m| !skip_owner || me.is_none() || text_at(m, "/email").map(str::to_lowercase) != me)
+            .filter_map(|m| text_at(m, "/name"))
             .collect()
     };
     let others = match names(true) {
@@ -100,16 +96,16 @@ impl<'de> Visitor<'de> for Export<'_> {
 }
 
 fn message(i: usize, m: &Value, path: &Path, skips: &mut Skips) -> Option<ChatMsg> {
-    let at = str_at(m, "/message_id").map_or_else(|| i.to_string(), str::to_string);
-    let Some(ts) = str_at(m, "/created_date").and_then(time_of) else {
+    let at = text_at(m, "/message_id").map_or_else(|| i.to_string(), str::to_string);
+    let Some(ts) = text_at(m, "/created_date").and_then(time_of) else {
         skips.message("a message without a readable `created_date`", path, &at);
         return None;
     };
-    let Some(text) = str_at(m, "/text") else {
+    let Some(text) = text_at(m, "/text") else {
         skips.message("a file or link without text", path, &at);
         return None;
     };
-    let from = str_at(m, "/creator/name").or_else(|| str_at(m, "/creator/email")).unwrap_or("unknown").to_string();
+    let from = text_at(m, "/creator/name").or_else(|| text_at(m, "/creator/email")).unwrap_or("unknown").to_string();
     Some(ChatMsg { at, ts, from, text: text.to_string(), thread: None, handle: None })
 }
 

@@ -17,13 +17,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::chat::{Channel, ChatMsg};
+use super::chat::{Channel, ChatMsg, text_at};
 use super::report::Skips;
 use crate::error::FormatError;
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty())
-}
 
 /// `@alice:example.org` → `alice`.
 fn local_part(user: &str) -> &str {
@@ -47,8 +43,8 @@ fn without_reply_fallback(body: &str) -> &str {
 fn no_text(e: &Value) -> Option<String> {
     let kind = e.get("type").and_then(Value::as_str).unwrap_or("");
     match kind {
-        "m.room.message" => match str_at(e, "/content/msgtype") {
-            Some("m.text" | "m.notice" | "m.emote") | None if str_at(e, "/content/body").is_some() => None,
+        "m.room.message" => match text_at(e, "/content/msgtype") {
+            Some("m.text" | "m.notice" | "m.emote") | None if text_at(e, "/content/body").is_some() => None,
             Some("m.text" | "m.notice" | "m.emote") | None => Some("a deleted or empty message".into()),
             Some(other) => Some(format!("Matrix {} without text", other.trim_start_matches("m."))),
         },
@@ -68,17 +64,17 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<
     // Each sender's first display name in the export.
     let mut names: HashMap<&str, &str> = HashMap::new();
     for e in events.iter().filter(|e| e.get("type").and_then(Value::as_str) == Some("m.room.member")) {
-        if let (Some(user), Some(name)) = (str_at(e, "/state_key"), str_at(e, "/content/displayname")) {
+        if let (Some(user), Some(name)) = (text_at(e, "/state_key"), text_at(e, "/content/displayname")) {
             names.entry(user).or_insert(name);
         }
     }
-    let room = str_at(&v, "/room_name").unwrap_or("Matrix room").to_string();
-    let room_id = events.iter().find_map(|e| str_at(e, "/room_id")).unwrap_or(&room).to_string();
+    let room = text_at(&v, "/room_name").unwrap_or("Matrix room").to_string();
+    let room_id = events.iter().find_map(|e| text_at(e, "/room_id")).unwrap_or(&room).to_string();
     let mut ch = Channel::new(format!("matrix:{room_id}"), room.clone(), room, Some("matrix"));
     // Where each event id's message is in `ch.msgs`, for the edits that follow it.
     let mut placed: HashMap<&str, usize> = HashMap::new();
     for (i, e) in events.iter().enumerate() {
-        let id = str_at(e, "/event_id");
+        let id = text_at(e, "/event_id");
         let at = id.map_or_else(|| i.to_string(), str::to_string);
         if let Some(reason) = no_text(e) {
             skips.message(&reason, path, &at);
@@ -89,10 +85,10 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<
             continue;
         };
         let relation = e.pointer("/content/m.relates_to");
-        let rel_type = relation.and_then(|r| str_at(r, "/rel_type"));
+        let rel_type = relation.and_then(|r| text_at(r, "/rel_type"));
         if rel_type == Some("m.replace") {
-            let new = str_at(e, "/content/m.new_content/body");
-            let edited = relation.and_then(|r| str_at(r, "/event_id")).and_then(|t| placed.get(t));
+            let new = text_at(e, "/content/m.new_content/body");
+            let edited = relation.and_then(|r| text_at(r, "/event_id")).and_then(|t| placed.get(t));
             if let (Some(text), Some(&n)) = (new, edited) {
                 ch.msgs[n].text = text.to_string();
                 skips.message("an edit (its message keeps the new text)", path, &at);
@@ -100,8 +96,8 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<
             }
         }
         let body = match rel_type {
-            Some("m.replace") => str_at(e, "/content/m.new_content/body").or_else(|| str_at(e, "/content/body")),
-            _ => str_at(e, "/content/body"),
+            Some("m.replace") => text_at(e, "/content/m.new_content/body").or_else(|| text_at(e, "/content/body")),
+            _ => text_at(e, "/content/body"),
         }
         .unwrap_or("");
         let reply = relation.and_then(|r| r.pointer("/m.in_reply_to")).is_some();
@@ -110,11 +106,11 @@ pub(crate) fn parse(bytes: &[u8], path: &Path, skips: &mut Skips) -> Result<Vec<
             skips.message("a reply without text of its own", path, &at);
             continue;
         }
-        let user = str_at(e, "/sender").unwrap_or("unknown");
+        let user = text_at(e, "/sender").unwrap_or("unknown");
         let from = names.get(user).copied().unwrap_or_else(|| local_part(user)).to_string();
         let handle = user.starts_with('@').then(|| user.trim_start_matches('@').to_lowercase());
         let thread = match rel_type {
-            Some("m.thread") => relation.and_then(|r| str_at(r, "/event_id")).map(str::to_string),
+            Some("m.thread") => relation.and_then(|r| text_at(r, "/event_id")).map(str::to_string),
             _ => None,
         };
         if let Some(id) = id {

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use chrono::{FixedOffset, NaiveDateTime, TimeZone};
+use chrono::{DateTime, NaiveDateTime};
 
 use super::chat::{Channel, ChatMsg};
 use super::html;
@@ -55,22 +55,14 @@ fn shown(fragment: &str) -> String {
 
 /// `01.05.2024 09:00:00` with an optional ` UTC+02:00` → Unix milliseconds.
 fn time_of(title: &str) -> Option<i64> {
-    let (local, offset) = match title.split_once(" UTC") {
-        Some((l, o)) => (l.trim(), o.trim()),
-        None => (title.trim(), ""),
-    };
-    let naive = NaiveDateTime::parse_from_str(local, "%d.%m.%Y %H:%M:%S").ok()?;
-    let seconds = if offset.is_empty() {
-        0
-    } else {
-        let (sign, hm) = match offset.strip_prefix('-') {
-            Some(hm) => (-1, hm),
-            None => (1, offset.strip_prefix('+').unwrap_or(offset)),
-        };
-        let (h, m) = hm.split_once(':').unwrap_or((hm, "0"));
-        sign * (h.parse::<i32>().ok()? * 3600 + m.parse::<i32>().ok()? * 60)
-    };
-    Some(FixedOffset::east_opt(seconds)?.from_local_datetime(&naive).single()?.timestamp_millis())
+    match title.trim().split_once(" UTC") {
+        Some((local, offset)) => DateTime::parse_from_str(&format!("{local} {offset}"), "%d.%m.%Y %H:%M:%S %:z")
+            .ok()
+            .map(|t| t.timestamp_millis()),
+        None => NaiveDateTime::parse_from_str(title.trim(), "%d.%m.%Y %H:%M:%S")
+            .ok()
+            .map(|t| t.and_utc().timestamp_millis()),
+    }
 }
 
 /// Whether a page is a Telegram HTML export (its header and message history).
