@@ -202,7 +202,8 @@ impl Fts {
         Ok((fts, writer, seq))
     }
 
-    /// Adds one chunk: `title` is its item's title, `heading` its heading path.
+    /// Adds one chunk: `title` is its item's title, `heading` its heading path, `context` the
+    /// message a lone chat message answers (its `metadata.context`), matched as part of it.
     pub fn add(
         &self,
         w: &IndexWriter,
@@ -210,11 +211,12 @@ impl Fts {
         title: Option<&str>,
         heading: Option<&str>,
         content: &str,
+        context: Option<&str>,
     ) -> Result<(), MemoryError> {
         let (title, body) = indexed_parts(title, heading, content);
         let mut doc = TantivyDocument::default();
         doc.add_u64(self.rowid, rowid as u64);
-        for part in [title.as_str(), body] {
+        for part in [title.as_str(), body, context.unwrap_or("")] {
             if !part.is_empty() {
                 doc.add_text(self.text, part);
             }

@@ -750,12 +750,14 @@ fn spread_to_neighbours(
     if chats.is_empty() {
         return Ok(());
     }
+    // A turn after the hit that is matched with the hit's words already (its `context`, the
+    // message it answers) gains nothing more from it.
     let mut next = conn.prepare_cached(
-        "SELECT rowid FROM chunks WHERE source_id = ?1 AND (timestamp_ms, rowid) > (?2, ?3) \
-         ORDER BY timestamp_ms, rowid LIMIT 1",
+        "SELECT rowid, json_extract(metadata, '$.context') IS NOT NULL FROM chunks \
+         WHERE source_id = ?1 AND (timestamp_ms, rowid) > (?2, ?3) ORDER BY timestamp_ms, rowid LIMIT 1",
     )?;
     let mut prev = conn.prepare_cached(
-        "SELECT rowid FROM chunks WHERE source_id = ?1 AND (timestamp_ms, rowid) < (?2, ?3) \
+        "SELECT rowid, 0 FROM chunks WHERE source_id = ?1 AND (timestamp_ms, rowid) < (?2, ?3) \
          ORDER BY timestamp_ms DESC, rowid DESC LIMIT 1",
     )?;
     // Each neighbour's best gain and the hit it came from.
@@ -764,7 +766,8 @@ fn spread_to_neighbours(
         let Some((source, ts)) = chats.get(&h.rowid) else { continue };
         let args = rusqlite::params![source, ts, h.rowid];
         for (stmt, share) in [(&mut prev, before), (&mut next, after)] {
-            if let Some(r) = stmt.query_row(args, |r| r.get::<_, i64>(0)).optional()? {
+            let row = stmt.query_row(args, |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?))).optional()?;
+            if let Some((r, false)) = row {
                 let g = gains.entry(r).or_insert((0.0, h.rowid));
                 if share * h.score > g.0 {
                     *g = (share * h.score, h.rowid);
@@ -951,11 +954,15 @@ impl Judge {
         }
     }
 
-    /// The share of the query's word weight that the chunk's title and text hold, a word
-    /// missing from them counting [`NEAR_CREDIT`] × the cosine of its nearest neighbour they
-    /// hold.
+    /// The share of the query's word weight that the chunk's title and text hold (and the
+    /// message a lone chat message answers, its `context`, which the keyword index reads with
+    /// it), a word missing from them counting [`NEAR_CREDIT`] × the cosine of its nearest
+    /// neighbour they hold.
     fn coverage(&self, row: &ChunkRow) -> f64 {
-        let found = found_in(row.title.as_deref(), &row.content, &self.stems);
+        let mut found = found_in(row.title.as_deref(), &row.content, &self.stems);
+        if let Some(context) = row.metadata.get("context").and_then(Value::as_str) {
+            mark_terms(context, &self.stems, &mut found);
+        }
         let mut held = vec![0.0; self.idf.len()];
         for (&(of, credit), _) in self.credit.iter().zip(&found).filter(|(_, f)| **f) {
             held[of] = f64::max(held[of], credit);

@@ -242,7 +242,8 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Resu
             inner.fts.delete(&ws.fts_writer, r?);
         }
         let mut stmt = ws.conn.prepare_cached(
-            "SELECT rowid, title, json_extract(metadata, '$.heading'), content, change_seq FROM chunks WHERE change_seq > ?1",
+            "SELECT rowid, title, json_extract(metadata, '$.heading'), content, change_seq, \
+             json_extract(metadata, '$.context') FROM chunks WHERE change_seq > ?1",
         )?;
         let mut rows = stmt.query([from])?;
         while let Some(r) = rows.next()? {
@@ -251,10 +252,11 @@ pub(crate) fn sync_fts(inner: &Inner, ws: &mut WriteState, commit: bool) -> Resu
             let heading: Option<String> = r.get(2)?;
             let content: String = r.get(3)?;
             let change_seq: i64 = r.get(4)?;
+            let context: Option<String> = r.get(5)?;
             if change_seq <= dedupe_until {
                 inner.fts.delete(&ws.fts_writer, rowid);
             }
-            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), heading.as_deref(), &content)?;
+            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), heading.as_deref(), &content, context.as_deref())?;
         }
         ws.fts_applied = target;
         inner.checkpointer.schedule(&inner.db_path());

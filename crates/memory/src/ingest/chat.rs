@@ -5,7 +5,11 @@
 //! also starts a new chunk, so one chunk holds one conversation. Every chunk's time is its
 //! first message's, and its lines read `[YYYY-MM-DD HH:MM] sender: text`. A sender the export
 //! names with a handle besides (Slack, Discord) is listed in the chunk's `handles` (name →
-//! handle), which entity extraction links to the person. `put_chat` stores channels a caller
+//! handle), which entity extraction links to the person. A chunk that holds one message alone
+//! (a reply hours later, or every message when an evaluation stores one per chunk) keeps the
+//! message before it as `metadata.context` (`from: text`, up to `CONTEXT_MAX` bytes), which
+//! the keyword index and the relevance floor read with it; its vector, snippets and entities
+//! come from its own text. `put_chat` stores channels a caller
 //! holds already (an evaluation's conversations), packed the same way or one message per chunk.
 
 use std::collections::BTreeMap;
@@ -76,7 +80,7 @@ fn pack_with(channels: Vec<Channel>, path: &Path, origin: &str, chunking: ChatCh
                 let full = chunking == ChatChunking::PerMessage || tokens + t > MAX_TOKENS;
                 if !group.is_empty() && (full || gap) {
                     members.push(group.iter().map(|m| m.at.clone()).collect());
-                    chunks.push(chunk(&ch, &thread_id, &group, seq, &path_str, origin));
+                    chunks.push(chunk(&ch, &thread_id, &group, before(&msgs, &group), seq, &path_str, origin));
                     seq += 1;
                     group.clear();
                     tokens = 0;
@@ -86,7 +90,7 @@ fn pack_with(channels: Vec<Channel>, path: &Path, origin: &str, chunking: ChatCh
             }
             if !group.is_empty() {
                 members.push(group.iter().map(|m| m.at.clone()).collect());
-                chunks.push(chunk(&ch, &thread_id, &group, seq, &path_str, origin));
+                chunks.push(chunk(&ch, &thread_id, &group, before(&msgs, &group), seq, &path_str, origin));
                 seq += 1;
             }
         }
@@ -142,7 +146,43 @@ fn put(
     Ok(chunks.iter().zip(members).map(|(c, messages)| ChatChunk { chunk_id: c.id(), messages }).collect())
 }
 
-fn chunk(ch: &Channel, thread_id: &str, group: &[&ChatMsg], seq: i64, path_str: &str, origin: &str) -> NewChunk {
+/// The longest context ([`before`]) a chunk keeps, in bytes: a sentence or two of the message
+/// answered is what matching needs, not a pasted log.
+const CONTEXT_MAX: usize = 500;
+
+/// The message before a chunk that holds one message alone, in the same thread: what the
+/// message answers or goes on from, which the keyword index and the relevance floor read with
+/// it (a reply seldom repeats the words of the question it answers). A chunk of several
+/// messages has its context inside.
+fn before<'m>(msgs: &'m [ChatMsg], group: &[&ChatMsg]) -> Option<&'m ChatMsg> {
+    let [only] = group else { return None };
+    let i = msgs.iter().position(|m| std::ptr::eq(m, *only))?;
+    i.checked_sub(1).map(|j| &msgs[j])
+}
+
+/// `from: text` of `m`, cut to [`CONTEXT_MAX`] bytes at a word.
+fn context_line(m: &ChatMsg) -> String {
+    let line = format!("{}: {}", m.from, m.text);
+    if line.len() <= CONTEXT_MAX {
+        return line;
+    }
+    let mut end = CONTEXT_MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = line[..end].rfind(char::is_whitespace).unwrap_or(end);
+    line[..cut].to_string()
+}
+
+fn chunk(
+    ch: &Channel,
+    thread_id: &str,
+    group: &[&ChatMsg],
+    before: Option<&ChatMsg>,
+    seq: i64,
+    path_str: &str,
+    origin: &str,
+) -> NewChunk {
     let mut speakers: Vec<&str> = Vec::new();
     let mut handles = Map::new();
     for m in group {
@@ -171,6 +211,9 @@ fn chunk(ch: &Channel, thread_id: &str, group: &[&ChatMsg], seq: i64, path_str: 
     if !handles.is_empty() {
         metadata.insert("handles".into(), serde_json::Value::Object(handles));
     }
+    if let Some(b) = before {
+        metadata.insert("context".into(), json!(context_line(b)));
+    }
     if let Some(p) = ch.platform {
         metadata.insert("platform".into(), json!(p));
     }
@@ -188,5 +231,23 @@ fn chunk(ch: &Channel, thread_id: &str, group: &[&ChatMsg], seq: i64, path_str: 
         metadata,
         tags: Vec::new(),
         project: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(from: &str, text: &str) -> ChatMsg {
+        ChatMsg { at: "T".into(), ts: 0, from: from.into(), text: text.into(), thread: None, handle: None }
+    }
+
+    #[test]
+    fn a_long_message_before_is_kept_as_context_up_to_a_word() {
+        assert_eq!(context_line(&msg("Ana", "see you at 8")), "Ana: see you at 8");
+        let long = msg("Ana", &"déjà vu ".repeat(100));
+        let line = context_line(&long);
+        assert!(line.len() <= CONTEXT_MAX && line.len() > CONTEXT_MAX - 10, "{}", line.len());
+        assert!(line.starts_with("Ana: déjà vu") && line.ends_with("vu"), "{line}");
     }
 }

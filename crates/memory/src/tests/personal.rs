@@ -423,17 +423,56 @@ fn a_chat_answer_comes_back_with_the_turn_that_asks_for_it() {
     assert_eq!(stored.len(), turns.len());
     assert_eq!(stored[3].messages, ["T3"]);
     m.wait_background();
-    // The answer shares no word with the question; it is found as the reply to the turn that does.
+    // The answer shares no word with the question but "Ben"; matched with the turn before it,
+    // which asks, it comes first, and the asking turn after it.
     let r = m.wire::<ops::Recall>(json!({"query": "which city did Ben move to for his job?", "k": 3})).unwrap();
     let ids: Vec<&str> = r["chunks"].as_array().unwrap().iter().map(|c| c["chunk_id"].as_str().unwrap()).collect();
-    assert_eq!(ids.first(), Some(&stored[2].chunk_id.as_str()), "{r}");
-    assert!(ids.contains(&stored[3].chunk_id.as_str()), "{r}");
+    assert_eq!(ids.first(), Some(&stored[3].chunk_id.as_str()), "{r}");
+    assert!(ids.contains(&stored[2].chunk_id.as_str()), "{r}");
     // Packed as ingest packs a chat, the six turns are one chunk; storing again replaces it.
     let packed = m.put_chat(vec![ch], "chats/ana-ben", ChatChunking::Packed).unwrap();
     assert_eq!(packed.len(), 1);
     assert_eq!(packed[0].messages.len(), turns.len());
     let s = m.stats().unwrap();
     assert_eq!(s.chunks, 1);
+}
+
+/// In a chat whose replies come hours apart each message is a chunk of its own, and a reply
+/// seldom repeats the words of what it answers: it is matched with the message before it, so
+/// keyword search finds the answer, and the relevance floor keeps it.
+#[test]
+fn a_reply_hours_later_is_found_by_the_words_of_the_message_it_answers() {
+    use crate::ChatChunking;
+    let dir = tempfile::tempdir().unwrap();
+    let m = open_with(&dir.path().join("data"), builtin());
+    let turns = [
+        ("Ana", "Did you ever find a plumber for the leaking boiler?"),
+        ("Ben", "Yes! Marco came on Tuesday and swapped the valve, all good now."),
+        ("Ana", "Brilliant. Are we still on for the quiz night at the Crown?"),
+        ("Ben", "Count me in, I'll bring Sam."),
+    ];
+    let ch = ana_and_ben("ana-ben-3", &turns, 3 * 3_600_000);
+    let stored = m.put_chat(vec![ch], "chats/ana-ben-3", ChatChunking::Packed).unwrap();
+    assert_eq!(stored.len(), turns.len(), "three hours apart, each message is its own chunk");
+    m.wait_background();
+    let ids = |r: &Value, list: &str| -> Vec<String> {
+        r[list].as_array().unwrap().iter().map(|c| c["chunk_id"].as_str().unwrap().to_string()).collect()
+    };
+    let s = m.wire::<ops::Search>(json!({"query": "plumber boiler", "k": 5})).unwrap();
+    let found = ids(&s, "hits");
+    assert_eq!(found.first(), Some(&stored[0].chunk_id), "{s}");
+    assert!(found.contains(&stored[1].chunk_id), "the reply naming who came: {s}");
+    assert!(!found.contains(&stored[3].chunk_id), "{s}");
+    let r = m.wire::<ops::Recall>(json!({"query": "who fixed the boiler?", "k": 5})).unwrap();
+    assert!(ids(&r, "chunks").contains(&stored[1].chunk_id), "{r}");
+    let s = m.wire::<ops::Search>(json!({"query": "quiz night Crown", "k": 5})).unwrap();
+    assert!(ids(&s, "hits").contains(&stored[3].chunk_id), "{s}");
+    // What it answers is shown with it, and is not taken for its text.
+    let c = m.wire::<ops::ReadChunk>(json!({"chunk_id": stored[1].chunk_id})).unwrap();
+    assert_eq!(c["metadata"]["context"], "Ana: Did you ever find a plumber for the leaking boiler?", "{c}");
+    assert!(!c["content"].as_str().unwrap().contains("plumber"), "{c}");
+    let first = m.wire::<ops::ReadChunk>(json!({"chunk_id": stored[0].chunk_id})).unwrap();
+    assert!(first["metadata"].get("context").is_none(), "the first message answers nothing: {first}");
 }
 
 /// A question that names someone who speaks in a chat is answered first by what they said:
