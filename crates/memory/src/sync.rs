@@ -23,7 +23,7 @@ use super::locks::{read, write};
 use super::seq::db_seq;
 use super::tier::{EMBED_BATCH, Tier, TierKind, TierLog};
 use super::types::ReindexSummary;
-use super::util::now_ms;
+use super::util::{CHAT_CONTEXT_MAX, cut_at_word, now_ms};
 use super::vecfile::VecFile;
 use super::vectors::{VectorIndex, normalize};
 use super::writer::{WriteState, exclusive};
@@ -160,6 +160,10 @@ pub(crate) fn open(opts: MemoryOptions) -> Result<Inner, MemoryError> {
             let applied = ws.fts_applied;
             inner.fts.commit(&mut ws.fts_writer, applied)?;
             ws.fts_committed = applied;
+        }
+        // A copy of a shared store takes its chunks as the server has them.
+        if inner.shared.is_none() {
+            upgrade_contexts(&inner, &mut ws)?;
         }
         sync_vectors(&inner, &mut ws, Some(OPEN_EMBED_LIMIT))?;
         for (tier, durable) in
@@ -645,4 +649,79 @@ fn check(inner: &Inner) -> Result<Check, MemoryError> {
         fts: FtsCheck { seq: fts_seq, docs: fts_docs, current: fts_current },
         vectors: VectorCheck { seq: vec_seq, count: vectors, missing: chunks.saturating_sub(vectors), ghosts, deep },
     })
+}
+
+/// Where a store records that its lone chat messages have their context ([`upgrade_contexts`]).
+const CONTEXT_DONE: &str = "chat_context";
+
+/// Gives the lone chat messages of a store written before they kept their context (see
+/// `ingest::chat`) the last line of the chunk before them in their thread, once: the keyword
+/// index first (each such chunk indexed again with it), then the chunks' metadata and the mark
+/// that it is done, in one transaction, so a stop in between does it again at the next open.
+pub(crate) fn upgrade_contexts(inner: &Inner, ws: &mut WriteState) -> Result<(), MemoryError> {
+    let done: bool =
+        ws.conn.query_row("SELECT EXISTS (SELECT 1 FROM meta WHERE name = ?1)", [CONTEXT_DONE], |r| r.get(0))?;
+    if done {
+        return Ok(());
+    }
+    let mut found: Vec<(i64, String)> = Vec::new();
+    {
+        let mut q = ws.conn.prepare(
+            "SELECT rowid, title, json_extract(metadata, '$.heading'), content, prev FROM ( \
+               SELECT rowid, title, metadata, content, LAG(content) OVER ( \
+                 PARTITION BY source_id, json_extract(metadata, '$.thread_id') ORDER BY timestamp_ms, rowid) AS prev \
+               FROM chunks WHERE source_kind = 'chat') \
+             WHERE prev IS NOT NULL AND instr(content, char(10)) = 0 AND json_extract(metadata, '$.context') IS NULL",
+        )?;
+        let mut rows = q.query([])?;
+        while let Some(r) = rows.next()? {
+            let (rowid, title, heading, content, prev): (i64, Option<String>, Option<String>, String, String) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+            let Some(context) = last_message(&prev) else { continue };
+            inner.fts.delete(&ws.fts_writer, rowid);
+            inner.fts.add(&ws.fts_writer, rowid, title.as_deref(), heading.as_deref(), &content, Some(&context))?;
+            found.push((rowid, context));
+        }
+    }
+    if !found.is_empty() {
+        let applied = ws.fts_applied;
+        inner.fts.commit(&mut ws.fts_writer, applied)?;
+        ws.fts_committed = applied;
+        tracing::info!(chunks = found.len(), "chat messages stored alone now matched with the message before them");
+    }
+    let tx = ws.conn.transaction()?;
+    {
+        let mut set =
+            tx.prepare("UPDATE chunks SET metadata = json_set(metadata, '$.context', ?2) WHERE rowid = ?1")?;
+        for (rowid, context) in &found {
+            set.execute(rusqlite::params![rowid, context])?;
+        }
+    }
+    tx.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?1, 1)", [CONTEXT_DONE])?;
+    tx.commit()?;
+    Ok(())
+}
+
+/// The message a stored chat chunk ends with, as a context: its last line without the
+/// `[YYYY-MM-DD HH:MM] ` stamp.
+fn last_message(content: &str) -> Option<String> {
+    let line = content.lines().rev().find(|l| !l.trim().is_empty())?.trim();
+    let line = match line.strip_prefix('[').and_then(|rest| rest.split_once("] ")) {
+        Some((stamp, rest)) if stamp.len() <= 20 => rest,
+        _ => line,
+    };
+    Some(cut_at_word(line.to_string(), CHAT_CONTEXT_MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_message;
+
+    #[test]
+    fn a_stored_chunk_gives_its_last_message_without_the_stamp() {
+        let packed = "[2024-03-01 09:00] Ana: Morning!\n[2024-03-01 09:02] Ben: Is the boiler fixed?";
+        assert_eq!(last_message(packed).as_deref(), Some("Ben: Is the boiler fixed?"));
+        assert_eq!(last_message("[x] y\nplain line").as_deref(), Some("plain line"));
+        assert_eq!(last_message("  \n"), None);
+    }
 }

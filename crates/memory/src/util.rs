@@ -198,3 +198,20 @@ pub(crate) fn chat_line<'a>(line: &'a str, speakers: &[&'a str]) -> Option<(&'a 
         .max_by_key(|s| s.len())?;
     Some((who, &rest[who.len() + 2..]))
 }
+
+/// The longest context a lone chat message keeps (the message it answers, `metadata.context`),
+/// in bytes: a sentence or two of the message answered is what matching needs, not a pasted log.
+pub(crate) const CHAT_CONTEXT_MAX: usize = 500;
+
+/// `line` cut to at most `max` bytes, at the last whitespace before the cut when there is one.
+pub(crate) fn cut_at_word(line: String, max: usize) -> String {
+    if line.len() <= max {
+        return line;
+    }
+    let mut end = max;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = line[..end].rfind(char::is_whitespace).unwrap_or(end);
+    line[..cut].to_string()
+}

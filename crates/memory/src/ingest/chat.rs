@@ -7,7 +7,7 @@
 //! names with a handle besides (Slack, Discord) is listed in the chunk's `handles` (name →
 //! handle), which entity extraction links to the person. A chunk that holds one message alone
 //! (a reply hours later, or every message when an evaluation stores one per chunk) keeps the
-//! message before it as `metadata.context` (`from: text`, up to `CONTEXT_MAX` bytes), which
+//! message before it as `metadata.context` (`from: text`, up to `CHAT_CONTEXT_MAX` bytes), which
 //! the keyword index and the relevance floor read with it; its vector, snippets and entities
 //! come from its own text. `put_chat` stores channels a caller
 //! holds already (an evaluation's conversations), packed the same way or one message per chunk.
@@ -22,7 +22,7 @@ use serde_json::{Map, json};
 use crate::chunker::MAX_TOKENS;
 use crate::store::{self, NewChunk, NewSource};
 use crate::types::SourceKind;
-use crate::util::{estimate_tokens, ms_to_rfc3339, now_ms};
+use crate::util::{CHAT_CONTEXT_MAX, cut_at_word, estimate_tokens, ms_to_rfc3339, now_ms};
 use crate::{Inner, MemoryEngine, MemoryError, entities, write};
 
 const GAP_MS: i64 = 2 * 3600 * 1000;
@@ -146,10 +146,6 @@ fn put(
     Ok(chunks.iter().zip(members).map(|(c, messages)| ChatChunk { chunk_id: c.id(), messages }).collect())
 }
 
-/// The longest context ([`before`]) a chunk keeps, in bytes: a sentence or two of the message
-/// answered is what matching needs, not a pasted log.
-const CONTEXT_MAX: usize = 500;
-
 /// The message before a chunk that holds one message alone, in the same thread: what the
 /// message answers or goes on from, which the keyword index and the relevance floor read with
 /// it (a reply seldom repeats the words of the question it answers). A chunk of several
@@ -160,18 +156,9 @@ fn before<'m>(msgs: &'m [ChatMsg], group: &[&ChatMsg]) -> Option<&'m ChatMsg> {
     i.checked_sub(1).map(|j| &msgs[j])
 }
 
-/// `from: text` of `m`, cut to [`CONTEXT_MAX`] bytes at a word.
+/// `from: text` of `m`, cut to [`CHAT_CONTEXT_MAX`] bytes at a word.
 fn context_line(m: &ChatMsg) -> String {
-    let line = format!("{}: {}", m.from, m.text);
-    if line.len() <= CONTEXT_MAX {
-        return line;
-    }
-    let mut end = CONTEXT_MAX;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = line[..end].rfind(char::is_whitespace).unwrap_or(end);
-    line[..cut].to_string()
+    cut_at_word(format!("{}: {}", m.from, m.text), CHAT_CONTEXT_MAX)
 }
 
 fn chunk(
@@ -247,7 +234,7 @@ mod tests {
         assert_eq!(context_line(&msg("Ana", "see you at 8")), "Ana: see you at 8");
         let long = msg("Ana", &"déjà vu ".repeat(100));
         let line = context_line(&long);
-        assert!(line.len() <= CONTEXT_MAX && line.len() > CONTEXT_MAX - 10, "{}", line.len());
+        assert!(line.len() <= CHAT_CONTEXT_MAX && line.len() > CHAT_CONTEXT_MAX - 10, "{}", line.len());
         assert!(line.starts_with("Ana: déjà vu") && line.ends_with("vu"), "{line}");
     }
 }

@@ -475,6 +475,37 @@ fn a_reply_hours_later_is_found_by_the_words_of_the_message_it_answers() {
     assert!(first["metadata"].get("context").is_none(), "the first message answers nothing: {first}");
 }
 
+/// A store whose lone chat messages were written without their context (by an earlier version)
+/// gets it when it is next opened, index included.
+#[test]
+fn a_store_from_before_contexts_gets_them_at_its_next_open() {
+    use crate::ChatChunking;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let turns =
+        [("Ana", "Did you ever find a plumber for the leaking boiler?"), ("Ben", "Yes, Marco came on Tuesday.")];
+    let stored = {
+        let m = open_with(&data, builtin());
+        let stored = m.put_chat(vec![ana_and_ben("old", &turns, 3 * 3_600_000)], "chats/old", ChatChunking::Packed);
+        m.wait_background();
+        stored.unwrap()
+    };
+    // What an earlier version left: no context in the chunks, none in the keyword index.
+    let conn = rusqlite::Connection::open(data.join("memory.db")).unwrap();
+    conn.execute_batch(
+        "UPDATE chunks SET metadata = json_remove(metadata, '$.context'); DELETE FROM meta WHERE name = 'chat_context';",
+    )
+    .unwrap();
+    drop(conn);
+    fs::remove_dir_all(data.join("fts")).unwrap();
+    let m = open_with(&data, builtin());
+    let c = m.wire::<ops::ReadChunk>(json!({"chunk_id": stored[1].chunk_id})).unwrap();
+    assert_eq!(c["metadata"]["context"], "Ana: Did you ever find a plumber for the leaking boiler?", "{c}");
+    let s = m.wire::<ops::Search>(json!({"query": "plumber boiler", "k": 5})).unwrap();
+    let ids: Vec<&str> = s["hits"].as_array().unwrap().iter().map(|h| h["chunk_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [stored[0].chunk_id.as_str(), stored[1].chunk_id.as_str()], "{s}");
+}
+
 /// A question that names someone who speaks in a chat is answered first by what they said:
 /// the other speaker's turn that shares more of its words comes after.
 #[test]
