@@ -303,6 +303,9 @@ pub(crate) fn rank(
         if mode == Mode::Hybrid {
             keyword_windows(conn, &mut texts, &mut bm, &terms.words, &idf, &mut turn_words)?;
         }
+        if mode != Mode::Vector {
+            context_words(conn, &mut bm, &terms.words, &idf)?;
+        }
         // Meaning has at least the say of the part of the question only it can read (in chat
         // chunks, [`WEAK_KEYWORDS_CHAT_WEIGHT`] of it).
         let (floor, lacking) = match weak {
@@ -559,6 +562,47 @@ fn keyword_windows(
         }
     }
     if changed {
+        bm.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    }
+    Ok(())
+}
+
+/// The share of its keyword score that a lone chat message keeps for the words it matches only
+/// in its context (the message it answers, which the index reads with it): those words are the
+/// other message's, so a message that says them itself ranks first, and the reply after it. On
+/// the LoCoMo development conversations, one turn a chunk: without it recall R@5 / R@10 0.708 /
+/// 0.789 and `memory.search` 0.643 / 0.720; at 0.9 0.713 / 0.791, **0.8** 0.715 / 0.797 and
+/// 0.651 / 0.720, 0.7 0.720 / 0.797, 0.6 0.709 / 0.789.
+const CONTEXT_WORDS: f64 = 0.8;
+
+/// Scales the keyword scores of the lone chat messages among the first [`WINDOW_CANDIDATES`]
+/// keyword hits that match words in their `context`: by [`CONTEXT_WORDS`] for the share of
+/// their matched word weight (idf) found only there.
+fn context_words(conn: &Connection, bm: &mut [(i64, f32)], terms: &[String], idf: &[f64]) -> Result<(), MemoryError> {
+    let top: Vec<i64> = bm.iter().take(WINDOW_CANDIDATES).map(|x| x.0).collect();
+    let mut q = conn.prepare_cached(
+        "SELECT rowid, content, json_extract(metadata, '$.context') FROM chunks WHERE rowid IN rarray(?1) \
+         AND source_kind = 'chat' AND json_extract(metadata, '$.context') IS NOT NULL",
+    )?;
+    let mut factors: HashMap<i64, f64> = HashMap::new();
+    let mut rows = q.query([rarray(&top)])?;
+    while let Some(r) = rows.next()? {
+        let (rowid, content, context): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let own = found_in(None, &content, terms);
+        let mut both = own.clone();
+        mark_terms(&context, terms, &mut both);
+        let matched = weight_of(&both, idf);
+        if matched > 0.0 {
+            let theirs = 1.0 - weight_of(&own, idf) / matched;
+            factors.insert(rowid, 1.0 - (1.0 - CONTEXT_WORDS) * theirs);
+        }
+    }
+    if factors.values().any(|&k| k < 1.0) {
+        for x in bm.iter_mut() {
+            if let Some(k) = factors.get(&x.0) {
+                x.1 = (f64::from(x.1) * k) as f32;
+            }
+        }
         bm.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     }
     Ok(())
