@@ -21,6 +21,13 @@ PYTHON="${PYTHON:-python3}"
 mkdir -p "$DIR"
 DIR="$(cd "$DIR" && pwd)"
 
+# Tests that need the clients run this in parallel: one installs, the others wait for it and
+# then find the stamp.
+if command -v flock >/dev/null 2>&1; then
+    exec 9>"$DIR/.lock"
+    flock 9
+fi
+
 for tool in "$PYTHON" node npm; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         echo "interop setup: \`$tool\` not found on PATH" >&2

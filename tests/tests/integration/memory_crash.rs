@@ -92,8 +92,12 @@ fn ingest_cli(home: &Home, dir: &Path) -> String {
     stdout
 }
 
-fn search_hits(s: &mut Peer, query: &str) -> usize {
-    s.tool("memory.search", json!({"query": query, "k": 5}))["structuredContent"]["hits"].as_array().unwrap().len()
+/// The search hits whose own text holds `token` (each message is a chunk of its own, three hours
+/// after the one before, so the next message of the room holds it as its context too).
+fn search_hits(s: &mut Peer, token: &str) -> usize {
+    let r = s.tool("memory.search", json!({"query": token, "k": 5}));
+    let hits = r["structuredContent"]["hits"].as_array().unwrap();
+    hits.iter().filter(|h| h["snippet"].as_str().unwrap_or("").contains(token)).count()
 }
 
 fn browse_total(s: &mut Peer) -> u64 {
