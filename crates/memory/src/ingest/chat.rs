@@ -73,24 +73,31 @@ fn pack_with(channels: Vec<Channel>, path: &Path, origin: &str, chunking: ChatCh
                 None => ch.name.clone(),
             };
             let mut group: Vec<&ChatMsg> = Vec::new();
+            // Where the group starts in `msgs`.
+            let mut first = 0;
             let mut tokens = 0;
-            for m in &msgs {
+            for (i, m) in msgs.iter().enumerate() {
                 let t = estimate_tokens(&m.text) + 4;
                 let gap = group.last().is_some_and(|last| m.ts - last.ts > GAP_MS);
                 let full = chunking == ChatChunking::PerMessage || tokens + t > MAX_TOKENS;
                 if !group.is_empty() && (full || gap) {
                     members.push(group.iter().map(|m| m.at.clone()).collect());
-                    chunks.push(chunk(&ch, &thread_id, &group, before(&msgs, &group), seq, &path_str, origin));
+                    let context = before(&msgs, first, group.len());
+                    chunks.push(chunk(&ch, &thread_id, &group, context, seq, &path_str, origin));
                     seq += 1;
                     group.clear();
                     tokens = 0;
+                }
+                if group.is_empty() {
+                    first = i;
                 }
                 group.push(m);
                 tokens += t;
             }
             if !group.is_empty() {
                 members.push(group.iter().map(|m| m.at.clone()).collect());
-                chunks.push(chunk(&ch, &thread_id, &group, before(&msgs, &group), seq, &path_str, origin));
+                let context = before(&msgs, first, group.len());
+                chunks.push(chunk(&ch, &thread_id, &group, context, seq, &path_str, origin));
                 seq += 1;
             }
         }
@@ -150,10 +157,9 @@ fn put(
 /// message answers or goes on from, which the keyword index and the relevance floor read with
 /// it (a reply seldom repeats the words of the question it answers). A chunk of several
 /// messages has its context inside.
-fn before<'m>(msgs: &'m [ChatMsg], group: &[&ChatMsg]) -> Option<&'m ChatMsg> {
-    let [only] = group else { return None };
-    let i = msgs.iter().position(|m| std::ptr::eq(m, *only))?;
-    i.checked_sub(1).map(|j| &msgs[j])
+/// `first` is where the chunk's messages start in the thread's `msgs`, `len` how many it holds.
+fn before(msgs: &[ChatMsg], first: usize, len: usize) -> Option<&ChatMsg> {
+    if len != 1 { None } else { first.checked_sub(1).map(|j| &msgs[j]) }
 }
 
 /// `from: text` of `m`, cut to [`CHAT_CONTEXT_MAX`] bytes at a word.
