@@ -23,6 +23,8 @@
 
 use std::fmt;
 
+use crate::util::after_stamp;
+
 /// One attribute of a subject with its value, as a sentence states it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Claim {
@@ -268,7 +270,7 @@ pub(crate) fn chat_claims(content: &str) -> Vec<Claim> {
 /// The sender and text of a chat line that opens a message.
 fn sender(line: &str) -> Option<(&str, &str)> {
     let rest = match line.strip_prefix('[') {
-        Some(r) => r.split_once("] ")?.1,
+        Some(_) => after_stamp(line)?,
         None => {
             let (who, text) = line.split_once(": ")?;
             return matches!(who, "user" | "assistant" | "tool output").then_some((who, text));

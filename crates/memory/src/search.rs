@@ -237,6 +237,8 @@ pub(crate) fn rank(
     // Packed chat chunks are also ranked by their best few turns, each chunk read once however
     // many rounds the pool grows.
     let mut turn_words: HashMap<i64, f64> = HashMap::new();
+    // Lone chat messages weigh the words only their context holds less, each read once.
+    let mut context_factors: HashMap<i64, f64> = HashMap::new();
     let mut texts = ChatTexts::default();
     let mut turns = match &qvec {
         Some((q, tier)) if mode == Mode::Hybrid => TurnWindows::new(inner, query, q, tier, background),
@@ -304,7 +306,7 @@ pub(crate) fn rank(
             keyword_windows(conn, &mut texts, &mut bm, &terms.words, &idf, &mut turn_words)?;
         }
         if mode != Mode::Vector {
-            context_words(conn, &mut bm, &terms.words, &idf)?;
+            context_words(conn, &mut texts, &mut bm, &terms.words, &idf, &mut context_factors)?;
         }
         // Meaning has at least the say of the part of the question only it can read (in chat
         // chunks, [`WEAK_KEYWORDS_CHAT_WEIGHT`] of it).
@@ -484,11 +486,14 @@ impl<'a> TurnWindows<'a> {
     }
 }
 
-/// The text of the chat chunks among a query's candidates, each read from the database once
-/// however many of the readers below ask and however many rounds the pool grows (`None`: not
-/// chat).
+/// The text of the chat chunks among a query's candidates, with the message a lone one answers
+/// (its `context`), each read from the database once however many of the readers below ask and
+/// however many rounds the pool grows (`None`: not chat).
 #[derive(Default)]
-struct ChatTexts(HashMap<i64, Option<String>>);
+struct ChatTexts(HashMap<i64, Option<ChatText>>);
+
+/// A chat chunk's text and its `context`.
+type ChatText = (String, Option<String>);
 
 impl ChatTexts {
     fn load(&mut self, conn: &Connection, rows: impl Iterator<Item = i64>) -> Result<(), MemoryError> {
@@ -501,11 +506,13 @@ impl ChatTexts {
         if missing.is_empty() {
             return Ok(());
         }
-        let mut st = conn
-            .prepare_cached("SELECT rowid, content FROM chunks WHERE rowid IN rarray(?1) AND source_kind = 'chat'")?;
+        let mut st = conn.prepare_cached(
+            "SELECT rowid, content, json_extract(metadata, '$.context') FROM chunks \
+             WHERE rowid IN rarray(?1) AND source_kind = 'chat'",
+        )?;
         let mut found = st.query([rarray(&missing)])?;
         while let Some(r) = found.next()? {
-            self.0.insert(r.get(0)?, Some(r.get(1)?));
+            self.0.insert(r.get(0)?, Some((r.get(1)?, r.get(2)?)));
         }
         for r in missing {
             self.0.entry(r).or_insert(None);
@@ -514,12 +521,17 @@ impl ChatTexts {
     }
 
     /// Keeps a candidate's text read elsewhere (`None`: not chat).
-    fn keep(&mut self, rowid: i64, chat_text: Option<String>) {
+    fn keep(&mut self, rowid: i64, chat_text: Option<ChatText>) {
         self.0.entry(rowid).or_insert(chat_text);
     }
 
     fn get(&self, rowid: i64) -> Option<&str> {
-        self.0.get(&rowid).and_then(|c| c.as_deref())
+        self.0.get(&rowid).and_then(|c| c.as_ref()).map(|c| c.0.as_str())
+    }
+
+    /// A lone chat message's `context`.
+    fn context(&self, rowid: i64) -> Option<&str> {
+        self.0.get(&rowid).and_then(|c| c.as_ref()).and_then(|c| c.1.as_deref())
     }
 }
 
@@ -554,17 +566,23 @@ fn keyword_windows(
     for &(r, _) in bm.iter().take(WINDOW_CANDIDATES) {
         ratios.entry(r).or_insert_with(|| texts.get(r).map_or(1.0, |c| best_window_share(c, terms, idf)));
     }
+    scale_keyword_scores(bm, ratios);
+    Ok(())
+}
+
+/// Multiplies each keyword hit's score by its factor in `factors` (those below 1 only), and
+/// ranks the list again when one changed.
+fn scale_keyword_scores(bm: &mut [(i64, f32)], factors: &HashMap<i64, f64>) {
     let mut changed = false;
     for x in bm.iter_mut() {
-        if let Some(&r) = ratios.get(&x.0).filter(|r| **r < 1.0) {
-            x.1 = (f64::from(x.1) * r) as f32;
+        if let Some(&k) = factors.get(&x.0).filter(|k| **k < 1.0) {
+            x.1 = (f64::from(x.1) * k) as f32;
             changed = true;
         }
     }
     if changed {
         bm.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     }
-    Ok(())
 }
 
 /// The share of its keyword score that a lone chat message keeps for the words it matches only
@@ -577,34 +595,30 @@ const CONTEXT_WORDS: f64 = 0.8;
 
 /// Scales the keyword scores of the lone chat messages among the first [`WINDOW_CANDIDATES`]
 /// keyword hits that match words in their `context`: by [`CONTEXT_WORDS`] for the share of
-/// their matched word weight (idf) found only there.
-fn context_words(conn: &Connection, bm: &mut [(i64, f32)], terms: &[String], idf: &[f64]) -> Result<(), MemoryError> {
-    let top: Vec<i64> = bm.iter().take(WINDOW_CANDIDATES).map(|x| x.0).collect();
-    let mut q = conn.prepare_cached(
-        "SELECT rowid, content, json_extract(metadata, '$.context') FROM chunks WHERE rowid IN rarray(?1) \
-         AND source_kind = 'chat' AND json_extract(metadata, '$.context') IS NOT NULL",
-    )?;
-    let mut factors: HashMap<i64, f64> = HashMap::new();
-    let mut rows = q.query([rarray(&top)])?;
-    while let Some(r) = rows.next()? {
-        let (rowid, content, context): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
-        let own = found_in(None, &content, terms);
-        let mut both = own.clone();
-        mark_terms(&context, terms, &mut both);
-        let matched = weight_of(&both, idf);
-        if matched > 0.0 {
-            let theirs = 1.0 - weight_of(&own, idf) / matched;
-            factors.insert(rowid, 1.0 - (1.0 - CONTEXT_WORDS) * theirs);
-        }
-    }
-    if factors.values().any(|&k| k < 1.0) {
-        for x in bm.iter_mut() {
-            if let Some(k) = factors.get(&x.0) {
-                x.1 = (f64::from(x.1) * k) as f32;
+/// their matched word weight (idf) found only there. `factors` keeps each chunk's factor across
+/// the pool's rounds (1 for chunks not scaled), as [`keyword_windows`] does.
+fn context_words(
+    conn: &Connection,
+    texts: &mut ChatTexts,
+    bm: &mut [(i64, f32)],
+    terms: &[String],
+    idf: &[f64],
+    factors: &mut HashMap<i64, f64>,
+) -> Result<(), MemoryError> {
+    texts.load(conn, bm.iter().take(WINDOW_CANDIDATES).map(|x| x.0))?;
+    for &(r, _) in bm.iter().take(WINDOW_CANDIDATES) {
+        factors.entry(r).or_insert_with(|| match (texts.get(r), texts.context(r)) {
+            (Some(content), Some(context)) => {
+                let own = found_in(None, content, terms);
+                let mut both = own.clone();
+                mark_terms(context, terms, &mut both);
+                let matched = weight_of(&both, idf);
+                if matched > 0.0 { 1.0 - (1.0 - CONTEXT_WORDS) * (1.0 - weight_of(&own, idf) / matched) } else { 1.0 }
             }
-        }
-        bm.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            _ => 1.0,
+        });
     }
+    scale_keyword_scores(bm, factors);
     Ok(())
 }
 
@@ -1156,8 +1170,10 @@ fn weak_keywords(
     }
     let lacking = absent >= ABSENT_WEAK;
     let top: Vec<i64> = bm.iter().take(WEAK_KEYWORDS_HITS).map(|x| x.0).collect();
-    let mut q =
-        conn.prepare_cached("SELECT rowid, title, content, source_kind FROM chunks WHERE rowid IN rarray(?1)")?;
+    let mut q = conn.prepare_cached(
+        "SELECT rowid, title, content, source_kind, json_extract(metadata, '$.context') FROM chunks \
+             WHERE rowid IN rarray(?1)",
+    )?;
     let mut rows = q.query([rarray(&top)])?;
     let mut best: f64 = 0.0;
     while let Some(r) = rows.next()? {
@@ -1166,7 +1182,7 @@ fn weak_keywords(
         let chat = r.get_ref(3)?.as_str().is_ok_and(|k| k == "chat");
         let window = if chat { best_window(&content, terms, idf).map(|w| w.0) } else { None };
         let found = window.unwrap_or_else(|| found_in(title.as_deref(), &content, terms));
-        texts.keep(rowid, chat.then_some(content));
+        texts.keep(rowid, chat.then(|| r.get(4)).transpose()?.map(|context| (content, context)));
         best = best.max(share(&found, idf));
         if !lacking && (best >= WEAK_KEYWORDS || found.iter().filter(|f| **f).count() > 1) {
             return Ok(None);

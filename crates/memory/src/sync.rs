@@ -23,7 +23,7 @@ use super::locks::{read, write};
 use super::seq::db_seq;
 use super::tier::{EMBED_BATCH, Tier, TierKind, TierLog};
 use super::types::ReindexSummary;
-use super::util::{CHAT_CONTEXT_MAX, cut_at_word, now_ms};
+use super::util::{CHAT_CONTEXT_MAX, after_stamp, cut_at_word, now_ms};
 use super::vecfile::VecFile;
 use super::vectors::{VectorIndex, normalize};
 use super::writer::{WriteState, exclusive};
@@ -706,11 +706,7 @@ pub(crate) fn upgrade_contexts(inner: &Inner, ws: &mut WriteState) -> Result<(),
 /// `[YYYY-MM-DD HH:MM] ` stamp.
 fn last_message(content: &str) -> Option<String> {
     let line = content.lines().rev().find(|l| !l.trim().is_empty())?.trim();
-    let line = match line.strip_prefix('[').and_then(|rest| rest.split_once("] ")) {
-        Some((stamp, rest)) if stamp.len() <= 20 => rest,
-        _ => line,
-    };
-    Some(cut_at_word(line.to_string(), CHAT_CONTEXT_MAX))
+    Some(cut_at_word(after_stamp(line).unwrap_or(line).to_string(), CHAT_CONTEXT_MAX))
 }
 
 #[cfg(test)]

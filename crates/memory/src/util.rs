@@ -186,12 +186,17 @@ impl Deferred {
     }
 }
 
+/// What follows the `[2024-01-02 10:00] ` stamp that opens each message of a chat chunk as chat
+/// ingest writes it (`sender: text`); `None` for a line without one.
+pub(crate) fn after_stamp(line: &str) -> Option<&str> {
+    Some(line.strip_prefix('[')?.split_once("] ")?.1)
+}
+
 /// A line of a chat chunk as chat ingest writes it, `[2024-01-02 10:00] sender: text` →
 /// (sender, text), the sender being one of `speakers` (the chunk's `participants`; a sender
 /// may hold `: ` itself). `None` for a message's further lines.
 pub(crate) fn chat_line<'a>(line: &'a str, speakers: &[&'a str]) -> Option<(&'a str, &'a str)> {
-    let rest = line.strip_prefix('[')?;
-    let (_, rest) = rest.split_once("] ")?;
+    let rest = after_stamp(line)?;
     let who = speakers
         .iter()
         .filter(|s| rest.starts_with(**s) && rest[s.len()..].starts_with(": "))
@@ -208,10 +213,6 @@ pub(crate) fn cut_at_word(line: String, max: usize) -> String {
     if line.len() <= max {
         return line;
     }
-    let mut end = max;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    let cut = line[..end].rfind(char::is_whitespace).unwrap_or(end);
-    line[..cut].to_string()
+    let head = openhuman_common::truncate_bytes(&line, max);
+    head[..head.rfind(char::is_whitespace).unwrap_or(head.len())].to_string()
 }

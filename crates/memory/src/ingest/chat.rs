@@ -153,11 +153,10 @@ fn put(
     Ok(chunks.iter().zip(members).map(|(c, messages)| ChatChunk { chunk_id: c.id(), messages }).collect())
 }
 
-/// The message before a chunk that holds one message alone, in the same thread: what the
-/// message answers or goes on from, which the keyword index and the relevance floor read with
-/// it (a reply seldom repeats the words of the question it answers). A chunk of several
-/// messages has its context inside.
-/// `first` is where the chunk's messages start in the thread's `msgs`, `len` how many it holds.
+/// The message before a chunk that holds one message alone (`len` 1, at `first` in its
+/// thread's `msgs`): what the message answers or goes on from, which the keyword index and the
+/// relevance floor read with it (a reply seldom repeats the words of the question it answers).
+/// A chunk of several messages has its context inside.
 fn before(msgs: &[ChatMsg], first: usize, len: usize) -> Option<&ChatMsg> {
     if len != 1 { None } else { first.checked_sub(1).map(|j| &msgs[j]) }
 }
