@@ -6,8 +6,9 @@
 //!   its members other than the account's owner (`Google Chat/Users/*/user_info.json`), its
 //!   channel keeping the folder's name (`DM …`), so that it is not taken for a topic.
 //! - A message's sender is `creator.name`, its time `created_date` ("Thursday, November 3,
-//!   2016 at 11:59:50 AM UTC", with a narrow space before AM/PM in newer exports), its text
-//!   `text`; attachments without text are counted, not stored.
+//!   2016 at 11:59:50 AM UTC", with a narrow space before AM/PM in newer exports; written in the
+//!   account's language, "Donnerstag, 3. November 2016 um 11:59:50 UTC", when that is not
+//!   English), its text `text`; attachments without text are counted, not stored.
 
 use std::path::Path;
 
@@ -17,19 +18,25 @@ use serde_json::Value;
 
 use super::chat::{Channel, ChatMsg, text_at};
 use super::report::Skips;
+use super::spelled;
 use super::stream;
 use crate::error::FormatError;
 
 /// The conversation's own files beside `messages.json`, which name it and its members.
 pub(crate) const INDEX_FILES: &[&str] = &["group_info.json", "user_info.json"];
 
-/// "Thursday, November 3, 2016 at 11:59:50 AM UTC" → Unix milliseconds.
+/// "Thursday, November 3, 2016 at 11:59:50 AM UTC" → Unix milliseconds; the same date in the
+/// language of the account that exported it ("jeudi 3 novembre 2016 à 11:59:50 UTC") through
+/// [`spelled::read`].
 fn time_of(s: &str) -> Option<i64> {
     let s: String = s.chars().map(|c| if c == '\u{202f}' || c == '\u{a0}' { ' ' } else { c }).collect();
     let s = s.trim();
-    let s = s.split_once(", ").map_or(s, |(first, rest)| if first.contains(' ') { s } else { rest });
-    let s = s.strip_suffix(" UTC").unwrap_or(s);
-    NaiveDateTime::parse_from_str(s, "%B %d, %Y at %I:%M:%S %p").ok().map(|t| t.and_utc().timestamp_millis())
+    let english = s.split_once(", ").map_or(s, |(first, rest)| if first.contains(' ') { s } else { rest });
+    let english = english.strip_suffix(" UTC").unwrap_or(english);
+    NaiveDateTime::parse_from_str(english, "%B %d, %Y at %I:%M:%S %p")
+        .ok()
+        .map(|t| t.and_utc().timestamp_millis())
+        .or_else(|| spelled::read(s))
 }
 
 fn read_json(path: &Path) -> Option<Value> {
@@ -133,6 +140,7 @@ mod tests {
         assert_eq!(time_of("Tuesday, November 22, 2016 at 9:46:26\u{202f}PM UTC"), Some(1_479_851_186_000));
         assert_eq!(time_of("November 22, 2016 at 9:46:26 PM"), Some(1_479_851_186_000));
         assert_eq!(time_of("yesterday"), None);
+        assert_eq!(time_of("Dienstag, 22. November 2016 um 21:46:26 UTC"), Some(1_479_851_186_000));
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod quote;
 mod report;
 mod slack;
 mod sms;
+mod spelled;
 mod stream;
 mod telegram;
 mod telegram_html;

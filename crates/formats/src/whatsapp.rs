@@ -4,10 +4,17 @@
 //! - iPhone: `[31/12/2023, 21:04:05] Name: text` (also `[12/31/23, 9:04:05 PM]`);
 //! - Android: `12/31/23, 9:04 PM - Name: text` (also `31/12/2023, 21:04 - Name: text`).
 //!
+//! Phones set to other languages write the same shapes with their own date and time: the date
+//! joined to the time by a comma, a space (`31/12/2023 21:04`, Portuguese, Dutch) or `à`
+//! (French); the year first (`2023/12/31 21:04`, Japanese and Chinese; `2023. 12. 31. 오후 9:04`,
+//! Korean); AM/PM as `p. m.`, `오후` or `午後`, before or after the clock. Year-first dates with
+//! dashes (`2023-12-31 21:04 - …`) are not read as WhatsApp: log files write that too.
+//!
 //! Dates may use `/`, `.` or `-`; a space before AM/PM may be a narrow no-break space. Whether
 //! a date is day-first or month-first is decided per file: a first number above 12 means
 //! day-first, a second above 12 month-first; with neither, brackets and 24-hour times read
-//! day-first and Android's AM/PM form month-first. Times carry no zone and are read as UTC.
+//! day-first and Android's AM/PM form month-first (a year-first date is always year, month,
+//! day). Times carry no zone and are read as UTC.
 //! A line without a stamp continues the message before it; a stamped line without `Name: ` is
 //! a system line (encryption notice, joins, subject changes) and is counted, not stored, as
 //! are `<Media omitted>` placeholders.
@@ -30,7 +37,40 @@ struct Stamp {
     /// Some(true) for PM, Some(false) for AM, None for a 24-hour time.
     pm: Option<bool>,
     bracketed: bool,
+    /// Year first (`2023/12/31`): `first` is the month, whatever the rest of the file says.
+    ymd: bool,
 }
+
+/// The date that opens a stamp: three numbers joined by `/`, `.` or `-` (a space may follow a
+/// dot, as Korean phones write `2023. 5. 3.`), and the text after it.
+fn date_part(body: &str) -> Option<([&str; 3], bool, &str)> {
+    let bytes = body.as_bytes();
+    let mut end = 0;
+    while let Some(&c) = bytes.get(end) {
+        let spaced =
+            c == b' ' && end > 0 && bytes[end - 1] == b'.' && bytes.get(end + 1).is_some_and(u8::is_ascii_digit);
+        if !(c.is_ascii_digit() || matches!(c, b'/' | b'.' | b'-') || spaced) {
+            break;
+        }
+        end += 1;
+    }
+    let date = body[..end].trim_end_matches('.');
+    let parts: Vec<&str> = date.split(['/', '.', '-']).map(str::trim).collect();
+    let [a, b, c] = parts[..] else { return None };
+    Some(([a, b, c], date.contains('-'), &body[end..]))
+}
+
+/// AM/PM markers, before or after the clock: `9:04 PM`, `9:04 p. m.`, `오후 9:04`.
+const MERIDIEM: &[(&str, bool)] = &[
+    ("pm", true),
+    ("am", false),
+    ("오후", true),
+    ("오전", false),
+    ("午後", true),
+    ("午前", false),
+    ("下午", true),
+    ("上午", false),
+];
 
 /// Reads the stamp that opens `line`; returns it and the text after it.
 fn stamp(line: &str) -> Option<(Stamp, &str)> {
@@ -39,13 +79,27 @@ fn stamp(line: &str) -> Option<(Stamp, &str)> {
         Some(b) => (true, b),
         None => (false, line),
     };
-    let comma = body.find(',')?;
-    let date: Vec<&str> = body[..comma].split(['/', '.', '-']).collect();
-    let [a, b, y] = date[..] else { return None };
-    let (first, second, year): (u32, u32, i32) =
-        (a.trim().parse().ok()?, b.trim().parse().ok()?, y.trim().parse().ok()?);
-    let year = if y.trim().len() == 2 { 2000 + year } else { year };
-    let after_date = &body[comma + 1..];
+    let ([a, b, y], dashed, after_date) = date_part(body)?;
+    // Year first (`2023/05/03`, `2023. 5. 3.`), not in the ISO form with dashes, which a log
+    // line writes too.
+    let ymd = a.len() == 4;
+    if ymd && dashed {
+        return None;
+    }
+    let (y, a, b) = if ymd { (a, b, y) } else { (y, a, b) };
+    if y.len() != 2 && y.len() != 4 {
+        return None;
+    }
+    let (first, second, year): (u32, u32, i32) = (a.parse().ok()?, b.parse().ok()?, y.parse().ok()?);
+    let year = if y.len() == 2 { 2000 + year } else { year };
+    // Between date and time: a comma (`31/12/2023, 21:04`), a space (`31/12/2023 21:04`), or
+    // French's `à` (`31/12/2023 à 21:04`).
+    let joined = after_date.strip_prefix(',').unwrap_or(after_date);
+    let joined = joined.trim_start_matches([' ', '\u{a0}']);
+    if joined.len() == after_date.len() {
+        return None;
+    }
+    let after_date = joined.strip_prefix("à ").unwrap_or(joined);
     let (time, rest) = if bracketed {
         let close = after_date.find(']')?;
         (&after_date[..close], after_date[close + 1..].strip_prefix(' ').unwrap_or(&after_date[close + 1..]))
@@ -53,16 +107,11 @@ fn stamp(line: &str) -> Option<(Stamp, &str)> {
         let dash = after_date.find(" - ")?;
         (&after_date[..dash], &after_date[dash + 3..])
     };
-    let time = time.replace(['\u{202f}', '\u{a0}'], " ");
-    let time = time.trim();
-    let lower = time.to_ascii_lowercase().replace('.', "");
-    let (clock, pm) = if let Some(t) = lower.strip_suffix("pm") {
-        (t.trim().to_string(), Some(true))
-    } else if let Some(t) = lower.strip_suffix("am") {
-        (t.trim().to_string(), Some(false))
-    } else {
-        (time.to_string(), None)
-    };
+    let compact: String = time.to_lowercase().chars().filter(|c| !c.is_whitespace() && *c != '.').collect();
+    let (clock, pm) = MERIDIEM
+        .iter()
+        .find_map(|&(m, pm)| compact.strip_suffix(m).or_else(|| compact.strip_prefix(m)).map(|t| (t, Some(pm))))
+        .unwrap_or((compact.as_str(), None));
     let parts: Vec<&str> = clock.split(':').collect();
     if parts.len() < 2 || parts.len() > 3 || clock.len() > 8 {
         return None;
@@ -70,13 +119,13 @@ fn stamp(line: &str) -> Option<(Stamp, &str)> {
     let hour: u32 = parts[0].parse().ok()?;
     let minute: u32 = parts[1].parse().ok()?;
     let sec: u32 = parts.get(2).map_or(Some(0), |s| s.parse().ok())?;
-    let s = Stamp { first, second, year, hour, minute, sec, pm, bracketed };
+    let s = Stamp { first, second, year, hour, minute, sec, pm, bracketed, ymd };
     Some((s, rest))
 }
 
 impl Stamp {
     fn to_ms(self, day_first: bool) -> Option<i64> {
-        let (day, month) = if day_first { (self.first, self.second) } else { (self.second, self.first) };
+        let (day, month) = if day_first && !self.ymd { (self.first, self.second) } else { (self.second, self.first) };
         let hour = match self.pm {
             Some(true) if self.hour < 12 => self.hour + 12,
             Some(false) if self.hour == 12 => 0,
@@ -101,7 +150,17 @@ fn chat_name(path: &Path) -> String {
     } else {
         stem
     };
-    for prefix in ["WhatsApp Chat with ", "WhatsApp Chat - ", "WhatsApp-Chat mit ", "Chat de WhatsApp con "] {
+    for prefix in [
+        "WhatsApp Chat with ",
+        "WhatsApp Chat - ",
+        "WhatsApp-Chat mit ",
+        "WhatsApp Chat mit ",
+        "Chat de WhatsApp con ",
+        "Discussion WhatsApp avec ",
+        "Conversa do WhatsApp com ",
+        "Chat WhatsApp con ",
+        "WhatsApp-chat met ",
+    ] {
         if let Some(rest) = name.strip_prefix(prefix) {
             return rest.trim().to_string();
         }
@@ -118,7 +177,7 @@ fn is_media_placeholder(text: &str) -> bool {
 
 pub(crate) fn parse(text: &str, path: &Path, skips: &mut Skips) -> Vec<Channel> {
     // First pass: every stamped line, to decide the date order for the whole file.
-    let stamps: Vec<Stamp> = text.lines().filter_map(|l| stamp(l).map(|s| s.0)).collect();
+    let stamps: Vec<Stamp> = text.lines().filter_map(|l| stamp(l).map(|s| s.0)).filter(|s| !s.ymd).collect();
     let day_first = if stamps.iter().any(|s| s.first > 12) {
         true
     } else if stamps.iter().any(|s| s.second > 12) {
@@ -184,5 +243,29 @@ mod tests {
         assert_eq!(s.to_ms(true), Some(1_706_747_400_000));
         assert!(stamp("Just a line: with a colon").is_none());
         assert!(stamp("2024-01-01 10:00 - x").is_none());
+        assert!(stamp("12/31/2023 - x: y").is_none());
+        assert!(stamp("1.2.3 10:00 - release: notes").is_none());
+    }
+
+    #[test]
+    fn stamps_as_phones_in_other_languages_write_them() {
+        // 31 December 2023, 21:04 (and :05 seconds in brackets).
+        let at = 1_704_056_640_000;
+        for (line, day_first) in [
+            ("31/12/2023 à 21:04 - Marie: salut", true),
+            ("31/12/2023 21:04 - João: oi", true),
+            ("31-12-2023 21:04 - Daan: hoi", true),
+            ("31.12.23, 21:04 - Jonas: hallo", true),
+            ("31/12/23, 9:04 p. m. - Lucía: hola", true),
+            ("2023/12/31 21:04 - 太郎: こんにちは", false),
+            ("2023. 12. 31. 오후 9:04 - 민준: 안녕", true),
+        ] {
+            let (s, rest) = stamp(line).unwrap_or_else(|| panic!("{line}"));
+            assert_eq!(s.to_ms(day_first), Some(at), "{line}");
+            assert!(rest.contains(": "), "{line}");
+        }
+        let (s, rest) = stamp("[31/12/2023 21:04:05] Marie: salut").unwrap();
+        assert_eq!((s.to_ms(true), rest), (Some(at + 5_000), "Marie: salut"));
+        assert_eq!(chat_name(Path::new("Discussion WhatsApp avec Marie.txt")), "Marie");
     }
 }

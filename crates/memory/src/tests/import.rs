@@ -206,6 +206,29 @@ fn whatsapp_both_line_shapes() {
 }
 
 #[test]
+fn whatsapp_from_phones_in_other_languages_is_chat() {
+    let root = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| std::fs::write(root.path().join(name), text).unwrap();
+    write(
+        "Discussion WhatsApp avec Marie.txt",
+        "14/02/2024 à 19:02 - Les messages et les appels sont chiffrés de bout en bout.\n\
+         14/02/2024 à 19:02 - Marie: Le plombier passe jeudi matin\n\
+         14/02/2024 à 19:05 - Paul: Parfait, je laisse la clé chez la voisine\n",
+    );
+    write("WhatsApp Chat with Taro.txt", "2024/02/15 21:30 - Taro: The ramen place on Elm Street closes at nine\n");
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, root.path());
+    assert_eq!((s.files_ingested, s.chunks_added), (2, 2), "{s:?}");
+    assert_eq!(
+        contents(&chunks_of(&m, "whatsapp:Marie")),
+        ["[2024-02-14 19:02] Marie: Le plombier passe jeudi matin\n\
+          [2024-02-14 19:05] Paul: Parfait, je laisse la clé chez la voisine"]
+    );
+    assert!(found_on_day(&m, "ramen Elm Street", "2024-02-15", "whatsapp:Taro"));
+}
+
+#[test]
 fn irc_logs_of_irssi_znc_and_weechat_are_chat() {
     let data = tempfile::tempdir().unwrap();
     let m = open(data.path());
@@ -353,6 +376,37 @@ fn google_chat_from_takeout_is_chat() {
     let topics: Vec<&str> = r["entities"].as_array().unwrap().iter().filter_map(|e| e["entity_id"].as_str()).collect();
     assert!(topics.contains(&"topic:choir"), "{topics:?}");
     assert!(!topics.iter().any(|t| t.contains("dm") || t.contains("lima")), "{topics:?}");
+}
+
+#[test]
+fn google_chat_from_an_account_in_another_language_keeps_its_dates() {
+    // Takeout writes `created_date` in the account's language; each message lands on its day.
+    let root = tempfile::tempdir().unwrap();
+    let space = |name: &str, messages: &str| {
+        let dir = root.path().join("Google Chat/Groups").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("group_info.json"), r#"{"name": "Nachbarn", "members": []}"#).unwrap();
+        std::fs::write(dir.join("messages.json"), messages).unwrap();
+    };
+    space(
+        "Space AAAAde",
+        r#"{"messages": [{"creator": {"name": "Jonas Weber"}, "created_date": "Freitag, 3. Mai 2024 um 18:30:00 UTC", "text": "Der Schlüssel liegt unter der Fußmatte", "message_id": "de/1"}]}"#,
+    );
+    space(
+        "Space AAAAko",
+        r#"{"messages": [{"creator": {"name": "Min-jun Park"}, "created_date": "2024년 5월 4일 토요일 오후 2시 5분 0초 UTC", "text": "the piano tuner comes on Tuesday", "message_id": "ko/1"}]}"#,
+    );
+    let data = tempfile::tempdir().unwrap();
+    let m = open(data.path());
+    let s = ingest(&m, root.path());
+    assert_eq!((s.files_ingested, s.chunks_added), (2, 2), "{s:?}");
+    assert!(!skips(&s).iter().any(|(_, r, _)| r.contains("created_date")), "{:?}", skips(&s));
+    assert!(found_on_day(&m, "Schlüssel Fußmatte", "2024-05-03", "gchat:Space AAAAde"));
+    assert!(found_on_day(&m, "piano tuner", "2024-05-04", "gchat:Space AAAAko"));
+    assert_eq!(
+        contents(&chunks_of(&m, "gchat:Space AAAAko")),
+        ["[2024-05-04 14:05] Min-jun Park: the piano tuner comes on Tuesday"]
+    );
 }
 
 #[test]
