@@ -82,8 +82,17 @@ pub(crate) fn snippet(text: &str, terms: &[String]) -> String {
         out.push('…');
     }
     let marks = emphasis_marks(text, from, to);
-    let mut pos = from;
+    // Matches that overlap or touch are marked as one: the pairs of characters Chinese,
+    // Japanese and Korean text is matched by overlap (`配管`, `管工` → `**配管工**`).
+    let mut spans: Vec<(usize, usize)> = Vec::new();
     for &(s, e, _) in found.iter().filter(|m| m.0 >= from && m.1 <= to) {
+        match spans.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => spans.push((s, e)),
+        }
+    }
+    let mut pos = from;
+    for (s, e) in spans {
         push_plain(&mut out, text, pos, s, &marks);
         out.push_str("**");
         out.push_str(&text[s..e]);
@@ -195,6 +204,13 @@ mod tests {
         let terms: Vec<String> = ["give", "blood", "again", "reunion", "de", "class"].map(String::from).into();
         let s = snippet("Réunion de classe: give blood again", &terms);
         assert_eq!(s, "**Réunion** de **classe**: **give** **blood** again");
+    }
+
+    #[test]
+    fn overlapping_pairs_of_cjk_characters_are_marked_once() {
+        let mut terms = Vec::new();
+        for_each_word("配管工", |_, _, lower| terms.push(stem(lower).into_owned()));
+        assert_eq!(snippet("明日配管工が来ます。", &terms), "明日**配管工**が来ます。");
     }
 
     #[test]

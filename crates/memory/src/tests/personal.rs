@@ -308,14 +308,7 @@ fn chat() -> String {
 fn personal_store(dir: &std::path::Path) -> crate::MemoryEngine {
     let m = open_with(&dir.join("data"), builtin());
     for (title, note) in NOTES {
-        let doc = crate::PutDocument {
-            key: title.to_lowercase(),
-            title: Some(title.to_string()),
-            content: note.to_string(),
-            source: "test".into(),
-            ..Default::default()
-        };
-        m.put_document(doc, crate::AuditRow::default()).expect("a note is stored");
+        put_note(&m, title, note);
     }
     let files = dir.join("files");
     fs::create_dir_all(&files).unwrap();
@@ -325,6 +318,18 @@ fn personal_store(dir: &std::path::Path) -> crate::MemoryEngine {
     assert_eq!(s.files_ingested, 2, "{s:?}");
     m.wait_background();
     m
+}
+
+/// Stores a note titled `title` (its key the title in lower case).
+fn put_note(m: &crate::MemoryEngine, title: &str, note: &str) {
+    let doc = crate::PutDocument {
+        key: title.to_lowercase(),
+        title: Some(title.to_string()),
+        content: note.to_string(),
+        source: "test".into(),
+        ..Default::default()
+    };
+    m.put_document(doc, crate::AuditRow::default()).expect("a note is stored");
 }
 
 /// The (kind, title) of what recall gives for `query`, best first.
@@ -367,6 +372,30 @@ fn everyday_questions_find_the_note_first_and_no_mail_or_chat_padding() {
         }
     }
     assert!(padded.is_empty(), "mail or chat came back for questions about notes:\n{}", padded.join("\n"));
+}
+
+/// Chinese, Japanese and Korean write no space between words (Korean writes one between
+/// phrases): a word inside a sentence is found, by search and by recall, and marked as one.
+#[test]
+fn a_word_inside_a_chinese_japanese_or_korean_sentence_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = personal_store(dir.path());
+    for (title, note) in [
+        ("水漏れ", "明日の朝、配管工が台所の水漏れを直しに来ます。鍵は隣の田中さんに預けてあります。"),
+        ("护照", "我的护照放在书房的抽屉里，明年三月到期，需要提前去出入境管理局办理续签。"),
+        ("피아노", "테오의 피아노 수업은 목요일 오후 다섯 시에 음악학교에서 있습니다."),
+    ] {
+        put_note(&m, title, note);
+    }
+    for (query, want, marked) in
+        [("配管工", "水漏れ", "**配管工**"), ("护照", "护照", "**护照**"), ("피아노 수업", "피아노", "**수업**")]
+    {
+        let hits = m.wire::<ops::Search>(json!({"query": query})).unwrap()["hits"].as_array().unwrap().clone();
+        assert_eq!(hits.first().and_then(|h| h["title"].as_str()), Some(want), "search `{query}`: {hits:?}");
+        let snippet = hits[0]["snippet"].as_str().unwrap();
+        assert!(snippet.contains(marked), "`{query}`: {snippet}");
+        assert_eq!(recalled(&m, query).first().map(|t| t.1.as_str()), Some(want), "recall `{query}`");
+    }
 }
 
 /// With the built-in table a question is embedded by its words that say something: "when is
