@@ -664,6 +664,25 @@ pub(crate) fn upgrade_contexts(inner: &Inner, ws: &mut WriteState) -> Result<(),
     if done {
         return Ok(());
     }
+    match_lone_messages(inner, ws)
+}
+
+/// After an import: the chats an export from before contexts carried get theirs as
+/// [`upgrade_contexts`] gives a store's at open (the store's own mark says nothing of what was
+/// imported into it). A copy of a shared store is left as the server has it.
+pub(crate) fn contexts_after_import(inner: &Inner) -> Result<(), MemoryError> {
+    if inner.shared.is_some() {
+        return Ok(());
+    }
+    let mut ws = exclusive(inner);
+    // The imported chunks are in the index before their entries are replaced.
+    sync_fts(inner, &mut ws, true)?;
+    match_lone_messages(inner, &mut ws)
+}
+
+/// [`upgrade_contexts`]' pass: every lone chat message without a context gets the last line of
+/// the chunk before it in its thread, in the keyword index first, then in its metadata.
+fn match_lone_messages(inner: &Inner, ws: &mut WriteState) -> Result<(), MemoryError> {
     let mut found: Vec<(i64, String)> = Vec::new();
     {
         let mut q = ws.conn.prepare(

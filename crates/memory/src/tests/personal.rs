@@ -537,6 +537,45 @@ fn a_store_from_before_contexts_gets_them_at_its_next_open() {
     assert_eq!(ids, [stored[0].chunk_id.as_str(), stored[1].chunk_id.as_str()], "{s}");
 }
 
+/// An export written before contexts, imported into a store that already has them, gets its
+/// lone messages' contexts at the import.
+#[test]
+fn an_export_from_before_contexts_gets_them_when_imported() {
+    use crate::ChatChunking;
+    let dir = tempfile::tempdir().unwrap();
+    let turns =
+        [("Ana", "Did you ever find a plumber for the leaking boiler?"), ("Ben", "Yes, Marco came on Tuesday.")];
+    let export = dir.path().join("export");
+    let stored = {
+        let m = open_with(&dir.path().join("old"), builtin());
+        let stored = m.put_chat(vec![ana_and_ben("old", &turns, 3 * 3_600_000)], "chats/old", ChatChunking::Packed);
+        m.export(&export).unwrap();
+        stored.unwrap()
+    };
+    // What an earlier version exported: chunks without a context.
+    let path = export.join("chunks.jsonl");
+    let lines: Vec<String> = fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut rec: Value = serde_json::from_str(l).unwrap();
+            if let Some(meta) = rec["metadata"].as_object_mut() {
+                meta.remove("context");
+            }
+            rec.to_string()
+        })
+        .collect();
+    assert!(!lines.iter().any(|l| l.contains("\"context\"")));
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let m = open_with(&dir.path().join("new"), builtin());
+    m.import(&export).unwrap();
+    let c = m.wire::<ops::ReadChunk>(json!({"chunk_id": stored[1].chunk_id})).unwrap();
+    assert_eq!(c["metadata"]["context"], "Ana: Did you ever find a plumber for the leaking boiler?", "{c}");
+    let s = m.wire::<ops::Search>(json!({"query": "plumber boiler", "k": 5})).unwrap();
+    let ids: Vec<&str> = s["hits"].as_array().unwrap().iter().map(|h| h["chunk_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [stored[0].chunk_id.as_str(), stored[1].chunk_id.as_str()], "{s}");
+}
+
 /// A question that names someone who speaks in a chat is answered first by what they said:
 /// the other speaker's turn that shares more of its words comes after.
 #[test]

@@ -107,6 +107,9 @@ impl MemoryEngine {
             summary.read.insert(t.file.to_string(), read);
             summary.added.insert(t.file.to_string(), added);
         }
+        if summary.added.get("chunks.jsonl").is_some_and(|&n| n > 0) {
+            crate::sync::contexts_after_import(&self.inner)?;
+        }
         let mut named: Vec<String> = conflicts.into_iter().collect();
         named.sort();
         summary.conflicts = named.len() as u64;
