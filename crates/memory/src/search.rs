@@ -161,10 +161,15 @@ fn chat_rows(conn: &Connection, rows: impl Iterator<Item = i64>) -> Result<HashS
     Ok(found)
 }
 
-/// Best first: by score, then by BM25 rank, then newest.
+/// Best first: by score, then by meaning (the larger cosine), then by BM25 rank, then newest.
+/// Scores tie when meaning has half the say and the best keyword hit is not the best by
+/// meaning (a question its words answer poorly): the two each score 0.5, and what the question
+/// means decides.
 fn order(a: &Hit, b: &Hit) -> std::cmp::Ordering {
+    let cos = |h: &Hit| h.vector_score.unwrap_or(f32::MIN);
     b.score
         .total_cmp(&a.score)
+        .then_with(|| cos(b).total_cmp(&cos(a)))
         .then_with(|| a.bm25_rank.unwrap_or(usize::MAX).cmp(&b.bm25_rank.unwrap_or(usize::MAX)))
         .then_with(|| b.rowid.cmp(&a.rowid))
 }
@@ -1513,6 +1518,18 @@ mod tests {
         assert!(of.iter().all(|&i| i >= stems.len() - NEAR_WORDS), "only the rarest: {of:?}");
         // No neighbour is another form of a query word.
         assert!(near.words.iter().all(|w| !stems.contains(&w.0)));
+    }
+
+    #[test]
+    fn with_half_the_say_to_meaning_the_best_by_meaning_breaks_the_tie() {
+        // "Where is our accommodation in Greece?": a changelog matches only "greek", the trip
+        // note only by meaning; each is its ranker's best, and at 0.5 they score alike.
+        let hits = fuse(Mode::Hybrid, &[(1, 3.2)], &[(2, 0.45), (3, 0.2)], &Weights::all(0.5));
+        assert_eq!(hits[0].score, hits[1].score);
+        assert_eq!(hits.iter().map(|h| h.rowid).collect::<Vec<_>>(), [2, 1, 3]);
+        // With less say to meaning the keyword hit comes first, as before.
+        let hits = fuse(Mode::Hybrid, &[(1, 3.2)], &[(2, 0.45), (3, 0.2)], &Weights::all(0.4));
+        assert_eq!(hits[0].rowid, 1);
     }
 
     #[test]
