@@ -248,6 +248,24 @@ mod tests {
     }
 
     #[test]
+    fn any_line_is_read_or_refused_without_a_panic() {
+        let parts = [
+            "[", "]", "3", "12", "2023", "/", ".", "-", ",", " ", "à ", ":", "05", " - ", "PM", "오후", "é", "Ann: hi",
+        ];
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        for _ in 0..20_000 {
+            let mut line = String::new();
+            for _ in 0..(state % 14) {
+                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                line.push_str(parts[(state >> 33) as usize % parts.len()]);
+            }
+            if let Some((s, _)) = stamp(&line) {
+                let _ = (s.to_ms(true), s.to_ms(false));
+            }
+        }
+    }
+
+    #[test]
     fn stamps_as_phones_in_other_languages_write_them() {
         // 31 December 2023, 21:04 (and :05 seconds in brackets).
         let at = 1_704_056_640_000;
