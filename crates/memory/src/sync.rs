@@ -664,35 +664,37 @@ pub(crate) fn upgrade_contexts(inner: &Inner, ws: &mut WriteState) -> Result<(),
     if done {
         return Ok(());
     }
-    match_lone_messages(inner, ws)
+    match_lone_messages(inner, ws, None)
 }
 
-/// After an import: the chats an export from before contexts carried get theirs as
-/// [`upgrade_contexts`] gives a store's at open (the store's own mark says nothing of what was
-/// imported into it). A copy of a shared store is left as the server has it.
-pub(crate) fn contexts_after_import(inner: &Inner) -> Result<(), MemoryError> {
+/// After importing an export written before contexts: the lone messages of the chats it added
+/// to (`chats`, source ids) get theirs as [`upgrade_contexts`] gives a store's at open (the
+/// store's own mark says nothing of what was imported into it). A copy of a shared store is
+/// left as the server has it.
+pub(crate) fn contexts_after_import(inner: &Inner, chats: &[String]) -> Result<(), MemoryError> {
     if inner.shared.is_some() {
         return Ok(());
     }
     let mut ws = exclusive(inner);
     // The imported chunks are in the index before their entries are replaced.
     sync_fts(inner, &mut ws, true)?;
-    match_lone_messages(inner, &mut ws)
+    match_lone_messages(inner, &mut ws, Some(chats))
 }
 
-/// [`upgrade_contexts`]' pass: every lone chat message without a context gets the last line of
-/// the chunk before it in its thread, in the keyword index first, then in its metadata.
-fn match_lone_messages(inner: &Inner, ws: &mut WriteState) -> Result<(), MemoryError> {
+/// [`upgrade_contexts`]' pass: every lone chat message without a context (of the sources
+/// `only`, when given) gets the last line of the chunk before it in its thread, in the keyword
+/// index first, then in its metadata.
+fn match_lone_messages(inner: &Inner, ws: &mut WriteState, only: Option<&[String]>) -> Result<(), MemoryError> {
     let mut found: Vec<(i64, String)> = Vec::new();
     {
         let mut q = ws.conn.prepare(
             "SELECT rowid, title, json_extract(metadata, '$.heading'), content, prev FROM ( \
                SELECT rowid, title, metadata, content, LAG(content) OVER ( \
                  PARTITION BY source_id, json_extract(metadata, '$.thread_id') ORDER BY timestamp_ms, rowid) AS prev \
-               FROM chunks WHERE source_kind = 'chat') \
+               FROM chunks WHERE source_kind = 'chat' AND (?1 IS NULL OR source_id IN rarray(?2))) \
              WHERE prev IS NOT NULL AND instr(content, char(10)) = 0 AND json_extract(metadata, '$.context') IS NULL",
         )?;
-        let mut rows = q.query([])?;
+        let mut rows = q.query(rusqlite::params![only.map(|_| 1), super::sql::rarray(only.unwrap_or_default())])?;
         while let Some(r) = rows.next()? {
             let (rowid, title, heading, content, prev): (i64, Option<String>, Option<String>, String, String) =
                 (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);

@@ -567,6 +567,11 @@ fn an_export_from_before_contexts_gets_them_when_imported() {
         .collect();
     assert!(!lines.iter().any(|l| l.contains("\"context\"")));
     fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let manifest = export.join("manifest.json");
+    let mut mark: Value = serde_json::from_str(&fs::read_to_string(&manifest).unwrap()).unwrap();
+    assert_eq!(mark["chat_context"], true, "an export says its chats carry contexts");
+    mark.as_object_mut().unwrap().remove("chat_context");
+    fs::write(&manifest, mark.to_string()).unwrap();
     let m = open_with(&dir.path().join("new"), builtin());
     m.import(&export).unwrap();
     let c = m.wire::<ops::ReadChunk>(json!({"chunk_id": stored[1].chunk_id})).unwrap();

@@ -90,6 +90,9 @@ fn write_export(conn: &Connection, dir: &Path) -> Result<(BTreeMap<String, u64>,
         "schema_version": schema_version.max(schema::SCHEMA_VERSION),
         "exported_at": ms_to_rfc3339(now_ms()),
         "generator": format!("openhuman-memory {}", env!("CARGO_PKG_VERSION")),
+        // Lone chat messages carry the message they answer (`metadata.context`); an export
+        // without this mark was written before they did, and its import gives them theirs.
+        "chat_context": true,
         "files": files,
         "markdown": { "dir": super::MARKDOWN_DIR, "files": markdown_files },
     });

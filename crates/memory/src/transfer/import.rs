@@ -71,7 +71,7 @@ impl MemoryEngine {
     /// Loads the export in `dir` (written by [`MemoryEngine::export`]).
     pub fn import(&self, dir: &Path) -> Result<ImportSummary, MemoryError> {
         let started = Instant::now();
-        let (version, expected) = read_manifest(dir)?;
+        let (version, expected, with_contexts) = read_manifest(dir)?;
         // Check every file against the manifest before anything is written.
         for t in TABLES {
             let path = dir.join(t.file);
@@ -96,19 +96,21 @@ impl MemoryEngine {
             }
         };
         let mut summary = ImportSummary { format_version: version, ..ImportSummary::default() };
-        let mut conflicts: HashSet<String> = HashSet::new();
+        let mut found = Found::default();
         for t in TABLES {
             if matches!(t.load, Load::Entities) {
                 // The imported chunks' text is read for entities in the background: let a short
                 // backlog finish, so that the names below meet the entities they name.
                 entities::settle(&self.inner)?;
             }
-            let (read, added) = load_table(&self.inner, dir, t, &before, &mut conflicts)?;
+            let (read, added) = load_table(&self.inner, dir, t, &before, &mut found)?;
             summary.read.insert(t.file.to_string(), read);
             summary.added.insert(t.file.to_string(), added);
         }
-        if summary.added.get("chunks.jsonl").is_some_and(|&n| n > 0) {
-            crate::sync::contexts_after_import(&self.inner)?;
+        let Found { conflicts, chats } = found;
+        if !with_contexts && !chats.is_empty() {
+            let chats: Vec<String> = chats.into_iter().collect();
+            crate::sync::contexts_after_import(&self.inner, &chats)?;
         }
         let mut named: Vec<String> = conflicts.into_iter().collect();
         named.sort();
@@ -127,8 +129,9 @@ fn not_an_export(dir: &Path, why: &str) -> MemoryError {
     ))
 }
 
-/// The manifest's format version and record count per file.
-fn read_manifest(dir: &Path) -> Result<(u64, BTreeMap<String, u64>), MemoryError> {
+/// The manifest's format version, record count per file, and whether its lone chat messages
+/// carry their context.
+fn read_manifest(dir: &Path) -> Result<(u64, BTreeMap<String, u64>, bool), MemoryError> {
     let path = dir.join(MANIFEST);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -156,7 +159,7 @@ fn read_manifest(dir: &Path) -> Result<(u64, BTreeMap<String, u64>), MemoryError
             .ok_or_else(|| not_an_export(dir, &format!("its manifest.json does not list {}", t.file)))?;
         counts.insert(t.file.to_string(), n);
     }
-    Ok((version, counts))
+    Ok((version, counts, m["chat_context"] == true))
 }
 
 fn count_lines(path: &Path) -> Result<u64, MemoryError> {
@@ -176,7 +179,7 @@ fn load_table(
     dir: &Path,
     t: &Table,
     before: &Before,
-    conflicts: &mut HashSet<String>,
+    found: &mut Found,
 ) -> Result<(u64, u64), MemoryError> {
     let path = dir.join(t.file);
     let file = File::open(&path).with_context(|| format!("opening {}", path.display()))?;
@@ -204,7 +207,7 @@ fn load_table(
         if !batch.is_empty() {
             let records = std::mem::take(&mut batch);
             added += write_tx(inner, None, |tx, seq, _now| {
-                let n = load_batch(tx, seq, t, &path, &records, before, conflicts)?;
+                let n = load_batch(tx, seq, t, &path, &records, before, found)?;
                 Ok((n, String::new()))
             })?;
         }
@@ -213,6 +216,14 @@ fn load_table(
             return Ok((read, added));
         }
     }
+}
+
+/// What loading meets on the way: the items in conflict with the store's, and the chats
+/// (source ids) chunks were added to.
+#[derive(Default)]
+struct Found {
+    conflicts: HashSet<String>,
+    chats: HashSet<String>,
 }
 
 fn bad_line(path: &Path, line: usize, why: &str) -> MemoryError {
@@ -229,7 +240,7 @@ fn load_batch(
     path: &Path,
     records: &[(usize, Map<String, Value>)],
     before: &Before,
-    conflicts: &mut HashSet<String>,
+    found: &mut Found,
 ) -> Result<u64, MemoryError> {
     let mut added = 0;
     match t.load {
@@ -242,8 +253,11 @@ fn load_batch(
                     continue;
                 }
                 if before.origins.contains(&chunk.origin) {
-                    conflicts.insert(chunk.origin.clone());
+                    found.conflicts.insert(chunk.origin.clone());
                     continue;
+                }
+                if chunk.kind == SourceKind::Chat && !found.chats.contains(&chunk.source_id) {
+                    found.chats.insert(chunk.source_id.clone());
                 }
                 let created = rec.get("created_at_ms").and_then(Value::as_i64).unwrap_or(chunk.timestamp_ms);
                 added += store::insert_chunks_as(tx, seq, std::iter::once((&chunk, id.to_string(), created)), now_ms())?
