@@ -12,7 +12,6 @@
 
 use std::path::Path;
 
-use chrono::NaiveDateTime;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
@@ -24,20 +23,6 @@ use crate::error::FormatError;
 
 /// The conversation's own files beside `messages.json`, which name it and its members.
 pub(crate) const INDEX_FILES: &[&str] = &["group_info.json", "user_info.json"];
-
-/// "Thursday, November 3, 2016 at 11:59:50 AM UTC" → Unix milliseconds; the same date in the
-/// language of the account that exported it ("jeudi 3 novembre 2016 à 11:59:50 UTC") through
-/// [`spelled::read`].
-fn time_of(s: &str) -> Option<i64> {
-    let s: String = s.chars().map(|c| if c == '\u{202f}' || c == '\u{a0}' { ' ' } else { c }).collect();
-    let s = s.trim();
-    let english = s.split_once(", ").map_or(s, |(first, rest)| if first.contains(' ') { s } else { rest });
-    let english = english.strip_suffix(" UTC").unwrap_or(english);
-    NaiveDateTime::parse_from_str(english, "%B %d, %Y at %I:%M:%S %p")
-        .ok()
-        .map(|t| t.and_utc().timestamp_millis())
-        .or_else(|| spelled::read(s))
-}
 
 fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(stream::without_bom(&std::fs::read(path).ok()?)).ok()
@@ -104,7 +89,7 @@ impl<'de> Visitor<'de> for Export<'_> {
 
 fn message(i: usize, m: &Value, path: &Path, skips: &mut Skips) -> Option<ChatMsg> {
     let at = text_at(m, "/message_id").map_or_else(|| i.to_string(), str::to_string);
-    let Some(ts) = text_at(m, "/created_date").and_then(time_of) else {
+    let Some(ts) = text_at(m, "/created_date").and_then(spelled::read) else {
         skips.message("a message without a readable `created_date`", path, &at);
         return None;
     };
@@ -136,11 +121,11 @@ mod tests {
 
     #[test]
     fn takeout_dates_in_both_spacings() {
-        assert_eq!(time_of("Thursday, November 3, 2016 at 11:59:50 AM UTC"), Some(1_478_174_390_000));
-        assert_eq!(time_of("Tuesday, November 22, 2016 at 9:46:26\u{202f}PM UTC"), Some(1_479_851_186_000));
-        assert_eq!(time_of("November 22, 2016 at 9:46:26 PM"), Some(1_479_851_186_000));
-        assert_eq!(time_of("yesterday"), None);
-        assert_eq!(time_of("Dienstag, 22. November 2016 um 21:46:26 UTC"), Some(1_479_851_186_000));
+        assert_eq!(spelled::read("Thursday, November 3, 2016 at 11:59:50 AM UTC"), Some(1_478_174_390_000));
+        assert_eq!(spelled::read("Tuesday, November 22, 2016 at 9:46:26\u{202f}PM UTC"), Some(1_479_851_186_000));
+        assert_eq!(spelled::read("November 22, 2016 at 9:46:26 PM"), Some(1_479_851_186_000));
+        assert_eq!(spelled::read("yesterday"), None);
+        assert_eq!(spelled::read("Dienstag, 22. November 2016 um 21:46:26 UTC"), Some(1_479_851_186_000));
     }
 
     #[test]

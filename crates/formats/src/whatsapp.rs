@@ -25,6 +25,7 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 
 use super::chat::{Channel, ChatMsg};
 use super::report::Skips;
+use super::spelled;
 
 #[derive(Debug, Clone, Copy)]
 struct Stamp {
@@ -59,18 +60,6 @@ fn date_part(body: &str) -> Option<([&str; 3], bool, &str)> {
     let [a, b, c] = parts[..] else { return None };
     Some(([a, b, c], date.contains('-'), &body[end..]))
 }
-
-/// AM/PM markers, before or after the clock: `9:04 PM`, `9:04 p. m.`, `오후 9:04`.
-const MERIDIEM: &[(&str, bool)] = &[
-    ("pm", true),
-    ("am", false),
-    ("오후", true),
-    ("오전", false),
-    ("午後", true),
-    ("午前", false),
-    ("下午", true),
-    ("上午", false),
-];
 
 /// Reads the stamp that opens `line`; returns it and the text after it.
 fn stamp(line: &str) -> Option<(Stamp, &str)> {
@@ -108,10 +97,8 @@ fn stamp(line: &str) -> Option<(Stamp, &str)> {
         (&after_date[..dash], &after_date[dash + 3..])
     };
     let compact: String = time.to_lowercase().chars().filter(|c| !c.is_whitespace() && *c != '.').collect();
-    let (clock, pm) = MERIDIEM
-        .iter()
-        .find_map(|&(m, pm)| compact.strip_suffix(m).or_else(|| compact.strip_prefix(m)).map(|t| (t, Some(pm))))
-        .unwrap_or((compact.as_str(), None));
+    // AM/PM before or after the clock: `9:04 PM`, `9:04 p. m.`, `오후 9:04`.
+    let (clock, pm) = spelled::strip_meridiem(&compact);
     let parts: Vec<&str> = clock.split(':').collect();
     if parts.len() < 2 || parts.len() > 3 || clock.len() > 8 {
         return None;
@@ -252,17 +239,11 @@ mod tests {
         let parts = [
             "[", "]", "3", "12", "2023", "/", ".", "-", ",", " ", "à ", ":", "05", " - ", "PM", "오후", "é", "Ann: hi",
         ];
-        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-        for _ in 0..20_000 {
-            let mut line = String::new();
-            for _ in 0..(state % 14) {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-                line.push_str(parts[(state >> 33) as usize % parts.len()]);
-            }
-            if let Some((s, _)) = stamp(&line) {
+        spelled::shuffled(&parts, 14, |line| {
+            if let Some((s, _)) = stamp(line) {
                 let _ = (s.to_ms(true), s.to_ms(false));
             }
-        }
+        });
     }
 
     #[test]
