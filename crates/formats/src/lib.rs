@@ -53,6 +53,7 @@ pub use error::FormatError;
 pub use gemini::{GeminiSession, read_session as read_gemini_session};
 pub use mail::{Links, MailMessage, normalize_subject};
 pub use report::{Skip, Skips};
+pub use spelled::month_named;
 pub use text::decode as decode_text;
 
 /// How a document's text is marked up, which decides where it may be split.

@@ -186,7 +186,8 @@ fn tokens(s: &str) -> Vec<Tok> {
     out
 }
 
-fn month_named(word: &str) -> Option<u32> {
+/// The month (1–12) `word`, a whole word in lower case, names in one of the languages above.
+pub fn month_named(word: &str) -> Option<u32> {
     MONTHS.iter().position(|names| names.contains(&word)).map(|m| m as u32 + 1)
 }
 

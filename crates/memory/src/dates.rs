@@ -48,13 +48,51 @@ const MONTHS: [(&str, u32); 24] = [
     ("dec", 12),
 ];
 
+/// The month `word` names: in English, or spelled out in full in one of the languages whose
+/// dates chat exports are read in (`novembre`, `März`, `diciembre`); their abbreviations and
+/// the names that are English words too (`set`, `ago`, `mars`) are left out.
 fn month(word: &str) -> Option<u32> {
-    MONTHS.iter().find(|(name, _)| *name == word).map(|&(_, m)| m)
+    MONTHS.iter().find(|(name, _)| *name == word).map(|&(_, m)| m).or_else(|| {
+        let foreign =
+            (word.chars().count() >= 4 || matches!(word, "mai" | "mei")) && !matches!(word, "mars" | "mart" | "mayo");
+        foreign.then(|| openhuman_formats::month_named(word)).flatten()
+    })
 }
 
-/// Month names that are also ordinary English words, which need a date beside them.
+/// Month names that need a date beside them, or a word such as "in" before them: the English
+/// names that are also ordinary words, and every name in another language.
 fn is_common_word(word: &str) -> bool {
     matches!(word, "may" | "march" | "mar" | "jan" | "sep" | "oct" | "dec" | "jun" | "aug")
+        || !MONTHS.iter().any(|(name, _)| *name == word)
+}
+
+/// Words between a day and its month, or a month and its year: "9th of July", "12 de
+/// noviembre de 2026", "3 di marzo".
+fn is_joining(word: &str) -> bool {
+    matches!(word, "of" | "de" | "del" | "di")
+}
+
+/// Words before a month name alone that make it a date: "in May", "last March", "en
+/// novembre", "im Oktober".
+fn anchors_month(word: &str) -> bool {
+    matches!(
+        word,
+        "in" | "last"
+            | "this"
+            | "since"
+            | "during"
+            | "early"
+            | "late"
+            | "mid"
+            | "en"
+            | "im"
+            | "em"
+            | "seit"
+            | "depuis"
+            | "desde"
+            | "dal"
+            | "sinds"
+    )
 }
 
 fn day(word: &str) -> Option<u32> {
@@ -155,6 +193,7 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
         .collect();
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let mut found: Vec<((i64, i64), usize, usize)> = Vec::new();
+    let french = crate::fts::QueryStops::of(query).languages().contains(&"fr");
     let mut i = 0;
     while i < words.len() {
         let start = i;
@@ -163,13 +202,14 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
             if let Some(s) = iso(raw[i].trim_matches(|c: char| !c.is_alphanumeric())) {
                 return Some((s, 1));
             }
-            // 9 July 2022 · 9th of July, 2022 · 9 July
+            // 9 July 2022 · 9th of July, 2022 · 9 July · 12 de noviembre de 2026
             if let Some(d) = day(here) {
-                let of = usize::from(w(i + 1) == "of");
+                let of = usize::from(is_joining(w(i + 1)));
                 if let Some(m) = month(w(i + 1 + of)) {
                     let after = i + 2 + of;
-                    if let Some(y) = year(w(after)) {
-                        return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), after + 1 - i));
+                    let of = usize::from(is_joining(w(after)));
+                    if let Some(y) = year(w(after + of)) {
+                        return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), after + of + 1 - i));
                     }
                     let y = latest_year(today, m, d);
                     return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), after - i));
@@ -184,12 +224,14 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
                 let y = latest_year(today, m, d);
                 return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), 2));
             }
-            if let Some(y) = year(w(i + 1)) {
-                return Some((month_span(y, m)?, 2));
+            // July 2022 · novembre 2026 · noviembre de 2026
+            let of = usize::from(is_joining(w(i + 1)));
+            if let Some(y) = year(w(i + 1 + of)) {
+                return Some((month_span(y, m)?, 2 + of));
             }
-            // last March · in May · this June
+            // last March · in May · this June · en novembre
             let before = if i > 0 { w(i - 1) } else { "" };
-            let anchored = matches!(before, "in" | "last" | "this" | "since" | "during" | "early" | "late" | "mid");
+            let anchored = anchors_month(before);
             if !anchored && is_common_word(here) {
                 return None;
             }
@@ -201,7 +243,7 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
             };
             Some((month_span(y, m)?, 1))
         })()
-        .or_else(|| relative(&words, i, today));
+        .or_else(|| relative(&words, i, today, french));
         match hit {
             Some((span, len)) => {
                 found.push((span, start, len.max(1)));
@@ -211,7 +253,21 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
                 // in 2022 · during 2021 · since 2019
                 if let Some(y) = year(w(i))
                     && i > 0
-                    && matches!(w(i - 1), "in" | "during" | "since" | "from" | "of" | "throughout")
+                    && matches!(
+                        w(i - 1),
+                        "in" | "during"
+                            | "since"
+                            | "from"
+                            | "of"
+                            | "throughout"
+                            | "en"
+                            | "im"
+                            | "em"
+                            | "nel"
+                            | "seit"
+                            | "depuis"
+                            | "desde"
+                    )
                     && let Some(s) = year_span(y)
                 {
                     found.push((s, i, 1));
@@ -220,27 +276,106 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
             }
         }
     }
-    let from_ms = found.iter().map(|f| f.0.0).min()?;
-    let to_ms = found.iter().map(|f| f.0.1).max()?;
-    let text = found
+    let mut named: Vec<((i64, i64), &str)> = found
         .iter()
-        .map(|&(_, at, len)| {
+        .map(|&(span, at, len)| {
             let (from, to) = (pieces[at].0, pieces[(at + len).min(pieces.len()) - 1].1);
-            query[from..to].trim_matches(|c: char| !c.is_alphanumeric())
+            (span, query[from..to].trim_matches(|c: char| !c.is_alphanumeric()))
         })
-        .collect::<Vec<_>>()
-        .join(" … ");
+        .collect();
+    named.extend(cjk_dates(query, today));
+    let from_ms = named.iter().map(|f| f.0.0).min()?;
+    let to_ms = named.iter().map(|f| f.0.1).max()?;
+    let text = named.iter().map(|&(_, text)| text).collect::<Vec<_>>().join(" … ");
     Some(Span { from_ms, to_ms, text })
 }
 
+/// Dates written with the year, month and day marks of Chinese and Japanese (`2026年11月12日`,
+/// `11月12日`) or Korean (`2026년 11월 12일`), wherever they stand in `query` (no space needs to
+/// set them apart): a year, month and day, a month and day (the latest such day), a year and
+/// month, a month, or a year. A day alone (`3日` is also "three days") is not read.
+fn cjk_dates(query: &str, today: NaiveDate) -> Vec<((i64, i64), &str)> {
+    let chars: Vec<(usize, char)> = query.char_indices().collect();
+    let at = |k: usize| chars.get(k).map_or(query.len(), |c| c.0);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if !chars[i].1.is_ascii_digit() || i > 0 && chars[i - 1].1.is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        // Numbers each followed by its mark, year before month before day, spaces between.
+        let (mut y, mut m, mut d) = (None, None, None);
+        let (mut k, mut end, mut last) = (i, i, 0);
+        loop {
+            let mut j = k;
+            while end > i && j < chars.len() && chars[j].1 == ' ' {
+                j += 1;
+            }
+            let digits = j;
+            while j < chars.len() && chars[j].1.is_ascii_digit() {
+                j += 1;
+            }
+            let Some(&(_, mark)) = chars.get(j) else { break };
+            let rank = match mark {
+                '年' | '년' => 1,
+                '月' | '월' => 2,
+                '日' | '일' => 3,
+                _ => break,
+            };
+            if j == digits || j - digits > 4 || rank <= last {
+                break;
+            }
+            let value: i64 = query[at(digits)..at(j)].parse().unwrap_or(0);
+            match rank {
+                1 => y = Some(value),
+                2 => m = Some(value),
+                _ => d = Some(value),
+            }
+            (last, k, end) = (rank, j + 1, j + 1);
+        }
+        if end == i {
+            i += 1;
+            continue;
+        }
+        let text = &query[at(i)..at(end)];
+        i = end;
+        let y = match y {
+            Some(y) => year(&y.to_string()),
+            None => None,
+        };
+        let (Ok(m), Ok(d)) = (m.map(u32::try_from).transpose(), d.map(u32::try_from).transpose()) else { continue };
+        let span = match (y, m, d) {
+            (Some(y), Some(m), Some(d)) => NaiveDate::from_ymd_opt(y, m, d).map(day_span),
+            (None, Some(m), Some(d)) => NaiveDate::from_ymd_opt(latest_year(today, m, d), m, d).map(day_span),
+            (Some(y), Some(m), None) => month_span(y, m),
+            (None, Some(m), None) if (1..=12).contains(&m) => {
+                month_span(if m > today.month() { today.year() - 1 } else { today.year() }, m)
+            }
+            (Some(y), None, None) => year_span(y),
+            _ => None,
+        };
+        if let Some(span) = span {
+            out.push((span, text));
+        }
+    }
+    out
+}
+
 /// Words relative to today: yesterday, today, last week/month/year, this week/month/year,
-/// N days/weeks/months/years ago.
-fn relative(words: &[String], i: usize, today: NaiveDate) -> Option<((i64, i64), usize)> {
+/// N days/weeks/months/years ago; "yesterday" and "today" in six other languages too (French
+/// `hier` only in a French question: it is "here" in German and Dutch).
+fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Option<((i64, i64), usize)> {
     let w = |k: usize| words.get(k).map(String::as_str).unwrap_or("");
     let start_of_week = today - Duration::days(today.weekday().num_days_from_monday() as i64);
     match (w(i), w(i + 1)) {
-        ("today" | "tonight", _) => Some((day_span(today), 1)),
-        ("yesterday", _) => Some((day_span(today - Duration::days(1)), 1)),
+        ("today" | "tonight" | "aujourd'hui" | "aujourd’hui" | "heute" | "hoy" | "oggi" | "hoje" | "vandaag", _) => {
+            Some((day_span(today), 1))
+        }
+        ("yesterday" | "gestern" | "ayer" | "ieri" | "ontem" | "gisteren", _) => {
+            Some((day_span(today - Duration::days(1)), 1))
+        }
+        ("hier", _) if french => Some((day_span(today - Duration::days(1)), 1)),
         ("last" | "this", unit @ ("week" | "month" | "year")) => {
             let last = w(i) == "last";
             let span = match unit {
@@ -326,6 +461,57 @@ mod tests {
         assert_eq!(span("this month"), Some(("2026-11-01".into(), "2026-12-01".into())));
         assert_eq!(span("last year"), Some(("2025-01-01".into(), "2026-01-01".into())));
         assert_eq!(span("three days ago"), Some(("2026-11-26".into(), "2026-11-29".into())));
+    }
+
+    #[test]
+    fn dates_in_other_languages() {
+        for q in [
+            "qu'est-ce qu'on a dit le 12 novembre 2025 ?",
+            "was war am 12. November 2025?",
+            "¿qué pasó el 12 de noviembre de 2025?",
+            "cosa è successo il 12 novembre 2025?",
+            "o que aconteceu em 12 de novembro de 2025?",
+            "wat gebeurde er op 12 november 2025?",
+            "2025年11月12日に何がありましたか",
+            "2025年11月12日发生了什么",
+            "2025년 11월 12일에 무슨 일이 있었나요?",
+        ] {
+            assert_eq!(span(q), day("2025-11-12"), "{q}");
+        }
+        assert_eq!(span("le 3 mai"), day("2026-05-03"));
+        assert_eq!(span("am 24. Dezember"), day("2025-12-24"));
+        assert_eq!(span("12月24日のパーティー"), day("2025-12-24"));
+        assert_eq!(span_in("12月24日のパーティー", NOW).unwrap().text, "12月24日");
+        assert_eq!(span("크리스마스 12월 24일"), day("2025-12-24"));
+        assert_eq!(span("en décembre"), Some(("2025-12-01".into(), "2026-01-01".into())));
+        assert_eq!(span("im März 2024"), Some(("2024-03-01".into(), "2024-04-01".into())));
+        assert_eq!(span("diciembre de 2024"), Some(("2024-12-01".into(), "2025-01-01".into())));
+        assert_eq!(span("2024年3月の請求書"), Some(("2024-03-01".into(), "2024-04-01".into())));
+        assert_eq!(span("2024年"), Some(("2024-01-01".into(), "2025-01-01".into())));
+        assert_eq!(span("en 2023"), Some(("2023-01-01".into(), "2024-01-01".into())));
+        assert_eq!(span("qu'est-ce que j'ai fait hier ?"), day("2026-11-29"));
+        assert_eq!(span("was habe ich gestern gemacht?"), day("2026-11-29"));
+        assert_eq!(span("¿qué hice ayer?"), day("2026-11-29"));
+        assert_eq!(span("heute"), day("2026-11-30"));
+    }
+
+    #[test]
+    fn words_that_only_look_like_dates_in_other_languages_are_left_alone() {
+        for q in [
+            // "hier" is "here" in German and Dutch.
+            "was ist hier passiert?",
+            "wat is hier gebeurd?",
+            // Names that are English words too, abbreviations, a month alone without a date.
+            "set 12 alarms",
+            "12 ago 2024",
+            "the mars 2030 mission",
+            "novembre",
+            "3日間の旅行",
+            "12345年",
+            "13月40日",
+        ] {
+            assert_eq!(span(q), None, "{q}");
+        }
     }
 
     #[test]

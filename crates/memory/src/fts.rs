@@ -41,7 +41,9 @@ mod directory;
 
 use analysis::EnglishTokenizer;
 pub use analysis::word_stems;
-pub(crate) use analysis::{QueryTerms, for_each_word, is_query_stop_word, is_unmarked_word, stem, without_stop_words};
+pub(crate) use analysis::{
+    QueryStops, QueryTerms, for_each_word, is_query_stop_word, is_unmarked_word, stem, without_stop_words,
+};
 use directory::SyncingDirectory;
 
 /// Bumped when the document layout or an analyzer changes; an index of another layout is

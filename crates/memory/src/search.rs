@@ -1082,8 +1082,9 @@ fn near_words(query: &str, stems: &[String], idf: &[f64]) -> Near {
     let Ok(model) = crate::embed::StaticModel::builtin() else { return Near::default() };
     let mut words = Vec::new();
     let mut seen: Vec<String> = Vec::new();
+    let stops = crate::fts::QueryStops::of(query);
     crate::fts::for_each_word(query, |_, _, lower| {
-        if crate::fts::is_query_stop_word(lower) || seen.iter().any(|w| w == lower) {
+        if stops.contains(lower) || seen.iter().any(|w| w == lower) {
             return;
         }
         seen.push(lower.to_string());

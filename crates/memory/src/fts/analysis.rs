@@ -104,6 +104,138 @@ const UNMARKED_WORDS: &[&str] = &[
     "zur",
 ];
 
+/// The function words (articles, pronouns, prepositions, conjunctions, auxiliaries and question
+/// words) of six other languages, folded as queries are (`où` is `ou`): what a query written in
+/// one of them drops besides [`QUERY_STOP_WORDS`]. Many are English words too (`die`, `son`,
+/// `also`), so a list applies only to a query that [reads as its language](QueryStops::of).
+#[rustfmt::skip]
+const FRENCH: &[&str] = &[
+    "a", "ai", "as", "au", "aux", "avait", "avec", "avez", "avoir", "avons", "c", "ca", "car", "ce", "ceci", "cela",
+    "ces", "cet", "cette", "chez", "combien", "comment", "d", "dans", "de", "des", "dois", "doit", "donc", "du",
+    "elle", "elles", "en", "entre", "es", "est", "et", "etaient", "etait", "ete", "etes", "etre", "faire", "fait",
+    "faut", "il", "ils", "j", "je", "l", "la", "laquelle", "le", "lequel", "les", "leur", "leurs", "lui", "m", "ma",
+    "mais", "me", "mes", "mon", "n", "ne", "ni", "nos", "notre", "nous", "on", "ont", "ou", "par", "pas", "peut",
+    "peux", "plus", "pour", "pourquoi", "puis", "qu", "quand", "que", "quel", "quelle", "quelles", "quels", "qui",
+    "quoi", "s", "sa", "sans", "se", "ses", "sommes", "son", "sont", "sous", "suis", "sur", "t", "ta", "te", "tes",
+    "ton", "tu", "un", "une", "va", "vais", "vers", "vos", "votre", "vous", "y",
+];
+
+#[rustfmt::skip]
+const GERMAN: &[&str] = &[
+    "aber", "am", "an", "auch", "auf", "aus", "bei", "bin", "bis", "bist", "das", "dass", "dein", "deine", "deinen",
+    "dem", "den", "denn", "der", "des", "dich", "die", "dir", "du", "durch", "ein", "eine", "einem", "einen",
+    "einer", "eines", "er", "es", "euch", "euer", "eure", "fur", "gegen", "habe", "haben", "hast", "hat", "hatte",
+    "hatten", "ich", "ihm", "ihn", "ihnen", "ihr", "ihre", "ihren", "im", "in", "ist", "kann", "kannst", "kein",
+    "keine", "keinen", "konnen", "man", "mein", "meine", "meinem", "meinen", "meiner", "mich", "mir", "mit", "muss",
+    "mussen", "musst", "nach", "nicht", "noch", "ob", "oder", "ohne", "seid", "sein", "seine", "seinen", "sich",
+    "sie", "sind", "so", "soll", "sollen", "uber", "um", "und", "uns", "unser", "unsere", "unseren", "unter", "vom",
+    "von", "wann", "war", "waren", "warum", "was", "welche", "welchen", "welcher", "welches", "wem", "wen", "wenn",
+    "wer", "werden", "wie", "wieso", "wir", "wird", "wo", "woher", "wohin", "wurde", "zu", "zum", "zur",
+];
+
+#[rustfmt::skip]
+const SPANISH: &[&str] = &[
+    "a", "adonde", "al", "aquel", "como", "con", "cual", "cuales", "cuando", "cuanta", "cuantas", "cuanto",
+    "cuantos", "de", "debe", "debo", "del", "desde", "donde", "e", "el", "ella", "ellas", "ello", "ellos", "en",
+    "entre", "era", "eran", "es", "esa", "esas", "ese", "eso", "esos", "esta", "estan", "estar", "estas", "este",
+    "esto", "estos", "estoy", "fue", "fueron", "ha", "habia", "hacer", "hacia", "hago", "han", "has", "hasta",
+    "hay", "he", "hemos", "la", "las", "le", "les", "lo", "los", "mas", "me", "mi", "mis", "ni", "no", "nos",
+    "nosotras", "nosotros", "nuestra", "nuestras", "nuestro", "nuestros", "o", "os", "para", "pero", "por", "puede",
+    "puedo", "que", "quien", "quienes", "se", "ser", "sin", "sobre", "son", "su", "sus", "te", "tenemos", "tengo",
+    "tiene", "tienen", "tu", "tus", "u", "un", "una", "unas", "unos", "usted", "ustedes", "vosotros", "y", "yo",
+];
+
+#[rustfmt::skip]
+const ITALIAN: &[&str] = &[
+    "a", "abbiamo", "agli", "ai", "al", "all", "alla", "alle", "allo", "avere", "avete", "c", "che", "chi", "ci",
+    "come", "con", "cosa", "da", "dai", "dal", "dalla", "dalle", "degli", "dei", "del", "dell", "della", "delle",
+    "dello", "deve", "devo", "di", "dove", "e", "ed", "era", "erano", "essere", "faccio", "fare", "fra", "gli",
+    "ha", "hai", "hanno", "ho", "i", "il", "in", "io", "l", "la", "le", "lei", "lo", "loro", "lui", "ma", "mi",
+    "mia", "mie", "miei", "mio", "nei", "nel", "nella", "nelle", "noi", "non", "nostra", "nostri", "nostro", "o",
+    "per", "perche", "piu", "posso", "puo", "quale", "quali", "quando", "quanta", "quanti", "quanto", "quella",
+    "quello", "questa", "queste", "questi", "questo", "sei", "si", "siamo", "siete", "sono", "stata", "stato", "su",
+    "sua", "sue", "sul", "sulla", "suo", "suoi", "ti", "tra", "tu", "tua", "tuo", "tuoi", "un", "una", "uno", "vi",
+    "voi", "vostro",
+];
+
+#[rustfmt::skip]
+const PORTUGUESE: &[&str] = &[
+    "a", "ao", "aos", "aquele", "as", "ate", "com", "como", "da", "das", "de", "deve", "devo", "do", "dos", "e",
+    "ela", "elas", "ele", "eles", "em", "entre", "era", "eram", "essa", "esse", "esta", "estao", "estar", "estas",
+    "este", "estes", "estou", "eu", "faco", "fazer", "foi", "foram", "ha", "isso", "isto", "lhe", "lhes", "mais",
+    "mas", "me", "meu", "meus", "minha", "minhas", "na", "nao", "nas", "nem", "no", "nos", "nossa", "nossas",
+    "nosso", "nossos", "o", "onde", "os", "ou", "para", "pela", "pelas", "pelo", "pelos", "pode", "por", "porque",
+    "posso", "quais", "qual", "quando", "quanta", "quantas", "quanto", "quantos", "que", "quem", "sao", "se", "sem",
+    "ser", "seu", "seus", "sobre", "sua", "suas", "te", "tem", "temos", "tenho", "teu", "tu", "tua", "um", "uma",
+    "umas", "uns", "voce", "voces",
+];
+
+#[rustfmt::skip]
+const DUTCH: &[&str] = &[
+    "aan", "ben", "bent", "bij", "dat", "de", "deze", "die", "dit", "door", "een", "en", "er", "geen", "haar",
+    "had", "hadden", "heb", "hebben", "hebt", "heeft", "het", "hij", "hoe", "hoeveel", "hun", "ik", "in", "is",
+    "je", "jij", "jouw", "jullie", "kan", "kunnen", "maar", "me", "met", "mij", "mijn", "moet", "moeten", "naar",
+    "niet", "nog", "of", "om", "ons", "onze", "ook", "op", "over", "te", "tegen", "tot", "u", "uit", "uw", "van",
+    "voor", "waar", "waarom", "wanneer", "want", "waren", "was", "wat", "we", "welk", "welke", "werd", "wie", "wij",
+    "worden", "wordt", "ze", "zij", "zijn", "zonder",
+];
+
+/// The lists above, each under its language's name.
+const LANGUAGES: [(&str, &[&str]); 6] =
+    [("fr", FRENCH), ("de", GERMAN), ("es", SPANISH), ("it", ITALIAN), ("pt", PORTUGUESE), ("nl", DUTCH)];
+
+/// The words a query drops when it has others: the English [query stop words](is_query_stop_word),
+/// and the function words of the languages the query is written in when that is one of six
+/// others. A query reads as French, say, when at least two of its distinct words are French
+/// function words that are not English stop words, and more of them than English stop words:
+/// "où est la clé de secours ?" drops `ou est la de`, "when does my son play?" keeps `son`.
+/// A tie between languages (`la de mi` is Spanish and Italian) drops the words of each.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct QueryStops {
+    /// One bit per entry of [`LANGUAGES`].
+    languages: u8,
+}
+
+impl QueryStops {
+    pub fn of(query: &str) -> QueryStops {
+        let mut words: Vec<String> = Vec::new();
+        for_each_word(query, |_, _, lower| {
+            if !words.iter().any(|w| w == lower) {
+                words.push(lower.to_string());
+            }
+        });
+        let english = words.iter().filter(|w| is_query_stop_word(w)).count();
+        let counts = LANGUAGES.map(|(_, list)| {
+            words.iter().filter(|w| !is_query_stop_word(w) && list.binary_search(&w.as_str()).is_ok()).count()
+        });
+        let best = counts.iter().copied().max().unwrap_or(0);
+        if best < 2 || best <= english {
+            return QueryStops::default();
+        }
+        let languages = counts.iter().enumerate().filter(|&(_, &c)| c == best).fold(0u8, |bits, (i, _)| bits | 1 << i);
+        QueryStops { languages }
+    }
+
+    /// Whether a query drops `lower` (lowercased and folded, not stemmed) when it has other words.
+    pub fn contains(&self, lower: &str) -> bool {
+        is_query_stop_word(lower)
+            || LANGUAGES
+                .iter()
+                .enumerate()
+                .any(|(i, (_, list))| self.languages & 1 << i != 0 && list.binary_search(&lower).is_ok())
+    }
+
+    /// The languages the query reads as besides English (codes as in ISO 639-1).
+    pub fn languages(&self) -> Vec<&'static str> {
+        LANGUAGES
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| self.languages & 1 << i != 0)
+            .map(|(_, (code, _))| *code)
+            .collect()
+    }
+}
+
 /// Lucene's English stop words: what [`word_stems`] leaves out.
 pub(crate) fn is_stop_word(lower: &str) -> bool {
     STOP_WORDS.contains(&lower)
@@ -115,12 +247,13 @@ pub(crate) fn is_query_stop_word(lower: &str) -> bool {
     QUERY_STOP_WORDS.binary_search(&lower).is_ok()
 }
 
-/// `query`'s words that are not query stop words, as written, each followed by a space; the
+/// `query`'s words that are not [query stop words](QueryStops), as written, each followed by a space; the
 /// query itself when it has no other word.
 pub(crate) fn without_stop_words(query: &str) -> Cow<'_, str> {
+    let stops = QueryStops::of(query);
     let mut kept = String::with_capacity(query.len());
     for_each_word(query, |s, e, lower| {
-        if !is_query_stop_word(lower) {
+        if !stops.contains(lower) {
             kept.push_str(&query[s..e]);
             kept.push(' ');
         }
@@ -406,8 +539,9 @@ impl QueryTerms {
     pub fn parse(query: &str) -> QueryTerms {
         let mut words: Vec<String> = Vec::new();
         let mut stops: Vec<String> = Vec::new();
+        let dropped = QueryStops::of(query);
         for_each_word(query, |_, _, lower| {
-            let list = if is_query_stop_word(lower) { &mut stops } else { &mut words };
+            let list = if dropped.contains(lower) { &mut stops } else { &mut words };
             let s = stem(lower);
             if !list.iter().any(|w| *w == s) {
                 list.push(s.into_owned());
@@ -621,6 +755,32 @@ mod tests {
         // Nothing but stop words, or no word at all: the query as it is.
         assert_eq!(without_stop_words("to be or not to be"), "to be or not to be");
         assert_eq!(without_stop_words("?!"), "?!");
+    }
+
+    #[test]
+    fn a_query_in_another_language_drops_its_function_words() {
+        let words = |q: &str| QueryTerms::parse(q).words;
+        assert_eq!(words("où est la clé de secours ?"), ["cle", "secour"]);
+        assert_eq!(words("Wo ist der Schlüssel für die Garage?"), ["schlussel", "garag"]);
+        assert_eq!(words("¿Dónde está mi pasaporte?"), ["pasaport"]);
+        assert_eq!(words("waar is de reservesleutel van het huis?"), ["reservesleutel", "hui"]);
+        assert_eq!(QueryStops::of("la casa de mi madre").languages(), ["es"]);
+        assert_eq!(QueryStops::of("dov'è la chiave di casa?").languages(), ["it"]);
+        // As Spanish as Italian: the function words of both go.
+        assert_eq!(QueryStops::of("la pizza e la pasta").languages(), ["es", "it"]);
+        assert_eq!(words("la pizza e la pasta"), ["pizza", "pasta"]);
+        // English questions keep the words other languages would drop.
+        assert_eq!(words("when does my son play the piano?"), ["son", "play", "piano"]);
+        assert_eq!(words("why did Die Hard come out in summer?"), ["die", "hard", "come", "out", "summer"]);
+        assert_eq!(QueryStops::of("meeting with de Vries about the la la land score"), QueryStops::default());
+        // One foreign function word does not make a language.
+        assert_eq!(words("Réunion de classe"), ["reunion", "de", "class"]);
+        // Nothing but function words: the query as it is.
+        assert_eq!(words("qui est là ?"), ["qui", "est", "la"]);
+        assert_eq!(without_stop_words("où est la clé de secours ?"), "clé secours ");
+        for (_, list) in LANGUAGES {
+            assert!(list.windows(2).all(|w| w[0] < w[1]), "{list:?}");
+        }
     }
 
     #[test]

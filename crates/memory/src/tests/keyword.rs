@@ -306,3 +306,35 @@ fn accents_and_full_width_letters_fold_both_ways() {
     let snippet = r["hits"][0]["snippet"].as_str().unwrap();
     assert!(snippet.contains("**réunion**") && snippet.contains("**élèves**"), "{snippet}");
 }
+
+/// A question in French, German or another of the six languages the analyzer knows the
+/// function words of drops them as an English question drops its stop words. In a store that is
+/// mostly English, `la` and `de` are rare words, and a French note that shares only them with
+/// the question would otherwise be a strong keyword hit.
+#[test]
+fn a_question_in_another_language_is_not_answered_by_its_function_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let notes = [
+        ("cle", "Clé de secours", "Margaret, au numéro 14, a la clé de secours de la maison."),
+        ("tarte", "Recette", "Pour la tarte aux pommes il faut de la farine, du beurre et des pommes."),
+        ("garage", "Le garage", "La porte du garage est cassée ; le serrurier vient mardi."),
+        ("chor", "Chorprobe", "Die Probe des Chors ist am Donnerstag im Gemeindesaal."),
+        ("rad", "Fahrrad", "Der Schlüssel für das Fahrradschloss ist in der Schublade."),
+        (
+            "mail",
+            "Réunion",
+            "Bonjour, où est passée la réunion de mardi ? Elle est annulée : la salle de conférence est prise.",
+        ),
+        ("termin", "Termin", "Wann ist der Termin beim Zahnarzt? Die Praxis ist am Freitag zu."),
+    ];
+    let m = notes_store(dir.path(), &notes);
+    corpus(&m);
+    for (q, want) in [("où est la clé de secours ?", "Clé de secours"), ("wann ist die Chorprobe?", "Chorprobe")] {
+        let r = m.wire::<ops::Search>(json!({"query": q})).unwrap();
+        assert_eq!(titles(&r), [want], "{q}: {r}");
+        let r = m.wire::<ops::Recall>(json!({"query": q})).unwrap();
+        assert_eq!(titles(&r), [want], "{q}: {r}");
+    }
+    let r = m.wire::<ops::Recall>(json!({"query": "qui répare la porte du garage ?"})).unwrap();
+    assert_eq!(titles(&r), ["Le garage"], "{r}");
+}

@@ -348,7 +348,16 @@ fn a_date_in_the_question_prefers_what_was_observed_then() {
     assert!(plain.get("date_range").is_none());
     assert!(plain["chunks"][0].get("in_date_range").is_none());
 
-    for q in ["picnic baked bread on 9 July, 2022", "picnic baked bread 2022-07-09", "July 2022 picnic baked bread"] {
+    for q in [
+        "picnic baked bread on 9 July, 2022",
+        "picnic baked bread 2022-07-09",
+        "July 2022 picnic baked bread",
+        // Dates as questions in other languages write them.
+        "picnic baked bread le 9 juillet 2022",
+        "picnic baked bread am 9. Juli 2022",
+        "picnic baked bread el 9 de julio de 2022",
+        "2022年7月9日のpicnic baked bread",
+    ] {
         let r = m.wire::<ops::Recall>(json!({"query": q})).unwrap();
         assert_eq!(first_key(&r), "picnic-2022", "{q}: {r}");
         assert_eq!(r["chunks"][0]["in_date_range"], true);
