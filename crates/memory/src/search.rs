@@ -12,6 +12,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::fts::QueryTerms;
+
 use rusqlite::params;
 use serde::Serialize;
 
@@ -59,6 +61,9 @@ pub(crate) struct Hit {
     pub window_cos: Option<f32>,
     /// Observed within the span of time the query names.
     pub in_span: bool,
+    /// Kept for its date alone: the query names a span and says nothing else that a chunk in it
+    /// holds ("what happened on 3 November?"; see [`date_question`]).
+    pub by_date: bool,
     /// The chat hit beside it in its conversation that lent it score (see
     /// `spread_to_neighbours`), when it gained more from that than it scored itself.
     pub context_of: Option<i64>,
@@ -74,6 +79,7 @@ impl Hit {
             vector_score: None,
             window_cos: None,
             in_span: false,
+            by_date: false,
             context_of: None,
         }
     }
@@ -358,6 +364,16 @@ pub(crate) fn rank(
             focus_on_speaker(inner, conn, &mut fused, &terms.words)?;
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
+            if mode == Mode::Hybrid
+                && let (Some(span), Some(ids)) = (span, &in_span)
+                && date_question(inner, &terms, span, ids)?
+            {
+                let cosines = match &qvec {
+                    Some((q, tier)) => read(&tier.vectors).search(q, want, Some(ids)),
+                    None => Vec::new(),
+                };
+                by_date(conn, &mut fused, ids, &cosines, want)?;
+            }
             fused.truncate(want);
             let noise = background.map(|b| VectorNoise::new(b, vs.iter().map(|v| v.1).fold(f32::MIN, f32::max)));
             let judge = Judge::new(terms.words, idf, noise, near, weak.map(|_| weak_bar(absent)));
@@ -365,6 +381,72 @@ pub(crate) fn rank(
         }
         pool *= 4;
     }
+}
+
+// ---- questions about a day ----
+
+/// Whether a query that names `span` asks about the span itself: none of its other words (the
+/// ones left when the words of the date are taken out) is in any chunk of the span (`ids`).
+/// "What happened on 3 November?" and "what did I do yesterday?" are; "what did Claire say on
+/// 12 November?" is not when Claire wrote that day.
+fn date_question(inner: &Inner, terms: &QueryTerms, span: &Span, ids: &[i64]) -> Result<bool, MemoryError> {
+    if ids.is_empty() {
+        return Ok(false);
+    }
+    let date = QueryTerms::parse(&span.text).words;
+    let rest: Vec<String> = terms.words.iter().filter(|w| !date.contains(w)).cloned().collect();
+    if rest.is_empty() {
+        return Ok(true);
+    }
+    let rest = QueryTerms { words: rest, ..QueryTerms::default() };
+    Ok(inner.fts.search(&rest, &[], 1, Some(ids))?.is_empty())
+}
+
+/// What a chunk kept for its date alone scores: a hit inside the span that matches the query
+/// also gains [`SPAN_BOOST`] and comes first.
+const BY_DATE_SCORE: f64 = SPAN_BOOST;
+
+/// For a [question about a span](date_question): keeps the hits inside the span, marked as kept
+/// for their date, and adds the span's chunks that are not hits yet (the most alike to the
+/// query first, by `cosines`, best first; then in time order) up to `want` of them. Hits outside
+/// the span matched only the words of the date or words the span lacks, and go.
+fn by_date(
+    conn: &Connection,
+    fused: &mut Vec<Hit>,
+    ids: &[i64],
+    cosines: &[(i64, f32)],
+    want: usize,
+) -> Result<(), MemoryError> {
+    fused.retain(|h| h.in_span);
+    for h in fused.iter_mut() {
+        h.by_date = true;
+    }
+    let mut have: HashSet<i64> = fused.iter().map(|h| h.rowid).collect();
+    let mut add = |fused: &mut Vec<Hit>, rowid: i64, cos: Option<f32>| {
+        if fused.len() < want && have.insert(rowid) {
+            let mut h = Hit::new(rowid);
+            (h.score, h.vector_score, h.in_span, h.by_date) = (BY_DATE_SCORE, cos, true, true);
+            fused.push(h);
+        }
+    };
+    for &(rowid, cos) in cosines {
+        add(fused, rowid, Some(cos));
+    }
+    if fused.len() < want {
+        let mut stmt = conn.prepare_cached("SELECT timestamp_ms FROM chunks WHERE rowid = ?1")?;
+        let mut by_time: Vec<(i64, i64)> = Vec::with_capacity(ids.len());
+        for &rowid in ids {
+            if let Some(ts) = stmt.query_row([rowid], |r| r.get::<_, i64>(0)).optional()? {
+                by_time.push((ts, rowid));
+            }
+        }
+        by_time.sort_unstable();
+        for (_, rowid) in by_time {
+            add(fused, rowid, None);
+        }
+    }
+    fused.sort_by(order);
+    Ok(())
 }
 
 // ---- a packed chat chunk's best few turns ----
@@ -863,6 +945,7 @@ fn spread_to_neighbours(
             vector_score,
             window_cos: None,
             in_span: false,
+            by_date: false,
             context_of: Some(from),
         });
     }
@@ -1295,6 +1378,11 @@ const OTHER_KIND_MEANING: f64 = 0.7;
 /// "PR c++/…" lines), come a little below the note and are not kept.
 const OTHER_KIND_WORDS: f64 = 0.5;
 
+/// The relevance of a chunk kept for its date alone (see [`by_date`]): what the question asks
+/// is the day, and the chunk is of that day. It passes the default floor; a caller's
+/// `min_relevance` above it holds it back.
+const BY_DATE_RELEVANCE: f64 = 0.5;
+
 /// Splits loaded hits (best first) at the relevance floor: those kept, each with its
 /// relevance ([`Judge::backing`]), and how many were held back. A hit is kept when its relevance
 /// reaches `min` and, unless it is from the first hit's source (the rest of its conversation,
@@ -1342,6 +1430,10 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
     let kept: Vec<(ChunkRow, Hit, f64)> = judged
         .into_iter()
         .filter_map(|(c, h, b)| {
+            if h.by_date {
+                let r = b.both.max(BY_DATE_RELEVANCE);
+                return (r >= min).then_some((c, h, r));
+            }
             let (r, near_first) = if c.source_id == source {
                 (b.both.max(b.window), true)
             } else {

@@ -322,23 +322,26 @@ fn top_entities_counts_mentions_and_chunks() {
     assert_eq!(r["entities"], json!([]));
 }
 
+/// Stores a document without a title, observed at `ts`.
+fn put_at(m: &crate::MemoryEngine, key: &str, content: &str, ts: i64) {
+    put_doc(
+        m,
+        PutDocument {
+            key: key.into(),
+            title: None,
+            content: content.into(),
+            timestamp_ms: Some(ts),
+            source: "mcp:test".into(),
+            ..PutDocument::default()
+        },
+    );
+}
+
 #[test]
 fn a_date_in_the_question_prefers_what_was_observed_then() {
     let dir = tempfile::tempdir().unwrap();
     let m = open(dir.path());
-    let day = |key: &str, content: &str, ts: i64| {
-        put_doc(
-            &m,
-            PutDocument {
-                key: key.into(),
-                title: None,
-                content: content.into(),
-                timestamp_ms: Some(ts),
-                source: "mcp:test".into(),
-                ..PutDocument::default()
-            },
-        )
-    };
+    let day = |key: &str, content: &str, ts: i64| put_at(&m, key, content, ts);
     // 2023-01-10 matches the words better; 2022-07-09 is the day the question names.
     day("picnic-2023", "Picnic in the park: we baked bread, baked cake, baked pie for the picnic.", 1_673_344_800_000);
     day("picnic-2022", "Caroline went to a picnic and we baked bread.", 1_657_360_800_000);
@@ -372,6 +375,41 @@ fn a_date_in_the_question_prefers_what_was_observed_then() {
     let r = m.wire::<ops::Recall>(json!({"query": "picnic baked bread in 1999"})).unwrap();
     assert_eq!(first_key(&r), "picnic-2023");
     assert_eq!(r["chunks"].as_array().unwrap().len(), 2);
+}
+
+/// A question about a day and nothing else ("what happened on 5 March?") lists what was
+/// observed that day, though no word of it is in those chunks; the notes that only mention the
+/// month are not hits. A question with words the day's chunks hold is ranked as before.
+#[test]
+fn a_question_about_a_day_lists_that_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    let at = |key: &str, content: &str, ts: i64| put_at(&m, key, content, ts);
+    // 2024-03-05 10:00 and 16:00 UTC, 2024-03-07 09:00, 2024-01-01.
+    at("dentist", "The dentist moved Mia's appointment to Friday.", 1_709_632_800_000);
+    at("plumber", "Paid the plumber 120 EUR for the kitchen tap.", 1_709_654_400_000);
+    at("lock", "Bought a new bike lock; the code is 4719.", 1_709_802_000_000);
+    at("plans", "Plans for March: the garden in early March, taxes by 5 April.", 1_704_110_400_000);
+    let keys = |r: &Value| {
+        let mut k: Vec<String> =
+            r["chunks"].as_array().unwrap().iter().map(|c| c["source_ref"].as_str().unwrap().to_string()).collect();
+        k.sort();
+        k
+    };
+    for q in ["what happened on 5 March 2024?", "was war am 5. März 2024?", "2024年3月5日"] {
+        let r = m.wire::<ops::Recall>(json!({"query": q})).unwrap();
+        assert_eq!(keys(&r), ["dentist", "plumber"], "{q}: {r}");
+        for c in r["chunks"].as_array().unwrap() {
+            assert_eq!(c["in_date_range"], true, "{r}");
+            assert!(c["relevance"].as_f64().unwrap() >= 0.5, "{r}");
+        }
+    }
+    // Words the day holds: ranked by them, the day's match first.
+    let r = m.wire::<ops::Recall>(json!({"query": "how much did the plumber cost on 5 March 2024?"})).unwrap();
+    assert_eq!(r["chunks"][0]["source_ref"], "plumber", "{r}");
+    // A caller's floor above a date's relevance holds the day's chunks back.
+    let r = m.wire::<ops::Recall>(json!({"query": "what happened on 5 March 2024?", "min_relevance": 0.6})).unwrap();
+    assert_eq!(r["chunks"], json!([]), "{r}");
 }
 
 #[test]
