@@ -113,9 +113,10 @@ fn year(word: &str) -> Option<i32> {
 
 fn number(word: &str) -> Option<i64> {
     let n = match word {
-        "a" | "an" | "one" => 1,
-        "two" => 2,
-        "three" => 3,
+        "a" | "an" | "one" | "un" | "une" | "ein" | "eine" | "einem" | "einer" | "einen" | "uno" | "una" | "um"
+        | "uma" | "een" => 1,
+        "two" | "deux" | "zwei" | "dos" | "due" | "dois" | "twee" => 2,
+        "three" | "trois" | "drei" | "tres" | "tre" | "três" | "drie" => 3,
         "four" => 4,
         "five" => 5,
         "six" => 6,
@@ -362,55 +363,173 @@ fn cjk_dates(query: &str, today: NaiveDate) -> Vec<((i64, i64), &str)> {
     out
 }
 
+/// A unit of time a relative date counts in.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Unit {
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+/// The unit `word` names, singular or plural, in English, German, Dutch, French, Spanish,
+/// Italian or Portuguese (`l'année` and `mois-ci` as `année` and `mois`). `an`/`ans` (French) count only where a number
+/// stands before them.
+fn unit_of(word: &str) -> Option<Unit> {
+    let word = word.strip_prefix("l'").or_else(|| word.strip_prefix("l’")).unwrap_or(word);
+    let word = word.strip_suffix("-ci").unwrap_or(word);
+    Some(match word {
+        "day" | "days" | "tag" | "tage" | "tagen" | "dag" | "dagen" | "jour" | "jours" | "día" | "días" | "dia"
+        | "dias" | "giorno" | "giorni" => Unit::Day,
+        "week" | "weeks" | "woche" | "wochen" | "weken" | "semaine" | "semaines" | "semana" | "semanas"
+        | "settimana" | "settimane" => Unit::Week,
+        "month" | "months" | "monat" | "monate" | "monaten" | "maand" | "maanden" | "mois" | "mes" | "meses"
+        | "mese" | "mesi" | "mês" => Unit::Month,
+        "year" | "years" | "jahr" | "jahre" | "jahren" | "jaar" | "jaren" | "ans" | "an" | "année" | "années"
+        | "año" | "años" | "anno" | "anni" | "ano" | "anos" => Unit::Year,
+        _ => return None,
+    })
+}
+
+/// Words before a unit that make it the last one ("last week", "letzte Woche", "vorige maand").
+fn is_last_before(word: &str) -> bool {
+    matches!(
+        word,
+        "last"
+            | "letzte"
+            | "letzten"
+            | "letztes"
+            | "letzter"
+            | "vergangene"
+            | "vergangenen"
+            | "vergangenes"
+            | "vorige"
+            | "vorig"
+    )
+}
+
+/// Words after a unit that make it the last one ("la semaine dernière", "el mes pasado",
+/// "l'anno scorso", "o ano passado").
+fn is_last_after(word: &str) -> bool {
+    matches!(
+        word,
+        "dernière" | "dernier" | "passée" | "passé" | "pasada" | "pasado" | "scorsa" | "scorso" | "passada" | "passado"
+    )
+}
+
+/// Words before a unit that make it the current one ("this month", "diese Woche", "cette
+/// année", "este mes").
+fn is_this(word: &str) -> bool {
+    matches!(
+        word,
+        "this"
+            | "diese"
+            | "diesen"
+            | "dieses"
+            | "deze"
+            | "dit"
+            | "cette"
+            | "ce"
+            | "cet"
+            | "esta"
+            | "este"
+            | "questa"
+            | "questo"
+            | "quest'"
+            | "quest’"
+    )
+}
+
+/// The span of the week, month or year `unit` that is current (`last` false) or the one
+/// before it.
+fn calendar_span(unit: Unit, last: bool, today: NaiveDate) -> Option<(i64, i64)> {
+    Some(match unit {
+        Unit::Week => {
+            let start_of_week = today - Duration::days(today.weekday().num_days_from_monday() as i64);
+            let from = if last { start_of_week - Duration::days(7) } else { start_of_week };
+            (ms(from) - SLACK_MS, ms(from + Duration::days(7)) + SLACK_MS)
+        }
+        Unit::Month => {
+            let (y, m) = match (last, today.month()) {
+                (true, 1) => (today.year() - 1, 12),
+                (true, m) => (today.year(), m - 1),
+                (false, m) => (today.year(), m),
+            };
+            month_span(y, m)?
+        }
+        Unit::Year => year_span(if last { today.year() - 1 } else { today.year() })?,
+        Unit::Day => day_span(if last { today - Duration::days(1) } else { today }),
+    })
+}
+
+/// The span `n` units before today: that day give or take a seventh of the distance ("three
+/// weeks ago" is rough).
+fn ago_span(n: i64, unit: Unit, today: NaiveDate) -> (i64, i64) {
+    let days = match unit {
+        Unit::Day => n,
+        Unit::Week => n * 7,
+        Unit::Month => n * 30,
+        Unit::Year => n * 365,
+    };
+    let centre = today - Duration::days(days);
+    let spread = Duration::days((days / 7).max(1));
+    (ms(centre - spread) - SLACK_MS, ms(centre + spread) + 86_400_000 + SLACK_MS)
+}
+
 /// Words relative to today: yesterday, today, last week/month/year, this week/month/year,
-/// N days/weeks/months/years ago; "yesterday" and "today" in six other languages too (French
-/// `hier` only in a French question: it is "here" in German and Dutch).
+/// N days/weeks/months/years ago, in English and in the six other languages whose function
+/// words a query drops ("gestern", "la semaine dernière", "diese Woche", "vor 3 Tagen", "il y a
+/// deux semaines", "hace un mes", "3 giorni fa", "2 dagen geleden"). French `hier` counts only
+/// in a French question: it is "here" in German and Dutch.
 fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Option<((i64, i64), usize)> {
     let w = |k: usize| words.get(k).map(String::as_str).unwrap_or("");
-    let start_of_week = today - Duration::days(today.weekday().num_days_from_monday() as i64);
-    match (w(i), w(i + 1)) {
-        ("today" | "tonight" | "aujourd'hui" | "aujourd’hui" | "heute" | "hoy" | "oggi" | "hoje" | "vandaag", _) => {
-            Some((day_span(today), 1))
-        }
-        ("yesterday" | "gestern" | "ayer" | "ieri" | "ontem" | "gisteren", _) => {
-            Some((day_span(today - Duration::days(1)), 1))
-        }
-        ("hier", _) if french => Some((day_span(today - Duration::days(1)), 1)),
-        ("last" | "this", unit @ ("week" | "month" | "year")) => {
-            let last = w(i) == "last";
-            let span = match unit {
-                "week" => {
-                    let from = if last { start_of_week - Duration::days(7) } else { start_of_week };
-                    (ms(from) - SLACK_MS, ms(from + Duration::days(7)) + SLACK_MS)
-                }
-                "month" => {
-                    let (y, m) = match (last, today.month()) {
-                        (true, 1) => (today.year() - 1, 12),
-                        (true, m) => (today.year(), m - 1),
-                        (false, m) => (today.year(), m),
-                    };
-                    month_span(y, m)?
-                }
-                _ => year_span(if last { today.year() - 1 } else { today.year() })?,
-            };
-            Some((span, 2))
-        }
-        (n, unit) if w(i + 2) == "ago" => {
-            let n = number(n)?;
-            let days = match unit.trim_end_matches('s') {
-                "day" => n,
-                "week" => n * 7,
-                "month" => n * 30,
-                "year" => n * 365,
-                _ => return None,
-            };
-            // "three weeks ago" is rough: the span is that day give or take a seventh of the distance.
-            let centre = today - Duration::days(days);
-            let spread = Duration::days((days / 7).max(1));
-            Some(((ms(centre - spread) - SLACK_MS, ms(centre + spread) + 86_400_000 + SLACK_MS), 3))
-        }
-        _ => None,
+    let here = w(i);
+    if matches!(
+        here,
+        "today" | "tonight" | "aujourd'hui" | "aujourd’hui" | "heute" | "hoy" | "oggi" | "hoje" | "vandaag"
+    ) {
+        return Some((day_span(today), 1));
     }
+    if matches!(here, "yesterday" | "gestern" | "ayer" | "ieri" | "ontem" | "gisteren") || here == "hier" && french {
+        return Some((day_span(today - Duration::days(1)), 1));
+    }
+    // last week · letzte Woche · this month · cette année · quest'anno
+    if let Some(rest) = here.strip_prefix("quest'").or_else(|| here.strip_prefix("quest’"))
+        && let Some(unit) = unit_of(rest).filter(|u| *u != Unit::Day)
+    {
+        return Some((calendar_span(unit, false, today)?, 1));
+    }
+    let whole_unit = |word: &str| unit_of(word).filter(|u| *u != Unit::Day && !matches!(word, "an" | "ans"));
+    if (is_last_before(here) || is_this(here))
+        && let Some(unit) = whole_unit(w(i + 1))
+    {
+        return Some((calendar_span(unit, is_last_before(here), today)?, 2));
+    }
+    // la semaine dernière · el mes pasado · l'anno scorso
+    if let Some(unit) = whole_unit(here)
+        && is_last_after(w(i + 1))
+    {
+        return Some((calendar_span(unit, true, today)?, 2));
+    }
+    // three days ago · 3 giorni fa · 2 dagen geleden
+    if let (Some(n), Some(unit)) = (number(here), unit_of(w(i + 1)))
+        && matches!(w(i + 2), "ago" | "fa" | "geleden")
+    {
+        return Some((ago_span(n, unit, today), 3));
+    }
+    // vor 3 Tagen · hace un mes · há dois anos
+    if matches!(here, "vor" | "hace" | "há")
+        && let (Some(n), Some(unit)) = (number(w(i + 1)), unit_of(w(i + 2)))
+    {
+        return Some((ago_span(n, unit, today), 3));
+    }
+    // il y a deux semaines
+    if (here, w(i + 1), w(i + 2)) == ("il", "y", "a")
+        && let (Some(n), Some(unit)) = (number(w(i + 3)), unit_of(w(i + 4)))
+    {
+        return Some((ago_span(n, unit, today), 5));
+    }
+    None
 }
 
 #[cfg(test)]
@@ -493,6 +612,26 @@ mod tests {
         assert_eq!(span("was habe ich gestern gemacht?"), day("2026-11-29"));
         assert_eq!(span("¿qué hice ayer?"), day("2026-11-29"));
         assert_eq!(span("heute"), day("2026-11-30"));
+        // 2026-11-30 is a Monday.
+        let last_week = Some(("2026-11-23".into(), "2026-11-30".into()));
+        for q in ["letzte Woche", "la semaine dernière", "la semana pasada", "la settimana scorsa", "vorige week"] {
+            assert_eq!(span(q), last_week, "{q}");
+        }
+        let last_month = Some(("2026-10-01".into(), "2026-11-01".into()));
+        for q in ["le mois dernier", "el mes pasado", "letzten Monat", "o mês passado", "il mese scorso"] {
+            assert_eq!(span(q), last_month, "{q}");
+        }
+        let this_year = Some(("2026-01-01".into(), "2027-01-01".into()));
+        for q in ["cette année", "dieses Jahr", "este año", "quest'anno", "dit jaar"] {
+            assert_eq!(span(q), this_year, "{q}");
+        }
+        assert_eq!(span("ce mois-ci"), Some(("2026-11-01".into(), "2026-12-01".into())));
+        assert_eq!(span("l'année dernière"), Some(("2025-01-01".into(), "2026-01-01".into())));
+        let three_days_ago = Some(("2026-11-26".into(), "2026-11-29".into()));
+        for q in ["vor 3 Tagen", "il y a trois jours", "hace tres días", "3 giorni fa", "3 dagen geleden", "há 3 dias"]
+        {
+            assert_eq!(span(q), three_days_ago, "{q}");
+        }
     }
 
     #[test]
@@ -509,6 +648,10 @@ mod tests {
             "3日間の旅行",
             "12345年",
             "13月40日",
+            // "an" is French for "year" only after a number.
+            "this an example",
+            "last an",
+            "ce jour",
         ] {
             assert_eq!(span(q), None, "{q}");
         }
