@@ -363,6 +363,31 @@ fn cjk_dates(query: &str, today: NaiveDate) -> Vec<((i64, i64), &str)> {
     out
 }
 
+/// Words that ask what took place without saying what: "what happened on 3 November?", "what
+/// did I say yesterday?", "was war am 3. November?", "qu'est-ce qui s'est passé hier ?". A
+/// question of a date, these words and stop words asks about the day itself (see
+/// `search::date_question`).
+#[rustfmt::skip]
+const EVENT_WORDS: &[&str] = &[
+    // English
+    "happen", "happened", "happening", "happens", "done", "say", "said", "tell", "told", "talk", "talked",
+    "discuss", "discussed", "write", "wrote", "written", "send", "sent", "go", "went", "gone", "plan", "planned",
+    "anything", "something", "everything", "up", "new", "news", "event", "events", "day", "on", "going",
+    // German, Dutch, French, Spanish, Italian, Portuguese (folded)
+    "war", "los", "passiert", "gemacht", "gesagt", "geschrieben", "gebeurd", "gedaan", "gezegd", "passe",
+    "fait", "dit", "ecrit", "paso", "ocurrio", "hice", "hicimos", "hizo", "dijo", "dije", "successo", "fatto",
+    "detto", "aconteceu", "fiz", "fez", "disse",
+];
+
+/// Whether `stem` (a query term) is the stem of one of [`EVENT_WORDS`].
+pub(crate) fn is_event_word(stem: &str) -> bool {
+    static STEMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    STEMS
+        .get_or_init(|| EVENT_WORDS.iter().map(|w| crate::fts::stem(w).into_owned()).collect())
+        .iter()
+        .any(|s| s == stem)
+}
+
 /// A unit of time a relative date counts in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Unit {

@@ -385,21 +385,20 @@ pub(crate) fn rank(
 
 // ---- questions about a day ----
 
-/// Whether a query that names `span` asks about the span itself: none of its other words (the
-/// ones left when the words of the date are taken out) is in any chunk of the span (`ids`).
-/// "What happened on 3 November?" and "what did I do yesterday?" are; "what did Claire say on
-/// 12 November?" is not when Claire wrote that day.
+/// Whether a query that names `span` asks about the span itself: the span holds chunks, and
+/// the query's other words (those left when the date's words, stop words and the
+/// [words that only ask what took place](dates::is_event_word) are taken out) are none, or
+/// in no chunk of the store. "What happened on 3 November?", "what did I do yesterday?" and "was
+/// war am 3. November?" are; "what did Claire say on 12 November?" and "the budget meeting last
+/// week" are not: they are ranked by their words, the span's chunks first.
 fn date_question(inner: &Inner, terms: &QueryTerms, span: &Span, ids: &[i64]) -> Result<bool, MemoryError> {
     if ids.is_empty() {
         return Ok(false);
     }
     let date = QueryTerms::parse(&span.text).words;
-    let rest: Vec<String> = terms.words.iter().filter(|w| !date.contains(w)).cloned().collect();
-    if rest.is_empty() {
-        return Ok(true);
-    }
-    let rest = QueryTerms { words: rest, ..QueryTerms::default() };
-    Ok(inner.fts.search(&rest, &[], 1, Some(ids))?.is_empty())
+    let rest: Vec<String> =
+        terms.words.iter().filter(|w| !date.contains(w) && !super::dates::is_event_word(w)).cloned().collect();
+    Ok(inner.fts.doc_freqs(&rest).iter().all(|&df| df == 0))
 }
 
 /// What a chunk kept for its date alone scores: a hit inside the span that matches the query

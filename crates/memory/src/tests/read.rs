@@ -407,6 +407,9 @@ fn a_question_about_a_day_lists_that_day() {
     // Words the day holds: ranked by them, the day's match first.
     let r = m.wire::<ops::Recall>(json!({"query": "how much did the plumber cost on 5 March 2024?"})).unwrap();
     assert_eq!(r["chunks"][0]["source_ref"], "plumber", "{r}");
+    // Words of another day: ranked by them, not replaced by the named day's chunks.
+    let r = m.wire::<ops::Recall>(json!({"query": "the bike lock code on 5 March 2024"})).unwrap();
+    assert_eq!(r["chunks"][0]["source_ref"], "lock", "{r}");
     // A caller's floor above a date's relevance holds the day's chunks back.
     let r = m.wire::<ops::Recall>(json!({"query": "what happened on 5 March 2024?", "min_relevance": 0.6})).unwrap();
     assert_eq!(r["chunks"], json!([]), "{r}");
