@@ -12,8 +12,6 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::fts::QueryTerms;
-
 use rusqlite::params;
 use serde::Serialize;
 
@@ -22,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::dates::Span;
 use super::filter::Filter;
+use super::fts::QueryTerms;
 use super::locks::read;
 use super::sql::rarray;
 use super::tier::TierKind;
@@ -61,8 +60,8 @@ pub(crate) struct Hit {
     pub window_cos: Option<f32>,
     /// Observed within the span of time the query names.
     pub in_span: bool,
-    /// Kept for its date alone: the query names a span and says nothing else that a chunk in it
-    /// holds ("what happened on 3 November?"; see [`date_question`]).
+    /// Kept for its date alone: the query asks about the span it names ("what happened on 3
+    /// November?"; see [`date_question`]).
     pub by_date: bool,
     /// The chat hit beside it in its conversation that lent it score (see
     /// `spread_to_neighbours`), when it gained more from that than it scored itself.
