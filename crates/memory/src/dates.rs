@@ -8,7 +8,7 @@
 //! chunk stamped in the writer's local evening still falls on the day they would name. Words
 //! relative to today ("yesterday", "last week") are measured from the `now` passed in.
 
-use chrono::{Datelike, Duration, NaiveDate, TimeZone, Utc};
+use chrono::{Datelike, Duration, NaiveDate, TimeZone, Utc, Weekday};
 
 /// Widening of a named day or month at each end: the spread of civil time zones around UTC.
 pub(crate) const SLACK_MS: i64 = 14 * 3600 * 1000;
@@ -487,6 +487,51 @@ fn calendar_span(unit: Unit, last: bool, today: NaiveDate) -> Option<(i64, i64)>
     })
 }
 
+/// The weekday `word` names, written out in full in English, German, Dutch, French, Spanish,
+/// Italian or Portuguese (with or without accents: `miércoles`, `mercoledi`).
+fn weekday(word: &str) -> Option<Weekday> {
+    Some(match word {
+        "monday" | "montag" | "maandag" | "lundi" | "lunes" | "lunedì" | "lunedi" | "segunda-feira" => Weekday::Mon,
+        "tuesday" | "dienstag" | "dinsdag" | "mardi" | "martes" | "martedì" | "martedi" | "terça-feira"
+        | "terca-feira" => Weekday::Tue,
+        "wednesday" | "mittwoch" | "woensdag" | "mercredi" | "miércoles" | "miercoles" | "mercoledì" | "mercoledi"
+        | "quarta-feira" => Weekday::Wed,
+        "thursday" | "donnerstag" | "donderdag" | "jeudi" | "jueves" | "giovedì" | "giovedi" | "quinta-feira" => {
+            Weekday::Thu
+        }
+        "friday" | "freitag" | "vrijdag" | "vendredi" | "viernes" | "venerdì" | "venerdi" | "sexta-feira" => {
+            Weekday::Fri
+        }
+        "saturday" | "samstag" | "sonnabend" | "zaterdag" | "samedi" | "sábado" | "sabado" | "sabato" => Weekday::Sat,
+        "sunday" | "sonntag" | "zondag" | "dimanche" | "domingo" | "domenica" => Weekday::Sun,
+        _ => return None,
+    })
+}
+
+/// Which day a weekday name means: the latest such day up to today ("on Friday"), the latest
+/// before today ("last Friday", "vendredi dernier"), or the one of the current week ("this
+/// Friday").
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Which {
+    Latest,
+    Last,
+    This,
+}
+
+fn weekday_span(wd: Weekday, which: Which, today: NaiveDate) -> (i64, i64) {
+    let today_n = today.weekday().num_days_from_monday() as i64;
+    let wd_n = wd.num_days_from_monday() as i64;
+    let back = match which {
+        Which::Latest => (today_n - wd_n).rem_euclid(7),
+        Which::Last => match (today_n - wd_n).rem_euclid(7) {
+            0 => 7,
+            n => n,
+        },
+        Which::This => today_n - wd_n,
+    };
+    day_span(today - Duration::days(back))
+}
+
 /// The span `n` units before today: that day give or take a seventh of the distance ("three
 /// weeks ago" is rough).
 fn ago_span(n: i64, unit: Unit, today: NaiveDate) -> (i64, i64) {
@@ -517,6 +562,34 @@ fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Optio
     }
     if matches!(here, "yesterday" | "gestern" | "ayer" | "ieri" | "ontem" | "gisteren") || here == "hier" && french {
         return Some((day_span(today - Duration::days(1)), 1));
+    }
+    // the day before yesterday · vorgestern · avant-hier · l'altro ieri
+    let two_days_ago = Some((day_span(today - Duration::days(2)), 1));
+    if matches!(here, "vorgestern" | "avant-hier" | "anteayer" | "anteontem" | "eergisteren") {
+        return two_days_ago;
+    }
+    if (here, w(i + 1), w(i + 2)) == ("day", "before", "yesterday") {
+        return two_days_ago.map(|(s, _)| (s, 3));
+    }
+    if matches!(here, "l'altro" | "l’altro") && w(i + 1) == "ieri" {
+        return two_days_ago.map(|(s, _)| (s, 2));
+    }
+    // last Friday · letzten Freitag · this Monday · vendredi dernier · el viernes pasado · on Friday
+    if let Some(wd) = weekday(w(i + 1))
+        && (is_last_before(here) || is_this(here))
+    {
+        let which = if is_this(here) { Which::This } else { Which::Last };
+        return Some((weekday_span(wd, which, today), 2));
+    }
+    if let Some(wd) = weekday(here) {
+        if is_last_after(w(i + 1)) {
+            return Some((weekday_span(wd, Which::Last, today), 2));
+        }
+        // "Domingo" is a name as well: only after a word such as "on" or "el".
+        let before = if i > 0 { w(i - 1) } else { "" };
+        if here != "domingo" || matches!(before, "el" | "on" | "no" | "o") {
+            return Some((weekday_span(wd, Which::Latest, today), 1));
+        }
     }
     // last week · letzte Woche · this month · cette année · quest'anno
     if let Some(rest) = here.strip_prefix("quest'").or_else(|| here.strip_prefix("quest’"))
@@ -651,6 +724,21 @@ mod tests {
             assert_eq!(span(q), this_year, "{q}");
         }
         assert_eq!(span("ce mois-ci"), Some(("2026-11-01".into(), "2026-12-01".into())));
+        // Weekdays count back from today, Monday 2026-11-30.
+        for q in ["what did we decide on Friday?", "am Freitag", "vendredi", "el viernes", "op vrijdag"] {
+            assert_eq!(span(q), day("2026-11-27"), "{q}");
+        }
+        for q in
+            ["last Monday", "letzten Montag", "lundi dernier", "el lunes pasado", "lunedì scorso", "vorige maandag"]
+        {
+            assert_eq!(span(q), day("2026-11-23"), "{q}");
+        }
+        assert_eq!(span("on Monday"), day("2026-11-30"));
+        assert_eq!(span("this Wednesday"), day("2026-12-02"));
+        assert_eq!(span("el domingo"), day("2026-11-29"));
+        for q in ["the day before yesterday", "vorgestern", "avant-hier", "anteayer", "l'altro ieri"] {
+            assert_eq!(span(q), day("2026-11-28"), "{q}");
+        }
         assert_eq!(span("l'année dernière"), Some(("2025-01-01".into(), "2026-01-01".into())));
         let three_days_ago = Some(("2026-11-26".into(), "2026-11-29".into()));
         for q in ["vor 3 Tagen", "il y a trois jours", "hace tres días", "3 giorni fa", "3 dagen geleden", "há 3 dias"]
@@ -677,6 +765,7 @@ mod tests {
             "this an example",
             "last an",
             "ce jour",
+            "Plácido Domingo sings",
         ] {
             assert_eq!(span(q), None, "{q}");
         }
