@@ -400,14 +400,16 @@ fn date_question(inner: &Inner, terms: &QueryTerms, span: &Span, ids: &[i64]) ->
     Ok(inner.fts.doc_freqs(&rest).iter().all(|&df| df == 0))
 }
 
-/// What a chunk kept for its date alone scores: a hit inside the span that matches the query
-/// also gains [`SPAN_BOOST`] and comes first.
-const BY_DATE_SCORE: f64 = SPAN_BOOST;
+/// What a hit inside the span of a [question about the span](date_question) gains on top of
+/// its score, so that the span's chunks come before every hit outside it (a blended score is
+/// about 1 at most, with [`SPAN_BOOST`] on top for a hit inside the span).
+const BY_DATE_LIFT: f64 = 1.0 + SPAN_BOOST;
 
-/// For a [question about a span](date_question): keeps the hits inside the span, marked as kept
-/// for their date, and adds the span's chunks that are not hits yet (the most alike to the
-/// query first, by `cosines`, best first; then in time order) up to `want` of them. Hits outside
-/// the span matched only the words of the date or words the span lacks, and go.
+/// For a [question about a span](date_question): lifts the hits inside the span above the rest,
+/// marked as kept for their date, and adds the span's chunks that are not hits yet (the most
+/// alike to the query first, by `cosines`, best first; then in time order) up to `want` of them.
+/// Hits outside the span stay, after them: a date read as the latest such day ("on Friday") may
+/// have meant the next one, and a note that says "Friday" is then what was asked for.
 fn by_date(
     conn: &Connection,
     fused: &mut Vec<Hit>,
@@ -415,22 +417,23 @@ fn by_date(
     cosines: &[(i64, f32)],
     want: usize,
 ) -> Result<(), MemoryError> {
-    fused.retain(|h| h.in_span);
-    for h in fused.iter_mut() {
-        h.by_date = true;
+    for h in fused.iter_mut().filter(|h| h.in_span) {
+        (h.score, h.by_date) = (h.score + BY_DATE_LIFT, true);
     }
+    let mut inside = fused.iter().filter(|h| h.in_span).count();
     let mut have: HashSet<i64> = fused.iter().map(|h| h.rowid).collect();
     let mut add = |fused: &mut Vec<Hit>, rowid: i64, cos: Option<f32>| {
-        if fused.len() < want && have.insert(rowid) {
+        if inside < want && have.insert(rowid) {
             let mut h = Hit::new(rowid);
-            (h.score, h.vector_score, h.in_span, h.by_date) = (BY_DATE_SCORE, cos, true, true);
+            (h.score, h.vector_score, h.in_span, h.by_date) = (BY_DATE_LIFT, cos, true, true);
             fused.push(h);
+            inside += 1;
         }
     };
     for &(rowid, cos) in cosines {
         add(fused, rowid, Some(cos));
     }
-    if fused.len() < want {
+    if fused.iter().filter(|h| h.in_span).count() < want {
         let mut stmt = conn.prepare_cached("SELECT timestamp_ms FROM chunks WHERE rowid = ?1")?;
         let mut by_time: Vec<(i64, i64)> = Vec::with_capacity(ids.len());
         for &rowid in ids {
@@ -1412,7 +1415,10 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
             (c, h, Backing { both: b.both.max(lent), apart: b.apart.max(lent), ..b })
         })
         .collect();
-    let Some((first, first_hit, first_backing)) = judged.first() else { return (Vec::new(), 0) };
+    // The hits kept for their date are not what the others are judged against.
+    let Some((first, first_hit, first_backing)) = judged.iter().find(|j| !j.1.by_date).or(judged.first()) else {
+        return (Vec::new(), 0);
+    };
     let (source, kind, top) = (first.source_id.clone(), first.kind.clone(), first_hit.score);
     // A hit of another kind must be alike in meaning too, and more so when it lacks the words
     // the first hit holds.
