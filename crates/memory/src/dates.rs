@@ -194,7 +194,7 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
         .collect();
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let mut found: Vec<((i64, i64), usize, usize)> = Vec::new();
-    let french = crate::fts::QueryStops::of(query).languages().contains(&"fr");
+    let french = crate::fts::QueryStops::of(query).reads_as("fr");
     let mut i = 0;
     while i < words.len() {
         let start = i;
@@ -369,17 +369,17 @@ fn cjk_dates(query: &str, today: NaiveDate) -> Vec<((i64, i64), &str)> {
 /// `search::date_question`).
 #[rustfmt::skip]
 const EVENT_WORDS: &[&str] = &[
-    // English
-    "happen", "happened", "happening", "happens", "done", "say", "said", "tell", "told", "talk", "talked",
-    "discuss", "discussed", "write", "wrote", "written", "send", "sent", "go", "went", "gone", "plan", "planned",
-    "anything", "something", "everything", "up", "new", "news", "event", "events", "day", "on", "going",
+    // English (one form a stem: "happened" is "happen")
+    "happen", "done", "say", "said", "tell", "told", "talk", "discuss", "write", "wrote", "written", "send",
+    "sent", "go", "went", "gone", "plan", "anything", "something", "everything", "up", "new", "news", "event",
+    "day",
     // German, Dutch, French, Spanish, Italian, Portuguese (folded)
     "war", "los", "passiert", "gemacht", "gesagt", "geschrieben", "gebeurd", "gedaan", "gezegd", "passe",
     "fait", "dit", "ecrit", "paso", "ocurrio", "hice", "hicimos", "hizo", "dijo", "dije", "successo", "fatto",
     "detto", "aconteceu", "fiz", "fez", "disse",
 ];
 
-/// Whether `stem` (a query term) is the stem of one of [`EVENT_WORDS`].
+/// Whether `stem` (a query term, so never a stop word) is the stem of one of [`EVENT_WORDS`].
 pub(crate) fn is_event_word(stem: &str) -> bool {
     static STEMS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     STEMS
@@ -465,7 +465,7 @@ fn is_this(word: &str) -> bool {
     )
 }
 
-/// The span of the week, month or year `unit` that is current (`last` false) or the one
+/// The span of the day, week, month or year `unit` that is current (`last` false) or the one
 /// before it.
 fn calendar_span(unit: Unit, last: bool, today: NaiveDate) -> Option<(i64, i64)> {
     Some(match unit {
@@ -558,10 +558,10 @@ fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Optio
         here,
         "today" | "tonight" | "aujourd'hui" | "aujourd’hui" | "heute" | "hoy" | "oggi" | "hoje" | "vandaag"
     ) {
-        return Some((day_span(today), 1));
+        return Some((calendar_span(Unit::Day, false, today)?, 1));
     }
     if matches!(here, "yesterday" | "gestern" | "ayer" | "ieri" | "ontem" | "gisteren") || here == "hier" && french {
-        return Some((day_span(today - Duration::days(1)), 1));
+        return Some((calendar_span(Unit::Day, true, today)?, 1));
     }
     // the day before yesterday · vorgestern · avant-hier · l'altro ieri
     let two_days_ago = Some((day_span(today - Duration::days(2)), 1));

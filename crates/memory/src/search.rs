@@ -238,6 +238,9 @@ pub(crate) fn rank(
         None => None,
     };
     let mut pool = pool.max(want);
+    // The span's own chunks by likeness, best first: candidates, and what a question about the
+    // span lists.
+    let mut span_vs: Vec<(i64, f32)> = Vec::new();
     // Whether the words answer the question poorly (`weak_keywords`), read on the first round
     // (a larger pool has the same best hits), and the neighbours such a question's words are
     // widened to, with their keyword boosts.
@@ -309,7 +312,8 @@ pub(crate) fn rank(
         }
         if let Some(ids) = &in_span {
             bm = merge(bm, keyword(Some(ids), &extra)?);
-            vs = merge(vs, vector(Some(ids)));
+            span_vs = vector(Some(ids));
+            vs = merge(vs, span_vs.clone());
         }
         // After the span's candidates joined, so that each is scaled once.
         if mode == Mode::Hybrid {
@@ -365,13 +369,10 @@ pub(crate) fn rank(
         if fused.len() >= want || exhausted || restrict.is_some() {
             if mode == Mode::Hybrid
                 && let (Some(span), Some(ids)) = (span, &in_span)
-                && date_question(inner, &terms, span, ids)?
+                && !ids.is_empty()
+                && date_question(&terms, &dfs, span)
             {
-                let cosines = match &qvec {
-                    Some((q, tier)) => read(&tier.vectors).search(q, want, Some(ids)),
-                    None => Vec::new(),
-                };
-                by_date(conn, &mut fused, ids, &cosines, want)?;
+                by_date(conn, &mut fused, ids, &span_vs, want)?;
             }
             fused.truncate(want);
             let noise = background.map(|b| VectorNoise::new(b, vs.iter().map(|v| v.1).fold(f32::MIN, f32::max)));
@@ -384,20 +385,16 @@ pub(crate) fn rank(
 
 // ---- questions about a day ----
 
-/// Whether a query that names `span` asks about the span itself: the span holds chunks, and
+/// Whether a query that names `span` asks about the span itself (when the span holds chunks):
 /// the query's other words (those left when the date's words, stop words and the
 /// [words that only ask what took place](dates::is_event_word) are taken out) are none, or
-/// in no chunk of the store. "What happened on 3 November?", "what did I do yesterday?" and "was
-/// war am 3. November?" are; "what did Claire say on 12 November?" and "the budget meeting last
-/// week" are not: they are ranked by their words, the span's chunks first.
-fn date_question(inner: &Inner, terms: &QueryTerms, span: &Span, ids: &[i64]) -> Result<bool, MemoryError> {
-    if ids.is_empty() {
-        return Ok(false);
-    }
+/// in no chunk of the store (`dfs`, the document frequency of each of `terms.words`). "What
+/// happened on 3 November?", "what did I do yesterday?" and "was war am 3. November?" are;
+/// "what did Claire say on 12 November?" and "the budget meeting last week" are not: they are
+/// ranked by their words, the span's chunks first.
+fn date_question(terms: &QueryTerms, dfs: &[u64], span: &Span) -> bool {
     let date = QueryTerms::parse(&span.text).words;
-    let rest: Vec<String> =
-        terms.words.iter().filter(|w| !date.contains(w) && !super::dates::is_event_word(w)).cloned().collect();
-    Ok(inner.fts.doc_freqs(&rest).iter().all(|&df| df == 0))
+    terms.words.iter().zip(dfs).all(|(w, &df)| df == 0 || date.contains(w) || super::dates::is_event_word(w))
 }
 
 /// What a hit inside the span of a [question about the span](date_question) gains on top of
@@ -422,28 +419,28 @@ fn by_date(
     }
     let mut inside = fused.iter().filter(|h| h.in_span).count();
     let mut have: HashSet<i64> = fused.iter().map(|h| h.rowid).collect();
-    let mut add = |fused: &mut Vec<Hit>, rowid: i64, cos: Option<f32>| {
-        if inside < want && have.insert(rowid) {
+    let mut candidates: Vec<(i64, Option<f32>)> = cosines.iter().map(|&(r, c)| (r, Some(c))).collect();
+    // Without vectors, or a span with fewer alike chunks than asked: the rest in time order, as
+    // many as could still be new.
+    if inside + candidates.iter().filter(|c| !have.contains(&c.0)).count() < want {
+        let mut q = conn.prepare_cached(
+            "SELECT rowid FROM chunks WHERE rowid IN rarray(?1) ORDER BY timestamp_ms, rowid LIMIT ?2",
+        )?;
+        let limit = (want + have.len() + candidates.len()) as i64;
+        let rows = q.query_map(params![rarray(ids), limit], |r| r.get::<_, i64>(0))?;
+        for rowid in rows {
+            candidates.push((rowid?, None));
+        }
+    }
+    for (rowid, cos) in candidates {
+        if inside >= want {
+            break;
+        }
+        if have.insert(rowid) {
             let mut h = Hit::new(rowid);
             (h.score, h.vector_score, h.in_span, h.by_date) = (BY_DATE_LIFT, cos, true, true);
             fused.push(h);
             inside += 1;
-        }
-    };
-    for &(rowid, cos) in cosines {
-        add(fused, rowid, Some(cos));
-    }
-    if fused.iter().filter(|h| h.in_span).count() < want {
-        let mut stmt = conn.prepare_cached("SELECT timestamp_ms FROM chunks WHERE rowid = ?1")?;
-        let mut by_time: Vec<(i64, i64)> = Vec::with_capacity(ids.len());
-        for &rowid in ids {
-            if let Some(ts) = stmt.query_row([rowid], |r| r.get::<_, i64>(0)).optional()? {
-                by_time.push((ts, rowid));
-            }
-        }
-        by_time.sort_unstable();
-        for (_, rowid) in by_time {
-            add(fused, rowid, None);
         }
     }
     fused.sort_by(order);

@@ -225,14 +225,10 @@ impl QueryStops {
                 .any(|(i, (_, list))| self.languages & 1 << i != 0 && list.binary_search(&lower).is_ok())
     }
 
-    /// The languages the query reads as besides English (codes as in ISO 639-1).
-    pub fn languages(&self) -> Vec<&'static str> {
-        LANGUAGES
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| self.languages & 1 << i != 0)
-            .map(|(_, (code, _))| *code)
-            .collect()
+    /// Whether the query reads as the language `code` (ISO 639-1: `fr`, `de`, `es`, `it`, `pt`,
+    /// `nl`).
+    pub fn reads_as(&self, code: &str) -> bool {
+        LANGUAGES.iter().enumerate().any(|(i, (c, _))| *c == code && self.languages & 1 << i != 0)
     }
 }
 
@@ -757,6 +753,12 @@ mod tests {
         assert_eq!(without_stop_words("?!"), "?!");
     }
 
+    /// The languages `query` reads as besides English.
+    fn languages(query: &str) -> Vec<&'static str> {
+        let stops = QueryStops::of(query);
+        LANGUAGES.iter().map(|(code, _)| *code).filter(|code| stops.reads_as(code)).collect()
+    }
+
     #[test]
     fn a_query_in_another_language_drops_its_function_words() {
         let words = |q: &str| QueryTerms::parse(q).words;
@@ -764,10 +766,10 @@ mod tests {
         assert_eq!(words("Wo ist der Schlüssel für die Garage?"), ["schlussel", "garag"]);
         assert_eq!(words("¿Dónde está mi pasaporte?"), ["pasaport"]);
         assert_eq!(words("waar is de reservesleutel van het huis?"), ["reservesleutel", "hui"]);
-        assert_eq!(QueryStops::of("la casa de mi madre").languages(), ["es"]);
-        assert_eq!(QueryStops::of("dov'è la chiave di casa?").languages(), ["it"]);
+        assert_eq!(languages("la casa de mi madre"), ["es"]);
+        assert_eq!(languages("dov'è la chiave di casa?"), ["it"]);
         // As Spanish as Italian: the function words of both go.
-        assert_eq!(QueryStops::of("la pizza e la pasta").languages(), ["es", "it"]);
+        assert_eq!(languages("la pizza e la pasta"), ["es", "it"]);
         assert_eq!(words("la pizza e la pasta"), ["pizza", "pasta"]);
         // English questions keep the words other languages would drop.
         assert_eq!(words("when does my son play the piano?"), ["son", "play", "piano"]);
