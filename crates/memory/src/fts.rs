@@ -42,7 +42,7 @@ mod directory;
 use analysis::EnglishTokenizer;
 pub use analysis::word_stems;
 pub(crate) use analysis::{
-    QueryStops, QueryTerms, for_each_word, is_query_stop_word, is_unmarked_word, stem, without_stop_words,
+    QueryStops, QueryTerms, for_each_word, is_cjk, is_query_stop_word, is_unmarked_word, stem, without_stop_words,
 };
 use directory::SyncingDirectory;
 

@@ -208,20 +208,39 @@ pub(crate) fn rank(
     pool: usize,
     span: Option<&Span>,
 ) -> Result<Ranked, MemoryError> {
-    let terms = inner.fts.query_terms(query);
+    let mut terms = inner.fts.query_terms(query);
     // The deep tier once it covers every chunk, else the fast one; neither (keywords only)
     // when no embedder can embed the query.
     let qvec = if mode == Mode::Keyword { None } else { inner.query_vector(query) };
     let (weight, chat_weight) = qvec
         .as_ref()
         .map_or((0.0, 0.0), |(_, tier)| (tier.embedder.fusion_weight(), tier.embedder.chat_fusion_weight()));
-    let dfs = inner.fts.doc_freqs(&terms.words);
-    let idf = inner.fts.idf_of(&dfs);
+    let mut dfs = inner.fts.doc_freqs(&terms.words);
+    let mut idf = inner.fts.idf_of(&dfs);
     // The share of the question's word weight in words that no chunk holds (numbers aside: a
     // date or an amount the store lacks says nothing of the words it uses).
     let absent: Vec<bool> =
         dfs.iter().zip(&terms.words).map(|(&df, w)| df == 0 && !w.bytes().any(|b| b.is_ascii_digit())).collect();
     let absent = share(&absent, &idf);
+    // The numbers of the date a question names ("20 November", "2025-11-12", and the marks of
+    // "2025年11月12日") are read as the span, not matched as words: as words they found any chat
+    // message sent at 20:00 or on the 20th, and any amount of 20. A chunk observed in the span
+    // holds their weight for the relevance floor (`Judge::dated`).
+    let mut dated = 0.0;
+    if let Some(span) = span {
+        let date = QueryTerms::parse(&span.text).words;
+        let number = |w: &String| date.contains(w) && w.chars().all(|c| c.is_ascii_digit() || crate::fts::is_cjk(c));
+        if terms.words.iter().any(|w| !number(w)) {
+            let keep: Vec<bool> = terms.words.iter().map(|w| !number(w)).collect();
+            dated = idf.iter().zip(&keep).filter(|(_, k)| !**k).map(|(w, _)| w).sum();
+            let mut k = keep.iter();
+            terms.words.retain(|_| *k.next().unwrap_or(&true));
+            let mut k = keep.iter();
+            dfs.retain(|_| *k.next().unwrap_or(&true));
+            let mut k = keep.iter();
+            idf.retain(|_| *k.next().unwrap_or(&true));
+        }
+    }
     // The query's cosines with a sample of the store: where the blend counts cosines from, and
     // what the relevance floor reads a cosine against.
     let background = qvec.as_ref().and_then(|(q, tier)| read(&tier.vectors).background(q, BACKGROUND_ROWS));
@@ -376,7 +395,7 @@ pub(crate) fn rank(
             }
             fused.truncate(want);
             let noise = background.map(|b| VectorNoise::new(b, vs.iter().map(|v| v.1).fold(f32::MIN, f32::max)));
-            let judge = Judge::new(terms.words, idf, noise, near, weak.map(|_| weak_bar(absent)));
+            let judge = Judge { dated, ..Judge::new(terms.words, idf, noise, near, weak.map(|_| weak_bar(absent))) };
             return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind), judge });
         }
         pool *= 4;
@@ -1035,6 +1054,10 @@ pub(crate) struct Judge {
     /// weight a chunk must hold to be backed by them ([`weak_bar`]): holding less, it shares
     /// only the ordinary words that made the question weak.
     weak: Option<f64>,
+    /// The weight of the date's numbers taken out of the query's words (see [`rank`]): held by
+    /// every chunk observed in the span the date names; a chunk of another day is judged by the
+    /// query's other words alone.
+    dated: f64,
 }
 
 /// The share of a weak question's word weight a chunk must hold to be backed by its words:
@@ -1053,7 +1076,7 @@ impl Judge {
             stems.push(stem);
             credit.push((of, NEAR_CREDIT * f64::from(cos)));
         }
-        Judge { stems, credit, idf, noise, weak }
+        Judge { stems, credit, idf, noise, weak, dated: 0.0 }
     }
 
     /// How well a hit is backed, in `0..=1`, from signals that keep their meaning from one
@@ -1065,7 +1088,7 @@ impl Judge {
     /// same unless the query's words answer it poorly and the hit holds less of their weight
     /// than [`Judge::weak`] asks, when only its meaning backs it.
     fn backing(&self, row: &ChunkRow, hit: &Hit) -> Backing {
-        let (words, reach) = (self.coverage(row), self.reach(hit.vector_score));
+        let (words, reach) = (self.coverage(row, hit.in_span), self.reach(hit.vector_score));
         let meaning = reach.min(1.0);
         let both = words.max(meaning);
         let apart = if self.weak.is_some_and(|bar| words < bar) { meaning } else { both };
@@ -1101,8 +1124,9 @@ impl Judge {
     /// The share of the query's word weight that the chunk's title and text hold (and the
     /// message a lone chat message answers, its `context`, which the keyword index reads with
     /// it), a word missing from them counting [`NEAR_CREDIT`] × the cosine of its nearest
-    /// neighbour they hold.
-    fn coverage(&self, row: &ChunkRow) -> f64 {
+    /// neighbour they hold; a chunk observed in the span a date of the query names also holds
+    /// the date's numbers.
+    fn coverage(&self, row: &ChunkRow, in_span: bool) -> f64 {
         let mut found = found_in(row.title.as_deref(), &row.content, &self.stems);
         if let Some(context) = row.metadata.get("context").and_then(Value::as_str) {
             mark_terms(context, &self.stems, &mut found);
@@ -1111,8 +1135,9 @@ impl Judge {
         for (&(of, credit), _) in self.credit.iter().zip(&found).filter(|(_, f)| **f) {
             held[of] = f64::max(held[of], credit);
         }
-        let total: f64 = self.idf.iter().sum();
-        if total <= 0.0 { 0.0 } else { held.iter().zip(&self.idf).map(|(h, w)| h * w).sum::<f64>() / total }
+        let dated = if in_span { self.dated } else { 0.0 };
+        let total = self.idf.iter().sum::<f64>() + dated;
+        if total <= 0.0 { 0.0 } else { (held.iter().zip(&self.idf).map(|(h, w)| h * w).sum::<f64>() + dated) / total }
     }
 }
 

@@ -360,7 +360,7 @@ const ASCII_CLASS: [Class; 128] = {
 
 /// Han, kana and Hangul: scripts that write no space between words (Korean writes one between
 /// phrases, which hold a word and its particles), so a run of them is not one word.
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(
         c as u32,
         0x1100..=0x11FF // Hangul Jamo

@@ -418,6 +418,64 @@ fn a_question_about_a_day_lists_that_day() {
     }
 }
 
+/// The numbers of a date in a question are read as the date, not as words: a chat message
+/// sent at 20:15 on the 20th of another month is no answer to "what happened on 20 November?"
+/// (its stamp, `[2024-03-20 20:15]`, holds the number twice). A chunk of the named day still
+/// is, and counts the date as held for the relevance floor.
+#[test]
+fn the_numbers_of_a_date_do_not_match_chat_stamps() {
+    let data = tempfile::tempdir().unwrap();
+    let src = tempfile::tempdir().unwrap();
+    let path = src.path().join("family.jsonl");
+    let lines = [
+        r#"{"ts": "2024-03-20T20:15:00Z", "from": "ann", "text": "the boiler engineer came round", "channel": "home"}"#,
+        r#"{"ts": "2024-03-20T20:16:00Z", "from": "bob", "text": "did he fix the pressure?", "channel": "home"}"#,
+    ];
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    let m = open(data.path());
+    m.ingest_paths(&[path], None, &|_| {}).unwrap();
+    // A store large enough for the relevance floor to read cosines against (2024-02-01 on).
+    let topics = [
+        "sourdough starter",
+        "bike lock",
+        "passport renewal",
+        "piano lessons",
+        "tomato seedlings",
+        "car insurance",
+        "dentist visit",
+        "school trip",
+        "garden shed",
+        "tax return",
+        "flight to Lisbon",
+        "book club",
+        "running plan",
+        "guitar strings",
+        "birthday cake",
+        "window cleaner",
+    ];
+    for (i, t) in topics.iter().enumerate() {
+        put_at(
+            &m,
+            &format!("note-{i}"),
+            &format!("Notes about the {t}: remember to check it."),
+            1_706_745_600_000 + i as i64 * 86_400_000,
+        );
+    }
+    // 2024-01-01 and 2024-11-20 12:00 UTC.
+    put_at(&m, "plans", "Plans for November: book the MOT and renew the parking permit.", 1_704_110_400_000);
+    for q in ["what happened on 20 November 2024?", "what did we plan for 20 November 2024?"] {
+        let r = m.wire::<ops::Recall>(json!({"query": q})).unwrap();
+        for c in r["chunks"].as_array().unwrap().iter().filter(|c| c["source_kind"] == "chat") {
+            assert!(c["bm25_rank"].is_null(), "found by its stamp's numbers: {q}: {r}");
+        }
+        assert!(!r.to_string().contains("**20**"), "{q}: {r}");
+    }
+    put_at(&m, "tap", "The plumber fixed the kitchen tap.", 1_732_104_000_000);
+    let r = m.wire::<ops::Recall>(json!({"query": "who fixed the tap on 20 November 2024?"})).unwrap();
+    assert_eq!(r["chunks"][0]["source_ref"], "tap", "{r}");
+    assert_eq!(r["chunks"][0]["in_date_range"], true, "{r}");
+}
+
 #[test]
 fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
     let data = tempfile::tempdir().unwrap();
