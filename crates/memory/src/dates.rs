@@ -79,6 +79,8 @@ fn anchors_month(word: &str) -> bool {
         word,
         "in" | "last"
             | "this"
+            | "next"
+            | "coming"
             | "since"
             | "during"
             | "early"
@@ -236,8 +238,11 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
             if !anchored && is_common_word(here) {
                 return None;
             }
-            // The latest such month that has begun; "last" skips the current one.
-            let y = if m > today.month() || (before == "last" && m == today.month()) {
+            // The latest such month that has begun; "last" skips the current one; "next" and
+            // "coming" name the first that has not begun.
+            let y = if matches!(before, "next" | "coming") {
+                if m > today.month() { today.year() } else { today.year() + 1 }
+            } else if m > today.month() || (before == "last" && m == today.month()) {
                 today.year() - 1
             } else {
                 today.year()
@@ -442,6 +447,45 @@ fn is_last_after(word: &str) -> bool {
     )
 }
 
+/// Words before a unit or a weekday that make it the next one ("next week", "nächsten Freitag",
+/// "volgende maand", "el próximo viernes", "la prossima settimana").
+fn is_next_before(word: &str) -> bool {
+    matches!(
+        word,
+        "next"
+            | "coming"
+            | "upcoming"
+            | "nächste"
+            | "nächsten"
+            | "nächstes"
+            | "nächster"
+            | "kommende"
+            | "kommenden"
+            | "kommendes"
+            | "volgende"
+            | "komende"
+            | "prochain"
+            | "prochaine"
+            | "próximo"
+            | "próxima"
+            | "proximo"
+            | "proxima"
+            | "prossimo"
+            | "prossima"
+    )
+}
+
+/// Words after a unit or a weekday that make it the next one ("la semaine prochaine",
+/// "vendredi prochain", "el mes próximo", "venerdì prossimo").
+fn is_next_after(word: &str) -> bool {
+    matches!(word, "prochain" | "prochaine" | "próximo" | "próxima" | "proximo" | "proxima" | "prossimo" | "prossima")
+}
+
+/// Words before a unit that make it the one before the last ("vorletzte Woche").
+fn is_before_last(word: &str) -> bool {
+    matches!(word, "vorletzte" | "vorletzten" | "vorletztes" | "voorlaatste")
+}
+
 /// Words before a unit that make it the current one ("this month", "diese Woche", "cette
 /// année", "este mes").
 fn is_this(word: &str) -> bool {
@@ -465,25 +509,21 @@ fn is_this(word: &str) -> bool {
     )
 }
 
-/// The span of the day, week, month or year `unit` that is current (`last` false) or the one
-/// before it.
-fn calendar_span(unit: Unit, last: bool, today: NaiveDate) -> Option<(i64, i64)> {
+/// The span of the day, week, month or year `unit` that is `offset` units from the current
+/// one: 0 the current, -1 the last, 1 the next, -2 the one before the last.
+fn calendar_span(unit: Unit, offset: i64, today: NaiveDate) -> Option<(i64, i64)> {
     Some(match unit {
         Unit::Week => {
             let start_of_week = today - Duration::days(today.weekday().num_days_from_monday() as i64);
-            let from = if last { start_of_week - Duration::days(7) } else { start_of_week };
+            let from = start_of_week + Duration::days(7 * offset);
             (ms(from) - SLACK_MS, ms(from + Duration::days(7)) + SLACK_MS)
         }
         Unit::Month => {
-            let (y, m) = match (last, today.month()) {
-                (true, 1) => (today.year() - 1, 12),
-                (true, m) => (today.year(), m - 1),
-                (false, m) => (today.year(), m),
-            };
-            month_span(y, m)?
+            let months = today.year() as i64 * 12 + today.month0() as i64 + offset;
+            month_span(i32::try_from(months.div_euclid(12)).ok()?, months.rem_euclid(12) as u32 + 1)?
         }
-        Unit::Year => year_span(if last { today.year() - 1 } else { today.year() })?,
-        Unit::Day => day_span(if last { today - Duration::days(1) } else { today }),
+        Unit::Year => year_span(today.year().checked_add(i32::try_from(offset).ok()?)?)?,
+        Unit::Day => day_span(today + Duration::days(offset)),
     })
 }
 
@@ -509,13 +549,14 @@ fn weekday(word: &str) -> Option<Weekday> {
 }
 
 /// Which day a weekday name means: the latest such day up to today ("on Friday"), the latest
-/// before today ("last Friday", "vendredi dernier"), or the one of the current week ("this
-/// Friday").
+/// before today ("last Friday", "vendredi dernier"), the one of the current week ("this
+/// Friday"), or the first after today ("next Friday", "vendredi prochain").
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Which {
     Latest,
     Last,
     This,
+    Next,
 }
 
 fn weekday_span(wd: Weekday, which: Which, today: NaiveDate) -> (i64, i64) {
@@ -528,6 +569,10 @@ fn weekday_span(wd: Weekday, which: Which, today: NaiveDate) -> (i64, i64) {
             n => n,
         },
         Which::This => today_n - wd_n,
+        Which::Next => -match (wd_n - today_n).rem_euclid(7) {
+            0 => 7,
+            n => n,
+        },
     };
     day_span(today - Duration::days(back))
 }
@@ -546,8 +591,8 @@ fn ago_span(n: i64, unit: Unit, today: NaiveDate) -> (i64, i64) {
     (ms(centre - spread) - SLACK_MS, ms(centre + spread) + 86_400_000 + SLACK_MS)
 }
 
-/// Words relative to today: yesterday, today, last week/month/year, this week/month/year,
-/// N days/weeks/months/years ago, in English and in the six other languages whose function
+/// Words relative to today: yesterday, today, tomorrow, last/this/next week, month or year, the
+/// week before last, N days/weeks/months/years ago, in English and in the six other languages whose function
 /// words a query drops ("gestern", "la semaine dernière", "diese Woche", "vor 3 Tagen", "il y a
 /// deux semaines", "hace un mes", "3 giorni fa", "2 dagen geleden"). French `hier` counts only
 /// in a French question: it is "here" in German and Dutch.
@@ -558,10 +603,20 @@ fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Optio
         here,
         "today" | "tonight" | "aujourd'hui" | "aujourd’hui" | "heute" | "hoy" | "oggi" | "hoje" | "vandaag"
     ) {
-        return Some((calendar_span(Unit::Day, false, today)?, 1));
+        return Some((calendar_span(Unit::Day, 0, today)?, 1));
+    }
+    // "Morgen" and "mañana" are also "morning", so they are not read.
+    if matches!(here, "tomorrow" | "demain" | "domani" | "amanhã" | "amanha") {
+        return Some((calendar_span(Unit::Day, 1, today)?, 1));
+    }
+    if matches!(here, "übermorgen" | "après-demain" | "overmorgen" | "dopodomani") {
+        return Some((calendar_span(Unit::Day, 2, today)?, 1));
+    }
+    if (here, w(i + 1), w(i + 2)) == ("day", "after", "tomorrow") {
+        return Some((calendar_span(Unit::Day, 2, today)?, 3));
     }
     if matches!(here, "yesterday" | "gestern" | "ayer" | "ieri" | "ontem" | "gisteren") || here == "hier" && french {
-        return Some((calendar_span(Unit::Day, true, today)?, 1));
+        return Some((calendar_span(Unit::Day, -1, today)?, 1));
     }
     // the day before yesterday · vorgestern · avant-hier · l'altro ieri
     let two_days_ago = Some((day_span(today - Duration::days(2)), 1));
@@ -574,16 +629,28 @@ fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Optio
     if matches!(here, "l'altro" | "l’altro") && w(i + 1) == "ieri" {
         return two_days_ago.map(|(s, _)| (s, 2));
     }
-    // last Friday · letzten Freitag · this Monday · vendredi dernier · el viernes pasado · on Friday
-    if let Some(wd) = weekday(w(i + 1))
-        && (is_last_before(here) || is_this(here))
-    {
-        let which = if is_this(here) { Which::This } else { Which::Last };
-        return Some((weekday_span(wd, which, today), 2));
+    // last Friday · letzten Freitag · this Monday · next Friday · el próximo viernes ·
+    // vendredi dernier · el viernes pasado · vendredi prochain · on Friday
+    if let Some(wd) = weekday(w(i + 1)) {
+        let which = if is_this(here) {
+            Some(Which::This)
+        } else if is_last_before(here) {
+            Some(Which::Last)
+        } else if is_next_before(here) {
+            Some(Which::Next)
+        } else {
+            None
+        };
+        if let Some(which) = which {
+            return Some((weekday_span(wd, which, today), 2));
+        }
     }
     if let Some(wd) = weekday(here) {
         if is_last_after(w(i + 1)) {
             return Some((weekday_span(wd, Which::Last, today), 2));
+        }
+        if is_next_after(w(i + 1)) {
+            return Some((weekday_span(wd, Which::Next, today), 2));
         }
         // "Domingo" is a name as well: only after a word such as "on" or "el".
         let before = if i > 0 { w(i - 1) } else { "" };
@@ -595,19 +662,40 @@ fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Optio
     if let Some(rest) = here.strip_prefix("quest'").or_else(|| here.strip_prefix("quest’"))
         && let Some(unit) = unit_of(rest).filter(|u| *u != Unit::Day)
     {
-        return Some((calendar_span(unit, false, today)?, 1));
+        return Some((calendar_span(unit, 0, today)?, 1));
     }
     let whole_unit = |word: &str| unit_of(word).filter(|u| *u != Unit::Day && !matches!(word, "an" | "ans"));
-    if (is_last_before(here) || is_this(here))
-        && let Some(unit) = whole_unit(w(i + 1))
-    {
-        return Some((calendar_span(unit, is_last_before(here), today)?, 2));
+    // next month · nächste Woche · vorletzte Woche
+    if let Some(unit) = whole_unit(w(i + 1)) {
+        let offset = if is_this(here) {
+            Some(0)
+        } else if is_last_before(here) {
+            Some(-1)
+        } else if is_next_before(here) {
+            Some(1)
+        } else if is_before_last(here) {
+            Some(-2)
+        } else {
+            None
+        };
+        if let Some(offset) = offset {
+            return Some((calendar_span(unit, offset, today)?, 2));
+        }
     }
-    // la semaine dernière · el mes pasado · l'anno scorso
+    // the week before last · the month before last
     if let Some(unit) = whole_unit(here)
-        && is_last_after(w(i + 1))
+        && (w(i + 1), w(i + 2)) == ("before", "last")
     {
-        return Some((calendar_span(unit, true, today)?, 2));
+        return Some((calendar_span(unit, -2, today)?, 3));
+    }
+    // la semaine dernière · el mes pasado · l'anno scorso · la semaine prochaine
+    if let Some(unit) = whole_unit(here) {
+        if is_last_after(w(i + 1)) {
+            return Some((calendar_span(unit, -1, today)?, 2));
+        }
+        if is_next_after(w(i + 1)) {
+            return Some((calendar_span(unit, 1, today)?, 2));
+        }
     }
     // three days ago · 3 giorni fa · 2 dagen geleden
     if let (Some(n), Some(unit)) = (number(here), unit_of(w(i + 1)))
@@ -678,6 +766,34 @@ mod tests {
         assert_eq!(span("this month"), Some(("2026-11-01".into(), "2026-12-01".into())));
         assert_eq!(span("last year"), Some(("2025-01-01".into(), "2026-01-01".into())));
         assert_eq!(span("three days ago"), Some(("2026-11-26".into(), "2026-11-29".into())));
+    }
+
+    #[test]
+    fn dates_ahead_of_today_and_the_week_before_last() {
+        // NOW is Monday 30 November 2026.
+        for q in
+            ["what's on next Friday?", "nächsten Freitag", "vendredi prochain", "el próximo viernes", "coming Friday"]
+        {
+            assert_eq!(span(q), day("2026-12-04"), "{q}");
+        }
+        assert_eq!(span("next Monday"), day("2026-12-07"));
+        assert_eq!(span("tomorrow"), day("2026-12-01"));
+        assert_eq!(span("the day after tomorrow"), day("2026-12-02"));
+        for q in ["next week", "la semaine prochaine", "nächste Woche", "la prossima settimana"] {
+            assert_eq!(span(q), Some(("2026-12-07".into(), "2026-12-14".into())), "{q}");
+        }
+        assert_eq!(span("next month"), Some(("2026-12-01".into(), "2027-01-01".into())));
+        assert_eq!(span("next year"), Some(("2027-01-01".into(), "2028-01-01".into())));
+        assert_eq!(span("next March"), Some(("2027-03-01".into(), "2027-04-01".into())));
+        assert_eq!(span("next December"), Some(("2026-12-01".into(), "2027-01-01".into())));
+        for q in ["what did we do the week before last?", "vorletzte Woche"] {
+            assert_eq!(span(q), Some(("2026-11-16".into(), "2026-11-23".into())), "{q}");
+        }
+        assert_eq!(span("the month before last"), Some(("2026-09-01".into(), "2026-10-01".into())));
+        assert_eq!(span_in("what's on next Friday?", NOW).unwrap().text, "next Friday");
+        // "Morgen" and "mañana" are mornings as often as tomorrows.
+        assert_eq!(span("guten Morgen"), None);
+        assert_eq!(span("por la mañana"), None);
     }
 
     #[test]

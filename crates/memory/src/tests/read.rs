@@ -476,6 +476,27 @@ fn the_numbers_of_a_date_do_not_match_chat_stamps() {
     assert_eq!(r["chunks"][0]["in_date_range"], true, "{r}");
 }
 
+/// "Next Friday" is the Friday ahead, not the last one: a question about it is answered by
+/// what mentions Friday, never lifted to what was observed on the Friday that has passed.
+#[test]
+fn next_friday_is_not_last_friday() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    // Friday 2024-03-01 12:00 UTC, and 2024-02-20.
+    put_at(&m, "lunch", "Lunch with Sam; we talked about the garden and his new job.", 1_709_294_400_000);
+    put_at(&m, "plans", "The boiler service comes on Friday at nine; leave the side gate open.", 1_708_430_400_000);
+    // As of Monday 2024-03-04.
+    let ask = |q: &str| m.wire::<ops::Recall>(json!({"query": q, "as_of": "2024-03-04T09:00:00Z"})).unwrap();
+    let r = ask("what is on next Friday?");
+    assert_eq!(r["date_range"]["text"], "next Friday", "{r}");
+    assert!(r["date_range"]["from"].as_str().unwrap().starts_with("2024-03-07"), "{r}");
+    assert_eq!(r["chunks"][0]["source_ref"], "plans", "{r}");
+    assert!(r["chunks"].as_array().unwrap().iter().all(|c| c["in_date_range"] == false), "{r}");
+    let r = ask("what happened on Friday?");
+    assert_eq!(r["chunks"][0]["source_ref"], "lunch", "{r}");
+    assert_eq!(r["chunks"][0]["in_date_range"], true, "{r}");
+}
+
 #[test]
 fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
     let data = tempfile::tempdir().unwrap();
