@@ -90,6 +90,9 @@ pub(crate) struct Ranked {
     pub hits: Vec<Hit>,
     pub tier: Option<TierKind>,
     pub judge: Judge,
+    /// How many chunks the caller's filter lets through were observed in the span the query
+    /// names; `None` without a span, or when they are more than [`RESTRICT_CAP`].
+    pub in_span: Option<usize>,
 }
 
 /// Merges the ranked lists. Keyword and vector modes keep their ranker's score. Hybrid blends
@@ -396,7 +399,8 @@ pub(crate) fn rank(
             fused.truncate(want);
             let noise = background.map(|b| VectorNoise::new(b, vs.iter().map(|v| v.1).fold(f32::MIN, f32::max)));
             let judge = Judge { dated, ..Judge::new(terms.words, idf, noise, near, weak.map(|_| weak_bar(absent))) };
-            return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind), judge });
+            let in_span = in_span.as_ref().map(Vec::len);
+            return Ok(Ranked { hits: fused, tier: qvec.map(|(_, t)| t.kind), judge, in_span });
         }
         pool *= 4;
     }

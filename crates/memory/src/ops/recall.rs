@@ -110,6 +110,10 @@ pub struct DateRange {
     pub text: String,
     pub from: String,
     pub until: String,
+    /// How many chunks were observed in the range (0: nothing was stored then); left out when
+    /// more than 20,000.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<usize>,
 }
 
 pub struct Recall;
@@ -182,8 +186,12 @@ impl MemoryEngine {
                 source_ref: c.source_ref,
             });
         }
-        let date_range =
-            span.map(|s| DateRange { text: s.text, from: ms_to_rfc3339(s.from_ms), until: ms_to_rfc3339(s.to_ms) });
+        let date_range = span.map(|s| DateRange {
+            text: s.text,
+            from: ms_to_rfc3339(s.from_ms),
+            until: ms_to_rfc3339(s.to_ms),
+            chunks: ranked.in_span,
+        });
         Ok(RecallResult { query: p.query, chunks, citations, vector_tier: ranked.tier, date_range, held_back })
     }
 }

@@ -492,7 +492,10 @@ fn next_friday_is_not_last_friday() {
     assert!(r["date_range"]["from"].as_str().unwrap().starts_with("2024-03-07"), "{r}");
     assert_eq!(r["chunks"][0]["source_ref"], "plans", "{r}");
     assert!(r["chunks"].as_array().unwrap().iter().all(|c| c["in_date_range"] == false), "{r}");
+    // The reply says nothing was stored then.
+    assert_eq!(r["date_range"]["chunks"], 0, "{r}");
     let r = ask("what happened on Friday?");
+    assert_eq!(r["date_range"]["chunks"], 1, "{r}");
     assert_eq!(r["chunks"][0]["source_ref"], "lunch", "{r}");
     assert_eq!(r["chunks"][0]["in_date_range"], true, "{r}");
 }
