@@ -59,6 +59,18 @@ fn month(word: &str) -> Option<u32> {
     })
 }
 
+/// Whether `word` (lowercased) only says which of the days, weeks or months a date means
+/// ("next", "last", "this", "prochaine", "ago"): a chunk that writes it is not about that date.
+pub(crate) fn says_which(word: &str) -> bool {
+    is_last_before(word)
+        || is_last_after(word)
+        || is_this(word)
+        || is_next_before(word)
+        || is_next_after(word)
+        || is_before_last(word)
+        || matches!(word, "ago" | "fa" | "geleden")
+}
+
 /// Month names that need a date beside them, or a word such as "in" before them: the English
 /// names that are also ordinary words, and every name in another language.
 fn is_common_word(word: &str) -> bool {

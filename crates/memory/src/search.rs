@@ -225,16 +225,26 @@ pub(crate) fn rank(
     let absent: Vec<bool> =
         dfs.iter().zip(&terms.words).map(|(&df, w)| df == 0 && !w.bytes().any(|b| b.is_ascii_digit())).collect();
     let absent = share(&absent, &idf);
-    // The numbers of the date a question names ("20 November", "2025-11-12", and the marks of
-    // "2025年11月12日") are read as the span, not matched as words: as words they found any chat
-    // message sent at 20:00 or on the 20th, and any amount of 20. A chunk observed in the span
-    // holds their weight for the relevance floor (`Judge::dated`).
+    // The numbers of the date a question names ("20" and "2024" of "20 November 2024", the
+    // marks of "2024年11月20日") and the words that say which day, week or month it is ("next" of
+    // "next Friday") are read as the span only, not matched as words: as words they found every
+    // chat message sent at 20:00 or on the 20th (each message's stamp is in its chunk's text),
+    // any amount of 20, and any note saying "next". A chunk observed in the span holds their
+    // weight for the relevance floor (`Judge::dated`).
     let mut dated = 0.0;
     if let Some(span) = span {
+        let mut which: Vec<String> = Vec::new();
+        crate::fts::for_each_word(&span.text, |_, _, lower| {
+            if super::dates::says_which(lower) {
+                which.push(crate::fts::stem(lower).into_owned());
+            }
+        });
         let date = QueryTerms::parse(&span.text).words;
-        let number = |w: &String| date.contains(w) && w.chars().all(|c| c.is_ascii_digit() || crate::fts::is_cjk(c));
-        if terms.words.iter().any(|w| !number(w)) {
-            let keep: Vec<bool> = terms.words.iter().map(|w| !number(w)).collect();
+        let placing = |w: &String| {
+            date.contains(w) && (which.contains(w) || w.chars().all(|c| c.is_ascii_digit() || crate::fts::is_cjk(c)))
+        };
+        if terms.words.iter().any(|w| !placing(w)) {
+            let keep: Vec<bool> = terms.words.iter().map(|w| !placing(w)).collect();
             dated = idf.iter().zip(&keep).filter(|(_, k)| !**k).map(|(w, _)| w).sum();
             let mut k = keep.iter();
             terms.words.retain(|_| *k.next().unwrap_or(&true));
