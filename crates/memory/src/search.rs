@@ -232,6 +232,7 @@ pub(crate) fn rank(
     // any amount of 20, and any note saying "next". A chunk observed in the span holds their
     // weight for the relevance floor (`Judge::dated`).
     let mut dated = 0.0;
+    let date: Vec<String> = span.map(|s| QueryTerms::parse(&s.text).words).unwrap_or_default();
     if let Some(span) = span {
         let mut which: Vec<String> = Vec::new();
         crate::fts::for_each_word(&span.text, |_, _, lower| {
@@ -239,19 +240,15 @@ pub(crate) fn rank(
                 which.push(crate::fts::stem(lower).into_owned());
             }
         });
-        let date = QueryTerms::parse(&span.text).words;
         let placing = |w: &String| {
             date.contains(w) && (which.contains(w) || w.chars().all(|c| c.is_ascii_digit() || crate::fts::is_cjk(c)))
         };
         if terms.words.iter().any(|w| !placing(w)) {
             let keep: Vec<bool> = terms.words.iter().map(|w| !placing(w)).collect();
             dated = idf.iter().zip(&keep).filter(|(_, k)| !**k).map(|(w, _)| w).sum();
-            let mut k = keep.iter();
-            terms.words.retain(|_| *k.next().unwrap_or(&true));
-            let mut k = keep.iter();
-            dfs.retain(|_| *k.next().unwrap_or(&true));
-            let mut k = keep.iter();
-            idf.retain(|_| *k.next().unwrap_or(&true));
+            retain_where(&mut terms.words, &keep);
+            retain_where(&mut dfs, &keep);
+            retain_where(&mut idf, &keep);
         }
     }
     // The query's cosines with a sample of the store: where the blend counts cosines from, and
@@ -400,9 +397,9 @@ pub(crate) fn rank(
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
             if mode == Mode::Hybrid
-                && let (Some(span), Some(ids)) = (span, &in_span)
+                && let Some(ids) = &in_span
                 && !ids.is_empty()
-                && date_question(&terms, &dfs, span)
+                && date_question(&terms, &dfs, &date)
             {
                 by_date(conn, &mut fused, ids, &span_vs, want)?;
             }
@@ -416,17 +413,22 @@ pub(crate) fn rank(
     }
 }
 
+/// Keeps the items of `v` whose flag in `keep` (one per item, in order) is set.
+fn retain_where<T>(v: &mut Vec<T>, keep: &[bool]) {
+    let mut k = keep.iter();
+    v.retain(|_| k.next().copied().unwrap_or(true));
+}
+
 // ---- questions about a day ----
 
-/// Whether a query that names `span` asks about the span itself (when the span holds chunks):
+/// Whether a query that names a span (its words `date`) asks about the span itself (when the span holds chunks):
 /// the query's other words (those left when the date's words, stop words and the
 /// [words that only ask what took place](dates::is_event_word) are taken out) are none, or
 /// in no chunk of the store (`dfs`, the document frequency of each of `terms.words`). "What
 /// happened on 3 November?", "what did I do yesterday?" and "was war am 3. November?" are;
 /// "what did Claire say on 12 November?" and "the budget meeting last week" are not: they are
 /// ranked by their words, the span's chunks first.
-fn date_question(terms: &QueryTerms, dfs: &[u64], span: &Span) -> bool {
-    let date = QueryTerms::parse(&span.text).words;
+fn date_question(terms: &QueryTerms, dfs: &[u64], date: &[String]) -> bool {
     terms.words.iter().zip(dfs).all(|(w, &df)| df == 0 || date.contains(w) || super::dates::is_event_word(w))
 }
 
