@@ -2,6 +2,10 @@
 """Measures recall on a personal store the way issue 23's check reads one: short notes written
 for this measurement (`notes/`), next to other people's chat and mail, asked everyday questions
 about the notes (`questions.tsv`; `paraphrases.tsv` asks the same notes in other words).
+`notes-b/` and `questions-b.tsv` are a second set, written later to see how rules tuned on the
+first carry over: 24 notes in other shapes (lists, lower-case jottings, planning notes) and 40
+questions written before any ranking was looked at, asked with `--notes notes,notes-b` (both
+sets in one store).
 
 The store is a watched folder in a fresh home: the notes, LoCoMo development conversations as a
 chat export (`--chats`, two by default) and a seeded sample of real mail (`--mail`, 2,000 by
@@ -19,7 +23,8 @@ Reported, over the questions about notes:
 
 Usage:
   measure.py --bin target/fast/openhumand-mcp --work /dev/shm/ps [--mail 2000] [--chats 2]
-             [--tech-chat N] [--irc] [--locomo locomo-dev.json] [--reuse] [-v]
+             [--tech-chat N] [--irc] [--locomo locomo-dev.json] [--notes notes,notes-b]
+             [--questions questions-b.tsv] [--reuse] [-v]
 
 `--locomo` is a file of LoCoMo conversations (the public LoCoMo data, or a development split of
 it); without one, `--chats 0` leaves chat out.
@@ -74,8 +79,9 @@ def questions(name):
 def build_folder(folder, args):
     build = load_build()
     os.makedirs(folder)
-    for name in sorted(os.listdir(os.path.join(HERE, "notes"))):
-        shutil.copyfile(os.path.join(HERE, "notes", name), os.path.join(folder, name))
+    for notes in args.notes.split(","):
+        for name in sorted(os.listdir(os.path.join(HERE, notes))):
+            shutil.copyfile(os.path.join(HERE, notes, name), os.path.join(folder, name))
     if args.chats:
         with open(args.locomo, encoding="utf-8") as f:
             conversations = json.load(f)[: args.chats]
@@ -186,6 +192,7 @@ def main():
     p.add_argument("-k", type=int, default=10)
     p.add_argument("--reuse", action="store_true")
     p.add_argument("-v", action="store_true")
+    p.add_argument("--notes", default="notes", help="the folders of notes to store, comma-separated (notes, notes-b)")
     p.add_argument("--questions", default="questions.tsv", help="questions.tsv, or paraphrases.tsv (no rarer word in common with the note)")
     args = p.parse_args()
     args.bin = os.path.abspath(args.bin)

@@ -393,6 +393,7 @@ pub(crate) fn rank(
                 None => Vec::new(),
             };
             spread_to_neighbours(conn, &mut fused, filter, &cosines)?;
+            focus_on_name(conn, &mut fused, query, &terms.words)?;
             focus_on_speaker(inner, conn, &mut fused, &terms.words)?;
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
@@ -880,6 +881,86 @@ fn focus_on_speaker(inner: &Inner, conn: &Connection, fused: &mut [Hit], words: 
         h.score *= 1.0 - FOCUS_SHARE + FOCUS_SHARE * theirs;
     }
     fused.sort_by(order);
+    Ok(())
+}
+
+/// How much of a hit's score rests on holding the name the query writes: a hit among the
+/// first [`FOCUS_FROM`] that lacks every such name keeps `1 - NAME_SHARE` of its score.
+const NAME_SHARE: f64 = 0.5;
+
+/// The stems of the words `query` writes as names: capitalised (`Sophie`, `Kwik`), not its
+/// first word, of letters only and not all capitals (an acronym such as MOT or VPN is matched
+/// as any word is), and among the query's `words` (stop words and a date's words are not).
+fn written_names(query: &str, words: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut first = true;
+    crate::fts::for_each_word(query, |start, end, lower| {
+        let written = &query[start..end];
+        let mut chars = written.chars();
+        let titled = chars.next().is_some_and(char::is_uppercase)
+            && chars.clone().next().is_some()
+            && chars.all(|c| c.is_alphabetic() && !c.is_uppercase());
+        let joined =
+            query[..start].ends_with(['-', '.', '/', '_', '@']) || query[end..].starts_with(['-', '.', '/', '_', '@']);
+        if titled && !first && !joined {
+            let stem = crate::fts::stem(lower).into_owned();
+            if words.contains(&stem) && !names.contains(&stem) {
+                names.push(stem);
+            }
+        }
+        first = false;
+    });
+    names
+}
+
+/// When the query writes a name (a person, a place, a shop: [`written_names`]) and the best of
+/// the first [`FOCUS_FROM`] hits that holds it is of one kind (a note, mail, chat), the hits of
+/// other kinds that lack the name lose [`NAME_SHARE`] of their score: "what flowers does Sophie
+/// like?" asks about Sophie, however much the chat says about flowers. Hits of the same kind
+/// are left to the words (a store of one kind ranks as before: the names of SciFact's claims
+/// are species and places its abstracts often write otherwise). A name that speaks in the
+/// chat hits is left to [`focus_on_speaker`], which reads whose lines hold the match.
+fn focus_on_name(conn: &Connection, fused: &mut [Hit], query: &str, words: &[String]) -> Result<(), MemoryError> {
+    if words.len() < 2 || fused.len() < 2 {
+        return Ok(());
+    }
+    let names = written_names(query, words);
+    if names.is_empty() {
+        return Ok(());
+    }
+    let head: Vec<i64> = fused.iter().take(FOCUS_FROM).map(|h| h.rowid).collect();
+    // Per hit: its kind, and whether it holds a name.
+    let mut read: HashMap<i64, (String, bool)> = HashMap::new();
+    let mut speaking = vec![false; names.len()];
+    let mut q = conn.prepare_cached(
+        "SELECT rowid, source_kind, title, content, json_extract(metadata, '$.participants') FROM chunks \
+         WHERE rowid IN rarray(?1)",
+    )?;
+    let mut rows = q.query([rarray(&head)])?;
+    while let Some(r) = rows.next()? {
+        let (title, content): (Option<String>, String) = (r.get(2)?, r.get(3)?);
+        let found = found_in(title.as_deref(), &content, &names);
+        if let Some(speakers) = r.get::<_, Option<String>>(4)? {
+            mark_terms(&speakers, &names, &mut speaking);
+        }
+        read.insert(r.get(0)?, (r.get(1)?, found.contains(&true)));
+    }
+    if speaking.iter().all(|s| *s) {
+        return Ok(());
+    }
+    let Some(kind) = head.iter().find_map(|id| read.get(id).filter(|r| r.1).map(|r| r.0.clone())) else {
+        return Ok(());
+    };
+    let mut moved = false;
+    for h in fused.iter_mut().take(FOCUS_FROM) {
+        if read.get(&h.rowid).is_some_and(|(k, holds)| !holds && *k != kind) {
+            h.score *= 1.0 - NAME_SHARE;
+            moved = true;
+        }
+    }
+    if moved {
+        fused.sort_by(order);
+    }
     Ok(())
 }
 
@@ -1636,7 +1717,21 @@ pub(crate) fn load_hits(conn: &Connection, hits: Vec<Hit>) -> Result<Vec<(ChunkR
 mod tests {
     use std::collections::HashSet;
 
-    use super::{ChunkRow, Hit, Judge, Mode, NEAR_WORDS, VectorNoise, Weights, apply_floor, fuse, near_words};
+    use super::{
+        ChunkRow, Hit, Judge, Mode, NEAR_WORDS, VectorNoise, Weights, apply_floor, fuse, near_words, written_names,
+    };
+
+    #[test]
+    fn a_name_is_a_capitalised_word_inside_the_question() {
+        let names = |q: &str| written_names(q, &crate::fts::QueryTerms::parse(q).words);
+        assert_eq!(names("what flowers does Sophie like?"), ["sophi"]);
+        assert_eq!(names("when is the MOT at Kwik Garage?"), ["kwik", "garag"]);
+        // Not the first word, an acronym, a word of a compound, nor a stop word.
+        assert!(names("Sophie likes which flowers?").is_empty());
+        assert!(names("when is the MOT due?").is_empty());
+        assert!(names("what is the Wi-Fi password at node.Js meetups?").is_empty());
+        assert!(names("what did We say?").is_empty());
+    }
 
     #[test]
     fn only_the_rarest_words_of_a_long_question_are_widened() {

@@ -891,3 +891,39 @@ fn a_keyword_hit_far_from_the_question_in_meaning_does_not_come_first() {
     let got = recalled(&m, "what does my running schedule look like?");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Jogging timetable"), "{got:?}");
 }
+
+/// A name the question writes decides between hits of other kinds that share its other words:
+/// chat that talks of flowers (and says "like" three times) does not come before the one note
+/// that says what Sophie likes.
+#[test]
+fn a_name_the_question_writes_outweighs_chat_about_the_same_thing() {
+    use crate::ChatChunking;
+    let (_dir, m) = among_other_notes(
+        "Anniversary",
+        "Our anniversary is 14 June. Last year we had dinner at Sorrel; Sophie loves peonies and hates lilies.",
+    );
+    let turns = [
+        ("Ana", "Painting helps me keep a moment, like a bouquet of flowers."),
+        ("Ben", "Did you make that? It looks so real!"),
+        ("Ana", "Yes, drawing flowers is one of my favourite things."),
+        ("Ben", "It sounds like a lovely way to spend an evening."),
+        ("Ana", "It is, I like how calm it makes me."),
+    ];
+    let filler = [
+        ("Ana", "Did you see the match last night?"),
+        ("Ben", "Yes, what a finish in extra time."),
+        ("Ana", "The bakery on the corner sells great croissants."),
+    ];
+    let mut chats = vec![ana_and_ben("ana-ben-0", &turns, 60_000)];
+    for day in 1..4 {
+        chats.push(days_later(ana_and_ben(&format!("ana-ben-{day}"), &filler, 60_000), day));
+    }
+    m.put_chat(chats, "chats/ana-ben", ChatChunking::Packed).unwrap();
+    m.wait_background();
+    let got = recalled(&m, "what flowers does Sophie like?");
+    assert_eq!(got.first().map(|t| t.1.as_str()), Some("Anniversary"), "{got:?}");
+    // Written in lower case, the name is a word like the others: the rule reads how a
+    // question writes it, and "sophie" still finds the note somewhere.
+    let got = recalled(&m, "what flowers does sophie like?");
+    assert!(got.iter().any(|t| t.1 == "Anniversary"), "{got:?}");
+}
