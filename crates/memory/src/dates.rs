@@ -176,9 +176,70 @@ fn iso(word: &str) -> Option<(i64, i64)> {
     }
 }
 
-/// The year of the latest `month`/`day` that is not after `today`.
-fn latest_year(today: NaiveDate, m: u32, d: u32) -> i32 {
-    if (m, d) <= (today.month(), today.day()) { today.year() } else { today.year() - 1 }
+/// The year of the latest `month`/`day` that is not after `today`, or, for a question that
+/// [looks ahead](looks_ahead), of the first that is not before it.
+fn year_of_day(today: NaiveDate, m: u32, d: u32, ahead: bool) -> i32 {
+    match ((m, d).cmp(&(today.month(), today.day())), ahead) {
+        (std::cmp::Ordering::Less, true) => today.year() + 1,
+        (_, true) | (std::cmp::Ordering::Less | std::cmp::Ordering::Equal, false) => today.year(),
+        (std::cmp::Ordering::Greater, false) => today.year() - 1,
+    }
+}
+
+/// Whether an English question asks about time to come, so that a date it names without a year
+/// ("in February", "on 21 January") or a weekday alone ("on Friday") is the next one, not the
+/// last: it says so ("will", "we'll", "going to", "upcoming", "due", "planned"), or it is in the
+/// present tense with nothing that says past ("what's happening in February?", "what do I have
+/// on Friday?", "what is due in March?"). A question without a verb ("notes from December"), or
+/// one that says "did", "was", "happened", "ago", "last" or a verb in -ed, counts back as before:
+/// a memory is most often asked about what has been.
+fn looks_ahead(raw: &[&str]) -> bool {
+    let words: Vec<String> =
+        raw.iter().map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase().replace('’', "'")).collect();
+    let future = words.iter().any(|w| {
+        w.ends_with("'ll")
+            || matches!(
+                w.as_str(),
+                "will"
+                    | "shall"
+                    | "going"
+                    | "gonna"
+                    | "upcoming"
+                    | "coming"
+                    | "due"
+                    | "planned"
+                    | "scheduled"
+                    | "ahead"
+            )
+    });
+    if future {
+        return true;
+    }
+    let past = words.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "did"
+                | "didn't"
+                | "was"
+                | "wasn't"
+                | "were"
+                | "weren't"
+                | "had"
+                | "been"
+                | "went"
+                | "ago"
+                | "last"
+                | "happened"
+        ) || (w.len() >= 5 && w.ends_with("ed") && !matches!(w.as_str(), "needed" | "booked"))
+    });
+    let present = words.iter().any(|w| {
+        matches!(w.as_str(), "is" | "are" | "do" | "does" | "have" | "has" | "happening" | "doing")
+            || w.ends_with("'re")
+            || w.strip_suffix("'s").is_some_and(|b| {
+                matches!(b, "what" | "who" | "where" | "when" | "how" | "it" | "there" | "that" | "here")
+            })
+    });
+    !past && present
 }
 
 /// Every span the query names, merged into the one that covers them all ("between March and
@@ -209,6 +270,8 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let mut found: Vec<((i64, i64), usize, usize)> = Vec::new();
     let french = crate::fts::QueryStops::of(query).reads_as("fr");
+    // The tense is read in English only (a question in another language counts back).
+    let ahead = crate::fts::QueryStops::of(query) == crate::fts::QueryStops::default() && looks_ahead(&raw);
     let mut i = 0;
     while i < words.len() {
         let start = i;
@@ -226,7 +289,7 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
                     if let Some(y) = year(w(after + of)) {
                         return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), after + of + 1 - i));
                     }
-                    let y = latest_year(today, m, d);
+                    let y = year_of_day(today, m, d, ahead);
                     return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), after - i));
                 }
             }
@@ -236,7 +299,7 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
                 if let Some(y) = year(w(i + 2)) {
                     return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), 3));
                 }
-                let y = latest_year(today, m, d);
+                let y = year_of_day(today, m, d, ahead);
                 return Some((day_span(NaiveDate::from_ymd_opt(y, m, d)?), 2));
             }
             // July 2022 · novembre 2026 · noviembre de 2026
@@ -251,9 +314,12 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
                 return None;
             }
             // The latest such month that has begun; "last" skips the current one; "next" and
-            // "coming" name the first that has not begun.
+            // "coming" name the first that has not begun; in a question that looks ahead, the
+            // first that has not ended.
             let y = if matches!(before, "next" | "coming") {
                 if m > today.month() { today.year() } else { today.year() + 1 }
+            } else if ahead && before != "last" {
+                if m >= today.month() { today.year() } else { today.year() + 1 }
             } else if m > today.month() || (before == "last" && m == today.month()) {
                 today.year() - 1
             } else {
@@ -261,7 +327,7 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
             };
             Some((month_span(y, m)?, 1))
         })()
-        .or_else(|| relative(&words, i, today, french));
+        .or_else(|| relative(&words, i, today, french, ahead));
         match hit {
             Some((span, len)) => {
                 found.push((span, start, len.max(1)));
@@ -365,7 +431,7 @@ fn cjk_dates(query: &str, today: NaiveDate) -> Vec<((i64, i64), &str)> {
         let (Ok(m), Ok(d)) = (m.map(u32::try_from).transpose(), d.map(u32::try_from).transpose()) else { continue };
         let span = match (y, m, d) {
             (Some(y), Some(m), Some(d)) => NaiveDate::from_ymd_opt(y, m, d).map(day_span),
-            (None, Some(m), Some(d)) => NaiveDate::from_ymd_opt(latest_year(today, m, d), m, d).map(day_span),
+            (None, Some(m), Some(d)) => NaiveDate::from_ymd_opt(year_of_day(today, m, d, false), m, d).map(day_span),
             (Some(y), Some(m), None) => month_span(y, m),
             (None, Some(m), None) if (1..=12).contains(&m) => {
                 month_span(if m > today.month() { today.year() - 1 } else { today.year() }, m)
@@ -566,6 +632,8 @@ fn weekday(word: &str) -> Option<Weekday> {
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Which {
     Latest,
+    /// Today or the first such day after it ("what's on Friday?").
+    Coming,
     Last,
     This,
     Next,
@@ -576,6 +644,7 @@ fn weekday_span(wd: Weekday, which: Which, today: NaiveDate) -> (i64, i64) {
     let wd_n = wd.num_days_from_monday() as i64;
     let back = match which {
         Which::Latest => (today_n - wd_n).rem_euclid(7),
+        Which::Coming => -(wd_n - today_n).rem_euclid(7),
         Which::Last => match (today_n - wd_n).rem_euclid(7) {
             0 => 7,
             n => n,
@@ -608,7 +677,7 @@ fn ago_span(n: i64, unit: Unit, today: NaiveDate) -> (i64, i64) {
 /// words a query drops ("gestern", "la semaine dernière", "diese Woche", "vor 3 Tagen", "il y a
 /// deux semaines", "hace un mes", "3 giorni fa", "2 dagen geleden"). French `hier` counts only
 /// in a French question: it is "here" in German and Dutch.
-fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Option<((i64, i64), usize)> {
+fn relative(words: &[String], i: usize, today: NaiveDate, french: bool, ahead: bool) -> Option<((i64, i64), usize)> {
     let w = |k: usize| words.get(k).map(String::as_str).unwrap_or("");
     let here = w(i);
     if matches!(
@@ -667,7 +736,8 @@ fn relative(words: &[String], i: usize, today: NaiveDate, french: bool) -> Optio
         // "Domingo" is a name as well: only after a word such as "on" or "el".
         let before = if i > 0 { w(i - 1) } else { "" };
         if here != "domingo" || matches!(before, "el" | "on" | "no" | "o") {
-            return Some((weekday_span(wd, Which::Latest, today), 1));
+            let which = if ahead { Which::Coming } else { Which::Latest };
+            return Some((weekday_span(wd, which, today), 1));
         }
     }
     // last week · letzte Woche · this month · cette année · quest'anno
@@ -778,6 +848,27 @@ mod tests {
         assert_eq!(span("this month"), Some(("2026-11-01".into(), "2026-12-01".into())));
         assert_eq!(span("last year"), Some(("2025-01-01".into(), "2026-01-01".into())));
         assert_eq!(span("three days ago"), Some(("2026-11-26".into(), "2026-11-29".into())));
+    }
+
+    #[test]
+    fn a_question_about_time_to_come_reads_a_date_without_a_year_ahead() {
+        // NOW is Monday 30 November 2026.
+        let february = |y: i32| Some((format!("{y}-02-01"), format!("{y}-03-01")));
+        assert_eq!(span("what's happening in February?"), february(2027));
+        assert_eq!(span("what will we do in February?"), february(2027));
+        assert_eq!(span("what is due in February?"), february(2027));
+        assert_eq!(span("what happened in February?"), february(2026));
+        assert_eq!(span("what did we plan in February?"), february(2026));
+        assert_eq!(span("notes from February"), february(2026));
+        // The current month has not ended: it is the one ahead too.
+        assert_eq!(span("what is happening in November?"), Some(("2026-11-01".into(), "2026-12-01".into())));
+        assert_eq!(span("what do I have on 21 January?"), day("2027-01-21"));
+        assert_eq!(span("what did I do on 21 January?"), day("2026-01-21"));
+        assert_eq!(span("what's on Friday?"), day("2026-12-04"));
+        assert_eq!(span("what's on Monday?"), day("2026-11-30"));
+        assert_eq!(span("what did we eat on Friday?"), day("2026-11-27"));
+        // "last" keeps its meaning whatever the tense.
+        assert_eq!(span("what is left from last March?"), Some(("2026-03-01".into(), "2026-04-01".into())));
     }
 
     #[test]
