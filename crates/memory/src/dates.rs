@@ -374,6 +374,86 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
     Some(Span { from_ms, to_ms, text })
 }
 
+/// The days a text mentions in words: "21 January", "Thursday 21st of January 2027", "January
+/// 21", "16–17 March" (both days), in English or the other languages [`month`] reads. A
+/// mention without a year is the such day nearest to `observed`, when the text was written ("the
+/// check-up is on 21 January", written in December, is January ahead). Numeric dates are left
+/// out: in stored text they are mostly stamps and headers of the moment a text was observed.
+pub(crate) fn mentioned_days(text: &str, observed: NaiveDate) -> Vec<NaiveDate> {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .collect();
+    let w = |i: usize| words.get(i).copied().unwrap_or("");
+    // "16–17" or "16-17": both days.
+    let days = |word: &str| -> Vec<u32> {
+        match word.split_once(['–', '-']) {
+            Some((a, b)) => [day(a), day(b)].into_iter().flatten().collect(),
+            None => day(word).into_iter().collect(),
+        }
+    };
+    let nearest = |m: u32, d: u32| {
+        [observed.year() - 1, observed.year(), observed.year() + 1]
+            .into_iter()
+            .filter_map(|y| NaiveDate::from_ymd_opt(y, m, d))
+            .min_by_key(|date| (*date - observed).num_days().abs())
+    };
+    let mut out = Vec::new();
+    for i in 0..words.len() {
+        let (ds, m, after) = match days(w(i))[..] {
+            [] => match (month(w(i)), day(w(i + 1))) {
+                (Some(m), Some(d)) => (vec![d], m, i + 2),
+                _ => continue,
+            },
+            ref ds => {
+                let of = usize::from(is_joining(w(i + 1)));
+                match month(w(i + 1 + of)) {
+                    Some(m) => (ds.to_vec(), m, i + 2 + of),
+                    None => continue,
+                }
+            }
+        };
+        let of = usize::from(is_joining(w(after)));
+        let y = year(w(after + of));
+        for d in ds {
+            let date = match y {
+                Some(y) => NaiveDate::from_ymd_opt(y, m, d),
+                None => nearest(m, d),
+            };
+            out.extend(date);
+        }
+    }
+    out
+}
+
+/// The English names of the months a span overlaps (its slack aside), when it is short enough
+/// to look up by the days texts mention: at most `max_days` long.
+pub(crate) fn months_of(span: &Span, max_days: i64) -> Vec<&'static str> {
+    let (from, to) = (span.from_ms + SLACK_MS, span.to_ms - SLACK_MS);
+    if to <= from || to - from > max_days * 86_400_000 {
+        return Vec::new();
+    }
+    let date = |ms: i64| Utc.timestamp_millis_opt(ms).single().map(|t| t.date_naive());
+    let (Some(first), Some(last)) = (date(from), date(to - 1)) else { return Vec::new() };
+    let mut names = Vec::new();
+    let (mut y, mut m) = (first.year(), first.month());
+    while (y, m) <= (last.year(), last.month()) {
+        if let Some(&(name, _)) = MONTHS.iter().find(|(_, n)| *n == m) {
+            names.push(name);
+        }
+        (y, m) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    }
+    names
+}
+
+/// Whether the day `date` (at midnight UTC) falls in `span`, slack included.
+pub(crate) fn day_in(date: NaiveDate, span: &Span) -> bool {
+    let (from, to) = day_span(date);
+    from + SLACK_MS >= span.from_ms && to - SLACK_MS <= span.to_ms
+}
+
 /// Dates written with the year, month and day marks of Chinese and Japanese (`2026年11月12日`,
 /// `11月12日`) or Korean (`2026년 11월 12일`), wherever they stand in `query` (no space needs to
 /// set them apart): a year, month and day, a month and day (the latest such day), a year and
@@ -848,6 +928,19 @@ mod tests {
         assert_eq!(span("this month"), Some(("2026-11-01".into(), "2026-12-01".into())));
         assert_eq!(span("last year"), Some(("2025-01-01".into(), "2026-01-01".into())));
         assert_eq!(span("three days ago"), Some(("2026-11-26".into(), "2026-11-29".into())));
+    }
+
+    #[test]
+    fn days_a_text_mentions_in_words() {
+        let written = NaiveDate::from_ymd_opt(2026, 12, 2).unwrap();
+        let days = |t: &str| -> Vec<String> { mentioned_days(t, written).iter().map(|d| d.to_string()).collect() };
+        assert_eq!(days("Check-up booked for Thursday 21 January at 8:40."), ["2027-01-21"]);
+        assert_eq!(days("Reported on 2 November, they came on the 9th."), ["2026-11-02"]);
+        assert_eq!(days("Dates: 16–17 March, at the Old Mill."), ["2027-03-16", "2027-03-17"]);
+        assert_eq!(days("expires on 3 March 2024, renew it by January 5, 2024"), ["2024-03-03", "2024-01-05"]);
+        assert_eq!(days("le 12 décembre à midi"), ["2026-12-12"]);
+        // Numbers without a month, a month without a day, and numeric dates are not days.
+        assert!(days("3 eggs, 200 g flour; the January sales; 2026-12-24; 12/24").is_empty());
     }
 
     #[test]

@@ -262,10 +262,19 @@ pub(crate) fn rank(
         before_ms: Some(filter.before_ms.map_or(s.to_ms - 1, |b| b.min(s.to_ms - 1))),
         ..filter.clone()
     });
-    let in_span = match &within {
-        Some(f) => f.matching_if_few(conn, RESTRICT_CAP)?,
-        None => None,
-    };
+    // The chunks observed in the span, and those that mention a day in it ("the dentist on 21
+    // January", written in December), which count as in it.
+    let mut mentioned: HashSet<i64> = HashSet::new();
+    let in_span = match (&within, span) {
+        (Some(f), Some(span)) => f.matching_if_few(conn, RESTRICT_CAP)?.map(|mut ids| -> Result<_, MemoryError> {
+            let observed: HashSet<i64> = ids.iter().copied().collect();
+            mentioned = mentioning(inner, conn, span, filter)?;
+            ids.extend(mentioned.iter().filter(|id| !observed.contains(id)));
+            Ok(ids)
+        }),
+        _ => None,
+    }
+    .transpose()?;
     let mut pool = pool.max(want);
     // The span's own chunks by likeness, best first: candidates, and what a question about the
     // span lists.
@@ -379,7 +388,7 @@ pub(crate) fn rank(
         if let Some(within) = &within {
             let ids: Vec<i64> = fused.iter().map(|h| h.rowid).collect();
             let inside = within.retain(conn, &ids)?;
-            for h in fused.iter_mut().filter(|h| inside.contains(&h.rowid)) {
+            for h in fused.iter_mut().filter(|h| inside.contains(&h.rowid) || mentioned.contains(&h.rowid)) {
                 h.in_span = true;
                 if mode == Mode::Hybrid {
                     h.score += SPAN_BOOST;
@@ -412,6 +421,37 @@ pub(crate) fn rank(
         }
         pool *= 4;
     }
+}
+
+/// The longest span looked up by the days texts mention (a month and a little).
+const MENTION_DAYS: i64 = 62;
+/// How many chunks that name a month of the span are read for the days they mention.
+const MENTION_CANDIDATES: usize = 200;
+
+/// The chunks (passing `filter`) that mention a day within `span` in words: among the best
+/// [`MENTION_CANDIDATES`] keyword hits on the names of its months, those whose text names a day
+/// in it (`dates::mentioned_days`, a day without a year read near when the chunk was observed).
+fn mentioning(inner: &Inner, conn: &Connection, span: &Span, filter: &Filter) -> Result<HashSet<i64>, MemoryError> {
+    let months = super::dates::months_of(span, MENTION_DAYS);
+    if months.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let named = inner.fts.search(&QueryTerms::parse(&months.join(" ")), &[], MENTION_CANDIDATES, None)?;
+    let ids: Vec<i64> = named.iter().map(|x| x.0).collect();
+    let mut found: Vec<i64> = Vec::new();
+    let mut q = conn.prepare_cached("SELECT rowid, content, timestamp_ms FROM chunks WHERE rowid IN rarray(?1)")?;
+    let mut rows = q.query([rarray(&ids)])?;
+    while let Some(r) = rows.next()? {
+        let (rowid, content, at): (i64, String, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        let Some(observed) = chrono::DateTime::from_timestamp_millis(at).map(|t| t.date_naive()) else { continue };
+        if super::dates::mentioned_days(&content, observed).into_iter().any(|d| super::dates::day_in(d, span)) {
+            found.push(rowid);
+        }
+    }
+    if !filter.is_empty() && !found.is_empty() {
+        return Ok(filter.retain(conn, &found)?.into_iter().collect());
+    }
+    Ok(found.into_iter().collect())
 }
 
 /// Keeps the items of `v` whose flag in `keep` (one per item, in order) is set.

@@ -504,6 +504,34 @@ fn next_friday_is_not_last_friday() {
     assert_eq!(r["chunks"][0]["in_date_range"], true, "{r}");
 }
 
+/// A note that names a day ahead ("on 21 January", written in December) is found by a question
+/// about that day, as if it had been observed then; a question about the January that has
+/// passed does not take it.
+#[test]
+fn a_note_naming_a_day_ahead_is_found_by_that_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    // Monday 2024-12-02, and Monday 2024-01-15.
+    put_at(&m, "dentist", "Check-up with Dr Okafor booked for Tuesday 21 January at 8:40.", 1_733_140_800_000);
+    put_at(&m, "tax", "The tax return is due by 31 January; the forms are in the blue folder.", 1_733_140_800_000);
+    put_at(&m, "sales", "The January sales were busy; we bought a new kettle.", 1_705_320_000_000);
+    let ask = |q: &str| m.wire::<ops::Recall>(json!({"query": q, "as_of": "2024-12-05T09:00:00Z"})).unwrap();
+    let r = ask("what is happening on 21 January?");
+    assert!(r["date_range"]["from"].as_str().unwrap().starts_with("2025-01-20"), "{r}");
+    assert_eq!(r["date_range"]["chunks"], 1, "{r}");
+    assert_eq!(r["chunks"][0]["source_ref"], "dentist", "{r}");
+    assert_eq!(r["chunks"][0]["in_date_range"], true, "{r}");
+    // The whole month: both notes that name a day in it, not the one that names the month alone.
+    let r = ask("what's on in January?");
+    assert_eq!(r["date_range"]["chunks"], 2, "{r}");
+    let first: Vec<&str> = (0..2).map(|i| r["chunks"][i]["source_ref"].as_str().unwrap()).collect();
+    assert!(first.contains(&"dentist") && first.contains(&"tax"), "{r}");
+    // A year back: the note was written for the January ahead of it.
+    let r = ask("what did I do on 21 January?");
+    assert!(r["date_range"]["from"].as_str().unwrap().starts_with("2024-01-20"), "{r}");
+    assert!(r["chunks"].as_array().unwrap().iter().all(|c| c["in_date_range"] == false), "{r}");
+}
+
 #[test]
 fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
     let data = tempfile::tempdir().unwrap();
