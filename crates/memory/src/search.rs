@@ -66,6 +66,9 @@ pub(crate) struct Hit {
     /// The chat hit beside it in its conversation that lent it score (see
     /// `spread_to_neighbours`), when it gained more from that than it scored itself.
     pub context_of: Option<i64>,
+    /// Of another kind than the best hit holding a name the query writes, and lacking it (see
+    /// `focus_on_name`): the relevance floor holds it back.
+    pub lacks_name: bool,
 }
 
 impl Hit {
@@ -80,6 +83,7 @@ impl Hit {
             in_span: false,
             by_date: false,
             context_of: None,
+            lacks_name: false,
         }
     }
 }
@@ -955,8 +959,9 @@ fn written_names(query: &str, words: &[String]) -> Vec<String> {
 
 /// When the query writes a name (a person, a place, a shop: [`written_names`]) and the best of
 /// the first [`FOCUS_FROM`] hits that holds it is of one kind (a note, mail, chat), the hits of
-/// other kinds that lack the name lose [`NAME_SHARE`] of their score: "what flowers does Sophie
-/// like?" asks about Sophie, however much the chat says about flowers. Hits of the same kind
+/// other kinds that lack the name lose [`NAME_SHARE`] of their score and are marked for the
+/// relevance floor to hold back (`Hit::lacks_name`): "what flowers does Sophie like?" asks
+/// about Sophie, however much the chat says about flowers. Hits of the same kind
 /// are left to the words (a store of one kind ranks as before: the names of SciFact's claims
 /// are species and places its abstracts often write otherwise). A name that speaks in the
 /// chat hits is left to [`focus_on_speaker`], which reads whose lines hold the match.
@@ -995,6 +1000,7 @@ fn focus_on_name(conn: &Connection, fused: &mut [Hit], query: &str, words: &[Str
     for h in fused.iter_mut().take(FOCUS_FROM) {
         if read.get(&h.rowid).is_some_and(|(k, holds)| !holds && *k != kind) {
             h.score *= 1.0 - NAME_SHARE;
+            h.lacks_name = true;
             moved = true;
         }
     }
@@ -1101,6 +1107,7 @@ fn spread_to_neighbours(
             in_span: false,
             by_date: false,
             context_of: Some(from),
+            lacks_name: false,
         });
     }
     fused.sort_by(order);
@@ -1596,6 +1603,10 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
             if h.by_date {
                 let r = b.both.max(BY_DATE_RELEVANCE);
                 return (r >= min).then_some((c, h, r));
+            }
+            // Mail or chat that lacks the name a note holds is not about what was asked.
+            if h.lacks_name {
+                return None;
             }
             let (r, near_first) = if c.source_id == source {
                 (b.both.max(b.window), true)

@@ -922,6 +922,8 @@ fn a_name_the_question_writes_outweighs_chat_about_the_same_thing() {
     m.wait_background();
     let got = recalled(&m, "what flowers does Sophie like?");
     assert_eq!(got.first().map(|t| t.1.as_str()), Some("Anniversary"), "{got:?}");
+    // Nor does that chat come back after it: it is not about Sophie.
+    assert!(got.iter().all(|(kind, _)| kind != "chat"), "{got:?}");
     // Written in lower case, the name is a word like the others: the rule reads how a
     // question writes it, and "sophie" still finds the note somewhere.
     let got = recalled(&m, "what flowers does sophie like?");
