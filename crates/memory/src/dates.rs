@@ -687,6 +687,12 @@ fn calendar_span(unit: Unit, offset: i64, today: NaiveDate) -> Option<(i64, i64)
 
 /// The weekday `word` names, written out in full in English, German, Dutch, French, Spanish,
 /// Italian or Portuguese (with or without accents: `miércoles`, `mercoledi`).
+/// Whether `lower` names a month or a day of the week ("February", "Fridays", "März"): a
+/// word of a date, which a question writes with a capital without naming anyone.
+pub(crate) fn is_calendar_word(lower: &str) -> bool {
+    month(lower).is_some() || weekday(lower).or_else(|| weekday(lower.strip_suffix('s')?)).is_some()
+}
+
 fn weekday(word: &str) -> Option<Weekday> {
     Some(match word {
         "monday" | "montag" | "maandag" | "lundi" | "lunes" | "lunedì" | "lunedi" | "segunda-feira" => Weekday::Mon,

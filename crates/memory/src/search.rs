@@ -934,7 +934,8 @@ const NAME_SHARE: f64 = 0.5;
 
 /// The stems of the words `query` writes as names: capitalised (`Sophie`, `Kwik`), not its
 /// first word, of letters only and not all capitals (an acronym such as MOT or VPN is matched
-/// as any word is), and among the query's `words` (stop words and a date's words are not).
+/// as any word is), not a month or a weekday (`February`, `Friday`: chunks observed then need
+/// not write it), and among the query's `words` (stop words and a date's words are not).
 fn written_names(query: &str, words: &[String]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     let mut first = true;
@@ -946,7 +947,8 @@ fn written_names(query: &str, words: &[String]) -> Vec<String> {
             && chars.all(|c| c.is_alphabetic() && !c.is_uppercase());
         let joined =
             query[..start].ends_with(['-', '.', '/', '_', '@']) || query[end..].starts_with(['-', '.', '/', '_', '@']);
-        if titled && !first && !joined {
+        let calendar = super::dates::is_calendar_word(lower) || super::dates::is_calendar_word(&written.to_lowercase());
+        if titled && !first && !joined && !calendar {
             let stem = crate::fts::stem(lower).into_owned();
             if words.contains(&stem) && !names.contains(&stem) {
                 names.push(stem);
@@ -1782,6 +1784,9 @@ mod tests {
         assert!(names("when is the MOT due?").is_empty());
         assert!(names("what is the Wi-Fi password at node.Js meetups?").is_empty());
         assert!(names("what did We say?").is_empty());
+        // Nor a month or a day of the week.
+        assert!(names("what did Ana say on Friday in February?") == ["ana"]);
+        assert!(names("what's on Fridays in März?").is_empty());
     }
 
     #[test]
