@@ -69,6 +69,9 @@ pub(crate) struct Hit {
     /// Of another kind than the best hit holding a name the query writes, and lacking it (see
     /// `focus_on_name`): the relevance floor holds it back.
     pub lacks_name: bool,
+    /// Outside the span of a [question about the span](date_question): the relevance floor
+    /// holds it back unless it holds a word of the question.
+    pub off_date: bool,
 }
 
 impl Hit {
@@ -84,6 +87,7 @@ impl Hit {
             by_date: false,
             context_of: None,
             lacks_name: false,
+            off_date: false,
         }
     }
 }
@@ -410,12 +414,21 @@ pub(crate) fn rank(
             focus_on_speaker(inner, conn, &mut fused, &terms.words)?;
         }
         if fused.len() >= want || exhausted || restrict.is_some() {
+            // Also when nothing was observed in the span: the hits of other days are then
+            // judged the same way.
             if mode == Mode::Hybrid
                 && let Some(ids) = &in_span
-                && !ids.is_empty()
                 && date_question(&terms, &dfs, &date)
             {
                 by_date(conn, &mut fused, ids, &span_vs, want)?;
+                // Its words that only ask what took place ("happened", "say") are no match
+                // for the relevance floor: a mail outside the span that says "happen" is not
+                // what was asked.
+                for (w, weight) in terms.words.iter().zip(idf.iter_mut()) {
+                    if super::dates::is_event_word(w) {
+                        *weight = 0.0;
+                    }
+                }
             }
             fused.truncate(want);
             let noise = background.map(|b| VectorNoise::new(b, vs.iter().map(|v| v.1).fold(f32::MIN, f32::max)));
@@ -494,8 +507,12 @@ fn by_date(
     cosines: &[(i64, f32)],
     want: usize,
 ) -> Result<(), MemoryError> {
-    for h in fused.iter_mut().filter(|h| h.in_span) {
-        (h.score, h.by_date) = (h.score + BY_DATE_LIFT, true);
+    for h in fused.iter_mut() {
+        if h.in_span {
+            (h.score, h.by_date) = (h.score + BY_DATE_LIFT, true);
+        } else {
+            h.off_date = true;
+        }
     }
     let mut inside = fused.iter().filter(|h| h.in_span).count();
     let mut have: HashSet<i64> = fused.iter().map(|h| h.rowid).collect();
@@ -1110,6 +1127,7 @@ fn spread_to_neighbours(
             by_date: false,
             context_of: Some(from),
             lacks_name: false,
+            off_date: false,
         });
     }
     fused.sort_by(order);
@@ -1606,8 +1624,10 @@ pub(crate) fn apply_floor(judge: &Judge, hits: Vec<(ChunkRow, Hit)>, min: f64) -
                 let r = b.both.max(BY_DATE_RELEVANCE);
                 return (r >= min).then_some((c, h, r));
             }
-            // Mail or chat that lacks the name a note holds is not about what was asked.
-            if h.lacks_name {
+            // Mail or chat that lacks the name a note holds is not about what was asked, nor
+            // is a chunk of another day that holds no word of a question about a day (it is
+            // only alike to "what happened").
+            if h.lacks_name || (h.off_date && b.words <= 0.0) {
                 return None;
             }
             let (r, near_first) = if c.source_id == source {

@@ -532,6 +532,32 @@ fn a_note_naming_a_day_ahead_is_found_by_that_day() {
     assert!(r["chunks"].as_array().unwrap().iter().all(|c| c["in_date_range"] == false), "{r}");
 }
 
+/// A question about a day lists what was stored then or names it; a chunk of another day that
+/// only says "happened" is no answer, and a day with nothing gives nothing.
+#[test]
+fn a_day_is_not_answered_by_what_says_happened_on_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = open(dir.path());
+    // Monday 2024-12-02; the others 2024-10-01 and 2024-10-02.
+    put_at(
+        &m,
+        "damp",
+        "Reported the damp to the letting agent on 2 November; they came on the 9th.",
+        1_733_140_800_000,
+    );
+    put_at(&m, "party", "So much happened at the party, it was wild and we stayed up late.", 1_727_784_000_000);
+    put_at(&m, "trip", "What happened on the trip stays on the trip, the hotel was lovely.", 1_727_870_400_000);
+    let ask = |q: &str| m.wire::<ops::Recall>(json!({"query": q, "as_of": "2024-12-05T09:00:00Z"})).unwrap();
+    let refs = |r: &serde_json::Value| -> Vec<String> {
+        r["chunks"].as_array().unwrap().iter().map(|c| c["source_ref"].as_str().unwrap().to_string()).collect()
+    };
+    let r = ask("what happened on 2 November?");
+    assert_eq!(refs(&r), ["damp"], "{r}");
+    let r = ask("what happened on 4 November?");
+    assert_eq!(r["date_range"]["chunks"], 0, "{r}");
+    assert!(!refs(&r).iter().any(|s| s == "party" || s == "trip"), "{r}");
+}
+
 #[test]
 fn a_chat_hit_carries_the_turns_around_it_across_chunks() {
     let data = tempfile::tempdir().unwrap();
