@@ -269,9 +269,10 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
         .collect();
     let w = |i: usize| words.get(i).map(String::as_str).unwrap_or("");
     let mut found: Vec<((i64, i64), usize, usize)> = Vec::new();
-    let french = crate::fts::QueryStops::of(query).reads_as("fr");
+    let stops = crate::fts::QueryStops::of(query);
+    let french = stops.reads_as("fr");
     // The tense is read in English only (a question in another language counts back).
-    let ahead = crate::fts::QueryStops::of(query) == crate::fts::QueryStops::default() && looks_ahead(&raw);
+    let ahead = stops == crate::fts::QueryStops::default() && looks_ahead(&raw);
     let mut i = 0;
     while i < words.len() {
         let start = i;
@@ -376,7 +377,7 @@ pub(crate) fn span_in(query: &str, now_ms: i64) -> Option<Span> {
 
 /// The days a text mentions in words: "21 January", "Thursday 21st of January 2027", "January
 /// 21", "16–17 March" (both days), in English or the other languages [`month`] reads. A
-/// mention without a year is the such day nearest to `observed`, when the text was written ("the
+/// mention without a year is that day's date nearest to `observed`, when the text was written ("the
 /// check-up is on 21 January", written in December, is January ahead). Numeric dates are left
 /// out: in stored text they are mostly stamps and headers of the moment a text was observed.
 pub(crate) fn mentioned_days(text: &str, observed: NaiveDate) -> Vec<NaiveDate> {
