@@ -82,7 +82,8 @@ pub struct RecallHit {
     /// 1-based rank in the BM25 list.
     pub bm25_rank: Option<usize>,
     pub token_count: i64,
-    /// Observed within the question's date range (present when the question names one).
+    /// Observed within the question's date range, or naming a day in it (present when the
+    /// question names one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_date_range: Option<bool>,
     /// A chat hit's turns around the best match, the reply included.
@@ -110,8 +111,8 @@ pub struct DateRange {
     pub text: String,
     pub from: String,
     pub until: String,
-    /// How many chunks were observed in the range (0: nothing was stored then); left out when
-    /// more than 20,000.
+    /// How many chunks were observed in the range or name a day in it (0: nothing was stored
+    /// then or about then); left out when more than 20,000.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chunks: Option<usize>,
 }
