@@ -327,7 +327,7 @@ fn term(word: &str) -> Option<String> {
 
 /// `Alice`, `O'Brien`, `Jean-Luc`, `McVittie`: an uppercase letter, then letters (mostly
 /// lowercase; not an acronym), hyphens or apostrophes.
-fn is_capitalised(w: &str) -> bool {
+pub(crate) fn is_capitalised(w: &str) -> bool {
     let mut chars = w.chars();
     let Some(first) = chars.next() else {
         return false;

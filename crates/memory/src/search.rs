@@ -949,19 +949,16 @@ fn focus_on_speaker(inner: &Inner, conn: &Connection, fused: &mut [Hit], words: 
 /// first [`FOCUS_FROM`] that lacks every such name keeps `1 - NAME_SHARE` of its score.
 const NAME_SHARE: f64 = 0.5;
 
-/// The stems of the words `query` writes as names: capitalised (`Sophie`, `Kwik`), not its
-/// first word, of letters only and not all capitals (an acronym such as MOT or VPN is matched
-/// as any word is), not a month or a weekday (`February`, `Friday`: chunks observed then need
+/// The stems of the words `query` writes as names: capitalised as the people and topics
+/// extractor reads a name (`Sophie`, `Kwik`; [`is_capitalised`](super::entities::is_capitalised),
+/// so an acronym such as MOT or VPN is matched as any word is), not its first word, not a month or a weekday (`February`, `Friday`: chunks observed then need
 /// not write it), and among the query's `words` (stop words and a date's words are not).
 fn written_names(query: &str, words: &[String]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     let mut first = true;
     crate::fts::for_each_word(query, |start, end, lower| {
         let written = &query[start..end];
-        let mut chars = written.chars();
-        let titled = chars.next().is_some_and(char::is_uppercase)
-            && chars.clone().next().is_some()
-            && chars.all(|c| c.is_alphabetic() && !c.is_uppercase());
+        let titled = super::entities::is_capitalised(written);
         let joined =
             query[..start].ends_with(['-', '.', '/', '_', '@']) || query[end..].starts_with(['-', '.', '/', '_', '@']);
         let calendar = super::dates::is_calendar_word(lower) || super::dates::is_calendar_word(&written.to_lowercase());
